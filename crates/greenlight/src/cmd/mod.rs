@@ -1,0 +1,23 @@
+//! One module per subcommand. Each `run` returns the exit code it wants, or an error that
+//! `exit_code_of` maps: a `UsageError` is exit 2, anything else exit 1.
+
+pub mod demo;
+pub mod guard;
+pub mod lint;
+pub mod sandbox;
+pub mod status;
+pub mod trailer;
+pub mod watch;
+
+/// A configuration or usage problem: exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+pub fn exit_code_of(err: &anyhow::Error) -> u8 {
+    if err.chain().any(|e| e.is::<UsageError>()) { 2 } else { 1 }
+}
