@@ -1,1 +1,2 @@
-//! placeholder
+//! Rollout-safety lint for Kubernetes manifests.
+pub mod yaml;

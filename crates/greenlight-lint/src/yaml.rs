@@ -1,0 +1,559 @@
+//! Spanned YAML documents built from saphyr-parser events.
+//!
+//! Owns: turning a text stream into documents whose every node knows its 1-based line and
+//! column, with hard budgets on alias expansion and nesting depth, and recovery after a syntax
+//! error at the next `---` line. Must never: interpret Kubernetes meaning, recurse on input
+//! depth, or panic on any input.
+//!
+//! Why our own tree: saphyr's tree loader copies a node for every alias reference, so a
+//! "billion laughs" stream grows exponentially before anything can stop it. Building the tree
+//! from parser events lets us charge each alias by the size of what it copies and stop the
+//! document as soon as the budget is spent.
+
+use saphyr_parser::{Event, Parser, ScalarStyle, ScanError};
+use std::collections::HashMap;
+
+/// A 1-based line and 1-based column (in characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Pos {
+    pub line: u32,
+    pub col: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    pub start: Pos,
+    pub end: Pos,
+}
+
+#[derive(Debug, Clone)]
+pub struct Scalar {
+    pub text: String,
+    /// Plain (unquoted, not block) scalars are the only ones YAML resolves to null/int/bool.
+    pub plain: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub key: Node,
+    pub value: Node,
+}
+
+#[derive(Debug, Clone)]
+pub enum Value {
+    Scalar(Scalar),
+    Seq(Vec<Node>),
+    Map(Vec<Entry>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub span: Span,
+    pub value: Value,
+}
+
+const NO_NODES: &[Node] = &[];
+const NO_ENTRIES: &[Entry] = &[];
+
+impl Node {
+    /// The entry with this (string) key, when this node is a mapping.
+    pub fn entry(&self, key: &str) -> Option<&Entry> {
+        self.as_map().iter().find(|e| e.key.as_str() == Some(key))
+    }
+
+    /// The value under this key, when this node is a mapping; YAML null counts as absent.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.entry(key).map(|e| &e.value).filter(|v| !v.is_null())
+    }
+
+    /// Follow a chain of mapping keys.
+    pub fn at(&self, keys: &[&str]) -> Option<&Node> {
+        keys.iter().try_fold(self, |n, k| n.get(k))
+    }
+
+    pub fn as_map(&self) -> &[Entry] {
+        match &self.value {
+            Value::Map(m) => m,
+            _ => NO_ENTRIES,
+        }
+    }
+
+    pub fn as_seq(&self) -> &[Node] {
+        match &self.value {
+            Value::Seq(s) => s,
+            _ => NO_NODES,
+        }
+    }
+
+    pub fn is_map(&self) -> bool {
+        matches!(self.value, Value::Map(_))
+    }
+
+    /// Scalar text, whatever its style.
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            Value::Scalar(s) => Some(&s.text),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        match &self.value {
+            Value::Scalar(s) => {
+                s.plain && matches!(s.text.as_str(), "" | "~" | "null" | "Null" | "NULL")
+            }
+            _ => false,
+        }
+    }
+
+    /// An integer, also when quoted: manifests in the wild quote numbers (`"30"`), and the
+    /// question a rule asks is what the author meant, not whether the API server would coerce it.
+    pub fn as_i64(&self) -> Option<i64> {
+        let t = self.as_str()?.trim();
+        let t = t.strip_prefix('+').unwrap_or(t);
+        t.parse().ok()
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match &self.value {
+            Value::Scalar(s) => match s.text.as_str() {
+                "true" | "True" | "TRUE" => Some(true),
+                "false" | "False" | "FALSE" => Some(false),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// Budgets that keep hostile input bounded.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Nodes that alias references may copy into one document, in total.
+    pub max_alias_nodes: usize,
+    /// Maximum nesting of sequences and mappings.
+    pub max_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_alias_nodes: 100_000,
+            max_depth: 200,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Document {
+    pub root: Node,
+    /// Line of the document's first event (its `---` when explicit).
+    pub start_line: u32,
+}
+
+/// A document (or the rest of a stream) that could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    pub pos: Pos,
+    pub message: String,
+}
+
+/// Load every document of a stream. A syntax error becomes one `Err` at its location and
+/// loading resumes at the next line that starts a document (`---`).
+pub fn load_stream(text: &str, limits: &Limits) -> Vec<Result<Document, LoadError>> {
+    let mut out = Vec::new();
+    let mut offset_line = 0u32; // lines of `text` before the current slice
+    let mut rest = text;
+    loop {
+        let failed_at = load_slice(rest, offset_line, limits, &mut out);
+        let Some(err_line) = failed_at else { break };
+        // Resume at the first `---` line strictly after the error line.
+        let mut consumed = 0usize;
+        let mut resumed = false;
+        for (i, line) in rest.split_inclusive('\n').enumerate() {
+            let line_no = offset_line + i as u32 + 1;
+            if line_no > err_line && is_document_start(line) {
+                offset_line = line_no - 1;
+                rest = &rest[consumed..];
+                resumed = true;
+                break;
+            }
+            consumed += line.len();
+        }
+        if !resumed {
+            break;
+        }
+    }
+    out
+}
+
+fn is_document_start(line: &str) -> bool {
+    let l = line.trim_end_matches(['\n', '\r']);
+    l == "---" || l.starts_with("--- ") || l.starts_with("---\t")
+}
+
+enum Frame {
+    Seq {
+        start: Pos,
+        anchor: usize,
+        first: usize,
+        items: Vec<Node>,
+    },
+    Map {
+        start: Pos,
+        anchor: usize,
+        first: usize,
+        entries: Vec<Entry>,
+        key: Option<Node>,
+    },
+}
+
+struct Builder<'l> {
+    limits: &'l Limits,
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, (Node, usize)>,
+    /// Nodes created in this document, alias copies included; a collection's size is the
+    /// difference between this counter at its end and at its start.
+    created: usize,
+    alias_copied: usize,
+    root: Option<Node>,
+    start_line: u32,
+}
+
+impl<'l> Builder<'l> {
+    fn new(limits: &'l Limits, start_line: u32) -> Self {
+        Builder {
+            limits,
+            stack: Vec::new(),
+            anchors: HashMap::new(),
+            created: 0,
+            alias_copied: 0,
+            root: None,
+            start_line,
+        }
+    }
+
+    fn finish_node(&mut self, node: Node, anchor: usize, size: usize) {
+        if anchor != 0 {
+            self.anchors.insert(anchor, (node.clone(), size));
+        }
+        match self.stack.last_mut() {
+            None => self.root = Some(node),
+            Some(Frame::Seq { items, .. }) => items.push(node),
+            Some(Frame::Map { entries, key, .. }) => match key.take() {
+                None => *key = Some(node),
+                Some(k) => entries.push(Entry {
+                    key: k,
+                    value: node,
+                }),
+            },
+        }
+    }
+}
+
+/// Returns the (absolute) line of a syntax error when loading stopped on one.
+fn load_slice(
+    text: &str,
+    offset_line: u32,
+    limits: &Limits,
+    out: &mut Vec<Result<Document, LoadError>>,
+) -> Option<u32> {
+    let pos = |m: saphyr_parser::Marker| Pos {
+        line: m.line() as u32 + offset_line,
+        col: m.col() as u32 + 1,
+    };
+    let mut parser = Parser::new_from_str(text);
+    let mut doc: Option<Builder> = None;
+    // Set when the current document blew a budget: its events are skipped until it ends.
+    let mut abandoned = false;
+    loop {
+        let (event, span) = match parser.next_event() {
+            None => return None,
+            Some(Ok(ev)) => ev,
+            Some(Err(e)) => {
+                let err = scan_error(&e, offset_line);
+                let line = err.pos.line;
+                out.push(Err(err));
+                return Some(line);
+            }
+        };
+        let start = pos(span.start);
+        let end = pos(span.end);
+        match event {
+            Event::StreamStart | Event::Nothing => {}
+            Event::StreamEnd => return None,
+            Event::DocumentStart(_) => {
+                doc = Some(Builder::new(limits, start.line));
+                abandoned = false;
+            }
+            Event::DocumentEnd => {
+                if let Some(b) = doc.take()
+                    && !abandoned
+                    && let Some(root) = b.root
+                {
+                    out.push(Ok(Document {
+                        root,
+                        start_line: b.start_line,
+                    }));
+                }
+                abandoned = false;
+            }
+            _ if abandoned => {}
+            ev => {
+                let Some(b) = doc.as_mut() else { continue };
+                if let Err(err) = apply(b, ev, start, end) {
+                    out.push(Err(err));
+                    abandoned = true;
+                    b.stack.clear();
+                    b.anchors.clear();
+                }
+            }
+        }
+    }
+}
+
+fn apply(b: &mut Builder, ev: Event, start: Pos, end: Pos) -> Result<(), LoadError> {
+    match ev {
+        Event::Scalar(text, style, anchor, _tag) => {
+            b.created += 1;
+            let plain = matches!(style, ScalarStyle::Plain);
+            let node = Node {
+                span: Span { start, end },
+                value: Value::Scalar(Scalar {
+                    text: text.into_owned(),
+                    plain,
+                }),
+            };
+            b.finish_node(node, anchor, 1);
+        }
+        Event::Alias(id) => {
+            let Some((node, size)) = b.anchors.get(&id) else {
+                return Err(LoadError {
+                    pos: start,
+                    message: "alias refers to an unknown anchor".into(),
+                });
+            };
+            b.alias_copied += size;
+            if b.alias_copied > b.limits.max_alias_nodes {
+                return Err(LoadError {
+                    pos: start,
+                    message: format!(
+                        "alias expansion exceeds {} nodes in this document (an alias bomb?); the document was not linted",
+                        b.limits.max_alias_nodes
+                    ),
+                });
+            }
+            let (mut node, size) = (node.clone(), *size);
+            // The copy sits where the alias is written, so findings point at the reference.
+            node.span = Span { start, end };
+            b.created += size;
+            b.finish_node(node, 0, size);
+        }
+        Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+            if b.stack.len() >= b.limits.max_depth {
+                return Err(LoadError {
+                    pos: start,
+                    message: format!(
+                        "nesting deeper than {} levels; the document was not linted",
+                        b.limits.max_depth
+                    ),
+                });
+            }
+            b.created += 1;
+            let first = b.created;
+            b.stack.push(if matches!(ev, Event::SequenceStart(..)) {
+                Frame::Seq {
+                    start,
+                    anchor,
+                    first,
+                    items: Vec::new(),
+                }
+            } else {
+                Frame::Map {
+                    start,
+                    anchor,
+                    first,
+                    entries: Vec::new(),
+                    key: None,
+                }
+            });
+        }
+        Event::SequenceEnd | Event::MappingEnd => {
+            let Some(frame) = b.stack.pop() else {
+                return Ok(());
+            };
+            let (node, anchor, size) = match frame {
+                Frame::Seq {
+                    start: s,
+                    anchor,
+                    first,
+                    items,
+                } => {
+                    let e = items.last().map_or(end, |n| n.span.end.max(end));
+                    (
+                        Node {
+                            span: Span { start: s, end: e },
+                            value: Value::Seq(items),
+                        },
+                        anchor,
+                        b.created - first + 1,
+                    )
+                }
+                Frame::Map {
+                    start: s,
+                    anchor,
+                    first,
+                    entries,
+                    ..
+                } => {
+                    let entries = apply_merge_keys(entries);
+                    let e = entries.last().map_or(end, |en| en.value.span.end.max(end));
+                    (
+                        Node {
+                            span: Span { start: s, end: e },
+                            value: Value::Map(entries),
+                        },
+                        anchor,
+                        b.created - first + 1,
+                    )
+                }
+            };
+            b.finish_node(node, anchor, size);
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// YAML 1.1 merge keys (`<<: *base`), which the Kubernetes YAML decoder honours: explicit keys
+/// win over merged ones, earlier merged maps over later ones.
+fn apply_merge_keys(entries: Vec<Entry>) -> Vec<Entry> {
+    let is_merge =
+        |e: &Entry| matches!(&e.key.value, Value::Scalar(s) if s.plain && s.text == "<<");
+    if !entries.iter().any(is_merge) {
+        return entries;
+    }
+    let (merges, mut own): (Vec<Entry>, Vec<Entry>) = entries.into_iter().partition(is_merge);
+    for m in merges {
+        let sources: Vec<Node> = match m.value.value {
+            Value::Map(_) => vec![m.value],
+            Value::Seq(items) => items,
+            Value::Scalar(_) => Vec::new(),
+        };
+        for src in sources {
+            if let Value::Map(src_entries) = src.value {
+                for e in src_entries {
+                    let k = e.key.as_str();
+                    if k.is_none() || !own.iter().any(|o| o.key.as_str() == k) {
+                        own.push(e);
+                    }
+                }
+            }
+        }
+    }
+    own
+}
+
+fn scan_error(e: &ScanError, offset_line: u32) -> LoadError {
+    let m = e.marker();
+    LoadError {
+        pos: Pos {
+            line: m.line() as u32 + offset_line,
+            col: m.col() as u32 + 1,
+        },
+        message: e.info().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(t: &str) -> Vec<Result<Document, LoadError>> {
+        load_stream(t, &Limits::default())
+    }
+
+    #[test]
+    fn spans_are_one_based_and_point_at_keys_and_values() {
+        let docs = load("a: 1\nb:\n  c: [x, \"y\"]\n");
+        let root = &docs[0].as_ref().unwrap().root;
+        let b = root.entry("b").unwrap();
+        assert_eq!(b.key.span.start, Pos { line: 2, col: 1 });
+        let c = root.at(&["b", "c"]).unwrap();
+        assert_eq!(c.as_seq()[1].span.start, Pos { line: 3, col: 10 });
+        assert_eq!(c.as_seq()[1].as_str(), Some("y"));
+    }
+
+    #[test]
+    fn multi_document_streams_and_recovery_after_a_syntax_error() {
+        let docs = load("a: 1\n---\nb: [unclosed\nc: 2\n---\nd: 4\n");
+        assert_eq!(docs.len(), 3, "{docs:?}");
+        assert!(docs[0].is_ok());
+        let err = docs[1].as_ref().unwrap_err();
+        assert!(err.pos.line >= 3, "{err:?}");
+        let last = docs[2].as_ref().unwrap();
+        assert_eq!(last.root.get("d").unwrap().span.start.line, 6);
+    }
+
+    #[test]
+    fn alias_bomb_is_stopped_by_the_budget() {
+        let mut t = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..10 {
+            let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+            t.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+        }
+        let docs = load(&t);
+        assert_eq!(docs.len(), 1);
+        let err = docs[0].as_ref().unwrap_err();
+        assert!(err.message.contains("alias expansion"), "{err:?}");
+    }
+
+    #[test]
+    fn small_aliases_and_merge_keys_resolve() {
+        let docs = load("base: &b {x: 1, y: 2}\nuse:\n  <<: *b\n  y: 3\n");
+        let root = &docs[0].as_ref().unwrap().root;
+        let u = root.get("use").unwrap();
+        assert_eq!(u.get("x").and_then(Node::as_i64), Some(1));
+        assert_eq!(u.get("y").and_then(Node::as_i64), Some(3));
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        let t = "[".repeat(100_000);
+        let docs = load(&t);
+        assert!(docs.iter().any(|d| d.is_err()));
+        let t = format!("{}1{}", "[".repeat(230), "]".repeat(230));
+        let docs = load(&t);
+        assert!(
+            docs[0].as_ref().unwrap_err().message.contains("nesting"),
+            "{docs:?}"
+        );
+    }
+
+    #[test]
+    fn huge_scalar_loads() {
+        let t = format!("a: {}\n", "x".repeat(8 << 20));
+        let docs = load(&t);
+        assert_eq!(
+            docs[0]
+                .as_ref()
+                .unwrap()
+                .root
+                .get("a")
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .len(),
+            8 << 20
+        );
+    }
+
+    #[test]
+    fn quoted_integers_and_nulls() {
+        let docs = load("a: \"30\"\nb: ~\nc: 'null'\n");
+        let root = &docs[0].as_ref().unwrap().root;
+        assert_eq!(root.get("a").unwrap().as_i64(), Some(30));
+        assert!(root.get("b").is_none());
+        assert_eq!(root.get("c").unwrap().as_str(), Some("null"));
+    }
+}
