@@ -1,3 +1,16 @@
-//! placeholder
+//! greenlight's pure logic. Nothing in this crate performs IO, reads a clock or spawns a task:
+//! callers pass in what they observed and the current time, and get back what should happen.
+//! That is what lets every judgement be a plain unit test and a seeded simulation.
+//!
+//! Start reading at [`judge::Engine`]: it owns the watches and the breaker and turns observations
+//! into events and revert requests.
 
+pub mod breaker;
+pub mod directive;
+pub mod event;
 pub mod image;
+pub mod judge;
+pub mod paths;
+pub mod snapshot;
+pub mod time;
+pub mod trailer;

@@ -1,0 +1,209 @@
+//! The facts the judge reads about one Argo CD Application at one moment. The Argo CD adapter
+//! (greenlight-argocd) reduces an Application's JSON and resource tree to an [`AppSnapshot`];
+//! the judge never sees Argo CD's JSON, so every rule of judgement is testable with plain data.
+//! This module only describes; it decides nothing.
+
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// Argo CD's health vocabulary (gitops-engine `health.go`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Health {
+    Healthy,
+    Progressing,
+    Degraded,
+    Suspended,
+    Missing,
+    Unknown,
+}
+
+impl Health {
+    /// Tolerant: anything Argo CD may add later reads as Unknown, never as Healthy.
+    pub fn parse(s: &str) -> Health {
+        match s {
+            "Healthy" => Health::Healthy,
+            "Progressing" => Health::Progressing,
+            "Degraded" => Health::Degraded,
+            "Suspended" => Health::Suspended,
+            "Missing" => Health::Missing,
+            _ => Health::Unknown,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Health::Healthy => "Healthy",
+            Health::Progressing => "Progressing",
+            Health::Degraded => "Degraded",
+            Health::Suspended => "Suspended",
+            Health::Missing => "Missing",
+            Health::Unknown => "Unknown",
+        }
+    }
+}
+
+/// Where per-resource health came from: Argo CD ≥ 3.0 keeps it out of the Application unless
+/// configured, and the REST resource tree has it. A judgement says which one it used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ResourceHealthSource {
+    /// `status.resources[].health` in the Application.
+    Application,
+    /// `GET /api/v1/applications/{name}/resource-tree`.
+    ResourceTree,
+    /// Neither was available: per-resource health is unknown.
+    Unavailable,
+}
+
+impl ResourceHealthSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResourceHealthSource::Application => "application",
+            ResourceHealthSource::ResourceTree => "resource-tree",
+            ResourceHealthSource::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// A top-level managed resource whose health is Degraded or Missing (hooks and resources
+/// annotated `argocd.argoproj.io/ignore-healthcheck: "true"` are already left out).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnhealthyResource {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub health: Health,
+    pub message: String,
+}
+
+impl UnhealthyResource {
+    pub fn label(&self) -> String {
+        if self.namespace.is_empty() {
+            format!("{}/{}={}", self.kind, self.name, self.health.as_str())
+        } else {
+            format!(
+                "{}/{}/{}={}",
+                self.kind,
+                self.namespace,
+                self.name,
+                self.health.as_str()
+            )
+        }
+    }
+}
+
+/// How a revision was seen as synced. Only revisions Argo CD actually applied are candidates:
+/// never `sync.revision` while OutOfSync (that is only what it compared against).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReachVia {
+    /// `status.operationState.syncResult.revision(s)` of an operation that Succeeded.
+    OperationSucceeded,
+    /// A finished operation that Failed or Errored on this revision; the message is evidence.
+    OperationFailed { phase: String, message: String },
+    /// `status.sync.revision(s)` while `status.sync.status == Synced` and no operation running.
+    SyncedRevision,
+    /// `status.history[].revision(s)`.
+    History { id: i64 },
+}
+
+impl ReachVia {
+    pub fn describe(&self) -> String {
+        match self {
+            ReachVia::OperationSucceeded => "a succeeded sync operation".into(),
+            ReachVia::OperationFailed { phase, .. } => {
+                format!("a sync operation that ended {phase}")
+            }
+            ReachVia::SyncedRevision => "the synced revision".into(),
+            ReachVia::History { id } => format!("deployment history entry {id}"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReachCandidate {
+    /// The revision for the watched repository's source (multi-source apps: that source's index).
+    pub revision: String,
+    pub via: ReachVia,
+}
+
+/// The app's source paths in the watched repository, for attribution: which commits could have
+/// changed what this app deploys.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SourcePaths {
+    /// Repository-relative path prefixes (`apps/web`, `values/prod.yaml`); `""` is the whole repo.
+    Known(Vec<String>),
+    /// greenlight cannot tell (a plugin, a URL value file, …): assume every commit touches it.
+    Unknown { why: String },
+}
+
+/// How the app relates to the watched repository.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SourceFacts {
+    /// No source of the app is the watched repository (URLs compared after normalization).
+    NotFromRepo { repos: Vec<String> },
+    /// At least one source is the watched repository.
+    FromRepo {
+        /// `targetRevision` of each source from the watched repo (as written; `""` = HEAD).
+        target_revisions: Vec<String>,
+        /// The Helm chart name when the source is a Helm repository chart.
+        chart: Option<String>,
+        /// Every non-empty revision Argo CD reported for this source (sync, operation, history),
+        /// so the judge can refuse non-SHA revisions at once.
+        revisions: Vec<String>,
+        paths: SourcePaths,
+    },
+}
+
+/// The last sync operation, when there is one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationFacts {
+    /// Running, Terminating, Failed, Error, Succeeded.
+    pub phase: String,
+    pub message: String,
+    pub revision: String,
+    pub started_at: Option<Timestamp>,
+    pub finished_at: Option<Timestamp>,
+}
+
+/// One Application, reduced to what the judge reads.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppSnapshot {
+    pub namespace: String,
+    pub name: String,
+    pub source: SourceFacts,
+    /// `status.sync.status`: Synced, OutOfSync, Unknown (or empty).
+    pub sync_status: String,
+    /// `status.sync.revision(s)` for the watched source: evidence only, never proof of reach.
+    pub sync_revision: String,
+    pub health: Health,
+    pub health_message: String,
+    /// `operation` present, or `operationState.phase` Running/Terminating.
+    pub operation_running: bool,
+    pub last_operation: Option<OperationFacts>,
+    pub unhealthy_resources: Vec<UnhealthyResource>,
+    pub resource_health_source: ResourceHealthSource,
+    /// Health was computed before the last operation finished (`reconciledAt < finishedAt`).
+    pub health_stale: bool,
+    /// `spec.syncPolicy.automated` present with `enabled` not false.
+    pub automated_sync: bool,
+    pub reach_candidates: Vec<ReachCandidate>,
+}
+
+impl AppSnapshot {
+    pub fn key(&self) -> AppKey {
+        AppKey {
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
+    }
+}
+
+/// An Application's identity.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct AppKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// A 40-hex git SHA-1 (lowercase or uppercase).
+pub fn is_git_sha(s: &str) -> bool {
+    s.len() == 40 && s.bytes().all(|c| c.is_ascii_hexdigit())
+}
