@@ -1,1 +1,22 @@
-//! placeholder
+//! greenlight's repository port: everything the watchdog reads from, and the one thing it
+//! writes to, a git repository — through the `git` command line, run isolated from the
+//! user's and the system's git configuration.
+//!
+//! Owns greenlight's own clone of the watched remote (under its data directory), the
+//! revert-and-push write path, and the rules that keep secrets out of argv, errors and
+//! logs. It must never force a push, never touch a repository it did not clone, and never
+//! put a token in a process argument or an error message.
+//!
+//! Unix only: credentials reach git through an askpass shell script.
+
+mod command;
+mod error;
+mod repo;
+mod revert;
+mod secret;
+
+pub use command::ASKPASS_SCRIPT;
+pub use error::{Error, Result};
+pub use repo::{Auth, CommitData, Repo};
+pub use revert::{RevertOutcome, RevertRequest, revert_message};
+pub use secret::{Secret, redact, redact_url};

@@ -1,0 +1,634 @@
+//! The watchdog's clone of a remote and every read the judge needs from it: the remote's
+//! branches, new commits, commit data, changed paths, ancestry, existing reverts.
+//!
+//! Owns greenlight's clone under its data directory and nothing else: it must never touch a
+//! repository it did not clone (a directory whose origin differs is refused, not
+//! repurposed), and never write to the remote except through `revert_and_push`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::command::{GitEnv, failure, write_askpass};
+use crate::error::{Error, Result};
+use crate::secret::{Secret, redact, split_credentials};
+
+/// Credentials for an http(s) remote. They reach git through `GIT_ASKPASS` and the child's
+/// environment only. Credentials embedded in the remote URL are used when these are unset.
+#[derive(Clone, Default)]
+pub struct Auth {
+    /// The token (a password or an access token), read by the caller from a file.
+    pub token: Option<Secret>,
+    /// The username sent with the token; `x-access-token` when unset (what GitHub and
+    /// Gitea accept for tokens; GitLab accepts any username with a token).
+    pub username: Option<String>,
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Auth")
+            .field("token", &self.token)
+            .field("username", &self.username)
+            .finish()
+    }
+}
+
+/// What the watchdog needs to know about one commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitData {
+    /// The full commit id.
+    pub sha: String,
+    /// Full ids of the parents, first parent first (empty for a root commit).
+    pub parents: Vec<String>,
+    /// The first line of the message, as `git revert` quotes it.
+    pub subject: String,
+    /// The raw message (`%B`), trailing newline and all: the input of the trailer parser.
+    pub message: String,
+    /// The author's name.
+    pub author_name: String,
+    /// The author's e-mail.
+    pub author_email: String,
+    /// Author time, seconds since the Unix epoch.
+    pub author_time: i64,
+    /// The committer's name.
+    pub committer_name: String,
+    /// The committer's e-mail.
+    pub committer_email: String,
+    /// Committer time, seconds since the Unix epoch.
+    pub committer_time: i64,
+}
+
+impl CommitData {
+    /// Whether the commit is a merge (two or more parents).
+    pub fn is_merge(&self) -> bool {
+        self.parents.len() > 1
+    }
+}
+
+/// A non-bare working clone owned by greenlight, under its data directory.
+///
+/// Reads take `&self` and may run concurrently. Operations that change the clone (fetch,
+/// revert) are serialised inside one `Repo`; two processes must not share a clone (the
+/// daemon's state-file lock is what guarantees it).
+pub struct Repo {
+    dir: PathBuf,
+    remote: String,
+    env: GitEnv,
+    writer: Mutex<()>,
+}
+
+impl fmt::Debug for Repo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Repo")
+            .field("dir", &self.dir)
+            .field("remote", &redact(&self.remote))
+            .field("token", &self.env.token)
+            .finish()
+    }
+}
+
+impl fmt::Display for Repo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.env.label)
+    }
+}
+
+impl Repo {
+    /// Opens greenlight's clone of `remote` at `dir`, cloning it first if `dir` does not
+    /// exist (or is an empty directory).
+    ///
+    /// `remote` is a URL (`https://`, `ssh://`, `git@host:org/r`, `file://`) or a local
+    /// repository's path. Credentials inside an http(s) URL are taken out of it (the clone's
+    /// config and git's argv never see them) and used as `auth`'s defaults.
+    ///
+    /// A clone is made in a temporary sibling directory and renamed into place, so a crash
+    /// mid-clone never leaves a half clone at `dir`. An existing `dir` whose `origin` is
+    /// another remote is an error ([`Error::OriginMismatch`]), never repurposed.
+    pub fn open_or_clone(remote: &str, dir: &Path, auth: Auth) -> Result<Repo> {
+        if remote.trim().is_empty() || remote.starts_with('-') {
+            return Err(Error::InvalidInput {
+                what: "remote",
+                value: redact(remote),
+                reason: "expected a URL or a repository path",
+            });
+        }
+        let (url, from_url) = split_credentials(remote);
+        let url = local_path_of(&url)
+            .and_then(|p| p.canonicalize().ok())
+            .map(|p| p.display().to_string())
+            .unwrap_or(url);
+        let token = auth.token.or(from_url.password);
+        let username = auth.username.or(from_url.username);
+        let label = format!("{} (remote {})", dir.display(), redact(&url));
+
+        let exists = dir.exists();
+        let empty = exists
+            && std::fs::read_dir(dir)
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false);
+        if exists && !empty {
+            let env = GitEnv {
+                cwd: dir.to_path_buf(),
+                label,
+                askpass: Some(askpass_path(dir)),
+                username,
+                token,
+            };
+            let repo = Repo {
+                dir: dir.to_path_buf(),
+                remote: url,
+                env,
+                writer: Mutex::new(()),
+            };
+            repo.check_existing()?;
+            write_askpass(&askpass_path(dir))?;
+            return Ok(repo);
+        }
+        Repo::clone_into(url, dir, label, username, token)
+    }
+
+    fn clone_into(
+        url: String,
+        dir: &Path,
+        label: String,
+        username: Option<String>,
+        token: Option<Secret>,
+    ) -> Result<Repo> {
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&parent).map_err(|source| Error::Io {
+            what: "creating the data directory",
+            path: parent.display().to_string(),
+            source,
+        })?;
+        let staging = tempfile::Builder::new()
+            .prefix(".greenlight-clone-")
+            .tempdir_in(&parent)
+            .map_err(|source| Error::Io {
+                what: "creating a staging directory in",
+                path: parent.display().to_string(),
+                source,
+            })?;
+        let staged = staging.path().join("repo");
+        let clone_askpass = staging.path().join("askpass");
+        write_askpass(&clone_askpass)?;
+        let env = GitEnv {
+            cwd: parent.clone(),
+            label: label.clone(),
+            askpass: Some(clone_askpass),
+            username: username.clone(),
+            token: token.clone(),
+        };
+        env.git(["clone", "--no-checkout", "--quiet", "--"])
+            .arg(&url)
+            .arg(staged.as_os_str())
+            .network()
+            .run_ok()?;
+        let staged_askpass = askpass_path(&staged);
+        write_askpass(&staged_askpass)?;
+        std::fs::rename(&staged, dir).map_err(|source| Error::Io {
+            what: "moving the new clone into place at",
+            path: dir.display().to_string(),
+            source,
+        })?;
+        Ok(Repo {
+            dir: dir.to_path_buf(),
+            remote: url,
+            env: GitEnv {
+                cwd: dir.to_path_buf(),
+                label,
+                askpass: Some(askpass_path(dir)),
+                username,
+                token,
+            },
+            writer: Mutex::new(()),
+        })
+    }
+
+    /// Refuses a directory that is not a non-bare clone of this remote.
+    fn check_existing(&self) -> Result<()> {
+        let not_a_clone = |reason: String| Error::NotAClone {
+            dir: self.dir.display().to_string(),
+            reason,
+        };
+        // Without its own `.git`, git would find an enclosing repository and we would
+        // operate on someone else's work.
+        if !self.dir.join(".git").is_dir() {
+            return Err(not_a_clone("it has no .git directory".into()));
+        }
+        let out = self
+            .env
+            .git(["config", "--get", "remote.origin.url"])
+            .run()?;
+        if !out.status.success() {
+            return Err(not_a_clone("it has no `origin` remote".into()));
+        }
+        let found = out.stdout_str().trim().to_owned();
+        if remote_identity(&found) != remote_identity(&self.remote) {
+            return Err(Error::OriginMismatch {
+                dir: self.dir.display().to_string(),
+                expected: redact(&self.remote),
+                found: redact(&found),
+            });
+        }
+        Ok(())
+    }
+
+    /// The clone's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The remote's URL or path, without credentials.
+    pub fn remote(&self) -> &str {
+        &self.remote
+    }
+
+    pub(crate) fn env(&self) -> &GitEnv {
+        &self.env
+    }
+
+    pub(crate) fn lock_writer(&self) -> MutexGuard<'_, ()> {
+        // A panic in another thread mid-write leaves nothing to protect: the next write
+        // starts with a hard reset of the work tree anyway.
+        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The remote's default branch (what its `HEAD` points to), asked of the remote.
+    pub fn remote_default_branch(&self) -> Result<String> {
+        let out = self
+            .env
+            .git(["ls-remote", "--symref", "origin", "HEAD"])
+            .network()
+            .run_ok()?;
+        let text = out.stdout_str();
+        text.lines()
+            .find_map(|line| {
+                let (target, name) = line.strip_prefix("ref: ")?.split_once('\t')?;
+                (name == "HEAD").then_some(target)
+            })
+            .and_then(|target| target.strip_prefix("refs/heads/"))
+            .map(str::to_owned)
+            .ok_or_else(|| Error::UnexpectedOutput {
+                command: out.command.clone(),
+                repo: self.env.label.clone(),
+                detail: "the remote's HEAD names no branch (an empty repository?); pass the branch explicitly".into(),
+            })
+    }
+
+    /// Fetches `branch` from the remote into `refs/remotes/origin/<branch>` and returns the
+    /// remote's tip (full sha). History rewritten on the remote is followed (forced update
+    /// of the remote-tracking ref): the remote is the truth.
+    pub fn fetch(&self, branch: &str) -> Result<String> {
+        let _guard = self.lock_writer();
+        self.fetch_locked(branch)
+    }
+
+    pub(crate) fn fetch_locked(&self, branch: &str) -> Result<String> {
+        self.check_branch(branch)?;
+        let refspec = format!("+refs/heads/{branch}:refs/remotes/origin/{branch}");
+        let out = self
+            .env
+            .git([
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-recurse-submodules",
+                "origin",
+            ])
+            .arg(&refspec)
+            .network()
+            .run()?;
+        if !out.status.success() {
+            if out.stderr.contains("couldn't find remote ref") {
+                return Err(Error::BranchNotFound {
+                    branch: branch.to_owned(),
+                    repo: self.env.label.clone(),
+                });
+            }
+            return Err(failure(&self.env, &out));
+        }
+        self.resolve(&format!("refs/remotes/origin/{branch}"))?
+            .ok_or_else(|| Error::UnexpectedOutput {
+                command: out.command,
+                repo: self.env.label.clone(),
+                detail: format!("fetch succeeded but refs/remotes/origin/{branch} is missing"),
+            })
+    }
+
+    /// Refuses branch names git would refuse, and any that could pass for an option.
+    pub(crate) fn check_branch(&self, branch: &str) -> Result<()> {
+        let bad = |reason| Error::InvalidInput {
+            what: "branch",
+            value: branch.to_owned(),
+            reason,
+        };
+        if branch.is_empty() || branch.starts_with('-') {
+            return Err(bad("a branch name cannot be empty or start with '-'"));
+        }
+        let ok = self
+            .env
+            .git(["check-ref-format"])
+            .arg(format!("refs/heads/{branch}"))
+            .run()?
+            .status
+            .success();
+        if ok {
+            Ok(())
+        } else {
+            Err(bad("not a valid branch name (see git check-ref-format)"))
+        }
+    }
+
+    /// Commits in `from_exclusive..to`, oldest first: `git rev-list --reverse --topo-order`,
+    /// so every commit comes after its parents, and commits of merged branches are included
+    /// along with the merge commits.
+    ///
+    /// `from_exclusive = None` returns an empty list: with no baseline there is no "new";
+    /// the caller decides (greenlight records `to` as its baseline and watches nothing
+    /// before it). A `from` that is not an ancestor of `to` (history rewritten) still
+    /// yields what `to` has and `from` lacks.
+    pub fn new_commits(&self, from_exclusive: Option<&str>, to: &str) -> Result<Vec<String>> {
+        let Some(from) = from_exclusive else {
+            return Ok(Vec::new());
+        };
+        let from = self.full_commit(from)?;
+        let to = self.full_commit(to)?;
+        let out = self
+            .env
+            .git(["rev-list", "--reverse", "--topo-order", "--end-of-options"])
+            .arg(format!("{from}..{to}"))
+            .arg("--")
+            .run_ok()?;
+        Ok(out.stdout_str().lines().map(str::to_owned).collect())
+    }
+
+    /// The data of one commit. An unknown revision is [`Error::UnknownCommit`].
+    pub fn commit(&self, rev: &str) -> Result<CommitData> {
+        let sha = self.full_commit(rev)?;
+        let out = self
+            .env
+            .git([
+                "log",
+                "-1",
+                "--no-show-signature",
+                "--format=format:%H%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%B",
+                "--end-of-options",
+            ])
+            .arg(&sha)
+            .arg("--")
+            .run_ok()?;
+        let text = out.stdout_str();
+        let unexpected = |detail: &str| Error::UnexpectedOutput {
+            command: out.command.clone(),
+            repo: self.env.label.clone(),
+            detail: detail.to_owned(),
+        };
+        let fields: Vec<&str> = text.splitn(9, '\0').collect();
+        let [sha, parents, an, ae, at, cn, ce, ct, message] = fields[..] else {
+            return Err(unexpected("expected 9 NUL-separated fields"));
+        };
+        let time = |s: &str| {
+            s.parse::<i64>()
+                .map_err(|_| unexpected("a commit time is not a number"))
+        };
+        Ok(CommitData {
+            sha: sha.to_owned(),
+            parents: parents.split_whitespace().map(str::to_owned).collect(),
+            subject: message
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .trim_end_matches('\r')
+                .to_owned(),
+            message: message.to_owned(),
+            author_name: an.to_owned(),
+            author_email: ae.to_owned(),
+            author_time: time(at)?,
+            committer_name: cn.to_owned(),
+            committer_email: ce.to_owned(),
+            committer_time: time(ct)?,
+        })
+    }
+
+    /// Paths the commit changed against its first parent (merge commits too: what the merge
+    /// brought into the branch); for a root commit, every file. Renames are not detected,
+    /// so both the old and the new path appear. Paths are relative to the repository root;
+    /// a path that is not UTF-8 is converted lossily.
+    pub fn changed_paths(&self, rev: &str) -> Result<Vec<String>> {
+        let sha = self.full_commit(rev)?;
+        let out = self
+            .env
+            .git([
+                "diff-tree",
+                "-r",
+                "-z",
+                "--no-commit-id",
+                "--name-only",
+                "--no-renames",
+                "--no-ext-diff",
+                "--root",
+                "--diff-merges=first-parent",
+                "--end-of-options",
+            ])
+            .arg(&sha)
+            .arg("--")
+            .run_ok()?;
+        Ok(out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect())
+    }
+
+    /// Whether `ancestor` is an ancestor of, or equal to, `descendant`.
+    /// `Ok(None)` when either is not a commit known to the clone (not fetched yet, a typo,
+    /// a Helm version): "unknown" is never reported as "no".
+    pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<Option<bool>> {
+        if ancestor.is_empty() || descendant.is_empty() {
+            return Ok(None);
+        }
+        let out = self
+            .env
+            .git(["merge-base", "--is-ancestor", "--end-of-options"])
+            .arg(format!("{ancestor}^{{commit}}"))
+            .arg(format!("{descendant}^{{commit}}"))
+            .run()?;
+        match out.code() {
+            Some(0) => Ok(Some(true)),
+            Some(1) => Ok(Some(false)),
+            _ => {
+                if self.resolve(ancestor)?.is_none() || self.resolve(descendant)?.is_none() {
+                    Ok(None)
+                } else {
+                    Err(failure(&self.env, &out))
+                }
+            }
+        }
+    }
+
+    /// The full sha of the commit `rev` names (a sha, a prefix, a ref), or `None` if it
+    /// names no commit in the clone.
+    pub fn resolve(&self, rev: &str) -> Result<Option<String>> {
+        if rev.is_empty() {
+            return Ok(None);
+        }
+        let out = self
+            .env
+            .git(["rev-parse", "--verify", "--quiet", "--end-of-options"])
+            .arg(format!("{rev}^{{commit}}"))
+            .run()?;
+        if out.status.success() {
+            Ok(Some(out.stdout_str().trim().to_owned()))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// The full sha of `rev`, or [`Error::UnknownCommit`].
+    pub(crate) fn full_commit(&self, rev: &str) -> Result<String> {
+        self.resolve(rev)?.ok_or_else(|| Error::UnknownCommit {
+            rev: rev.to_owned(),
+            repo: self.env.label.clone(),
+        })
+    }
+
+    /// The oldest commit in `range_from_exclusive..tip` that reverts `reverted`: its message
+    /// says `This reverts commit <sha>` — what `git revert` writes, for greenlight's reverts
+    /// and humans' alike. The sha may be abbreviated (`git revert --reference` writes
+    /// `This reverts commit 1a2b3c4 (…)`), seven hex digits at least.
+    pub fn find_revert_of(
+        &self,
+        reverted: &str,
+        range_from_exclusive: &str,
+        tip: &str,
+    ) -> Result<Option<String>> {
+        let reverted = self.full_commit(reverted)?;
+        let from = self.full_commit(range_from_exclusive)?;
+        let tip = self.full_commit(tip)?;
+        let out = self
+            .env
+            .git([
+                "log",
+                "-z",
+                "--reverse",
+                "--topo-order",
+                "--no-show-signature",
+                "--format=format:%H%n%B",
+                "--fixed-strings",
+                "--grep=This reverts commit ",
+                "--end-of-options",
+            ])
+            .arg(format!("{from}..{tip}"))
+            .arg("--")
+            .run_ok()?;
+        let text = out.stdout_str();
+        for record in text.split('\0') {
+            let Some((sha, message)) = record.split_once('\n') else {
+                continue;
+            };
+            if message_reverts(message, &reverted) {
+                return Ok(Some(sha.trim().to_owned()));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Whether a commit message says it reverts `full_sha`.
+pub(crate) fn message_reverts(message: &str, full_sha: &str) -> bool {
+    const MARK: &str = "This reverts commit ";
+    message.match_indices(MARK).any(|(i, _)| {
+        let rest = &message[i + MARK.len()..];
+        let hex_len = rest
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(rest.len());
+        let named = rest[..hex_len].to_ascii_lowercase();
+        named.len() >= 7 && full_sha.starts_with(&named)
+    })
+}
+
+/// Where the askpass script lives for the clone at `dir`.
+fn askpass_path(dir: &Path) -> PathBuf {
+    dir.join(".git").join("greenlight").join("askpass")
+}
+
+/// The local path a remote names, if it names one (`/srv/r.git`, `./r`, `file:///srv/r`).
+fn local_path_of(remote: &str) -> Option<PathBuf> {
+    if let Some(path) = remote.strip_prefix("file://") {
+        return Some(PathBuf::from(path));
+    }
+    if remote.contains("://") {
+        return None;
+    }
+    // `host:org/repo` is git's scp-like syntax unless a slash comes before the colon.
+    if let Some(colon) = remote.find(':')
+        && !remote[..colon].contains('/')
+    {
+        return None;
+    }
+    Some(PathBuf::from(remote))
+}
+
+/// What makes two spellings of a remote the same remote: credentials dropped, local paths
+/// canonical, trailing `/` and `.git` of network URLs ignored.
+fn remote_identity(remote: &str) -> String {
+    let (url, _) = split_credentials(remote.trim());
+    if let Some(path) = local_path_of(&url) {
+        return path
+            .canonicalize()
+            .unwrap_or(path)
+            .display()
+            .to_string()
+            .trim_end_matches('/')
+            .to_owned();
+    }
+    let url = url.trim_end_matches('/');
+    url.strip_suffix(".git").unwrap_or(url).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    #[test]
+    fn revert_marker_matches_full_and_abbreviated_shas() {
+        assert!(message_reverts(
+            &format!("Revert \"x\"\n\nThis reverts commit {SHA}.\n"),
+            SHA
+        ));
+        assert!(message_reverts(
+            "Revert \"x\"\n\nThis reverts commit 0123456 (x, 2026-01-01).\n",
+            SHA
+        ));
+        assert!(!message_reverts("This reverts commit 012345.\n", SHA));
+        assert!(!message_reverts(
+            "This reverts commit 0123456789abcdef0123456789abcdef01234568.\n",
+            SHA
+        ));
+        assert!(!message_reverts("Revert something else\n", SHA));
+    }
+
+    #[test]
+    fn remote_spellings() {
+        assert_eq!(
+            remote_identity("https://tok@host/org/r.git/"),
+            remote_identity("https://host/org/r")
+        );
+        assert_ne!(
+            remote_identity("https://host/org/r"),
+            remote_identity("https://host/org/s")
+        );
+        assert_eq!(local_path_of("git@host:org/r"), None);
+        assert_eq!(local_path_of("./a:b"), Some(PathBuf::from("./a:b")));
+        assert_eq!(
+            local_path_of("file:///srv/r.git"),
+            Some(PathBuf::from("/srv/r.git"))
+        );
+    }
+}

@@ -1,0 +1,335 @@
+//! The one write greenlight makes to a remote: a revert commit, pushed fast-forward.
+//!
+//! Owns the revert's construction (git's own `revert`, the mainline parent for merges),
+//! its message (no watch trailer), adoption of a revert already on the branch, and the
+//! fetch-and-retry loop around a rejected push. It must never force a push, never push
+//! anything but one revert on top of the remote's tip, and never leave a conflicted work
+//! tree behind.
+
+use crate::command::failure;
+use crate::error::{Error, Result};
+use crate::repo::Repo;
+
+/// What to revert, where, why and as whom.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevertRequest {
+    /// The commit to revert (full sha preferred; any revision naming it is accepted).
+    pub commit: String,
+    /// The branch to push the revert to.
+    pub branch: String,
+    /// Why, in words: the last paragraph of the revert's message. Should not itself carry
+    /// a watch trailer.
+    pub reason: String,
+    /// Author and committer name of the revert.
+    pub author_name: String,
+    /// Author and committer e-mail of the revert.
+    pub author_email: String,
+    /// How many pushes to try when the remote rejects them (≥ 1).
+    pub max_attempts: u32,
+}
+
+/// How a revert request ended. Errors (git failing, every push rejected) are `Err`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RevertOutcome {
+    /// greenlight's revert is on the remote branch.
+    Pushed {
+        /// The revert commit's sha.
+        revert: String,
+        /// Which push attempt succeeded (1 = the first).
+        attempts: u32,
+    },
+    /// A revert of the commit was already on the branch (greenlight's before a crash, or a
+    /// human's); nothing was pushed.
+    Adopted {
+        /// The existing revert's sha.
+        revert: String,
+    },
+    /// The revert does not apply to the branch's tip; nothing was pushed and the clone is
+    /// clean again. A human has to resolve it.
+    Conflict {
+        /// Says which commit, which branch tip and which paths.
+        message: String,
+        /// The conflicting paths.
+        paths: Vec<String>,
+    },
+    /// Nothing to undo: the commit's changes are already gone from the branch, or the
+    /// commit is no longer on the branch at all. Nothing was pushed.
+    NothingToRevert {
+        /// Says why.
+        message: String,
+    },
+}
+
+/// The revert's message: git's own wording, then the reason. The original's trailers are
+/// not carried over, so the revert cannot start a watch of its own.
+pub fn revert_message(subject: &str, sha: &str, reason: &str) -> String {
+    let mut message = format!("Revert \"{subject}\"\n\nThis reverts commit {sha}.\n");
+    let reason = reason.trim();
+    if !reason.is_empty() {
+        message.push('\n');
+        message.push_str(reason);
+        message.push('\n');
+    }
+    message
+}
+
+impl Repo {
+    /// Reverts `req.commit` on `req.branch` and pushes the revert, fast-forward only.
+    ///
+    /// Each attempt: fetch the branch; if the commit is no longer on it → `NothingToRevert`;
+    /// if a revert of it already follows it on the branch → `Adopted` (never a duplicate);
+    /// else, in the clone's work tree reset to the remote tip, `git revert --no-commit`
+    /// (`-m 1` for a merge: undo what the merge brought into its first parent). A conflict
+    /// is aborted and reported as `Conflict`; an empty result is `NothingToRevert`.
+    /// Otherwise commit with [`revert_message`] as the given author and committer and push
+    /// `<revert>:refs/heads/<branch>` without force. A push the remote rejects (the branch
+    /// moved, a lost race with another pusher) starts the next attempt from the fetch, so
+    /// a revert pushed meanwhile by someone else is adopted. After `max_attempts`
+    /// rejections: [`Error::PushRejected`].
+    pub fn revert_and_push(&self, req: &RevertRequest) -> Result<RevertOutcome> {
+        check_request(req)?;
+        self.check_branch(&req.branch)?;
+        let _guard = self.lock_writer();
+        let mut last_rejection = String::new();
+        for attempt in 1..=req.max_attempts {
+            let tip = self.fetch_locked(&req.branch)?;
+            let commit = self.full_commit(&req.commit)?;
+            if self.is_ancestor(&commit, &tip)? != Some(true) {
+                return Ok(RevertOutcome::NothingToRevert {
+                    message: format!(
+                        "commit {commit} is not on {} (tip {tip}); there is nothing of it to revert",
+                        req.branch
+                    ),
+                });
+            }
+            if let Some(revert) = self.find_revert_of(&commit, &commit, &tip)? {
+                return Ok(RevertOutcome::Adopted { revert });
+            }
+            match self.build_revert(req, &commit, &tip)? {
+                Built::Commit(revert) => match self.push(&revert, &req.branch)? {
+                    Push::Accepted => {
+                        return Ok(RevertOutcome::Pushed {
+                            revert,
+                            attempts: attempt,
+                        });
+                    }
+                    Push::Rejected(reason) => last_rejection = reason,
+                },
+                Built::Done(outcome) => return Ok(outcome),
+            }
+        }
+        Err(Error::PushRejected {
+            commit: req.commit.clone(),
+            branch: req.branch.clone(),
+            repo: self.to_string(),
+            attempts: req.max_attempts,
+            reason: last_rejection,
+        })
+    }
+
+    /// Makes the revert commit on top of `tip` in the work tree.
+    fn build_revert(&self, req: &RevertRequest, commit: &str, tip: &str) -> Result<Built> {
+        let data = self.commit(commit)?;
+        self.reset_work_tree(&req.branch)?;
+        let mut revert = self
+            .env()
+            .git(["revert", "--no-commit", "--no-rerere-autoupdate"]);
+        if data.is_merge() {
+            revert = revert.arg("-m").arg("1");
+        }
+        let out = self.with_identity(revert.arg(commit), req).run()?;
+        if !out.status.success() {
+            let paths = self.conflicted_paths()?;
+            // Best effort: the reset below restores the work tree whatever --abort did.
+            let _ = self.env().git(["revert", "--abort"]).run();
+            self.reset_work_tree(&req.branch)?;
+            if paths.is_empty() {
+                return Err(failure(self.env(), &out));
+            }
+            return Ok(Built::Done(RevertOutcome::Conflict {
+                message: format!(
+                    "reverting {commit} on {} (tip {tip}) conflicts in {}; nothing was pushed",
+                    req.branch,
+                    paths.join(", ")
+                ),
+                paths,
+            }));
+        }
+        let unchanged = self
+            .env()
+            .git(["diff", "--cached", "--quiet"])
+            .run()?
+            .status
+            .success();
+        if unchanged {
+            self.reset_work_tree(&req.branch)?;
+            return Ok(Built::Done(RevertOutcome::NothingToRevert {
+                message: format!(
+                    "reverting {commit} on {} (tip {tip}) changes nothing: its changes are already undone",
+                    req.branch
+                ),
+            }));
+        }
+        let message = revert_message(&data.subject, &data.sha, &req.reason);
+        let commit_cmd = self
+            .env()
+            .git([
+                "commit",
+                "--quiet",
+                "--no-verify",
+                "--cleanup=verbatim",
+                "--file=-",
+            ])
+            .stdin(message.into_bytes());
+        self.with_identity(commit_cmd, req).run_ok()?;
+        let revert = self
+            .resolve("HEAD")?
+            .ok_or_else(|| Error::UnexpectedOutput {
+                command: "git commit".into(),
+                repo: self.to_string(),
+                detail: "HEAD names no commit after committing the revert".into(),
+            })?;
+        Ok(Built::Commit(revert))
+    }
+
+    fn with_identity<'a>(
+        &self,
+        git: crate::command::Git<'a>,
+        req: &RevertRequest,
+    ) -> crate::command::Git<'a> {
+        git.env("GIT_AUTHOR_NAME", &req.author_name)
+            .env("GIT_AUTHOR_EMAIL", &req.author_email)
+            .env("GIT_COMMITTER_NAME", &req.author_name)
+            .env("GIT_COMMITTER_EMAIL", &req.author_email)
+    }
+
+    /// Puts the work tree, index and a detached HEAD exactly at the remote tip, dropping
+    /// whatever an earlier, interrupted revert left behind. The clone is greenlight's
+    /// own: nothing of a human's can be lost here.
+    fn reset_work_tree(&self, branch: &str) -> Result<()> {
+        let git_dir = self.dir().join(".git");
+        if git_dir.join("REVERT_HEAD").exists() || git_dir.join("sequencer").exists() {
+            self.env().git(["revert", "--quit"]).run_ok()?;
+        }
+        self.env()
+            .git(["checkout", "--quiet", "--force", "--detach"])
+            .arg(format!("refs/remotes/origin/{branch}"))
+            .arg("--")
+            .run_ok()?;
+        self.env().git(["clean", "-ffdxq"]).run_ok()?;
+        Ok(())
+    }
+
+    fn conflicted_paths(&self) -> Result<Vec<String>> {
+        let out = self
+            .env()
+            .git(["diff", "--name-only", "--diff-filter=U", "-z"])
+            .run_ok()?;
+        let mut paths: Vec<String> = out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect();
+        paths.dedup();
+        Ok(paths)
+    }
+
+    /// Pushes `revert` to the branch, never forced.
+    fn push(&self, revert: &str, branch: &str) -> Result<Push> {
+        let out = self
+            .env()
+            .git(["push", "--porcelain", "--no-verify", "origin"])
+            .arg(format!("{revert}:refs/heads/{branch}"))
+            .network()
+            .run()?;
+        if out.status.success() {
+            return Ok(Push::Accepted);
+        }
+        match rejection(&out.stdout_str()) {
+            Some(reason) => Ok(Push::Rejected(self.env().redact(&reason))),
+            None => Err(failure(self.env(), &out)),
+        }
+    }
+}
+
+enum Built {
+    Commit(String),
+    Done(RevertOutcome),
+}
+
+enum Push {
+    Accepted,
+    Rejected(String),
+}
+
+/// The remote's reason from `git push --porcelain` output, if it rejected the ref:
+/// `!\t<src>:<dst>\t[rejected] (fetch first)` or `[remote rejected] (…)`.
+fn rejection(porcelain: &str) -> Option<String> {
+    porcelain.lines().find_map(|line| {
+        let rest = line.strip_prefix('!')?;
+        let mut fields = rest.trim_start_matches('\t').splitn(2, '\t');
+        let refs = fields.next()?;
+        let summary = fields.next().unwrap_or("").trim();
+        Some(format!("{refs}: {summary}"))
+    })
+}
+
+fn check_request(req: &RevertRequest) -> Result<()> {
+    let bad = |what, value: &str, reason| {
+        Err(Error::InvalidInput {
+            what,
+            value: value.to_owned(),
+            reason,
+        })
+    };
+    if req.max_attempts == 0 {
+        return bad("max_attempts", "0", "at least one push attempt is needed");
+    }
+    if req.commit.is_empty() || req.commit.starts_with('-') {
+        return bad("commit", &req.commit, "expected a commit sha");
+    }
+    for (what, value) in [
+        ("author name", &req.author_name),
+        ("author e-mail", &req.author_email),
+    ] {
+        if value.trim().is_empty() {
+            return bad(what, value, "must not be empty");
+        }
+        if value.contains(['<', '>', '\n', '\r', '\0']) {
+            return bad(what, value, "must not contain '<', '>' or line breaks");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_shape() {
+        assert_eq!(
+            revert_message("Bump image", "abc", "  deadline passed  \n"),
+            "Revert \"Bump image\"\n\nThis reverts commit abc.\n\ndeadline passed\n"
+        );
+        assert_eq!(
+            revert_message("x", "abc", ""),
+            "Revert \"x\"\n\nThis reverts commit abc.\n"
+        );
+    }
+
+    #[test]
+    fn porcelain_rejections() {
+        let out =
+            "To /r.git\n!\tabc:refs/heads/main\t[remote rejected] (failed to update ref)\nDone\n";
+        assert_eq!(
+            rejection(out).as_deref(),
+            Some("abc:refs/heads/main: [remote rejected] (failed to update ref)")
+        );
+        assert_eq!(
+            rejection("To /r.git\n \tabc:refs/heads/main\t1..2\nDone\n"),
+            None
+        );
+    }
+}

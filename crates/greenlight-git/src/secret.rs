@@ -1,0 +1,223 @@
+//! Secrets and their redaction: the `Secret` newtype, URL credential redaction, and the
+//! splitting of credentials out of remote URLs.
+//!
+//! Owns every rule about what a secret looks like in text. It must never print, log or
+//! return a secret's value except through `Secret::expose`, whose only caller hands the
+//! value to a child process's environment.
+
+use std::fmt;
+use std::path::Path;
+
+use crate::error::Error;
+
+/// A secret value (a git token). `Debug` and `Display` print `***`, so the value cannot
+/// reach a log line, an error or a panic message by accident.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    /// Reads a secret from a file (a token file), dropping surrounding whitespace and the
+    /// trailing newline editors add. An empty file is an error: an empty token would only
+    /// surface later as a confusing authentication failure.
+    pub fn read_file(path: &Path) -> Result<Secret, Error> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            what: "reading the token file",
+            path: path.display().to_string(),
+            source,
+        })?;
+        let value = text.trim();
+        if value.is_empty() {
+            return Err(Error::InvalidInput {
+                what: "token file",
+                value: path.display().to_string(),
+                reason: "the file is empty",
+            });
+        }
+        Ok(Secret(value.to_owned()))
+    }
+
+    /// The secret's value. Only for handing it to a child's environment.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// Redacts the credentials of a URL: `https://user:pass@host/x` → `https://***@host/x`.
+/// A URL without credentials is returned unchanged. Works on any text, so it is also the
+/// redaction applied to git's stderr and to command lines (see [`redact`]).
+pub fn redact_url(url: &str) -> String {
+    redact(url)
+}
+
+/// Redacts the user-info part of every `scheme://user-info@host` URL found in `text`.
+///
+/// Errs on the side of hiding: the user-info is taken to run up to the last `@` before the
+/// URL ends (whitespace or a quote), because tokens pasted into URLs unencoded may contain
+/// `/`, `+` or `=`. A URL whose path holds an `@` therefore loses its host in the output;
+/// a leaked token would be worse.
+pub fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(pos) = rest.find("://") {
+        let authority_start = pos + 3;
+        out.push_str(&rest[..authority_start]);
+        let tail = &rest[authority_start..];
+        let end = tail
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`'))
+            .unwrap_or(tail.len());
+        let token = &tail[..end];
+        match token.rfind('@') {
+            Some(at) if at > 0 => {
+                out.push_str("***");
+                out.push_str(&token[at..]);
+            }
+            _ => out.push_str(token),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Replaces every occurrence of the secret's value in `text` by `***`, then redacts URLs.
+pub(crate) fn redact_with(text: &str, secret: Option<&Secret>) -> String {
+    let text = match secret {
+        Some(s) if !s.0.is_empty() => text.replace(&s.0, "***"),
+        _ => text.to_owned(),
+    };
+    redact(&text)
+}
+
+/// Credentials found in an `http(s)://user:password@host/…` URL, percent-decoded.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct UrlCredentials {
+    pub username: Option<String>,
+    pub password: Option<Secret>,
+}
+
+/// Splits the credentials out of an http(s) URL, so that the URL git sees (argv, the
+/// clone's config) carries none; the credentials then reach git through askpass.
+/// Other schemes keep their user (`ssh://git@host/x` names the ssh login, not a secret).
+pub(crate) fn split_credentials(url: &str) -> (String, UrlCredentials) {
+    let lower = url.to_ascii_lowercase();
+    let scheme_len = if lower.starts_with("https://") {
+        8
+    } else if lower.starts_with("http://") {
+        7
+    } else {
+        return (url.to_owned(), UrlCredentials::default());
+    };
+    let rest = &url[scheme_len..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let Some(at) = authority.rfind('@') else {
+        return (url.to_owned(), UrlCredentials::default());
+    };
+    let userinfo = &authority[..at];
+    let stripped = format!("{}{}", &url[..scheme_len], &rest[at + 1..]);
+    let (user, password) = match userinfo.split_once(':') {
+        Some((u, p)) => (u, Some(p)),
+        None => (userinfo, None),
+    };
+    let credentials = UrlCredentials {
+        username: Some(percent_decode(user)).filter(|u| !u.is_empty()),
+        password: password
+            .map(percent_decode)
+            .filter(|p| !p.is_empty())
+            .map(Secret),
+    };
+    (stripped, credentials)
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_never_prints_its_value() {
+        let s = Secret::new("ghp_abc");
+        assert_eq!(format!("{s:?} {s}"), "*** ***");
+        assert_eq!(s.expose(), "ghp_abc");
+    }
+
+    #[test]
+    fn redacts_userinfo_in_urls_and_free_text() {
+        assert_eq!(redact_url("https://user:pass@host/x"), "https://***@host/x");
+        assert_eq!(
+            redact_url("https://tok@host/x.git"),
+            "https://***@host/x.git"
+        );
+        assert_eq!(redact_url("https://host/x.git"), "https://host/x.git");
+        assert_eq!(redact_url("/srv/git/x.git"), "/srv/git/x.git");
+        assert_eq!(
+            redact("fatal: unable to access 'https://u:a/b+c=@h.example/r/': 403"),
+            "fatal: unable to access 'https://***@h.example/r/': 403"
+        );
+        assert_eq!(
+            redact("a http://x:y@h1/ and ssh://git@h2:22/r b"),
+            "a http://***@h1/ and ssh://***@h2:22/r b"
+        );
+    }
+
+    #[test]
+    fn redacts_a_known_secret_anywhere() {
+        let s = Secret::new("s3cr3t");
+        assert_eq!(redact_with("x s3cr3t y", Some(&s)), "x *** y");
+    }
+
+    #[test]
+    fn splits_http_credentials_only() {
+        let (url, c) = split_credentials("https://bot:p%40ss@host.example/org/r.git");
+        assert_eq!(url, "https://host.example/org/r.git");
+        assert_eq!(c.username.as_deref(), Some("bot"));
+        assert_eq!(c.password.as_ref().map(Secret::expose), Some("p@ss"));
+
+        let (url, c) = split_credentials("ssh://git@host/r.git");
+        assert_eq!(url, "ssh://git@host/r.git");
+        assert_eq!(c, UrlCredentials::default());
+
+        let (url, c) = split_credentials("https://host/@scope/x");
+        assert_eq!(url, "https://host/@scope/x");
+        assert_eq!(c, UrlCredentials::default());
+    }
+}
