@@ -361,10 +361,12 @@ fn validate_tag(tag: &str) -> Result<(), ImageRefErrorReason> {
     Ok(())
 }
 
-/// The OCI digest grammar: `algorithm ":" encoded`, algorithm components `[a-z0-9]+` joined by
-/// `+ . _ -`, encoded `[a-zA-Z0-9=_-]+`; registered algorithms fix the encoding to lowercase hex
-/// of their length, which is what every registry and runtime checks.
-fn validate_digest(digest: &str) -> Result<(), ImageRefErrorReason> {
+/// Checks a digest such as `sha256:<64 hex>` against the OCI digest grammar: `algorithm ":"
+/// encoded`, algorithm components `[a-z0-9]+` joined by `+ . _ -`, encoded `[a-zA-Z0-9=_-]+`.
+/// Registered algorithms (sha256, sha384, sha512, blake3) fix the encoding to lowercase hex of
+/// their length, which is what every registry and runtime checks. Also for digests a registry
+/// reports (`Docker-Content-Digest`), which must not be trusted blindly.
+pub fn validate_digest(digest: &str) -> Result<(), ImageRefErrorReason> {
     use ImageRefErrorReason as R;
     let malformed = || R::MalformedDigest {
         digest: digest.to_string(),
