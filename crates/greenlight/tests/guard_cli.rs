@@ -30,7 +30,19 @@ struct Run {
 }
 
 fn greenlight(cwd: &Path, args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_greenlight"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_greenlight"));
+    // A proxy from the environment would intercept requests meant for the 127.0.0.1 stand-in.
+    for var in [
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+    ] {
+        command.env_remove(var);
+    }
+    let out = command
         .args(args)
         .current_dir(cwd)
         .output()
@@ -231,6 +243,18 @@ fn config_file_adds_tags() {
     assert_eq!(run.code, 1, "the defaults still apply");
     assert!(run.stderr.contains("`app:latest`"));
 
+    // The lint's list is the shared one, so lint and guard agree on what is mutable.
+    std::fs::write(
+        dir.path().join("shared.toml"),
+        "[lint]\nmutable-tags = [\"release\"]\n",
+    )
+    .unwrap();
+    let run = greenlight(
+        dir.path(),
+        &["guard", "image", "--config", "shared.toml", "app:release"],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+
     std::fs::write(
         dir.path().join("ci.toml"),
         "[guard]\nmutable-tags = [\"qa\"]\n",
@@ -278,17 +302,18 @@ fn bad_config_files_exit_2_naming_the_file() {
 
     std::fs::write(
         dir.path().join(".greenlight.toml"),
-        "[guard]\nmutable-tags = [\"dev\", 3]\n",
+        "[lint]\nfail-on = \"error\"\n\n[guard]\nmutable-tags = [\"dev\", 3]\n",
     )
     .unwrap();
     let run = greenlight(dir.path(), &["guard", "image", "app:v1"]);
     assert_eq!(run.code, 2);
     assert!(
-        run.stderr
-            .contains("`guard.mutable-tags` item 2 must be a string, not integer"),
+        run.stderr.contains("config file .greenlight.toml"),
         "{}",
         run.stderr
     );
+    assert!(run.stderr.contains("line 5"), "{}", run.stderr);
+    assert!(run.stderr.contains("expected a string"), "{}", run.stderr);
 }
 
 #[test]

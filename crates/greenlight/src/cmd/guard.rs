@@ -62,7 +62,7 @@ pub struct ImageArgs {
     #[arg(long, value_delimiter = ',', value_name = "TAG,...")]
     mutable: Vec<String>,
 
-    /// Config file whose `[guard] mutable-tags = [...]` adds mutable tags
+    /// Config file whose `[lint]` and `[guard]` `mutable-tags = [...]` add mutable tags
     /// [default: .greenlight.toml when present]
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -151,8 +151,27 @@ fn why_acceptable(verdict: &TagVerdict, image: &ImageRef) -> String {
     }
 }
 
-/// Mutable tags from the config file's `[guard] mutable-tags`. A missing default file is no
-/// error; a missing `--config` file, bad TOML or a wrong type is (exit 2, naming the file).
+/// The parts of `.greenlight.toml` the guard reads. Other tables and keys are other commands'
+/// (the lint owns `[lint]`'s format and validation) and are ignored here.
+#[derive(serde::Deserialize, Default)]
+struct ConfigFile {
+    #[serde(default)]
+    lint: TagList,
+    #[serde(default)]
+    guard: TagList,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+struct TagList {
+    #[serde(default)]
+    mutable_tags: Vec<String>,
+}
+
+/// Mutable tags from the config file: `[lint] mutable-tags`, the list the lint rule uses, so
+/// lint and guard agree, plus `[guard] mutable-tags` for tags refused only at dispatch.
+/// A missing default file is no error; a missing `--config` file, bad TOML or a wrong type is
+/// (exit 2, naming the file and, from the TOML parser, the line).
 fn config_mutable_tags(explicit: Option<&Path>) -> anyhow::Result<Vec<String>> {
     let path = explicit.unwrap_or(Path::new(DEFAULT_CONFIG));
     let text = match std::fs::read_to_string(path) {
@@ -167,33 +186,11 @@ fn config_mutable_tags(explicit: Option<&Path>) -> anyhow::Result<Vec<String>> {
             )));
         }
     };
-    let table: toml::Table = toml::from_str(&text)
+    let config: ConfigFile = toml::from_str(&text)
         .map_err(|err| super::usage(format!("config file {}: {err}", path.display())))?;
-    let wrong = |what: &str| super::usage(format!("config file {}: {what}", path.display()));
-    let Some(guard) = table.get("guard") else {
-        return Ok(Vec::new());
-    };
-    let guard = guard
-        .as_table()
-        .ok_or_else(|| wrong("`guard` must be a table ([guard])"))?;
-    let Some(tags) = guard.get("mutable-tags") else {
-        return Ok(Vec::new());
-    };
-    let tags = tags
-        .as_array()
-        .ok_or_else(|| wrong("`guard.mutable-tags` must be a list of strings"))?;
-    tags.iter()
-        .enumerate()
-        .map(|(i, tag)| {
-            tag.as_str().map(str::to_string).ok_or_else(|| {
-                wrong(&format!(
-                    "`guard.mutable-tags` item {} must be a string, not {}",
-                    i + 1,
-                    tag.type_str()
-                ))
-            })
-        })
-        .collect()
+    let mut tags = config.lint.mutable_tags;
+    tags.extend(config.guard.mutable_tags);
+    Ok(tags)
 }
 
 fn resolve_all(
