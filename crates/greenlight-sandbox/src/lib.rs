@@ -1,1 +1,307 @@
-//! placeholder
+//! The sandbox: a local Argo CD stand-in that greenlight is demonstrated and tested against.
+//!
+//! It keeps a private clone of a git remote, fetches the tracked branch every `sync_interval`,
+//! renders each application's manifests straight from the fetched commit, "syncs" them the way
+//! Argo CD's automated sync does (OutOfSync → operation Running → Succeeded, history, reconciledAt),
+//! models workload health over time (Progressing for `rollout_time`, then Healthy or Degraded
+//! depending on whether the images exist), and serves the Argo CD REST subset greenlight reads:
+//!
+//! | route | answer |
+//! |---|---|
+//! | `GET /api/v1/applications[?name=]` | `{"metadata":{"resourceVersion"},"items":[Application…]}` |
+//! | `GET /api/v1/applications/{name}[?appNamespace=]` | one Application, or 404 with Argo CD's error JSON |
+//! | `GET /api/v1/applications/{name}/resource-tree` | `{"nodes":[{group,version,kind,namespace,name,uid,resourceVersion,health}]}` |
+//! | `GET /api/v1/stream/applications[?name=]` | newline-delimited `{"result":{"type","application"}}` (SSE frames with `Accept: text/event-stream`) |
+//! | `POST /sandbox/v1/pause`, `POST /sandbox/v1/resume` | stop / restart syncing (no auth) |
+//! | `POST /sandbox/v1/outage?seconds=N` | every `/api/v1` route answers 503 and open streams are cut for N seconds (no auth) |
+//!
+//! The Application JSON has Argo CD ≥ 3.0's shape: `status.resourceHealthSource: "appTree"`, no
+//! `health` in `status.resources[]`; per-resource health lives in the resource tree.
+//!
+//! In-process use (the `demo` command and tests):
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), greenlight_sandbox::SandboxError> {
+//! use greenlight_sandbox::{AppSpec, SandboxConfig};
+//! let mut config = SandboxConfig::new("/tmp/origin.git", "127.0.0.1:0".parse().unwrap(),
+//!     vec![AppSpec::parse("nav-canary=apps/nav-canary").unwrap()]);
+//! config.sync_interval = std::time::Duration::from_millis(200);
+//! let sandbox = greenlight_sandbox::start(config).await?; // listening, first sync done
+//! let url = format!("http://{}", sandbox.addr());
+//! let app = sandbox.application("nav-canary"); // the Application JSON the API serves
+//! sandbox.shutdown().await;
+//! # let _ = (url, app); Ok(()) }
+//! ```
+//!
+//! The sandbox uses the real clock: it stands in for the world, it does not judge anything.
+//! Deviations from Argo CD, on purpose: resources removed from git are dropped after the next
+//! sync (as if pruned) so that the app can become Synced again; a manifest that fails to parse
+//! fails the sync operation (Argo CD reports a ComparisonError and sync status Unknown) and the
+//! app stays OutOfSync; app health is the worst resource health (Argo CD ≥ 3.4 ignores a single
+//! Missing resource).
+
+mod api;
+mod engine;
+mod health;
+mod manifests;
+mod repo;
+mod timefmt;
+mod world;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use engine::{Sandbox, start};
+
+/// The namespace every sandbox Application lives in.
+pub const APP_NAMESPACE: &str = "argocd";
+/// The object annotation that overrides the modelled health of one resource.
+pub const HEALTH_ANNOTATION: &str = "sandbox.greenlight.dev/health";
+
+/// Receives one human-readable line per sync or health transition.
+pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Everything the sandbox needs to run. Build it with [`SandboxConfig::new`] and adjust the
+/// public fields; the defaults match the `greenlight sandbox` command line.
+#[derive(Clone)]
+pub struct SandboxConfig {
+    /// The git remote, a path or a URL, reported verbatim as `spec.source.repoURL` (credentials
+    /// in a URL are removed from what the API and the log show).
+    pub repo: String,
+    /// Where to listen; port 0 picks a free port (see [`Sandbox::addr`]).
+    pub listen: SocketAddr,
+    pub apps: Vec<AppSpec>,
+    /// The tracked branch; `None` = the remote's HEAD branch.
+    pub branch: Option<String>,
+    /// How often the branch is fetched (default 1 s). Must be above zero.
+    pub sync_interval: Duration,
+    /// How long a changed workload stays Progressing before it turns Healthy or Degraded (default 5 s).
+    pub rollout_time: Duration,
+    /// A file listing the image references that exist, one per line (`#` comments). Without it,
+    /// an image exists unless its tag contains `does-not-exist`. Re-read when it changes.
+    pub registry: Option<PathBuf>,
+    /// When set, every `/api/v1` request must carry `Authorization: Bearer <token>`.
+    pub token: Option<String>,
+    /// Start with syncing paused: apps are never synced until `POST /sandbox/v1/resume`.
+    pub start_paused: bool,
+    /// Where transition lines go; `None` keeps the sandbox silent. [`SandboxConfig::new`] logs to stderr.
+    pub log: Option<LogSink>,
+}
+
+impl SandboxConfig {
+    pub fn new(repo: impl Into<String>, listen: SocketAddr, apps: Vec<AppSpec>) -> Self {
+        SandboxConfig {
+            repo: repo.into(),
+            listen,
+            apps,
+            branch: None,
+            sync_interval: Duration::from_secs(1),
+            rollout_time: Duration::from_secs(5),
+            registry: None,
+            token: None,
+            start_paused: false,
+            log: Some(Arc::new(|line: &str| eprintln!("{line}"))),
+        }
+    }
+}
+
+impl std::fmt::Debug for SandboxConfig {
+    // Hand-written so that the token can never reach a log through `{:?}`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SandboxConfig")
+            .field("repo", &repo::redact_url(&self.repo))
+            .field("listen", &self.listen)
+            .field("apps", &self.apps)
+            .field("branch", &self.branch)
+            .field("sync_interval", &self.sync_interval)
+            .field("rollout_time", &self.rollout_time)
+            .field("registry", &self.registry)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("start_paused", &self.start_paused)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One Application the sandbox serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AppSpec {
+    /// A directory of plain manifests in the repository (`name=path`); `path` is relative to
+    /// the repository root, `""` meaning the root itself.
+    Path { name: String, path: String },
+    /// A Helm chart from a chart repository (`name=helm:chart@version`): reports the chart
+    /// version as its revision and renders one Healthy Deployment named after the chart.
+    Helm {
+        name: String,
+        chart: String,
+        version: String,
+    },
+}
+
+impl AppSpec {
+    /// Parses `name=path` or `name=helm:<chart>@<version>`.
+    pub fn parse(text: &str) -> Result<AppSpec, AppSpecError> {
+        let bad = |why: String| AppSpecError {
+            text: text.to_string(),
+            why,
+        };
+        let Some((name, target)) = text.split_once('=') else {
+            return Err(bad(
+                "expected <name>=<path> or <name>=helm:<chart>@<version>".into(),
+            ));
+        };
+        check_app_name(name).map_err(bad)?;
+        let name = name.to_string();
+        if let Some(chart_ref) = target.strip_prefix("helm:") {
+            let Some((chart, version)) = chart_ref.rsplit_once('@') else {
+                return Err(bad("a helm app needs helm:<chart>@<version>".into()));
+            };
+            if chart.is_empty() || version.is_empty() {
+                return Err(bad("a helm app needs a non-empty chart and version".into()));
+            }
+            if chart.contains(char::is_whitespace) || version.contains(char::is_whitespace) {
+                return Err(bad("the chart and version must not contain spaces".into()));
+            }
+            return Ok(AppSpec::Helm {
+                name,
+                chart: chart.to_string(),
+                version: version.to_string(),
+            });
+        }
+        let path = normalize_path(target).map_err(bad)?;
+        Ok(AppSpec::Path { name, path })
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            AppSpec::Path { name, .. } | AppSpec::Helm { name, .. } => name,
+        }
+    }
+}
+
+impl std::str::FromStr for AppSpec {
+    type Err = AppSpecError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        AppSpec::parse(s)
+    }
+}
+
+/// A `--app` value that could not be understood.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("invalid app {text:?}: {why}")]
+pub struct AppSpecError {
+    pub text: String,
+    pub why: String,
+}
+
+/// Why the sandbox could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// A setting is wrong; `flag` names the command-line flag it comes from.
+    #[error("{flag}: {message}")]
+    Config { flag: &'static str, message: String },
+    /// Something outside the configuration failed (a git process could not run, …).
+    #[error("{0}")]
+    Runtime(String),
+}
+
+impl SandboxError {
+    pub(crate) fn config(flag: &'static str, message: impl Into<String>) -> Self {
+        SandboxError::Config {
+            flag,
+            message: message.into(),
+        }
+    }
+}
+
+// Application names become Kubernetes object names: a DNS-1123 subdomain.
+fn check_app_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the app name is empty".into());
+    }
+    if name.len() > 253 {
+        return Err("the app name is longer than 253 characters".into());
+    }
+    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    if !name.chars().all(ok_char) || !edge(name.chars().next()) || !edge(name.chars().last()) {
+        return Err(format!(
+            "the app name {name:?} must be lower-case letters, digits, '-' or '.', starting and ending with a letter or digit"
+        ));
+    }
+    Ok(())
+}
+
+fn normalize_path(raw: &str) -> Result<String, String> {
+    if raw.is_empty() {
+        return Err("the path is empty (use . for the repository root)".into());
+    }
+    if raw.starts_with('/') {
+        return Err(format!(
+            "the path {raw:?} must be relative to the repository root"
+        ));
+    }
+    let mut parts = Vec::new();
+    for part in raw.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return Err(format!("the path {raw:?} must not contain '..'")),
+            p => parts.push(p),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_path_apps_and_normalizes_the_path() {
+        assert_eq!(
+            AppSpec::parse("web=./apps/web/").unwrap(),
+            AppSpec::Path {
+                name: "web".into(),
+                path: "apps/web".into()
+            }
+        );
+        assert_eq!(
+            AppSpec::parse("root=.").unwrap(),
+            AppSpec::Path {
+                name: "root".into(),
+                path: "".into()
+            }
+        );
+    }
+
+    #[test]
+    fn parses_helm_apps() {
+        assert_eq!(
+            AppSpec::parse("mon=helm:kube-prometheus-stack@65.5.0").unwrap(),
+            AppSpec::Helm {
+                name: "mon".into(),
+                chart: "kube-prometheus-stack".into(),
+                version: "65.5.0".into()
+            }
+        );
+    }
+
+    #[test]
+    fn rejects_bad_app_values_with_the_reason() {
+        for (text, needle) in [
+            ("web", "expected <name>=<path>"),
+            ("=apps/web", "name is empty"),
+            ("Web=apps/web", "lower-case"),
+            ("web=", "path is empty"),
+            ("web=/abs", "relative"),
+            ("web=a/../b", "'..'"),
+            ("web=helm:chart", "helm:<chart>@<version>"),
+            ("web=helm:@1.0", "non-empty"),
+        ] {
+            let err = AppSpec::parse(text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+            assert!(err.contains(&format!("{text:?}")), "{text}: {err}");
+        }
+    }
+}

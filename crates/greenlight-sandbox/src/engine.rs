@@ -1,0 +1,369 @@
+//! The running sandbox: starts it (validates the configuration, clones, first sync, binds),
+//! and owns its three tasks: the HTTP server, the sync loop (fetch every `sync_interval`,
+//! render, hand the tip to the world) and the health clock (wakes exactly when the next
+//! rollout finishes, so that time-driven health changes reach stream subscribers when they
+//! happen). It never decides what a sync or a health status means; the world does.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+
+use crate::health::ImagePolicy;
+use crate::manifests;
+use crate::repo::{self, Mirror};
+use crate::world::{Now, RenderResult, World};
+use crate::{LogSink, SandboxConfig, SandboxError};
+
+/// State shared by the tasks and the HTTP handlers.
+pub(crate) struct Shared {
+    world: Mutex<World>,
+    paused: AtomicBool,
+    outage_until: Mutex<Option<Instant>>,
+    /// Bumped when an outage starts: open streams end when they see it change.
+    pub(crate) outage_epoch: watch::Sender<u64>,
+    pub(crate) shutdown: watch::Sender<bool>,
+    wake_sync: Notify,
+    wake_health: Notify,
+    // Held by the sync loop for a whole fetch-and-sync round, so that `pause` returns only once
+    // no sync is in flight.
+    sync_gate: tokio::sync::Mutex<()>,
+    pub(crate) token: Option<String>,
+    log: Option<LogSink>,
+}
+
+impl Shared {
+    pub(crate) fn world(&self) -> MutexGuard<'_, World> {
+        // A panic while holding the lock leaves plain data behind; keep serving it.
+        self.world
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn log(&self, line: &str) {
+        if let Some(sink) = &self.log {
+            sink(line);
+        }
+    }
+
+    pub(crate) async fn pause(&self) {
+        let _round = self.sync_gate.lock().await;
+        if !self.paused.swap(true, Ordering::SeqCst) {
+            self.log("sandbox: syncing paused");
+        }
+    }
+
+    pub(crate) fn resume(&self) {
+        if self.paused.swap(false, Ordering::SeqCst) {
+            self.log("sandbox: syncing resumed");
+        }
+        self.wake_sync.notify_one();
+    }
+
+    pub(crate) fn start_outage(&self, length: Duration) {
+        *self.outage_until.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(Instant::now() + length);
+        self.outage_epoch.send_modify(|epoch| *epoch += 1);
+        self.log(&format!(
+            "sandbox: API outage for {}",
+            humantime::format_duration(length)
+        ));
+    }
+
+    pub(crate) fn in_outage(&self) -> bool {
+        self.outage_until
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|until| Instant::now() < until)
+    }
+}
+
+/// A running sandbox. Dropping it stops it too, without waiting; [`Sandbox::shutdown`] waits.
+pub struct Sandbox {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Sandbox {
+    /// The address it listens on (the real port when the configuration asked for port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://<addr>`, the Argo CD base URL to give a client.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The Application JSON the API serves for `name`, if there is such an app.
+    pub fn application(&self, name: &str) -> Option<serde_json::Value> {
+        self.shared.world().application(name)
+    }
+
+    /// `GET /api/v1/applications/{name}/resource-tree`, in process.
+    pub fn resource_tree(&self, name: &str) -> Option<serde_json::Value> {
+        self.shared.world().resource_tree(name)
+    }
+
+    /// Stops syncing; returns once no sync is in flight.
+    pub async fn pause(&self) {
+        self.shared.pause().await;
+    }
+
+    /// Restarts syncing and fetches at once.
+    pub fn resume(&self) {
+        self.shared.resume();
+    }
+
+    /// Makes every `/api/v1` route answer 503 and cuts open streams for `length`.
+    pub fn outage(&self, length: Duration) {
+        self.shared.start_outage(length);
+    }
+
+    /// Stops the server and the loops and waits for them; the private clone is removed.
+    pub async fn shutdown(mut self) {
+        let _ = self.shared.shutdown.send(true);
+        for task in std::mem::take(&mut self.tasks) {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = self.shared.shutdown.send(true);
+    }
+}
+
+/// Starts the sandbox; returns once it listens and (unless `start_paused`) the first sync of
+/// every app has finished.
+pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
+    if config.apps.is_empty() {
+        return Err(SandboxError::config("--app", "at least one app is needed"));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for app in &config.apps {
+        if !seen.insert(app.name()) {
+            return Err(SandboxError::config(
+                "--app",
+                format!("the app name {:?} is given twice", app.name()),
+            ));
+        }
+    }
+    if config.sync_interval.is_zero() {
+        return Err(SandboxError::config(
+            "--sync-interval",
+            "must be above zero",
+        ));
+    }
+    if config.repo.trim().is_empty() {
+        return Err(SandboxError::config("--repo", "is empty"));
+    }
+    if config.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        return Err(SandboxError::config("--token-file", "the token is empty"));
+    }
+    let policy = match &config.registry {
+        Some(path) => ImagePolicy::load(path).map_err(|e| SandboxError::config("--registry", e))?,
+        None => ImagePolicy::TagHeuristic,
+    };
+    let remote = repo::remote_for_git(&config.repo);
+    let branch = match &config.branch {
+        Some(b) if b.trim().is_empty() || b.starts_with('-') || b.contains(char::is_whitespace) => {
+            return Err(SandboxError::config(
+                "--branch",
+                format!("{b:?} is not a branch name"),
+            ));
+        }
+        Some(b) => b.clone(),
+        None => repo::default_branch(&remote)
+            .await
+            .map_err(|e| SandboxError::config("--repo", e))?,
+    };
+    let mirror = Mirror::create(remote, branch.clone())
+        .await
+        .map_err(SandboxError::Runtime)?;
+    let tip = mirror.fetch().await.map_err(|e| {
+        let flag = if config.branch.is_some() && e.starts_with("branch ") {
+            "--branch"
+        } else {
+            "--repo"
+        };
+        SandboxError::config(flag, e)
+    })?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| {
+            SandboxError::config(
+                "--listen",
+                format!("cannot listen on {}: {e}", config.listen),
+            )
+        })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| SandboxError::Runtime(format!("listening socket: {e}")))?;
+
+    let world = World::new(
+        repo::redact_url(&config.repo),
+        branch,
+        config.rollout_time,
+        policy,
+        &config.apps,
+        config.log.clone(),
+        Now::current(),
+    );
+    let shared = Arc::new(Shared {
+        world: Mutex::new(world),
+        paused: AtomicBool::new(config.start_paused),
+        outage_until: Mutex::new(None),
+        outage_epoch: watch::channel(0).0,
+        shutdown: watch::channel(false).0,
+        wake_sync: Notify::new(),
+        wake_health: Notify::new(),
+        sync_gate: tokio::sync::Mutex::new(()),
+        token: config.token.clone(),
+        log: config.log.clone(),
+    });
+
+    let mut last_tip = None;
+    if !config.start_paused {
+        sync_to(&shared, &mirror, &tip)
+            .await
+            .map_err(SandboxError::Runtime)?;
+        last_tip = Some(tip);
+    }
+
+    let server = {
+        let mut stop = shared.shutdown.subscribe();
+        let app = crate::api::router(shared.clone());
+        tokio::spawn(async move {
+            let serve = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { stopped(&mut stop).await });
+            let _ = serve.await;
+        })
+    };
+    let sync = tokio::spawn(sync_loop(
+        shared.clone(),
+        mirror,
+        last_tip,
+        config.sync_interval,
+    ));
+    let clock = tokio::spawn(health_clock(shared.clone()));
+    Ok(Sandbox {
+        addr,
+        shared,
+        tasks: vec![server, sync, clock],
+    })
+}
+
+// Renders every directory app at `tip` (outside the world's lock: git runs here), then lets the
+// world reconcile them all at once.
+async fn sync_to(shared: &Shared, mirror: &Mirror, tip: &str) -> Result<(), String> {
+    let apps = shared.world().directory_apps();
+    let mut renders: BTreeMap<String, RenderResult> = BTreeMap::new();
+    let mut by_path: BTreeMap<String, RenderResult> = BTreeMap::new();
+    for (name, path) in apps {
+        if !by_path.contains_key(&path) {
+            let files = mirror.manifest_files(tip, &path).await?;
+            by_path.insert(path.clone(), manifests::render(&files, "default"));
+        }
+        renders.insert(name, by_path[&path].clone());
+    }
+    shared.world().observe_tip(tip, &renders, Now::current());
+    shared.wake_health.notify_one();
+    Ok(())
+}
+
+async fn sync_loop(
+    shared: Arc<Shared>,
+    mirror: Mirror,
+    mut last_tip: Option<String>,
+    every: Duration,
+) {
+    let mut stop = shared.shutdown.subscribe();
+    let mut ticker = tokio::time::interval(every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.tick().await; // the first tick is immediate; start() already synced
+    let mut last_error: Option<String> = None;
+    let mut registry_error: Option<String> = None;
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = shared.wake_sync.notified() => {}
+            _ = stopped(&mut stop) => return,
+        }
+        // The registry is the world, not the sync: it is re-read even while syncing is paused.
+        let reloaded = {
+            let mut world = shared.world();
+            let reloaded = world.policy.reload();
+            if let Ok(true) = reloaded {
+                world.refresh_health(Now::current());
+            }
+            reloaded
+        };
+        match reloaded {
+            Ok(true) => {
+                registry_error = None;
+                shared.log("sandbox: registry file changed; image availability re-assessed");
+                shared.wake_health.notify_one();
+            }
+            Ok(false) => registry_error = None,
+            Err(e) if registry_error.as_ref() != Some(&e) => {
+                shared.log(&format!("sandbox: keeping the last registry contents: {e}"));
+                registry_error = Some(e);
+            }
+            Err(_) => {}
+        }
+        let _round = shared.sync_gate.lock().await;
+        if shared.paused.load(Ordering::SeqCst) {
+            continue;
+        }
+        let outcome = match mirror.fetch().await {
+            Ok(tip) if last_tip.as_ref() == Some(&tip) => Ok(()),
+            Ok(tip) => sync_to(&shared, &mirror, &tip)
+                .await
+                .map(|()| last_tip = Some(tip)),
+            Err(e) => Err(e),
+        };
+        // One line per distinct problem, not one per tick.
+        match outcome {
+            Ok(()) => last_error = None,
+            Err(e) if last_error.as_ref() != Some(&e) => {
+                shared.log(&format!(
+                    "sandbox: sync failed, retrying every {}: {e}",
+                    humantime::format_duration(every)
+                ));
+                last_error = Some(e);
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// Resolves once the sandbox is told to stop (the guard `wait_for` returns is not `Send`).
+pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stopped| *stopped).await;
+}
+
+async fn health_clock(shared: Arc<Shared>) {
+    let mut stop = shared.shutdown.subscribe();
+    loop {
+        let next = shared.world().next_deadline(Now::current());
+        let sleep = async {
+            match next {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = sleep => {}
+            _ = shared.wake_health.notified() => {}
+            _ = stopped(&mut stop) => return,
+        }
+        shared.world().refresh_health(Now::current());
+    }
+}

@@ -1,0 +1,387 @@
+//! The health model: Argo CD's health statuses and their worst-of order, which kinds are
+//! workloads, whether an image "exists", and the status and message one resource reports at a
+//! given moment of its rollout. Pure functions over their inputs; no clock, no IO except
+//! reading the registry file when asked to.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest as _, Sha256};
+
+use crate::HEALTH_ANNOTATION;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Health {
+    Healthy,
+    Suspended,
+    Progressing,
+    Missing,
+    Degraded,
+    Unknown,
+}
+
+impl Health {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Health::Healthy => "Healthy",
+            Health::Suspended => "Suspended",
+            Health::Progressing => "Progressing",
+            Health::Missing => "Missing",
+            Health::Degraded => "Degraded",
+            Health::Unknown => "Unknown",
+        }
+    }
+
+    // gitops-engine's IsWorse order.
+    fn rank(self) -> u8 {
+        match self {
+            Health::Healthy => 0,
+            Health::Suspended => 1,
+            Health::Progressing => 2,
+            Health::Missing => 3,
+            Health::Degraded => 4,
+            Health::Unknown => 5,
+        }
+    }
+
+    pub(crate) fn is_worse_than(self, other: Health) -> bool {
+        self.rank() > other.rank()
+    }
+}
+
+/// What a resource reports: a status and Argo CD's message for it (possibly empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Assessment {
+    pub status: Health,
+    pub message: String,
+}
+
+impl Assessment {
+    fn new(status: Health, message: impl Into<String>) -> Self {
+        Assessment {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+/// Kinds whose health the sandbox models over time (their pods pull images).
+pub(crate) fn is_workload(group: &str, kind: &str) -> bool {
+    matches!(
+        (group, kind),
+        (
+            "apps",
+            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet"
+        ) | ("", "Pod")
+            | ("batch", "Job" | "CronJob")
+            | ("argoproj.io", "Rollout")
+    )
+}
+
+/// Which images exist.
+#[derive(Debug, Clone)]
+pub(crate) enum ImagePolicy {
+    /// No registry file: an image exists unless its tag contains `does-not-exist`.
+    TagHeuristic,
+    Registry {
+        path: PathBuf,
+        images: HashSet<String>,
+        fingerprint: [u8; 32],
+    },
+}
+
+impl ImagePolicy {
+    pub(crate) fn load(path: &Path) -> Result<ImagePolicy, String> {
+        let (images, fingerprint) = read_registry(path)?;
+        Ok(ImagePolicy::Registry {
+            path: path.to_path_buf(),
+            images,
+            fingerprint,
+        })
+    }
+
+    /// Re-reads the registry file; true when its content changed.
+    pub(crate) fn reload(&mut self) -> Result<bool, String> {
+        let ImagePolicy::Registry {
+            path,
+            images,
+            fingerprint,
+        } = self
+        else {
+            return Ok(false);
+        };
+        let (fresh, digest) = read_registry(path)?;
+        if digest == *fingerprint {
+            return Ok(false);
+        }
+        *images = fresh;
+        *fingerprint = digest;
+        Ok(true)
+    }
+
+    pub(crate) fn exists(&self, image: &str) -> bool {
+        match self {
+            ImagePolicy::TagHeuristic => !tag_of(image).contains("does-not-exist"),
+            ImagePolicy::Registry { images, .. } => images.contains(image),
+        }
+    }
+}
+
+fn read_registry(path: &Path) -> Result<(HashSet<String>, [u8; 32]), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let images = text
+        .lines()
+        .map(|line| line.split('#').next().unwrap_or("").trim())
+        .filter(|line| !line.is_empty())
+        .map(str::to_string)
+        .collect();
+    Ok((images, Sha256::digest(text.as_bytes()).into()))
+}
+
+// The tag of an image reference: after the last ':' of the last path segment, digest removed.
+fn tag_of(image: &str) -> &str {
+    let without_digest = image.split('@').next().unwrap_or(image);
+    let last_segment = without_digest.rsplit('/').next().unwrap_or(without_digest);
+    last_segment
+        .split_once(':')
+        .map(|(_, tag)| tag)
+        .unwrap_or("")
+}
+
+/// The annotation override, when the object carries one.
+pub(crate) fn annotation_override(object: &serde_json::Value) -> Option<Assessment> {
+    let value = object
+        .pointer("/metadata/annotations")?
+        .get(HEALTH_ANNOTATION)?
+        .as_str()?;
+    let status = match value {
+        "Healthy" => Health::Healthy,
+        "Progressing" => Health::Progressing,
+        "Degraded" => Health::Degraded,
+        "Missing" => Health::Missing,
+        "Suspended" => Health::Suspended,
+        other => {
+            return Some(Assessment::new(
+                Health::Unknown,
+                format!(
+                    "invalid value {other:?} in annotation {HEALTH_ANNOTATION} (expected Healthy, Progressing, Degraded, Missing or Suspended)"
+                ),
+            ));
+        }
+    };
+    Some(Assessment::new(
+        status,
+        format!("health set by annotation {HEALTH_ANNOTATION}"),
+    ))
+}
+
+/// Everything that decides one resource's health at one moment.
+pub(crate) struct Subject<'a> {
+    pub group: &'a str,
+    pub kind: &'a str,
+    pub name: &'a str,
+    pub images: &'a [String],
+    pub replicas: i64,
+    /// The annotation override, if any.
+    pub forced: Option<&'a Assessment>,
+    /// Still inside the rollout time after the sync that changed it.
+    pub rolling_out: bool,
+}
+
+/// The health a resource reports, or `None` for kinds Argo CD assesses no health for.
+pub(crate) fn assess(subject: &Subject, policy: &ImagePolicy) -> Option<Assessment> {
+    if let Some(forced) = subject.forced {
+        return Some(forced.clone());
+    }
+    let Subject {
+        group,
+        kind,
+        name,
+        replicas,
+        ..
+    } = *subject;
+    if !is_workload(group, kind) {
+        return (group.is_empty() && kind == "Service")
+            .then(|| Assessment::new(Health::Healthy, ""));
+    }
+    if subject.rolling_out {
+        let message = match kind {
+            "Deployment" => {
+                format!(
+                    "Waiting for rollout to finish: 0 of {replicas} updated replicas are available..."
+                )
+            }
+            "StatefulSet" => format!("Waiting for {replicas} pods to be ready..."),
+            "DaemonSet" => {
+                format!(
+                    "Waiting for daemon set {name:?} rollout to finish: 0 out of 1 new pods have been updated..."
+                )
+            }
+            "ReplicaSet" => format!(
+                "Waiting for rollout to finish: 0 out of {replicas} new replicas are available..."
+            ),
+            "Rollout" => "more replicas need to be updated".to_string(),
+            _ => String::new(),
+        };
+        return Some(Assessment::new(Health::Progressing, message));
+    }
+    let Some(missing) = subject.images.iter().find(|image| !policy.exists(image)) else {
+        return Some(Assessment::new(Health::Healthy, ""));
+    };
+    let message = match kind {
+        "Pod" => format!("Back-off pulling image {missing:?}"),
+        "Job" | "CronJob" => "Job has reached the specified backoff limit".to_string(),
+        _ => format!("{kind} {name:?} exceeded its progress deadline"),
+    };
+    Some(Assessment::new(Health::Degraded, message))
+}
+
+/// App health: the worst resource health; `Missing` when there is nothing to assess.
+pub(crate) fn aggregate<'a>(resources: impl Iterator<Item = Option<&'a Assessment>>) -> Health {
+    let mut any = false;
+    let mut worst = Health::Healthy;
+    for assessment in resources {
+        any = true;
+        if let Some(a) = assessment
+            && a.status.is_worse_than(worst)
+        {
+            worst = a.status;
+        }
+    }
+    if any { worst } else { Health::Missing }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subject<'a>(
+        kind: &'a str,
+        group: &'a str,
+        images: &'a [String],
+        rolling_out: bool,
+    ) -> Subject<'a> {
+        Subject {
+            group,
+            kind,
+            name: "web",
+            images,
+            replicas: 2,
+            forced: None,
+            rolling_out,
+        }
+    }
+
+    #[test]
+    fn workloads_progress_then_turn_healthy_or_degraded() {
+        let good = vec!["nginx:1.27".to_string()];
+        let bad = vec![
+            "busybox:1".to_string(),
+            "nginx:does-not-exist-1".to_string(),
+        ];
+        let p = ImagePolicy::TagHeuristic;
+        let a = assess(&subject("Deployment", "apps", &good, true), &p).unwrap();
+        assert_eq!(a.status, Health::Progressing);
+        assert!(
+            a.message.contains("0 of 2 updated replicas"),
+            "{}",
+            a.message
+        );
+        assert_eq!(
+            assess(&subject("Deployment", "apps", &good, false), &p)
+                .unwrap()
+                .status,
+            Health::Healthy
+        );
+        let d = assess(&subject("Deployment", "apps", &bad, false), &p).unwrap();
+        assert_eq!(
+            d,
+            Assessment::new(
+                Health::Degraded,
+                "Deployment \"web\" exceeded its progress deadline"
+            )
+        );
+        let pod = assess(&subject("Pod", "", &bad, false), &p).unwrap();
+        assert_eq!(
+            pod.message,
+            "Back-off pulling image \"nginx:does-not-exist-1\""
+        );
+    }
+
+    #[test]
+    fn only_services_among_plain_kinds_report_health() {
+        let none: Vec<String> = Vec::new();
+        let p = ImagePolicy::TagHeuristic;
+        assert_eq!(assess(&subject("ConfigMap", "", &none, false), &p), None);
+        assert_eq!(
+            assess(&subject("Service", "", &none, false), &p)
+                .unwrap()
+                .status,
+            Health::Healthy
+        );
+        // A Deployment-named kind in another API group is not a workload.
+        assert_eq!(
+            assess(&subject("Deployment", "example.com", &none, false), &p),
+            None
+        );
+    }
+
+    #[test]
+    fn the_tag_heuristic_looks_at_the_tag_only() {
+        let p = ImagePolicy::TagHeuristic;
+        assert!(p.exists("registry.local:5000/does-not-exist/app:1.0"));
+        assert!(!p.exists("registry.local:5000/app:does-not-exist@sha256:abc"));
+        assert!(p.exists("nginx"));
+    }
+
+    #[test]
+    fn the_annotation_overrides_and_rejects_unknown_values() {
+        let obj = serde_json::json!({"metadata":{"annotations":{HEALTH_ANNOTATION:"Suspended"}}});
+        assert_eq!(annotation_override(&obj).unwrap().status, Health::Suspended);
+        let obj = serde_json::json!({"metadata":{"annotations":{HEALTH_ANNOTATION:"Fine"}}});
+        let a = annotation_override(&obj).unwrap();
+        assert_eq!(a.status, Health::Unknown);
+        assert!(a.message.contains("\"Fine\""));
+    }
+
+    #[test]
+    fn aggregate_is_the_worst_and_missing_when_empty() {
+        let h = Assessment::new(Health::Healthy, "");
+        let s = Assessment::new(Health::Suspended, "");
+        let m = Assessment::new(Health::Missing, "");
+        let d = Assessment::new(Health::Degraded, "");
+        assert_eq!(
+            aggregate([Some(&h), None, Some(&s)].into_iter()),
+            Health::Suspended
+        );
+        assert_eq!(
+            aggregate([Some(&d), Some(&m)].into_iter()),
+            Health::Degraded
+        );
+        assert_eq!(aggregate([None].into_iter()), Health::Healthy);
+        assert_eq!(aggregate(std::iter::empty()), Health::Missing);
+    }
+
+    #[test]
+    fn the_registry_file_lists_images_with_comments() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("registry.txt");
+        std::fs::write(
+            &path,
+            "# images we pushed\nnginx:1.27  # web\n\nbusybox:1.36\n",
+        )
+        .unwrap();
+        let mut p = ImagePolicy::load(&path).unwrap();
+        assert!(p.exists("nginx:1.27") && p.exists("busybox:1.36") && !p.exists("nginx:1.28"));
+        assert!(!p.reload().unwrap());
+        std::fs::write(&path, "nginx:1.28\n").unwrap();
+        assert!(p.reload().unwrap());
+        assert!(p.exists("nginx:1.28") && !p.exists("nginx:1.27"));
+        assert!(
+            ImagePolicy::load(&dir.path().join("nope"))
+                .unwrap_err()
+                .contains("nope")
+        );
+    }
+}

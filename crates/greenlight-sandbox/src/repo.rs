@@ -1,0 +1,306 @@
+//! The sandbox's private clone of the remote: it fetches the tracked branch and reads manifest
+//! files straight out of commits (`git ls-tree`, `git cat-file`). It never writes to the remote
+//! and never checks out a worktree. Git runs with system and global configuration ignored and
+//! terminal prompts off, so that a test machine's settings cannot change what the sandbox sees.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+/// A file read from a commit: its path in the repository and its bytes.
+pub(crate) struct RepoFile {
+    pub path: String,
+    pub bytes: Vec<u8>,
+}
+
+pub(crate) struct Mirror {
+    // Removed from disk when the mirror is dropped.
+    dir: tempfile::TempDir,
+    remote: String,
+    branch: String,
+}
+
+fn git(cwd: Option<&Path>) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    cmd
+}
+
+async fn output(mut cmd: Command, what: &str) -> Result<Vec<u8>, String> {
+    let out = cmd
+        .output()
+        .await
+        .map_err(|e| format!("{what}: cannot run git: {e}"))?;
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let detail = stderr.trim().lines().last().unwrap_or("").to_string();
+        Err(format!(
+            "{what} failed ({}): {}",
+            out.status,
+            redact_text(&detail)
+        ))
+    }
+}
+
+/// The remote as git should be given it: an existing local path is made absolute (git runs
+/// inside the private clone, where a relative path would mean something else).
+pub(crate) fn remote_for_git(repo: &str) -> String {
+    let path = PathBuf::from(repo);
+    if !repo.contains("://")
+        && path.exists()
+        && let Ok(abs) = path.canonicalize()
+    {
+        return abs.to_string_lossy().into_owned();
+    }
+    repo.to_string()
+}
+
+/// The branch the remote's HEAD points at (`git ls-remote --symref <repo> HEAD`).
+pub(crate) async fn default_branch(remote: &str) -> Result<String, String> {
+    let mut cmd = git(None);
+    cmd.args(["ls-remote", "--symref", "--", remote, "HEAD"]);
+    let out = output(cmd, &format!("git ls-remote {}", redact_url(remote))).await?;
+    let text = String::from_utf8_lossy(&out);
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("ref: ")
+            && let Some((target, _)) = rest.split_once('\t')
+            && let Some(branch) = target.strip_prefix("refs/heads/")
+        {
+            return Ok(branch.to_string());
+        }
+    }
+    Err(format!(
+        "{} has no HEAD branch (is it empty?); name the branch with --branch",
+        redact_url(remote)
+    ))
+}
+
+impl Mirror {
+    pub(crate) async fn create(remote: String, branch: String) -> Result<Mirror, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("greenlight-sandbox-")
+            .tempdir()
+            .map_err(|e| format!("cannot create the sandbox's private clone: {e}"))?;
+        let mut cmd = git(Some(dir.path()));
+        cmd.args(["init", "--quiet", "--bare", "."]);
+        output(cmd, "git init").await?;
+        Ok(Mirror {
+            dir,
+            remote,
+            branch,
+        })
+    }
+
+    /// Fetches the tracked branch and returns its tip.
+    pub(crate) async fn fetch(&self) -> Result<String, String> {
+        let refspec = format!("+refs/heads/{}:refs/sandbox/tip", self.branch);
+        let mut cmd = git(Some(self.dir.path()));
+        cmd.args([
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--",
+            &self.remote,
+            &refspec,
+        ]);
+        let what = format!("git fetch {} {}", redact_url(&self.remote), self.branch);
+        match output(cmd, &what).await {
+            Ok(_) => {}
+            Err(e) if e.contains("couldn't find remote ref") => {
+                return Err(format!(
+                    "branch {:?} does not exist in {}",
+                    self.branch,
+                    redact_url(&self.remote)
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+        let mut cmd = git(Some(self.dir.path()));
+        cmd.args([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "refs/sandbox/tip^{commit}",
+        ]);
+        let out = output(cmd, "git rev-parse").await?;
+        Ok(String::from_utf8_lossy(&out).trim().to_string())
+    }
+
+    /// Every `*.yaml`, `*.yml` and `*.json` file under `path` ("" = the whole tree) at `commit`.
+    pub(crate) async fn manifest_files(
+        &self,
+        commit: &str,
+        path: &str,
+    ) -> Result<Vec<RepoFile>, String> {
+        let mut cmd = git(Some(self.dir.path()));
+        cmd.args(["ls-tree", "-r", "-z", "--full-tree", commit]);
+        if !path.is_empty() {
+            cmd.args(["--", path]);
+        }
+        let listing = output(cmd, &format!("git ls-tree {commit}")).await?;
+        let mut wanted: Vec<(String, String)> = Vec::new(); // (blob id, path)
+        for entry in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+            let entry = String::from_utf8_lossy(entry);
+            // "<mode> SP <type> SP <object> TAB <path>"
+            let Some((meta, file)) = entry.split_once('\t') else {
+                continue;
+            };
+            let mut meta = meta.split(' ');
+            let (Some(mode), Some(kind), Some(id)) = (meta.next(), meta.next(), meta.next()) else {
+                continue;
+            };
+            let under = path.is_empty() || file == path || file.starts_with(&format!("{path}/"));
+            let manifest = [".yaml", ".yml", ".json"]
+                .iter()
+                .any(|ext| file.ends_with(ext));
+            // Symlinks (120000) and submodules are not manifests Argo CD would read either.
+            if kind == "blob" && mode.starts_with("100") && under && manifest {
+                wanted.push((id.to_string(), file.to_string()));
+            }
+        }
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let contents = self
+            .read_blobs(wanted.iter().map(|(id, _)| id.as_str()))
+            .await?;
+        Ok(wanted
+            .into_iter()
+            .zip(contents)
+            .map(|((_, path), bytes)| RepoFile { path, bytes })
+            .collect())
+    }
+
+    async fn read_blobs<'a>(
+        &self,
+        ids: impl Iterator<Item = &'a str>,
+    ) -> Result<Vec<Vec<u8>>, String> {
+        let mut request = String::new();
+        let mut count = 0;
+        for id in ids {
+            request.push_str(id);
+            request.push('\n');
+            count += 1;
+        }
+        let mut cmd = git(Some(self.dir.path()));
+        cmd.args(["cat-file", "--batch"]).stdin(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("git cat-file: cannot run git: {e}"))?;
+        let mut stdin = child.stdin.take().ok_or("git cat-file: no stdin")?;
+        // Write while the output is being read, so that a large batch cannot deadlock on pipes.
+        let writer = tokio::spawn(async move {
+            let _ = stdin.write_all(request.as_bytes()).await;
+            drop(stdin);
+        });
+        let out = child
+            .wait_with_output()
+            .await
+            .map_err(|e| format!("git cat-file: {e}"))?;
+        let _ = writer.await;
+        if !out.status.success() {
+            return Err(format!(
+                "git cat-file failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        parse_batch(&out.stdout, count)
+    }
+}
+
+// `git cat-file --batch` answers "<id> <type> <size>\n<bytes>\n" per object.
+fn parse_batch(mut data: &[u8], count: usize) -> Result<Vec<Vec<u8>>, String> {
+    let mut blobs = Vec::with_capacity(count);
+    for _ in 0..count {
+        let nl = data
+            .iter()
+            .position(|b| *b == b'\n')
+            .ok_or("git cat-file: truncated output")?;
+        let header = String::from_utf8_lossy(&data[..nl]).to_string();
+        let size: usize = header
+            .rsplit(' ')
+            .next()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| format!("git cat-file: unexpected header {header:?}"))?;
+        let start = nl + 1;
+        if data.len() < start + size {
+            return Err("git cat-file: truncated object".into());
+        }
+        blobs.push(data[start..start + size].to_vec());
+        data = data.get(start + size + 1..).unwrap_or(&[]);
+    }
+    Ok(blobs)
+}
+
+/// A URL with any `user:password@` removed, for logs, errors and the API.
+pub(crate) fn redact_url(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let authority_end = rest.find('/').unwrap_or(rest.len());
+        if let Some(at) = rest[..authority_end].rfind('@') {
+            return format!("{scheme}://{}", &rest[at + 1..]);
+        }
+    }
+    url.to_string()
+}
+
+// Git quotes URLs in its own messages; scrub any credentials from words that look like URLs.
+fn redact_text(text: &str) -> String {
+    text.split(' ')
+        .map(|word| {
+            let trimmed = word.trim_matches(|c| c == '\'' || c == '"');
+            if trimmed.contains("://") {
+                word.replace(trimmed, &redact_url(trimmed))
+            } else {
+                word.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_credentials_in_urls() {
+        assert_eq!(
+            redact_url("https://user:tok@example.com/org/r.git"),
+            "https://example.com/org/r.git"
+        );
+        assert_eq!(
+            redact_url("https://example.com/a@b"),
+            "https://example.com/a@b"
+        );
+        assert_eq!(redact_url("/srv/git/r.git"), "/srv/git/r.git");
+        assert_eq!(
+            redact_text("fatal: unable to access 'https://u:p@h/r/': denied"),
+            "fatal: unable to access 'https://h/r/': denied"
+        );
+    }
+
+    #[test]
+    fn parses_cat_file_batches() {
+        let data = b"aaaa blob 3\nabc\nbbbb blob 0\n\n";
+        assert_eq!(
+            parse_batch(data, 2).unwrap(),
+            vec![b"abc".to_vec(), Vec::new()]
+        );
+        assert!(parse_batch(b"aaaa blob 9\nabc\n", 1).is_err());
+    }
+}
