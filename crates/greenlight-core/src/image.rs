@@ -116,9 +116,10 @@ impl std::str::FromStr for ImageRef {
 
 /// An image reference that does not follow the grammar. Names the reference and the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid image reference `{reference}`: {reason}")]
+// Escaped, so a stray `\r` from a CRLF file or a tab shows up instead of hiding in the message.
+#[error("invalid image reference `{}`: {reason}", reference.escape_debug())]
 pub struct ImageRefError {
-    /// The reference as given (may be empty or contain whitespace; shown in backticks).
+    /// The reference as given (may be empty or contain whitespace).
     pub reference: String,
     pub reason: ImageRefErrorReason,
 }
@@ -838,6 +839,12 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "invalid image reference `ghcr.io/Acme/web`: repository `Acme` must be lowercase"
+        );
+        let crlf = ImageRef::parse("nginx:1.27\r").unwrap_err();
+        assert_eq!(
+            crlf.to_string(),
+            "invalid image reference `nginx:1.27\\r`: whitespace at byte 10 \
+             (Kubernetes rejects images with whitespace)"
         );
     }
 
