@@ -512,20 +512,24 @@ impl Engine {
 
     /// The earliest time at which [`Engine::tick`] could change something.
     pub fn next_wakeup(&self) -> Option<Timestamp> {
+        self.next_wakeup_after(Timestamp(i64::MIN))
+    }
+
+    /// The earliest such time strictly after `handled`: a caller that already ticked at
+    /// `handled` skips moments that stayed due (a stability window whose end passed while the
+    /// app could not be observed), so it never spins on them.
+    pub fn next_wakeup_after(&self, handled: Timestamp) -> Option<Timestamp> {
         let grace = self.config.unknown_app_grace_ms;
         let stable = self.config.stable_for_ms;
         self.live()
             .flat_map(|w| {
-                let deadline = if w.deadline_passed {
-                    None
-                } else {
-                    w.deadline_at()
-                };
+                let deadline = if w.deadline_passed { None } else { w.deadline_at() };
                 let absent = w.app_absent_since.map(|t| t.plus_ms(grace));
                 let streak = w.healthy_since.map(|h| h.plus_ms(stable));
                 [deadline, absent, streak]
             })
             .flatten()
+            .filter(|t| *t > handled)
             .min()
     }
 

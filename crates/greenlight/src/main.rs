@@ -3,13 +3,21 @@
 //! parses arguments and maps errors to exit codes (0 ok, 1 the failure a command exists to
 //! report, 2 usage or configuration error).
 
+mod clock;
 mod cmd;
+mod daemon;
+mod output;
+mod store;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "greenlight", version, about = "Make a GitOps deployment's green light mean what people think it means")]
+#[command(
+    name = "greenlight",
+    version,
+    about = "Make a GitOps deployment's green light mean what people think it means"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -37,6 +45,11 @@ enum Command {
     Explain(cmd::lint::ExplainArgs),
     /// Dispatch-time guards (mutable image tags).
     Guard(cmd::guard::GuardArgs),
+}
+
+/// reqwest's TLS needs a process-wide crypto provider; ring is the one compiled in.
+pub fn install_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 fn main() -> ExitCode {

@@ -4,6 +4,7 @@
 pub mod demo;
 pub mod guard;
 pub mod lint;
+pub mod once;
 pub mod sandbox;
 pub mod status;
 pub mod trailer;
@@ -19,5 +20,9 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
 }
 
 pub fn exit_code_of(err: &anyhow::Error) -> u8 {
-    if err.chain().any(|e| e.is::<UsageError>()) { 2 } else { 1 }
+    if err.chain().any(|e| e.is::<UsageError>()) {
+        2
+    } else {
+        1
+    }
 }

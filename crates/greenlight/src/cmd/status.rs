@@ -1,10 +1,158 @@
-use clap::Args;
+//! `greenlight status` and `greenlight breaker reset`: read (and, for the breaker, amend) the
+//! state file the watchdog writes. A missing state file is an error, never an empty database.
+
+use crate::store::{Store, Write};
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use greenlight_core::judge::{Engine, JudgeConfig, Watch};
+use greenlight_core::time::Timestamp;
+use serde_json::{Value, json};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Args)]
-pub struct StatusArgs {}
-#[derive(Args)]
-pub struct BreakerArgs {}
+pub struct StatusArgs {
+    #[arg(long)]
+    pub state: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_a: StatusArgs) -> anyhow::Result<ExitCode> { Err(super::usage("status is not built yet")) }
-pub fn run_breaker(_a: BreakerArgs) -> anyhow::Result<ExitCode> { Err(super::usage("breaker is not built yet")) }
+#[derive(Args)]
+pub struct BreakerArgs {
+    #[command(subcommand)]
+    pub action: BreakerAction,
+}
+
+#[derive(Subcommand)]
+pub enum BreakerAction {
+    /// A human closes the breaker: reverts are allowed again.
+    Reset {
+        #[arg(long)]
+        state: PathBuf,
+    },
+}
+
+fn ts(t: Option<Timestamp>) -> Value {
+    t.map(|t| Value::String(t.rfc3339())).unwrap_or(Value::Null)
+}
+
+pub fn watch_json(w: &Watch) -> Value {
+    json!({
+        "commit": w.commit,
+        "app": w.app.to_string(),
+        "mode": w.mode.as_str(),
+        "dry_run": w.dry_run,
+        "deadline_s": w.deadline_ms / 1000,
+        "state": w.state.as_str(),
+        "reason": w.reason,
+        "watch_started_at": ts(Some(w.watch_started_at)),
+        "reached_at": ts(w.reached_at),
+        "healthy_since": ts(w.healthy_since),
+        "finished_at": ts(w.finished_at),
+        "revert_commit": w.revert_commit,
+    })
+}
+
+pub fn run(a: StatusArgs) -> Result<ExitCode> {
+    let store =
+        Store::open_existing(&a.state, true).map_err(|e| crate::cmd::usage(format!("{e:#}")))?;
+    let loaded = store.load()?;
+    if a.json {
+        let doc = json!({
+            "baseline": loaded.baseline,
+            "breaker": {"open": loaded.breaker.open, "consecutive_reverts": loaded.breaker.consecutive_reverts},
+            "watches": loaded.watches.iter().map(watch_json).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "repo {}  branch {}  baseline {}  tip {}",
+        loaded.repo.as_deref().unwrap_or("-"),
+        loaded.branch.as_deref().unwrap_or("-"),
+        loaded
+            .baseline
+            .as_deref()
+            .map(|s| &s[..s.len().min(12)])
+            .unwrap_or("-"),
+        loaded
+            .tip
+            .as_deref()
+            .map(|s| &s[..s.len().min(12)])
+            .unwrap_or("-"),
+    );
+    println!(
+        "breaker {} ({} consecutive revert(s))",
+        if loaded.breaker.open {
+            "OPEN — run `greenlight breaker reset` after a human has looked"
+        } else {
+            "closed"
+        },
+        loaded.breaker.consecutive_reverts
+    );
+    if loaded.watches.is_empty() {
+        println!("no watches");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:<10} {:<24} {:<7} {:<18} {:<21} REASON",
+        "COMMIT", "APP", "MODE", "STATE", "STARTED"
+    );
+    for w in &loaded.watches {
+        let mode = if w.dry_run {
+            format!("{}*", w.mode.as_str())
+        } else {
+            w.mode.as_str().to_string()
+        };
+        println!(
+            "{:<10} {:<24} {:<7} {:<18} {:<21} {}",
+            &w.commit[..w.commit.len().min(10)],
+            w.app.to_string(),
+            mode,
+            w.state.as_str(),
+            w.watch_started_at.rfc3339(),
+            w.reason
+        );
+    }
+    if loaded.watches.iter().any(|w| w.dry_run) {
+        println!("* dry-run: judged only");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_breaker(a: BreakerArgs) -> Result<ExitCode> {
+    let BreakerAction::Reset { state } = a.action;
+    let mut store =
+        Store::open_existing(&state, false).map_err(|e| crate::cmd::usage(format!("{e:#}")))?;
+    let now = crate::clock::Clock::now(&crate::clock::SystemClock);
+    match crate::cmd::watch::lock_state(&state) {
+        Ok(_lock) => {
+            // No daemon runs: close the breaker here, with its event, in one transaction.
+            let loaded = store.load()?;
+            let mut engine =
+                Engine::restore(JudgeConfig::new("", "", false), Vec::new(), loaded.breaker);
+            let events: Vec<_> = engine
+                .reset_breaker(now)
+                .into_iter()
+                .filter_map(|e| match e {
+                    greenlight_core::judge::Effect::Emit(ev) => Some(ev),
+                    greenlight_core::judge::Effect::Revert(_) => None,
+                })
+                .collect();
+            let (_, breaker) = engine.take_dirty();
+            store.write(Write {
+                breaker: breaker.as_ref(),
+                events: &events,
+                ..Write::default()
+            })?;
+            println!("breaker reset: reverts are allowed again");
+        }
+        Err(_) => {
+            store.request_breaker_reset(now.0)?;
+            println!("breaker reset requested: the running watchdog applies it at its next fetch");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

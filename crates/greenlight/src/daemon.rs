@@ -1,0 +1,648 @@
+//! The watchdog runtime: drives the sans-IO judge with real inputs. It owns the IO the judge
+//! must never do — git fetches and ancestry questions, the Argo CD stream and listings, the
+//! clock, the state store and the revert executor — and it is the only place they meet.
+//!
+//! Event-driven: every stream update is judged as it arrives, and the loop sleeps exactly until
+//! the judge's next deadline (`Engine::next_wakeup`), so no fixed polling delay sits between the
+//! status that decides a verdict and the verdict. Listings every fetch interval are a safety net
+//! for a stream that dies quietly, not the clock of the judgement.
+
+use crate::clock::Clock;
+use crate::output::Output;
+use crate::store::{Store, Write};
+use anyhow::{Result, anyhow};
+use greenlight_argocd::{Application, ArgoClient, EventKind as AppEventKind};
+use greenlight_core::event::Event;
+use greenlight_core::judge::{
+    Ancestry, CommitInfo, Effect, Engine, JudgeConfig, Observation, RevertOutcome, RevertRequest,
+};
+use greenlight_core::snapshot::{AppKey, AppSnapshot};
+use greenlight_core::time::Timestamp;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Everything `greenlight watch` was told.
+#[derive(Clone)]
+pub struct DaemonConfig {
+    pub repo: String,
+    pub branch: Option<String>,
+    pub argocd_url: String,
+    pub argocd_token: Option<String>,
+    pub git_token: Option<greenlight_git::Secret>,
+    pub git_author_name: String,
+    pub git_author_email: String,
+    pub state: PathBuf,
+    pub data_dir: PathBuf,
+    pub stable_for_ms: i64,
+    pub stale_after_ms: i64,
+    pub unknown_app_grace_ms: i64,
+    pub fetch_interval: Duration,
+    pub dry_run: bool,
+    pub since: Option<String>,
+    pub trailer_key: String,
+}
+
+impl DaemonConfig {
+    fn judge_config(&self, branch: &str, branch_is_default: bool) -> JudgeConfig {
+        let mut j = JudgeConfig::new(&self.repo, branch, branch_is_default);
+        j.stable_for_ms = self.stable_for_ms;
+        j.stale_after_ms = self.stale_after_ms;
+        j.unknown_app_grace_ms = self.unknown_app_grace_ms;
+        j.dry_run = self.dry_run;
+        j.trailer_key = self.trailer_key.clone();
+        j
+    }
+}
+
+enum StreamMsg {
+    Up,
+    Event(AppEventKind, Box<Application>),
+    /// A message the stream could not deliver (an `{"error":…}` line, an undecodable one).
+    Bad(String),
+    Down(String),
+}
+
+/// A cached observation of one app, re-fed to the judge at wake-ups while the stream that
+/// would have told us of any change is connected.
+struct Cached {
+    snapshot: AppSnapshot,
+}
+
+pub struct Daemon {
+    cfg: DaemonConfig,
+    out: Output,
+    clock: Arc<dyn Clock>,
+    engine: Engine,
+    store: Store,
+    repo: Arc<greenlight_git::Repo>,
+    argo: ArgoClient,
+    branch: String,
+    tip: String,
+    apps: HashMap<AppKey, Cached>,
+    ancestry: HashMap<(String, String), bool>,
+    stream_up: bool,
+    /// The last wake-up handled, so a moment that stays due is not handled in a loop.
+    last_wake: Timestamp,
+}
+
+/// Open the clone and the state, record the baseline, and print `watching <repo> <branch> from <sha>`.
+pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Result<Daemon> {
+    let now = clock.now();
+    let mut store = Store::open_or_create(&cfg.state)?;
+    let auth = greenlight_git::Auth {
+        token: cfg.git_token.clone(),
+        username: None,
+    };
+    let repo_dir = cfg.data_dir.join("repo");
+    let (repo, branch, default_branch) = {
+        let remote = cfg.repo.clone();
+        let want = cfg.branch.clone();
+        tokio::task::spawn_blocking(move || -> Result<_> {
+            let repo = greenlight_git::Repo::open_or_clone(&remote, &repo_dir, auth)?;
+            let default = repo.remote_default_branch()?;
+            let branch = want.unwrap_or_else(|| default.clone());
+            Ok((repo, branch, default))
+        })
+        .await??
+    };
+    let repo = Arc::new(repo);
+    store.bind(&greenlight_git::redact_url(&cfg.repo), &branch)?;
+    let tip = {
+        let (r, b) = (repo.clone(), branch.clone());
+        tokio::task::spawn_blocking(move || r.fetch(&b)).await??
+    };
+    let loaded = store.load()?;
+    let judge = cfg.judge_config(&branch, branch == default_branch);
+    let engine = Engine::restore(judge, loaded.watches, loaded.breaker);
+
+    let (from, first_start) = match (&loaded.baseline, &loaded.tip) {
+        (Some(_), Some(t)) => (t.clone(), false),
+        _ => {
+            let base = match &cfg.since {
+                Some(rev) => {
+                    let (r, rev2) = (repo.clone(), rev.clone());
+                    tokio::task::spawn_blocking(move || r.resolve(&rev2))
+                        .await??
+                        .ok_or_else(|| {
+                            crate::cmd::usage(format!(
+                                "--since {rev:?} is not a commit in {}",
+                                greenlight_git::redact_url(&cfg.repo)
+                            ))
+                        })?
+                }
+                None => tip.clone(),
+            };
+            store.write(Write {
+                baseline: Some(&base),
+                tip: Some(&base),
+                ..Write::default()
+            })?;
+            (base, true)
+        }
+    };
+    if !first_start && cfg.since.is_some() {
+        out.warn(
+            now,
+            "--since is ignored: this state file already has a baseline",
+        );
+    }
+    let argo = ArgoClient::new(&cfg.argocd_url, cfg.argocd_token.clone())
+        .map_err(|e| crate::cmd::usage(format!("--argocd-url: {e}")))?;
+    out.plain(&format!(
+        "watching {} {} from {}",
+        greenlight_git::redact_url(&cfg.repo),
+        branch,
+        from
+    ));
+    Ok(Daemon {
+        cfg,
+        out,
+        clock,
+        engine,
+        store,
+        repo,
+        argo,
+        branch,
+        tip: from,
+        apps: HashMap::new(),
+        ancestry: HashMap::new(),
+        stream_up: false,
+        last_wake: Timestamp(i64::MIN),
+    })
+}
+
+impl Daemon {
+    /// Run until `shutdown` resolves.
+    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) -> Result<()> {
+        let now = self.clock.now();
+        let effects = self.engine.resume(now);
+        self.apply(effects, None).await?;
+
+        let (tx, mut rx) = mpsc::channel::<StreamMsg>(256);
+        let stream_task = tokio::spawn(stream_loop(self.argo.clone(), tx));
+        // A first listing before anything else, so new watches see the apps at once.
+        self.resync().await;
+        self.fetch_commits().await?;
+
+        let mut fetch_timer = tokio::time::interval(self.cfg.fetch_interval);
+        fetch_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        fetch_timer.tick().await;
+        tokio::pin!(shutdown);
+        let result = loop {
+            let sleep = match self.engine.next_wakeup_after(self.last_wake) {
+                Some(t) => Duration::from_millis(t.ms_since(self.clock.now()).max(0) as u64),
+                None => Duration::from_secs(3600),
+            };
+            tokio::select! {
+                _ = &mut shutdown => break Ok(()),
+                msg = rx.recv() => {
+                    let Some(msg) = msg else { break Err(anyhow!("the Argo CD stream task ended")) };
+                    if let Err(e) = self.on_stream(msg).await { break Err(e) }
+                }
+                _ = fetch_timer.tick() => {
+                    if let Err(e) = self.breaker_reset_requested().await { break Err(e) }
+                    if let Err(e) = self.fetch_commits().await { break Err(e) }
+                    self.resync().await;
+                }
+                _ = tokio::time::sleep(sleep) => {
+                    if let Err(e) = self.wake().await { break Err(e) }
+                }
+            }
+        };
+        stream_task.abort();
+        result
+    }
+
+    /// `greenlight breaker reset` leaves a request while the daemon runs; the daemon is the
+    /// breaker's only writer then.
+    async fn breaker_reset_requested(&mut self) -> Result<()> {
+        if self.store.take_breaker_reset_request()? {
+            let now = self.clock.now();
+            let effects = self.engine.reset_breaker(now);
+            self.apply(effects, None).await?;
+        }
+        Ok(())
+    }
+
+    async fn on_stream(&mut self, msg: StreamMsg) -> Result<()> {
+        let now = self.clock.now();
+        match msg {
+            StreamMsg::Up => {
+                self.stream_up = true;
+                self.out.info(now, "Argo CD application stream connected");
+            }
+            StreamMsg::Down(why) => {
+                if self.stream_up {
+                    self.out.warn(
+                        now,
+                        &format!("Argo CD application stream lost: {why}; reconnecting"),
+                    );
+                }
+                self.stream_up = false;
+            }
+            StreamMsg::Bad(why) => self
+                .out
+                .warn(now, &format!("Argo CD stream message skipped: {why}")),
+            StreamMsg::Event(AppEventKind::Deleted, app) => {
+                let (ns, name) = (app.metadata.namespace.clone(), app.metadata.name.clone());
+                self.apps.remove(&AppKey {
+                    namespace: ns.clone(),
+                    name: name.clone(),
+                });
+                let effects = self.engine.observe(
+                    Observation::Absent {
+                        namespace: Some(&ns),
+                        name: &name,
+                    },
+                    &Ancestry::default(),
+                    now,
+                );
+                self.apply(effects, None).await?;
+            }
+            StreamMsg::Event(_, app) => self.on_app(&app).await?,
+        }
+        Ok(())
+    }
+
+    fn watched(&self, ns: &str, name: &str) -> bool {
+        self.engine
+            .watches()
+            .iter()
+            .any(|w| !w.state.is_terminal() && w.app.matches(ns, name))
+    }
+
+    /// One app update: reduce it, answer the judge's ancestry questions, judge.
+    async fn on_app(&mut self, app: &Application) -> Result<()> {
+        let (ns, name) = (app.metadata.namespace.clone(), app.metadata.name.clone());
+        if !self.watched(&ns, &name) {
+            // Keep the latest snapshot anyway: a commit arriving next may watch this app.
+            let snap = greenlight_argocd::snapshot(app, None, &self.cfg.repo);
+            self.apps.insert(snap.key(), Cached { snapshot: snap });
+            return Ok(());
+        }
+        let tree = if greenlight_argocd::needs_resource_tree(app) {
+            match self.argo.resource_tree(&ns, &name).await {
+                Ok(t) => t,
+                Err(e) => {
+                    let now = self.clock.now();
+                    self.out.warn(
+                        now,
+                        &format!("resource tree of {ns}/{name} unavailable: {e}"),
+                    );
+                    // Without per-resource health the observation is incomplete: do not judge on it.
+                    return Ok(());
+                }
+            }
+        } else {
+            None
+        };
+        let snap = greenlight_argocd::snapshot(app, tree.as_ref(), &self.cfg.repo);
+        self.judge_snapshot(snap).await
+    }
+
+    async fn judge_snapshot(&mut self, snap: AppSnapshot) -> Result<()> {
+        let questions = self.engine.reach_questions(&snap);
+        let ancestry = self.answer(questions).await?;
+        let now = self.clock.now();
+        let effects = self
+            .engine
+            .observe(Observation::Present(&snap), &ancestry, now);
+        self.apps.insert(snap.key(), Cached { snapshot: snap });
+        self.apply(effects, None).await
+    }
+
+    /// Answer ancestry questions with git, caching answers (ancestry never changes). An unknown
+    /// revision triggers one fetch; still unknown, it is "not reached" for now and asked again later.
+    async fn answer(&mut self, questions: Vec<(String, String)>) -> Result<Ancestry> {
+        let mut answers = Ancestry::default();
+        let mut unknown = Vec::new();
+        for q in questions {
+            match self.ancestry.get(&q) {
+                Some(v) => {
+                    answers.0.insert(q, *v);
+                }
+                None => unknown.push(q),
+            }
+        }
+        if unknown.is_empty() {
+            return Ok(answers);
+        }
+        let repo = self.repo.clone();
+        let branch = self.branch.clone();
+        let resolved = tokio::task::spawn_blocking(
+            move || -> Result<Vec<((String, String), Option<bool>)>> {
+                let mut out = Vec::new();
+                let mut fetched = false;
+                for (c, r) in unknown {
+                    let mut v = repo.is_ancestor(&c, &r)?;
+                    if v.is_none() && !fetched {
+                        fetched = true;
+                        repo.fetch(&branch)?;
+                        v = repo.is_ancestor(&c, &r)?;
+                    }
+                    out.push(((c, r), v));
+                }
+                Ok(out)
+            },
+        )
+        .await??;
+        for (q, v) in resolved {
+            if let Some(v) = v {
+                self.ancestry.insert(q.clone(), v);
+                answers.0.insert(q, v);
+            }
+        }
+        Ok(answers)
+    }
+
+    /// A complete listing: refresh every app and tell the judge which watched apps are absent.
+    async fn resync(&mut self) {
+        let now = self.clock.now();
+        let items = match self.argo.list().await {
+            Ok(items) => items,
+            Err(e) => {
+                self.out
+                    .warn(now, &format!("listing Argo CD applications failed: {e}"));
+                return;
+            }
+        };
+        let mut present = Vec::new();
+        for item in items {
+            match item {
+                Ok(app) => {
+                    present.push((app.metadata.namespace.clone(), app.metadata.name.clone()));
+                    if let Err(e) = self.on_app(&app).await {
+                        self.out.warn(
+                            now,
+                            &format!(
+                                "judging {}/{} failed: {e:#}",
+                                app.metadata.namespace, app.metadata.name
+                            ),
+                        );
+                    }
+                }
+                Err(e) => self.out.warn(
+                    now,
+                    &format!("an Application in the listing could not be read: {e}"),
+                ),
+            }
+        }
+        let missing: Vec<(Option<String>, String)> = self
+            .engine
+            .watches()
+            .iter()
+            .filter(|w| !w.state.is_terminal())
+            .filter(|w| !present.iter().any(|(ns, n)| w.app.matches(ns, n)))
+            .map(|w| (w.app.namespace.clone(), w.app.name.clone()))
+            .collect();
+        for (ns, name) in missing {
+            let now = self.clock.now();
+            let effects = self.engine.observe(
+                Observation::Absent {
+                    namespace: ns.as_deref(),
+                    name: &name,
+                },
+                &Ancestry::default(),
+                now,
+            );
+            if let Err(e) = self.apply(effects, None).await {
+                self.out.warn(now, &format!("{e:#}"));
+            }
+        }
+    }
+
+    /// A deadline or window end: re-observe what the connected stream vouches for, then tick.
+    async fn wake(&mut self) -> Result<()> {
+        if self.stream_up {
+            let snaps: Vec<AppSnapshot> = self
+                .apps
+                .values()
+                .filter(|c| self.watched(&c.snapshot.namespace, &c.snapshot.name))
+                .map(|c| c.snapshot.clone())
+                .collect();
+            for snap in snaps {
+                self.judge_snapshot(snap).await?;
+            }
+        }
+        let now = self.clock.now();
+        self.last_wake = now;
+        let effects = self.engine.tick(now);
+        self.apply(effects, None).await
+    }
+
+    /// Fetch the branch; every new commit, in topological order, goes to the judge; the new tip
+    /// is stored in the same transaction as the watches it started.
+    async fn fetch_commits(&mut self) -> Result<()> {
+        let repo = self.repo.clone();
+        let (branch, last) = (self.branch.clone(), self.tip.clone());
+        let fetched = tokio::task::spawn_blocking(
+            move || -> Result<(String, Vec<(CommitInfo, Vec<(String, String)>)>)> {
+                let tip = repo.fetch(&branch)?;
+                if tip == last {
+                    return Ok((tip, Vec::new()));
+                }
+                let mut commits = Vec::new();
+                for sha in repo.new_commits(Some(&last), &tip)? {
+                    let data = repo.commit(&sha)?;
+                    let changed_paths = repo.changed_paths(&sha)?;
+                    commits.push((
+                        CommitInfo {
+                            sha: data.sha,
+                            parents: data.parents,
+                            subject: data.subject,
+                            message: data.message,
+                            changed_paths,
+                        },
+                        Vec::new(),
+                    ));
+                }
+                Ok((tip, commits))
+            },
+        )
+        .await?;
+        let (tip, commits) = match fetched {
+            Ok(v) => v,
+            Err(e) => {
+                let now = self.clock.now();
+                self.out
+                    .warn(now, &format!("fetching {} failed: {e:#}", self.branch));
+                return Ok(());
+            }
+        };
+        if tip == self.tip {
+            return Ok(());
+        }
+        let mut effects = Vec::new();
+        for (info, _) in commits {
+            let questions = self.engine.merge_questions(&info);
+            let ancestry = self.answer(questions).await?;
+            let now = self.clock.now();
+            effects.extend(self.engine.commit_arrived(&info, &ancestry, now));
+        }
+        self.tip = tip.clone();
+        self.apply(effects, Some(&tip)).await?;
+        // New watches are judged at once against a fresh read of their apps.
+        self.refresh_watched().await
+    }
+
+    /// Read every watched app afresh (with its resource tree) and judge it; 404 is absence.
+    async fn refresh_watched(&mut self) -> Result<()> {
+        let mut refs: Vec<(Option<String>, String)> = self
+            .engine
+            .watches()
+            .iter()
+            .filter(|w| !w.state.is_terminal())
+            .map(|w| (w.app.namespace.clone(), w.app.name.clone()))
+            .collect();
+        refs.sort();
+        refs.dedup();
+        for (ns, name) in refs {
+            let now = self.clock.now();
+            match self.argo.get(ns.as_deref().unwrap_or(""), &name).await {
+                Ok(Some(app)) => self.on_app(&app).await?,
+                Ok(None) => {
+                    let effects = self.engine.observe(
+                        Observation::Absent {
+                            namespace: ns.as_deref(),
+                            name: &name,
+                        },
+                        &Ancestry::default(),
+                        now,
+                    );
+                    self.apply(effects, None).await?;
+                }
+                Err(e) => self
+                    .out
+                    .warn(now, &format!("reading Application {name} failed: {e}")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Persist, then announce, then act: the store first so nothing printed or pushed is lost.
+    async fn apply(&mut self, effects: Vec<Effect>, tip: Option<&str>) -> Result<()> {
+        let mut pending = effects;
+        let mut tip = tip.map(str::to_string);
+        while !pending.is_empty() || tip.is_some() {
+            let (watches, breaker) = self.engine.take_dirty();
+            let events: Vec<Event> = pending
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::Emit(ev) => Some(ev.clone()),
+                    Effect::Revert(_) => None,
+                })
+                .collect();
+            self.store.write(Write {
+                watches: &watches,
+                breaker: breaker.as_ref(),
+                events: &events,
+                tip: tip.as_deref(),
+                baseline: None,
+            })?;
+            tip = None;
+            for e in &events {
+                self.out.event(e);
+            }
+            let reverts: Vec<RevertRequest> = pending
+                .into_iter()
+                .filter_map(|e| match e {
+                    Effect::Revert(r) => Some(r),
+                    Effect::Emit(_) => None,
+                })
+                .collect();
+            pending = Vec::new();
+            for r in reverts {
+                let outcome = self.revert(&r).await;
+                let now = self.clock.now();
+                pending.extend(self.engine.revert_finished(&r.watch_id, outcome, now));
+            }
+        }
+        Ok(())
+    }
+
+    async fn revert(&mut self, r: &RevertRequest) -> RevertOutcome {
+        let repo = self.repo.clone();
+        let req = greenlight_git::RevertRequest {
+            commit: r.commit.clone(),
+            branch: self.branch.clone(),
+            reason: r.reason.clone(),
+            author_name: self.cfg.git_author_name.clone(),
+            author_email: self.cfg.git_author_email.clone(),
+            max_attempts: 5,
+        };
+        let result = tokio::task::spawn_blocking(move || repo.revert_and_push(&req)).await;
+        match result {
+            Ok(Ok(greenlight_git::RevertOutcome::Pushed { revert, .. })) => {
+                RevertOutcome::Pushed { revert }
+            }
+            Ok(Ok(greenlight_git::RevertOutcome::Adopted { revert })) => {
+                RevertOutcome::Adopted { revert }
+            }
+            Ok(Ok(greenlight_git::RevertOutcome::Conflict { message, .. })) => {
+                RevertOutcome::Failed {
+                    message: format!("conflict: {message}"),
+                }
+            }
+            Ok(Ok(greenlight_git::RevertOutcome::NothingToRevert { message })) => {
+                RevertOutcome::Failed {
+                    message: format!("nothing to revert: {message}"),
+                }
+            }
+            Ok(Err(e)) => RevertOutcome::Failed {
+                message: format!("{e}"),
+            },
+            Err(e) => RevertOutcome::Failed {
+                message: format!("the revert task failed: {e}"),
+            },
+        }
+    }
+}
+
+/// Keep one stream open, reconnecting with a bounded back-off.
+async fn stream_loop(argo: ArgoClient, tx: mpsc::Sender<StreamMsg>) {
+    use futures_util::StreamExt;
+    let mut backoff = Duration::from_millis(250);
+    loop {
+        match argo.stream().await {
+            Ok(stream) => {
+                if tx.send(StreamMsg::Up).await.is_err() {
+                    return;
+                }
+                backoff = Duration::from_millis(250);
+                let mut stream = std::pin::pin!(stream);
+                let why = loop {
+                    match stream.next().await {
+                        Some(Ok(ev)) => {
+                            if tx
+                                .send(StreamMsg::Event(ev.kind, Box::new(ev.application)))
+                                .await
+                                .is_err()
+                            {
+                                return;
+                            }
+                        }
+                        Some(Err(e)) => {
+                            if tx.send(StreamMsg::Bad(e.to_string())).await.is_err() {
+                                return;
+                            }
+                        }
+                        None => break "the stream ended".to_string(),
+                    }
+                };
+                if tx.send(StreamMsg::Down(why)).await.is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                if tx.send(StreamMsg::Down(e.to_string())).await.is_err() {
+                    return;
+                }
+            }
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}

@@ -1,0 +1,145 @@
+//! The small commands around the watchdog, run as a user runs them: `trailer check`,
+//! `status` on a missing file, JSON event lines, and configuration errors.
+
+mod common;
+use common::*;
+use std::process::Command;
+use std::time::Duration;
+
+fn run(args: &[&str]) -> std::process::Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+#[test]
+fn trailer_check_is_a_commit_msg_hook() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("COMMIT_EDITMSG");
+    let check = |msg: &str| {
+        std::fs::write(&f, msg).unwrap();
+        run(&["trailer", "check", f.to_str().unwrap()])
+    };
+    assert_eq!(
+        check("fix\n\nNav-Watchdog: app=web deadline=15m mode=arm\n")
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(check("no trailer at all\n").status.code(), Some(0));
+    let bad = check("fix\n\nNav-Watchdog: app=web deadline=soon\n");
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("`deadline`"));
+    let bad = check("fix\n\nNav-Watchdog: app=web mode=armed\n# comment\n");
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("`mode`"));
+    let other_key = run(&[
+        "trailer",
+        "check",
+        f.to_str().unwrap(),
+        "--trailer-key",
+        "Deploy-Watch",
+    ]);
+    assert_eq!(other_key.status.code(), Some(0));
+    let missing = run(&["trailer", "check", "/nonexistent/msg"]);
+    assert_eq!(missing.status.code(), Some(2));
+}
+
+#[test]
+fn status_of_a_missing_state_file_is_an_error() {
+    let out = run(&["status", "--state", "/nonexistent/greenlight.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    assert!(!std::path::Path::new("/nonexistent/greenlight.db").exists());
+}
+
+#[test]
+fn bad_configuration_exits_2_naming_the_flag() {
+    let out = run(&[
+        "watch",
+        "--repo",
+        "/x",
+        "--argocd-url",
+        "http://127.0.0.1:1",
+        "--state",
+        "/tmp/x.db",
+        "--stable-for",
+        "soon",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--stable-for"));
+    let out = run(&[
+        "watch",
+        "--repo",
+        "/x",
+        "--argocd-url",
+        "http://127.0.0.1:1",
+        "--state",
+        "/tmp/x.db",
+        "--git-author",
+        "nobody",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--git-author"));
+}
+
+#[test]
+fn json_event_lines_and_the_status_table() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let wd = Watchdog::start(&repo, &sb.url, &["--log-format", "json"], &[]);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!(
+            "web\n\n{}\nNav-Watchdog: app=web mode=bogus\n",
+            trailer("web", "30", "shadow")
+        ),
+    );
+    wd.wait_state(&c, "CONFIRMED", Duration::from_secs(60));
+    let out = wd.proc.output();
+    let events: Vec<serde_json::Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v.get("event").is_some())
+        .collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    for k in [
+        "watch_started",
+        "directive_rejected",
+        "reached",
+        "healthy_streak_started",
+        "confirmed",
+    ] {
+        assert!(kinds.contains(&k), "missing {k} in {kinds:?}");
+    }
+    let reached = events.iter().find(|e| e["event"] == "reached").unwrap();
+    assert_eq!(reached["commit"], c.as_str());
+    assert_eq!(reached["app"], "web");
+    assert_eq!(reached["state"], "JUDGING");
+    assert!(reached["time"].as_str().unwrap().ends_with('Z'));
+    assert!(reached["evidence"]["sync"].is_string(), "{reached}");
+    assert!(reached["evidence"]["revision"].is_string(), "{reached}");
+    assert!(reached["evidence"]["health"].is_string(), "{reached}");
+    let rejected = events
+        .iter()
+        .find(|e| e["event"] == "directive_rejected")
+        .unwrap();
+    assert!(rejected["message"].as_str().unwrap().contains("`mode`"));
+
+    let table = run(&["status", "--state", wd.state.to_str().unwrap()]);
+    assert_eq!(table.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("CONFIRMED") && text.contains(&c[..10]),
+        "{text}"
+    );
+    let st = wd.status();
+    assert_eq!(
+        st["watches"].as_array().unwrap().len(),
+        1,
+        "one watch; the malformed trailer started none"
+    );
+    let w = &st["watches"][0];
+    assert_eq!(w["deadline_s"], 30);
+    assert_eq!(w["mode"], "shadow");
+    assert_eq!(w["dry_run"], false);
+}

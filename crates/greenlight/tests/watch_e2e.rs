@@ -1,0 +1,361 @@
+//! End to end: `greenlight sandbox`, `greenlight watch` and `greenlight status` as a user runs
+//! them, over real git repositories. Each test waits on the `watching …` line and on recorded
+//! states, never on fixed sleeps.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(60);
+
+#[test]
+fn canary_commit_is_reverted_and_the_app_recovers() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let good = repo.remote_tip();
+    sb.wait_app("web", T, |a| healthy_at(a, &good));
+    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: 2.0.0\n\n{}", trailer("web", "4", "arm")),
+    );
+    let w = wd.wait_state(&bad, "REVERTED", T);
+    let revert = w["revert_commit"].as_str().unwrap().to_string();
+    assert_eq!(repo.remote_tip(), revert);
+    assert_eq!(repo.remote_git(&["rev-parse", "main^"]), bad);
+    let msg = repo.remote_git(&["log", "-1", "--format=%B", "main"]);
+    assert!(msg.starts_with("Revert \"web: 2.0.0\""), "{msg}");
+    assert!(
+        msg.contains(&format!("This reverts commit {bad}.")),
+        "{msg}"
+    );
+    assert!(
+        !msg.contains("Nav-Watchdog"),
+        "the revert must not carry the trailer: {msg}"
+    );
+    assert_eq!(
+        repo.remote_git(&["log", "-1", "--format=%an <%ae>", "main"]),
+        "greenlight-bot <bot@greenlight.test>"
+    );
+    assert!(w["reached_at"].is_string() && w["finished_at"].is_string());
+    sb.wait_app("web", T, |a| healthy_at(a, &revert));
+    let out = wd.proc.output();
+    for needle in [
+        "watch started",
+        "reached app web",
+        "not healthy within",
+        "pushed",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+}
+
+#[test]
+fn a_good_commit_is_confirmed() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1.0\n\n{}", trailer("web", "30", "arm")),
+    );
+    let w = wd.wait_state(&c, "CONFIRMED", T);
+    assert!(w["healthy_since"].is_string());
+    assert_eq!(repo.remote_tip(), c, "nothing pushed");
+    let st = wd.status();
+    assert_eq!(st["breaker"]["consecutive_reverts"], 0);
+}
+
+#[test]
+fn shadow_fails_without_pushing() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: bad\n\n{}", trailer("web", "3", "shadow")),
+    );
+    let w = wd.wait_state(&bad, "FAIL", T);
+    assert_eq!(w["mode"], "shadow");
+    assert!(
+        w["reason"].as_str().unwrap().contains("shadow"),
+        "{}",
+        w["reason"]
+    );
+    assert_eq!(repo.remote_tip(), bad);
+    assert!(w["revert_commit"].is_null());
+}
+
+#[test]
+fn dry_run_never_pushes_even_armed() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let wd = Watchdog::start(&repo, &sb.url, &[], &[("DRY_RUN", "true")]);
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: bad\n\n{}", trailer("web", "3", "arm")),
+    );
+    let w = wd.wait_state(&bad, "FAIL", T);
+    assert_eq!(w["dry_run"], true);
+    assert!(
+        w["reason"].as_str().unwrap().contains("dry-run"),
+        "{}",
+        w["reason"]
+    );
+    assert_eq!(repo.remote_tip(), bad);
+    assert_eq!(wd.status()["breaker"]["consecutive_reverts"], 0);
+}
+
+#[test]
+fn a_helm_chart_app_is_unwatchable_at_once() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(
+        &repo,
+        &[
+            "web=apps/web",
+            "monitoring=helm:kube-prometheus-stack@65.5.0",
+        ],
+        &[],
+    );
+    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("values\n\n{}", trailer("monitoring", "900", "arm")),
+    );
+    let started = std::time::Instant::now();
+    let w = wd.wait_state(&c, "ERROR_UNWATCHABLE", Duration::from_secs(30));
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let reason = w["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("65.5.0") || reason.contains("chart"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_never_synced_app_is_waited_for_then_reached() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &["--start-paused"]);
+    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web\n\n{}", trailer("web", "60", "shadow")),
+    );
+    wd.wait_state(&c, "WAITING_REACH", T);
+    // The watchdog has seen the empty revision: it keeps waiting, no error.
+    wd.proc.wait_line("watch started", T);
+    assert_eq!(sb.app("web")["status"]["sync"]["revision"], "");
+    assert_eq!(
+        watch_of(&wd.status(), &c).unwrap()["state"],
+        "WAITING_REACH"
+    );
+    sb.control("/sandbox/v1/resume");
+    let w = wd.wait_state(&c, "CONFIRMED", T);
+    assert!(w["reached_at"].is_string());
+}
+
+#[test]
+fn the_breaker_opens_after_two_reverts() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web", "other=apps/other"], &[]);
+    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    for (i, app) in ["web", "other"].into_iter().enumerate() {
+        repo.pull();
+        let bad = repo.set_image(
+            app,
+            BAD,
+            &format!("{app}: bad {i}\n\n{}", trailer(app, "3", "arm")),
+        );
+        wd.wait_state(&bad, "REVERTED", T);
+    }
+    let st = wd.status();
+    assert_eq!(st["breaker"]["open"], true, "{st}");
+    assert_eq!(st["breaker"]["consecutive_reverts"], 2);
+    repo.pull();
+    let third = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: bad again\n\n{}", trailer("web", "3", "arm")),
+    );
+    let w = wd.wait_state(&third, "FAIL", T);
+    assert!(
+        w["reason"].as_str().unwrap().contains("breaker"),
+        "{}",
+        w["reason"]
+    );
+    assert_eq!(repo.remote_tip(), third, "no third revert");
+    wd.proc.wait_line("breaker opened", T);
+
+    // A human closes it (the daemon applies the request).
+    let out = std::process::Command::new(BIN)
+        .args(["breaker", "reset", "--state", wd.state.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    wd.proc.wait_line("breaker reset by a human", T);
+    assert_eq!(wd.status()["breaker"]["open"], false);
+}
+
+#[test]
+fn a_kill_9_mid_watch_resumes_from_recorded_times() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let mut wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: bad\n\n{}", trailer("web", "5", "arm")),
+    );
+    let before = wd.wait_state(&bad, "JUDGING", T);
+    wd.proc.kill9();
+    let wd2 = Watchdog::start_with_state(&repo, &sb.url, &wd.state, &[], &[]);
+    wd2.proc.wait_line("resumed after a restart", T);
+    let after = wd2.wait_state(&bad, "REVERTED", T);
+    assert_eq!(before["watch_started_at"], after["watch_started_at"]);
+    assert_eq!(
+        before["reached_at"], after["reached_at"],
+        "deadline measured from the recorded reach"
+    );
+    assert_eq!(count_reverts_of(&repo, &bad), 1);
+}
+
+#[test]
+fn a_second_daemon_on_the_same_state_is_refused() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let args = watch_args(&repo, &sb.url, &wd.state, &[]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = std::process::Command::new(BIN)
+        .args(&argv)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already runs"));
+}
+
+#[test]
+fn a_merge_commit_is_reverted_against_its_first_parent() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.write("apps/web/deploy.yaml", &deployment("web", BAD));
+    repo.git(&["commit", "-q", "-am", "web: try 2.0.0"]);
+    repo.git(&["checkout", "-q", "main"]);
+    let msg = format!("Merge branch 'feature'\n\n{}", trailer("web", "3", "arm"));
+    repo.git(&["merge", "-q", "--no-ff", "feature", "-m", &msg]);
+    repo.git(&["push", "-q", "origin", "main"]);
+    let merge = repo.git(&["rev-parse", "HEAD"]);
+    let w = wd.wait_state(&merge, "REVERTED", T);
+    let revert = w["revert_commit"].as_str().unwrap();
+    assert_eq!(
+        repo.remote_git(&["rev-parse", &format!("{revert}^")]),
+        merge
+    );
+    let file = repo.remote_git(&["show", "main:apps/web/deploy.yaml"]);
+    assert!(file.contains(GOOD), "{file}");
+}
+
+#[test]
+fn an_outage_through_the_deadline_is_inconclusive() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: bad\n\n{}", trailer("web", "6", "arm")),
+    );
+    wd.wait_state(&bad, "JUDGING", T);
+    sb.control("/sandbox/v1/outage?seconds=30");
+    let w = wd.wait_state(&bad, "INCONCLUSIVE", T);
+    assert!(
+        w["reason"].as_str().unwrap().contains("last observed"),
+        "{}",
+        w["reason"]
+    );
+    assert_eq!(repo.remote_tip(), bad, "never a revert");
+}
+
+#[test]
+fn a_later_commit_to_the_same_app_fails_without_revert() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &["--start-paused"]);
+    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: bad\n\n{}", trailer("web", "30", "arm")),
+    );
+    wd.wait_state(&bad, "WAITING_REACH", T);
+    // Someone else changes the same app before a verdict; another app's change is no concern.
+    let unrelated = repo.set_image("other", GOOD2, "other: bump");
+    let later = repo.set_image("web", GOOD2, "web: a fix on top");
+    let w = wd.wait_state(&bad, "FAIL", T);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("attribution") && reason.contains(&later[..8]),
+        "{reason}"
+    );
+    assert!(!reason.contains(&unrelated[..8]), "{reason}");
+    assert_eq!(repo.remote_tip(), later);
+}
+
+#[test]
+fn a_humans_revert_is_adopted_not_duplicated() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: bad\n\n{}", trailer("web", "60", "arm")),
+    );
+    wd.wait_state(&bad, "JUDGING", T);
+    repo.git(&["revert", "--no-edit", &bad]);
+    repo.git(&["push", "-q", "origin", "main"]);
+    let human = repo.git(&["rev-parse", "HEAD"]);
+    let w = wd.wait_state(&bad, "REVERTED", T);
+    assert_eq!(w["revert_commit"], human.as_str());
+    assert_eq!(count_reverts_of(&repo, &bad), 1);
+    assert_eq!(repo.remote_tip(), human);
+}
+
+#[test]
+fn once_fails_on_a_bad_argocd_url_and_passes_on_a_good_one() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let state = repo.path("once/state.db");
+    let run = |url: &str| {
+        let mut args = watch_args(&repo, url, &state, &["--once"]);
+        args.push("--log-format".into());
+        args.push("json".into());
+        std::process::Command::new(BIN)
+            .args(&args)
+            .output()
+            .unwrap()
+    };
+    let bad = run("http://127.0.0.1:1");
+    assert_ne!(
+        bad.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    let good = run(&sb.url);
+    assert_eq!(
+        good.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&good.stderr)
+    );
+    assert!(String::from_utf8_lossy(&good.stderr).contains("self-check passed"));
+    assert!(!state.exists(), "--once writes no state");
+}
