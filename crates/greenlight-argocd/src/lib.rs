@@ -1,1 +1,11 @@
-//! placeholder
+//! greenlight's window on Argo CD: the Application model (partial, tolerant serde types), its
+//! reduction to the [`greenlight_core::snapshot::AppSnapshot`] the judge reads, and a client for
+//! Argo CD's REST API. It reports what Argo CD says; judging it is the core's job.
+
+pub mod client;
+pub mod model;
+pub mod snapshot;
+
+pub use client::{ArgoClient, ArgoError, ClientOptions, EventKind, ItemError, StreamEvent};
+pub use model::{Application, ResourceTree};
+pub use snapshot::{needs_resource_tree, normalize_repo_url, snapshot};

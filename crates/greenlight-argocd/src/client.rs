@@ -1,0 +1,696 @@
+//! A client for the part of Argo CD's REST API greenlight reads: list and get Applications, an
+//! Application's resource tree, and the Application event stream. It owns the HTTP details
+//! (URLs, the bearer token, timeouts, framing) and turns every failure into an error that says
+//! which endpoint, what status and what Argo CD said. It must never put the token in a log, an
+//! error or a Debug string, and never install a TLS crypto provider (the binary does that).
+
+use crate::model::{self, Application, DecodeError, ResourceTree};
+use futures_util::{Stream, StreamExt};
+use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
+use reqwest::{StatusCode, Url};
+use serde::Deserialize;
+use std::fmt;
+use std::time::Duration;
+
+/// A single stream message larger than this is refused rather than buffered without end.
+const MAX_STREAM_LINE: usize = 64 * 1024 * 1024;
+
+/// Timeouts. The stream's body has none on purpose: Argo CD's plain stream sends nothing while
+/// no Application changes, and that silence can last for hours.
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    /// Establishing the TCP (and TLS) connection.
+    pub connect_timeout: Duration,
+    /// A whole request/response for list, get and resource-tree; for the stream, until the
+    /// response headers arrive.
+    pub request_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What went wrong talking to Argo CD, and where. `endpoint` is the request URL, which never
+/// carries credentials (a base URL with user info is refused).
+#[derive(Debug, thiserror::Error)]
+pub enum ArgoError {
+    #[error("Argo CD URL {url:?} cannot be used: {why}")]
+    Config { url: String, why: String },
+    #[error("Argo CD API token cannot be used: {why}")]
+    Token { why: String },
+    #[error("GET {endpoint}: {what}")]
+    Transport { endpoint: String, what: String },
+    #[error("GET {endpoint}: no response within {}", humantime::format_duration(*after))]
+    Timeout { endpoint: String, after: Duration },
+    #[error("GET {endpoint}: HTTP {status}{}{}", colon(message), hint(*status))]
+    Status {
+        endpoint: String,
+        status: u16,
+        message: String,
+    },
+    #[error("GET {endpoint}: unexpected response: at `{path}`: {message}")]
+    Decode {
+        endpoint: String,
+        path: String,
+        message: String,
+    },
+    #[error("GET {endpoint}: Argo CD reported an error in the stream: {message}")]
+    Stream { endpoint: String, message: String },
+}
+
+fn colon(message: &str) -> String {
+    if message.is_empty() {
+        String::new()
+    } else {
+        format!(": {message}")
+    }
+}
+
+fn hint(status: u16) -> &'static str {
+    match status {
+        401 => " (the API token is missing, expired or wrong)",
+        // Argo CD answers 403 both when the token lacks RBAC access and, for non-admin
+        // accounts, when the application does not exist.
+        403 => " (the token lacks access, or the application does not exist)",
+        _ => "",
+    }
+}
+
+impl ArgoError {
+    /// The HTTP status, when Argo CD answered with one.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            ArgoError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// One list item that could not be decoded. The other items are still returned.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("items[{index}]{}: {}", name.as_ref().map(|n| format!(" (application {n:?})")).unwrap_or_default(), item_path(*index, error))]
+pub struct ItemError {
+    pub index: usize,
+    /// `metadata.name`, when even that much could be read.
+    pub name: Option<String>,
+    pub error: DecodeError,
+}
+
+fn item_path(index: usize, e: &DecodeError) -> String {
+    if e.path == "." {
+        e.message.clone()
+    } else {
+        format!("at `items[{index}].{}`: {}", e.path, e.message)
+    }
+}
+
+/// What happened to an Application, as the stream reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    Added,
+    Modified,
+    Deleted,
+    /// A type this client does not know (kept, not dropped: the caller decides).
+    Other(String),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamEvent {
+    pub kind: EventKind,
+    pub application: Application,
+}
+
+/// Kept apart so that no derive or format can show it.
+#[derive(Clone)]
+struct Token(String);
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ArgoClient {
+    base: Url,
+    /// For list, get, resource-tree: a total timeout per request.
+    http: reqwest::Client,
+    /// For the stream: a connect timeout only.
+    stream_http: reqwest::Client,
+    token: Option<Token>,
+    options: ClientOptions,
+}
+
+impl ArgoClient {
+    /// `base_url` is where Argo CD's API server answers (`https://argocd.example.com`, or with a
+    /// `--rootpath` prefix). `token` is sent as `Authorization: Bearer`.
+    pub fn new(base_url: &str, token: Option<String>) -> Result<ArgoClient, ArgoError> {
+        ArgoClient::with_options(base_url, token, ClientOptions::default())
+    }
+
+    pub fn with_options(
+        base_url: &str,
+        token: Option<String>,
+        options: ClientOptions,
+    ) -> Result<ArgoClient, ArgoError> {
+        let base = parse_base(base_url)?;
+        let token = token
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .map(Token);
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        if let Some(Token(t)) = &token {
+            let mut v =
+                HeaderValue::from_str(&format!("Bearer {t}")).map_err(|_| ArgoError::Token {
+                    why: "it contains characters that cannot be sent in an HTTP header".into(),
+                })?;
+            v.set_sensitive(true);
+            headers.insert(AUTHORIZATION, v);
+        }
+        // reqwest panics when it builds a client (even one only used for http://) without a
+        // process-wide rustls crypto provider; the binary installs one at start. Say so instead.
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            return Err(ArgoError::Config {
+                url: base.to_string(),
+                why: "no TLS crypto provider is installed in this process (a bug in the program that embeds this client)".into(),
+            });
+        }
+        let build = |total: Option<Duration>| {
+            let mut b = reqwest::Client::builder()
+                .default_headers(headers.clone())
+                .connect_timeout(options.connect_timeout);
+            if let Some(t) = total {
+                b = b.timeout(t);
+            }
+            b.build().map_err(|e| ArgoError::Config {
+                url: base.to_string(),
+                why: chain(&e.without_url()),
+            })
+        };
+        Ok(ArgoClient {
+            http: build(Some(options.request_timeout))?,
+            stream_http: build(None)?,
+            base,
+            token,
+            options,
+        })
+    }
+
+    /// The base URL, as given (it never contains credentials).
+    pub fn base_url(&self) -> &str {
+        self.base.as_str()
+    }
+
+    /// `GET /api/v1/applications`. One item that does not decode is reported in its place and
+    /// does not hide the others.
+    pub async fn list(&self) -> Result<Vec<Result<Application, ItemError>>, ArgoError> {
+        #[derive(Deserialize)]
+        struct List {
+            #[serde(default)]
+            items: Option<Vec<serde_json::Value>>,
+        }
+        let url = self.url(&["api", "v1", "applications"], None);
+        let endpoint = url.to_string();
+        let Some(body) = self.fetch(url).await? else {
+            return Err(ArgoError::Status {
+                endpoint,
+                status: 404,
+                message: "no applications API here".into(),
+            });
+        };
+        let list: List = model::decode_str(&body).map_err(|e| decode_error(&endpoint, e))?;
+        Ok(list
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(index, item)| {
+                let name = item
+                    .pointer("/metadata/name")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string);
+                model::decode::<Application>(item).map_err(|error| ItemError { index, name, error })
+            })
+            .collect())
+    }
+
+    /// `GET /api/v1/applications/{name}?appNamespace=`; `None` when Argo CD says 404.
+    pub async fn get(&self, namespace: &str, name: &str) -> Result<Option<Application>, ArgoError> {
+        let url = self.url(&["api", "v1", "applications", name], Some(namespace));
+        self.fetch_decoded(url).await
+    }
+
+    /// `GET /api/v1/applications/{name}/resource-tree`; `None` when Argo CD says 404.
+    pub async fn resource_tree(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<ResourceTree>, ArgoError> {
+        let url = self.url(
+            &["api", "v1", "applications", name, "resource-tree"],
+            Some(namespace),
+        );
+        self.fetch_decoded(url).await
+    }
+
+    /// `GET /api/v1/stream/applications`: every Application change until the server closes the
+    /// stream (the end of the returned Stream). An `{"error":…}` message or an undecodable line
+    /// is an error item; the stream goes on after it. A broken connection is a last error item.
+    pub async fn stream(
+        &self,
+    ) -> Result<impl Stream<Item = Result<StreamEvent, ArgoError>> + Send + 'static, ArgoError>
+    {
+        let url = self.url(&["api", "v1", "stream", "applications"], None);
+        let endpoint = url.to_string();
+        let response = self.send(&self.stream_http, url).await?;
+        let response = self.check(response, &endpoint).await?;
+        let Some(response) = response else {
+            return Err(ArgoError::Status {
+                endpoint,
+                status: 404,
+                message: "no stream API here".into(),
+            });
+        };
+        Ok(ndjson(Box::pin(response.bytes_stream()), endpoint))
+    }
+
+    fn url(&self, segments: &[&str], namespace: Option<&str>) -> Url {
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .expect("base URL was checked to be http(s)")
+            .pop_if_empty()
+            .extend(segments);
+        if let Some(ns) = namespace.filter(|ns| !ns.is_empty()) {
+            url.query_pairs_mut().append_pair("appNamespace", ns);
+        }
+        url
+    }
+
+    async fn send(
+        &self,
+        client: &reqwest::Client,
+        url: Url,
+    ) -> Result<reqwest::Response, ArgoError> {
+        let endpoint = url.to_string();
+        let after = self.options.request_timeout;
+        match tokio::time::timeout(after, client.get(url).send()).await {
+            Err(_) => Err(ArgoError::Timeout { endpoint, after }),
+            Ok(Err(e)) if e.is_timeout() => Err(ArgoError::Timeout { endpoint, after }),
+            Ok(Err(e)) => Err(ArgoError::Transport {
+                endpoint,
+                what: chain(&e.without_url()),
+            }),
+            Ok(Ok(r)) => Ok(r),
+        }
+    }
+
+    /// `Ok(None)` for 404; an error naming Argo CD's message for any other non-success status.
+    async fn check(
+        &self,
+        response: reqwest::Response,
+        endpoint: &str,
+    ) -> Result<Option<reqwest::Response>, ArgoError> {
+        let status = response.status();
+        if status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if status.is_success() {
+            return Ok(Some(response));
+        }
+        let after = self.options.request_timeout;
+        let body = match tokio::time::timeout(after, response.text()).await {
+            Ok(Ok(text)) => text,
+            _ => String::new(),
+        };
+        let mut message = argo_message(&body);
+        if let Some(Token(t)) = &self.token {
+            message = message.replace(t.as_str(), "<redacted>");
+        }
+        let reason = status.canonical_reason().unwrap_or("");
+        let message = match (reason.is_empty(), message.is_empty()) {
+            (true, _) => message,
+            (false, true) => reason.to_string(),
+            (false, false) => format!("{reason}: {message}"),
+        };
+        Err(ArgoError::Status {
+            endpoint: endpoint.to_string(),
+            status: status.as_u16(),
+            message,
+        })
+    }
+
+    async fn fetch(&self, url: Url) -> Result<Option<String>, ArgoError> {
+        let endpoint = url.to_string();
+        let response = self.send(&self.http, url).await?;
+        let Some(response) = self.check(response, &endpoint).await? else {
+            return Ok(None);
+        };
+        match response.text().await {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.is_timeout() => Err(ArgoError::Timeout {
+                endpoint,
+                after: self.options.request_timeout,
+            }),
+            Err(e) => Err(ArgoError::Transport {
+                endpoint,
+                what: chain(&e.without_url()),
+            }),
+        }
+    }
+
+    async fn fetch_decoded<T: serde::de::DeserializeOwned>(
+        &self,
+        url: Url,
+    ) -> Result<Option<T>, ArgoError> {
+        let endpoint = url.to_string();
+        match self.fetch(url).await? {
+            None => Ok(None),
+            Some(body) => model::decode_str(&body)
+                .map(Some)
+                .map_err(|e| decode_error(&endpoint, e)),
+        }
+    }
+}
+
+fn parse_base(base_url: &str) -> Result<Url, ArgoError> {
+    let shown = |why: &str| ArgoError::Config {
+        url: redact_userinfo(base_url),
+        why: why.to_string(),
+    };
+    let url = Url::parse(base_url.trim()).map_err(|e| shown(&e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(shown("use an http:// or https:// URL"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(shown(
+            "credentials do not belong in the URL; pass the API token from a file",
+        ));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(shown("the URL must not have a query or fragment"));
+    }
+    Ok(url)
+}
+
+/// For error messages about a URL that could not even be parsed: drop anything between `://`
+/// and `@`.
+fn redact_userinfo(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            match rest[..authority_end].rfind('@') {
+                Some(at) => format!("{scheme}://<redacted>@{}", &rest[at + 1..]),
+                None => url.to_string(),
+            }
+        }
+        None => url.to_string(),
+    }
+}
+
+/// An error and its causes in one line: "error sending request: connection refused".
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cur = s.source();
+    }
+    out
+}
+
+fn decode_error(endpoint: &str, e: DecodeError) -> ArgoError {
+    ArgoError::Decode {
+        endpoint: endpoint.to_string(),
+        path: e.path,
+        message: e.message,
+    }
+}
+
+/// Argo CD (grpc-gateway) errors look like `{"error":"…","code":16,"message":"…"}`; stream errors
+/// like `{"error":{"grpc_code":2,"http_code":500,"message":"…"}}`. Anything else: the start of
+/// the body.
+fn argo_message(body: &str) -> String {
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
+        for p in ["/message", "/error/message", "/error"] {
+            if let Some(s) = v
+                .pointer(p)
+                .and_then(|m| m.as_str())
+                .filter(|s| !s.is_empty())
+            {
+                return s.to_string();
+            }
+        }
+    }
+    let text = body.trim();
+    match text.char_indices().nth(300) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+struct Lines<S> {
+    body: S,
+    buf: Vec<u8>,
+    /// Bytes of `buf` already searched for a newline.
+    scanned: usize,
+    endpoint: String,
+    done: bool,
+}
+
+/// Newline-delimited JSON messages, one event or error each. Blank lines and `:` keepalives (the
+/// server-sent-events variant) are skipped, and a `data:` prefix is tolerated.
+fn ndjson<S, B>(
+    body: S,
+    endpoint: String,
+) -> impl Stream<Item = Result<StreamEvent, ArgoError>> + Send + 'static
+where
+    S: Stream<Item = reqwest::Result<B>> + Send + Unpin + 'static,
+    B: AsRef<[u8]>,
+{
+    let state = Lines {
+        body,
+        buf: Vec::new(),
+        scanned: 0,
+        endpoint,
+        done: false,
+    };
+    futures_util::stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(pos) = st.buf[st.scanned..].iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = st.buf.drain(..=st.scanned + pos).collect();
+                st.scanned = 0;
+                if let Some(item) = parse_line(&line, &st.endpoint) {
+                    return Some((item, st));
+                }
+                continue;
+            }
+            st.scanned = st.buf.len();
+            if st.done {
+                if st.buf.iter().all(u8::is_ascii_whitespace) {
+                    return None;
+                }
+                // The server closed without a final newline: the last message may be whole.
+                let line = std::mem::take(&mut st.buf);
+                st.scanned = 0;
+                let item = parse_line(&line, &st.endpoint)?.map_err(|e| match e {
+                    ArgoError::Decode {
+                        endpoint,
+                        path,
+                        message,
+                    } => ArgoError::Decode {
+                        endpoint,
+                        path,
+                        message: format!("the stream ended in the middle of a message ({message})"),
+                    },
+                    other => other,
+                });
+                return Some((item, st));
+            }
+            match st.body.next().await {
+                Some(Ok(chunk)) => {
+                    st.buf.extend_from_slice(chunk.as_ref());
+                    if st.buf.len() > MAX_STREAM_LINE {
+                        st.done = true;
+                        st.buf.clear();
+                        st.scanned = 0;
+                        let e = ArgoError::Transport {
+                            endpoint: st.endpoint.clone(),
+                            what: format!(
+                                "a stream message exceeds {} MiB; giving up on this stream",
+                                MAX_STREAM_LINE >> 20
+                            ),
+                        };
+                        return Some((Err(e), st));
+                    }
+                }
+                Some(Err(e)) => {
+                    st.done = true;
+                    st.buf.clear();
+                    st.scanned = 0;
+                    let e = ArgoError::Transport {
+                        endpoint: st.endpoint.clone(),
+                        what: format!("the stream broke: {}", chain(&e.without_url())),
+                    };
+                    return Some((Err(e), st));
+                }
+                None => st.done = true,
+            }
+        }
+    })
+}
+
+fn parse_line(line: &[u8], endpoint: &str) -> Option<Result<StreamEvent, ArgoError>> {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim();
+    if text.is_empty() || text.starts_with(':') {
+        return None;
+    }
+    let text = text.strip_prefix("data:").map_or(text, str::trim_start);
+    let err = |path: String, message: String| ArgoError::Decode {
+        endpoint: endpoint.to_string(),
+        path,
+        message,
+    };
+    let value: serde_json::Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return Some(Err(err(".".into(), e.to_string()))),
+    };
+    if let Some(result) = value.get("result").filter(|r| !r.is_null()) {
+        let kind = match result.get("type").and_then(|t| t.as_str()).unwrap_or("") {
+            "ADDED" => EventKind::Added,
+            "MODIFIED" => EventKind::Modified,
+            "DELETED" => EventKind::Deleted,
+            other => EventKind::Other(other.to_string()),
+        };
+        let Some(app) = result.get("application").filter(|a| a.is_object()) else {
+            return Some(Err(err(
+                "result.application".into(),
+                "missing: the event carries no application".into(),
+            )));
+        };
+        return Some(
+            model::decode::<Application>(app.clone())
+                .map(|application| StreamEvent { kind, application })
+                .map_err(|e| {
+                    let path = if e.path == "." {
+                        "result.application".into()
+                    } else {
+                        format!("result.application.{}", e.path)
+                    };
+                    err(path, e.message)
+                }),
+        );
+    }
+    if let Some(e) = value.get("error").filter(|e| !e.is_null()) {
+        let message = argo_message(&e.to_string());
+        let message = if message.is_empty() {
+            e.to_string()
+        } else {
+            message
+        };
+        return Some(Err(ArgoError::Stream {
+            endpoint: endpoint.to_string(),
+            message,
+        }));
+    }
+    Some(Err(err(
+        ".".into(),
+        "a stream message with neither `result` nor `error`".into(),
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn provider() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+
+    #[test]
+    fn a_bad_base_url_is_refused_without_echoing_credentials() {
+        let e = ArgoClient::new("https://admin:hunter2@argocd.example.com", None).unwrap_err();
+        let text = e.to_string();
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(text.contains("credentials"), "{text}");
+        let e = ArgoClient::new("ftp://argocd", None).unwrap_err();
+        assert!(e.to_string().contains("http://"), "{e}");
+        let e = ArgoClient::new("not a url", None).unwrap_err();
+        assert!(e.to_string().contains("not a url"), "{e}");
+        assert_eq!(redact_userinfo("h://u:p@host/x"), "h://<redacted>@host/x");
+    }
+
+    #[test]
+    fn urls_keep_a_root_path_and_encode_names() {
+        provider();
+        let c = ArgoClient::new("http://127.0.0.1:1/argocd/", Some("t".into())).unwrap();
+        assert_eq!(
+            c.url(&["api", "v1", "applications", "a b/c"], Some("team-ns"))
+                .as_str(),
+            "http://127.0.0.1:1/argocd/api/v1/applications/a%20b%2Fc?appNamespace=team-ns"
+        );
+        assert_eq!(
+            c.url(&["api", "v1", "applications"], Some("")).as_str(),
+            "http://127.0.0.1:1/argocd/api/v1/applications"
+        );
+    }
+
+    #[test]
+    fn the_token_never_shows_in_debug() {
+        provider();
+        let c = ArgoClient::new("http://127.0.0.1:1", Some("s3cret-token\n".into())).unwrap();
+        let debug = format!("{c:?}");
+        assert!(!debug.contains("s3cret"), "{debug}");
+        assert!(debug.contains("<redacted>"), "{debug}");
+    }
+
+    #[test]
+    fn argo_messages_are_extracted() {
+        assert_eq!(
+            argo_message(r#"{"error":"x","code":16,"message":"invalid session"}"#),
+            "invalid session"
+        );
+        assert_eq!(
+            argo_message(r#"{"error":{"grpc_code":2,"message":"boom"}}"#),
+            "boom"
+        );
+        assert_eq!(
+            argo_message("  upstream connect error \n"),
+            "upstream connect error"
+        );
+        assert_eq!(argo_message(&"x".repeat(400)).chars().count(), 301);
+    }
+
+    #[test]
+    fn stream_lines() {
+        assert!(parse_line(b"\n", "e").is_none());
+        assert!(parse_line(b":\n", "e").is_none());
+        let ok = parse_line(
+            br#"data: {"result":{"type":"DELETED","application":{"metadata":{"name":"a"}}}}"#,
+            "e",
+        );
+        let ev = ok.unwrap().unwrap();
+        assert_eq!(ev.kind, EventKind::Deleted);
+        assert_eq!(ev.application.metadata.name, "a");
+        let bad = parse_line(
+            br#"{"result":{"type":"ADDED","application":{"status":{"history":[{"id":"x"}]}}}}"#,
+            "e",
+        );
+        match bad.unwrap().unwrap_err() {
+            ArgoError::Decode { path, .. } => {
+                assert_eq!(path, "result.application.status.history[0].id")
+            }
+            other => panic!("{other}"),
+        }
+    }
+}

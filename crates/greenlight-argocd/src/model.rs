@@ -1,0 +1,372 @@
+//! The Argo CD Application and resource tree as greenlight reads them: partial, tolerant serde
+//! types. They keep only the fields the reduction needs; unknown fields are ignored and absent or
+//! `null` fields read as empty, so a newer Argo CD never breaks decoding. This module never
+//! interprets what the fields mean — that is `snapshot.rs`.
+//!
+//! Field names follow Argo CD's JSON (`pkg/apis/application/v1alpha1/types.go`); note `repoURL`,
+//! and that `operation` sits at the top level of the Application, not in its status.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Go's encoder writes `null` for nil slices and pointers; read `null` as the empty value, the
+/// same as an absent field.
+fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Application {
+    #[serde(deserialize_with = "nullable")]
+    pub metadata: ObjectMeta,
+    #[serde(deserialize_with = "nullable")]
+    pub spec: ApplicationSpec,
+    /// A requested or in-flight operation. Its content does not matter to greenlight, only that
+    /// it is there, so it is kept as raw JSON.
+    pub operation: Option<serde_json::Value>,
+    #[serde(deserialize_with = "nullable")]
+    pub status: ApplicationStatus,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ObjectMeta {
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+    #[serde(deserialize_with = "nullable")]
+    pub namespace: String,
+    #[serde(deserialize_with = "nullable")]
+    pub annotations: std::collections::BTreeMap<String, String>,
+    #[serde(deserialize_with = "nullable")]
+    pub resource_version: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ApplicationSpec {
+    pub source: Option<ApplicationSource>,
+    /// Multi-source apps. When non-empty, Argo CD ignores `source`.
+    #[serde(deserialize_with = "nullable")]
+    pub sources: Vec<ApplicationSource>,
+    pub sync_policy: Option<SyncPolicy>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ApplicationSource {
+    #[serde(rename = "repoURL", deserialize_with = "nullable")]
+    pub repo_url: String,
+    #[serde(deserialize_with = "nullable")]
+    pub path: String,
+    #[serde(deserialize_with = "nullable")]
+    pub target_revision: String,
+    /// Set for a Helm repository (or OCI) chart source.
+    #[serde(deserialize_with = "nullable")]
+    pub chart: String,
+    /// The name other sources use as `$<ref>` in Helm value files.
+    #[serde(rename = "ref", deserialize_with = "nullable")]
+    pub ref_name: String,
+    pub helm: Option<HelmSource>,
+    /// A config management plugin: what it reads is beyond greenlight's knowledge.
+    pub plugin: Option<serde_json::Value>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct HelmSource {
+    #[serde(deserialize_with = "nullable")]
+    pub value_files: Vec<String>,
+    #[serde(deserialize_with = "nullable")]
+    pub file_parameters: Vec<HelmFileParameter>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct HelmFileParameter {
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+    #[serde(deserialize_with = "nullable")]
+    pub path: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SyncPolicy {
+    pub automated: Option<SyncPolicyAutomated>,
+}
+
+/// All `*bool` in Argo CD: absent means the default (`enabled` absent means on).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SyncPolicyAutomated {
+    pub prune: Option<bool>,
+    pub self_heal: Option<bool>,
+    pub enabled: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ApplicationStatus {
+    #[serde(deserialize_with = "nullable")]
+    pub sync: SyncStatus,
+    #[serde(deserialize_with = "nullable")]
+    pub health: HealthStatus,
+    #[serde(deserialize_with = "nullable")]
+    pub resources: Vec<ResourceStatus>,
+    pub operation_state: Option<OperationState>,
+    #[serde(deserialize_with = "nullable")]
+    pub history: Vec<RevisionHistory>,
+    #[serde(deserialize_with = "nullable")]
+    pub conditions: Vec<ApplicationCondition>,
+    #[serde(deserialize_with = "nullable")]
+    pub reconciled_at: String,
+    /// `""` (health inline in `resources[]`) or `appTree` (Argo CD ≥ 3.0 default: only the
+    /// resource tree carries per-resource health).
+    #[serde(deserialize_with = "nullable")]
+    pub resource_health_source: String,
+    /// Helm, Kustomize, Directory, Plugin — for single-source apps.
+    #[serde(deserialize_with = "nullable")]
+    pub source_type: String,
+    /// Index-aligned with `spec.sources[]`.
+    #[serde(deserialize_with = "nullable")]
+    pub source_types: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SyncStatus {
+    /// Synced, OutOfSync, Unknown.
+    #[serde(deserialize_with = "nullable")]
+    pub status: String,
+    /// What the last comparison ran against — not necessarily what is applied.
+    #[serde(deserialize_with = "nullable")]
+    pub revision: String,
+    #[serde(deserialize_with = "nullable")]
+    pub revisions: Vec<String>,
+    pub compared_to: Option<ComparedTo>,
+}
+
+/// The sources a comparison, sync result or history entry was made from. Their order is the
+/// order of that record's `revisions[]`, which may differ from today's `spec.sources[]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ComparedTo {
+    pub source: Option<ApplicationSource>,
+    #[serde(deserialize_with = "nullable")]
+    pub sources: Vec<ApplicationSource>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct HealthStatus {
+    #[serde(deserialize_with = "nullable")]
+    pub status: String,
+    #[serde(deserialize_with = "nullable")]
+    pub message: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ResourceStatus {
+    #[serde(deserialize_with = "nullable")]
+    pub group: String,
+    #[serde(deserialize_with = "nullable")]
+    pub version: String,
+    #[serde(deserialize_with = "nullable")]
+    pub kind: String,
+    #[serde(deserialize_with = "nullable")]
+    pub namespace: String,
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+    /// Synced or OutOfSync.
+    #[serde(deserialize_with = "nullable")]
+    pub status: String,
+    /// Absent with `resourceHealthSource: appTree`, for kinds without a health check, and for
+    /// hooks and `ignore-healthcheck` resources (Argo CD skips those before persisting health).
+    pub health: Option<HealthStatus>,
+    #[serde(deserialize_with = "nullable")]
+    pub hook: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct OperationState {
+    pub operation: Option<Operation>,
+    /// Running, Terminating, Failed, Error, Succeeded.
+    #[serde(deserialize_with = "nullable")]
+    pub phase: String,
+    #[serde(deserialize_with = "nullable")]
+    pub message: String,
+    pub sync_result: Option<SyncResult>,
+    #[serde(deserialize_with = "nullable")]
+    pub started_at: String,
+    #[serde(deserialize_with = "nullable")]
+    pub finished_at: String,
+}
+
+/// The operation that was requested (what it asked to sync, not what got applied).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct Operation {
+    pub sync: Option<SyncOperation>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct SyncOperation {
+    #[serde(deserialize_with = "nullable")]
+    pub revision: String,
+    #[serde(deserialize_with = "nullable")]
+    pub revisions: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct SyncResult {
+    #[serde(deserialize_with = "nullable")]
+    pub revision: String,
+    #[serde(deserialize_with = "nullable")]
+    pub revisions: Vec<String>,
+    pub source: Option<ApplicationSource>,
+    #[serde(deserialize_with = "nullable")]
+    pub sources: Vec<ApplicationSource>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RevisionHistory {
+    #[serde(deserialize_with = "nullable")]
+    pub id: i64,
+    #[serde(deserialize_with = "nullable")]
+    pub revision: String,
+    #[serde(deserialize_with = "nullable")]
+    pub revisions: Vec<String>,
+    pub source: Option<ApplicationSource>,
+    #[serde(deserialize_with = "nullable")]
+    pub sources: Vec<ApplicationSource>,
+    #[serde(deserialize_with = "nullable")]
+    pub deployed_at: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ApplicationCondition {
+    #[serde(rename = "type", deserialize_with = "nullable")]
+    pub kind: String,
+    #[serde(deserialize_with = "nullable")]
+    pub message: String,
+}
+
+/// `GET /api/v1/applications/{name}/resource-tree`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct ResourceTree {
+    #[serde(deserialize_with = "nullable")]
+    pub nodes: Vec<ResourceNode>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ResourceNode {
+    #[serde(deserialize_with = "nullable")]
+    pub group: String,
+    #[serde(deserialize_with = "nullable")]
+    pub version: String,
+    #[serde(deserialize_with = "nullable")]
+    pub kind: String,
+    #[serde(deserialize_with = "nullable")]
+    pub namespace: String,
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+    pub health: Option<HealthStatus>,
+    /// Empty for top-level (managed) resources; children (ReplicaSets, Pods) name their owners.
+    #[serde(deserialize_with = "nullable")]
+    pub parent_refs: Vec<ResourceRef>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct ResourceRef {
+    #[serde(deserialize_with = "nullable")]
+    pub group: String,
+    #[serde(deserialize_with = "nullable")]
+    pub kind: String,
+    #[serde(deserialize_with = "nullable")]
+    pub namespace: String,
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+}
+
+impl Application {
+    /// `namespace/name`, the way Argo CD's CLI names an app.
+    pub fn qualified_name(&self) -> String {
+        if self.metadata.namespace.is_empty() {
+            self.metadata.name.clone()
+        } else {
+            format!("{}/{}", self.metadata.namespace, self.metadata.name)
+        }
+    }
+}
+
+/// Decode one value, naming the JSON path that failed (`status.history[2].id`) in the error.
+pub fn decode<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, DecodeError> {
+    serde_path_to_error::deserialize(value).map_err(|e| DecodeError {
+        path: e.path().to_string(),
+        message: e.into_inner().to_string(),
+    })
+}
+
+/// Decode from text, naming the JSON path that failed.
+pub fn decode_str<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, DecodeError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| DecodeError {
+        path: e.path().to_string(),
+        message: e.into_inner().to_string(),
+    })
+}
+
+/// Where and why a JSON document did not have the expected shape.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("at `{path}`: {message}")]
+pub struct DecodeError {
+    /// The JSON path, `.` for the document itself.
+    pub path: String,
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn nulls_and_absent_fields_read_as_empty() {
+        let app: Application = decode(json!({
+            "metadata": {"name": "web", "annotations": null},
+            "spec": {"sources": null, "source": null},
+            "operation": null,
+            "status": {"history": null, "resources": null, "sync": null, "operationState": null}
+        }))
+        .unwrap();
+        assert_eq!(app.metadata.name, "web");
+        assert!(app.metadata.annotations.is_empty());
+        assert!(app.spec.sources.is_empty() && app.spec.source.is_none());
+        assert!(app.operation.is_none());
+        assert!(app.status.history.is_empty());
+        assert!(app.status.operation_state.is_none());
+    }
+
+    #[test]
+    fn a_wrong_type_names_its_path() {
+        let err = decode::<Application>(json!({
+            "status": {"history": [{"id": 1}, {"id": "seven"}]}
+        }))
+        .unwrap_err();
+        assert_eq!(err.path, "status.history[1].id");
+        assert!(err.message.contains("invalid type"), "{err}");
+    }
+}
