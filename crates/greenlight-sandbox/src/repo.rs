@@ -47,7 +47,19 @@ async fn output(mut cmd: Command, what: &str) -> Result<Vec<u8>, String> {
         Ok(out.stdout)
     } else {
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let detail = stderr.trim().lines().last().unwrap_or("").to_string();
+        // Git's first "fatal:"/"error:" line says what went wrong; the rest is advice.
+        let lines: Vec<&str> = stderr
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let detail = lines
+            .iter()
+            .find(|l| l.starts_with("fatal:") || l.starts_with("error:"))
+            .or(lines.first())
+            .copied()
+            .unwrap_or("")
+            .to_string();
         Err(format!(
             "{what} failed ({}): {}",
             out.status,

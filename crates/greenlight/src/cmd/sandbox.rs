@@ -1,8 +1,183 @@
-//! `greenlight sandbox` (owned by the sandbox work).
-use clap::Args;
+//! `greenlight sandbox`: runs the local Argo CD stand-in (crate `greenlight-sandbox`) until
+//! SIGINT or SIGTERM. This module only turns flags into a `SandboxConfig` and prints; it never
+//! prints the token, and every bad flag is a usage error (exit 2) that names the flag.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use greenlight_sandbox::{AppSpec, SandboxConfig, SandboxError};
 
 #[derive(Args)]
-pub struct SandboxArgs {}
+pub struct SandboxArgs {
+    /// The git remote to sync: a path (bare or not) or a URL; reported as spec.source.repoURL.
+    #[arg(long, value_name = "PATH-OR-URL")]
+    repo: String,
+    /// Where to serve the Argo CD API, e.g. 127.0.0.1:8080 (port 0 picks a free one).
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: String,
+    /// An Application: <name>=<path> or <name>=helm:<chart>@<version>. Repeatable.
+    #[arg(long = "app", value_name = "NAME=PATH", required = true)]
+    apps: Vec<String>,
+    /// The tracked branch (default: the remote's HEAD branch).
+    #[arg(long)]
+    branch: Option<String>,
+    /// How often to fetch the branch: 90, 90s, 15m, 2h or 500ms.
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    sync_interval: String,
+    /// How long a changed workload stays Progressing before Healthy or Degraded.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    rollout_time: String,
+    /// A file listing the image references that exist, one per line (# comments).
+    #[arg(long, value_name = "FILE")]
+    registry: Option<PathBuf>,
+    /// A file holding the bearer token every /api/v1 request must carry.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Start with syncing paused: apps stay never-synced until POST /sandbox/v1/resume.
+    #[arg(long)]
+    start_paused: bool,
+}
 
-pub fn run(_a: SandboxArgs) -> anyhow::Result<ExitCode> { Err(super::usage("sandbox is not built yet")) }
+/// `90` (seconds), `90s`, `15m`, `2h`, `500ms`, or anything humantime reads (`1m30s`).
+fn parse_duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
+    let text = text.trim();
+    let parsed = match text.parse::<u64>() {
+        Ok(seconds) => Ok(Duration::from_secs(seconds)),
+        Err(_) => humantime::parse_duration(text).map_err(|e| e.to_string()),
+    };
+    parsed.map_err(|e| {
+        super::usage(format!(
+            "{flag} {text:?}: not a duration ({e}); use e.g. 90, 90s, 15m, 2h or 500ms"
+        ))
+    })
+}
+
+fn parse_listen(text: &str) -> anyhow::Result<SocketAddr> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    text.to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .ok_or_else(|| {
+            super::usage(format!(
+                "--listen {text:?}: expected <addr>:<port>, e.g. 127.0.0.1:8080"
+            ))
+        })
+}
+
+fn read_token(path: &PathBuf) -> anyhow::Result<String> {
+    // The error names the file, never its content.
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        super::usage(format!(
+            "--token-file {}: cannot read it: {e}",
+            path.display()
+        ))
+    })?;
+    let token = text.trim().to_string();
+    if token.is_empty() {
+        return Err(super::usage(format!(
+            "--token-file {}: the file is empty",
+            path.display()
+        )));
+    }
+    Ok(token)
+}
+
+fn config_from(args: SandboxArgs) -> anyhow::Result<SandboxConfig> {
+    let listen = parse_listen(&args.listen)?;
+    let apps = args
+        .apps
+        .iter()
+        .map(|text| AppSpec::parse(text).map_err(|e| super::usage(format!("--app: {e}"))))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let sync_interval = parse_duration("--sync-interval", &args.sync_interval)?;
+    if sync_interval.is_zero() {
+        return Err(super::usage("--sync-interval: must be above zero"));
+    }
+    let mut config = SandboxConfig::new(args.repo, listen, apps);
+    config.branch = args.branch;
+    config.sync_interval = sync_interval;
+    config.rollout_time = parse_duration("--rollout-time", &args.rollout_time)?;
+    config.registry = args.registry;
+    config.token = args.token_file.as_ref().map(read_token).transpose()?;
+    config.start_paused = args.start_paused;
+    Ok(config)
+}
+
+pub fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
+    let config = config_from(args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(serve(config))
+}
+
+async fn serve(config: SandboxConfig) -> anyhow::Result<ExitCode> {
+    let sandbox = greenlight_sandbox::start(config)
+        .await
+        .map_err(|e| match e {
+            SandboxError::Config { .. } => super::usage(e.to_string()),
+            SandboxError::Runtime(_) => anyhow::Error::new(e),
+        })?;
+    // Scripts wait for exactly this line.
+    eprintln!("sandbox listening on {}", sandbox.url());
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+    sandbox.shutdown().await;
+    eprintln!("sandbox stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_accept_bare_seconds_units_and_milliseconds() {
+        assert_eq!(
+            parse_duration("--x", "90").unwrap(),
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            parse_duration("--x", "90s").unwrap(),
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            parse_duration("--x", "15m").unwrap(),
+            Duration::from_secs(900)
+        );
+        assert_eq!(
+            parse_duration("--x", "2h").unwrap(),
+            Duration::from_secs(7200)
+        );
+        assert_eq!(
+            parse_duration("--x", "500ms").unwrap(),
+            Duration::from_millis(500)
+        );
+        let err = parse_duration("--rollout-time", "soon").unwrap_err();
+        assert!(err.to_string().contains("--rollout-time \"soon\""), "{err}");
+        assert_eq!(super::super::exit_code_of(&err), 2);
+    }
+
+    #[test]
+    fn listen_needs_an_address_and_a_port() {
+        assert_eq!(
+            parse_listen("127.0.0.1:0").unwrap().ip().to_string(),
+            "127.0.0.1"
+        );
+        assert!(
+            parse_listen("8080")
+                .unwrap_err()
+                .to_string()
+                .contains("--listen")
+        );
+    }
+}
