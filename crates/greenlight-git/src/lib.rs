@@ -20,3 +20,14 @@ pub use error::{Error, Result};
 pub use repo::{Auth, CommitData, Repo};
 pub use revert::{RevertOutcome, RevertRequest, revert_message};
 pub use secret::{Secret, redact, redact_url};
+
+#[cfg(test)]
+mod tests {
+    /// The daemon shares one `Repo` between its tasks (`Arc<Repo>`).
+    #[test]
+    fn repo_is_shareable_across_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<crate::Repo>();
+        shareable::<crate::Error>();
+    }
+}

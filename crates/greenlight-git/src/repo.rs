@@ -354,20 +354,20 @@ impl Repo {
         let Some(from) = from_exclusive else {
             return Ok(Vec::new());
         };
-        let from = self.full_commit(from)?;
-        let to = self.full_commit(to)?;
         let out = self
             .env
             .git(["rev-list", "--reverse", "--topo-order", "--end-of-options"])
-            .arg(format!("{from}..{to}"))
+            .arg(format!("{from}^{{commit}}..{to}^{{commit}}"))
             .arg("--")
-            .run_ok()?;
+            .run()?;
+        if !out.status.success() {
+            return Err(self.unknown_or_failure(&[from, to], &out)?);
+        }
         Ok(out.stdout_str().lines().map(str::to_owned).collect())
     }
 
     /// The data of one commit. An unknown revision is [`Error::UnknownCommit`].
     pub fn commit(&self, rev: &str) -> Result<CommitData> {
-        let sha = self.full_commit(rev)?;
         let out = self
             .env
             .git([
@@ -377,9 +377,12 @@ impl Repo {
                 "--format=format:%H%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%B",
                 "--end-of-options",
             ])
-            .arg(&sha)
+            .arg(format!("{rev}^{{commit}}"))
             .arg("--")
-            .run_ok()?;
+            .run()?;
+        if !out.status.success() {
+            return Err(self.unknown_or_failure(&[rev], &out)?);
+        }
         let text = out.stdout_str();
         let unexpected = |detail: &str| Error::UnexpectedOutput {
             command: out.command.clone(),
@@ -418,7 +421,6 @@ impl Repo {
     /// so both the old and the new path appear. Paths are relative to the repository root;
     /// a path that is not UTF-8 is converted lossily.
     pub fn changed_paths(&self, rev: &str) -> Result<Vec<String>> {
-        let sha = self.full_commit(rev)?;
         let out = self
             .env
             .git([
@@ -433,9 +435,12 @@ impl Repo {
                 "--diff-merges=first-parent",
                 "--end-of-options",
             ])
-            .arg(&sha)
+            .arg(format!("{rev}^{{commit}}"))
             .arg("--")
-            .run_ok()?;
+            .run()?;
+        if !out.status.success() {
+            return Err(self.unknown_or_failure(&[rev], &out)?);
+        }
         Ok(out
             .stdout
             .split(|b| *b == 0)
@@ -486,6 +491,21 @@ impl Repo {
         } else {
             Ok(None)
         }
+    }
+
+    /// The error for a failed command over `revs`: [`Error::UnknownCommit`] naming the first
+    /// rev that names no commit, else git's failure. Asked only after a failure, so the
+    /// common path costs one git process.
+    fn unknown_or_failure(&self, revs: &[&str], out: &crate::command::Output) -> Result<Error> {
+        for rev in revs {
+            if self.resolve(rev)?.is_none() {
+                return Ok(Error::UnknownCommit {
+                    rev: (*rev).to_owned(),
+                    repo: self.env.label.clone(),
+                });
+            }
+        }
+        Ok(failure(&self.env, out))
     }
 
     /// The full sha of `rev`, or [`Error::UnknownCommit`].
