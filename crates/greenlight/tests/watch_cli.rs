@@ -143,3 +143,80 @@ fn json_event_lines_and_the_status_table() {
     assert_eq!(w["mode"], "shadow");
     assert_eq!(w["dry_run"], false);
 }
+
+#[test]
+fn tokens_never_reach_output() {
+    let repo = Repo::new();
+    let dir = tempfile::tempdir().unwrap();
+    let argo_token = "argo-token-4f1d9c-very-secret";
+    let git_token = "git-token-77aa31-very-secret";
+    std::fs::write(dir.path().join("argo"), format!("{argo_token}\n")).unwrap();
+    std::fs::write(dir.path().join("git"), git_token).unwrap();
+    let sb = Sandbox::start(
+        &repo,
+        &["web=apps/web"],
+        &["--token-file", dir.path().join("argo").to_str().unwrap()],
+    );
+    // A wrong token is refused by the stand-in: --once fails, and says why without the token.
+    std::fs::write(dir.path().join("wrong"), "wrong-token-1234").unwrap();
+    let state = dir.path().join("state.db");
+    let mut args = watch_args(
+        &repo,
+        &sb.url,
+        &state,
+        &[
+            "--once",
+            "--argocd-token-file",
+            dir.path().join("wrong").to_str().unwrap(),
+        ],
+    );
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("401"), "{text}");
+    assert!(!text.contains("wrong-token-1234"), "{text}");
+
+    // The right tokens: a full watch, and neither token in any line.
+    let wd = Watchdog::start(
+        &repo,
+        &sb.url,
+        &[
+            "--argocd-token-file",
+            dir.path().join("argo").to_str().unwrap(),
+            "--git-token-file",
+            dir.path().join("git").to_str().unwrap(),
+        ],
+        &[],
+    );
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web\n\n{}", trailer("web", "30", "shadow")),
+    );
+    wd.wait_state(&c, "CONFIRMED", Duration::from_secs(60));
+    let all = format!("{}\n{}", wd.proc.output(), sb.proc.output());
+    assert!(
+        !all.contains(argo_token) && !all.contains(git_token),
+        "{all}"
+    );
+
+    // Credentials in a repository URL are redacted from errors.
+    args = vec![
+        "watch".into(),
+        "--repo".into(),
+        "https://deploy-bot:hunter2-url-secret@127.0.0.1:1/platform/deploy.git".into(),
+        "--argocd-url".into(),
+        sb.url.clone(),
+        "--state".into(),
+        dir.path().join("s2.db").to_str().unwrap().into(),
+        "--once".into(),
+    ];
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!text.contains("hunter2-url-secret"), "{text}");
+    assert!(
+        text.contains("127.0.0.1:1"),
+        "the error names the remote: {text}"
+    );
+}

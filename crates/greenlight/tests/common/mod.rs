@@ -429,8 +429,11 @@ pub fn wait_state(
                 if s == want {
                     return w.clone();
                 }
+                // A FAIL whose revert is being pushed is on its way to REVERTED or REVERT_FAILED.
+                let reverting =
+                    s == "FAIL" && w["reason"].as_str().unwrap_or("").ends_with("; reverting");
                 assert!(
-                    !TERMINAL.contains(&s),
+                    !TERMINAL.contains(&s) || reverting,
                     "watch of {commit} ended {s} ({}), expected {want}; output:\n{}",
                     w["reason"],
                     proc.output()
