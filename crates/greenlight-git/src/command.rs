@@ -208,7 +208,11 @@ impl Git<'_> {
         if let Some(input) = &self.stdin {
             // Taking stdin closes it once written, so git sees end-of-input.
             let mut pipe = child.stdin.take().expect("stdin is piped");
-            pipe.write_all(input).map_err(spawn_err)?;
+            match pipe.write_all(input) {
+                // git exited without reading everything: its status and stderr say why.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                other => other.map_err(spawn_err)?,
+            }
         }
         let out = child.wait_with_output().map_err(spawn_err)?;
         Ok(Output {

@@ -186,6 +186,14 @@ impl Repo {
             .arg(staged.as_os_str())
             .network()
             .run_ok()?;
+        // Later fetches keep the commit-graph current (fetch.writeCommitGraph); a clone does
+        // not write one, and ancestry queries over a large history want it from the start.
+        GitEnv {
+            cwd: staged.clone(),
+            ..env.clone()
+        }
+        .git(["commit-graph", "write", "--reachable", "--split"])
+        .run_ok()?;
         let staged_askpass = askpass_path(&staged);
         write_askpass(&staged_askpass)?;
         std::fs::rename(&staged, dir).map_err(|source| Error::Io {

@@ -20,6 +20,9 @@ fn clones_once_then_reopens_the_same_clone() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(entries, vec!["clone".to_owned()]);
+    // Ancestry queries get a commit-graph from the start.
+    let graphs = fx.clone_dir().join(".git/objects/info/commit-graphs");
+    assert!(graphs.join("commit-graph-chain").is_file());
 
     let marker = fx.clone_dir().join(".git/greenlight-test-marker");
     std::fs::write(&marker, "kept").unwrap();
