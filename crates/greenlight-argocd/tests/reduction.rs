@@ -1,0 +1,527 @@
+//! The reduction over recorded-shape Application JSON (tests/fixtures): each fixture is one
+//! situation from Argo CD's documented behaviour, and each test states what the judge must be
+//! told about it.
+
+use greenlight_argocd::model::{self, Application, ResourceTree};
+use greenlight_argocd::{needs_resource_tree, snapshot};
+use greenlight_core::snapshot::{
+    AppSnapshot, Health, ReachCandidate, ReachVia, ResourceHealthSource, SourceFacts, SourcePaths,
+};
+use greenlight_core::time::Timestamp;
+
+/// The watched repository, spelled differently from the fixtures' `https://…/deploy.git` on
+/// purpose.
+const WATCHED: &str = "git@github.com:acme/deploy";
+const A: &str = "3f1c2a9e8b7d6c5f4e3d2c1b0a9f8e7d6c5b4a39";
+const B: &str = "9b8e7f6a5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a";
+const C: &str = "c0ffee1234567890abcdef1234567890abcdef12";
+const OLD: &str = "1111111111111111111111111111111111111111";
+
+fn fixture(name: &str) -> String {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn app(name: &str) -> Application {
+    model::decode_str(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn tree(name: &str) -> ResourceTree {
+    model::decode_str(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn snap(name: &str) -> AppSnapshot {
+    snapshot(&app(name), None, WATCHED)
+}
+
+fn cand(revision: &str, via: ReachVia) -> ReachCandidate {
+    ReachCandidate {
+        revision: revision.to_string(),
+        via,
+    }
+}
+
+fn candidate_revisions(s: &AppSnapshot) -> Vec<&str> {
+    s.reach_candidates
+        .iter()
+        .map(|c| c.revision.as_str())
+        .collect()
+}
+
+fn from_repo(s: &AppSnapshot) -> (&Vec<String>, &Option<String>, &Vec<String>, &SourcePaths) {
+    match &s.source {
+        SourceFacts::FromRepo {
+            target_revisions,
+            chart,
+            revisions,
+            paths,
+        } => (target_revisions, chart, revisions, paths),
+        other => panic!("{}: expected FromRepo, got {other:?}", s.name),
+    }
+}
+
+fn ts(s: &str) -> Option<Timestamp> {
+    Some(Timestamp::parse_rfc3339(s).unwrap())
+}
+
+#[test]
+fn synced_healthy_with_history() {
+    let s = snap("synced-healthy.json");
+    assert_eq!((s.namespace.as_str(), s.name.as_str()), ("argocd", "web"));
+    assert_eq!(s.sync_status, "Synced");
+    assert_eq!(s.sync_revision, B);
+    assert_eq!(s.health, Health::Healthy);
+    assert!(!s.operation_running);
+    assert!(!s.health_stale);
+    assert!(s.automated_sync);
+    assert!(s.unhealthy_resources.is_empty());
+    assert_eq!(s.resource_health_source, ResourceHealthSource::Application);
+    // History entry 7 deployed from another repository (the app was repointed): not ours.
+    assert_eq!(
+        s.reach_candidates,
+        vec![
+            cand(B, ReachVia::OperationSucceeded),
+            cand(B, ReachVia::SyncedRevision),
+            cand(A, ReachVia::History { id: 8 }),
+            cand(B, ReachVia::History { id: 9 }),
+        ]
+    );
+    let (targets, chart, revisions, paths) = from_repo(&s);
+    assert_eq!(targets, &vec!["main".to_string()]);
+    assert_eq!(chart, &None);
+    assert_eq!(revisions, &vec![B.to_string(), A.to_string()]);
+    assert_eq!(paths, &SourcePaths::Known(vec!["apps/web".into()]));
+    let op = s.last_operation.as_ref().unwrap();
+    assert_eq!(op.phase, "Succeeded");
+    assert_eq!(op.revision, B);
+    assert_eq!(op.started_at, ts("2026-12-01T14:02:01Z"));
+    assert_eq!(op.finished_at, ts("2026-12-01T14:02:05Z"));
+    assert!(!needs_resource_tree(&app("synced-healthy.json")));
+}
+
+#[test]
+fn out_of_sync_comparison_revision_is_never_a_reach_candidate() {
+    let s = snap("out-of-sync-new-revision.json");
+    assert_eq!(s.sync_status, "OutOfSync");
+    assert_eq!(s.sync_revision, C, "kept as evidence");
+    assert!(
+        !candidate_revisions(&s).contains(&C),
+        "{:?}",
+        s.reach_candidates
+    );
+    assert!(
+        s.reach_candidates
+            .contains(&cand(B, ReachVia::OperationSucceeded))
+    );
+    // Reported anywhere counts for `revisions` (so a chart version is refused at once).
+    let (_, _, revisions, _) = from_repo(&s);
+    assert!(revisions.contains(&C.to_string()));
+}
+
+#[test]
+fn a_running_operation_reaches_nothing_new() {
+    let s = snap("operation-running.json");
+    assert!(s.operation_running);
+    assert_eq!(s.health, Health::Progressing);
+    // Synced with C, but an operation is running: neither its partial result nor the synced
+    // revision counts; only history does.
+    assert_eq!(
+        s.reach_candidates,
+        vec![cand(B, ReachVia::History { id: 9 })]
+    );
+    let op = s.last_operation.unwrap();
+    assert_eq!(op.phase, "Running");
+    assert_eq!(op.revision, C);
+    assert_eq!(op.finished_at, None);
+    assert!(!s.health_stale, "no finishedAt yet");
+}
+
+#[test]
+fn a_requested_or_terminating_operation_is_running() {
+    // The top-level `operation` alone (requested, not yet picked up) also means running.
+    let mut a = app("synced-healthy.json");
+    a.operation = Some(serde_json::json!({"sync": {"revision": C}}));
+    let s = snapshot(&a, None, WATCHED);
+    assert!(s.operation_running);
+    assert!(
+        !s.reach_candidates
+            .contains(&cand(B, ReachVia::SyncedRevision))
+    );
+    // The previous operation finished and applied B: still evidence of reach.
+    assert!(
+        s.reach_candidates
+            .contains(&cand(B, ReachVia::OperationSucceeded))
+    );
+    // Terminating is running too.
+    let mut a = app("synced-healthy.json");
+    a.status.operation_state.as_mut().unwrap().phase = "Terminating".into();
+    let s = snapshot(&a, None, WATCHED);
+    assert!(s.operation_running);
+    assert_eq!(candidate_revisions(&s), vec![A, B], "history only");
+}
+
+#[test]
+fn a_failed_operation_is_reach_with_its_message() {
+    let s = snap("operation-failed.json");
+    let failed: Vec<_> = s
+        .reach_candidates
+        .iter()
+        .filter(|c| matches!(c.via, ReachVia::OperationFailed { .. }))
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].revision, C);
+    match &failed[0].via {
+        ReachVia::OperationFailed { phase, message } => {
+            assert_eq!(phase, "Failed");
+            assert!(
+                message.contains("one or more objects failed to apply"),
+                "{message}"
+            );
+        }
+        _ => unreachable!(),
+    }
+    assert!(!s.operation_running);
+    // Error is the other failed phase.
+    let mut a = app("operation-failed.json");
+    a.status.operation_state.as_mut().unwrap().phase = "Error".into();
+    let s = snapshot(&a, None, WATCHED);
+    assert!(s.reach_candidates.iter().any(|c| c.revision == C
+        && matches!(&c.via, ReachVia::OperationFailed { phase, .. } if phase == "Error")));
+}
+
+#[test]
+fn multi_source_uses_the_watched_sources_index() {
+    let s = snap("multi-source-helm-ref.json");
+    // Index 0 is the Helm repository (15.14.0); indices 1 and 2 are the watched repo.
+    assert_eq!(s.sync_revision, B);
+    assert_eq!(
+        s.reach_candidates,
+        vec![
+            cand(B, ReachVia::OperationSucceeded),
+            cand(B, ReachVia::SyncedRevision),
+            // Entry 2 predates the current order of sources: its own `sources` say the watched
+            // repo was index 0 then.
+            cand(OLD, ReachVia::History { id: 2 }),
+            cand(A, ReachVia::History { id: 3 }),
+            cand(B, ReachVia::History { id: 4 }),
+        ]
+    );
+    let (targets, chart, revisions, paths) = from_repo(&s);
+    assert_eq!(targets, &vec!["main".to_string(), "main".to_string()]);
+    assert_eq!(chart, &None, "the chart comes from another repository");
+    assert!(
+        revisions
+            .iter()
+            .all(|r| greenlight_core::snapshot::is_git_sha(r)),
+        "{revisions:?}"
+    );
+    // `$values/…` points into the watched repo; `values-production.yaml` lives in the chart.
+    assert_eq!(
+        paths,
+        &SourcePaths::Known(vec![
+            "apps/edge-extras".into(),
+            "envs/prod/nginx-values.yaml".into()
+        ])
+    );
+    assert_eq!(s.unhealthy_resources, vec![]);
+}
+
+#[test]
+fn multi_source_watched_only_as_the_chart_repository() {
+    // Watching the Helm repository itself: the chart source, at index 0.
+    let s = snapshot(
+        &app("multi-source-helm-ref.json"),
+        None,
+        "https://charts.bitnami.com/bitnami/",
+    );
+    let (targets, chart, revisions, paths) = from_repo(&s);
+    assert_eq!(targets, &vec!["15.14.0".to_string()]);
+    assert_eq!(chart.as_deref(), Some("nginx"));
+    assert!(revisions.contains(&"15.14.0".to_string()));
+    assert!(
+        revisions.contains(&"15.13.0".to_string()),
+        "history entry 2, read by its own order"
+    );
+    assert!(matches!(paths, SourcePaths::Unknown { .. }));
+}
+
+#[test]
+fn helm_repository_chart_reports_its_version() {
+    let a = app("helm-repo-chart.json");
+    let s = snapshot(
+        &a,
+        None,
+        "https://prometheus-community.github.io/helm-charts",
+    );
+    let (targets, chart, revisions, paths) = from_repo(&s);
+    assert_eq!(targets, &vec!["65.5.0".to_string()]);
+    assert_eq!(chart.as_deref(), Some("kube-prometheus-stack"));
+    assert_eq!(revisions, &vec!["65.5.0".to_string()]);
+    match paths {
+        SourcePaths::Unknown { why } => assert!(why.contains("Helm repository chart"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(s.reach_candidates.iter().all(|c| c.revision == "65.5.0"));
+    assert!(s.automated_sync, "automated without `enabled` is on");
+
+    // The same app, seen from the git repository greenlight watches: not from that repo.
+    let s = snapshot(&a, None, WATCHED);
+    assert_eq!(
+        s.source,
+        SourceFacts::NotFromRepo {
+            repos: vec!["https://prometheus-community.github.io/helm-charts".into()]
+        }
+    );
+    assert!(s.reach_candidates.is_empty());
+    assert_eq!(s.sync_revision, "");
+}
+
+#[test]
+fn oci_source_reports_a_digest() {
+    let s = snapshot(
+        &app("oci-digest.json"),
+        None,
+        "oci://ghcr.io/acme/manifests/web",
+    );
+    let (_, chart, revisions, paths) = from_repo(&s);
+    assert_eq!(chart, &None);
+    assert_eq!(revisions.len(), 1);
+    assert!(revisions[0].starts_with("sha256:"), "{revisions:?}");
+    assert_eq!(
+        paths,
+        &SourcePaths::Known(vec![String::new()]),
+        "path `.` is the whole artifact"
+    );
+}
+
+#[test]
+fn argocd_3_resource_health_comes_from_the_tree() {
+    let a = app("apptree.json");
+    assert!(needs_resource_tree(&a));
+    let t = tree("apptree-resource-tree.json");
+    let s = snapshot(&a, Some(&t), WATCHED);
+    assert_eq!(s.resource_health_source, ResourceHealthSource::ResourceTree);
+    assert_eq!(s.health, Health::Degraded);
+    assert_eq!(s.health_message, "Caused by apps/Deployment:web/nav-canary");
+    // The Deployment only: its ReplicaSet and Pod are children, the Job is a hook.
+    assert_eq!(
+        s.unhealthy_resources.len(),
+        1,
+        "{:?}",
+        s.unhealthy_resources
+    );
+    let r = &s.unhealthy_resources[0];
+    assert_eq!(
+        (r.kind.as_str(), r.namespace.as_str(), r.name.as_str()),
+        ("Deployment", "web", "nav-canary")
+    );
+    assert_eq!(r.health, Health::Degraded);
+    assert!(r.message.contains("progress deadline"), "{}", r.message);
+    assert_eq!(r.label(), "Deployment/web/nav-canary=Degraded");
+
+    // Without the tree: unknown, never "no unhealthy resources" from silence.
+    let s = snapshot(&a, None, WATCHED);
+    assert_eq!(s.resource_health_source, ResourceHealthSource::Unavailable);
+    assert!(s.unhealthy_resources.is_empty());
+}
+
+#[test]
+fn a_tree_is_ignored_when_the_application_carries_health() {
+    // Inline health is authoritative: Argo CD leaves ignored resources' health out of it.
+    let a = app("synced-healthy.json");
+    let t = tree("apptree-resource-tree.json");
+    let s = snapshot(&a, Some(&t), WATCHED);
+    assert_eq!(s.resource_health_source, ResourceHealthSource::Application);
+    assert!(s.unhealthy_resources.is_empty());
+}
+
+#[test]
+fn resources_without_any_health_need_the_tree_even_without_the_marker() {
+    let mut a = app("apptree.json");
+    a.status.resource_health_source.clear();
+    assert!(
+        needs_resource_tree(&a),
+        "no managed resource carries health"
+    );
+    let mut a = app("never-synced.json");
+    a.status.resources.clear();
+    assert!(!needs_resource_tree(&a), "no resources: nothing to look up");
+}
+
+#[test]
+fn stale_health_by_412_milliseconds() {
+    let s = snap("stale-health.json");
+    assert!(s.health_stale);
+    assert_eq!(s.health, Health::Healthy);
+    // An unparsable time is not stale, and the rest of the snapshot is still there.
+    let mut a = app("stale-health.json");
+    a.status.reconciled_at = "not a time".into();
+    let s = snapshot(&a, None, WATCHED);
+    assert!(!s.health_stale);
+    assert!(
+        s.reach_candidates
+            .contains(&cand(C, ReachVia::OperationSucceeded))
+    );
+}
+
+#[test]
+fn automated_sync_switched_off() {
+    let s = snap("automated-disabled.json");
+    assert!(!s.automated_sync);
+    assert!(s.last_operation.is_none());
+    assert_eq!(
+        s.reach_candidates,
+        vec![cand(B, ReachVia::History { id: 9 })]
+    );
+    let mut a = app("automated-disabled.json");
+    a.spec.sync_policy = None;
+    assert!(!snapshot(&a, None, WATCHED).automated_sync);
+}
+
+#[test]
+fn hooks_are_excluded_and_missing_counts() {
+    let s = snap("hooks-and-missing.json");
+    let labels: Vec<String> = s.unhealthy_resources.iter().map(|r| r.label()).collect();
+    assert_eq!(
+        labels,
+        vec![
+            "Deployment/web/payments-worker=Missing",
+            "Deployment/web/payments-api=Degraded"
+        ]
+    );
+    assert_eq!(s.resource_health_source, ResourceHealthSource::Application);
+}
+
+#[test]
+fn manifest_generate_paths_and_value_files() {
+    let s = snap("manifest-generate-paths.json");
+    let (_, _, _, paths) = from_repo(&s);
+    assert_eq!(
+        paths,
+        &SourcePaths::Known(
+            [
+                "charts/common",                // ../common, relative to the source path
+                "charts/web",                   // the source path, and `.`
+                "charts/web/files/config.json", // a Helm file parameter
+                "charts/web/secrets",           // a glob's directory
+                "charts/web/values.yaml",
+                "envs/prod/web.yaml", // ../../ normalized
+                "shared/base",        // `/` = from the repository root
+            ]
+            .map(String::from)
+            .to_vec()
+        )
+    );
+}
+
+#[test]
+fn paths_that_cannot_be_known() {
+    // A plugin may read anything.
+    let s = snap("plugin-source.json");
+    match from_repo(&s).3 {
+        SourcePaths::Unknown { why } => assert!(why.contains("plugin"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // A value file that is a URL.
+    let mut a = app("manifest-generate-paths.json");
+    a.spec
+        .source
+        .as_mut()
+        .unwrap()
+        .helm
+        .as_mut()
+        .unwrap()
+        .value_files
+        .push("https://example.com/v.yaml".into());
+    match from_repo(&snapshot(&a, None, WATCHED)).3 {
+        SourcePaths::Unknown { why } => assert!(why.contains("is a URL"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // A value file that climbs out of the repository.
+    let mut a = app("manifest-generate-paths.json");
+    a.spec
+        .source
+        .as_mut()
+        .unwrap()
+        .helm
+        .as_mut()
+        .unwrap()
+        .value_files
+        .push("../../../x.yaml".into());
+    match from_repo(&snapshot(&a, None, WATCHED)).3 {
+        SourcePaths::Unknown { why } => assert!(why.contains("outside the repository"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // A `$ref` no source defines.
+    let mut a = app("multi-source-helm-ref.json");
+    a.spec.sources[0]
+        .helm
+        .as_mut()
+        .unwrap()
+        .value_files
+        .push("$nothere/v.yaml".into());
+    match from_repo(&snapshot(&a, None, WATCHED)).3 {
+        SourcePaths::Unknown { why } => assert!(why.contains("$nothere"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // The whole repository.
+    let mut a = app("synced-healthy.json");
+    a.spec.source.as_mut().unwrap().path = ".".into();
+    assert_eq!(
+        from_repo(&snapshot(&a, None, WATCHED)).3,
+        &SourcePaths::Known(vec![String::new()])
+    );
+}
+
+#[test]
+fn unknown_future_fields_are_ignored() {
+    let s = snap("future-fields.json");
+    assert_eq!(
+        s.health,
+        Health::Unknown,
+        "a health status this version does not know"
+    );
+    assert_eq!(s.sync_revision, B);
+    assert!(!s.health_stale, "+00:00 offsets parse");
+    assert!(
+        s.reach_candidates
+            .contains(&cand(B, ReachVia::OperationSucceeded))
+    );
+    assert!(
+        s.reach_candidates
+            .contains(&cand(B, ReachVia::History { id: 9 }))
+    );
+    assert_eq!(
+        from_repo(&s).3,
+        &SourcePaths::Known(vec!["apps/web".into()])
+    );
+}
+
+#[test]
+fn never_synced_waits_without_error() {
+    let s = snap("never-synced.json");
+    assert!(s.reach_candidates.is_empty());
+    assert_eq!(s.sync_revision, "");
+    let (_, _, revisions, _) = from_repo(&s);
+    assert!(revisions.is_empty());
+    assert_eq!(s.unhealthy_resources.len(), 1, "the Missing Deployment");
+}
+
+#[test]
+fn every_fixture_decodes_and_round_trips_through_the_model() {
+    let dir = format!("{}/tests/fixtures", env!("CARGO_MANIFEST_DIR"));
+    let mut count = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name.ends_with("-resource-tree.json") {
+            tree(&name);
+        } else if name.ends_with(".json") {
+            let a = app(&name);
+            assert!(!a.metadata.name.is_empty(), "{name}");
+            let again: Application = model::decode(serde_json::to_value(&a).unwrap()).unwrap();
+            assert_eq!(a, again, "{name}");
+        }
+        count += 1;
+    }
+    assert!(count >= 15, "{count} fixtures");
+}
