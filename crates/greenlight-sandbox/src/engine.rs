@@ -14,7 +14,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 use crate::health::ImagePolicy;
-use crate::manifests;
+use crate::manifests::{self, RenderError};
 use crate::repo::{self, Mirror};
 use crate::world::{Now, RenderResult, World};
 use crate::{LogSink, SandboxConfig, SandboxError};
@@ -268,8 +268,13 @@ async fn sync_to(shared: &Shared, mirror: &Mirror, tip: &str) -> Result<(), Stri
     let mut by_path: BTreeMap<String, RenderResult> = BTreeMap::new();
     for (name, path) in apps {
         if !by_path.contains_key(&path) {
-            let files = mirror.manifest_files(tip, &path).await?;
-            by_path.insert(path.clone(), manifests::render(&files, "default"));
+            let render = match mirror.manifest_files(tip, &path).await? {
+                Some(files) => manifests::render(&files, "default"),
+                None => Err(RenderError {
+                    message: format!("{path}: app path does not exist"),
+                }),
+            };
+            by_path.insert(path.clone(), render);
         }
         renders.insert(name, by_path[&path].clone());
     }

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
@@ -38,10 +39,13 @@ fn git(cwd: Option<&Path>) -> Command {
     cmd
 }
 
+// A git that hangs (an unreachable host) must not stall the sync loop, and `pause` waits for it.
+const GIT_TIMEOUT: Duration = Duration::from_secs(60);
+
 async fn output(mut cmd: Command, what: &str) -> Result<Vec<u8>, String> {
-    let out = cmd
-        .output()
+    let out = tokio::time::timeout(GIT_TIMEOUT, cmd.output())
         .await
+        .map_err(|_| format!("{what}: no answer within {}s", GIT_TIMEOUT.as_secs()))?
         .map_err(|e| format!("{what}: cannot run git: {e}"))?;
     if out.status.success() {
         Ok(out.stdout)
@@ -153,12 +157,13 @@ impl Mirror {
         Ok(String::from_utf8_lossy(&out).trim().to_string())
     }
 
-    /// Every `*.yaml`, `*.yml` and `*.json` file under `path` ("" = the whole tree) at `commit`.
+    /// Every `*.yaml`, `*.yml` and `*.json` file under `path` ("" = the whole tree) at `commit`;
+    /// `None` when nothing exists under `path` at that commit.
     pub(crate) async fn manifest_files(
         &self,
         commit: &str,
         path: &str,
-    ) -> Result<Vec<RepoFile>, String> {
+    ) -> Result<Option<Vec<RepoFile>>, String> {
         let mut cmd = git(Some(self.dir.path()));
         cmd.args(["ls-tree", "-r", "-z", "--full-tree", commit]);
         if !path.is_empty() {
@@ -166,6 +171,7 @@ impl Mirror {
         }
         let listing = output(cmd, &format!("git ls-tree {commit}")).await?;
         let mut wanted: Vec<(String, String)> = Vec::new(); // (blob id, path)
+        let mut path_exists = path.is_empty();
         for entry in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
             let entry = String::from_utf8_lossy(entry);
             // "<mode> SP <type> SP <object> TAB <path>"
@@ -177,6 +183,7 @@ impl Mirror {
                 continue;
             };
             let under = path.is_empty() || file == path || file.starts_with(&format!("{path}/"));
+            path_exists |= under;
             let manifest = [".yaml", ".yml", ".json"]
                 .iter()
                 .any(|ext| file.ends_with(ext));
@@ -185,17 +192,22 @@ impl Mirror {
                 wanted.push((id.to_string(), file.to_string()));
             }
         }
+        if !path_exists {
+            return Ok(None);
+        }
         if wanted.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Some(Vec::new()));
         }
         let contents = self
             .read_blobs(wanted.iter().map(|(id, _)| id.as_str()))
             .await?;
-        Ok(wanted
-            .into_iter()
-            .zip(contents)
-            .map(|((_, path), bytes)| RepoFile { path, bytes })
-            .collect())
+        Ok(Some(
+            wanted
+                .into_iter()
+                .zip(contents)
+                .map(|((_, path), bytes)| RepoFile { path, bytes })
+                .collect(),
+        ))
     }
 
     async fn read_blobs<'a>(
@@ -220,9 +232,9 @@ impl Mirror {
             let _ = stdin.write_all(request.as_bytes()).await;
             drop(stdin);
         });
-        let out = child
-            .wait_with_output()
+        let out = tokio::time::timeout(GIT_TIMEOUT, child.wait_with_output())
             .await
+            .map_err(|_| format!("git cat-file: no answer within {}s", GIT_TIMEOUT.as_secs()))?
             .map_err(|e| format!("git cat-file: {e}"))?;
         let _ = writer.await;
         if !out.status.success() {

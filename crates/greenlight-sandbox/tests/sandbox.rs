@@ -984,3 +984,60 @@ async fn an_explicit_branch_and_a_non_bare_remote_work() {
     );
     s.sandbox.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_whose_path_does_not_exist_yet_fails_until_a_commit_creates_it() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (config, log) = config(&remote.repo(), &["web=apps/web", "later=apps/later"]);
+    let s = start(config, log).await;
+    let later = s.sandbox.application("later").unwrap();
+    assert_eq!(phase(&later), "Failed");
+    let message = later["status"]["operationState"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        message.contains("apps/later: app path does not exist"),
+        "{message}"
+    );
+    assert_eq!(
+        (sync_status(&later), health(&later)),
+        ("OutOfSync", "Missing")
+    );
+
+    remote.write("apps/later/d.yaml", &deployment("later", "nginx:1.27"));
+    let tip = remote.commit("create the later app");
+    let created = app_where(&s.base, "later", "created", |a| synced_at(a, &tip)).await;
+    assert_eq!(sync_status(&created), "Synced");
+    assert_eq!(history_len(&created), 1);
+    s.sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stream_speaks_server_sent_events_when_asked() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let s = start(config, log).await;
+    let response = client()
+        .get(format!("{}/api/v1/stream/applications?name=web", s.base))
+        .header("Accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut body = response.bytes_stream();
+    let mut text = String::new();
+    while !text.contains("\n\n") {
+        let chunk = tokio::time::timeout(WAIT, body.next())
+            .await
+            .expect("a frame")
+            .expect("open")
+            .unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let frame = text.split("\n\n").next().unwrap();
+    let event: Value =
+        serde_json::from_str(frame.strip_prefix("data: ").expect("an SSE data frame")).unwrap();
+    assert_eq!(event["result"]["type"], "ADDED");
+    assert_eq!(event["result"]["application"]["metadata"]["name"], "web");
+    s.sandbox.shutdown().await;
+}

@@ -118,6 +118,10 @@ pub fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(config: SandboxConfig) -> anyhow::Result<ExitCode> {
+    use tokio::signal::unix::{SignalKind, signal};
+    // Handlers first: a script may send SIGTERM as soon as it reads the listening line.
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
     let sandbox = greenlight_sandbox::start(config)
         .await
         .map_err(|e| match e {
@@ -126,9 +130,8 @@ async fn serve(config: SandboxConfig) -> anyhow::Result<ExitCode> {
         })?;
     // Scripts wait for exactly this line.
     eprintln!("sandbox listening on {}", sandbox.url());
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
+        _ = interrupt.recv() => {}
         _ = terminate.recv() => {}
     }
     sandbox.shutdown().await;
