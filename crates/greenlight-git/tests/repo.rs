@@ -263,3 +263,28 @@ fn resolve_names_commits_only() {
     let tree = git(&fx.clone_dir(), &["rev-parse", &format!("{r}^{{tree}}")]);
     assert_eq!(repo.resolve(&tree).unwrap(), None, "a tree is not a commit");
 }
+
+#[test]
+fn fetch_follows_a_rewritten_history() {
+    let fx = Fixture::build("history.sh");
+    let repo = fx.open();
+    let old_tip = repo.fetch("main").unwrap();
+    // A human rewrites main: drops R and pushes another commit instead, with --force.
+    fx.human(&["reset", "-q", "--hard", &fx.sha("M")]);
+    fx.human(&[
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "Instead of the rename",
+    ]);
+    fx.human(&["push", "-q", "--force", "origin", "main"]);
+    let new_tip = repo.fetch("main").unwrap();
+    assert_eq!(new_tip, fx.human(&["rev-parse", "HEAD"]));
+    assert_eq!(repo.is_ancestor(&old_tip, &new_tip).unwrap(), Some(false));
+    // What the new tip has and the old one lacks.
+    assert_eq!(
+        repo.new_commits(Some(&old_tip), &new_tip).unwrap(),
+        vec![new_tip.clone()]
+    );
+}
