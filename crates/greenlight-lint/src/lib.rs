@@ -1,2 +1,314 @@
 //! Rollout-safety lint for Kubernetes manifests.
+//!
+//! Owns the pipeline: inputs (files, directories, stdin) → spanned YAML documents → objects →
+//! rules → diagnostics with file, line, column and field path, after Helm `# Source:` mapping
+//! and suppression. Must never: exit the process or print (the binary does), or let one bad
+//! file stop the run.
+//!
+//! ```no_run
+//! use greenlight_lint::{Options, Source, lint};
+//! let src = Source::new("deploy.yaml".into(), std::fs::read_to_string("deploy.yaml").unwrap());
+//! let report = lint(&[src], Vec::new(), &Options::default());
+//! for d in &report.diagnostics { println!("{}:{} {}", d.location.file, d.location.line, d.message) }
+//! ```
+
+pub mod config;
+pub mod diagnostic;
+pub mod input;
+pub mod object;
+pub mod report;
+pub mod rules;
+pub mod source;
 pub mod yaml;
+
+pub use config::{FailOn, LintConfig};
+pub use diagnostic::{Diagnostic, Location, Note, ObjectRef, Related, Severity};
+pub use input::{InputError, Inputs, read_inputs};
+pub use rules::{RULES, Rule, Settings};
+pub use source::Source;
+
+use object::{Object, Workload};
+use rules::{Check, Emit, Finding};
+use std::collections::{HashMap, HashSet};
+
+/// The object annotation that suppresses rules: `"GL101,GL202 -- reason"`.
+pub const IGNORE_ANNOTATION: &str = "greenlight.dev/ignore";
+
+/// Files larger than this are reported (GL000) and not parsed: manifests are never this big,
+/// and the bound keeps memory proportional to something sane.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Rules that run (canonical IDs).
+    pub enabled: HashSet<&'static str>,
+    pub severity: HashMap<&'static str, Severity>,
+    /// Honour `greenlight.dev/ignore` annotations and `# greenlight:ignore` comments.
+    pub inline_ignores: bool,
+    pub settings: Settings,
+    pub limits: yaml::Limits,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            enabled: RULES
+                .iter()
+                .filter(|r| r.default_enabled)
+                .map(|r| r.id)
+                .collect(),
+            severity: HashMap::new(),
+            inline_ignores: true,
+            settings: Settings::default(),
+            limits: yaml::Limits::default(),
+        }
+    }
+}
+
+impl Options {
+    /// Options from a validated config plus command-line selection (which wins over the file's).
+    pub fn from_config(
+        cfg: &LintConfig,
+        cli_select: Option<Vec<&'static str>>,
+        cli_ignore: &[&'static str],
+    ) -> Options {
+        let mut o = Options::default();
+        if let Some(sel) = cli_select.or_else(|| cfg.select.clone()) {
+            o.enabled = sel.into_iter().collect();
+        }
+        o.enabled.extend(cfg.extend_select.iter().copied());
+        for id in cfg.ignore.iter().chain(cli_ignore) {
+            o.enabled.remove(id);
+        }
+        o.severity = cfg.severity.clone();
+        if let Some(v) = cfg.initial_delay_seconds {
+            o.settings.initial_delay_seconds = v;
+        }
+        if let Some(v) = cfg.strategy_max_replicas {
+            o.settings.strategy_max_replicas = v;
+        }
+        o.settings.tag_policy =
+            rules::TagPolicy::default().with_extra(cfg.mutable_tags.iter().cloned());
+        o
+    }
+}
+
+/// The outcome of a run.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub diagnostics: Vec<Diagnostic>,
+    pub notes: Vec<Note>,
+    pub files: usize,
+    pub objects: usize,
+    pub bytes: usize,
+    /// Findings silenced by an annotation or comment.
+    pub suppressed: usize,
+}
+
+impl Report {
+    pub fn count(&self, s: Severity) -> usize {
+        self.diagnostics.iter().filter(|d| d.severity == s).count()
+    }
+}
+
+/// A problem with a source that is reported as GL000 rather than parsed (not UTF-8, too big).
+pub fn unreadable_source(name: String, message: String) -> Diagnostic {
+    Diagnostic {
+        rule: rules::INVALID_YAML.id,
+        name: rules::INVALID_YAML.name,
+        severity: Severity::Error,
+        location: Location {
+            file: name,
+            line: 1,
+            column: 1,
+            end_line: 1,
+            end_column: 1,
+        },
+        object: None,
+        field: String::new(),
+        message,
+        fix: None,
+        related: Vec::new(),
+        source_line: String::new(),
+    }
+}
+
+/// Lint sources. `pre` holds diagnostics found while reading (GL000 for unreadable text).
+pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report {
+    let mut report = Report {
+        files: sources.len(),
+        ..Report::default()
+    };
+    report.diagnostics = pre
+        .into_iter()
+        .filter(|_| opts.enabled.contains(rules::INVALID_YAML.id))
+        .collect();
+    report.files += report.diagnostics.len();
+    report.bytes = sources.iter().map(|s| s.text.len()).sum();
+
+    let mut docs: Vec<Vec<yaml::Document>> = Vec::with_capacity(sources.len());
+    let mut findings: Vec<Finding> = Vec::new();
+    for (i, src) in sources.iter().enumerate() {
+        let mut ok = Vec::new();
+        for d in yaml::load_stream(&src.text, &opts.limits) {
+            match d {
+                Ok(doc) => ok.push(doc),
+                Err(e) => findings.push(Finding {
+                    rule: &rules::INVALID_YAML,
+                    source: i,
+                    span: yaml::Span { start: e.pos, end: e.pos },
+                    object: ObjectRef { api_version: String::new(), kind: String::new(), namespace: None, name: None },
+                    ignore_annotation: None,
+                    field: String::new(),
+                    message: format!("cannot read YAML: {}", e.message),
+                    fix: Some(if src.text.contains("{{") {
+                        "this looks like an unrendered template: lint the rendered output (`helm template . | greenlight lint -`)".into()
+                    } else {
+                        "fix the syntax at this line".into()
+                    }),
+                    related: Vec::new(),
+                }),
+            }
+        }
+        docs.push(ok);
+    }
+    let mut objects: Vec<Object> = Vec::new();
+    for (i, ds) in docs.iter().enumerate() {
+        for d in ds {
+            Object::collect(&d.root, i, &mut objects);
+        }
+    }
+    report.objects = objects.len();
+    let workloads: Vec<Workload> = objects.iter().filter_map(Workload::of).collect();
+
+    for rule in RULES.iter().filter(|r| opts.enabled.contains(r.id)) {
+        let mut emit = Emit::new(&opts.settings, rule);
+        match rule.check {
+            Check::Engine => {}
+            Check::Workload(f) => workloads.iter().for_each(|w| f(w, &mut emit)),
+            Check::Object(f) => objects.iter().for_each(|o| f(o, &mut emit)),
+            Check::Set(f) => f(&objects, &mut emit),
+        }
+        findings.extend(emit.findings);
+    }
+    if !opts.enabled.contains(rules::INVALID_YAML.id) {
+        findings.retain(|f| f.rule.id != rules::INVALID_YAML.id);
+    }
+
+    for f in findings {
+        let src = &sources[f.source];
+        if opts.inline_ignores && suppressed(&f, src) {
+            report.suppressed += 1;
+            continue;
+        }
+        report.diagnostics.push(to_diagnostic(f, sources, opts));
+    }
+    report.diagnostics.sort_by(|a, b| {
+        (&a.location.file, a.location.line, a.location.column, a.rule).cmp(&(
+            &b.location.file,
+            b.location.line,
+            b.location.column,
+            b.rule,
+        ))
+    });
+    report
+}
+
+fn names_rule(list: &str, rule: &Rule) -> bool {
+    list.split([',', ' '])
+        .map(str::trim)
+        .any(|id| id.eq_ignore_ascii_case(rule.id) || id == rule.name)
+}
+
+fn suppressed(f: &Finding, src: &Source) -> bool {
+    if let Some(ann) = &f.ignore_annotation {
+        let ids = ann.split(" -- ").next().unwrap_or("");
+        if names_rule(ids, f.rule) {
+            return true;
+        }
+    }
+    let line = f.span.start.line;
+    [line, line.saturating_sub(1)]
+        .into_iter()
+        .filter(|l| *l > 0)
+        .any(|l| {
+            src.ignore_comment(l).is_some_and(|c| {
+                c.ids
+                    .as_ref()
+                    .is_none_or(|ids| ids.iter().any(|id| names_rule(id, f.rule)))
+            })
+        })
+}
+
+fn location(src: &Source, span: yaml::Span) -> (Location, Option<Related>) {
+    let (start, mut end) = (span.start, span.end);
+    if end < start {
+        end = start;
+    }
+    match src.helm_origin(start.line) {
+        Some((template, line)) => {
+            let loc = Location {
+                file: template.to_string(),
+                line,
+                column: start.col,
+                end_line: line + (end.line - start.line),
+                end_column: end.col,
+            };
+            let rendered = Location {
+                file: src.name.clone(),
+                line: start.line,
+                column: start.col,
+                end_line: end.line,
+                end_column: end.col,
+            };
+            (
+                loc,
+                Some(Related {
+                    location: rendered,
+                    message: "in the rendered output".into(),
+                }),
+            )
+        }
+        None => (
+            Location {
+                file: src.name.clone(),
+                line: start.line,
+                column: start.col,
+                end_line: end.line,
+                end_column: end.col,
+            },
+            None,
+        ),
+    }
+}
+
+fn to_diagnostic(f: Finding, sources: &[Source], opts: &Options) -> Diagnostic {
+    let src = &sources[f.source];
+    let (loc, rendered) = location(src, f.span);
+    let mut related = Vec::new();
+    for (s, span, message) in f.related {
+        let (l, _) = location(&sources[s], span);
+        related.push(Related {
+            location: l,
+            message,
+        });
+    }
+    related.extend(rendered);
+    let object = (!f.object.kind.is_empty()).then_some(f.object);
+    Diagnostic {
+        rule: f.rule.id,
+        name: f.rule.name,
+        severity: opts
+            .severity
+            .get(f.rule.id)
+            .copied()
+            .unwrap_or(f.rule.severity),
+        source_line: src.line(f.span.start.line).to_string(),
+        location: loc,
+        object,
+        field: f.field,
+        message: f.message,
+        fix: f.fix,
+        related,
+    }
+}

@@ -1,14 +1,155 @@
-//! `greenlight lint`, `rules`, `explain` (owned by the lint work).
-use clap::Args;
+//! `greenlight lint`, `greenlight rules`, `greenlight explain`: the command-line edge of
+//! greenlight-lint. Owns argument parsing, the config file lookup, printing and the exit code
+//! (0 nothing reaches `--fail-on`, 1 something does, 2 usage/config errors and unreadable paths).
+//! Must never: print anything but the report on stdout (SARIF consumers parse all of it).
+
+use clap::{Args, ValueEnum};
+use greenlight_lint::{FailOn, LintConfig, Options, config, report, rules};
+use std::io::Write;
 use std::process::ExitCode;
 
-#[derive(Args)]
-pub struct LintArgs {}
-#[derive(Args)]
-pub struct RulesArgs {}
-#[derive(Args)]
-pub struct ExplainArgs {}
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+    Sarif,
+    Github,
+}
 
-pub fn run_lint(_a: LintArgs) -> anyhow::Result<ExitCode> { Err(super::usage("lint is not built yet")) }
-pub fn run_rules(_a: RulesArgs) -> anyhow::Result<ExitCode> { Err(super::usage("rules is not built yet")) }
-pub fn run_explain(_a: ExplainArgs) -> anyhow::Result<ExitCode> { Err(super::usage("explain is not built yet")) }
+#[derive(Clone, Copy, ValueEnum)]
+pub enum FailOnArg {
+    Error,
+    Warning,
+    Never,
+}
+
+#[derive(Args)]
+pub struct LintArgs {
+    /// Files, directories (recursive *.yaml, *.yml, *.json) or `-` for stdin. Default: `.`
+    pub paths: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+    /// Config file (default: `.greenlight.toml` in the current directory, when present).
+    #[arg(long)]
+    pub config: Option<String>,
+    /// Run only these rules (IDs or names, comma-separated); replaces the default set.
+    #[arg(long, value_delimiter = ',')]
+    pub select: Vec<String>,
+    /// Do not run these rules (IDs or names, comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub ignore: Vec<String>,
+    /// Lowest severity that makes the exit code 1 (default: error, or `fail-on` in the config).
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOnArg>,
+    /// Audit mode: `greenlight.dev/ignore` annotations and `# greenlight:ignore` comments do not suppress.
+    #[arg(long)]
+    pub no_inline_ignores: bool,
+}
+
+#[derive(Args)]
+pub struct RulesArgs {
+    /// Output format: a table (human) or JSON.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
+#[derive(Args)]
+pub struct ExplainArgs {
+    /// Rule ID (`GL101`) or name (`pdb-blocks-drain`).
+    pub rule: String,
+}
+
+fn rule_ids(list: &[String], flag: &str) -> anyhow::Result<Vec<&'static str>> {
+    list.iter()
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            rules::find(s).map(|r| r.id).ok_or_else(|| {
+                super::usage(format!(
+                    "{flag}: unknown rule `{s}` (see `greenlight rules`)"
+                ))
+            })
+        })
+        .collect()
+}
+
+fn load_config(explicit: Option<&str>) -> anyhow::Result<LintConfig> {
+    let (path, required) = match explicit {
+        Some(p) => (p.to_string(), true),
+        None => (".greenlight.toml".to_string(), false),
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(LintConfig::default());
+        }
+        Err(e) => return Err(super::usage(format!("cannot read config {path}: {e}"))),
+    };
+    config::parse(&path, &text).map_err(|e| super::usage(format!("invalid config: {e}")))
+}
+
+pub fn run_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
+    let cfg = load_config(a.config.as_deref())?;
+    let select = if a.select.is_empty() {
+        None
+    } else {
+        Some(rule_ids(&a.select, "--select")?)
+    };
+    let ignore = rule_ids(&a.ignore, "--ignore")?;
+    let mut opts = Options::from_config(&cfg, select, &ignore);
+    opts.inline_ignores = !a.no_inline_ignores;
+    let fail_on = match a.fail_on {
+        Some(FailOnArg::Error) => FailOn::Error,
+        Some(FailOnArg::Warning) => FailOn::Warning,
+        Some(FailOnArg::Never) => FailOn::Never,
+        None => cfg.fail_on.unwrap_or(FailOn::Error),
+    };
+    let paths = if a.paths.is_empty() {
+        vec![".".to_string()]
+    } else {
+        a.paths
+    };
+    let inputs = greenlight_lint::read_inputs(&paths, &cfg.exclude, &mut std::io::stdin().lock())
+        .map_err(|e| super::usage(e.to_string()))?;
+    let mut rep = greenlight_lint::lint(&inputs.sources, inputs.unreadable, &opts);
+    rep.notes.extend(inputs.notes);
+    let out = match a.format {
+        Format::Human => report::human(&rep),
+        Format::Json => report::json(&rep),
+        Format::Sarif => report::sarif(&rep, &std::env::current_dir()?),
+        Format::Github => report::github(&rep),
+    };
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(out.as_bytes())?;
+    stdout.flush()?;
+    let failed = rep.diagnostics.iter().any(|d| report::reaches(d, fail_on));
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn run_rules(a: RulesArgs) -> anyhow::Result<ExitCode> {
+    let out = match a.format {
+        Format::Human => report::rules_table(),
+        Format::Json => report::rules_json(),
+        Format::Sarif | Format::Github => {
+            return Err(super::usage("rules supports --format human or json"));
+        }
+    };
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_explain(a: ExplainArgs) -> anyhow::Result<ExitCode> {
+    let rule = rules::find(a.rule.trim()).ok_or_else(|| {
+        super::usage(format!(
+            "unknown rule `{}` (see `greenlight rules`)",
+            a.rule
+        ))
+    })?;
+    print!("{}", report::explain(rule));
+    Ok(ExitCode::SUCCESS)
+}

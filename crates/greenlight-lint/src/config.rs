@@ -1,0 +1,307 @@
+//! `.greenlight.toml`'s `[lint]` table: rule selection, severity overrides, thresholds, path
+//! excludes and the mutable-tag list. Parsed with spans and validated in a second step, so
+//! every error names the file, line and column of the offending value.
+//! Must never: reject tables other than `[lint]` — the same file configures other commands.
+
+use crate::diagnostic::Severity;
+use crate::rules;
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::fmt;
+use toml::Spanned;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file, self.line, self.column, self.message
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[derive(Deserialize, Default)]
+struct RawFile {
+    #[serde(default)]
+    lint: Option<RawLint>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawLint {
+    select: Option<Vec<Spanned<String>>>,
+    #[serde(default)]
+    extend_select: Vec<Spanned<String>>,
+    #[serde(default)]
+    ignore: Vec<Spanned<String>>,
+    fail_on: Option<Spanned<String>>,
+    #[serde(default)]
+    exclude: Vec<Spanned<String>>,
+    #[serde(default)]
+    mutable_tags: Vec<String>,
+    #[serde(default)]
+    severity: HashMap<String, Spanned<String>>,
+    #[serde(default)]
+    thresholds: RawThresholds,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawThresholds {
+    initial_delay_seconds: Option<Spanned<i64>>,
+    strategy_max_replicas: Option<Spanned<i64>>,
+}
+
+/// Validated `[lint]` settings. Rule IDs are canonical (`GL101`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LintConfig {
+    pub select: Option<Vec<&'static str>>,
+    pub extend_select: Vec<&'static str>,
+    pub ignore: Vec<&'static str>,
+    pub fail_on: Option<FailOn>,
+    pub exclude: Vec<String>,
+    pub mutable_tags: Vec<String>,
+    pub severity: HashMap<&'static str, Severity>,
+    pub initial_delay_seconds: Option<i64>,
+    pub strategy_max_replicas: Option<i64>,
+}
+
+/// The lowest severity that makes `greenlight lint` exit 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailOn {
+    Error,
+    Warning,
+    Never,
+}
+
+impl FailOn {
+    pub fn parse(s: &str) -> Option<FailOn> {
+        match s {
+            "error" => Some(FailOn::Error),
+            "warning" => Some(FailOn::Warning),
+            "never" => Some(FailOn::Never),
+            _ => None,
+        }
+    }
+
+    pub fn fails(self, s: Severity) -> bool {
+        match self {
+            FailOn::Error => s >= Severity::Error,
+            FailOn::Warning => s >= Severity::Warning,
+            FailOn::Never => false,
+        }
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// Parse and validate the text of a config file named `file`.
+pub fn parse(file: &str, text: &str) -> Result<LintConfig, ConfigError> {
+    let err_at = |offset: usize, message: String| {
+        let (line, column) = line_col(text, offset);
+        ConfigError {
+            file: file.to_string(),
+            line,
+            column,
+            message,
+        }
+    };
+    let raw: RawFile = toml::from_str(text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        err_at(offset, e.message().trim().to_string())
+    })?;
+    let Some(raw) = raw.lint else {
+        return Ok(LintConfig::default());
+    };
+    let rule_ids = |list: &[Spanned<String>]| -> Result<Vec<&'static str>, ConfigError> {
+        list.iter()
+            .map(|s| {
+                rules::find(s.get_ref()).map(|r| r.id).ok_or_else(|| {
+                    err_at(
+                        s.span().start,
+                        format!("unknown rule `{}` (see `greenlight rules`)", s.get_ref()),
+                    )
+                })
+            })
+            .collect()
+    };
+    let mut cfg = LintConfig {
+        select: raw.select.as_deref().map(rule_ids).transpose()?,
+        extend_select: rule_ids(&raw.extend_select)?,
+        ignore: rule_ids(&raw.ignore)?,
+        mutable_tags: raw.mutable_tags,
+        ..LintConfig::default()
+    };
+    if let Some(f) = &raw.fail_on {
+        cfg.fail_on = Some(FailOn::parse(f.get_ref()).ok_or_else(|| {
+            err_at(
+                f.span().start,
+                format!(
+                    "fail-on must be \"error\", \"warning\" or \"never\", not {:?}",
+                    f.get_ref()
+                ),
+            )
+        })?);
+    }
+    for pattern in &raw.exclude {
+        if pattern.get_ref().trim().is_empty() {
+            return Err(err_at(
+                pattern.span().start,
+                "an empty exclude pattern matches nothing".into(),
+            ));
+        }
+        cfg.exclude.push(pattern.get_ref().clone());
+    }
+    // Validate severity entries in file order so the first error reported is the first written.
+    let mut entries: Vec<(&String, &Spanned<String>)> = raw.severity.iter().collect();
+    entries.sort_by_key(|(_, v)| v.span().start);
+    for (id, value) in entries {
+        let rule = rules::find(id).ok_or_else(|| {
+            let at = text[..value.span().start]
+                .rfind(id.as_str())
+                .unwrap_or(value.span().start);
+            err_at(
+                at,
+                format!("unknown rule `{id}` in [lint.severity] (see `greenlight rules`)"),
+            )
+        })?;
+        let sev = Severity::parse(value.get_ref()).ok_or_else(|| {
+            err_at(
+                value.span().start,
+                format!(
+                    "severity must be \"error\", \"warning\" or \"info\", not {:?}",
+                    value.get_ref()
+                ),
+            )
+        })?;
+        cfg.severity.insert(rule.id, sev);
+    }
+    let positive = |v: &Option<Spanned<i64>>, name: &str| -> Result<Option<i64>, ConfigError> {
+        match v {
+            Some(s) if *s.get_ref() < 1 => {
+                Err(err_at(s.span().start, format!("{name} must be at least 1")))
+            }
+            Some(s) => Ok(Some(*s.get_ref())),
+            None => Ok(None),
+        }
+    };
+    cfg.initial_delay_seconds = positive(
+        &raw.thresholds.initial_delay_seconds,
+        "initial-delay-seconds",
+    )?;
+    cfg.strategy_max_replicas = positive(
+        &raw.thresholds.strategy_max_replicas,
+        "strategy-max-replicas",
+    )?;
+    Ok(cfg)
+}
+
+/// Whether `path` (with `/` separators) matches a glob: `*` within a segment, `**` across
+/// segments, `?` one character. A pattern without `/` matches the file name or any directory name.
+pub fn glob_match(pattern: &str, path: &str) -> bool {
+    let path = path.strip_prefix("./").unwrap_or(path);
+    let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+    if !pattern.contains('/') {
+        return path
+            .split('/')
+            .any(|seg| segment_match(pattern.as_bytes(), seg.as_bytes()));
+    }
+    let pat: Vec<&str> = pattern.trim_end_matches('/').split('/').collect();
+    let segs: Vec<&str> = path.split('/').collect();
+    // A directory pattern also matches everything under it.
+    path_match(&pat, &segs) || (0..segs.len()).any(|n| path_match(&pat, &segs[..n]))
+}
+
+fn path_match(pat: &[&str], segs: &[&str]) -> bool {
+    match pat.split_first() {
+        None => segs.is_empty(),
+        Some((&"**", rest)) => (0..=segs.len()).any(|i| path_match(rest, &segs[i..])),
+        Some((p, rest)) => {
+            !segs.is_empty()
+                && segment_match(p.as_bytes(), segs[0].as_bytes())
+                && path_match(rest, &segs[1..])
+        }
+    }
+}
+
+fn segment_match(p: &[u8], s: &[u8]) -> bool {
+    match (p.first(), s.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => {
+            segment_match(&p[1..], s) || (!s.is_empty() && segment_match(p, &s[1..]))
+        }
+        (Some(b'?'), Some(_)) => segment_match(&p[1..], &s[1..]),
+        (Some(a), Some(b)) if a == b => segment_match(&p[1..], &s[1..]),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_config() {
+        let cfg = parse(
+            ".greenlight.toml",
+            "[watch]\nanything = 1\n[lint]\nselect = [\"GL101\", \"pdb-blocks-drain\"]\nignore = [\"gl202\"]\n\
+             fail-on = \"warning\"\nexclude = [\"vendor/**\"]\nmutable-tags = [\"dev\"]\n\
+             [lint.severity]\nGL201 = \"error\"\n[lint.thresholds]\ninitial-delay-seconds = 90\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.select, Some(vec!["GL101", "GL401"]));
+        assert_eq!(cfg.ignore, vec!["GL202"]);
+        assert_eq!(cfg.fail_on, Some(FailOn::Warning));
+        assert_eq!(cfg.severity.get("GL201"), Some(&Severity::Error));
+        assert_eq!(cfg.initial_delay_seconds, Some(90));
+        assert_eq!(cfg.mutable_tags, vec!["dev".to_string()]);
+    }
+
+    #[test]
+    fn errors_point_at_the_line() {
+        let e = parse(
+            "c.toml",
+            "[lint]\nselect = [\n  \"GL101\",\n  \"GL999\",\n]\n",
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.column), (4, 3), "{e}");
+        assert!(e.message.contains("GL999"));
+        let e = parse("c.toml", "[lint]\nfail-on = \"sometimes\"\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        let e = parse("c.toml", "[lint]\nselct = []\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.to_string().starts_with("c.toml:2:"), "{e}");
+        let e = parse("c.toml", "[lint.severity]\nGL201 = \"fatal\"\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        let e = parse("c.toml", "[lint.thresholds]\ninitial-delay-seconds = 0\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        let e = parse("c.toml", "[lint\n").unwrap_err();
+        assert_eq!(e.line, 1);
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("vendor/**", "vendor/a/b.yaml"));
+        assert!(glob_match("**/testdata/**", "x/testdata/y.yaml"));
+        assert!(glob_match("*.json", "a/b/c.json"));
+        assert!(glob_match("testdata", "a/testdata/c.yaml"));
+        assert!(glob_match("deploy/*.yaml", "./deploy/a.yaml"));
+        assert!(!glob_match("deploy/*.yaml", "deploy/sub/a.yaml"));
+        assert!(glob_match("deploy", "deploy/sub/a.yaml"));
+    }
+}

@@ -1,0 +1,186 @@
+//! Finding and reading the inputs of a run: files, directories (recursive `*.yaml`, `*.yml`,
+//! `*.json`) and `-` for stdin (shown as `<stdin>`).
+//! Owns: skipping a Helm chart's unrendered `templates/` with one note, config excludes.
+//! Must never: fail the run for a file that merely is not YAML — only a path that cannot be
+//! read at all is an error (exit 2).
+
+use crate::config::glob_match;
+use crate::diagnostic::{Diagnostic, Note};
+use crate::source::Source;
+use crate::{MAX_FILE_BYTES, unreadable_source};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("`-` (stdin) may be given only once")]
+    StdinTwice,
+}
+
+/// What reading the inputs produced.
+#[derive(Debug, Default)]
+pub struct Inputs {
+    pub sources: Vec<Source>,
+    /// GL000 diagnostics for files that are not text or are too large.
+    pub unreadable: Vec<Diagnostic>,
+    pub notes: Vec<Note>,
+}
+
+fn display(p: &Path) -> String {
+    let s = p.to_string_lossy().replace('\\', "/");
+    s.strip_prefix("./").map(str::to_string).unwrap_or(s)
+}
+
+/// Read every input. `exclude` globs are matched against the displayed path.
+pub fn read_inputs(
+    paths: &[String],
+    exclude: &[String],
+    stdin: &mut dyn Read,
+) -> Result<Inputs, InputError> {
+    let mut out = Inputs::default();
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut stdin_used = false;
+    for p in paths {
+        if p == "-" {
+            if stdin_used {
+                return Err(InputError::StdinTwice);
+            }
+            stdin_used = true;
+            let mut buf = Vec::new();
+            stdin
+                .read_to_end(&mut buf)
+                .map_err(|source| InputError::Read {
+                    path: "<stdin>".into(),
+                    source,
+                })?;
+            push_text(&mut out, "<stdin>".into(), buf);
+            continue;
+        }
+        let path = PathBuf::from(p);
+        let meta = std::fs::metadata(&path).map_err(|source| InputError::Read {
+            path: p.clone(),
+            source,
+        })?;
+        if meta.is_dir() {
+            walk(&path, exclude, &mut files, &mut out.notes)?;
+        } else if !exclude.iter().any(|g| glob_match(g, &display(&path))) {
+            files.push(path);
+        }
+    }
+    for path in files {
+        let name = display(&path);
+        let meta = std::fs::metadata(&path).map_err(|source| InputError::Read {
+            path: name.clone(),
+            source,
+        })?;
+        if meta.len() > MAX_FILE_BYTES {
+            out.unreadable.push(unreadable_source(
+                name,
+                format!(
+                    "file is {} bytes, over the {} byte limit for manifests; not linted",
+                    meta.len(),
+                    MAX_FILE_BYTES
+                ),
+            ));
+            continue;
+        }
+        let bytes = std::fs::read(&path).map_err(|source| InputError::Read {
+            path: name.clone(),
+            source,
+        })?;
+        push_text(&mut out, name, bytes);
+    }
+    Ok(out)
+}
+
+fn push_text(out: &mut Inputs, name: String, bytes: Vec<u8>) {
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        out.unreadable.push(unreadable_source(
+            name,
+            format!("input is over the {MAX_FILE_BYTES} byte limit; not linted"),
+        ));
+        return;
+    }
+    match String::from_utf8(bytes) {
+        Ok(mut text) => {
+            if text.starts_with('\u{feff}') {
+                text.drain(..3);
+            }
+            out.sources.push(Source::new(name, text));
+        }
+        Err(e) => out.unreadable.push(unreadable_source(
+            name,
+            format!(
+                "not UTF-8 text (invalid byte at offset {}); not linted",
+                e.utf8_error().valid_up_to()
+            ),
+        )),
+    }
+}
+
+fn walk(
+    dir: &Path,
+    exclude: &[String],
+    files: &mut Vec<PathBuf>,
+    notes: &mut Vec<Note>,
+) -> Result<(), InputError> {
+    let rd = std::fs::read_dir(dir).map_err(|source| InputError::Read {
+        path: display(dir),
+        source,
+    })?;
+    let mut entries: Vec<(PathBuf, bool)> = Vec::new();
+    for e in rd {
+        let e = e.map_err(|source| InputError::Read {
+            path: display(dir),
+            source,
+        })?;
+        let ft = e.file_type().map_err(|source| InputError::Read {
+            path: display(&e.path()),
+            source,
+        })?;
+        let path = e.path();
+        // Follow symlinks to files, but not to directories (no cycles).
+        let is_dir = ft.is_dir();
+        let is_file = ft.is_file() || (ft.is_symlink() && path.is_file());
+        if is_dir || is_file {
+            entries.push((path, is_dir));
+        }
+    }
+    entries.sort();
+    let is_chart = dir.join("Chart.yaml").is_file();
+    for (path, is_dir) in entries {
+        let name = display(&path);
+        if exclude.iter().any(|g| glob_match(g, &name)) {
+            continue;
+        }
+        let base = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if is_dir {
+            if base == ".git" {
+                continue;
+            }
+            if base == "templates" && is_chart {
+                notes.push(Note {
+                    file: name.clone(),
+                    message: format!(
+                        "skipped {name}: an unrendered Helm chart template directory (Chart.yaml beside it); \
+                         lint the rendered output instead: `helm template {} | greenlight lint -`",
+                        display(dir)
+                    ),
+                });
+                continue;
+            }
+            walk(&path, exclude, files, notes)?;
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml" | "json")
+        ) {
+            files.push(path);
+        }
+    }
+    Ok(())
+}

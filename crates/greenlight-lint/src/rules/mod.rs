@@ -1,0 +1,313 @@
+//! The rule registry: every rule is data (ID, name, default severity, the requirement it
+//! serves, documentation in fixed sections) plus one check function, listed once in [`RULES`].
+//! `greenlight rules`, `greenlight explain`, the SARIF rule metadata and the README's rule
+//! reference are all generated from this table.
+//! Must never: read files or format output; a check only looks at objects and emits findings.
+
+mod argocd;
+mod hpa;
+mod image;
+mod pdb;
+mod probes;
+mod strategy;
+mod termination;
+
+use crate::diagnostic::Severity;
+use crate::object::{Object, Workload};
+use crate::yaml::{Node, Span};
+
+pub use image::TagPolicy;
+
+/// How a rule looks at the manifests.
+#[derive(Clone, Copy)]
+pub enum Check {
+    /// Emitted by the engine itself (syntax errors), not by a check.
+    Engine,
+    /// One workload at a time, through the normalized pod-template view.
+    Workload(fn(&Workload, &mut Emit)),
+    /// One object at a time.
+    Object(fn(&Object, &mut Emit)),
+    /// The whole set of objects (cross-object rules: a PDB against what it selects).
+    Set(fn(&[Object], &mut Emit)),
+}
+
+/// A rule's documentation, in the fixed sections `greenlight explain` prints.
+pub struct Docs {
+    pub what: &'static str,
+    pub why: &'static str,
+    pub example: &'static str,
+    pub fix: &'static str,
+}
+
+impl std::fmt::Debug for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id)
+    }
+}
+
+pub struct Rule {
+    /// `GL` + three digits; stable forever.
+    pub id: &'static str,
+    /// kebab-case, stable.
+    pub name: &'static str,
+    pub severity: Severity,
+    /// The product requirement it serves (`L1`, `T1`, `W20`).
+    pub requirement: &'static str,
+    pub default_enabled: bool,
+    /// One line, shown in `greenlight rules` and as SARIF `shortDescription`.
+    pub summary: &'static str,
+    pub docs: Docs,
+    pub check: Check,
+}
+
+pub const INVALID_YAML: Rule = Rule {
+    id: "GL000",
+    name: "invalid-yaml",
+    severity: Severity::Error,
+    requirement: "L1-L6",
+    default_enabled: true,
+    summary: "A file that should hold manifests cannot be read as YAML",
+    docs: Docs {
+        what: "Reports a YAML syntax error, a document over the alias-expansion or nesting budget, \
+               or a file that is not UTF-8, at the location where reading stopped. The rest of the \
+               file (from the next `---`) and every other file are still linted.",
+        why: "A manifest that does not parse is never applied: Argo CD reports a ComparisonError and \
+              the change you meant to ship is not shipped. Budgets keep a hostile file (an alias \
+              bomb, thousands of nested brackets) from exhausting memory or stack.",
+        example: "spec:\n  replicas: [3\n",
+        fix: "Fix the syntax at the reported line. A Helm chart's `templates/` cannot be linted \
+              unrendered: lint `helm template . | greenlight lint -` instead.",
+    },
+    check: Check::Engine,
+};
+
+/// Every rule, in ID order.
+pub static RULES: &[Rule] = &[
+    INVALID_YAML,
+    image::MUTABLE_TAG,
+    image::NOT_PINNED,
+    termination::PRESTOP_EXCEEDS_GRACE,
+    termination::PRESTOP_STOPGAP,
+    probes::INITIAL_DELAY,
+    probes::SAME_ENDPOINT,
+    strategy::IMPLICIT,
+    strategy::CANNOT_PROGRESS,
+    pdb::BLOCKS_DRAIN,
+    hpa::TARGET_SETS_REPLICAS,
+    argocd::AUTOMATED_PRUNE,
+    argocd::IMAGE_UPDATER_ARGOCD,
+];
+
+/// A rule by ID (case-insensitive) or by name.
+pub fn find(id_or_name: &str) -> Option<&'static Rule> {
+    RULES
+        .iter()
+        .find(|r| r.id.eq_ignore_ascii_case(id_or_name) || r.name == id_or_name)
+}
+
+/// Thresholds and lists the rules read; filled from defaults and `.greenlight.toml`.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// L2: `initialDelaySeconds` at or above this, with no startupProbe, is flagged.
+    pub initial_delay_seconds: i64,
+    /// L3: Deployments with at most this many replicas must declare their strategy.
+    pub strategy_max_replicas: i64,
+    /// T1: which tags count as mutable.
+    pub tag_policy: TagPolicy,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            initial_delay_seconds: 60,
+            strategy_max_replicas: 3,
+            tag_policy: TagPolicy::default(),
+        }
+    }
+}
+
+/// A finding as a check reports it: spans into the object's source, not yet a user-facing
+/// location (the engine maps Helm sections and applies suppression).
+#[derive(Debug, Clone)]
+pub struct Finding {
+    pub rule: &'static Rule,
+    pub source: usize,
+    pub span: Span,
+    pub object: crate::diagnostic::ObjectRef,
+    /// `greenlight.dev/ignore` annotation of the object, when present.
+    pub ignore_annotation: Option<String>,
+    pub field: String,
+    pub message: String,
+    pub fix: Option<String>,
+    pub related: Vec<(usize, Span, String)>,
+}
+
+/// Where checks put their findings.
+pub struct Emit<'s> {
+    pub settings: &'s Settings,
+    pub(crate) rule: &'static Rule,
+    pub(crate) findings: Vec<Finding>,
+}
+
+impl<'s> Emit<'s> {
+    pub(crate) fn new(settings: &'s Settings, rule: &'static Rule) -> Self {
+        Emit {
+            settings,
+            rule,
+            findings: Vec::new(),
+        }
+    }
+
+    /// Report a finding on `obj` at `span`; `field` is relative to the object.
+    pub fn at(&mut self, obj: &Object, span: Span, field: &str, message: String) -> &mut Finding {
+        let ignore_annotation = obj
+            .annotation(crate::IGNORE_ANNOTATION)
+            .and_then(Node::as_str)
+            .map(str::to_string);
+        self.findings.push(Finding {
+            rule: self.rule,
+            source: obj.source,
+            span,
+            object: obj.reference(),
+            ignore_annotation,
+            field: obj.path(field),
+            message,
+            fix: None,
+            related: Vec::new(),
+        });
+        self.findings.last_mut().expect("just pushed")
+    }
+}
+
+impl Finding {
+    pub fn fix(&mut self, fix: impl Into<String>) -> &mut Self {
+        self.fix = Some(fix.into());
+        self
+    }
+
+    pub fn related(&mut self, obj: &Object, span: Span, message: impl Into<String>) -> &mut Self {
+        self.related.push((obj.source, span, message.into()));
+        self
+    }
+}
+
+/// The span of a mapping entry from its key to the end of its value when that is on the same
+/// line (so the marker underlines `key: value`), else the key alone.
+pub(crate) fn entry_span(node: &Node, key: &str) -> Option<Span> {
+    let e = node.entry(key)?;
+    Some(key_value_span(&e.key, &e.value))
+}
+
+pub(crate) fn key_value_span(key: &Node, value: &Node) -> Span {
+    let end = if value.span.end.line == key.span.start.line {
+        value.span.end
+    } else {
+        key.span.end
+    };
+    Span {
+        start: key.span.start,
+        end,
+    }
+}
+
+/// The span to use for an absent field: the key of the mapping that should hold it, else the
+/// start of the object.
+pub(crate) fn holder_span(obj: &Object, keys: &[&str]) -> Span {
+    let mut node = obj.root;
+    let mut span = obj
+        .root
+        .entry("kind")
+        .map_or(obj.root.span, |e| key_value_span(&e.key, &e.value));
+    for k in keys {
+        let Some(e) = node.entry(k) else { break };
+        span = e.key.span;
+        node = &e.value;
+    }
+    span
+}
+
+/// A duration in seconds as `sleep` reads it: `45`, `1.5`, `5s`, `1m`, `2h`, `1d`.
+pub(crate) fn parse_sleep_duration(s: &str) -> Option<f64> {
+    let s = s.trim().trim_matches(['"', '\'']);
+    let (num, mult) = match s.char_indices().last()? {
+        (i, 's') => (&s[..i], 1.0),
+        (i, 'm') => (&s[..i], 60.0),
+        (i, 'h') => (&s[..i], 3600.0),
+        (i, 'd') => (&s[..i], 86400.0),
+        _ => (s, 1.0),
+    };
+    if num.is_empty() || !num.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    let v: f64 = num.parse().ok()?;
+    v.is_finite().then_some(v * mult)
+}
+
+/// Seconds shown without a trailing `.0`.
+pub(crate) fn secs(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// A Kubernetes IntOrString as written: a count or a percentage.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum IntOrPercent {
+    Int(i64),
+    Percent(i64),
+}
+
+pub(crate) fn int_or_percent(node: &Node) -> Option<IntOrPercent> {
+    let t = node.as_str()?.trim();
+    match t.strip_suffix('%') {
+        Some(p) => p.trim().parse().ok().map(IntOrPercent::Percent),
+        None => t.parse().ok().map(IntOrPercent::Int),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_sorted_and_documented() {
+        for pair in RULES.windows(2) {
+            assert!(
+                pair[0].id < pair[1].id,
+                "{} before {}",
+                pair[0].id,
+                pair[1].id
+            );
+        }
+        for r in RULES {
+            assert!(r.id.len() == 5 && r.id.starts_with("GL"), "{}", r.id);
+            assert!(
+                r.name.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
+                "{}",
+                r.name
+            );
+            for s in [
+                r.summary,
+                r.docs.what,
+                r.docs.why,
+                r.docs.example,
+                r.docs.fix,
+            ] {
+                assert!(!s.trim().is_empty(), "{} has an empty doc section", r.id);
+            }
+            assert!(!r.requirement.is_empty());
+        }
+    }
+
+    #[test]
+    fn sleep_durations() {
+        assert_eq!(parse_sleep_duration("45"), Some(45.0));
+        assert_eq!(parse_sleep_duration("5s"), Some(5.0));
+        assert_eq!(parse_sleep_duration("1m"), Some(60.0));
+        assert_eq!(parse_sleep_duration("1.5"), Some(1.5));
+        assert_eq!(parse_sleep_duration("$DELAY"), None);
+        assert_eq!(parse_sleep_duration("infinity"), None);
+    }
+}
