@@ -15,7 +15,6 @@ pub fn parse(message: &str) -> Vec<(String, String)> {
     let lines: Vec<&str> = message
         .split('\n')
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
-        .filter(|l| !l.starts_with('#'))
         .collect();
     // The patch divider ends the message proper.
     let end = lines
@@ -23,18 +22,23 @@ pub fn parse(message: &str) -> Vec<(String, String)> {
         .position(|l| *l == "---" || l.starts_with("--- ") || l.starts_with("---\t"))
         .unwrap_or(lines.len());
     let lines = &lines[..end];
+    let is_comment = |l: &str| l.starts_with('#');
 
-    // Last paragraph: trailing blank lines skipped, then back to the previous blank line.
+    // Last paragraph: trailing blank and comment lines skipped, then back to the previous blank line.
     let mut last = lines.len();
-    while last > 0 && lines[last - 1].trim().is_empty() {
+    while last > 0 && (lines[last - 1].trim().is_empty() || is_comment(lines[last - 1])) {
         last -= 1;
     }
     let mut first = last;
     while first > 0 && !lines[first - 1].trim().is_empty() {
         first -= 1;
     }
-    // The subject paragraph (nothing but blank lines before it) is never a trailer block.
-    if first == last || lines[..first].iter().all(|l| l.trim().is_empty()) {
+    // The subject paragraph (nothing but blank or comment lines before it) is never a trailer block.
+    if first == last
+        || lines[..first]
+            .iter()
+            .all(|l| l.trim().is_empty() || is_comment(l))
+    {
         return Vec::new();
     }
     let block = &lines[first..last];
@@ -46,6 +50,11 @@ pub fn parse(message: &str) -> Vec<(String, String)> {
     // Whether the previous line was a trailer, so a continuation line extends it.
     let mut in_trailer = false;
     for line in block {
+        if is_comment(line) {
+            // Ignored, but it ends the trailer above: a continuation below it is not one.
+            in_trailer = false;
+            continue;
+        }
         if line.starts_with(' ') || line.starts_with('\t') {
             if in_trailer {
                 if let Some(last) = trailers.last_mut() {
@@ -64,6 +73,12 @@ pub fn parse(message: &str) -> Vec<(String, String)> {
         }
         if GIT_GENERATED.iter().any(|p| line.starts_with(p)) {
             has_git_generated = true;
+            // `(cherry picked from commit …)` counts as a trailer line without being a `Token: value`.
+            if split_trailer(line).is_none() {
+                trailer_lines += 1;
+                in_trailer = false;
+                continue;
+            }
         }
         match split_trailer(line) {
             Some((token, value)) => {
@@ -78,7 +93,7 @@ pub fn parse(message: &str) -> Vec<(String, String)> {
         }
     }
     let total = trailer_lines + non_trailer_lines;
-    let accepted = trailer_lines > 0
+    let accepted = !trailers.is_empty()
         && (non_trailer_lines == 0 || (has_git_generated && trailer_lines * 4 >= total));
     if accepted { trailers } else { Vec::new() }
 }
@@ -92,10 +107,7 @@ fn split_trailer(line: &str) -> Option<(&str, &str)> {
     if token.is_empty() || token.contains(|c: char| c.is_whitespace()) {
         return None;
     }
-    if !token
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
+    if !token.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
         return None;
     }
     Some((token, line[colon + 1..].trim()))

@@ -170,16 +170,7 @@ fn git_trailers(message: &str) -> Vec<(String, String)> {
 /// Cases where `greenlight_core::trailer::parse` and git disagree today, reported to the
 /// core's owner rather than fixed here. The test fails on any other disagreement, and also
 /// when a case listed here starts agreeing (then remove it from this list).
-const KNOWN_DISAGREEMENTS: &[&str] = &[
-    // git counts lines below a comment line as non-trailer lines; core drops comment lines
-    // first and so folds the continuation into the trailer above the comment.
-    "a continuation line after a comment line",
-    // git counts `(cherry picked from commit …)` as a trailer line (2 of 7 ≥ 25%); core
-    // counts it as a non-trailer line (1 of 7 < 25%).
-    "the cherry-pick line counts as a trailer line for the 25% rule",
-    // git's token characters are ASCII letters, digits and '-'; core also accepts '_'.
-    "an underscore in the token",
-];
+const KNOWN_DISAGREEMENTS: &[&str] = &[];
 
 #[test]
 fn greenlight_parses_trailers_as_git_does() {
