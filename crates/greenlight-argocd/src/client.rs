@@ -47,7 +47,7 @@ pub enum ArgoError {
     Transport { endpoint: String, what: String },
     #[error("GET {endpoint}: no response within {}", humantime::format_duration(*after))]
     Timeout { endpoint: String, after: Duration },
-    #[error("GET {endpoint}: HTTP {status}{}{}", colon(message), hint(*status))]
+    #[error("GET {endpoint}: HTTP {status}{}{}{}", reason(*status), colon(message), hint(*status))]
     Status {
         endpoint: String,
         status: u16,
@@ -69,6 +69,14 @@ fn colon(message: &str) -> String {
     } else {
         format!(": {message}")
     }
+}
+
+fn reason(status: u16) -> String {
+    StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .map(|r| format!(" {r}"))
+        .unwrap_or_default()
 }
 
 fn hint(status: u16) -> &'static str {
@@ -302,6 +310,10 @@ impl ArgoClient {
         match tokio::time::timeout(after, client.get(url).send()).await {
             Err(_) => Err(ArgoError::Timeout { endpoint, after }),
             Ok(Err(e)) if e.is_timeout() => Err(ArgoError::Timeout { endpoint, after }),
+            Ok(Err(e)) if e.is_connect() => Err(ArgoError::Transport {
+                endpoint,
+                what: format!("cannot connect: {}", innermost(&e)),
+            }),
             Ok(Err(e)) => Err(ArgoError::Transport {
                 endpoint,
                 what: chain(&e.without_url()),
@@ -332,12 +344,6 @@ impl ArgoClient {
         if let Some(Token(t)) = &self.token {
             message = message.replace(t.as_str(), "<redacted>");
         }
-        let reason = status.canonical_reason().unwrap_or("");
-        let message = match (reason.is_empty(), message.is_empty()) {
-            (true, _) => message,
-            (false, true) => reason.to_string(),
-            (false, false) => format!("{reason}: {message}"),
-        };
         Err(ArgoError::Status {
             endpoint: endpoint.to_string(),
             status: status.as_u16(),
@@ -411,6 +417,15 @@ fn redact_userinfo(url: &str) -> String {
         }
         None => url.to_string(),
     }
+}
+
+/// The root cause ("Connection refused (os error 111)"), which is what a person can act on.
+fn innermost(e: &dyn std::error::Error) -> String {
+    let mut cur = e;
+    while let Some(s) = cur.source() {
+        cur = s;
+    }
+    cur.to_string()
 }
 
 /// An error and its causes in one line: "error sending request: connection refused".

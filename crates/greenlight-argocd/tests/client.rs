@@ -1,0 +1,528 @@
+//! The REST client against a small Argo CD-shaped server on 127.0.0.1 (axum), written here so
+//! that every answer — malformed items, 404s, 401/503, a stream that breaks — is under the
+//! test's control. Waits are bounded by timeouts; nothing sleeps hoping for an event.
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use futures_util::StreamExt;
+use greenlight_argocd::{ArgoClient, ArgoError, ClientOptions, EventKind, StreamEvent};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+const TOKEN: &str = "eyJhbGciOiJIUzI1NiJ9.s3cret-argocd-token";
+const WAIT: Duration = Duration::from_secs(10);
+
+fn provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+fn fixture(name: &str) -> serde_json::Value {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn app_json(name: &str) -> serde_json::Value {
+    let mut v = fixture("synced-healthy.json");
+    v["metadata"]["name"] = name.into();
+    v
+}
+
+type Chunks = mpsc::UnboundedReceiver<Result<String, std::io::Error>>;
+
+#[derive(Default)]
+struct Fake {
+    /// Every Authorization header received, in order (`None` when absent).
+    auth: Mutex<Vec<Option<String>>>,
+    /// Every query string received for a single app.
+    queries: Mutex<Vec<HashMap<String, String>>>,
+    /// The body of the next stream request, fed by the test.
+    stream: Mutex<Option<Chunks>>,
+    /// When set, every /api route answers this.
+    fail_with: Mutex<Option<(StatusCode, String)>>,
+}
+
+type Shared = Arc<Fake>;
+
+fn argo_error(status: StatusCode, message: &str, code: u32) -> Response {
+    let body = serde_json::json!({"error": message, "code": code, "message": message});
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// Records the token and enforces it, as Argo CD does.
+fn gate(fake: &Fake, headers: &HeaderMap) -> Option<Response> {
+    let auth = headers
+        .get(header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap().to_string());
+    fake.auth.lock().unwrap().push(auth.clone());
+    if let Some((status, body)) = fake.fail_with.lock().unwrap().clone() {
+        return Some((status, body).into_response());
+    }
+    if auth.as_deref() != Some(&format!("Bearer {TOKEN}")) {
+        return Some(argo_error(
+            StatusCode::UNAUTHORIZED,
+            "invalid session: token signature is invalid",
+            16,
+        ));
+    }
+    None
+}
+
+async fn list(State(fake): State<Shared>, headers: HeaderMap) -> Response {
+    if let Some(r) = gate(&fake, &headers) {
+        return r;
+    }
+    let mut bad = app_json("broken");
+    bad["status"]["history"][0]["id"] = "eight".into();
+    let body = serde_json::json!({
+        "metadata": {"resourceVersion": "184467"},
+        "items": [app_json("web"), bad, app_json("api")]
+    });
+    axum::Json(body).into_response()
+}
+
+async fn one(
+    State(fake): State<Shared>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(r) = gate(&fake, &headers) {
+        return r;
+    }
+    fake.queries.lock().unwrap().push(q.clone());
+    let in_argocd = q.get("appNamespace").is_none_or(|ns| ns == "argocd");
+    match name.as_str() {
+        "web" | "with space" if in_argocd => axum::Json(app_json(&name)).into_response(),
+        "malformed" => {
+            let mut v = app_json("malformed");
+            v["status"]["operationState"]["startedAt"] = serde_json::json!(17);
+            axum::Json(v).into_response()
+        }
+        _ => argo_error(
+            StatusCode::NOT_FOUND,
+            &format!("applications.argoproj.io \"{name}\" not found"),
+            5,
+        ),
+    }
+}
+
+async fn tree(
+    State(fake): State<Shared>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
+    if let Some(r) = gate(&fake, &headers) {
+        return r;
+    }
+    if name == "nav-canary" {
+        axum::Json(fixture("apptree-resource-tree.json")).into_response()
+    } else {
+        argo_error(StatusCode::NOT_FOUND, "not found", 5)
+    }
+}
+
+async fn stream(State(fake): State<Shared>, headers: HeaderMap) -> Response {
+    if let Some(r) = gate(&fake, &headers) {
+        return r;
+    }
+    let Some(rx) = fake.stream.lock().unwrap().take() else {
+        return argo_error(StatusCode::SERVICE_UNAVAILABLE, "no stream prepared", 14);
+    };
+    let chunks =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from_stream(chunks))
+        .unwrap()
+}
+
+/// A route that never answers, for timeouts.
+async fn hang() -> Response {
+    std::future::pending::<()>().await;
+    unreachable!()
+}
+
+async fn serve(fake: Shared) -> SocketAddr {
+    let app = Router::new()
+        .route("/api/v1/applications", get(list))
+        .route("/api/v1/applications/{name}", get(one))
+        .route("/api/v1/applications/{name}/resource-tree", get(tree))
+        .route("/api/v1/stream/applications", get(stream))
+        .route("/slow/api/v1/applications/{name}", get(hang))
+        .with_state(fake);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+async fn setup() -> (Shared, String, ArgoClient) {
+    provider();
+    let fake: Shared = Arc::default();
+    let addr = serve(fake.clone()).await;
+    let base = format!("http://{addr}");
+    let client = ArgoClient::new(&base, Some(TOKEN.to_string())).unwrap();
+    (fake, base, client)
+}
+
+fn assert_no_token(text: &str) {
+    assert!(!text.contains("s3cret"), "the token leaked: {text}");
+}
+
+#[tokio::test]
+async fn list_reports_a_malformed_item_in_place_and_keeps_the_others() {
+    let (fake, base, client) = setup().await;
+    let items = client.list().await.unwrap();
+    assert_eq!(items.len(), 3);
+    assert_eq!(items[0].as_ref().unwrap().metadata.name, "web");
+    assert_eq!(items[2].as_ref().unwrap().metadata.name, "api");
+    let err = items[1].as_ref().unwrap_err();
+    assert_eq!(err.index, 1);
+    assert_eq!(err.name.as_deref(), Some("broken"));
+    assert_eq!(err.error.path, "status.history[0].id");
+    assert_eq!(
+        err.to_string().split(':').next().unwrap(),
+        "items[1] (application \"broken\")"
+    );
+    assert!(
+        err.to_string().contains("`items[1].status.history[0].id`"),
+        "{err}"
+    );
+    // The token went out as a bearer token.
+    assert_eq!(
+        fake.auth.lock().unwrap().as_slice(),
+        &[Some(format!("Bearer {TOKEN}"))]
+    );
+    let _ = base;
+}
+
+#[tokio::test]
+async fn list_with_null_items_is_empty() {
+    provider();
+    let app = Router::new().route(
+        "/api/v1/applications",
+        get(|| async {
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                r#"{"metadata":{},"items":null}"#,
+            )
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let client = ArgoClient::new(&format!("http://{addr}"), None).unwrap();
+    assert!(client.list().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn get_finds_an_app_and_404_is_none() {
+    let (fake, base, client) = setup().await;
+    let app = client.get("argocd", "web").await.unwrap().unwrap();
+    assert_eq!(app.metadata.name, "web");
+    assert_eq!(app.status.sync.status, "Synced");
+    // Names are one path segment, however they are spelled.
+    assert_eq!(
+        client
+            .get("", "with space")
+            .await
+            .unwrap()
+            .unwrap()
+            .metadata
+            .name,
+        "with space"
+    );
+    assert!(client.get("argocd", "nope").await.unwrap().is_none());
+    assert!(
+        client.get("other-ns", "web").await.unwrap().is_none(),
+        "appNamespace is sent"
+    );
+    let queries = fake.queries.lock().unwrap().clone();
+    assert_eq!(
+        queries[0].get("appNamespace").map(String::as_str),
+        Some("argocd")
+    );
+    assert_eq!(
+        queries[1].get("appNamespace"),
+        None,
+        "an empty namespace is left out"
+    );
+    let _ = base;
+}
+
+#[tokio::test]
+async fn a_malformed_app_names_the_json_path_and_endpoint() {
+    let (_, base, client) = setup().await;
+    let err = client.get("argocd", "malformed").await.unwrap_err();
+    match &err {
+        ArgoError::Decode { endpoint, path, .. } => {
+            assert_eq!(
+                endpoint,
+                &format!("{base}/api/v1/applications/malformed?appNamespace=argocd")
+            );
+            assert_eq!(path, "status.operationState.startedAt");
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[tokio::test]
+async fn resource_tree_and_its_404() {
+    let (_, _, client) = setup().await;
+    let tree = client
+        .resource_tree("argocd", "nav-canary")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(tree.nodes.len(), 6);
+    assert!(
+        tree.nodes
+            .iter()
+            .any(|n| n.kind == "Pod" && !n.parent_refs.is_empty())
+    );
+    assert!(
+        client
+            .resource_tree("argocd", "nope")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_or_missing_token_is_401_with_argo_cds_message() {
+    provider();
+    let fake: Shared = Arc::default();
+    let addr = serve(fake.clone()).await;
+    let base = format!("http://{addr}");
+    for token in [Some("wrong-s3cret".to_string()), None] {
+        let client = ArgoClient::new(&base, token).unwrap();
+        let err = client.get("argocd", "web").await.unwrap_err();
+        assert_eq!(err.http_status(), Some(401));
+        let text = err.to_string();
+        assert_eq!(
+            text,
+            format!(
+                "GET {base}/api/v1/applications/web?appNamespace=argocd: HTTP 401 Unauthorized: \
+                 invalid session: token signature is invalid (the API token is missing, expired or wrong)"
+            )
+        );
+        assert_no_token(&text);
+        assert_no_token(&format!("{err:?}"));
+    }
+    let seen = fake.auth.lock().unwrap().clone();
+    assert_eq!(seen, vec![Some("Bearer wrong-s3cret".to_string()), None]);
+}
+
+#[tokio::test]
+async fn a_503_says_what_the_server_said() {
+    let (fake, base, client) = setup().await;
+    *fake.fail_with.lock().unwrap() = Some((
+        StatusCode::SERVICE_UNAVAILABLE,
+        "upstream connect error or disconnect/reset before headers".into(),
+    ));
+    for err in [
+        client.list().await.unwrap_err(),
+        client.get("argocd", "web").await.unwrap_err(),
+        client.resource_tree("argocd", "web").await.unwrap_err(),
+        client.stream().await.map(|_| ()).unwrap_err(),
+    ] {
+        assert_eq!(err.http_status(), Some(503), "{err}");
+        let text = err.to_string();
+        assert!(text.starts_with(&format!("GET {base}/api/v1/")), "{text}");
+        assert!(
+            text.contains("HTTP 503 Service Unavailable: upstream connect error"),
+            "{text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_does_not_answer_times_out() {
+    let (_, base, _) = setup().await;
+    let opts = ClientOptions {
+        connect_timeout: Duration::from_secs(2),
+        request_timeout: Duration::from_millis(300),
+    };
+    let client = ArgoClient::with_options(&format!("{base}/slow"), None, opts).unwrap();
+    let started = std::time::Instant::now();
+    let err = tokio::time::timeout(WAIT, client.get("argocd", "web"))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, ArgoError::Timeout { .. }), "{err}");
+    assert!(
+        err.to_string().contains("no response within 300ms"),
+        "{err}"
+    );
+    assert!(started.elapsed() < WAIT);
+}
+
+#[tokio::test]
+async fn nothing_listening_is_a_transport_error_naming_the_endpoint() {
+    provider();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let client = ArgoClient::new(&format!("http://{addr}"), Some(TOKEN.into())).unwrap();
+    let err = client.list().await.unwrap_err();
+    assert!(matches!(err, ArgoError::Transport { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!("GET http://{addr}/api/v1/applications: ")),
+        "{text}"
+    );
+    assert!(
+        text.contains("cannot connect: Connection refused"),
+        "{text}"
+    );
+    assert_no_token(&text);
+}
+
+async fn next_item(
+    s: &mut (impl futures_util::Stream<Item = Result<StreamEvent, ArgoError>> + Unpin),
+) -> Option<Result<StreamEvent, ArgoError>> {
+    tokio::time::timeout(WAIT, s.next())
+        .await
+        .expect("the stream produced nothing in time")
+}
+
+fn line(kind: &str, name: &str) -> String {
+    serde_json::json!({"result": {"type": kind, "application": app_json(name)}}).to_string() + "\n"
+}
+
+#[tokio::test]
+async fn stream_events_errors_and_the_end() {
+    let (fake, _, client) = setup().await;
+    let (tx, rx) = mpsc::unbounded_channel();
+    *fake.stream.lock().unwrap() = Some(rx);
+    let mut events = Box::pin(client.stream().await.unwrap());
+
+    tx.send(Ok(line("ADDED", "web"))).unwrap();
+    let e = next_item(&mut events).await.unwrap().unwrap();
+    assert_eq!(
+        (e.kind, e.application.metadata.name.as_str()),
+        (EventKind::Added, "web")
+    );
+
+    // One message split across chunks, a keepalive, and two messages in one chunk.
+    let modified = line("MODIFIED", "api");
+    let (a, b) = modified.split_at(modified.len() / 2);
+    tx.send(Ok(a.to_string())).unwrap();
+    tx.send(Ok(format!(
+        "{b}\n{}{}",
+        line("MODIFIED", "web"),
+        line("BOOKMARK", "x")
+    )))
+    .unwrap();
+    let e = next_item(&mut events).await.unwrap().unwrap();
+    assert_eq!(
+        (e.kind, e.application.metadata.name.as_str()),
+        (EventKind::Modified, "api")
+    );
+    let e = next_item(&mut events).await.unwrap().unwrap();
+    assert_eq!(
+        (e.kind, e.application.metadata.name.as_str()),
+        (EventKind::Modified, "web")
+    );
+    let e = next_item(&mut events).await.unwrap().unwrap();
+    assert_eq!(e.kind, EventKind::Other("BOOKMARK".into()));
+
+    // Argo CD reports an error in the stream; the stream goes on.
+    tx.send(Ok(
+        r#"{"error":{"grpc_code":2,"http_code":500,"message":"application controller is unreachable","http_status":"Internal Server Error"}}"#
+            .to_string()
+            + "\n",
+    ))
+    .unwrap();
+    match next_item(&mut events).await.unwrap().unwrap_err() {
+        ArgoError::Stream { message, .. } => {
+            assert_eq!(message, "application controller is unreachable")
+        }
+        other => panic!("{other}"),
+    }
+
+    // A malformed application is an error item, and the next event still arrives.
+    let mut bad = app_json("bad");
+    bad["spec"]["sources"] = serde_json::json!({"not": "a list"});
+    tx.send(Ok(
+        serde_json::json!({"result": {"type": "MODIFIED", "application": bad}}).to_string() + "\n",
+    ))
+    .unwrap();
+    match next_item(&mut events).await.unwrap().unwrap_err() {
+        ArgoError::Decode { path, .. } => assert_eq!(path, "result.application.spec.sources"),
+        other => panic!("{other}"),
+    }
+
+    // The last message without a trailing newline, then the server closes: the end.
+    let last = line("DELETED", "api");
+    tx.send(Ok(last.trim_end().to_string())).unwrap();
+    drop(tx);
+    let e = next_item(&mut events).await.unwrap().unwrap();
+    assert_eq!(
+        (e.kind, e.application.metadata.name.as_str()),
+        (EventKind::Deleted, "api")
+    );
+    assert!(
+        next_item(&mut events).await.is_none(),
+        "the server closed: the stream ends"
+    );
+    assert_eq!(
+        fake.auth.lock().unwrap().last().cloned().flatten(),
+        Some(format!("Bearer {TOKEN}"))
+    );
+}
+
+#[tokio::test]
+async fn a_broken_stream_ends_with_an_error() {
+    let (fake, _, client) = setup().await;
+    let (tx, rx) = mpsc::unbounded_channel();
+    *fake.stream.lock().unwrap() = Some(rx);
+    let mut events = Box::pin(client.stream().await.unwrap());
+    tx.send(Ok(line("ADDED", "web"))).unwrap();
+    assert!(next_item(&mut events).await.unwrap().is_ok());
+    // Half a message, then the connection is cut.
+    tx.send(Ok(r#"{"result":{"type":"MODIFIED","appli"#.to_string()))
+        .unwrap();
+    tx.send(Err(std::io::Error::other("cut"))).unwrap();
+    let err = next_item(&mut events).await.unwrap().unwrap_err();
+    assert!(matches!(err, ArgoError::Transport { .. }), "{err}");
+    assert!(err.to_string().contains("the stream broke"), "{err}");
+    assert!(next_item(&mut events).await.is_none());
+}
+
+#[tokio::test]
+async fn an_idle_stream_is_not_timed_out() {
+    provider();
+    let fake: Shared = Arc::default();
+    let addr = serve(fake.clone()).await;
+    let opts = ClientOptions {
+        connect_timeout: Duration::from_secs(2),
+        request_timeout: Duration::from_millis(200),
+    };
+    let client =
+        ArgoClient::with_options(&format!("http://{addr}"), Some(TOKEN.into()), opts).unwrap();
+    let (tx, rx) = mpsc::unbounded_channel();
+    *fake.stream.lock().unwrap() = Some(rx);
+    let mut events = Box::pin(client.stream().await.unwrap());
+    tx.send(Ok(line("ADDED", "web"))).unwrap();
+    assert!(next_item(&mut events).await.unwrap().is_ok());
+    // Silence for three request timeouts: Argo CD's plain stream sends nothing while nothing
+    // changes, and that is not a failure.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    tx.send(Ok(line("MODIFIED", "web"))).unwrap();
+    let e = next_item(&mut events).await.unwrap().unwrap();
+    assert_eq!(e.kind, EventKind::Modified);
+}
