@@ -217,7 +217,7 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
 fn names_rule(list: &str, rule: &Rule) -> bool {
     list.split([',', ' '])
         .map(str::trim)
-        .any(|id| id.eq_ignore_ascii_case(rule.id) || id == rule.name)
+        .any(|id| id.eq_ignore_ascii_case(rule.id) || id.eq_ignore_ascii_case(rule.name))
 }
 
 fn suppressed(f: &Finding, src: &Source) -> bool {

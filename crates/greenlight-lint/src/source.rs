@@ -87,7 +87,7 @@ impl Source {
             .split([',', ' '])
             .map(str::trim)
             .filter(|s| !s.is_empty())
-            .map(str::to_ascii_uppercase)
+            .map(str::to_string)
             .collect();
         Some(IgnoreComment { ids: Some(ids) })
     }
@@ -117,7 +117,7 @@ mod tests {
         );
         assert_eq!(
             s.ignore_comment(1).unwrap().ids,
-            Some(vec!["GL101".into(), "GL102".into()])
+            Some(vec!["GL101".into(), "gl102".into()])
         );
         assert_eq!(s.ignore_comment(2).unwrap().ids, None);
         assert_eq!(s.ignore_comment(3), None);

@@ -1,0 +1,350 @@
+//! The pipeline around the rules: suppression, Helm `# Source:` mapping, `List`s, syntax-error
+//! recovery, non-Kubernetes YAML, hostile input, directory walking and the Helm `templates/` skip.
+
+mod common;
+
+use common::render;
+use greenlight_lint::{Options, Report, Severity, Source, lint, read_inputs};
+
+const DEPLOY: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  annotations:
+    greenlight.dev/ignore: \"GL001 -- CI pins the digest at deploy time\"
+spec:
+  replicas: 2
+  template:
+    spec:
+      containers:
+      - name: web
+        image: web:latest
+";
+
+fn run(name: &str, text: &str, opts: &Options) -> Report {
+    lint(&[Source::new(name.into(), text.into())], Vec::new(), opts)
+}
+
+fn rules(r: &Report) -> Vec<&'static str> {
+    r.diagnostics.iter().map(|d| d.rule).collect()
+}
+
+#[test]
+fn annotation_suppresses_named_rules_only_and_audit_mode_ignores_it() {
+    let r = run("d.yaml", DEPLOY, &Options::default());
+    assert_eq!(rules(&r), vec!["GL301"]);
+    assert_eq!(r.suppressed, 1);
+    let audit = Options {
+        inline_ignores: false,
+        ..Options::default()
+    };
+    let r = run("d.yaml", DEPLOY, &audit);
+    assert_eq!(rules(&r), vec!["GL301", "GL001"]);
+    assert_eq!(r.suppressed, 0);
+}
+
+#[test]
+fn comments_suppress_on_the_line_and_the_line_above() {
+    let base = DEPLOY.replace(
+        "    greenlight.dev/ignore: \"GL001 -- CI pins the digest at deploy time\"\n",
+        "    x: y\n",
+    );
+    let same_line = base.replace(
+        "image: web:latest",
+        "image: web:latest # greenlight:ignore GL001",
+    );
+    assert_eq!(
+        rules(&run("d.yaml", &same_line, &Options::default())),
+        vec!["GL301"]
+    );
+    let above = base.replace(
+        "        image: web:latest",
+        "        # greenlight:ignore mutable-image-tag -- pinned later\n        image: web:latest",
+    );
+    assert_eq!(
+        rules(&run("d.yaml", &above, &Options::default())),
+        vec!["GL301"]
+    );
+    let other_rule = base.replace(
+        "image: web:latest",
+        "image: web:latest # greenlight:ignore GL101",
+    );
+    assert_eq!(
+        rules(&run("d.yaml", &other_rule, &Options::default())),
+        vec!["GL301", "GL001"]
+    );
+    let two_above = base.replace(
+        "        image: web:latest",
+        "        # greenlight:ignore GL001\n\n        image: web:latest",
+    );
+    assert_eq!(
+        rules(&run("d.yaml", &two_above, &Options::default())),
+        vec!["GL301", "GL001"]
+    );
+    let audit = Options {
+        inline_ignores: false,
+        ..Options::default()
+    };
+    assert_eq!(
+        rules(&run("d.yaml", &same_line, &audit)),
+        vec!["GL301", "GL001"]
+    );
+}
+
+const HELM: &str = "---
+# Source: shop/templates/pdb.yaml
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: web
+spec:
+  minAvailable: 1
+  selector:
+    matchLabels: {app: web}
+---
+# Source: shop/templates/deployment.yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  strategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: registry.example/web:1.0.0
+";
+
+#[test]
+fn helm_source_sections_name_the_template_and_keep_the_rendered_line() {
+    let r = run("<stdin>", HELM, &Options::default());
+    insta::assert_snapshot!(render(&r), @r"
+    shop/templates/pdb.yaml:6:3-6:18 GL401 error [PodDisruptionBudget web] spec.minAvailable
+      PodDisruptionBudget requires minAvailable 1 but its selector matches only 1 replica(s): no eviction is ever allowed, so every drain of a node running these pods hangs
+      fix: use `maxUnavailable: 1`, or run more than 1 replicas
+      related shop/templates/deployment.yaml:6:3: Deployment web has 1 replica(s)
+      related <stdin>:8:3: in the rendered output
+    ");
+    assert_eq!(r.diagnostics[0].source_line, "  minAvailable: 1");
+}
+
+#[test]
+fn list_items_are_objects_with_indexed_paths() {
+    let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n\
+                - apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec:\n    containers:\n    - {name: a, image: nginx}\n";
+    let r = run("list.yaml", text, &Options::default());
+    assert_eq!(r.objects, 2);
+    assert_eq!(rules(&r), vec!["GL001"]);
+    assert_eq!(r.diagnostics[0].field, "items[1].spec.containers[0].image");
+    assert_eq!(
+        (
+            r.diagnostics[0].location.line,
+            r.diagnostics[0].location.column
+        ),
+        (12, 17)
+    );
+}
+
+#[test]
+fn a_syntax_error_is_one_diagnostic_and_the_run_goes_on() {
+    let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: a, image: 'a:1'}]}\n---\n\
+                apiVersion: v1\nkind: Pod\nmetadata: {name: broken\nspec: {}\n---\n\
+                apiVersion: v1\nkind: Pod\nmetadata: {name: c}\nspec: {containers: [{name: c, image: nginx}]}\n";
+    let r = run("multi.yaml", text, &Options::default());
+    assert_eq!(rules(&r), vec!["GL000", "GL001"], "{}", render(&r));
+    let err = &r.diagnostics[0];
+    assert_eq!(err.severity, Severity::Error);
+    assert!((8..=10).contains(&err.location.line), "{}", render(&r));
+    assert_eq!(r.diagnostics[1].location.line, 14);
+}
+
+#[test]
+fn non_kubernetes_yaml_and_unexamined_kinds_are_silent() {
+    let ci = "name: CI\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n    - uses: actions/checkout@v4\n";
+    let values = "image:\n  repository: nginx\n  tag: latest\nreplicaCount: 1\n";
+    let svc = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80}]}\n";
+    for t in [
+        ci,
+        values,
+        svc,
+        "",
+        "---\n",
+        "# only a comment\n",
+        "just a string\n",
+        "[1, 2]\n",
+    ] {
+        let r = run("x.yaml", t, &Options::default());
+        assert!(r.diagnostics.is_empty(), "{t:?}: {}", render(&r));
+    }
+}
+
+#[test]
+fn an_unrendered_template_gets_a_hint_to_render_it() {
+    let text = "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - image: {{ .Values.image }}:{{ .Values.tag }}\n";
+    let r = run("t.yaml", text, &Options::default());
+    assert_eq!(rules(&r), vec!["GL000"]);
+    assert!(
+        r.diagnostics[0]
+            .fix
+            .as_deref()
+            .unwrap_or("")
+            .contains("helm template")
+    );
+}
+
+#[test]
+fn hostile_input_is_bounded() {
+    // Billion laughs: 10^9 nodes if expanded; the budget stops it at once.
+    let mut bomb = String::from(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lol}\ndata:\n  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+    );
+    for i in 1..10 {
+        bomb.push_str(&format!(
+            "  a{i}: &a{i} [{}]\n",
+            vec![format!("*a{}", i - 1); 9].join(", ")
+        ));
+    }
+    let started = std::time::Instant::now();
+    let r = run("bomb.yaml", &bomb, &Options::default());
+    assert_eq!(rules(&r), vec!["GL000"]);
+    assert!(
+        r.diagnostics[0].message.contains("alias expansion"),
+        "{}",
+        render(&r)
+    );
+    assert!(
+        started.elapsed().as_secs() < 5,
+        "the budget must stop the expansion early"
+    );
+
+    let deep = format!("a: {}1{}\n", "[".repeat(50_000), "]".repeat(50_000));
+    assert_eq!(
+        rules(&run("deep.yaml", &deep, &Options::default())),
+        vec!["GL000"]
+    );
+    let deep_block: String = (0..5000)
+        .map(|i| format!("{}k:\n", " ".repeat(i)))
+        .collect();
+    assert_eq!(
+        rules(&run("deep-block.yaml", &deep_block, &Options::default())),
+        vec!["GL000"]
+    );
+
+    let huge = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: big}}\ndata:\n  blob: \"{}\"\n",
+        "x".repeat(20 << 20)
+    );
+    assert!(
+        run("huge.yaml", &huge, &Options::default())
+            .diagnostics
+            .is_empty()
+    );
+}
+
+#[test]
+fn json_manifests_are_linted_with_positions() {
+    let text = "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"Pod\",\n  \"metadata\": {\"name\": \"j\"},\n  \"spec\": {\"containers\": [\n    {\"name\": \"a\", \"image\": \"nginx:latest\"}\n  ]}\n}\n";
+    let r = run("pod.json", text, &Options::default());
+    assert_eq!(rules(&r), vec!["GL001"]);
+    assert_eq!(r.diagnostics[0].location.line, 6);
+}
+
+#[test]
+fn cross_object_rules_see_objects_of_all_files() {
+    let pdb = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: p}\nspec:\n  maxUnavailable: 1\n  minAvailable: 1\n";
+    let pdb2 = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: p}\nspec:\n  minAvailable: 2\n  selector: {matchLabels: {app: a}}\n";
+    let dep = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  replicas: 2\n  template:\n    metadata: {labels: {app: a}}\n    spec: {containers: [{name: a, image: 'a:1'}]}\n";
+    let opts = Options {
+        enabled: ["GL401"].into_iter().collect(),
+        ..Options::default()
+    };
+    let r = lint(
+        &[
+            Source::new("pdb.yaml".into(), pdb.into()),
+            Source::new("dep.yaml".into(), dep.into()),
+        ],
+        Vec::new(),
+        &opts,
+    );
+    assert!(
+        r.diagnostics.is_empty(),
+        "maxUnavailable 1 allows an eviction"
+    );
+    let r = lint(
+        &[
+            Source::new("pdb.yaml".into(), pdb2.into()),
+            Source::new("dep.yaml".into(), dep.into()),
+        ],
+        Vec::new(),
+        &opts,
+    );
+    assert_eq!(r.diagnostics.len(), 1);
+    assert_eq!(r.diagnostics[0].location.file, "pdb.yaml");
+    assert_eq!(r.diagnostics[0].related[0].location.file, "dep.yaml");
+    assert_eq!(r.diagnostics[0].related[0].location.line, 5);
+}
+
+#[test]
+fn directories_are_walked_and_chart_templates_skipped_with_one_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("app/sub")).unwrap();
+    std::fs::create_dir_all(root.join("chart/templates/nested")).unwrap();
+    std::fs::create_dir_all(root.join("vendor")).unwrap();
+    std::fs::write(root.join("app/a.yaml"), DEPLOY).unwrap();
+    std::fs::write(root.join("app/sub/b.yml"), "kind: x\n").unwrap();
+    std::fs::write(root.join("app/sub/c.json"), "{}").unwrap();
+    std::fs::write(root.join("app/readme.md"), "# not yaml").unwrap();
+    std::fs::write(root.join("app/bin.yaml"), [0xff, 0xfe, 0x00]).unwrap();
+    std::fs::write(
+        root.join("chart/Chart.yaml"),
+        "apiVersion: v2\nname: chart\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("chart/templates/d.yaml"), "{{ .Values.x }}").unwrap();
+    std::fs::write(
+        root.join("chart/templates/nested/e.yaml"),
+        "{{ .Values.y }}",
+    )
+    .unwrap();
+    std::fs::write(root.join("vendor/v.yaml"), "a: [").unwrap();
+    let paths = vec![root.to_string_lossy().into_owned()];
+    let inputs = read_inputs(
+        &paths,
+        &["vendor/**".into(), "**/vendor/**".into()],
+        &mut std::io::empty(),
+    )
+    .unwrap();
+    let names: Vec<String> = inputs
+        .sources
+        .iter()
+        .map(|s| s.name.rsplit("/").take(2).collect::<Vec<_>>().join("<"))
+        .collect();
+    assert_eq!(
+        names,
+        vec!["a.yaml<app", "b.yml<sub", "c.json<sub", "Chart.yaml<chart"]
+    );
+    assert_eq!(inputs.notes.len(), 1);
+    assert!(
+        inputs.notes[0].message.contains("helm template"),
+        "{:?}",
+        inputs.notes
+    );
+    assert_eq!(inputs.unreadable.len(), 1);
+    assert!(inputs.unreadable[0].message.contains("UTF-8"));
+    let missing = vec![root.join("nope.yaml").to_string_lossy().into_owned()];
+    let err = read_inputs(&missing, &[], &mut std::io::empty()).unwrap_err();
+    assert!(err.to_string().contains("nope.yaml"), "{err}");
+}
+
+#[test]
+fn stdin_is_read_once_and_named() {
+    let mut input: &[u8] = b"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: nginx}]}\n";
+    let inputs = read_inputs(&["-".into()], &[], &mut input).unwrap();
+    assert_eq!(inputs.sources[0].name, "<stdin>");
+    assert!(read_inputs(&["-".into(), "-".into()], &[], &mut std::io::empty()).is_err());
+}
