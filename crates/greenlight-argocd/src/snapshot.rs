@@ -134,29 +134,14 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
         }
     };
 
-    let last_operation = op.map(|o| {
-        let requested = o
-            .operation
-            .as_ref()
-            .and_then(|p| p.sync.as_ref())
-            .and_then(|s| {
-                spec.as_ref().and_then(|spec| {
-                    record_revisions(None, spec, &s.revision, &s.revisions, &repo)
-                        .into_iter()
-                        .next()
-                })
-            });
-        OperationFacts {
-            phase: o.phase.clone(),
-            message: o.message.clone(),
-            revision: result_revs
-                .first()
-                .cloned()
-                .or(requested)
-                .unwrap_or_default(),
-            started_at: Timestamp::parse_rfc3339(&o.started_at),
-            finished_at: Timestamp::parse_rfc3339(&o.finished_at),
-        }
+    // The revision is what the operation applied (`syncResult`), never what it was asked for:
+    // a sync started from the UI or CLI requests `HEAD` or a branch name, which is not a commit.
+    let last_operation = op.map(|o| OperationFacts {
+        phase: o.phase.clone(),
+        message: o.message.clone(),
+        revision: result_revs.first().cloned().unwrap_or_default(),
+        started_at: Timestamp::parse_rfc3339(&o.started_at),
+        finished_at: Timestamp::parse_rfc3339(&o.finished_at),
     });
 
     let (unhealthy_resources, resource_health_source) = unhealthy_resources(app, tree);

@@ -161,6 +161,24 @@ fn a_requested_or_terminating_operation_is_running() {
 }
 
 #[test]
+fn a_requested_branch_name_is_not_reported_as_a_revision() {
+    // A sync started from the UI asks for `HEAD`; only the resolved result is a revision.
+    let mut a = app("operation-running.json");
+    let o = a.status.operation_state.as_mut().unwrap();
+    o.sync_result = None;
+    o.operation
+        .as_mut()
+        .unwrap()
+        .sync
+        .as_mut()
+        .unwrap()
+        .revision = "HEAD".into();
+    let s = snapshot(&a, None, WATCHED);
+    assert_eq!(s.last_operation.as_ref().unwrap().revision, "");
+    assert!(!from_repo(&s).2.contains(&"HEAD".to_string()));
+}
+
+#[test]
 fn a_failed_operation_is_reach_with_its_message() {
     let s = snap("operation-failed.json");
     let failed: Vec<_> = s
