@@ -176,6 +176,42 @@ pub(crate) fn annotation_override(object: &serde_json::Value) -> Option<Assessme
     ))
 }
 
+/// A health that does not depend on time: the annotation override, or a workload its spec holds
+/// (a paused Deployment or Rollout, a suspended CronJob are Suspended, as in Argo CD).
+pub(crate) fn fixed_health(
+    group: &str,
+    kind: &str,
+    object: &serde_json::Value,
+) -> Option<Assessment> {
+    if let Some(forced) = annotation_override(object) {
+        return Some(forced);
+    }
+    let flag =
+        |field: &str| object.pointer(field).and_then(serde_json::Value::as_bool) == Some(true);
+    match (group, kind) {
+        ("apps", "Deployment") if flag("/spec/paused") => {
+            Some(Assessment::new(Health::Suspended, "Deployment is paused"))
+        }
+        ("argoproj.io", "Rollout") if flag("/spec/paused") => {
+            Some(Assessment::new(Health::Suspended, "Rollout is paused"))
+        }
+        ("batch", "CronJob") if flag("/spec/suspend") => {
+            Some(Assessment::new(Health::Suspended, "CronJob is Suspended"))
+        }
+        _ => None,
+    }
+}
+
+/// Argo CD leaves a resource carrying `argocd.argoproj.io/ignore-healthcheck: "true"` out of the
+/// app's health (the resource still reports its own).
+pub(crate) fn ignored_by_app_health(object: &serde_json::Value) -> bool {
+    object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get("argocd.argoproj.io/ignore-healthcheck"))
+        .and_then(serde_json::Value::as_str)
+        == Some("true")
+}
+
 /// Everything that decides one resource's health at one moment.
 pub(crate) struct Subject<'a> {
     pub group: &'a str,
@@ -183,7 +219,7 @@ pub(crate) struct Subject<'a> {
     pub name: &'a str,
     pub images: &'a [String],
     pub replicas: i64,
-    /// The annotation override, if any.
+    /// A health that does not depend on time ([`fixed_health`]), if any.
     pub forced: Option<&'a Assessment>,
     /// Still inside the rollout time after the sync that changed it.
     pub rolling_out: bool,
@@ -343,6 +379,36 @@ mod tests {
         let a = annotation_override(&obj).unwrap();
         assert_eq!(a.status, Health::Unknown);
         assert!(a.message.contains("\"Fine\""));
+    }
+
+    #[test]
+    fn a_spec_that_holds_the_workload_is_suspended() {
+        let paused = serde_json::json!({"spec": {"paused": true}});
+        let a = fixed_health("apps", "Deployment", &paused).unwrap();
+        assert_eq!(
+            (a.status, a.message.as_str()),
+            (Health::Suspended, "Deployment is paused")
+        );
+        assert_eq!(
+            fixed_health("argoproj.io", "Rollout", &paused)
+                .unwrap()
+                .status,
+            Health::Suspended
+        );
+        let suspended = serde_json::json!({"spec": {"suspend": true}});
+        assert_eq!(
+            fixed_health("batch", "CronJob", &suspended).unwrap().status,
+            Health::Suspended
+        );
+        assert_eq!(fixed_health("apps", "Deployment", &suspended), None);
+        let both = serde_json::json!({"metadata":{"annotations":{HEALTH_ANNOTATION:"Degraded"}},"spec":{"paused":true}});
+        assert_eq!(
+            fixed_health("apps", "Deployment", &both).unwrap().status,
+            Health::Degraded,
+            "the annotation wins"
+        );
+        let ignored = serde_json::json!({"metadata":{"annotations":{"argocd.argoproj.io/ignore-healthcheck":"true"}}});
+        assert!(ignored_by_app_health(&ignored) && !ignored_by_app_health(&both));
     }
 
     #[test]

@@ -33,12 +33,24 @@
 //! # let _ = (url, app); Ok(()) }
 //! ```
 //!
-//! The sandbox uses the real clock: it stands in for the world, it does not judge anything.
+//! `start` must be called inside a Tokio runtime; the sandbox spawns its tasks on it. It uses
+//! the real clock: it stands in for the world, it does not judge anything.
+//!
+//! The health model, per resource: workloads (Deployment, StatefulSet, DaemonSet, ReplicaSet,
+//! Pod, Job, CronJob, argoproj.io Rollout) are Progressing for `rollout_time` after a sync that
+//! changed them, then Healthy if every image exists, else Degraded with Argo CD's message
+//! (`Deployment "x" exceeded its progress deadline`). A Service is Healthy; other kinds have no
+//! health. A paused Deployment or Rollout and a suspended CronJob are Suspended. The object
+//! annotation [`HEALTH_ANNOTATION`] (`Healthy|Progressing|Degraded|Missing|Suspended`) overrides
+//! all of this. App health is the worst resource health (Healthy < Suspended < Progressing <
+//! Missing < Degraded < Unknown), leaving out resources annotated
+//! `argocd.argoproj.io/ignore-healthcheck: "true"`; `Missing` when the app has no resources.
+//!
 //! Deviations from Argo CD, on purpose: resources removed from git are dropped after the next
-//! sync (as if pruned) so that the app can become Synced again; a manifest that fails to parse
-//! fails the sync operation (Argo CD reports a ComparisonError and sync status Unknown) and the
-//! app stays OutOfSync; app health is the worst resource health (Argo CD ≥ 3.4 ignores a single
-//! Missing resource).
+//! sync (as if pruned) so that the app can become Synced again; a manifest that fails to parse,
+//! or an app path that does not exist, fails the sync operation (Argo CD reports a
+//! ComparisonError with sync status Unknown) and the app stays OutOfSync; a single Missing
+//! resource makes the app Missing (Argo CD ≥ 3.4 ignores it unless all are missing).
 
 mod api;
 mod engine;

@@ -61,7 +61,10 @@ struct Live {
     digest: Digest,
     images: Vec<String>,
     replicas: i64,
+    /// A health that does not depend on time (annotation, paused spec).
     forced: Option<Assessment>,
+    /// Left out of the app's health (`argocd.argoproj.io/ignore-healthcheck`).
+    ignored: bool,
     rolling_until: Option<Instant>,
     assessment: Option<Assessment>,
 }
@@ -428,7 +431,8 @@ impl World {
                             .pointer("/spec/replicas")
                             .and_then(Value::as_i64)
                             .unwrap_or(1),
-                        forced: health::annotation_override(&m.object),
+                        forced: health::fixed_health(&m.key.group, &m.key.kind, &m.object),
+                        ignored: health::ignored_by_app_health(&m.object),
                         rolling_until: if workload { rollout_until } else { None },
                         assessment: None,
                     });
@@ -455,6 +459,7 @@ impl World {
                     images: Vec::new(),
                     replicas: 1,
                     forced: None,
+                    ignored: false,
                     rolling_until: None,
                     assessment: None,
                 });
@@ -489,11 +494,18 @@ impl World {
                 changed = true;
             }
         }
-        let status = health::aggregate(app.live.iter().map(|l| l.assessment.as_ref()));
+        let status = health::aggregate(app.live.iter().map(|l| {
+            if l.ignored {
+                None
+            } else {
+                l.assessment.as_ref()
+            }
+        }));
         // The log names what made the app this status: the first resource reporting it.
         let cause = app
             .live
             .iter()
+            .filter(|l| !l.ignored)
             .filter_map(|l| l.assessment.as_ref().map(|a| (l, a)))
             .find(|(_, a)| a.status == status && !a.message.is_empty())
             .map(|(l, a)| format!("{}/{}: {}", l.key.kind, l.key.name, a.message))

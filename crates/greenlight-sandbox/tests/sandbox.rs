@@ -608,10 +608,30 @@ async fn the_health_annotation_overrides_the_model() {
         "apps/gone/cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gone\n  annotations:\n    sandbox.greenlight.dev/health: Missing\n",
     );
+    remote.write(
+        "apps/paused/d.yaml",
+        &deployment("paused", "nginx:1.27").replace(
+            "spec:\n  replicas: 2",
+            "spec:\n  paused: true\n  replicas: 2",
+        ),
+    );
+    remote.write(
+        "apps/ignored/d.yaml",
+        &deployment("ignored", "nginx:does-not-exist").replace(
+            "  name: ignored\n",
+            "  name: ignored\n  annotations:\n    argocd.argoproj.io/ignore-healthcheck: \"true\"\n",
+        ),
+    );
     remote.commit("annotated apps");
     let (config, log) = config(
         &remote.repo(),
-        &["held=apps/held", "forced=apps/forced", "gone=apps/gone"],
+        &[
+            "held=apps/held",
+            "forced=apps/forced",
+            "gone=apps/gone",
+            "paused=apps/paused",
+            "ignored=apps/ignored",
+        ],
     );
     let s = start(config, log).await;
 
@@ -627,6 +647,19 @@ async fn the_health_annotation_overrides_the_model() {
             .unwrap()
             .contains("sandbox.greenlight.dev/health")
     );
+    assert_eq!(
+        health(&s.sandbox.application("paused").unwrap()),
+        "Suspended",
+        "spec.paused, as Argo CD"
+    );
+    // ignore-healthcheck: the resource reports Degraded in the tree, the app leaves it out.
+    let tree = eventually("the ignored resource Degraded", || async {
+        let (_, tree) = get(&s.base, "/api/v1/applications/ignored/resource-tree").await;
+        (tree["nodes"][0]["health"]["status"] == "Degraded").then_some(tree)
+    })
+    .await;
+    assert_eq!(tree["nodes"][0]["name"], "ignored");
+    assert_eq!(health(&app(&s.base, "ignored").await), "Healthy");
 
     remote.write("apps/held/d.yaml", &deployment("held", "nginx:1.27"));
     let second = remote.commit("release the hold");
