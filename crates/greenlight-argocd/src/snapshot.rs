@@ -109,8 +109,9 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
             if watched.is_empty() {
                 let mut repos: Vec<String> = Vec::new();
                 for s in spec.sources() {
-                    if !repos.contains(&s.repo_url) {
-                        repos.push(s.repo_url.clone());
+                    let shown = redact_url(&s.repo_url);
+                    if !repos.contains(&shown) {
+                        repos.push(shown);
                     }
                 }
                 SourceFacts::NotFromRepo { repos }
@@ -443,7 +444,11 @@ fn collect_source_paths(
                 continue;
             }
             if f.contains("://") {
-                return Err(format!("{} value file {f:?} is a URL", label(i)));
+                return Err(format!(
+                    "{} value file {:?} is a URL",
+                    label(i),
+                    redact_url(f)
+                ));
             }
             let joined = match f.strip_prefix('/') {
                 Some(abs) => abs.to_string(),
@@ -561,6 +566,26 @@ pub fn normalize_repo_url(url: &str) -> String {
     local(u)
 }
 
+/// A repository URL fit for events and logs: a password, or any user info of an http(s) URL
+/// (where tokens travel as the user name), becomes `***`. `ssh://git@host` and scp-style
+/// `git@host:org/r` name an account, not a secret, and stay as written.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_string();
+    };
+    let userinfo = &rest[..at];
+    let web = matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https");
+    if web || userinfo.contains(':') {
+        format!("{scheme}://***@{}", &rest[at + 1..])
+    } else {
+        url.to_string()
+    }
+}
+
 fn network(authority: &str, path: &str) -> String {
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     let host = match host_port.strip_prefix('[') {
@@ -656,6 +681,31 @@ mod tests {
             normalize_repo_url("git@gitlab.example.com:group/sub/r.git"),
             normalize_repo_url("https://gitlab.example.com/group/sub/r")
         );
+    }
+
+    #[test]
+    fn credentials_in_repo_urls_are_redacted() {
+        assert_eq!(
+            redact_url("https://ghp_abc123@github.com/org/r.git"),
+            "https://***@github.com/org/r.git"
+        );
+        assert_eq!(
+            redact_url("https://user:pw@github.com/org/r"),
+            "https://***@github.com/org/r"
+        );
+        assert_eq!(
+            redact_url("ssh://git:pw@host/org/r"),
+            "ssh://***@host/org/r"
+        );
+        for kept in [
+            "ssh://git@host/org/r",
+            "git@github.com:org/r.git",
+            "https://github.com/org/r",
+            "https://github.com/org/r@v1",
+            "/srv/git/r",
+        ] {
+            assert_eq!(redact_url(kept), kept);
+        }
     }
 
     #[test]

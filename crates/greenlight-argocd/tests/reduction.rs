@@ -292,6 +292,18 @@ fn helm_repository_chart_reports_its_version() {
     );
     assert!(s.reach_candidates.is_empty());
     assert_eq!(s.sync_revision, "");
+
+    // A token in another repository's URL does not travel into the facts.
+    let mut a = a.clone();
+    a.spec.source.as_mut().unwrap().repo_url =
+        "https://x-token:ghp_s3cret@charts.example.com/c".into();
+    let s = snapshot(&a, None, WATCHED);
+    assert_eq!(
+        s.source,
+        SourceFacts::NotFromRepo {
+            repos: vec!["https://***@charts.example.com/c".into()]
+        }
+    );
 }
 
 #[test]
