@@ -462,9 +462,12 @@ fn paths_that_cannot_be_known() {
         .as_mut()
         .unwrap()
         .value_files
-        .push("https://example.com/v.yaml".into());
+        .push("https://u:s3cret@example.com/v.yaml".into());
     match from_repo(&snapshot(&a, None, WATCHED)).3 {
-        SourcePaths::Unknown { why } => assert!(why.contains("is a URL"), "{why}"),
+        SourcePaths::Unknown { why } => {
+            assert!(why.contains("is a URL"), "{why}");
+            assert!(!why.contains("s3cret"), "{why}");
+        }
         other => panic!("{other:?}"),
     }
     // A value file that climbs out of the repository.
