@@ -41,6 +41,8 @@ impl Default for ClientOptions {
 pub enum ArgoError {
     #[error("Argo CD URL {url:?} cannot be used: {why}")]
     Config { url: String, why: String },
+    #[error("an Application name is required (got an empty name)")]
+    EmptyName,
     #[error("Argo CD API token cannot be used: {why}")]
     Token { why: String },
     #[error("GET {endpoint}: {what}")]
@@ -192,7 +194,10 @@ impl ArgoClient {
         let build = |total: Option<Duration>| {
             let mut b = reqwest::Client::builder()
                 .default_headers(headers.clone())
-                .connect_timeout(options.connect_timeout);
+                .connect_timeout(options.connect_timeout)
+                // The stream has no body timeout; keepalive probes are what notice a peer that
+                // vanished without closing the connection.
+                .tcp_keepalive(Duration::from_secs(30));
             if let Some(t) = total {
                 b = b.timeout(t);
             }
@@ -250,6 +255,9 @@ impl ArgoClient {
 
     /// `GET /api/v1/applications/{name}?appNamespace=`; `None` when Argo CD says 404.
     pub async fn get(&self, namespace: &str, name: &str) -> Result<Option<Application>, ArgoError> {
+        if name.is_empty() {
+            return Err(ArgoError::EmptyName);
+        }
         let url = self.url(&["api", "v1", "applications", name], Some(namespace));
         self.fetch_decoded(url).await
     }
@@ -260,6 +268,9 @@ impl ArgoClient {
         namespace: &str,
         name: &str,
     ) -> Result<Option<ResourceTree>, ArgoError> {
+        if name.is_empty() {
+            return Err(ArgoError::EmptyName);
+        }
         let url = self.url(
             &["api", "v1", "applications", name, "resource-tree"],
             Some(namespace),

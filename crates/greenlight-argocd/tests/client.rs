@@ -245,6 +245,15 @@ async fn get_finds_an_app_and_404_is_none() {
         "with space"
     );
     assert!(client.get("argocd", "nope").await.unwrap().is_none());
+    // An empty name would address the list endpoint: refused before any request.
+    assert!(matches!(
+        client.get("argocd", "").await,
+        Err(ArgoError::EmptyName)
+    ));
+    assert!(matches!(
+        client.resource_tree("argocd", "").await,
+        Err(ArgoError::EmptyName)
+    ));
     assert!(
         client.get("other-ns", "web").await.unwrap().is_none(),
         "appNamespace is sent"
