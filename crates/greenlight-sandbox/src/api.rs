@@ -92,6 +92,15 @@ struct AppQuery {
     name: Option<String>,
     #[serde(rename = "appNamespace")]
     app_namespace: Option<String>,
+    /// `normal` or `hard`: Argo CD re-reads git; the sandbox fetches at once instead of at the
+    /// next tick (the answer does not wait for it, which Argo CD's does).
+    refresh: Option<String>,
+}
+
+fn refresh_requested(shared: &Shared, q: &AppQuery) {
+    if q.refresh.as_deref().is_some_and(|r| !r.is_empty()) {
+        shared.request_sync();
+    }
 }
 
 fn other_namespace(q: &AppQuery) -> bool {
@@ -101,6 +110,7 @@ fn other_namespace(q: &AppQuery) -> bool {
 }
 
 async fn list(State(shared): Sandbox, Query(q): Query<AppQuery>) -> Response {
+    refresh_requested(&shared, &q);
     let world = shared.world();
     let items = if other_namespace(&q) {
         Vec::new()
@@ -119,6 +129,7 @@ async fn one(
     Path(name): Path<String>,
     Query(q): Query<AppQuery>,
 ) -> Response {
+    refresh_requested(&shared, &q);
     let found = if other_namespace(&q) {
         None
     } else {

@@ -64,6 +64,11 @@ impl Shared {
         self.wake_sync.notify_one();
     }
 
+    /// Fetch now rather than at the next tick (a no-op while paused).
+    pub(crate) fn request_sync(&self) {
+        self.wake_sync.notify_one();
+    }
+
     pub(crate) fn start_outage(&self, length: Duration) {
         *self.outage_until.lock().unwrap_or_else(|p| p.into_inner()) =
             Some(Instant::now() + length);

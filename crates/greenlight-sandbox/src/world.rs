@@ -352,8 +352,14 @@ impl World {
                         };
                         let mut r = resource_ref(&l.key, &l.version);
                         r["status"] = json!("Synced");
+                        // kubectl's wording: `deployment.apps/web configured`.
+                        let group = if l.key.group.is_empty() {
+                            String::new()
+                        } else {
+                            format!(".{}", l.key.group)
+                        };
                         r["message"] = json!(format!(
-                            "{}/{} {verb}",
+                            "{}{group}/{} {verb}",
                             l.key.kind.to_lowercase(),
                             l.key.name
                         ));

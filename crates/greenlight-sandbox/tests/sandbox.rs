@@ -1074,3 +1074,33 @@ async fn the_stream_speaks_server_sent_events_when_asked() {
     assert_eq!(event["result"]["application"]["metadata"]["name"], "web");
     s.sandbox.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_request_fetches_at_once() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (mut config, log) = config(&remote.repo(), &["web=apps/web"]);
+    // Far longer than the wait below: only the refresh can bring the commit in time.
+    config.sync_interval = Duration::from_secs(120);
+    let s = start(config, log).await;
+    remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
+    let tip = remote.commit("web: 1.28");
+    let (status, _) = get(&s.base, "/api/v1/applications/web?refresh=normal").await;
+    assert_eq!(status, 200);
+    let a = app_where(&s.base, "web", "synced after the refresh", |a| {
+        synced_at(a, &tip)
+    })
+    .await;
+    let results = a["status"]["operationState"]["syncResult"]["resources"]
+        .as_array()
+        .unwrap();
+    let messages: Vec<&str> = results
+        .iter()
+        .map(|r| r["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages.contains(&"deployment.apps/web configured"),
+        "{messages:?}"
+    );
+    assert!(messages.contains(&"service/web unchanged"), "{messages:?}");
+    s.sandbox.shutdown().await;
+}
