@@ -14,8 +14,10 @@ pub fn fixture_report(rule: &str, tweak: impl FnOnce(&mut Options)) -> (String, 
     let file = format!("{}_{}.yaml", r.id, r.name.replace('-', "_"));
     let text =
         std::fs::read_to_string(format!("{}/{file}", fixtures_dir())).expect("fixture exists");
-    let mut opts = Options::default();
-    opts.enabled = [r.id].into_iter().collect();
+    let mut opts = Options {
+        enabled: [r.id].into_iter().collect(),
+        ..Options::default()
+    };
     tweak(&mut opts);
     let report = lint(&[Source::new(file, text.clone())], Vec::new(), &opts);
     (text, report)
