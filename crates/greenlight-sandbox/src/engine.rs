@@ -341,7 +341,11 @@ async fn sync_loop(
         };
         // One line per distinct problem, not one per tick.
         match outcome {
-            Ok(()) => last_error = None,
+            Ok(()) => {
+                if last_error.take().is_some() {
+                    shared.log("sandbox: sync works again");
+                }
+            }
             Err(e) if last_error.as_ref() != Some(&e) => {
                 shared.log(&format!(
                     "sandbox: sync failed, retrying every {}: {e}",

@@ -1104,3 +1104,47 @@ async fn a_refresh_request_fetches_at_once() {
     assert!(messages.contains(&"service/web unchanged"), "{messages:?}");
     s.sandbox.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_remote_is_logged_once_and_syncing_resumes_when_it_is_back() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let s = start(config, log).await;
+    let logged = |needle: &'static str| {
+        let log = s.log.clone();
+        move || {
+            let found = log
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|l| l.contains(needle))
+                .count();
+            std::future::ready((found > 0).then_some(found))
+        }
+    };
+    let away = remote.bare.with_extension("moved");
+    std::fs::rename(&remote.bare, &away).unwrap();
+    eventually("the failure logged", logged("sync failed")).await;
+    // Still served while the remote is away.
+    assert_eq!(sync_status(&app(&s.base, "web").await), "Synced");
+    std::fs::rename(&away, &remote.bare).unwrap();
+    eventually("the recovery logged", logged("sync works again")).await;
+    let failures = s
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains("sync failed"))
+        .count();
+    assert_eq!(
+        failures, 1,
+        "one line per distinct problem, not one per tick"
+    );
+    remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
+    let tip = remote.commit("web: 1.28");
+    app_where(&s.base, "web", "synced after the outage", |a| {
+        synced_at(a, &tip)
+    })
+    .await;
+    s.sandbox.shutdown().await;
+}
