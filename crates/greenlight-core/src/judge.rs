@@ -523,7 +523,11 @@ impl Engine {
         let stable = self.config.stable_for_ms;
         self.live()
             .flat_map(|w| {
-                let deadline = if w.deadline_passed { None } else { w.deadline_at() };
+                let deadline = if w.deadline_passed {
+                    None
+                } else {
+                    w.deadline_at()
+                };
                 let absent = w.app_absent_since.map(|t| t.plus_ms(grace));
                 let streak = w.healthy_since.map(|h| h.plus_ms(stable));
                 [deadline, absent, streak]

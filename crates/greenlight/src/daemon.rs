@@ -57,6 +57,9 @@ impl DaemonConfig {
     }
 }
 
+/// An ancestry question: (commit, revision).
+type Question = (String, String);
+
 enum StreamMsg {
     Up,
     Event(AppEventKind, Box<Application>),
@@ -332,8 +335,8 @@ impl Daemon {
         }
         let repo = self.repo.clone();
         let branch = self.branch.clone();
-        let resolved = tokio::task::spawn_blocking(
-            move || -> Result<Vec<((String, String), Option<bool>)>> {
+        let resolved =
+            tokio::task::spawn_blocking(move || -> Result<Vec<(Question, Option<bool>)>> {
                 let mut out = Vec::new();
                 let mut fetched = false;
                 for (c, r) in unknown {
@@ -346,9 +349,8 @@ impl Daemon {
                     out.push(((c, r), v));
                 }
                 Ok(out)
-            },
-        )
-        .await??;
+            })
+            .await??;
         for (q, v) in resolved {
             if let Some(v) = v {
                 self.ancestry.insert(q.clone(), v);
@@ -438,30 +440,25 @@ impl Daemon {
     async fn fetch_commits(&mut self) -> Result<()> {
         let repo = self.repo.clone();
         let (branch, last) = (self.branch.clone(), self.tip.clone());
-        let fetched = tokio::task::spawn_blocking(
-            move || -> Result<(String, Vec<(CommitInfo, Vec<(String, String)>)>)> {
-                let tip = repo.fetch(&branch)?;
-                if tip == last {
-                    return Ok((tip, Vec::new()));
-                }
-                let mut commits = Vec::new();
-                for sha in repo.new_commits(Some(&last), &tip)? {
-                    let data = repo.commit(&sha)?;
-                    let changed_paths = repo.changed_paths(&sha)?;
-                    commits.push((
-                        CommitInfo {
-                            sha: data.sha,
-                            parents: data.parents,
-                            subject: data.subject,
-                            message: data.message,
-                            changed_paths,
-                        },
-                        Vec::new(),
-                    ));
-                }
-                Ok((tip, commits))
-            },
-        )
+        let fetched = tokio::task::spawn_blocking(move || -> Result<(String, Vec<CommitInfo>)> {
+            let tip = repo.fetch(&branch)?;
+            if tip == last {
+                return Ok((tip, Vec::new()));
+            }
+            let mut commits = Vec::new();
+            for sha in repo.new_commits(Some(&last), &tip)? {
+                let data = repo.commit(&sha)?;
+                let changed_paths = repo.changed_paths(&sha)?;
+                commits.push(CommitInfo {
+                    sha: data.sha,
+                    parents: data.parents,
+                    subject: data.subject,
+                    message: data.message,
+                    changed_paths,
+                });
+            }
+            Ok((tip, commits))
+        })
         .await?;
         let (tip, commits) = match fetched {
             Ok(v) => v,
@@ -476,7 +473,7 @@ impl Daemon {
             return Ok(());
         }
         let mut effects = Vec::new();
-        for (info, _) in commits {
+        for info in commits {
             let questions = self.engine.merge_questions(&info);
             let ancestry = self.answer(questions).await?;
             let now = self.clock.now();
