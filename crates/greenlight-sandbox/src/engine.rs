@@ -69,14 +69,23 @@ impl Shared {
         self.wake_sync.notify_one();
     }
 
-    pub(crate) fn start_outage(&self, length: Duration) {
+    pub(crate) fn start_outage(self: &Arc<Self>, length: Duration) {
         *self.outage_until.lock().unwrap_or_else(|p| p.into_inner()) =
             Some(Instant::now() + length);
         self.outage_epoch.send_modify(|epoch| *epoch += 1);
+        let epoch = *self.outage_epoch.borrow();
         self.log(&format!(
             "sandbox: API outage for {}",
             humantime::format_duration(length)
         ));
+        // Say when it is over, unless a later outage has replaced this one by then.
+        let shared = Arc::clone(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(length).await;
+            if *shared.outage_epoch.borrow() == epoch && !*shared.shutdown.borrow() {
+                shared.log("sandbox: API outage over");
+            }
+        });
     }
 
     pub(crate) fn in_outage(&self) -> bool {

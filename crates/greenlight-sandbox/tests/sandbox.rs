@@ -854,6 +854,17 @@ async fn an_outage_answers_503_and_cuts_open_streams() {
     );
     let mut events = Events::open(&s.base, "").await;
     assert_eq!(events.next().await.unwrap()["result"]["type"], "ADDED");
+    let log = s.log.clone();
+    eventually("the outage's end logged", || {
+        std::future::ready(
+            log.lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains("API outage over"))
+                .then_some(()),
+        )
+    })
+    .await;
     s.sandbox.shutdown().await;
 }
 
