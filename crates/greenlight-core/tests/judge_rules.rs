@@ -1,0 +1,1602 @@
+//! One test (or a few) per rule of "The judgement, precisely" (issue 2) and W1–W16, over the
+//! sans-IO judge with time given as explicit timestamps. These tests were written from the issue
+//! text, not from the code: where the code disagrees with the text the test stays, marked
+//! `#[ignore = "BUG: …"]`, until the judge is fixed.
+
+mod support;
+
+use greenlight_core::breaker::Breaker;
+use greenlight_core::event::EventKind as K;
+use greenlight_core::judge::{Engine, JudgeConfig, RevertOutcome, State, Watch};
+use greenlight_core::snapshot::{Health, SourcePaths};
+use support::*;
+
+/// A harness with one watch of app `web` started at t(0) from `fields`; returns its commit.
+fn started(fields: &str) -> (Harness, String) {
+    started_with(config(), fields)
+}
+
+fn started_with(cfg: JudgeConfig, fields: &str) -> (Harness, String) {
+    let mut h = Harness::new(cfg);
+    let c = watched(1, "web", fields);
+    let out = h.arrive(&c, t(0));
+    assert_eq!(kinds(&out), vec![K::WatchStarted], "{out:?}");
+    (h, c.sha)
+}
+
+/// A revision that contains `commit` (the truth table says so).
+fn containing(h: &mut Harness, commit: &str, n: u64) -> String {
+    let r = sha(1000 + n);
+    h.ancestor(commit, &r);
+    r
+}
+
+/// Reach the watch of `w` at `at` with an app deployed at a revision containing it.
+fn reach(h: &mut Harness, w: &str, at: i64, health: Health) -> Snap {
+    let r = containing(h, w, 1);
+    let s = Snap::new("web").deployed(&r).health(health);
+    let out = h.observe(&s, t(at));
+    assert!(kinds(&out).contains(&K::Reached), "{out:?}");
+    assert_eq!(h.state(w), State::Judging);
+    assert_eq!(h.watch(w).reached_at, Some(t(at)));
+    s
+}
+
+fn no_reverts(h: &Harness) {
+    assert!(h.all_reverts().is_empty(), "unexpected revert: {:?}", h.log);
+}
+
+// ---------------------------------------------------------------- watch start (W1, W2)
+
+#[test]
+fn several_trailers_start_several_watches() {
+    let mut h = Harness::new(config());
+    let msg = message(
+        "bump web and api",
+        &[
+            "Nav-Watchdog: app=web deadline=60 mode=arm",
+            "Signed-off-by: A Person <a@example.com>",
+            "Nav-Watchdog: app=argocd/api deadline=15m",
+        ],
+    );
+    let c = commit(7, &msg, &["apps/web/a.yaml", "apps/api/b.yaml"]);
+    let out = h.arrive(&c, t(3));
+    assert_eq!(kinds(&out), vec![K::WatchStarted, K::WatchStarted]);
+    let ws = h.engine.watches();
+    assert_eq!(ws.len(), 2);
+    assert_eq!(ws[0].app.to_string(), "web");
+    assert_eq!(ws[0].deadline_ms, 60_000);
+    assert_eq!(ws[0].mode.as_str(), "arm");
+    assert_eq!(ws[1].app.to_string(), "argocd/api");
+    assert_eq!(ws[1].deadline_ms, 900_000);
+    assert_eq!(ws[1].mode.as_str(), "shadow", "shadow is the default (W9)");
+    assert_ne!(ws[0].id, ws[1].id);
+    for w in ws {
+        assert_eq!(w.commit, c.sha);
+        assert_eq!(w.state, State::WaitingReach);
+        assert_eq!(w.watch_started_at, t(3));
+        assert_eq!(w.reached_at, None);
+    }
+    let evs = events(&out);
+    assert_eq!(evs[0].app.as_deref(), Some("web"));
+    assert_eq!(evs[1].app.as_deref(), Some("argocd/api"));
+}
+
+#[test]
+fn malformed_field_is_rejected_with_an_event_naming_it_and_no_watch() {
+    let mut h = Harness::new(config());
+    let msg = message(
+        "bad trailer",
+        &[
+            "Nav-Watchdog: app=web mode=armed",
+            "Nav-Watchdog: app=api deadline=soon",
+            "Nav-Watchdog: app=db",
+        ],
+    );
+    let c = commit(8, &msg, &["apps/web/a.yaml"]);
+    let out = h.arrive(&c, t(0));
+    let evs = events(&out);
+    let rejected: Vec<_> = evs
+        .iter()
+        .filter(|e| e.event == K::DirectiveRejected)
+        .collect();
+    assert_eq!(rejected.len(), 2, "{evs:?}");
+    assert!(
+        rejected[0].message.contains("`mode`"),
+        "{}",
+        rejected[0].message
+    );
+    assert!(
+        rejected[1].message.contains("`deadline`"),
+        "{}",
+        rejected[1].message
+    );
+    for e in &rejected {
+        assert_eq!(e.commit.as_deref(), Some(c.sha.as_str()));
+        assert_eq!(e.state, None, "a rejected directive has no watch state");
+    }
+    // Only the well-formed trailer is watched; never a silently different watch.
+    let ws = h.engine.watches();
+    assert_eq!(ws.len(), 1);
+    assert_eq!(ws[0].app.name, "db");
+}
+
+#[test]
+fn unknown_field_rejects_the_directive() {
+    let mut h = Harness::new(config());
+    let c = commit(
+        9,
+        &message("x", &["Nav-Watchdog: app=web deadlin=60"]),
+        &["apps/web/a"],
+    );
+    let out = h.arrive(&c, t(0));
+    assert_eq!(kinds(&out), vec![K::DirectiveRejected]);
+    assert!(events(&out)[0].message.contains("deadlin"));
+    assert!(h.engine.watches().is_empty());
+}
+
+#[test]
+fn non_matching_trailer_key_is_ignored_and_the_key_is_configurable() {
+    let mut h = Harness::new(config());
+    let c = commit(
+        10,
+        &message("x", &["Deploy-Watch: app=web", "Reviewed-by: someone"]),
+        &["apps/web/a"],
+    );
+    assert!(h.arrive(&c, t(0)).is_empty());
+    assert!(h.engine.watches().is_empty());
+
+    let mut cfg = config();
+    cfg.trailer_key = "Deploy-Watch".into();
+    let mut h = Harness::new(cfg);
+    let out = h.arrive(&c, t(0));
+    assert_eq!(kinds(&out), vec![K::WatchStarted]);
+    // With the custom key, the seed's key is just another trailer.
+    let c2 = watched(11, "web", "");
+    assert!(
+        kinds(&h.arrive(&c2, t(1)))
+            .iter()
+            .all(|k| *k != K::WatchStarted)
+    );
+}
+
+#[test]
+fn a_trailer_outside_the_last_paragraph_starts_nothing() {
+    let mut h = Harness::new(config());
+    let msg = "subject\n\nNav-Watchdog: app=web\n\nthe last paragraph is prose\n";
+    let c = commit(12, msg, &["apps/web/a"]);
+    assert!(h.arrive(&c, t(0)).is_empty());
+    assert!(h.engine.watches().is_empty());
+}
+
+#[test]
+fn redelivery_of_the_same_commit_does_not_duplicate() {
+    let (mut h, w) = started("deadline=60");
+    let c = watched(1, "web", "deadline=60");
+    assert!(h.arrive(&c, t(5)).is_empty(), "re-delivery emits nothing");
+    assert_eq!(h.engine.watches().len(), 1);
+    assert_eq!(h.watch(&w).watch_started_at, t(0), "start time kept");
+    assert!(
+        h.watch(&w).later_commits.is_empty(),
+        "a commit is not later than itself"
+    );
+
+    // Also after a restart from the stored watches, and after a verdict.
+    let stored: Vec<Watch> = roundtrip(h.engine.watches());
+    let mut h2 = Harness::with_engine(Engine::restore(config(), stored, Breaker::default()));
+    assert!(h2.arrive(&c, t(7)).is_empty());
+    assert_eq!(h2.engine.watches().len(), 1);
+    h2.tick(t(60));
+    assert!(h2.state(&w).is_terminal());
+    assert!(h2.arrive(&c, t(61)).is_empty());
+    assert_eq!(h2.engine.watches().len(), 1);
+}
+
+fn roundtrip(ws: &[Watch]) -> Vec<Watch> {
+    let text = serde_json::to_string(ws).expect("watches serialize");
+    serde_json::from_str(&text).expect("watches deserialize")
+}
+
+// ---------------------------------------------------------------- reach (W3)
+
+#[test]
+fn reach_via_a_succeeded_operation_revision() {
+    let (mut h, w) = started("deadline=60");
+    let r = containing(&mut h, &w, 1);
+    let out = h.observe(&Snap::new("web").via_operation(&r), t(5));
+    assert!(kinds(&out).contains(&K::Reached));
+    assert_eq!(h.watch(&w).reached_at, Some(t(5)));
+    assert!(h.asked.contains(&(w.clone(), r.clone())));
+}
+
+#[test]
+fn reach_via_the_synced_revision_with_no_operation() {
+    let (mut h, w) = started("deadline=60");
+    let r = containing(&mut h, &w, 1);
+    let out = h.observe(&Snap::new("web").via_synced_revision(&r), t(5));
+    assert!(kinds(&out).contains(&K::Reached));
+    assert_eq!(h.state(&w), State::Judging);
+}
+
+#[test]
+fn reach_via_history() {
+    let (mut h, w) = started("deadline=60");
+    let r = containing(&mut h, &w, 1);
+    let out = h.observe(&Snap::new("web").via_history(&r, 4), t(5));
+    assert!(kinds(&out).contains(&K::Reached));
+    assert_eq!(h.state(&w), State::Judging);
+}
+
+#[test]
+fn reach_of_the_commit_itself_needs_no_question() {
+    let (mut h, w) = started("deadline=60");
+    let out = h.observe(&Snap::new("web").deployed(&w), t(5));
+    assert!(kinds(&out).contains(&K::Reached));
+    assert!(h.asked.is_empty(), "equality needs no git: {:?}", h.asked);
+    // Upper-case SHAs from an API are still the same commit.
+    let (mut h, w) = started("deadline=60");
+    h.observe(&Snap::new("web").via_operation(&w.to_uppercase()), t(5));
+    assert_eq!(h.state(&w), State::Judging);
+}
+
+#[test]
+fn a_revision_that_does_not_contain_the_commit_is_not_reach() {
+    let (mut h, w) = started("deadline=60");
+    let other = sha(77); // not an ancestor: the truth table has no entry
+    let out = h.observe(&Snap::new("web").deployed(&other), t(5));
+    assert!(!kinds(&out).contains(&K::Reached));
+    assert_eq!(h.state(&w), State::WaitingReach);
+    assert_eq!(
+        h.asked,
+        vec![(w.clone(), other)],
+        "it asked git, git said no"
+    );
+}
+
+#[test]
+fn the_compared_revision_while_out_of_sync_is_never_reach() {
+    let (mut h, w) = started("deadline=60");
+    let r = containing(&mut h, &w, 1);
+    // Argo CD compared against r (OutOfSync) and even against the commit itself: not applied.
+    for rev in [r.as_str(), w.as_str()] {
+        let s = Snap::new("web")
+            .compared_revision(rev)
+            .sync("OutOfSync")
+            .health(Health::Healthy);
+        let out = h.observe(&s, t(5));
+        assert!(!kinds(&out).contains(&K::Reached), "{out:?}");
+        assert_eq!(h.state(&w), State::WaitingReach);
+    }
+    // Nor while an operation runs on it.
+    let s = Snap::new("web").compared_revision(&r).operation_running();
+    h.observe(&s, t(6));
+    assert_eq!(h.state(&w), State::WaitingReach);
+}
+
+#[test]
+#[ignore = "BUG: a SyncedRevision reach candidate is accepted while the same snapshot says OutOfSync / an operation runs (judge trusts the adapter blindly)"]
+fn a_synced_revision_candidate_is_refused_while_out_of_sync_or_operating() {
+    // The snapshot carries sync status and the running operation next to the candidates; the
+    // judge can and should hold the rule itself ("never a revision Argo CD merely compared
+    // against while OutOfSync"), so a faulty adapter cannot turn a comparison into reach.
+    let (mut h, w) = started("deadline=60");
+    let r = containing(&mut h, &w, 1);
+    let s = Snap::new("web").via_synced_revision(&r).sync("OutOfSync");
+    h.observe(&s, t(5));
+    assert_eq!(h.state(&w), State::WaitingReach, "OutOfSync");
+    let s = Snap::new("web").via_synced_revision(&r).operation_running();
+    h.observe(&s, t(6));
+    assert_eq!(h.state(&w), State::WaitingReach, "operation running");
+}
+
+#[test]
+fn reach_questions_ask_exactly_what_is_needed_while_waiting() {
+    let mut h = Harness::new(config());
+    let w1 = watched(1, "web", "deadline=900").sha;
+    let w2 = watched(2, "web", "deadline=900").sha;
+    let other_app = watched(3, "api", "deadline=900").sha;
+    let done = watched(4, "web", "deadline=10").sha;
+    for n in [4, 1, 2, 3] {
+        let app = if n == 3 { "api" } else { "web" };
+        let fields = if n == 4 {
+            "deadline=10"
+        } else {
+            "deadline=900"
+        };
+        h.arrive(&watched(n, app, fields), t(0));
+    }
+    assert_eq!(h.engine.watches().len(), 4);
+    h.tick(t(10));
+    assert!(h.state(&done).is_terminal());
+
+    let r1 = sha(501);
+    let r2 = sha(502);
+    let s = Snap::new("web")
+        .via_operation(&r1)
+        .via_synced_revision(&r1)
+        .via_history(&r2, 3)
+        .via_history(&w1, 2)
+        .via_history("", 1);
+    let mut q = h.engine.reach_questions(s.snap());
+    q.sort();
+    let mut want = vec![
+        (w1.clone(), r1.clone()),
+        (w1.clone(), r2.clone()),
+        (w2.clone(), r1.clone()),
+        (w2.clone(), r2.clone()),
+        (w2.clone(), w1.clone()),
+    ];
+    want.sort();
+    assert_eq!(
+        q, want,
+        "each live watch of this app × each distinct SHA candidate"
+    );
+    assert!(!q.iter().any(|(c, _)| c == &other_app || c == &done));
+    // Another app's snapshot asks nothing about web's watches.
+    let q = h
+        .engine
+        .reach_questions(Snap::new("api").via_operation(&r1).snap());
+    assert_eq!(q, vec![(other_app, r1)]);
+}
+
+#[test]
+#[ignore = "BUG: reach_questions keeps asking about every candidate for a watch already JUDGING; only failed-operation revisions matter then"]
+fn reach_questions_after_reach_only_ask_about_failed_operations() {
+    let (mut h, w) = started("deadline=600");
+    reach(&mut h, &w, 5, Health::Healthy);
+    let r2 = sha(600);
+    let r3 = sha(601);
+    let s = Snap::new("web").deployed(&r2).via_history(&r3, 9);
+    assert_eq!(
+        h.engine.reach_questions(s.snap()),
+        Vec::<(String, String)>::new(),
+        "after reach, succeeded revisions and history decide nothing"
+    );
+    let s = Snap::new("web").failed_operation(&r2, "Failed", "boom");
+    assert_eq!(h.engine.reach_questions(s.snap()), vec![(w, r2)]);
+}
+
+#[test]
+fn reach_with_failure_evidence_quotes_the_operation_message() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let r = containing(&mut h, &w, 1);
+    let msg = "one or more objects failed to apply, reason: Deployment.apps web is invalid";
+    let s = Snap::new("web").failed_operation(&r, "Failed", msg);
+    let out = h.observe(&s, t(5));
+    let ks = kinds(&out);
+    assert!(ks.contains(&K::Reached), "{ks:?}");
+    assert!(ks.contains(&K::SyncFailed), "{ks:?}");
+    let ev = events(&out)
+        .into_iter()
+        .find(|e| e.event == K::SyncFailed)
+        .unwrap();
+    assert!(
+        ev.message.contains(msg),
+        "quotes the message: {}",
+        ev.message
+    );
+    assert_eq!(h.watch(&w).reached_at, Some(t(5)));
+    // Said once, not on every observation.
+    let out = h.observe(&s, t(10));
+    assert!(!kinds(&out).contains(&K::SyncFailed));
+    // The deadline then decides as usual: Degraded → FAIL (arm → revert).
+    h.observe(&s, t(60));
+    let out = h.tick(t(65));
+    assert_eq!(h.state(&w), State::Fail);
+    assert_eq!(reverts(&out).len(), 1);
+}
+
+#[test]
+fn a_failed_sync_after_reach_is_reported_once() {
+    let (mut h, w) = started("deadline=600");
+    reach(&mut h, &w, 5, Health::Progressing);
+    let r2 = containing(&mut h, &w, 2);
+    let s = Snap::new("web").failed_operation(&r2, "Error", "hook failed: PreSync job");
+    let out = h.observe(&s, t(10));
+    assert_eq!(kinds(&out), vec![K::SyncFailed]);
+    assert!(events(&out)[0].message.contains("hook failed: PreSync job"));
+    assert!(!kinds(&h.observe(&s, t(20))).contains(&K::SyncFailed));
+}
+
+// ---------------------------------------------------------------- unwatchable at once (W14)
+
+fn assert_unwatchable_at_once(s: Snap, needle: &str) {
+    let (mut h, w) = started("deadline=900 mode=arm");
+    let out = h.observe(&s, t(2));
+    assert_eq!(h.state(&w), State::ErrorUnwatchable, "{out:?}");
+    let ev = events(&out)
+        .into_iter()
+        .find(|e| e.event == K::Unwatchable)
+        .expect("an unwatchable event");
+    assert!(ev.message.contains(needle), "says why: {}", ev.message);
+    assert_eq!(ev.state, Some(State::ErrorUnwatchable));
+    assert_eq!(
+        h.watch(&w).finished_at,
+        Some(t(2)),
+        "at once, not at a deadline"
+    );
+    assert!(h.watch(&w).reason.contains(needle));
+    no_reverts(&h);
+    assert_eq!(h.engine.next_wakeup(), None);
+}
+
+#[test]
+fn a_helm_chart_version_revision_is_unwatchable_at_once() {
+    assert_unwatchable_at_once(Snap::new("web").non_git_revision("65.5.0"), "65.5.0");
+    // The event's evidence carries the revision seen.
+    let (mut h, _) = started("deadline=900");
+    let out = h.observe(&Snap::new("web").non_git_revision("65.5.0"), t(2));
+    assert_eq!(events(&out)[0].evidence.revision.as_deref(), Some("65.5.0"));
+}
+
+#[test]
+fn an_oci_digest_revision_is_unwatchable_at_once() {
+    let digest = "sha256:5c1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8";
+    assert_unwatchable_at_once(Snap::new("web").non_git_revision(digest), "digest");
+}
+
+#[test]
+fn a_chart_source_is_unwatchable_at_once() {
+    assert_unwatchable_at_once(
+        Snap::new("web").chart("kube-prometheus-stack"),
+        "kube-prometheus-stack",
+    );
+}
+
+#[test]
+fn an_app_not_deploying_from_the_repo_is_unwatchable_at_once() {
+    assert_unwatchable_at_once(
+        Snap::new("web").not_from_repo("https://git.example.com/org/other.git"),
+        "other.git",
+    );
+}
+
+#[test]
+fn a_target_revision_that_is_not_the_tracked_branch_is_unwatchable() {
+    for target in ["v1.2.0", &sha(4242), "release-1.x", "refs/heads/develop"] {
+        assert_unwatchable_at_once(Snap::new("web").target_revision(target), target);
+    }
+}
+
+#[test]
+fn the_tracked_branch_in_any_spelling_is_watched() {
+    for (default, target) in [
+        (true, "main"),
+        (false, "main"),
+        (true, "refs/heads/main"),
+        (true, "HEAD"),
+        (true, ""),
+    ] {
+        let (mut h, w) = started_with(JudgeConfig::new(REPO, BRANCH, default), "deadline=60");
+        let r = containing(&mut h, &w, 1);
+        h.observe(&Snap::new("web").target_revision(target).deployed(&r), t(1));
+        assert_eq!(h.state(&w), State::Judging, "{default} {target:?}");
+    }
+}
+
+#[test]
+fn head_or_empty_tracks_only_the_remote_default_branch() {
+    for target in ["HEAD", ""] {
+        let (mut h, w) = started_with(JudgeConfig::new(REPO, BRANCH, false), "deadline=60");
+        h.observe(&Snap::new("web").target_revision(target), t(1));
+        assert_eq!(h.state(&w), State::ErrorUnwatchable, "{target:?}");
+    }
+}
+
+#[test]
+fn an_empty_revision_keeps_waiting() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let never_synced = Snap::new("web").sync("OutOfSync").health(Health::Missing);
+    let out = h.observe_every(&never_synced, 0, 59, 10);
+    assert!(!kinds(&out).contains(&K::Unwatchable));
+    assert_eq!(h.state(&w), State::WaitingReach);
+    // …and it reaches once it syncs.
+    let r = containing(&mut h, &w, 1);
+    h.observe(&Snap::new("web").deployed(&r), t(59));
+    assert_eq!(h.state(&w), State::Judging);
+}
+
+#[test]
+fn an_unknown_app_is_waited_for_during_the_grace_then_unwatchable() {
+    let (mut h, w) = started("deadline=900 mode=arm");
+    let out = h.absent("web", t(1));
+    assert_eq!(kinds(&out), vec![K::AppNotFound]);
+    assert_eq!(events(&out)[0].state, Some(State::WaitingReach));
+    // More absences within the grace: no new event, still waiting.
+    for s in [10, 30, 60] {
+        assert!(h.absent("web", t(s)).is_empty());
+    }
+    assert_eq!(
+        h.engine.next_wakeup(),
+        Some(t(61)),
+        "grace ends 60 s after first absence"
+    );
+    assert!(h.tick(tms(60_999)).is_empty());
+    assert_eq!(h.state(&w), State::WaitingReach);
+    let out = h.tick(t(61));
+    assert_eq!(kinds(&out), vec![K::Unwatchable]);
+    assert_eq!(h.state(&w), State::ErrorUnwatchable);
+    assert!(h.watch(&w).reason.contains("does not exist"));
+    no_reverts(&h);
+}
+
+#[test]
+fn an_app_that_appears_during_the_grace_is_watched_normally() {
+    let (mut h, w) = started("deadline=120");
+    h.absent("web", t(1));
+    h.absent("web", t(20));
+    let s = reach(&mut h, &w, 40, Health::Healthy);
+    assert_eq!(h.watch(&w).app_absent_since, None);
+    let out = h.observe_every(&s, 50, 160, 10);
+    assert!(!kinds(&out).contains(&K::Unwatchable));
+    assert_eq!(h.state(&w), State::Confirmed);
+    assert_eq!(h.watch(&w).finished_at, Some(t(160)));
+}
+
+#[test]
+fn a_namespaced_app_matches_only_its_namespace() {
+    let mut h = Harness::new(config());
+    let c = watched(1, "team-a/web", "deadline=60");
+    h.arrive(&c, t(0));
+    let r = containing(&mut h, &c.sha, 1);
+    h.observe(&Snap::new("web").deployed(&r), t(1)); // namespace argocd
+    assert_eq!(h.state(&c.sha), State::WaitingReach);
+    h.observe(&Snap::new("web").namespace("team-a").deployed(&r), t(2));
+    assert_eq!(h.state(&c.sha), State::Judging);
+}
+
+// ---------------------------------------------------------------- health (W4)
+
+/// Every way the W4 condition fails: none starts a streak, and each breaks one.
+fn not_healthy_variants(s: &Snap) -> Vec<(&'static str, Snap)> {
+    vec![
+        ("OutOfSync", s.clone().sync("OutOfSync")),
+        ("sync Unknown", s.clone().sync("Unknown")),
+        ("Progressing", s.clone().health(Health::Progressing)),
+        ("Degraded", s.clone().health(Health::Degraded)),
+        ("Suspended", s.clone().health(Health::Suspended)),
+        ("Missing", s.clone().health(Health::Missing)),
+        ("Unknown health", s.clone().health(Health::Unknown)),
+        (
+            "a Degraded resource",
+            s.clone()
+                .unhealthy_resource("Deployment", "web", Health::Degraded),
+        ),
+        (
+            "a Missing resource",
+            s.clone()
+                .unhealthy_resource("Service", "web", Health::Missing),
+        ),
+        ("an operation running", s.clone().operation_running()),
+        ("stale health", s.clone().stale_health()),
+    ]
+}
+
+#[test]
+fn the_health_condition_needs_all_of_synced_healthy_resources_no_operation_fresh() {
+    let (h0, w) = started("deadline=600");
+    let mut probe = Harness::with_engine(h0.engine.clone());
+    let healthy = reach(&mut probe, &w, 5, Health::Healthy);
+    for (what, bad) in not_healthy_variants(&healthy) {
+        // Never starts a streak.
+        let mut h = Harness::with_engine(h0.engine.clone());
+        h.truth = probe.truth.clone();
+        let out = h.observe(&bad, t(5));
+        assert!(kinds(&out).contains(&K::Reached), "{what}");
+        assert!(!kinds(&out).contains(&K::HealthyStreakStarted), "{what}");
+        assert_eq!(h.watch(&w).healthy_since, None, "{what}");
+        // Breaks one that is under way.
+        let mut h = Harness::with_engine(h0.engine.clone());
+        h.truth = probe.truth.clone();
+        h.observe(&healthy, t(5));
+        assert_eq!(h.watch(&w).healthy_since, Some(t(5)), "{what}");
+        let out = h.observe(&bad, t(10));
+        assert_eq!(kinds(&out), vec![K::HealthyStreakBroken], "{what}");
+        assert_eq!(h.watch(&w).healthy_since, None, "{what}");
+    }
+}
+
+// ---------------------------------------------------------------- stability (W5, W6)
+
+#[test]
+fn a_complete_stability_window_confirms_and_resets_the_breaker_count() {
+    let mut h = Harness::with_engine(Engine::restore(
+        config(),
+        Vec::new(),
+        Breaker {
+            open: false,
+            consecutive_reverts: 1,
+        },
+    ));
+    let c = watched(1, "web", "deadline=600 mode=arm");
+    h.arrive(&c, t(0));
+    let w = c.sha;
+    let s = reach(&mut h, &w, 10, Health::Healthy);
+    assert_eq!(h.watch(&w).healthy_since, Some(t(10)));
+    let out = h.observe_every(&s, 20, 120, 10);
+    assert!(!kinds(&out).contains(&K::Confirmed), "110 s is not 120 s");
+    assert_eq!(h.state(&w), State::Judging);
+    let out = h.observe(&s, t(130));
+    assert_eq!(kinds(&out), vec![K::Confirmed]);
+    assert_eq!(h.state(&w), State::Confirmed);
+    assert_eq!(h.watch(&w).finished_at, Some(t(130)));
+    assert_eq!(h.engine.breaker().consecutive_reverts, 0);
+    assert_eq!(
+        h.engine.take_dirty().1.map(|b| b.consecutive_reverts),
+        Some(0)
+    );
+}
+
+#[test]
+#[ignore = "BUG: tick at the window end (next_wakeup) does not confirm while the last healthy observation is fresh; it waits for the next observation"]
+fn the_window_end_is_a_wakeup_and_confirms_at_that_instant() {
+    let (mut h, w) = started("deadline=600");
+    let s = reach(&mut h, &w, 10, Health::Healthy);
+    // Observed healthy every 10 s, the last one 5 s before the window ends (fresh: within
+    // stale-after), so the whole window is observed time.
+    h.observe_every(&s, 15, 125, 10);
+    assert_eq!(h.engine.next_wakeup(), Some(t(130)));
+    let out = h.tick(t(130));
+    assert_eq!(
+        kinds(&out),
+        vec![K::Confirmed],
+        "verdict at the window end itself"
+    );
+    assert_eq!(h.watch(&w).finished_at, Some(t(130)));
+}
+
+#[test]
+fn a_break_resets_the_window() {
+    let (mut h, w) = started("deadline=600");
+    let s = reach(&mut h, &w, 10, Health::Healthy);
+    h.observe_every(&s, 20, 100, 10);
+    let out = h.observe(&s.clone().health(Health::Progressing), t(110));
+    assert_eq!(kinds(&out), vec![K::HealthyStreakBroken]);
+    let out = h.observe(&s, t(120));
+    assert_eq!(kinds(&out), vec![K::HealthyStreakStarted]);
+    assert_eq!(h.watch(&w).healthy_since, Some(t(120)));
+    let out = h.observe_every(&s, 130, 230, 10);
+    assert!(
+        !kinds(&out).contains(&K::Confirmed),
+        "the old streak does not count"
+    );
+    let out = h.observe(&s, t(240));
+    assert_eq!(kinds(&out), vec![K::Confirmed]);
+}
+
+#[test]
+fn a_gap_longer_than_stale_after_breaks_the_streak() {
+    let (mut h, w) = started("deadline=600");
+    let s = reach(&mut h, &w, 10, Health::Healthy);
+    h.observe_every(&s, 20, 50, 10);
+    // 31 s unobserved (stale-after is 30 s): that time does not count.
+    let out = h.observe(&s, t(81));
+    assert_eq!(
+        kinds(&out),
+        vec![K::HealthyStreakBroken, K::HealthyStreakStarted],
+        "{out:?}"
+    );
+    assert_eq!(h.watch(&w).healthy_since, Some(t(81)));
+    h.observe_every(&s, 91, 191, 10);
+    assert_eq!(
+        h.state(&w),
+        State::Judging,
+        "t(130) would have confirmed without the gap"
+    );
+    h.observe(&s, t(201));
+    assert_eq!(h.state(&w), State::Confirmed);
+}
+
+#[test]
+fn a_gap_of_exactly_stale_after_keeps_the_streak() {
+    let (mut h, w) = started("deadline=600");
+    let s = reach(&mut h, &w, 10, Health::Healthy);
+    let out = h.observe(&s, t(40));
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(h.watch(&w).healthy_since, Some(t(10)));
+}
+
+#[test]
+fn an_app_disappearing_breaks_the_streak() {
+    let (mut h, w) = started("deadline=600");
+    let s = reach(&mut h, &w, 10, Health::Healthy);
+    h.observe(&s, t(20));
+    let out = h.absent("web", t(30));
+    assert!(kinds(&out).contains(&K::HealthyStreakBroken));
+    assert_eq!(h.watch(&w).healthy_since, None);
+}
+
+// ---------------------------------------------------------------- deadline (W7)
+
+#[test]
+fn at_the_deadline_without_a_streak_the_commit_fails_with_the_health_seen() {
+    let (mut h, w) = started("deadline=60");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    h.observe_every(&s, 20, 60, 10);
+    assert_eq!(
+        h.engine.next_wakeup(),
+        Some(t(70)),
+        "deadline counts from reach"
+    );
+    assert!(h.tick(tms(69_999)).is_empty());
+    let out = h.tick(t(70));
+    assert_eq!(kinds(&out), vec![K::Failed]);
+    let ev = &events(&out)[0];
+    assert_eq!(ev.state, Some(State::Fail));
+    assert_eq!(ev.evidence.health.as_deref(), Some("Degraded"));
+    assert!(ev.message.contains("Degraded"), "{}", ev.message);
+    assert!(ev.message.contains("shadow"), "{}", ev.message);
+    assert_eq!(h.watch(&w).finished_at, Some(t(70)));
+    no_reverts(&h);
+}
+
+#[test]
+fn a_streak_under_way_at_the_deadline_may_complete() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Progressing);
+    let ok = s.clone().health(Health::Healthy);
+    h.observe(&ok, t(50));
+    h.observe(&ok, t(60));
+    let out = h.tick(t(70));
+    assert_eq!(kinds(&out), vec![K::DeadlinePassedStreakUnderWay]);
+    assert_eq!(h.state(&w), State::Judging);
+    assert_eq!(
+        h.engine.next_wakeup(),
+        Some(t(170)),
+        "now only the window end matters"
+    );
+    h.observe_every(&ok, 70, 160, 10);
+    assert_eq!(h.state(&w), State::Judging);
+    let out = h.observe(&ok, t(170));
+    assert_eq!(kinds(&out), vec![K::Confirmed]);
+    no_reverts(&h);
+}
+
+#[test]
+fn a_streak_that_breaks_after_the_deadline_fails_then() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Progressing);
+    let ok = s.clone().health(Health::Healthy);
+    h.observe_every(&ok, 50, 90, 10);
+    h.tick(t(70));
+    assert_eq!(h.state(&w), State::Judging);
+    let out = h.observe(&ok.clone().health(Health::Degraded), t(100));
+    assert_eq!(h.state(&w), State::Fail);
+    let failed: Vec<_> = events(&out)
+        .into_iter()
+        .filter(|e| e.event == K::Failed)
+        .collect();
+    assert_eq!(failed.len(), 1, "{out:?}");
+    assert_eq!(failed[0].time, t(100), "FAIL then, at the break");
+    assert!(failed[0].message.contains("broke"), "{}", failed[0].message);
+    let rs = reverts(&out);
+    assert_eq!(rs.len(), 1, "arm reverts: {out:?}");
+    assert_eq!(rs[0].commit, w);
+}
+
+#[test]
+#[ignore = "BUG: after the deadline a streak broken by an observation gap restarts, and a streak begun after the deadline can CONFIRM"]
+fn a_streak_begun_after_the_deadline_never_confirms() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Progressing);
+    let ok = s.clone().health(Health::Healthy);
+    h.observe_every(&ok, 50, 70, 10);
+    h.tick(t(70));
+    assert_eq!(
+        h.state(&w),
+        State::Judging,
+        "streak under way at the deadline"
+    );
+    // An outage: 60 s unobserved. The streak under way at the deadline is broken by the gap;
+    // no later streak may stand in for it ("healthy within deadline after reach").
+    h.observe_every(&ok, 130, 400, 10);
+    assert_ne!(h.state(&w), State::Confirmed);
+    assert_eq!(
+        h.state(&w),
+        State::Inconclusive,
+        "the break was a gap in observation, not health"
+    );
+    no_reverts(&h);
+}
+
+#[test]
+fn suspended_at_the_deadline_fails_without_a_revert() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Suspended);
+    h.observe_every(&s, 20, 60, 10);
+    let out = h.tick(t(70));
+    assert_eq!(kinds(&out), vec![K::Failed]);
+    assert_eq!(h.state(&w), State::Fail);
+    assert!(h.watch(&w).reason.contains("Suspended"));
+    assert!(!h.watch(&w).revert_pending);
+    no_reverts(&h);
+    assert_eq!(h.engine.breaker().consecutive_reverts, 0);
+}
+
+// ---------------------------------------------------------------- not reached (W8)
+
+#[test]
+fn not_reached_by_watch_start_plus_deadline_never_reverts() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let behind = Snap::new("web").deployed(&sha(99)).health(Health::Healthy);
+    h.observe_every(&behind, 5, 55, 10);
+    assert_eq!(h.engine.next_wakeup(), Some(t(60)));
+    assert!(h.tick(tms(59_999)).is_empty());
+    let out = h.tick(t(60));
+    assert_eq!(kinds(&out), vec![K::NotReached]);
+    assert_eq!(h.state(&w), State::NotReached);
+    assert_eq!(h.watch(&w).finished_at, Some(t(60)));
+    no_reverts(&h);
+    assert_eq!(h.engine.next_wakeup(), None);
+}
+
+#[test]
+#[ignore = "BUG: observe() applies an observation made after a due deadline before deciding that deadline (reach after watch_start+deadline counts)"]
+fn an_observation_after_the_reach_deadline_does_not_rescue_the_watch() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let behind = Snap::new("web").deployed(&sha(99));
+    h.observe_every(&behind, 5, 55, 10);
+    // The wakeup at t(60) and a stream update at t(61) race; the update is handled first.
+    let r = containing(&mut h, &w, 1);
+    h.observe(&Snap::new("web").deployed(&r), t(61));
+    assert_eq!(
+        h.state(&w),
+        State::NotReached,
+        "no reach by watch start + deadline"
+    );
+}
+
+#[test]
+#[ignore = "BUG: observe() applies an observation made after a due deadline before deciding it (health after reached_at+deadline starts a streak 'under way')"]
+fn an_observation_after_the_health_deadline_does_not_rescue_the_watch() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    h.observe_every(&s, 20, 60, 10);
+    // Deadline t(70) is due; the first thing handled after it is a healthy update at t(75).
+    h.observe(&s.clone().health(Health::Healthy), t(75));
+    assert_eq!(
+        h.state(&w),
+        State::Fail,
+        "not in a healthy streak at the deadline"
+    );
+}
+
+// ---------------------------------------------------------------- inconclusive
+
+#[test]
+fn a_stale_observation_at_the_reach_deadline_is_inconclusive() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    h.observe(&Snap::new("web").deployed(&sha(99)), t(20));
+    let out = h.tick(t(60)); // last observation 40 s old
+    assert_eq!(kinds(&out), vec![K::Inconclusive]);
+    assert_eq!(h.state(&w), State::Inconclusive);
+    no_reverts(&h);
+}
+
+#[test]
+fn a_never_observed_app_at_the_reach_deadline_is_inconclusive() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    h.tick(t(60));
+    assert_eq!(h.state(&w), State::Inconclusive);
+    no_reverts(&h);
+}
+
+#[test]
+fn a_stale_observation_at_the_health_deadline_is_inconclusive_never_a_revert() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    h.observe(&s, t(30));
+    // Outage: nothing observed after t(30); the deadline at t(70) sees a 40 s old observation.
+    let out = h.tick(t(70));
+    assert_eq!(kinds(&out), vec![K::Inconclusive]);
+    assert_eq!(h.state(&w), State::Inconclusive);
+    assert!(h.watch(&w).reason.contains("not reverted"));
+    no_reverts(&h);
+    assert_eq!(h.engine.breaker().consecutive_reverts, 0);
+}
+
+#[test]
+fn an_observation_exactly_stale_after_old_still_decides() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    h.observe(&s, t(40));
+    h.tick(t(70)); // exactly 30 s: not older than stale-after
+    assert_eq!(h.state(&w), State::Fail);
+    assert_eq!(h.all_reverts().len(), 1);
+}
+
+// ---------------------------------------------------------------- attribution
+
+#[test]
+fn a_later_commit_to_the_apps_paths_fails_without_revert_and_is_named() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    let later = plain(2, &["apps/web/values.yaml", "README.md"]);
+    let out = h.arrive(&later, t(20));
+    assert_eq!(kinds(&out), vec![K::Attribution]);
+    assert_eq!(h.state(&w), State::Fail);
+    let reason = &h.watch(&w).reason;
+    assert!(
+        reason.contains(&later.sha[..8]),
+        "names the commit: {reason}"
+    );
+    h.observe(&s, t(30));
+    h.tick(t(70));
+    no_reverts(&h);
+}
+
+#[test]
+fn a_later_commit_seen_before_the_app_is_attributed_at_the_first_observation() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let later = plain(2, &["apps/web/deploy.yaml"]);
+    assert!(h.arrive(&later, t(1)).is_empty(), "paths unknown yet");
+    let r = containing(&mut h, &later.sha, 0);
+    h.ancestor(&w, &r);
+    let out = h.observe(
+        &Snap::new("web").deployed(&r).health(Health::Degraded),
+        t(5),
+    );
+    assert!(kinds(&out).contains(&K::Attribution), "{out:?}");
+    assert_eq!(h.state(&w), State::Fail);
+    h.tick(t(100));
+    no_reverts(&h);
+}
+
+#[test]
+fn a_later_commit_to_other_paths_does_not_count() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    let out = h.arrive(
+        &plain(2, &["apps/web2/deploy.yaml", "apps/api/x.yaml"]),
+        t(20),
+    );
+    assert!(out.is_empty(), "{out:?}");
+    h.observe_every(&s, 30, 60, 10);
+    let out = h.tick(t(70));
+    assert_eq!(h.state(&w), State::Fail);
+    assert_eq!(
+        reverts(&out).len(),
+        1,
+        "nothing else touched the app: revert"
+    );
+}
+
+#[test]
+fn a_merge_that_brings_the_watched_commit_is_not_a_later_commit() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    // The watched commit came in on a feature branch whose tip is `feature`; the merge's
+    // changes against its first parent include the app's paths.
+    let feature = sha(300);
+    h.ancestor(&w, &feature);
+    let mut merge = plain(3, &["apps/web/deploy.yaml"]);
+    merge.parents = vec![sha(301), feature.clone()];
+    let q = h.engine.merge_questions(&merge);
+    assert!(q.contains(&(w.clone(), feature.clone())), "{q:?}");
+    let out = h.arrive(&merge, t(15));
+    assert!(out.is_empty(), "{out:?}");
+    assert!(h.watch(&w).later_commits.is_empty());
+    h.observe_every(&s, 20, 60, 10);
+    let out = h.tick(t(70));
+    assert_eq!(reverts(&out).len(), 1);
+    // The watched commit as the second parent itself needs no git question to be recognized.
+    let (mut h, w) = started("deadline=60 mode=arm");
+    reach(&mut h, &w, 10, Health::Degraded);
+    let mut merge = plain(4, &["apps/web/deploy.yaml"]);
+    merge.parents = vec![sha(301), w.clone()];
+    assert!(h.arrive(&merge, t(15)).is_empty());
+    assert_eq!(h.state(&w), State::Judging);
+}
+
+#[test]
+fn a_merge_that_does_not_bring_the_watched_commit_is_a_later_commit() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    reach(&mut h, &w, 10, Health::Degraded);
+    let mut merge = plain(3, &["apps/web/deploy.yaml"]);
+    merge.parents = vec![sha(301), sha(302)];
+    let out = h.arrive(&merge, t(15));
+    assert_eq!(kinds(&out), vec![K::Attribution]);
+    assert!(h.asked.contains(&(w.clone(), sha(302))));
+    no_reverts(&h);
+}
+
+#[test]
+fn merge_questions_are_only_for_merges_and_live_watches() {
+    let (mut h, w) = started("deadline=60");
+    assert!(h.engine.merge_questions(&plain(5, &["x"])).is_empty());
+    let mut merge = plain(6, &["x"]);
+    merge.parents = vec![sha(1), sha(2), sha(3)];
+    let mut q = h.engine.merge_questions(&merge);
+    q.sort();
+    assert_eq!(q, vec![(w.clone(), sha(2)), (w.clone(), sha(3))]);
+    h.tick(t(60));
+    assert!(h.state(&w).is_terminal());
+    assert!(h.engine.merge_questions(&merge).is_empty());
+}
+
+#[test]
+fn unknown_source_paths_are_assumed_touched() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let r = containing(&mut h, &w, 1);
+    let s = Snap::new("web")
+        .paths(SourcePaths::Unknown {
+            why: "config management plugin".into(),
+        })
+        .deployed(&r)
+        .health(Health::Degraded);
+    h.observe(&s, t(10));
+    assert_eq!(
+        h.state(&w),
+        State::Judging,
+        "its own commit is assumed to touch it"
+    );
+    let out = h.arrive(&plain(2, &["docs/README.md"]), t(20));
+    assert_eq!(kinds(&out), vec![K::Attribution]);
+    no_reverts(&h);
+}
+
+#[test]
+fn a_commit_that_changes_nothing_under_the_apps_paths_cannot_arm() {
+    let mut h = Harness::new(config());
+    let c = commit(
+        1,
+        &message("touch api", &["Nav-Watchdog: app=web deadline=60 mode=arm"]),
+        &["apps/api/deploy.yaml", "apps/webby/x.yaml"],
+    );
+    h.arrive(&c, t(0));
+    let w = c.sha;
+    let r = containing(&mut h, &w, 1);
+    let s = Snap::new("web").deployed(&r).health(Health::Degraded);
+    let out = h.observe(&s, t(10));
+    assert!(kinds(&out).contains(&K::ArmDowngraded), "{out:?}");
+    assert!(!kinds(&out).contains(&K::AutoSyncOff));
+    h.observe_every(&s, 20, 60, 10);
+    let out = h.tick(t(70));
+    assert_eq!(h.state(&w), State::Fail);
+    assert!(reverts(&out).is_empty());
+    assert!(
+        h.watch(&w).reason.contains("nothing under"),
+        "{}",
+        h.watch(&w).reason
+    );
+    no_reverts(&h);
+    // Said once.
+    assert_eq!(
+        h.all_kinds()
+            .iter()
+            .filter(|k| **k == K::ArmDowngraded)
+            .count(),
+        1
+    );
+}
+
+// ---------------------------------------------------------------- arm (W7, W10, W11)
+
+/// A failed arm watch with its revert requested; returns (harness, commit, watch id).
+fn failed_arm() -> (Harness, String, String) {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    h.observe_every(&s, 20, 60, 10);
+    let out = h.tick(t(70));
+    assert_eq!(kinds(&out), vec![K::Failed]);
+    let rs = reverts(&out);
+    assert_eq!(rs.len(), 1);
+    let id = h.watch(&w).id.clone();
+    assert_eq!(rs[0].watch_id, id);
+    assert_eq!(rs[0].commit, w);
+    assert_eq!(rs[0].subject, "change web");
+    assert!(
+        !rs[0].reason.contains("Nav-Watchdog"),
+        "W11: no trailer in the revert"
+    );
+    assert!(h.watch(&w).revert_pending);
+    assert_eq!(h.state(&w), State::Fail);
+    (h, w, id)
+}
+
+#[test]
+#[ignore = "BUG: an arm FAIL awaiting its revert is terminal (FAIL) but finished_at stays null until the revert finishes; the verdict time is lost"]
+fn a_fail_verdict_records_its_time_even_while_the_revert_is_pending() {
+    let (h, w, _) = failed_arm();
+    assert_eq!(h.watch(&w).finished_at, Some(t(70)));
+}
+
+#[test]
+fn arm_fail_requests_a_revert_and_a_pushed_revert_is_reverted() {
+    let (mut h, w, id) = failed_arm();
+    assert!(h.tick(t(80)).is_empty(), "at most one revert");
+    let out = h.finish_revert(&id, RevertOutcome::Pushed { revert: sha(900) }, t(75));
+    assert_eq!(kinds(&out), vec![K::RevertPushed]);
+    assert_eq!(h.state(&w), State::Reverted);
+    assert_eq!(h.watch(&w).revert_commit, Some(sha(900)));
+    assert!(!h.watch(&w).revert_pending);
+    assert_eq!(h.engine.breaker().consecutive_reverts, 1);
+    // A second report for the same watch changes nothing.
+    assert!(
+        h.finish_revert(
+            &id,
+            RevertOutcome::Failed {
+                message: "x".into()
+            },
+            t(76)
+        )
+        .is_empty()
+    );
+    assert_eq!(h.state(&w), State::Reverted);
+}
+
+#[test]
+fn an_adopted_revert_is_reverted_and_counts() {
+    let (mut h, w, id) = failed_arm();
+    let out = h.finish_revert(&id, RevertOutcome::Adopted { revert: sha(901) }, t(75));
+    assert_eq!(kinds(&out), vec![K::RevertAdopted]);
+    assert_eq!(h.state(&w), State::Reverted);
+    assert_eq!(h.watch(&w).revert_commit, Some(sha(901)));
+    assert_eq!(h.engine.breaker().consecutive_reverts, 1);
+}
+
+#[test]
+fn a_failed_revert_is_revert_failed_and_does_not_count() {
+    let (mut h, w, id) = failed_arm();
+    let out = h.finish_revert(
+        &id,
+        RevertOutcome::Failed {
+            message: "conflict in apps/web/deploy.yaml".into(),
+        },
+        t(75),
+    );
+    assert_eq!(kinds(&out), vec![K::RevertFailed]);
+    assert_eq!(h.state(&w), State::RevertFailed);
+    assert!(
+        h.watch(&w)
+            .reason
+            .contains("conflict in apps/web/deploy.yaml")
+    );
+    assert_eq!(h.engine.breaker(), &Breaker::default());
+}
+
+#[test]
+fn revert_reports_for_unknown_watches_are_ignored() {
+    let (mut h, w, _) = failed_arm();
+    assert!(
+        h.finish_revert("nope:0", RevertOutcome::Pushed { revert: sha(1) }, t(80))
+            .is_empty()
+    );
+    assert!(h.watch(&w).revert_pending);
+}
+
+#[test]
+fn automated_sync_off_warns_an_armed_watch_once() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = Snap::new("web").auto_sync(false);
+    let out = h.observe(&s, t(1));
+    assert_eq!(kinds(&out), vec![K::AutoSyncOff]);
+    assert!(
+        events(&out)[0]
+            .message
+            .contains("will not deploy by itself")
+    );
+    assert!(h.observe(&s, t(2)).is_empty());
+    assert_eq!(h.state(&w), State::WaitingReach);
+    // A shadow watch has nothing to deploy: no warning.
+    let (mut h, _) = started("deadline=60");
+    assert!(!kinds(&h.observe(&s, t(1))).contains(&K::AutoSyncOff));
+}
+
+#[test]
+fn a_humans_revert_before_the_verdict_ends_the_watch_without_a_push() {
+    for mode in ["arm", "shadow"] {
+        let (mut h, w) = started(&format!("deadline=60 mode={mode}"));
+        reach(&mut h, &w, 10, Health::Degraded);
+        let msg =
+            format!("Revert \"change web\"\n\nThis reverts commit {w}.\n\nbroke the canary\n");
+        let revert = commit(50, &msg, &["apps/web/deploy.yaml"]);
+        let out = h.arrive(&revert, t(20));
+        assert_eq!(kinds(&out), vec![K::RevertedByHuman], "{mode}");
+        let st = h.state(&w);
+        assert!(
+            matches!(st, State::Reverted | State::Fail),
+            "{mode}: terminal, {st:?}"
+        );
+        assert_eq!(
+            h.watch(&w).revert_commit.as_deref(),
+            Some(revert.sha.as_str())
+        );
+        assert!(
+            !h.watch(&w).reason.contains("attribution"),
+            "not an attribution"
+        );
+        h.tick(t(100));
+        no_reverts(&h);
+        assert_eq!(
+            h.engine.breaker().consecutive_reverts,
+            0,
+            "greenlight pushed nothing"
+        );
+    }
+}
+
+// ---------------------------------------------------------------- breaker (W12)
+
+/// Start, reach and fail an arm watch for commit `n` at `at`; returns its revert requests.
+fn arm_fail(h: &mut Harness, n: u64, at: i64) -> (String, Vec<Effect>) {
+    let c = watched(n, "web", "deadline=60 mode=arm");
+    h.arrive(&c, t(at));
+    let r = sha(5000 + n);
+    h.ancestor(&c.sha, &r);
+    let s = Snap::new("web").deployed(&r).health(Health::Degraded);
+    h.observe(&s, t(at + 1));
+    h.observe(&s, t(at + 55));
+    let out = h.tick(t(at + 61));
+    assert_eq!(h.state(&c.sha), State::Fail);
+    (c.sha, out)
+}
+
+use greenlight_core::judge::Effect;
+
+fn id_of(h: &Harness, c: &str) -> String {
+    h.watch(c).id.clone()
+}
+
+#[test]
+fn two_reverts_open_the_breaker_and_the_third_fail_is_not_reverted() {
+    let mut h = Harness::new(config());
+    let (a, out) = arm_fail(&mut h, 1, 0);
+    assert_eq!(reverts(&out).len(), 1);
+    h.finish_revert(
+        &id_of(&h, &a),
+        RevertOutcome::Pushed { revert: sha(901) },
+        t(70),
+    );
+    let (b, out) = arm_fail(&mut h, 2, 100);
+    assert_eq!(reverts(&out).len(), 1);
+    let out = h.finish_revert(
+        &id_of(&h, &b),
+        RevertOutcome::Pushed { revert: sha(902) },
+        t(170),
+    );
+    assert!(kinds(&out).contains(&K::BreakerOpened), "{out:?}");
+    assert!(h.engine.breaker().open);
+    let (c, out) = arm_fail(&mut h, 3, 200);
+    assert!(reverts(&out).is_empty());
+    assert!(kinds(&out).contains(&K::BreakerBlocked));
+    assert!(
+        h.watch(&c).reason.contains("breaker"),
+        "{}",
+        h.watch(&c).reason
+    );
+    assert!(!h.watch(&c).revert_pending);
+    // A human resets it: reverts are allowed again.
+    let out = h.engine.reset_breaker(t(300));
+    assert_eq!(kinds(&out), vec![K::BreakerReset]);
+    assert_eq!(h.engine.breaker(), &Breaker::default());
+    let (_, out) = arm_fail(&mut h, 4, 400);
+    assert_eq!(reverts(&out).len(), 1);
+}
+
+#[test]
+fn reverts_still_pending_count_toward_the_breaker() {
+    let mut h = Harness::new(config());
+    let (_, o1) = arm_fail(&mut h, 1, 0);
+    let (_, o2) = arm_fail(&mut h, 2, 1);
+    let (c, o3) = arm_fail(&mut h, 3, 2);
+    assert_eq!(reverts(&o1).len() + reverts(&o2).len(), 2);
+    assert!(
+        reverts(&o3).is_empty(),
+        "two pending reverts already fill the breaker"
+    );
+    assert!(h.watch(&c).reason.contains("breaker"));
+}
+
+#[test]
+fn confirmed_resets_the_count_but_not_an_open_breaker() {
+    let mut h = Harness::new(config());
+    let (a, _) = arm_fail(&mut h, 1, 0);
+    h.finish_revert(
+        &id_of(&h, &a),
+        RevertOutcome::Adopted { revert: sha(901) },
+        t(70),
+    );
+    assert_eq!(h.engine.breaker().consecutive_reverts, 1);
+    // A confirmed watch in between: the next revert is the first in a row again.
+    let c = watched(10, "web", "deadline=600 mode=arm");
+    h.arrive(&c, t(100));
+    h.ancestor(&c.sha, &sha(7000));
+    let ok = Snap::new("web").deployed(&sha(7000));
+    h.observe_every(&ok, 100, 220, 10);
+    assert_eq!(h.state(&c.sha), State::Confirmed);
+    assert_eq!(h.engine.breaker().consecutive_reverts, 0);
+    let (b, _) = arm_fail(&mut h, 2, 300);
+    h.finish_revert(
+        &id_of(&h, &b),
+        RevertOutcome::Pushed { revert: sha(902) },
+        t(370),
+    );
+    assert!(!h.engine.breaker().open, "one in a row");
+    // Open it, then confirm: still open.
+    let (d, _) = arm_fail(&mut h, 3, 400);
+    h.finish_revert(
+        &id_of(&h, &d),
+        RevertOutcome::Pushed { revert: sha(903) },
+        t(470),
+    );
+    assert!(h.engine.breaker().open);
+    let c = watched(11, "web", "deadline=600 mode=arm");
+    h.arrive(&c, t(500));
+    h.ancestor(&c.sha, &sha(7001));
+    let ok = Snap::new("web").deployed(&sha(7001));
+    h.observe_every(&ok, 500, 620, 10);
+    assert_eq!(h.state(&c.sha), State::Confirmed);
+    assert!(h.engine.breaker().open, "only a human closes it");
+    let (_, out) = arm_fail(&mut h, 4, 700);
+    assert!(reverts(&out).is_empty());
+}
+
+#[test]
+fn failed_reverts_do_not_count() {
+    let mut h = Harness::new(config());
+    for (n, at) in [(1, 0), (2, 100)] {
+        let (c, out) = arm_fail(&mut h, n, at);
+        assert_eq!(reverts(&out).len(), 1);
+        h.finish_revert(
+            &id_of(&h, &c),
+            RevertOutcome::Failed {
+                message: "conflict".into(),
+            },
+            t(at + 70),
+        );
+    }
+    assert_eq!(h.engine.breaker(), &Breaker::default());
+    let (_, out) = arm_fail(&mut h, 3, 200);
+    assert_eq!(reverts(&out).len(), 1);
+}
+
+// ---------------------------------------------------------------- shadow and dry-run (W9, W13)
+
+#[test]
+fn shadow_never_reverts_and_does_not_count() {
+    let (mut h, w) = started("deadline=60 mode=shadow");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    h.observe_every(&s, 20, 60, 10);
+    h.tick(t(70));
+    assert_eq!(h.state(&w), State::Fail);
+    assert!(h.watch(&w).reason.contains("shadow"));
+    assert!(!h.watch(&w).revert_pending);
+    no_reverts(&h);
+    assert_eq!(h.engine.breaker(), &Breaker::default());
+}
+
+#[test]
+fn config_dry_run_never_reverts_and_does_not_count() {
+    let mut cfg = config();
+    cfg.dry_run = true;
+    let (mut h, w) = started_with(cfg, "deadline=60 mode=arm");
+    assert!(h.watch(&w).dry_run);
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    h.observe_every(&s, 20, 60, 10);
+    h.tick(t(70));
+    assert_eq!(h.state(&w), State::Fail);
+    assert!(h.watch(&w).reason.contains("dry-run"));
+    no_reverts(&h);
+    assert_eq!(h.engine.breaker(), &Breaker::default());
+}
+
+#[test]
+fn a_watch_recorded_as_dry_run_stays_dry_run_after_a_restart_without_it() {
+    let mut cfg = config();
+    cfg.dry_run = true;
+    let (h, w) = started_with(cfg, "deadline=60 mode=arm");
+    let stored = roundtrip(h.engine.watches());
+    let mut h = Harness::with_engine(Engine::restore(config(), stored, Breaker::default()));
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    h.observe_every(&s, 20, 60, 10);
+    h.tick(t(70));
+    assert_eq!(h.state(&w), State::Fail);
+    no_reverts(&h);
+}
+
+#[test]
+fn config_dry_run_covers_watches_started_without_it() {
+    let (h, w) = started("deadline=60 mode=arm");
+    let stored = roundtrip(h.engine.watches());
+    let mut cfg = config();
+    cfg.dry_run = true;
+    let mut h = Harness::with_engine(Engine::restore(cfg, stored, Breaker::default()));
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    h.observe_every(&s, 20, 60, 10);
+    h.tick(t(70));
+    assert_eq!(h.state(&w), State::Fail);
+    no_reverts(&h);
+}
+
+// ---------------------------------------------------------------- restart (W15)
+
+fn restarted(h: &mut Harness) -> Harness {
+    let stored = roundtrip(h.engine.watches());
+    let breaker: Breaker =
+        serde_json::from_str(&serde_json::to_string(h.engine.breaker()).unwrap()).unwrap();
+    let mut h2 = Harness::with_engine(Engine::restore(h.engine.config().clone(), stored, breaker));
+    h2.truth = h.truth.clone();
+    h2
+}
+
+#[test]
+fn a_restart_while_waiting_keeps_the_deadline_from_the_watch_start() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    h.observe(&Snap::new("web"), t(10));
+    let mut h = restarted(&mut h);
+    let out = h.engine.resume(t(45));
+    assert_eq!(kinds(&out), vec![K::Resumed]);
+    assert!(
+        events(&out)[0].message.contains(&t(60).rfc3339()),
+        "{out:?}"
+    );
+    assert_eq!(h.engine.next_wakeup(), Some(t(60)));
+    h.observe(&Snap::new("web"), t(50));
+    h.tick(t(60));
+    assert_eq!(h.state(&w), State::NotReached);
+    assert_eq!(h.watch(&w).watch_started_at, t(0));
+}
+
+#[test]
+fn a_restart_while_judging_keeps_the_deadline_from_the_reach() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    let mut h = restarted(&mut h);
+    h.engine.resume(t(40));
+    assert_eq!(h.engine.next_wakeup(), Some(t(70)));
+    h.observe_every(&s, 45, 65, 10);
+    let out = h.tick(t(70));
+    assert_eq!(h.state(&w), State::Fail);
+    assert_eq!(reverts(&out).len(), 1);
+}
+
+#[test]
+fn a_restart_with_a_pending_revert_reissues_it_once() {
+    let (mut h, w, id) = failed_arm();
+    let mut h = restarted(&mut h);
+    let out = h.engine.resume(t(90));
+    let rs = reverts(&out);
+    assert_eq!(rs.len(), 1);
+    assert_eq!(rs[0].watch_id, id);
+    assert_eq!(rs[0].commit, w);
+    // The executor finds the revert it pushed before the crash and adopts it.
+    h.finish_revert(&id, RevertOutcome::Adopted { revert: sha(900) }, t(91));
+    assert_eq!(h.state(&w), State::Reverted);
+    assert_eq!(h.engine.breaker().consecutive_reverts, 1);
+    let mut h = restarted(&mut h);
+    assert!(
+        h.engine.resume(t(100)).is_empty(),
+        "terminal, nothing to resume"
+    );
+}
+
+#[test]
+fn time_not_observed_across_a_restart_does_not_count() {
+    let (mut h, w) = started("deadline=600");
+    let s = reach(&mut h, &w, 10, Health::Healthy);
+    h.observe_every(&s, 20, 100, 10);
+    let mut h = restarted(&mut h);
+    h.engine.resume(t(200));
+    let out = h.observe(&s, t(200));
+    assert!(kinds(&out).contains(&K::HealthyStreakBroken), "{out:?}");
+    assert_eq!(
+        h.state(&w),
+        State::Judging,
+        "the 100 s of downtime do not count"
+    );
+    assert_eq!(h.watch(&w).healthy_since, Some(t(200)));
+}
+
+#[test]
+#[ignore = "BUG: a repeated Absent observation updates last_observed_at/seen without marking the watch dirty; take_dirty never hands the change over"]
+fn a_repeated_absence_is_handed_over_by_take_dirty() {
+    let (mut h, w) = started("deadline=900");
+    h.absent("web", t(1));
+    h.engine.take_dirty();
+    h.absent("web", t(10));
+    assert_eq!(h.watch(&w).last_observed_at, Some(t(10)));
+    let (ws, _) = h.engine.take_dirty();
+    assert!(
+        ws.iter()
+            .any(|x| x.commit == w && x.last_observed_at == Some(t(10))),
+        "the store would keep last_observed_at = t(1): {ws:?}"
+    );
+}
+
+#[test]
+fn take_dirty_hands_over_each_changed_watch_and_the_breaker() {
+    let (mut h, w, id) = failed_arm();
+    let (ws, _) = h.engine.take_dirty();
+    assert!(ws.iter().any(|x| x.commit == w && x.state == State::Fail));
+    assert_eq!(h.engine.take_dirty().0.len(), 0, "handed over once");
+    h.finish_revert(&id, RevertOutcome::Pushed { revert: sha(1) }, t(80));
+    let (ws, b) = h.engine.take_dirty();
+    assert_eq!(ws.len(), 1);
+    assert_eq!(ws[0].state, State::Reverted);
+    assert_eq!(b.map(|b| b.consecutive_reverts), Some(1));
+}
+
+// ---------------------------------------------------------------- wakeups (event-driven)
+
+#[test]
+fn next_wakeup_is_the_earliest_due_moment_and_decides_there() {
+    let mut h = Harness::new(config());
+    let slow = watched(1, "web", "deadline=900").sha;
+    let fast = watched(2, "api", "deadline=100").sha;
+    let ghost = watched(3, "ghost", "deadline=900").sha;
+    h.arrive(&watched(1, "web", "deadline=900"), t(0));
+    h.arrive(&watched(2, "api", "deadline=100"), t(0));
+    h.arrive(&watched(3, "ghost", "deadline=900"), t(0));
+    assert_eq!(h.engine.next_wakeup(), Some(t(100)));
+    h.absent("ghost", t(20));
+    assert_eq!(h.engine.next_wakeup(), Some(t(80)), "grace end");
+    h.ancestor(&slow, &sha(400));
+    let s = Snap::new("web").deployed(&sha(400));
+    h.observe(&s, t(30)); // reached + healthy: window ends at t(150), deadline t(930)
+    h.observe(&Snap::new("api"), t(75));
+    let mut decided = Vec::new();
+    for _ in 0..3 {
+        let at = h.engine.next_wakeup().expect("a wakeup");
+        // keep the web app observed so its window is observed time
+        let mut o = 40;
+        while o <= at.ms_since(t(0)) / 1000 {
+            h.observe(&s, t(o));
+            o += 10;
+        }
+        let out = h.tick(at);
+        decided.push((at, kinds(&out)));
+    }
+    assert_eq!(decided[0], (t(80), vec![K::Unwatchable]), "{decided:?}");
+    assert_eq!(decided[1], (t(100), vec![K::NotReached]), "{decided:?}");
+    assert_eq!(h.state(&ghost), State::ErrorUnwatchable);
+    assert_eq!(h.state(&fast), State::NotReached);
+    // web: observations every 10 s up to t(150) confirm it at the window end.
+    assert_eq!(h.state(&slow), State::Confirmed);
+    assert_eq!(h.watch(&slow).finished_at, Some(t(150)));
+    assert_eq!(h.engine.next_wakeup(), None);
+}
+
+#[test]
+fn a_deadline_decides_at_exactly_its_instant_in_milliseconds() {
+    let (mut h, w) = started("deadline=1500ms");
+    h.observe(&Snap::new("web"), tms(1000));
+    assert_eq!(h.engine.next_wakeup(), Some(tms(1500)));
+    assert!(h.tick(tms(1499)).is_empty());
+    assert_eq!(kinds(&h.tick(tms(1500))), vec![K::NotReached]);
+    assert_eq!(h.state(&w), State::NotReached);
+}
+
+// ---------------------------------------------------------------- events (W16)
+
+#[test]
+fn event_json_lines_carry_time_event_commit_app_state_and_evidence() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    h.observe(&s, t(60));
+    let out = h.tick(t(70));
+    let ev = &events(&out)[0];
+    let v: serde_json::Value = serde_json::from_str(&ev.json_line()).unwrap();
+    assert_eq!(v["time"], "2026-12-02T10:01:10Z");
+    assert_eq!(v["event"], "failed");
+    assert_eq!(v["commit"], w.as_str());
+    assert_eq!(v["app"], "web");
+    assert_eq!(v["state"], "FAIL");
+    assert_eq!(v["evidence"]["health"], "Degraded");
+    assert_eq!(v["evidence"]["sync"], "Synced");
+    assert_eq!(v["evidence"]["revision"], sha(1001).as_str());
+    // Every event of the story is one line with the same keys, evidence keys always present.
+    for ev in events(&h.log) {
+        let line = ev.json_line();
+        assert!(!line.contains('\n'));
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        for k in ["time", "event", "commit", "app", "state", "evidence"] {
+            assert!(v.get(k).is_some(), "{k} in {line}");
+        }
+        for k in ["health", "sync", "revision"] {
+            assert!(v["evidence"].get(k).is_some(), "evidence.{k} in {line}");
+        }
+        let human = ev.human_line();
+        assert!(human.contains(&w[..8]) && !human.contains('\n'), "{human}");
+    }
+}

@@ -1,0 +1,1148 @@
+//! A seeded simulation of the judge: thousands of random scenarios (flapping health, outages,
+//! operations, later commits, merges, human reverts, restarts through serde, revert outcomes,
+//! clock jumps) checked against invariants that follow from the issue text, with an oracle for
+//! health and the breaker written here independently of the judge. A failure prints the seed and
+//! the last actions so it can be replayed with `GREENLIGHT_SIM_SEED=<seed>`.
+
+mod support;
+
+use greenlight_core::breaker::Breaker;
+use greenlight_core::event::{Event, EventKind};
+use greenlight_core::judge::{
+    Ancestry, CommitInfo, Effect, Engine, JudgeConfig, Observation, RevertOutcome, State, Watch,
+};
+use greenlight_core::snapshot::{
+    AppSnapshot, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
+    SourceFacts, SourcePaths, UnhealthyResource,
+};
+use greenlight_core::time::Timestamp;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use support::{BASE_MS, REPO, sha};
+
+/// xorshift64*: small, seeded, reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + self.below((hi - lo + 1) as u64) as i64
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len() as u64) as usize]
+    }
+}
+
+/// What the simulated Argo CD knows of one app.
+#[derive(Clone, Debug)]
+struct AppModel {
+    name: &'static str,
+    exists: bool,
+    /// Index into the history of the commit last applied.
+    deployed: Option<usize>,
+    /// The revision Argo CD compares against (the branch tip when it looked).
+    compared: Option<usize>,
+    sync_status: &'static str,
+    op_phase: Option<&'static str>,
+    op_rev: Option<usize>,
+    health: Health,
+    bad_resource: bool,
+    stale: bool,
+    history: Vec<usize>,
+    automated: bool,
+    paths: SourcePaths,
+    /// A structural defect that makes it unwatchable (non-SHA revision, wrong target).
+    defect: Option<&'static str>,
+    /// Percent chance per observation that health changes.
+    flap: u64,
+}
+
+impl AppModel {
+    fn healthy_by_oracle(&self) -> bool {
+        self.exists
+            && self.sync_status == "Synced"
+            && self.health == Health::Healthy
+            && !self.bad_resource
+            && !self.stale
+            && self.op_phase != Some("Running")
+    }
+}
+
+/// One observation of an app, for the stability oracle.
+#[derive(Clone, Copy, Debug)]
+struct Seen {
+    at: Timestamp,
+    healthy: bool,
+}
+
+/// Invariants that the current judge is known to break (reported as bugs); off by default.
+#[derive(Clone, Copy, Debug, Default)]
+struct Strict {
+    /// Every change to a watch is handed over by `take_dirty` (else a restart loses it).
+    dirty: bool,
+    /// A tick at a stability window's end, with a fresh healthy observation, confirms.
+    window: bool,
+}
+
+struct Sim {
+    rng: Rng,
+    strict: Strict,
+    cfg: JudgeConfig,
+    engine: Engine,
+    now: Timestamp,
+    /// The branch's commits in order; index = position. Linear first-parent history.
+    hist: Vec<String>,
+    index: HashMap<String, usize>,
+    /// Extra ancestry facts (side branches of merges).
+    side: BTreeSet<(String, String)>,
+    apps: Vec<AppModel>,
+    seen: HashMap<&'static str, Vec<Seen>>,
+    /// Watch ids with a revert requested and not yet reported.
+    pending: Vec<String>,
+    /// Reverts requested per watch id, outside a resume.
+    requested: HashMap<String, u32>,
+    /// The breaker as the issue defines it.
+    model_breaker: Breaker,
+    /// What the store would hold if it persisted only `take_dirty`.
+    store: BTreeMap<String, Watch>,
+    /// Watches that went through a kind of event after which a revert is never allowed.
+    never_revert: BTreeSet<String>,
+    /// Every watch as the previous engine call left it.
+    prev: BTreeMap<String, Watch>,
+    trace: Vec<String>,
+    next_commit: u64,
+    seed: u64,
+    counters: Counters,
+}
+
+#[derive(Default, Debug, Clone)]
+struct Counters {
+    states: BTreeMap<&'static str, u64>,
+    reverts: u64,
+    restarts: u64,
+    events: u64,
+}
+
+const APPS: [&str; 4] = ["web", "api", "ghost", "odd"];
+
+fn ts(ms: i64) -> Timestamp {
+    Timestamp(BASE_MS + ms)
+}
+
+impl Sim {
+    fn new(seed: u64, strict: Strict) -> Sim {
+        let mut rng = Rng::new(seed);
+        let mut cfg = JudgeConfig::new(REPO, "main", true);
+        cfg.stable_for_ms = rng.range(5, 120) * 1000;
+        cfg.stale_after_ms = rng.range(8, 45) * 1000;
+        cfg.unknown_app_grace_ms = rng.range(5, 90) * 1000;
+        cfg.dry_run = rng.chance(10);
+        let mut apps = Vec::new();
+        for name in APPS {
+            let paths = if rng.chance(15) {
+                SourcePaths::Unknown {
+                    why: "plugin".into(),
+                }
+            } else {
+                SourcePaths::Known(vec![format!("apps/{name}")])
+            };
+            let defect = match name {
+                "odd" => Some(*rng.pick(&["helm", "oci", "tag", "chart", "elsewhere"])),
+                _ => None,
+            };
+            apps.push(AppModel {
+                name,
+                exists: name != "ghost" || rng.chance(30),
+                deployed: None,
+                compared: None,
+                sync_status: "OutOfSync",
+                op_phase: None,
+                op_rev: None,
+                health: Health::Missing,
+                bad_resource: false,
+                stale: false,
+                history: Vec::new(),
+                automated: !rng.chance(15),
+                paths,
+                defect,
+                flap: rng.range(1, 30) as u64,
+            });
+        }
+        let engine = Engine::new(cfg.clone());
+        let base = sha(1);
+        let mut index = HashMap::new();
+        index.insert(base.clone(), 0);
+        Sim {
+            rng,
+            strict,
+            cfg,
+            engine,
+            now: ts(0),
+            hist: vec![base],
+            index,
+            side: BTreeSet::new(),
+            apps,
+            seen: HashMap::new(),
+            pending: Vec::new(),
+            requested: HashMap::new(),
+            model_breaker: Breaker::default(),
+            store: BTreeMap::new(),
+            never_revert: BTreeSet::new(),
+            prev: BTreeMap::new(),
+            trace: Vec::new(),
+            next_commit: 10,
+            seed,
+            counters: Counters::default(),
+        }
+    }
+
+    fn fail(&self, what: &str) -> ! {
+        let tail: Vec<&String> = self.trace.iter().rev().take(40).collect::<Vec<_>>();
+        let tail: Vec<&String> = tail.into_iter().rev().collect();
+        panic!(
+            "seed {} ({:?}): {what}\nconfig: {:?}\nlast actions:\n  {}\nwatches: {:#?}",
+            self.seed,
+            self.strict,
+            self.cfg,
+            tail.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join("\n  "),
+            self.engine.watches()
+        );
+    }
+
+    fn answer(&self, qs: Vec<(String, String)>) -> Ancestry {
+        let mut map = HashMap::new();
+        for (c, r) in qs {
+            let yes = self.side.contains(&(c.clone(), r.clone()))
+                || match (self.index.get(&c), self.index.get(&r)) {
+                    (Some(i), Some(j)) => i <= j,
+                    _ => false,
+                };
+            map.insert((c, r), yes);
+        }
+        Ancestry(map)
+    }
+
+    // ------------------------------------------------------------ actions
+
+    fn new_commit_sha(&mut self) -> String {
+        self.next_commit += 1;
+        sha(self.next_commit)
+    }
+
+    fn push_commit(&mut self, c: CommitInfo) {
+        self.index.insert(c.sha.clone(), self.hist.len());
+        self.hist.push(c.sha.clone());
+        let q = self.engine.merge_questions(&c);
+        let anc = self.answer(q);
+        let now = self.now;
+        self.trace.push(format!(
+            "{} arrive {} parents={} paths={:?} msg={:?}",
+            now.0 - BASE_MS,
+            &c.sha[..8],
+            c.parents.len(),
+            c.changed_paths,
+            c.message.lines().last().unwrap_or_default()
+        ));
+        let out = self.engine.commit_arrived(&c, &anc, now);
+        self.after(out, false);
+    }
+
+    fn app_path(&mut self) -> String {
+        let app = *self.rng.pick(&APPS);
+        format!("apps/{app}/deploy.yaml")
+    }
+
+    fn watched_commit(&mut self) {
+        let app = *self.rng.pick(&APPS);
+        let mut trailers = Vec::new();
+        let n = if self.rng.chance(15) { 2 } else { 1 };
+        for _ in 0..n {
+            let a = if self.rng.chance(80) {
+                app
+            } else {
+                self.rng.pick(&APPS)
+            };
+            let mode = if self.rng.chance(60) { "arm" } else { "shadow" };
+            let deadline = self.rng.range(10, 400);
+            if self.rng.chance(5) {
+                trailers.push(format!("Nav-Watchdog: app={a} deadline=never"));
+            } else {
+                trailers.push(format!(
+                    "Nav-Watchdog: app={a} deadline={deadline}s mode={mode}"
+                ));
+            }
+        }
+        let mut paths = vec![format!("apps/{app}/deploy.yaml")];
+        if self.rng.chance(15) {
+            paths = vec!["docs/notes.md".into()];
+        } else if self.rng.chance(15) {
+            let p = self.app_path();
+            paths.push(p);
+        }
+        let sha = self.new_commit_sha();
+        let parent = self.hist.last().unwrap().clone();
+        let message = format!(
+            "change {app}\n\nwhy it changes\n\n{}\n",
+            trailers.join("\n")
+        );
+        self.push_commit(CommitInfo {
+            sha,
+            parents: vec![parent],
+            subject: format!("change {app}"),
+            message,
+            changed_paths: paths,
+        });
+    }
+
+    fn plain_commit(&mut self) {
+        let paths = if self.rng.chance(50) {
+            vec![self.app_path()]
+        } else {
+            vec!["README.md".into()]
+        };
+        let sha = self.new_commit_sha();
+        let parent = self.hist.last().unwrap().clone();
+        self.push_commit(CommitInfo {
+            sha,
+            parents: vec![parent],
+            subject: "tweak".into(),
+            message: "tweak\n\nno trailer here\n".into(),
+            changed_paths: paths,
+        });
+    }
+
+    /// A merge whose second parent either carries a watched commit or does not.
+    fn merge_commit(&mut self) {
+        let side = self.new_commit_sha();
+        let ws: Vec<String> = self
+            .engine
+            .watches()
+            .iter()
+            .map(|w| w.commit.clone())
+            .collect();
+        if !ws.is_empty() && self.rng.chance(60) {
+            let w = self.rng.pick(&ws).clone();
+            self.side.insert((w, side.clone()));
+        }
+        let sha = self.new_commit_sha();
+        let parent = self.hist.last().unwrap().clone();
+        let paths = vec![self.app_path()];
+        self.push_commit(CommitInfo {
+            sha,
+            parents: vec![parent, side],
+            subject: "Merge branch 'feature'".into(),
+            message: "Merge branch 'feature'\n".into(),
+            changed_paths: paths,
+        });
+    }
+
+    fn human_revert(&mut self) {
+        let ws: Vec<(String, String)> = self
+            .engine
+            .watches()
+            .iter()
+            .map(|w| (w.commit.clone(), w.app.name.clone()))
+            .collect();
+        if ws.is_empty() {
+            return;
+        }
+        let (target, app) = self.rng.pick(&ws).clone();
+        self.revert_commit(&target, &app);
+    }
+
+    fn revert_commit(&mut self, target: &str, app: &str) {
+        let sha = self.new_commit_sha();
+        let parent = self.hist.last().unwrap().clone();
+        self.push_commit(CommitInfo {
+            sha,
+            parents: vec![parent],
+            subject: "Revert \"change\"".into(),
+            message: format!("Revert \"change\"\n\nThis reverts commit {target}.\n"),
+            changed_paths: vec![format!("apps/{app}/deploy.yaml")],
+        });
+    }
+
+    /// Argo CD moves on: syncs, operations, health flapping.
+    fn evolve(&mut self, i: usize) {
+        let tip = self.hist.len() - 1;
+        let r = &mut self.rng;
+        let a = &mut self.apps[i];
+        if a.name == "ghost" && r.chance(5) {
+            a.exists = !a.exists;
+        }
+        if a.op_phase == Some("Running") {
+            if r.chance(60) {
+                let ok = r.chance(80);
+                a.op_phase = Some(if ok {
+                    "Succeeded"
+                } else if r.chance(50) {
+                    "Failed"
+                } else {
+                    "Error"
+                });
+                if ok {
+                    a.deployed = a.op_rev;
+                    a.history.push(a.op_rev.unwrap());
+                    a.sync_status = "Synced";
+                    a.stale = r.chance(40);
+                    a.health = Health::Progressing;
+                } else {
+                    a.sync_status = "OutOfSync";
+                    a.health = Health::Degraded;
+                }
+            }
+        } else if a.compared != Some(tip) && r.chance(50) {
+            a.compared = Some(tip);
+            if r.chance(20) {
+                // Manifests unchanged: the revision moves, Synced, no operation.
+                a.deployed = Some(tip);
+                a.sync_status = "Synced";
+            } else {
+                a.sync_status = "OutOfSync";
+                if a.automated || r.chance(30) {
+                    a.op_phase = Some("Running");
+                    a.op_rev = Some(tip);
+                }
+            }
+        }
+        // Health flaps, biased to stay and to be healthy.
+        if r.chance(a.flap) {
+            a.health = *r.pick(&[
+                Health::Healthy,
+                Health::Healthy,
+                Health::Healthy,
+                Health::Healthy,
+                Health::Healthy,
+                Health::Healthy,
+                Health::Progressing,
+                Health::Degraded,
+                Health::Suspended,
+                Health::Missing,
+                Health::Unknown,
+            ]);
+        }
+        if r.chance(a.flap / 2) {
+            a.bad_resource = !a.bad_resource && r.chance(40);
+        }
+        if a.stale && r.chance(60) {
+            a.stale = false;
+        }
+    }
+
+    fn snapshot(&self, a: &AppModel) -> AppSnapshot {
+        let rev = |i: Option<usize>| i.map(|i| self.hist[i].clone()).unwrap_or_default();
+        let running = a.op_phase == Some("Running");
+        let mut candidates = Vec::new();
+        let mut push = |revision: String, via: ReachVia| {
+            if revision.is_empty() {
+                return;
+            }
+            let c = ReachCandidate { revision, via };
+            if !candidates.contains(&c) {
+                candidates.push(c);
+            }
+        };
+        match a.op_phase {
+            Some("Succeeded") => push(rev(a.op_rev), ReachVia::OperationSucceeded),
+            Some(p @ ("Failed" | "Error")) => push(
+                rev(a.op_rev),
+                ReachVia::OperationFailed {
+                    phase: p.into(),
+                    message: "one or more objects failed to apply".into(),
+                },
+            ),
+            _ => {}
+        }
+        if a.sync_status == "Synced" && !running {
+            push(rev(a.deployed), ReachVia::SyncedRevision);
+        }
+        for (n, h) in a.history.iter().enumerate() {
+            push(rev(Some(*h)), ReachVia::History { id: n as i64 });
+        }
+        let sync_revision = if a.sync_status == "Synced" {
+            rev(a.deployed)
+        } else {
+            rev(a.compared)
+        };
+        let mut target = "main".to_string();
+        let mut chart = None;
+        let mut source_rev_override = None;
+        let mut not_from_repo = false;
+        match a.defect {
+            Some("helm") => source_rev_override = Some("65.5.0".to_string()),
+            Some("oci") => source_rev_override = Some(format!("sha256:{}", "ab".repeat(32))),
+            Some("tag") => target = "v1.2.3".into(),
+            Some("chart") => chart = Some("kube-prometheus-stack".into()),
+            Some("elsewhere") => not_from_repo = true,
+            _ => {}
+        }
+        let (sync_revision, candidates) = match &source_rev_override {
+            Some(r) if a.deployed.is_some() => (
+                r.clone(),
+                vec![ReachCandidate {
+                    revision: r.clone(),
+                    via: ReachVia::SyncedRevision,
+                }],
+            ),
+            Some(_) => (String::new(), Vec::new()),
+            None => (sync_revision, candidates),
+        };
+        AppSnapshot {
+            namespace: "argocd".into(),
+            name: a.name.into(),
+            source: if not_from_repo {
+                SourceFacts::NotFromRepo {
+                    repos: vec!["https://git.example.com/org/other.git".into()],
+                }
+            } else {
+                SourceFacts::FromRepo {
+                    target_revisions: vec![target],
+                    chart,
+                    revisions: candidates.iter().map(|c| c.revision.clone()).collect(),
+                    paths: a.paths.clone(),
+                }
+            },
+            sync_status: a.sync_status.into(),
+            sync_revision,
+            health: a.health,
+            health_message: String::new(),
+            operation_running: running,
+            last_operation: a.op_phase.map(|p| OperationFacts {
+                phase: p.into(),
+                message: String::new(),
+                revision: rev(a.op_rev),
+                started_at: None,
+                finished_at: None,
+            }),
+            unhealthy_resources: if a.bad_resource {
+                vec![UnhealthyResource {
+                    kind: "Deployment".into(),
+                    namespace: "default".into(),
+                    name: a.name.into(),
+                    health: Health::Degraded,
+                    message: String::new(),
+                }]
+            } else {
+                Vec::new()
+            },
+            resource_health_source: ResourceHealthSource::Application,
+            health_stale: a.stale,
+            automated_sync: a.automated,
+            reach_candidates: candidates,
+        }
+    }
+
+    fn observe_app(&mut self, i: usize) {
+        self.evolve(i);
+        let a = self.apps[i].clone();
+        let now = self.now;
+        let healthy = a.healthy_by_oracle() && a.defect.is_none();
+        self.seen
+            .entry(a.name)
+            .or_default()
+            .push(Seen { at: now, healthy });
+        if !a.exists {
+            self.trace
+                .push(format!("{} absent {}", now.0 - BASE_MS, a.name));
+            let out = self.engine.observe(
+                Observation::Absent {
+                    namespace: Some("argocd"),
+                    name: a.name,
+                },
+                &Ancestry::default(),
+                now,
+            );
+            self.after(out, false);
+            return;
+        }
+        let snap = self.snapshot(&a);
+        let q = self.engine.reach_questions(&snap);
+        let anc = self.answer(q);
+        self.trace.push(format!(
+            "{} observe {} sync={} health={:?} op={:?} running={} stale={} bad={} deployed={:?} healthy={}",
+            now.0 - BASE_MS,
+            a.name,
+            a.sync_status,
+            a.health,
+            a.op_phase,
+            snap.operation_running,
+            a.stale,
+            a.bad_resource,
+            a.deployed,
+            healthy
+        ));
+        let out = self.engine.observe(Observation::Present(&snap), &anc, now);
+        self.after(out, false);
+    }
+
+    fn tick(&mut self) {
+        // Often exactly at the next wakeup, as the daemon sleeps until it (observations go on
+        // meanwhile, so only near ones are jumped to).
+        if self.rng.chance(50)
+            && let Some(at) = self.engine.next_wakeup()
+            && at > self.now
+            && at.ms_since(self.now) <= 5_000
+        {
+            self.now = at;
+        }
+        let now = self.now;
+        self.trace.push(format!("{} tick", now.0 - BASE_MS));
+        let out = self.engine.tick(now);
+        self.after(out, false);
+        self.check_nothing_due();
+    }
+
+    fn finish_revert(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let k = self.rng.below(self.pending.len() as u64) as usize;
+        let id = self.pending.remove(k);
+        let outcome = match self.rng.below(10) {
+            0..=5 => RevertOutcome::Pushed {
+                revert: self.new_commit_sha(),
+            },
+            6..=7 => RevertOutcome::Adopted {
+                revert: self.new_commit_sha(),
+            },
+            _ => RevertOutcome::Failed {
+                message: "conflict".into(),
+            },
+        };
+        let now = self.now;
+        self.trace.push(format!(
+            "{} revert_finished {id} {outcome:?}",
+            now.0 - BASE_MS
+        ));
+        let counts = !matches!(outcome, RevertOutcome::Failed { .. });
+        let pushed = matches!(outcome, RevertOutcome::Pushed { .. });
+        let out = self.engine.revert_finished(&id, outcome, now);
+        if out.is_empty() {
+            self.fail(&format!("revert_finished for pending {id} did nothing"));
+        }
+        if counts {
+            self.model_breaker.record_revert_model();
+        }
+        self.after(out, false);
+        // The pushed revert then arrives on the branch like any commit.
+        if pushed && self.rng.chance(70) {
+            let w = self
+                .engine
+                .watches()
+                .iter()
+                .find(|w| w.id == id)
+                .cloned()
+                .unwrap();
+            let c = CommitInfo {
+                sha: w.revert_commit.clone().unwrap(),
+                parents: vec![self.hist.last().unwrap().clone()],
+                subject: format!("Revert \"{}\"", w.subject),
+                message: format!(
+                    "Revert \"{}\"\n\nThis reverts commit {}.\n\ngreenlight: judged FAIL\n",
+                    w.subject, w.commit
+                ),
+                changed_paths: vec![format!("apps/{}/deploy.yaml", w.app.name)],
+            };
+            self.push_commit(c);
+        }
+    }
+
+    fn restart(&mut self) {
+        self.counters.restarts += 1;
+        // Only what the store persisted survives: the watches handed over by take_dirty.
+        let watches: Vec<Watch> = self.engine.watches().to_vec();
+        for w in &watches {
+            let stored = self.store.get(&w.id);
+            if stored != Some(w) && self.strict.dirty {
+                self.fail(&format!(
+                    "watch {} changed without being handed over by take_dirty:\nstored {stored:#?}\nlive {w:#?}",
+                    w.id
+                ));
+            }
+        }
+        let text = serde_json::to_string(&watches).unwrap();
+        let watches: Vec<Watch> = serde_json::from_str(&text).unwrap();
+        let breaker: Breaker =
+            serde_json::from_str(&serde_json::to_string(self.engine.breaker()).unwrap()).unwrap();
+        // Downtime: the clock moves on while nothing is observed.
+        self.now = self.now.plus_ms(self.rng.range(0, 60_000));
+        self.engine = Engine::restore(self.cfg.clone(), watches, breaker);
+        let now = self.now;
+        self.trace
+            .push(format!("{} restart+resume", now.0 - BASE_MS));
+        let out = self.engine.resume(now);
+        // Re-issued reverts are for pending watches only.
+        let mut reissued = Vec::new();
+        for e in &out {
+            if let Effect::Revert(r) = e {
+                let w = self.engine.watches().iter().find(|w| w.id == r.watch_id);
+                if !w.is_some_and(|w| w.revert_pending) {
+                    self.fail(&format!(
+                        "resume re-issued a revert for a non-pending watch {r:?}"
+                    ));
+                }
+                reissued.push(r.watch_id.clone());
+            }
+        }
+        let mut want: Vec<String> = self
+            .engine
+            .watches()
+            .iter()
+            .filter(|w| w.revert_pending)
+            .map(|w| w.id.clone())
+            .collect();
+        want.sort();
+        reissued.sort();
+        if want != reissued {
+            self.fail(&format!("resume re-issued {reissued:?}, pending {want:?}"));
+        }
+        self.pending = reissued;
+        self.after(out, true);
+    }
+
+    // ------------------------------------------------------------ invariants
+
+    fn after(&mut self, out: Vec<Effect>, resuming: bool) {
+        let before = std::mem::take(&mut self.prev);
+        let now = self.now;
+        // Events.
+        let evs: Vec<Event> = out
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Emit(ev) => Some(ev.clone()),
+                _ => None,
+            })
+            .collect();
+        self.counters.events += evs.len() as u64;
+        for ev in &evs {
+            if ev.time != now {
+                self.fail(&format!("event at {:?}, now {:?}: {ev:?}", ev.time, now));
+            }
+            let v: serde_json::Value = serde_json::from_str(&ev.json_line())
+                .unwrap_or_else(|e| self.fail(&format!("json line: {e}")));
+            for k in ["time", "event", "commit", "app", "state", "evidence"] {
+                if v.get(k).is_none() {
+                    self.fail(&format!("event json lacks {k}: {v}"));
+                }
+            }
+            let _ = ev.human_line();
+            if let (Some(c), Some(_)) = (&ev.commit, &ev.app) {
+                let _ = c;
+            }
+            match ev.event {
+                EventKind::Attribution
+                | EventKind::Unwatchable
+                | EventKind::NotReached
+                | EventKind::Inconclusive
+                | EventKind::ArmDowngraded
+                | EventKind::RevertedByHuman => {
+                    // Events name commit and app, not the watch: with two trailers for the
+                    // same app, the event belongs to the watch it moved.
+                    let matching: Vec<&Watch> = self
+                        .engine
+                        .watches()
+                        .iter()
+                        .filter(|w| {
+                            Some(&w.commit) == ev.commit.as_ref()
+                                && Some(w.app.to_string()) == ev.app
+                        })
+                        .collect();
+                    let ids: Vec<String> = if matching.len() == 1 {
+                        vec![matching[0].id.clone()]
+                    } else {
+                        matching
+                            .iter()
+                            .filter(|w| {
+                                before.get(&w.id).map(|o| o.state) != Some(w.state)
+                                    && Some(w.state) == ev.state
+                            })
+                            .map(|w| w.id.clone())
+                            .collect()
+                    };
+                    self.never_revert.extend(ids);
+                }
+                EventKind::Confirmed => self.model_breaker.record_confirmed(),
+                EventKind::BreakerReset => self.model_breaker.reset(),
+                _ => {}
+            }
+        }
+        // Reverts.
+        let mut pending_before = before.values().filter(|w| w.revert_pending).count() as u32;
+        for e in &out {
+            let Effect::Revert(r) = e else { continue };
+            let Some(w) = self.engine.watches().iter().find(|w| w.id == r.watch_id) else {
+                self.fail(&format!("revert for an unknown watch {r:?}"));
+            };
+            let why_not = if w.mode.as_str() != "arm" {
+                Some("shadow")
+            } else if w.dry_run || self.cfg.dry_run {
+                Some("dry-run")
+            } else if w.arm_blocked.is_some() {
+                Some("arm downgraded")
+            } else if w.reached_at.is_none() {
+                Some("unreached")
+            } else if w.state != State::Fail || !w.revert_pending {
+                Some("not a pending FAIL")
+            } else if self.never_revert.contains(&w.id) {
+                Some("attribution/unwatchable/not-reached/inconclusive/human revert")
+            } else if r.commit != w.commit {
+                Some("wrong commit")
+            } else {
+                None
+            };
+            if let Some(why) = why_not {
+                self.fail(&format!("revert requested for a {why} watch: {w:#?}"));
+            }
+            if !resuming {
+                // The breaker as it stood, counting reverts already pending.
+                if self.model_breaker.open
+                    || self.model_breaker.consecutive_reverts + pending_before >= 2
+                {
+                    self.fail(&format!(
+                        "revert requested with the breaker {:?} and {pending_before} pending",
+                        self.model_breaker
+                    ));
+                }
+                pending_before += 1;
+                let n = self.requested.entry(w.id.clone()).or_default();
+                *n += 1;
+                if *n > 1 {
+                    self.fail(&format!("second revert for {}", w.id));
+                }
+                self.pending.push(w.id.clone());
+                self.counters.reverts += 1;
+            }
+        }
+        // States: terminal never changes (a pending FAIL may become REVERTED/REVERT_FAILED),
+        // every change comes with an event carrying the new state.
+        for w in self.engine.watches() {
+            let old = before.get(&w.id);
+            let old_state = old.map(|o| o.state);
+            if let Some(o) = old
+                && o.state.is_terminal()
+                && o.state != w.state
+            {
+                let allowed = o.state == State::Fail
+                    && o.revert_pending
+                    && matches!(w.state, State::Reverted | State::RevertFailed);
+                if !allowed {
+                    self.fail(&format!(
+                        "terminal {:?} of {} became {:?}",
+                        o.state, w.id, w.state
+                    ));
+                }
+            }
+            if old_state != Some(w.state) {
+                let has = evs.iter().any(|e| {
+                    e.commit.as_deref() == Some(w.commit.as_str())
+                        && e.app.as_deref() == Some(w.app.to_string().as_str())
+                        && e.state == Some(w.state)
+                });
+                if !has {
+                    self.fail(&format!(
+                        "{} went {old_state:?} -> {:?} without an event: {evs:#?}",
+                        w.id, w.state
+                    ));
+                }
+                if w.state == State::Confirmed {
+                    self.check_confirmed(w);
+                }
+                if w.state == State::NotReached && w.reached_at.is_some() {
+                    self.fail("NOT_REACHED with a reach time");
+                }
+            }
+            if w.state.is_terminal() && w.state != State::Fail && w.revert_pending {
+                self.fail(&format!("{} is {:?} with a revert pending", w.id, w.state));
+            }
+        }
+        if self.engine.breaker() != &self.model_breaker {
+            self.fail(&format!(
+                "breaker {:?}, by the rules {:?}",
+                self.engine.breaker(),
+                self.model_breaker
+            ));
+        }
+        // Persist what take_dirty hands over.
+        let (ws, b) = self.engine.take_dirty();
+        for w in ws {
+            self.store.insert(w.id.clone(), w);
+        }
+        let _ = b;
+        if self.strict.dirty {
+            for w in self.engine.watches() {
+                if let Some(stored) = self.store.get(&w.id)
+                    && stored != w
+                {
+                    let a = serde_json::to_value(stored).unwrap();
+                    let b = serde_json::to_value(w).unwrap();
+                    let fields: Vec<String> = b
+                        .as_object()
+                        .unwrap()
+                        .iter()
+                        .filter(|(k, v)| a.get(k.as_str()) != Some(v))
+                        .map(|(k, v)| format!("{k}: {} -> {v}", a[k.as_str()]))
+                        .collect();
+                    self.fail(&format!(
+                        "watch {} changed but take_dirty did not hand it over: {fields:?}",
+                        w.id
+                    ));
+                }
+            }
+        }
+        for w in self.engine.watches() {
+            if self.store.get(&w.id).map(|s| s.state) != Some(w.state) {
+                self.fail(&format!(
+                    "state of {} changed but was not handed over",
+                    w.id
+                ));
+            }
+        }
+        self.prev = self
+            .engine
+            .watches()
+            .iter()
+            .map(|w| (w.id.clone(), w.clone()))
+            .collect();
+    }
+
+    /// CONFIRMED only after at least stable_for of observed healthy time since reach.
+    fn check_confirmed(&self, w: &Watch) {
+        let Some(reached) = w.reached_at else {
+            self.fail("CONFIRMED without reach");
+        };
+        let seen = self
+            .seen
+            .get(w.app.name.as_str())
+            .cloned()
+            .unwrap_or_default();
+        // The healthy run that ends with the last observation.
+        let mut run_start = None;
+        let mut prev: Option<Timestamp> = None;
+        for s in seen.iter().filter(|s| s.at >= reached) {
+            let gap_ok = prev.is_none_or(|p| s.at.ms_since(p) <= self.cfg.stale_after_ms);
+            if s.healthy && gap_ok && run_start.is_some() {
+                // continues
+            } else if s.healthy {
+                run_start = Some(s.at);
+            } else {
+                run_start = None;
+            }
+            prev = Some(s.at);
+        }
+        let (Some(start), Some(last)) = (run_start, prev) else {
+            self.fail(&format!(
+                "CONFIRMED at {:?} without a healthy run since reach {reached:?}: {seen:?}",
+                self.now
+            ));
+        };
+        let observed_until = std::cmp::min(self.now, last.plus_ms(self.cfg.stale_after_ms));
+        if observed_until.ms_since(start) < self.cfg.stable_for_ms {
+            self.fail(&format!(
+                "CONFIRMED after only {} ms of observed healthy time (run from {start:?}, last {last:?})",
+                observed_until.ms_since(start)
+            ));
+        }
+    }
+
+    /// After a tick at `now`, nothing that was due at `now` is left undecided.
+    fn check_nothing_due(&self) {
+        for w in self.engine.watches() {
+            if w.state.is_terminal() {
+                continue;
+            }
+            if !w.deadline_passed
+                && let Some(d) = w.deadline_at()
+                && d <= self.now
+            {
+                self.fail(&format!(
+                    "deadline {d:?} of {} left undecided at {:?}",
+                    w.id, self.now
+                ));
+            }
+            if let Some(a) = w.app_absent_since
+                && a.plus_ms(self.cfg.unknown_app_grace_ms) <= self.now
+            {
+                self.fail(&format!("grace of {} left undecided", w.id));
+            }
+            if self.strict.window
+                && let (Some(h), Some(last)) = (w.healthy_since, w.last_observed_at)
+                && h.plus_ms(self.cfg.stable_for_ms) <= self.now
+                && self.now.ms_since(last) <= self.cfg.stale_after_ms
+            {
+                self.fail(&format!(
+                    "stability window of {} ended at {:?} with a fresh healthy observation, still {:?} at {:?}",
+                    w.id,
+                    h.plus_ms(self.cfg.stable_for_ms),
+                    w.state,
+                    self.now
+                ));
+            }
+        }
+    }
+
+    fn step(&mut self) {
+        // Time moves on: small steps, sometimes an outage-sized jump.
+        let dt = if self.rng.below(1000) < 3 {
+            self.rng.range(30_000, 400_000)
+        } else {
+            self.rng.range(0, 4_000)
+        };
+        self.now = self.now.plus_ms(dt);
+        match self.rng.below(1000) {
+            0..=29 => self.watched_commit(),
+            30..=49 => self.plain_commit(),
+            50..=59 => self.merge_commit(),
+            60..=64 => self.human_revert(),
+            65..=649 => {
+                if self.rng.chance(30) {
+                    // A full listing (resync): every app at once.
+                    for i in 0..self.apps.len() {
+                        self.observe_app(i);
+                    }
+                } else {
+                    let i = self.rng.below(self.apps.len() as u64) as usize;
+                    self.observe_app(i);
+                }
+            }
+            650..=899 => self.tick(),
+            900..=969 => self.finish_revert(),
+            970..=974 => self.restart(),
+            975..=979 => {
+                let now = self.now;
+                self.trace
+                    .push(format!("{} reset_breaker", now.0 - BASE_MS));
+                let out = self.engine.reset_breaker(now);
+                self.after(out, false);
+            }
+            _ => {
+                // An outage: nothing observed for a while, then a tick.
+                self.now = self.now.plus_ms(self.rng.range(10_000, 120_000));
+                self.tick();
+            }
+        }
+    }
+}
+
+trait ModelBreaker {
+    fn record_revert_model(&mut self);
+}
+
+impl ModelBreaker for Breaker {
+    /// The rule as the issue states it: two in a row open it.
+    fn record_revert_model(&mut self) {
+        self.consecutive_reverts += 1;
+        if self.consecutive_reverts >= 2 {
+            self.open = true;
+        }
+    }
+}
+
+fn run(seed: u64, steps: usize, strict: Strict) -> Counters {
+    let mut sim = Sim::new(seed, strict);
+    for _ in 0..steps {
+        sim.step();
+    }
+    // Drain: let every watch reach a verdict, observing every app in turn.
+    for _ in 0..400 {
+        if sim.engine.watches().iter().all(|w| w.state.is_terminal()) && sim.pending.is_empty() {
+            break;
+        }
+        sim.now = sim.now.plus_ms(5_000);
+        for i in 0..sim.apps.len() {
+            sim.observe_app(i);
+        }
+        sim.tick();
+        if sim.rng.chance(50) {
+            sim.finish_revert();
+        }
+    }
+    for w in sim.engine.watches() {
+        *sim.counters.states.entry(w.state.as_str()).or_default() += 1;
+    }
+    sim.counters.clone()
+}
+
+fn seeds() -> Vec<u64> {
+    if let Ok(s) = std::env::var("GREENLIGHT_SIM_SEED") {
+        return vec![s.parse().expect("GREENLIGHT_SIM_SEED is a number")];
+    }
+    let n: u64 = std::env::var("GREENLIGHT_SIM_SCENARIOS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    (1..=n).collect()
+}
+
+#[test]
+fn thousands_of_random_scenarios_keep_the_invariants() {
+    let mut total = Counters::default();
+    for seed in seeds() {
+        let c = run(seed, 500, Strict::default());
+        for (k, v) in c.states {
+            *total.states.entry(k).or_default() += v;
+        }
+        total.reverts += c.reverts;
+        total.restarts += c.restarts;
+        total.events += c.events;
+    }
+    eprintln!("simulation outcome totals: {total:?}");
+    // The scenarios must actually exercise every outcome, or the invariants prove little.
+    for st in [
+        "CONFIRMED",
+        "FAIL",
+        "REVERTED",
+        "NOT_REACHED",
+        "ERROR_UNWATCHABLE",
+        "INCONCLUSIVE",
+        "REVERT_FAILED",
+    ] {
+        if seeds().len() > 100 {
+            assert!(
+                total.states.get(st).copied().unwrap_or(0) > 0,
+                "no {st} in {total:?}"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "BUG: a repeated Absent observation updates last_observed_at (and seen) without marking the watch dirty, so take_dirty never hands it over"]
+fn every_watch_change_is_handed_over_by_take_dirty() {
+    let strict = Strict {
+        dirty: true,
+        window: false,
+    };
+    for seed in seeds().into_iter().take(500) {
+        run(seed, 500, strict);
+    }
+}
+
+#[test]
+#[ignore = "BUG: a tick at a stability window's end leaves the watch JUDGING although its last healthy observation is fresh (needs a new observation)"]
+fn a_tick_at_a_window_end_confirms_in_random_scenarios() {
+    let strict = Strict {
+        dirty: false,
+        window: true,
+    };
+    for seed in seeds().into_iter().take(500) {
+        run(seed, 500, strict);
+    }
+}

@@ -1,0 +1,421 @@
+//! Test support for the judge's tests: builders for the facts the judge reads (commits,
+//! Application snapshots) and a harness that drives an [`Engine`] with explicit timestamps.
+//! The harness answers ancestry questions from a truth table, but only the questions the engine
+//! asked, so a test also fails when the engine forgets to ask what it needs. It never reads a
+//! clock and never sleeps.
+#![allow(dead_code)]
+
+use greenlight_core::event::{Event, EventKind};
+use greenlight_core::judge::{
+    Ancestry, CommitInfo, Effect, Engine, JudgeConfig, Observation, RevertOutcome, RevertRequest,
+    State, Watch,
+};
+use greenlight_core::snapshot::{
+    AppSnapshot, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
+    SourceFacts, SourcePaths, UnhealthyResource,
+};
+use greenlight_core::time::Timestamp;
+use std::collections::{BTreeSet, HashMap};
+
+pub const REPO: &str = "https://git.example.com/org/deploy.git";
+pub const BRANCH: &str = "main";
+/// 2026-12-02T10:00:00Z: every test time is an offset in seconds from here.
+pub const BASE_MS: i64 = 1_796_205_600_000;
+
+/// A timestamp `s` seconds after the base.
+pub fn t(s: i64) -> Timestamp {
+    Timestamp(BASE_MS + s * 1000)
+}
+
+/// A timestamp `ms` milliseconds after the base.
+pub fn tms(ms: i64) -> Timestamp {
+    Timestamp(BASE_MS + ms)
+}
+
+/// A distinct 40-hex SHA for each `n`.
+pub fn sha(n: u64) -> String {
+    format!(
+        "{:08x}{:032x}",
+        n as u32,
+        n.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    )
+}
+
+/// The default configuration of the command line (stable 120 s, stale 30 s, grace 60 s).
+pub fn config() -> JudgeConfig {
+    JudgeConfig::new(REPO, BRANCH, true)
+}
+
+/// A commit message with a subject, a body and the given trailer lines as the last paragraph.
+pub fn message(subject: &str, trailers: &[&str]) -> String {
+    let mut m = format!("{subject}\n\nsome explanation of the change\n");
+    if !trailers.is_empty() {
+        m.push('\n');
+        for tr in trailers {
+            m.push_str(tr);
+            m.push('\n');
+        }
+    }
+    m
+}
+
+pub fn commit(n: u64, msg: &str, paths: &[&str]) -> CommitInfo {
+    CommitInfo {
+        sha: sha(n),
+        parents: vec![sha(n + 100_000)],
+        subject: msg.lines().next().unwrap_or_default().to_string(),
+        message: msg.to_string(),
+        changed_paths: paths.iter().map(|p| p.to_string()).collect(),
+    }
+}
+
+/// A commit touching `apps/<app>/deploy.yaml` with one `Nav-Watchdog` trailer.
+pub fn watched(n: u64, app: &str, fields: &str) -> CommitInfo {
+    let tr = format!("Nav-Watchdog: app={app} {fields}");
+    commit(
+        n,
+        &message(&format!("change {app}"), &[tr.trim_end()]),
+        &[&format!("apps/{app}/deploy.yaml")],
+    )
+}
+
+/// A plain commit (no trailer) touching the given paths.
+pub fn plain(n: u64, paths: &[&str]) -> CommitInfo {
+    commit(n, &message("an unrelated change", &[]), paths)
+}
+
+/// A snapshot builder. The default is an app in namespace `argocd` deploying
+/// `apps/<name>` from the watched repo at the tracked branch, Synced, Healthy, automated sync,
+/// never synced to any revision (no reach candidates, empty revision).
+#[derive(Clone, Debug)]
+pub struct Snap(pub AppSnapshot);
+
+impl Snap {
+    pub fn new(name: &str) -> Snap {
+        Snap(AppSnapshot {
+            namespace: "argocd".into(),
+            name: name.into(),
+            source: SourceFacts::FromRepo {
+                target_revisions: vec![BRANCH.into()],
+                chart: None,
+                revisions: Vec::new(),
+                paths: SourcePaths::Known(vec![format!("apps/{name}")]),
+            },
+            sync_status: "Synced".into(),
+            sync_revision: String::new(),
+            health: Health::Healthy,
+            health_message: String::new(),
+            operation_running: false,
+            last_operation: None,
+            unhealthy_resources: Vec::new(),
+            resource_health_source: ResourceHealthSource::Application,
+            health_stale: false,
+            automated_sync: true,
+            reach_candidates: Vec::new(),
+        })
+    }
+
+    pub fn snap(&self) -> &AppSnapshot {
+        &self.0
+    }
+
+    fn candidate(mut self, revision: &str, via: ReachVia) -> Snap {
+        self.0.reach_candidates.push(ReachCandidate {
+            revision: revision.into(),
+            via,
+        });
+        if let SourceFacts::FromRepo { revisions, .. } = &mut self.0.source
+            && !revisions.iter().any(|r| r == revision)
+        {
+            revisions.push(revision.into());
+        }
+        self
+    }
+
+    /// As the adapter reports an app after a succeeded sync to `rev`: the operation's revision,
+    /// the synced revision (Synced, no operation) and a history entry.
+    pub fn deployed(mut self, rev: &str) -> Snap {
+        self.0.sync_revision = rev.into();
+        self.0.last_operation = Some(OperationFacts {
+            phase: "Succeeded".into(),
+            message: "successfully synced (all tasks run)".into(),
+            revision: rev.into(),
+            started_at: None,
+            finished_at: None,
+        });
+        self.candidate(rev, ReachVia::OperationSucceeded)
+            .candidate(rev, ReachVia::SyncedRevision)
+            .candidate(rev, ReachVia::History { id: 1 })
+    }
+
+    /// Only the operation's `syncResult.revision` of a succeeded operation.
+    pub fn via_operation(mut self, rev: &str) -> Snap {
+        self.0.last_operation = Some(OperationFacts {
+            phase: "Succeeded".into(),
+            message: "successfully synced".into(),
+            revision: rev.into(),
+            started_at: None,
+            finished_at: None,
+        });
+        self.candidate(rev, ReachVia::OperationSucceeded)
+    }
+
+    /// Only `sync.revision` while Synced with no operation.
+    pub fn via_synced_revision(mut self, rev: &str) -> Snap {
+        self.0.sync_revision = rev.into();
+        self.candidate(rev, ReachVia::SyncedRevision)
+    }
+
+    /// Only a history entry.
+    pub fn via_history(self, rev: &str, id: i64) -> Snap {
+        self.candidate(rev, ReachVia::History { id })
+    }
+
+    /// A finished operation that failed on `rev`.
+    pub fn failed_operation(mut self, rev: &str, phase: &str, message: &str) -> Snap {
+        self.0.last_operation = Some(OperationFacts {
+            phase: phase.into(),
+            message: message.into(),
+            revision: rev.into(),
+            started_at: None,
+            finished_at: None,
+        });
+        self.0.sync_status = "OutOfSync".into();
+        self.0.health = Health::Degraded;
+        self.candidate(
+            rev,
+            ReachVia::OperationFailed {
+                phase: phase.into(),
+                message: message.into(),
+            },
+        )
+    }
+
+    /// `sync.revision` = `rev` without making it a reach candidate (what Argo CD compared).
+    pub fn compared_revision(mut self, rev: &str) -> Snap {
+        self.0.sync_revision = rev.into();
+        self
+    }
+
+    pub fn health(mut self, h: Health) -> Snap {
+        self.0.health = h;
+        self
+    }
+    pub fn sync(mut self, s: &str) -> Snap {
+        self.0.sync_status = s.into();
+        self
+    }
+    pub fn operation_running(mut self) -> Snap {
+        self.0.operation_running = true;
+        self
+    }
+    pub fn stale_health(mut self) -> Snap {
+        self.0.health_stale = true;
+        self
+    }
+    pub fn unhealthy_resource(mut self, kind: &str, name: &str, h: Health) -> Snap {
+        self.0.unhealthy_resources.push(UnhealthyResource {
+            kind: kind.into(),
+            namespace: "default".into(),
+            name: name.into(),
+            health: h,
+            message: String::new(),
+        });
+        self
+    }
+    pub fn auto_sync(mut self, on: bool) -> Snap {
+        self.0.automated_sync = on;
+        self
+    }
+    pub fn namespace(mut self, ns: &str) -> Snap {
+        self.0.namespace = ns.into();
+        self
+    }
+    pub fn paths(mut self, p: SourcePaths) -> Snap {
+        if let SourceFacts::FromRepo { paths, .. } = &mut self.0.source {
+            *paths = p;
+        }
+        self
+    }
+    pub fn target_revision(mut self, target: &str) -> Snap {
+        if let SourceFacts::FromRepo {
+            target_revisions, ..
+        } = &mut self.0.source
+        {
+            *target_revisions = vec![target.into()];
+        }
+        self
+    }
+    pub fn chart(mut self, chart: &str) -> Snap {
+        if let SourceFacts::FromRepo { chart: c, .. } = &mut self.0.source {
+            *c = Some(chart.into());
+        }
+        self
+    }
+    pub fn not_from_repo(mut self, other: &str) -> Snap {
+        self.0.source = SourceFacts::NotFromRepo {
+            repos: vec![other.into()],
+        };
+        self
+    }
+    /// A revision as Argo CD reports it for a non-git source (chart version, OCI digest): it is
+    /// the sync revision and the succeeded operation's revision.
+    pub fn non_git_revision(mut self, rev: &str) -> Snap {
+        self.0.sync_revision = rev.into();
+        self.0.last_operation = Some(OperationFacts {
+            phase: "Succeeded".into(),
+            message: "successfully synced".into(),
+            revision: rev.into(),
+            started_at: None,
+            finished_at: None,
+        });
+        self.candidate(rev, ReachVia::OperationSucceeded)
+            .candidate(rev, ReachVia::SyncedRevision)
+    }
+}
+
+/// The events among some effects.
+pub fn events(effects: &[Effect]) -> Vec<Event> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit(ev) => Some(ev.clone()),
+            Effect::Revert(_) => None,
+        })
+        .collect()
+}
+
+pub fn kinds(effects: &[Effect]) -> Vec<EventKind> {
+    events(effects).iter().map(|e| e.event).collect()
+}
+
+pub fn reverts(effects: &[Effect]) -> Vec<RevertRequest> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Revert(r) => Some(r.clone()),
+            Effect::Emit(_) => None,
+        })
+        .collect()
+}
+
+/// Drives an engine with explicit times and records every effect.
+pub struct Harness {
+    pub engine: Engine,
+    /// `(commit, revision)` pairs for which "commit is an ancestor of revision" holds.
+    pub truth: BTreeSet<(String, String)>,
+    /// Every question the engine asked, in order.
+    pub asked: Vec<(String, String)>,
+    pub log: Vec<Effect>,
+}
+
+impl Harness {
+    pub fn new(config: JudgeConfig) -> Harness {
+        Harness::with_engine(Engine::new(config))
+    }
+
+    pub fn with_engine(engine: Engine) -> Harness {
+        Harness {
+            engine,
+            truth: BTreeSet::new(),
+            asked: Vec::new(),
+            log: Vec::new(),
+        }
+    }
+
+    /// Record that `commit` is an ancestor of `revision`.
+    pub fn ancestor(&mut self, commit: &str, revision: &str) {
+        self.truth
+            .insert((commit.to_string(), revision.to_string()));
+    }
+
+    fn answer(&mut self, questions: Vec<(String, String)>) -> Ancestry {
+        let mut map = HashMap::new();
+        for q in questions {
+            let yes = self.truth.contains(&q);
+            self.asked.push(q.clone());
+            map.insert(q, yes);
+        }
+        Ancestry(map)
+    }
+
+    fn record(&mut self, effects: Vec<Effect>) -> Vec<Effect> {
+        self.log.extend(effects.iter().cloned());
+        effects
+    }
+
+    pub fn arrive(&mut self, c: &CommitInfo, at: Timestamp) -> Vec<Effect> {
+        let q = self.engine.merge_questions(c);
+        let anc = self.answer(q);
+        let out = self.engine.commit_arrived(c, &anc, at);
+        self.record(out)
+    }
+
+    pub fn observe(&mut self, s: &Snap, at: Timestamp) -> Vec<Effect> {
+        let q = self.engine.reach_questions(s.snap());
+        let anc = self.answer(q);
+        let out = self
+            .engine
+            .observe(Observation::Present(s.snap()), &anc, at);
+        self.record(out)
+    }
+
+    pub fn absent(&mut self, name: &str, at: Timestamp) -> Vec<Effect> {
+        let out = self.engine.observe(
+            Observation::Absent {
+                namespace: Some("argocd"),
+                name,
+            },
+            &Ancestry::default(),
+            at,
+        );
+        self.record(out)
+    }
+
+    pub fn tick(&mut self, at: Timestamp) -> Vec<Effect> {
+        let out = self.engine.tick(at);
+        self.record(out)
+    }
+
+    pub fn finish_revert(
+        &mut self,
+        watch_id: &str,
+        o: RevertOutcome,
+        at: Timestamp,
+    ) -> Vec<Effect> {
+        let out = self.engine.revert_finished(watch_id, o, at);
+        self.record(out)
+    }
+
+    /// The watch of `commit` (its first trailer).
+    pub fn watch(&self, commit: &str) -> &Watch {
+        self.engine
+            .watches()
+            .iter()
+            .find(|w| w.commit == commit)
+            .unwrap_or_else(|| panic!("no watch for {commit}"))
+    }
+
+    pub fn state(&self, commit: &str) -> State {
+        self.watch(commit).state
+    }
+
+    /// Observe the same snapshot every `every` seconds from `from` to `to` inclusive.
+    pub fn observe_every(&mut self, s: &Snap, from: i64, to: i64, every: i64) -> Vec<Effect> {
+        let mut out = Vec::new();
+        let mut at = from;
+        while at <= to {
+            out.extend(self.observe(s, t(at)));
+            at += every;
+        }
+        out
+    }
+
+    pub fn all_reverts(&self) -> Vec<RevertRequest> {
+        reverts(&self.log)
+    }
+
+    pub fn all_kinds(&self) -> Vec<EventKind> {
+        kinds(&self.log)
+    }
+}
