@@ -743,3 +743,98 @@ fn resource_ref(key: &ResourceKey, version: &str) -> Value {
     }
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repo::RepoFile;
+
+    fn world(rollout: Duration, now: Now) -> World {
+        let specs = [AppSpec::parse("web=apps/web").unwrap()];
+        World::new(
+            "/srv/origin.git".into(),
+            "main".into(),
+            rollout,
+            ImagePolicy::TagHeuristic,
+            &specs,
+            None,
+            now,
+        )
+    }
+
+    fn rendered(image: &str) -> BTreeMap<String, RenderResult> {
+        let text = format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  template:\n    spec:\n      containers: [{{name: web, image: '{image}'}}]\n"
+        );
+        let files = [RepoFile {
+            path: "apps/web/d.yaml".into(),
+            bytes: text.into_bytes(),
+        }];
+        BTreeMap::from([("web".to_string(), manifests::render(&files, "default"))])
+    }
+
+    fn at(start: Now, offset: Duration) -> Now {
+        Now {
+            wall: start.wall + offset,
+            mono: start.mono + offset,
+        }
+    }
+
+    fn health_of(w: &World) -> String {
+        w.application("web").unwrap()["status"]["health"]["status"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    #[test]
+    fn a_rollout_ends_exactly_at_its_deadline_and_is_published() {
+        let t0 = Now::current();
+        let rollout = Duration::from_secs(5);
+        let mut w = world(rollout, t0);
+        let mut updates = w.subscribe();
+        w.observe_tip(&"a".repeat(40), &rendered("nginx:does-not-exist"), t0);
+        // Compare, start, finish: three updates.
+        for phase in [None, Some("Running"), Some("Succeeded")] {
+            let change = updates.try_recv().unwrap();
+            let op = &change.application["status"]["operationState"]["phase"];
+            assert_eq!(op.as_str(), phase);
+        }
+        assert_eq!(health_of(&w), "Progressing");
+        assert_eq!(w.next_deadline(t0), Some(t0.mono + rollout));
+
+        w.refresh_health(at(t0, rollout - Duration::from_millis(1)));
+        assert!(
+            updates.try_recv().is_err(),
+            "nothing changes before the deadline"
+        );
+        w.refresh_health(at(t0, rollout));
+        assert_eq!(health_of(&w), "Degraded");
+        let change = updates.try_recv().unwrap();
+        assert_eq!(change.application["status"]["health"]["status"], "Degraded");
+        assert_eq!(w.next_deadline(at(t0, rollout)), None);
+    }
+
+    #[test]
+    fn an_unchanged_render_at_a_new_tip_is_one_update_without_an_operation() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        w.observe_tip(&"a".repeat(40), &rendered("nginx:1"), t0);
+        assert_eq!(health_of(&w), "Healthy", "no rollout time: healthy at once");
+        let mut updates = w.subscribe();
+        w.observe_tip(
+            &"b".repeat(40),
+            &rendered("nginx:1"),
+            at(t0, Duration::from_secs(1)),
+        );
+        let change = updates.try_recv().unwrap();
+        assert!(updates.try_recv().is_err());
+        let app = &change.application;
+        assert_eq!(app["status"]["sync"]["revision"], "b".repeat(40));
+        assert_eq!(
+            app["status"]["operationState"]["syncResult"]["revision"],
+            "a".repeat(40)
+        );
+        assert_eq!(app["status"]["history"].as_array().unwrap().len(), 1);
+    }
+}
