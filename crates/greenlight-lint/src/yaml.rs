@@ -11,6 +11,7 @@
 //! document as soon as the budget is spent.
 
 use saphyr_parser::{Event, Parser, ScalarStyle, ScanError};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// A 1-based line and 1-based column (in characters).
@@ -162,19 +163,34 @@ pub struct LoadError {
 /// loading resumes at the next line that starts a document (`---`).
 pub fn load_stream(text: &str, limits: &Limits) -> Vec<Result<Document, LoadError>> {
     let mut out = Vec::new();
-    let mut offset_line = 0u32; // lines of `text` before the current slice
-    let mut rest = text;
+    let mut buf: Cow<str> = Cow::Borrowed(text);
+    let mut start = 0usize; // byte offset of the current slice
+    let mut offset_line = 0u32; // lines before the current slice
+    let mut reindents = 0;
     loop {
-        let failed_at = load_slice(rest, offset_line, limits, &mut out);
-        let Some(err_line) = failed_at else { break };
+        let before = out.len();
+        let Some(err_line) = load_slice(&buf[start..], offset_line, limits, &mut out) else {
+            break;
+        };
+        if let Some(Err(err)) = out.last()
+            && err.message == QUOTED_INDENT
+            && reindents < MAX_REINDENTS
+            && let Some(fixed) = reindent_quoted(&buf, start, offset_line, err.pos)
+        {
+            // Parse the slice again with the scalar's continuation lines indented.
+            buf = Cow::Owned(fixed);
+            out.truncate(before);
+            reindents += 1;
+            continue;
+        }
         // Resume at the first `---` line strictly after the error line.
         let mut consumed = 0usize;
         let mut resumed = false;
-        for (i, line) in rest.split_inclusive('\n').enumerate() {
+        for (i, line) in buf[start..].split_inclusive('\n').enumerate() {
             let line_no = offset_line + i as u32 + 1;
             if line_no > err_line && is_document_start(line) {
                 offset_line = line_no - 1;
-                rest = &rest[consumed..];
+                start += consumed;
                 resumed = true;
                 break;
             }
@@ -185,6 +201,76 @@ pub fn load_stream(text: &str, limits: &Limits) -> Vec<Result<Document, LoadErro
         }
     }
     out
+}
+
+const QUOTED_INDENT: &str = "invalid indentation in quoted scalar";
+const MAX_REINDENTS: usize = 64;
+
+/// saphyr follows the YAML spec and rejects a quoted scalar whose continuation lines are not
+/// indented deeper than its mapping; libyaml and go-yaml (so kubectl and Argo CD) accept it,
+/// and real manifests rely on that. Line folding drops a continuation line's leading blanks,
+/// so indenting those lines further changes no value and no line number: pad each one to one
+/// column past the opening quote. `None` when no quote is at `pos`.
+fn reindent_quoted(buf: &str, start: usize, offset_line: u32, pos: Pos) -> Option<String> {
+    let rel_line = pos.line.checked_sub(offset_line + 1)? as usize;
+    let line_start = start
+        + buf[start..]
+            .split_inclusive('\n')
+            .take(rel_line)
+            .map(str::len)
+            .sum::<usize>();
+    let line = &buf[line_start..];
+    let (qi, quote) = line.char_indices().nth(pos.col.checked_sub(1)? as usize)?;
+    if quote != '\'' && quote != '"' {
+        return None;
+    }
+    let want = pos.col as usize; // columns of blanks: one past the quote
+    let body_start = line_start + qi + 1;
+    let mut out = String::with_capacity(buf.len() + 256);
+    out.push_str(&buf[..body_start]);
+    let mut chars = buf[body_start..].char_indices().peekable();
+    let mut closed_at = None;
+    while let Some((i, c)) = chars.next() {
+        out.push(c);
+        match c {
+            '\\' if quote == '"' => {
+                if let Some((_, n)) = chars.next() {
+                    out.push(n);
+                    if n == '\n' {
+                        pad_line(&buf[body_start + i + 2..], want, &mut out);
+                    }
+                }
+            }
+            '\'' if quote == '\'' => {
+                if chars.peek().map(|(_, n)| *n) == Some('\'') {
+                    chars.next();
+                    out.push('\'');
+                } else {
+                    closed_at = Some(body_start + i + 1);
+                    break;
+                }
+            }
+            '"' if quote == '"' => {
+                closed_at = Some(body_start + i + 1);
+                break;
+            }
+            '\n' => pad_line(&buf[body_start + i + 1..], want, &mut out),
+            _ => {}
+        }
+    }
+    out.push_str(&buf[closed_at?..]);
+    Some(out)
+}
+
+/// Add blanks so the line starting `rest` is indented at least `want` columns (blank lines
+/// are left alone: they are line breaks of the value).
+fn pad_line(rest: &str, want: usize, out: &mut String) {
+    let line = rest.split('\n').next().unwrap_or("");
+    let blanks = line.len() - line.trim_start_matches([' ', '\t']).len();
+    if line.trim().is_empty() || blanks >= want {
+        return;
+    }
+    out.extend(std::iter::repeat_n(' ', want - blanks));
 }
 
 fn is_document_start(line: &str) -> bool {
@@ -527,6 +613,23 @@ mod tests {
         assert!(
             docs[0].as_ref().unwrap_err().message.contains("nesting"),
             "{docs:?}"
+        );
+    }
+
+    #[test]
+    fn quoted_scalars_indented_like_their_key_load_as_kubectl_reads_them() {
+        let docs = load(
+            "m:\n  - k: 1\n    message: 'abc\n    def ''x''\n    ghi'\n    next: \"a\\\n    b\n    c\"\n    after: 2\n",
+        );
+        let item = &docs[0].as_ref().unwrap().root.get("m").unwrap().as_seq()[0];
+        assert_eq!(
+            item.get("message").unwrap().as_str(),
+            Some("abc def 'x' ghi")
+        );
+        assert_eq!(item.get("next").unwrap().as_str(), Some("ab c"));
+        assert_eq!(
+            item.entry("after").unwrap().key.span.start,
+            Pos { line: 9, col: 5 }
         );
     }
 
