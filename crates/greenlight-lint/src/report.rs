@@ -106,6 +106,7 @@ pub fn json(report: &Report) -> String {
         "notes": report.notes,
         "summary": {
             "files": report.files,
+            "bytes": report.bytes,
             "objects": report.objects,
             "errors": report.count(Severity::Error),
             "warnings": report.count(Severity::Warning),
@@ -155,6 +156,26 @@ pub fn rules_table() -> String {
             r.severity,
             r.requirement,
             if r.default_enabled { "yes" } else { "no" },
+            r.summary
+        );
+    }
+    out
+}
+
+/// The rule reference table of the crate README (kept current by a test).
+pub fn rules_reference_markdown() -> String {
+    let mut out = String::from(
+        "| ID | Name | Severity | Req. | Default | Summary |\n|---|---|---|---|---|---|\n",
+    );
+    for r in RULES {
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | {} | {} | {} | {} |",
+            r.id,
+            r.name,
+            r.severity,
+            r.requirement,
+            if r.default_enabled { "on" } else { "off" },
             r.summary
         );
     }

@@ -160,3 +160,24 @@ fn strategy_threshold_is_configurable() {
     opts.settings.strategy_max_replicas = 4;
     assert_eq!(lint(&src, Vec::new(), &opts).diagnostics.len(), 0);
 }
+
+#[test]
+fn readme_rule_reference_is_current() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+    let readme = std::fs::read_to_string(path).unwrap();
+    let (head, rest) = readme
+        .split_once("<!-- rules:begin -->\n")
+        .expect("README has the rules:begin marker");
+    let (_, tail) = rest
+        .split_once("<!-- rules:end -->")
+        .expect("README has the rules:end marker");
+    let table = greenlight_lint::report::rules_reference_markdown();
+    let current = format!("{head}<!-- rules:begin -->\n{table}<!-- rules:end -->{tail}");
+    if std::env::var_os("GREENLIGHT_BLESS").is_some() {
+        std::fs::write(path, &current).unwrap();
+    }
+    assert!(
+        current == readme,
+        "README rule table is stale: rerun with GREENLIGHT_BLESS=1"
+    );
+}
