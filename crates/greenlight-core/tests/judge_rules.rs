@@ -813,6 +813,36 @@ fn suspended_at_the_deadline_fails_without_a_revert() {
     assert_eq!(h.engine.breaker().consecutive_reverts, 0);
 }
 
+#[test]
+fn the_deadline_counts_from_reach_not_from_the_watch_start() {
+    let (mut h, w) = started("deadline=60");
+    h.observe_every(&Snap::new("web"), 0, 40, 10);
+    let s = reach(&mut h, &w, 50, Health::Degraded);
+    h.observe_every(&s, 60, 100, 10);
+    assert!(
+        h.tick(t(60)).is_empty(),
+        "60 s after the watch start decides nothing"
+    );
+    assert_eq!(h.engine.next_wakeup(), Some(t(110)));
+    assert!(h.tick(t(109)).is_empty());
+    assert_eq!(kinds(&h.tick(t(110))), vec![K::Failed]);
+}
+
+#[test]
+fn observing_another_app_does_not_make_this_one_fresh() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    h.observe(&s, t(20));
+    h.observe_every(&Snap::new("api").health(Health::Degraded), 25, 65, 10);
+    h.tick(t(70));
+    assert_eq!(
+        h.state(&w),
+        State::Inconclusive,
+        "web was last seen 50 s before"
+    );
+    no_reverts(&h);
+}
+
 // ---------------------------------------------------------------- not reached (W8)
 
 #[test]
@@ -1184,6 +1214,21 @@ fn automated_sync_off_warns_an_armed_watch_once() {
 }
 
 #[test]
+fn a_humans_revert_before_reach_ends_the_watch_without_a_push() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    h.observe(&Snap::new("web"), t(5));
+    let revert = commit(
+        50,
+        &format!("Revert \"change web\"\n\nThis reverts commit {w}.\n"),
+        &["apps/web/deploy.yaml"],
+    );
+    assert_eq!(kinds(&h.arrive(&revert, t(10))), vec![K::RevertedByHuman]);
+    assert!(h.state(&w).is_terminal());
+    h.tick(t(100));
+    no_reverts(&h);
+}
+
+#[test]
 fn a_humans_revert_before_the_verdict_ends_the_watch_without_a_push() {
     for mode in ["arm", "shadow"] {
         let (mut h, w) = started(&format!("deadline=60 mode={mode}"));
@@ -1449,6 +1494,23 @@ fn a_restart_while_judging_keeps_the_deadline_from_the_reach() {
     let out = h.tick(t(70));
     assert_eq!(h.state(&w), State::Fail);
     assert_eq!(reverts(&out).len(), 1);
+}
+
+#[test]
+fn resume_announces_each_live_watch_once() {
+    let mut h = Harness::new(config());
+    for (n, app, d) in [(1, "web", "60"), (2, "api", "600"), (3, "db", "5")] {
+        h.arrive(&watched(n, app, &format!("deadline={d}")), t(0));
+    }
+    h.tick(t(5)); // db: terminal
+    let mut h = restarted(&mut h);
+    let out = h.engine.resume(t(30));
+    let evs = events(&out);
+    assert_eq!(evs.len(), 2, "{evs:?}");
+    assert!(evs.iter().all(|e| e.event == K::Resumed));
+    let apps: Vec<_> = evs.iter().filter_map(|e| e.app.clone()).collect();
+    assert_eq!(apps, vec!["web".to_string(), "api".to_string()]);
+    assert!(reverts(&out).is_empty());
 }
 
 #[test]

@@ -122,8 +122,13 @@ struct Sim {
     store: BTreeMap<String, Watch>,
     /// Watches that went through a kind of event after which a revert is never allowed.
     never_revert: BTreeSet<String>,
-    /// Every watch as the previous engine call left it.
-    prev: BTreeMap<String, Watch>,
+    /// `(state, revert_pending)` of every watch as the previous engine call left it, by
+    /// position (the engine only appends watches, and a restore keeps their order).
+    prev: Vec<(State, bool)>,
+    /// Watches that a later commit touching their app made unattributable (by the oracle).
+    touched_later: BTreeSet<String>,
+    /// Whether the breaker was open after the previous call.
+    was_open: bool,
     trace: Vec<String>,
     next_commit: u64,
     seed: u64,
@@ -203,12 +208,18 @@ impl Sim {
             model_breaker: Breaker::default(),
             store: BTreeMap::new(),
             never_revert: BTreeSet::new(),
-            prev: BTreeMap::new(),
+            prev: Vec::new(),
+            was_open: false,
+            touched_later: BTreeSet::new(),
             trace: Vec::new(),
             next_commit: 10,
             seed,
             counters: Counters::default(),
         }
+    }
+
+    fn position(&self, id: &str) -> Option<usize> {
+        self.engine.watches().iter().position(|w| w.id == id)
     }
 
     fn fail(&self, what: &str) -> ! {
@@ -261,6 +272,29 @@ impl Sim {
             c.changed_paths,
             c.message.lines().last().unwrap_or_default()
         ));
+        // The attribution oracle: which live watches does this commit make unattributable?
+        for w in self.engine.watches() {
+            if w.state.is_terminal() || w.commit == c.sha {
+                continue;
+            }
+            let brings_it = c.parents[1..]
+                .iter()
+                .any(|p| *p == w.commit || self.side.contains(&(w.commit.clone(), p.clone())));
+            let reverts_it = c
+                .message
+                .contains(&format!("This reverts commit {}", w.commit));
+            let app = self.apps.iter().find(|a| a.name == w.app.name).unwrap();
+            let touches = match &app.paths {
+                SourcePaths::Unknown { .. } => true,
+                SourcePaths::Known(ps) => c
+                    .changed_paths
+                    .iter()
+                    .any(|f| ps.iter().any(|p| f.starts_with(&format!("{p}/")))),
+            };
+            if touches && !brings_it && !reverts_it {
+                self.touched_later.insert(w.id.clone());
+            }
+        }
         let out = self.engine.commit_arrived(&c, &anc, now);
         self.after(out, false);
     }
@@ -591,6 +625,25 @@ impl Sim {
         ));
         let out = self.engine.observe(Observation::Present(&snap), &anc, now);
         self.after(out, false);
+        // W14: a structurally unwatchable app ends its watches at once (an empty revision of a
+        // non-git source is not an error: keep waiting).
+        let structural = match a.defect {
+            Some("helm" | "oci") => a.deployed.is_some(),
+            Some(_) => true,
+            None => false,
+        };
+        if structural
+            && let Some(w) = self
+                .engine
+                .watches()
+                .iter()
+                .find(|w| w.app.name == a.name && !w.state.is_terminal())
+        {
+            self.fail(&format!(
+                "{} still {:?} after observing unwatchable app {} ({:?})",
+                w.id, w.state, a.name, a.defect
+            ));
+        }
     }
 
     fn tick(&mut self) {
@@ -722,6 +775,7 @@ impl Sim {
 
     fn after(&mut self, out: Vec<Effect>, resuming: bool) {
         let before = std::mem::take(&mut self.prev);
+        let was_open = self.was_open;
         let now = self.now;
         // Events.
         let evs: Vec<Event> = out
@@ -747,6 +801,24 @@ impl Sim {
             if let (Some(c), Some(_)) = (&ev.commit, &ev.app) {
                 let _ = c;
             }
+            if matches!(ev.event, EventKind::NotReached | EventKind::Failed) {
+                // A deadline decided: the app must have been observed recently, or the
+                // verdict is INCONCLUSIVE.
+                for (i, w) in self.engine.watches().iter().enumerate() {
+                    let moved = before.get(i).map(|o| o.0) != Some(w.state);
+                    if moved
+                        && Some(&w.commit) == ev.commit.as_ref()
+                        && Some(w.state) == ev.state
+                        && w.last_observed_at
+                            .is_none_or(|l| now.ms_since(l) > self.cfg.stale_after_ms)
+                    {
+                        self.fail(&format!(
+                            "{:?} for {} decided on a stale observation ({:?})",
+                            ev.event, w.id, w.last_observed_at
+                        ));
+                    }
+                }
+            }
             match ev.event {
                 EventKind::Attribution
                 | EventKind::Unwatchable
@@ -771,7 +843,10 @@ impl Sim {
                         matching
                             .iter()
                             .filter(|w| {
-                                before.get(&w.id).map(|o| o.state) != Some(w.state)
+                                self.position(&w.id)
+                                    .and_then(|i| before.get(i))
+                                    .map(|o| o.0)
+                                    != Some(w.state)
                                     && Some(w.state) == ev.state
                             })
                             .map(|w| w.id.clone())
@@ -785,7 +860,7 @@ impl Sim {
             }
         }
         // Reverts.
-        let mut pending_before = before.values().filter(|w| w.revert_pending).count() as u32;
+        let mut pending_before = before.iter().filter(|o| o.1).count() as u32;
         for e in &out {
             let Effect::Revert(r) = e else { continue };
             let Some(w) = self.engine.watches().iter().find(|w| w.id == r.watch_id) else {
@@ -801,6 +876,8 @@ impl Sim {
                 Some("unreached")
             } else if w.state != State::Fail || !w.revert_pending {
                 Some("not a pending FAIL")
+            } else if self.touched_later.contains(&w.id) {
+                Some("later commit touched the app (attribution)")
             } else if self.never_revert.contains(&w.id) {
                 Some("attribution/unwatchable/not-reached/inconclusive/human revert")
             } else if r.commit != w.commit {
@@ -833,20 +910,20 @@ impl Sim {
         }
         // States: terminal never changes (a pending FAIL may become REVERTED/REVERT_FAILED),
         // every change comes with an event carrying the new state.
-        for w in self.engine.watches() {
-            let old = before.get(&w.id);
-            let old_state = old.map(|o| o.state);
-            if let Some(o) = old
-                && o.state.is_terminal()
-                && o.state != w.state
+        for (i, w) in self.engine.watches().iter().enumerate() {
+            let old = before.get(i).copied();
+            let old_state = old.map(|o| o.0);
+            if let Some((o_state, o_pending)) = old
+                && o_state.is_terminal()
+                && o_state != w.state
             {
-                let allowed = o.state == State::Fail
-                    && o.revert_pending
+                let allowed = o_state == State::Fail
+                    && o_pending
                     && matches!(w.state, State::Reverted | State::RevertFailed);
                 if !allowed {
                     self.fail(&format!(
-                        "terminal {:?} of {} became {:?}",
-                        o.state, w.id, w.state
+                        "terminal {o_state:?} of {} became {:?}",
+                        w.id, w.state
                     ));
                 }
             }
@@ -872,6 +949,13 @@ impl Sim {
             if w.state.is_terminal() && w.state != State::Fail && w.revert_pending {
                 self.fail(&format!("{} is {:?} with a revert pending", w.id, w.state));
             }
+        }
+        let opened = evs.iter().any(|e| e.event == EventKind::BreakerOpened);
+        if self.model_breaker.open && !was_open && !opened {
+            self.fail("the breaker opened without a breaker_opened event");
+        }
+        if opened && (was_open || !self.model_breaker.open) {
+            self.fail("breaker_opened event without the breaker opening");
         }
         if self.engine.breaker() != &self.model_breaker {
             self.fail(&format!(
@@ -919,8 +1003,9 @@ impl Sim {
             .engine
             .watches()
             .iter()
-            .map(|w| (w.id.clone(), w.clone()))
+            .map(|w| (w.state, w.revert_pending))
             .collect();
+        self.was_open = self.model_breaker.open;
     }
 
     /// CONFIRMED only after at least stable_for of observed healthy time since reach.
