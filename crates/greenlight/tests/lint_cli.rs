@@ -551,3 +551,26 @@ fn rules_and_explain() {
         }
     }
 }
+
+#[test]
+fn sarif_of_the_real_world_corpus_validates() {
+    let corpus = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/corpus/manifests"
+    );
+    assert!(
+        Path::new(corpus).is_dir(),
+        "the corpus is missing at {corpus}"
+    );
+    let o = greenlight(
+        Path::new(corpus),
+        &["lint", "--format", "sarif", "--fail-on", "never", "."],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("stdout is only SARIF");
+    check_github_rules(&v);
+    assert!(v["runs"][0]["results"].as_array().unwrap().len() > 500);
+    validate_sarif(&out);
+}
