@@ -88,6 +88,8 @@ impl AppModel {
 struct Seen {
     at: Timestamp,
     healthy: bool,
+    /// The app's health, None when it was absent.
+    health: Option<Health>,
 }
 
 /// Invariants that the current judge is known to break (reported as bugs); off by default.
@@ -443,6 +445,10 @@ impl Sim {
                     a.health = Health::Degraded;
                 }
             }
+        } else if a.deployed.is_some() && a.sync_status == "Synced" && r.chance(3) {
+            // A resync of the same revision: Synced, health unchanged, an operation running.
+            a.op_phase = Some("Running");
+            a.op_rev = a.deployed;
         } else if a.compared != Some(tip) && r.chance(50) {
             a.compared = Some(tip);
             if r.chance(20) {
@@ -589,10 +595,11 @@ impl Sim {
         let a = self.apps[i].clone();
         let now = self.now;
         let healthy = a.healthy_by_oracle() && a.defect.is_none();
-        self.seen
-            .entry(a.name)
-            .or_default()
-            .push(Seen { at: now, healthy });
+        self.seen.entry(a.name).or_default().push(Seen {
+            at: now,
+            healthy,
+            health: a.exists.then_some(a.health),
+        });
         if !a.exists {
             self.trace
                 .push(format!("{} absent {}", now.0 - BASE_MS, a.name));
@@ -876,6 +883,16 @@ impl Sim {
                 Some("unreached")
             } else if w.state != State::Fail || !w.revert_pending {
                 Some("not a pending FAIL")
+            } else if !resuming
+                && !w.deadline_passed
+                && self
+                    .seen
+                    .get(w.app.name.as_str())
+                    .and_then(|v| v.last())
+                    .and_then(|s| s.health)
+                    == Some(Health::Suspended)
+            {
+                Some("Suspended at the deadline")
             } else if self.touched_later.contains(&w.id) {
                 Some("later commit touched the app (attribution)")
             } else if self.never_revert.contains(&w.id) {
