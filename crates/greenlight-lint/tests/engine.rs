@@ -348,3 +348,36 @@ fn stdin_is_read_once_and_named() {
     assert_eq!(inputs.sources[0].name, "<stdin>");
     assert!(read_inputs(&["-".into(), "-".into()], &[], &mut std::io::empty()).is_err());
 }
+
+/// Every fixture cut short at many points, and with bytes swapped for YAML punctuation, lints
+/// without a panic: truncated and mangled input is what editors and pipes produce.
+#[test]
+fn truncated_and_mangled_fixtures_never_panic() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let mut texts: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    texts.push(HELM.to_string());
+    let all = Options {
+        enabled: greenlight_lint::RULES.iter().map(|r| r.id).collect(),
+        ..Options::default()
+    };
+    let mut runs = 0;
+    for text in &texts {
+        let cuts = (0..text.len())
+            .step_by(37)
+            .filter(|i| text.is_char_boundary(*i));
+        for cut in cuts {
+            let _ = run("cut.yaml", &text[..cut], &all);
+            let mut mangled = text.clone().into_bytes();
+            let punct = b"-:[]{}&*!|>'\"%@`#,? \n";
+            mangled[cut] = punct[cut % punct.len()];
+            if let Ok(m) = String::from_utf8(mangled) {
+                let _ = run("mangled.yaml", &m, &all);
+            }
+            runs += 1;
+        }
+    }
+    assert!(runs > 500, "{runs}");
+}
