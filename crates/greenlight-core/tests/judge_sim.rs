@@ -1023,6 +1023,7 @@ impl Sim {
             .map(|w| (w.state, w.revert_pending))
             .collect();
         self.was_open = self.model_breaker.open;
+        self.check_wakeup_covers_everything_due();
     }
 
     /// CONFIRMED only after at least stable_for of observed healthy time since reach.
@@ -1061,6 +1062,35 @@ impl Sim {
                 "CONFIRMED after only {} ms of observed healthy time (run from {start:?}, last {last:?})",
                 observed_until.ms_since(start)
             ));
+        }
+    }
+
+    /// `next_wakeup` is no later than any moment at which a live watch is due.
+    fn check_wakeup_covers_everything_due(&self) {
+        let next = self.engine.next_wakeup();
+        for w in self
+            .engine
+            .watches()
+            .iter()
+            .filter(|w| !w.state.is_terminal())
+        {
+            let mut due = Vec::new();
+            if !w.deadline_passed {
+                due.extend(w.deadline_at());
+            }
+            due.extend(
+                w.app_absent_since
+                    .map(|a| a.plus_ms(self.cfg.unknown_app_grace_ms)),
+            );
+            due.extend(w.healthy_since.map(|h| h.plus_ms(self.cfg.stable_for_ms)));
+            for d in due {
+                if next.is_none_or(|n| n > d) {
+                    self.fail(&format!(
+                        "next_wakeup {next:?} is after {d:?}, when {} is due",
+                        w.id
+                    ));
+                }
+            }
         }
     }
 
