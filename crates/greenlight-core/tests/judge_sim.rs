@@ -275,6 +275,7 @@ impl Sim {
             c.message.lines().last().unwrap_or_default()
         ));
         // The attribution oracle: which live watches does this commit make unattributable?
+        let mut human_reverted = Vec::new();
         for w in self.engine.watches() {
             if w.state.is_terminal() || w.commit == c.sha {
                 continue;
@@ -296,9 +297,23 @@ impl Sim {
             if touches && !brings_it && !reverts_it {
                 self.touched_later.insert(w.id.clone());
             }
+            if reverts_it && !brings_it && !w.revert_pending {
+                human_reverted.push(w.id.clone());
+            }
         }
         let out = self.engine.commit_arrived(&c, &anc, now);
         self.after(out, false);
+        // A human's revert of a watched commit before its verdict ends the watch, unpushed.
+        for id in human_reverted {
+            let w = self.engine.watches().iter().find(|w| w.id == id).unwrap();
+            if !w.state.is_terminal() || w.revert_pending {
+                self.fail(&format!(
+                    "{id} still {:?} after a human reverted it",
+                    w.state
+                ));
+            }
+            self.never_revert.insert(id);
+        }
     }
 
     fn app_path(&mut self) -> String {
