@@ -174,9 +174,13 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
     }
     let mut objects: Vec<Object> = Vec::new();
     for (i, ds) in docs.iter().enumerate() {
+        let first = objects.len();
         for d in ds {
             Object::collect(&d.root, i, &mut objects);
         }
+        objects[first..]
+            .iter_mut()
+            .for_each(|o| o.file = &sources[i].name);
     }
     report.objects = objects.len();
     let workloads: Vec<Workload> = objects.iter().filter_map(Workload::of).collect();

@@ -17,6 +17,8 @@ pub struct Object<'a> {
     pub namespace: Option<&'a str>,
     /// Path of this object inside its document: empty, or `items[3]` inside a `List`.
     pub prefix: String,
+    /// Name of its source file (set by the engine; cross-object rules prefer near objects).
+    pub file: &'a str,
 }
 
 impl<'a> Object<'a> {
@@ -53,6 +55,7 @@ impl<'a> Object<'a> {
             name,
             namespace,
             prefix,
+            file: "",
         })
     }
 
@@ -82,6 +85,39 @@ impl<'a> Object<'a> {
     pub fn is_argo(&self, kind: &str) -> bool {
         self.kind == kind && self.api_version.starts_with("argoproj.io/")
     }
+}
+
+/// The candidates a cross-object rule should match from `from`: those nearest to it in the
+/// file tree — the same file, else the longest shared directory prefix. A run over a whole
+/// repository holds many applications (and test data); an object elsewhere that happens to
+/// share labels or a name must not count when a nearer one exists, while a kustomize overlay
+/// still finds its base.
+pub fn nearest<'o, 'a, T>(
+    from: &Object,
+    items: Vec<T>,
+    object: impl Fn(&T) -> &'o Object<'a>,
+) -> Vec<T>
+where
+    'a: 'o,
+{
+    let closeness = |o: &Object| -> usize {
+        if o.source == from.source {
+            return usize::MAX;
+        }
+        let a = from.file.rsplit_once('/').map_or("", |(d, _)| d);
+        let b = o.file.rsplit_once('/').map_or("", |(d, _)| d);
+        a.split('/')
+            .zip(b.split('/'))
+            .take_while(|(x, y)| x == y)
+            .count()
+    };
+    let Some(best) = items.iter().map(|t| closeness(object(t))).max() else {
+        return items;
+    };
+    items
+        .into_iter()
+        .filter(|t| closeness(object(t)) == best)
+        .collect()
 }
 
 /// A workload's pod template, whatever kind carries it.

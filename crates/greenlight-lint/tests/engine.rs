@@ -381,3 +381,55 @@ fn truncated_and_mangled_fixtures_never_panic() {
     }
     assert!(runs > 500, "{runs}");
 }
+
+#[test]
+fn cross_object_rules_prefer_the_nearest_objects() {
+    let pdb = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web}\nspec:\n  minAvailable: 2\n  selector: {matchLabels: {app: web}}\n";
+    let dep = |n: u32| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  replicas: {n}\n  template:\n    \
+             metadata: {{labels: {{app: web}}}}\n    spec: {{containers: [{{name: a, image: 'a:1'}}]}}\n"
+        )
+    };
+    let opts = Options {
+        enabled: ["GL401"].into_iter().collect(),
+        ..Options::default()
+    };
+    let src = |name: &str, text: String| Source::new(name.into(), text);
+    // shop's PDB counts shop's Deployment (3 replicas), not blog's (1) elsewhere in the repo.
+    let r = lint(
+        &[
+            src("apps/shop/pdb.yaml", pdb.into()),
+            src("apps/shop/deploy.yaml", dep(3)),
+            src("apps/blog/deploy.yaml", dep(1)),
+        ],
+        Vec::new(),
+        &opts,
+    );
+    assert!(r.diagnostics.is_empty(), "{}", render(&r));
+    let r = lint(
+        &[
+            src("apps/shop/pdb.yaml", pdb.into()),
+            src("apps/shop/deploy.yaml", dep(2)),
+            src("apps/blog/deploy.yaml", dep(5)),
+        ],
+        Vec::new(),
+        &opts,
+    );
+    assert_eq!(r.diagnostics.len(), 1, "{}", render(&r));
+    assert_eq!(r.diagnostics[0].related.len(), 1);
+    assert_eq!(
+        r.diagnostics[0].related[0].location.file,
+        "apps/shop/deploy.yaml"
+    );
+    // A kustomize overlay still finds its base: no nearer candidate exists.
+    let r = lint(
+        &[
+            src("app/overlays/prod/pdb.yaml", pdb.into()),
+            src("app/base/deploy.yaml", dep(2)),
+        ],
+        Vec::new(),
+        &opts,
+    );
+    assert_eq!(r.diagnostics.len(), 1, "{}", render(&r));
+}

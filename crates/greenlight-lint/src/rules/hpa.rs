@@ -3,7 +3,7 @@
 
 use super::{Check, Docs, Emit, Rule, key_value_span};
 use crate::diagnostic::Severity;
-use crate::object::Object;
+use crate::object::{Object, nearest};
 use crate::yaml::Node;
 
 pub const TARGET_SETS_REPLICAS: Rule = Rule {
@@ -38,15 +38,19 @@ fn check(objects: &[Object], emit: &mut Emit) {
         };
         let kind = target.get("kind").and_then(Node::as_str);
         let name = target.get("name").and_then(Node::as_str);
-        for obj in objects.iter().filter(|o| {
-            Some(o.kind) == kind
-                && o.name == name
-                && o.namespace == hpa.namespace
-                && matches!(
-                    o.kind,
-                    "Deployment" | "StatefulSet" | "ReplicaSet" | "Rollout"
-                )
-        }) {
+        let targets: Vec<&Object> = objects
+            .iter()
+            .filter(|o| {
+                Some(o.kind) == kind
+                    && o.name == name
+                    && o.namespace == hpa.namespace
+                    && matches!(
+                        o.kind,
+                        "Deployment" | "StatefulSet" | "ReplicaSet" | "Rollout"
+                    )
+            })
+            .collect();
+        for obj in nearest(hpa, targets, |o| *o) {
             let Some(spec) = obj.root.get("spec") else {
                 continue;
             };

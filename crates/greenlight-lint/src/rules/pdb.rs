@@ -6,7 +6,7 @@
 
 use super::{Check, Docs, Emit, IntOrPercent, Rule, entry_span, int_or_percent, key_value_span};
 use crate::diagnostic::Severity;
-use crate::object::{Object, Workload};
+use crate::object::{Object, Workload, nearest};
 use crate::yaml::{Node, Span};
 
 pub const BLOCKS_DRAIN: Rule = Rule {
@@ -88,6 +88,7 @@ fn check(objects: &[Object], emit: &mut Emit) {
             .filter(|w| w.object.namespace == pdb.namespace)
             .filter(|w| selects(selector, w.labels))
             .collect();
+        let matched = nearest(pdb, matched, |w| w.object);
         if matched.is_empty() {
             continue;
         }
@@ -146,17 +147,21 @@ fn replicas<'o, 'a>(
     if matches!(obj.kind, "DaemonSet" | "Job" | "CronJob") {
         return None;
     }
-    let hpa = hpas.iter().find(|h| {
-        h.namespace == obj.namespace
-            && h.root
-                .at(&["spec", "scaleTargetRef", "kind"])
-                .and_then(Node::as_str)
-                == Some(obj.kind)
-            && h.root
-                .at(&["spec", "scaleTargetRef", "name"])
-                .and_then(Node::as_str)
-                == obj.name
-    });
+    let targeting: Vec<&&Object> = hpas
+        .iter()
+        .filter(|h| {
+            h.namespace == obj.namespace
+                && h.root
+                    .at(&["spec", "scaleTargetRef", "kind"])
+                    .and_then(Node::as_str)
+                    == Some(obj.kind)
+                && h.root
+                    .at(&["spec", "scaleTargetRef", "name"])
+                    .and_then(Node::as_str)
+                    == obj.name
+        })
+        .collect();
+    let hpa = nearest(obj, targeting, |h| **h).into_iter().next();
     if let Some(h) = hpa {
         let spec = h.root.get("spec")?;
         let n = spec.get("minReplicas").and_then(Node::as_i64).unwrap_or(1);
