@@ -1636,11 +1636,10 @@ fn next_wakeup_is_the_earliest_due_moment_and_decides_there() {
     h.observe(&s, t(30)); // reached + healthy: window ends at t(150), deadline t(930)
     h.observe(&Snap::new("api"), t(75));
     let mut decided = Vec::new();
+    let mut o = 40; // web stays observed every 10 s, so its window is observed time
     for _ in 0..3 {
         let at = h.engine.next_wakeup().expect("a wakeup");
-        // keep the web app observed so its window is observed time
-        let mut o = 40;
-        while o <= at.ms_since(t(0)) / 1000 {
+        while t(o) <= at {
             h.observe(&s, t(o));
             o += 10;
         }
@@ -1649,6 +1648,7 @@ fn next_wakeup_is_the_earliest_due_moment_and_decides_there() {
     }
     assert_eq!(decided[0], (t(80), vec![K::Unwatchable]), "{decided:?}");
     assert_eq!(decided[1], (t(100), vec![K::NotReached]), "{decided:?}");
+    assert_eq!(decided[2].0, t(150), "the window end of web");
     assert_eq!(h.state(&ghost), State::ErrorUnwatchable);
     assert_eq!(h.state(&fast), State::NotReached);
     // web: observations every 10 s up to t(150) confirm it at the window end.
