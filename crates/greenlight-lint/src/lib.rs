@@ -152,7 +152,15 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
         let mut ok = Vec::new();
         for d in yaml::load_stream(&src.text, &opts.limits) {
             match d {
-                Ok(doc) => ok.push(doc),
+                Ok(doc) => {
+                    // Keep only documents a rule looks at: CRDs and ConfigMaps are most of the
+                    // bytes of a GitOps repository and would otherwise stay in memory.
+                    let (objects, examined) = object::survey(&doc.root);
+                    report.objects += objects;
+                    if examined {
+                        ok.push(doc);
+                    }
+                }
                 Err(e) => findings.push(Finding {
                     rule: &rules::INVALID_YAML,
                     source: i,
@@ -182,7 +190,6 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
             .iter_mut()
             .for_each(|o| o.file = &sources[i].name);
     }
-    report.objects = objects.len();
     let workloads: Vec<Workload> = objects.iter().filter_map(Workload::of).collect();
 
     for rule in RULES.iter().filter(|r| opts.enabled.contains(r.id)) {

@@ -5,6 +5,31 @@
 use crate::diagnostic::ObjectRef;
 use crate::yaml::Node;
 
+/// Kinds some rule examines.
+const EXAMINED: &[&str] = &[
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "Job",
+    "CronJob",
+    "Pod",
+    "Rollout",
+    "PodDisruptionBudget",
+    "HorizontalPodAutoscaler",
+    "Application",
+    "ApplicationSet",
+];
+
+/// How many Kubernetes objects a document holds and whether any is of a kind some rule
+/// examines (the engine drops the others' trees early).
+pub fn survey(root: &Node) -> (usize, bool) {
+    let mut objects = Vec::new();
+    Object::collect(root, 0, &mut objects);
+    let examined = objects.iter().any(|o| EXAMINED.contains(&o.kind));
+    (objects.len(), examined)
+}
+
 /// One Kubernetes object inside a source file.
 #[derive(Debug)]
 pub struct Object<'a> {
