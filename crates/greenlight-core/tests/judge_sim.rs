@@ -99,6 +99,9 @@ struct Strict {
     dirty: bool,
     /// A tick at a stability window's end, with a fresh healthy observation, confirms.
     window: bool,
+    /// Deadlines are judged as of their instant, whatever the order of ticks and
+    /// observations around them (a late observation never rescues or condemns a watch).
+    order: bool,
 }
 
 struct Sim {
@@ -841,6 +844,9 @@ impl Sim {
                     }
                 }
             }
+            if self.strict.order {
+                self.check_deadline_order(ev, &before);
+            }
             match ev.event {
                 EventKind::Attribution
                 | EventKind::Unwatchable
@@ -1080,6 +1086,53 @@ impl Sim {
         }
     }
 
+    /// A verdict tied to a deadline agrees with what was observed up to the deadline instant.
+    fn check_deadline_order(&self, ev: &Event, before: &[(State, bool)]) {
+        let now = self.now;
+        for (i, w) in self.engine.watches().iter().enumerate() {
+            if Some(&w.commit) != ev.commit.as_ref() || Some(w.app.to_string()) != ev.app {
+                continue;
+            }
+            let moved = before.get(i).map(|o| o.0) != Some(w.state);
+            let reach_deadline = w.watch_started_at.plus_ms(w.deadline_ms);
+            let health_deadline = w.reached_at.map(|r| r.plus_ms(w.deadline_ms));
+            let decided_at = match ev.event {
+                EventKind::Reached if w.reached_at == Some(now) => {
+                    if now > reach_deadline {
+                        self.fail(&format!(
+                            "{} reached at {now:?}, after its reach deadline {reach_deadline:?}",
+                            w.id
+                        ));
+                    }
+                    None
+                }
+                EventKind::HealthyStreakStarted
+                    if health_deadline.is_some_and(|d| now > d) && !w.deadline_passed =>
+                {
+                    self.fail(&format!(
+                        "{}: a streak started at {now:?}, after the deadline {health_deadline:?} that was never decided",
+                        w.id
+                    ));
+                }
+                EventKind::NotReached if moved => Some(reach_deadline),
+                EventKind::Failed if moved && !w.deadline_passed => health_deadline,
+                _ => None,
+            };
+            let Some(d) = decided_at else { continue };
+            let last_before = self
+                .seen
+                .get(w.app.name.as_str())
+                .and_then(|v| v.iter().rev().find(|s| s.at <= d))
+                .map(|s| s.at);
+            if last_before.is_none_or(|l| d.ms_since(l) > self.cfg.stale_after_ms) {
+                self.fail(&format!(
+                    "{:?} for {} at {now:?}: at its deadline {d:?} the last observation was {last_before:?} (stale): INCONCLUSIVE expected",
+                    ev.event, w.id
+                ));
+            }
+        }
+    }
+
     /// `next_wakeup` is no later than any moment at which a live watch is due.
     fn check_wakeup_covers_everything_due(&self) {
         let next = self.engine.next_wakeup();
@@ -1275,7 +1328,7 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
 fn every_watch_change_is_handed_over_by_take_dirty() {
     let strict = Strict {
         dirty: true,
-        window: false,
+        ..Strict::default()
     };
     for seed in seeds().into_iter().take(500) {
         run(seed, 500, strict);
@@ -1286,8 +1339,20 @@ fn every_watch_change_is_handed_over_by_take_dirty() {
 #[ignore = "BUG: a tick at a stability window's end leaves the watch JUDGING although its last healthy observation is fresh (needs a new observation)"]
 fn a_tick_at_a_window_end_confirms_in_random_scenarios() {
     let strict = Strict {
-        dirty: false,
         window: true,
+        ..Strict::default()
+    };
+    for seed in seeds().into_iter().take(500) {
+        run(seed, 500, strict);
+    }
+}
+
+#[test]
+#[ignore = "BUG: an observation handled after a due deadline (late tick, restart, outage end) is applied before the deadline is decided: late reach/health rescues a watch, or a deadline missed while blind becomes FAIL + revert"]
+fn deadlines_are_judged_as_of_their_instant_in_random_scenarios() {
+    let strict = Strict {
+        order: true,
+        ..Strict::default()
     };
     for seed in seeds().into_iter().take(500) {
         run(seed, 500, strict);
