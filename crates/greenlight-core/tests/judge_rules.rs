@@ -7,7 +7,7 @@ mod support;
 
 use greenlight_core::breaker::Breaker;
 use greenlight_core::event::EventKind as K;
-use greenlight_core::judge::{Engine, JudgeConfig, RevertOutcome, State, Watch};
+use greenlight_core::judge::{Effect, Engine, JudgeConfig, RevertOutcome, State, Watch};
 use greenlight_core::snapshot::{Health, SourcePaths};
 use support::*;
 
@@ -1345,8 +1345,6 @@ fn arm_fail(h: &mut Harness, n: u64, at: i64) -> (String, Vec<Effect>) {
     assert_eq!(h.state(&c.sha), State::Fail);
     (c.sha, out)
 }
-
-use greenlight_core::judge::Effect;
 
 fn id_of(h: &Harness, c: &str) -> String {
     h.watch(c).id.clone()
