@@ -395,7 +395,11 @@ def run_good(args, repo: Repo, watch: Child, sandbox: Child, i: int) -> dict:
         row["excluded"] = "the healthy streak broke and restarted"
     else:
         row["latency_s"] = streak[0] - healthy[0]
-        row["healthy_after_watch_start_s"] = healthy[0] - started[0]
+        since_start = healthy[0] - started[0]
+        row["healthy_after_watch_start_s"] = since_start
+        # The watch started on a fetch tick; its next tick after the Healthy line is when this
+        # same daemon, were it polling, would first have seen the app Healthy.
+        row["next_fetch_tick_s"] = args.fetch_interval - since_start % args.fetch_interval
     return row
 
 
@@ -440,18 +444,22 @@ def report(args, good: list[dict], failing: list[dict]) -> dict:
 
     print()
     print("per commit (ms)")
-    print(f"  {'commit':<10} {'kind':<8} {'status->judge':>13} {'timer(json)':>11} "
+    print(f"  {'commit':<10} {'kind':<8} {'status->judge':>13} {'next fetch':>10} {'timer(json)':>11} "
           f"{'timer(arr)':>10} {'deadline(st)':>12} {'deadline(arr)':>13}  note")
     for r in good:
         print(f"  {r['commit'][:10]:<10} good     {fmt_ms(r['latency_s']):>13} "
+              f"{fmt_ms(r.get('next_fetch_tick_s')):>10} "
               f"{fmt_ms(r['timer_json_s']):>11} {fmt_ms(r['timer_arrival_s']):>10} "
               f"{'-':>12} {'-':>13}  {r['excluded'] or ''}")
     for r in failing:
-        print(f"  {r['commit'][:10]:<10} failing  {'-':>13} {'-':>11} {'-':>10} "
+        print(f"  {r['commit'][:10]:<10} failing  {'-':>13} {'-':>10} {'-':>11} {'-':>10} "
               f"{fmt_ms(r['overshoot_status_s']):>12} {fmt_ms(r['overshoot_arrival_s']):>13}")
+    print("  (next fetch: how long after the Healthy line the daemon's own next fetch tick came)")
 
     rows = [
         ("status -> judge (healthy_streak_started - sandbox Healthy line, arrival)", lat),
+        ("next fetch tick after the Healthy line (what polling would have waited)",
+         [r["next_fetch_tick_s"] for r in good if r["latency_s"] is not None]),
         ("stability timer: confirmed - (streak + stable-for), event times", tj),
         ("stability timer: confirmed - (streak + stable-for), arrival", ta),
         ("deadline timer: finished_at - (reached_at + deadline), status --json", fs),
