@@ -22,7 +22,9 @@ pub const BLOCKS_DRAIN: Rule = Rule {
                of replicas of the workloads its selector matches in the same namespace. Replicas \
                come from `spec.replicas` (1 when unset), or from an HPA's `minReplicas` when an HPA \
                targets the workload. Selectors use Kubernetes semantics, matchExpressions \
-               included; an unset namespace matches another unset one.",
+               included; an unset namespace matches another unset one. When the run holds several \
+               apps, the workloads nearest the PDB count (same file, else the longest shared \
+               directory).",
         why: "A drain evicts pods through the eviction API, which refuses while the budget would be \
               violated. If the budget can never be met with one pod fewer, every drain of a node \
               running those pods waits forever: node upgrades, autoscaler scale-down and spot \
