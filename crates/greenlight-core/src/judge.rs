@@ -355,6 +355,11 @@ impl Engine {
         let mut out = Vec::new();
         let reverted = reverted_sha(&commit.message);
         for i in 0..self.watches.len() {
+            if self.watches[i].state.is_terminal() || self.watches[i].revert_pending {
+                continue;
+            }
+            // A deadline already due is decided before this commit can change the story.
+            out.extend(self.decide_as_of(i, now, false));
             let w = &self.watches[i];
             if w.state.is_terminal() || w.revert_pending || w.commit == commit.sha {
                 continue;
@@ -386,16 +391,29 @@ impl Engine {
             if self.watches.iter().any(|w| w.id == id) {
                 continue; // already started before a restart
             }
-            match parsed {
-                Err(e) => out.push(Effect::Emit(Event {
+            let rejected = |message: String, app: Option<String>| {
+                Effect::Emit(Event {
                     time: now,
                     event: EventKind::DirectiveRejected,
                     commit: Some(commit.sha.clone()),
-                    app: None,
+                    app,
                     state: None,
-                    message: format!("no watch started: {e}"),
+                    message,
                     evidence: Evidence::default(),
-                })),
+                })
+            };
+            match parsed {
+                Err(e) => out.push(rejected(format!("no watch started: {e}"), None)),
+                // One watch per (commit, app): two verdicts for the same pair could contradict.
+                Ok(d) if self.watches.iter().any(|w| w.commit == commit.sha && w.app == d.app) => {
+                    out.push(rejected(
+                        format!(
+                            "no watch started: this commit already has a {} trailer for app {}; only the first counts",
+                            self.config.trailer_key, d.app
+                        ),
+                        Some(d.app.to_string()),
+                    ))
+                }
                 Ok(d) => out.push(self.start(id, commit, d, now)),
             }
         }
@@ -449,13 +467,18 @@ impl Engine {
     pub fn reach_questions(&self, snap: &AppSnapshot) -> Vec<(String, String)> {
         let mut q = Vec::new();
         for w in self.live() {
-            if w.state != State::WaitingReach && w.reported_sync_failure {
-                continue;
-            }
-            if !w.app.matches(&snap.namespace, &snap.name) {
+            let judging = w.state != State::WaitingReach;
+            if (judging && w.reported_sync_failure) || !w.app.matches(&snap.namespace, &snap.name) {
                 continue;
             }
             for c in &snap.reach_candidates {
+                // Once reached, only a failed operation is still news (failure evidence).
+                if judging && !matches!(c.via, ReachVia::OperationFailed { .. }) {
+                    continue;
+                }
+                if !admissible(snap, c) {
+                    continue;
+                }
                 if is_git_sha(&c.revision) && !c.revision.eq_ignore_ascii_case(&w.commit) {
                     q.push((w.commit.clone(), c.revision.clone()));
                 }
@@ -479,22 +502,57 @@ impl Engine {
             if w.state.is_terminal() {
                 continue;
             }
-            match obs {
+            let concerns = match obs {
                 Observation::Absent { namespace, name } => {
                     let ns_matches = match (&w.app.namespace, namespace) {
                         (Some(a), Some(b)) => a == b,
                         (Some(_), None) | (None, _) => true,
                     };
-                    if ns_matches && w.app.name == name {
-                        out.extend(self.observe_absent(i, now));
-                    }
+                    ns_matches && w.app.name == name
                 }
+                Observation::Present(snap) => w.app.matches(&snap.namespace, &snap.name),
+            };
+            if !concerns {
+                continue;
+            }
+            // A deadline that fell due before this observation is decided on what was known
+            // then: an update that arrives after the deadline cannot rescue the watch. The
+            // streak is not extended to `now` here: this very observation may contradict it.
+            out.extend(self.decide_as_of(i, now, false));
+            if self.watches[i].state.is_terminal() {
+                continue;
+            }
+            match obs {
+                Observation::Absent { .. } => out.extend(self.observe_absent(i, now)),
                 Observation::Present(snap) => {
-                    if w.app.matches(&snap.namespace, &snap.name) {
-                        out.extend(self.observe_present(i, snap, ancestry, now));
-                    }
+                    out.extend(self.observe_present(i, snap, ancestry, now))
                 }
             }
+        }
+        out
+    }
+
+    /// The caller vouches that the app's state is unchanged up to `now` (its change stream has
+    /// stayed connected since the last observation, and Argo CD sends every change): the last
+    /// observation is extended to `now`, then time-based verdicts are decided.
+    pub fn vouch(&mut self, app: &crate::snapshot::AppKey, now: Timestamp) -> Vec<Effect> {
+        let mut out = Vec::new();
+        for i in 0..self.watches.len() {
+            let w = &self.watches[i];
+            if w.state.is_terminal()
+                || !w.app.matches(&app.namespace, &app.name)
+                || w.last_observed_at.is_none()
+            {
+                continue;
+            }
+            // A deadline already due is decided on what was known before the vouching.
+            out.extend(self.decide_as_of(i, now, false));
+            if self.watches[i].state.is_terminal() {
+                continue;
+            }
+            self.watches[i].last_observed_at = Some(now);
+            self.dirty.insert(i);
+            out.extend(self.decide(i, now));
         }
         out
     }
@@ -530,7 +588,12 @@ impl Engine {
                 };
                 let absent = w.app_absent_since.map(|t| t.plus_ms(grace));
                 let streak = w.healthy_since.map(|h| h.plus_ms(stable));
-                [deadline, absent, streak]
+                // After the deadline, the moment the streak under way would go stale.
+                let stale = w
+                    .last_observed_at
+                    .filter(|_| w.deadline_passed)
+                    .map(|t| t.plus_ms(self.config.stale_after_ms + 1));
+                [deadline, absent, streak, stale]
             })
             .flatten()
             .filter(|t| *t > handled)
@@ -553,7 +616,7 @@ impl Engine {
         };
         let mut out = Vec::new();
         self.watches[i].revert_pending = false;
-        self.watches[i].finished_at = Some(now);
+        // finished_at stays the verdict's time; the revert's outcome is in the event log.
         match outcome {
             RevertOutcome::Pushed { revert } => {
                 let w = &mut self.watches[i];
@@ -642,6 +705,7 @@ impl Engine {
 
     fn observe_absent(&mut self, i: usize, now: Timestamp) -> Vec<Effect> {
         let mut out = Vec::new();
+        self.dirty.insert(i);
         let w = &mut self.watches[i];
         w.last_observed_at = Some(now);
         w.seen = Seen {
@@ -688,6 +752,19 @@ impl Engine {
 
         // A gap in observation breaks a streak: unobserved time does not count (W5).
         let gap = self.watches[i].last_observed_at.map(|t| now.ms_since(t));
+        if gap.is_some_and(|g| g > self.config.stale_after_ms)
+            && self.watches[i].deadline_passed
+            && self.watches[i].healthy_since.is_some()
+        {
+            // The streak under way at the deadline was not observed to its end; no later
+            // streak may stand in for it, and a gap is not a health failure.
+            let reason = format!(
+                "inconclusive: the healthy streak under way at the deadline went unobserved for {}; not reverted",
+                human_duration(gap.unwrap_or_default())
+            );
+            self.watches[i].seen = seen_of(snap);
+            return vec![self.finish(i, State::Inconclusive, reason, EventKind::Inconclusive, now)];
+        }
         if gap.is_some_and(|g| g > self.config.stale_after_ms)
             && self.watches[i].healthy_since.take().is_some()
         {
@@ -873,7 +950,11 @@ impl Engine {
         let reaching: Vec<&ReachCandidate> = snap
             .reach_candidates
             .iter()
-            .filter(|c| is_git_sha(&c.revision) && ancestry.contains(&commit, &c.revision))
+            .filter(|c| {
+                admissible(snap, c)
+                    && is_git_sha(&c.revision)
+                    && ancestry.contains(&commit, &c.revision)
+            })
             .collect();
         // Prefer evidence of a successful sync; a failed operation alone is reach with failure evidence.
         let Some(best) = reaching
@@ -948,6 +1029,12 @@ impl Engine {
 
     /// Deadlines, stability and grace: the verdicts that time alone can bring.
     fn decide(&mut self, i: usize, now: Timestamp) -> Vec<Effect> {
+        self.decide_as_of(i, now, true)
+    }
+
+    /// `extend`: whether a fresh last observation vouches for the app's state up to `now`
+    /// (true for the passage of time; false just before applying a new observation).
+    fn decide_as_of(&mut self, i: usize, now: Timestamp, extend: bool) -> Vec<Effect> {
         let w = &self.watches[i];
         if w.state.is_terminal() || w.revert_pending {
             return Vec::new();
@@ -1011,22 +1098,43 @@ impl Engine {
                 let (Some(reached), Some(last)) = (w.reached_at, w.last_observed_at) else {
                     return Vec::new();
                 };
-                if let Some(h) = w.healthy_since
-                    && last.ms_since(h) >= self.config.stable_for_ms
-                {
-                    self.breaker.record_confirmed();
-                    self.breaker_dirty = true;
-                    let reason = format!(
-                        "confirmed: reached and healthy without a break for {}",
-                        human_duration(self.config.stable_for_ms)
-                    );
-                    return vec![self.finish(
-                        i,
-                        State::Confirmed,
-                        reason,
-                        EventKind::Confirmed,
-                        now,
-                    )];
+                // A streak counts through `now` while the last observation is fresh: the
+                // source reports every change, and silence past stale-after is not observation.
+                let fresh = now.ms_since(last) <= self.config.stale_after_ms;
+                if let Some(h) = w.healthy_since {
+                    let observed = if fresh && extend {
+                        now.ms_since(h)
+                    } else {
+                        last.ms_since(h)
+                    };
+                    if observed >= self.config.stable_for_ms {
+                        self.breaker.record_confirmed();
+                        self.breaker_dirty = true;
+                        let reason = format!(
+                            "confirmed: reached and healthy without a break for {}",
+                            human_duration(self.config.stable_for_ms)
+                        );
+                        return vec![self.finish(
+                            i,
+                            State::Confirmed,
+                            reason,
+                            EventKind::Confirmed,
+                            now,
+                        )];
+                    }
+                    if w.deadline_passed && !fresh {
+                        let reason = format!(
+                            "inconclusive: the healthy streak under way at the deadline went unobserved ({last_seen}, older than {}); not reverted",
+                            human_duration(self.config.stale_after_ms)
+                        );
+                        return vec![self.finish(
+                            i,
+                            State::Inconclusive,
+                            reason,
+                            EventKind::Inconclusive,
+                            now,
+                        )];
+                    }
                 }
                 let deadline = reached.plus_ms(w.deadline_ms);
                 if w.deadline_passed {
@@ -1128,6 +1236,7 @@ impl Engine {
         w.state = State::Fail;
         w.reason = format!("{why}; reverting");
         w.revert_pending = true;
+        w.finished_at = Some(now);
         let ev = self.emit(i, EventKind::Failed, format!("{why}; arm: reverting"), now);
         vec![ev, Effect::Revert(revert_request(&self.watches[i]))]
     }
@@ -1163,6 +1272,15 @@ fn revert_request(w: &Watch) -> RevertRequest {
             w.reason.trim_end_matches("; reverting"),
             w.app
         ),
+    }
+}
+
+/// A synced revision is proof of reach only while the same snapshot says Synced with no
+/// operation running; the judge checks this itself rather than trust every adapter.
+fn admissible(snap: &AppSnapshot, c: &ReachCandidate) -> bool {
+    match c.via {
+        ReachVia::SyncedRevision => snap.sync_status == "Synced" && !snap.operation_running,
+        _ => true,
     }
 }
 
