@@ -198,16 +198,13 @@ class Child:
                 os.killpg(self.proc.pid, sig)
             except ProcessLookupError:
                 return
+            # The group is signalled only while its leader is not yet reaped, so its id cannot
+            # belong to anyone else; the signal reaches any git the daemon is running too.
             try:
                 self.proc.wait(timeout=grace)
-                break
+                return
             except subprocess.TimeoutExpired:
                 continue
-        # Anything of the group still alive (a git the daemon started) goes too.
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 # ---------------------------------------------------------------------------------------------
