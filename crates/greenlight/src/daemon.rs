@@ -16,7 +16,7 @@ use greenlight_core::event::Event;
 use greenlight_core::judge::{
     Ancestry, CommitInfo, Effect, Engine, JudgeConfig, Observation, RevertOutcome, RevertRequest,
 };
-use greenlight_core::snapshot::{AppKey, AppSnapshot};
+use greenlight_core::snapshot::AppKey;
 use greenlight_core::time::Timestamp;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -68,12 +68,6 @@ enum StreamMsg {
     Down(String),
 }
 
-/// A cached observation of one app, re-fed to the judge at wake-ups while the stream that
-/// would have told us of any change is connected.
-struct Cached {
-    snapshot: AppSnapshot,
-}
-
 pub struct Daemon {
     cfg: DaemonConfig,
     out: Output,
@@ -84,9 +78,13 @@ pub struct Daemon {
     argo: ArgoClient,
     branch: String,
     tip: String,
-    apps: HashMap<AppKey, Cached>,
+    /// The stream connection that last delivered each app: while that connection stays up, it
+    /// vouches that the app has not changed since (Argo CD streams every change).
+    delivered_by: HashMap<AppKey, u64>,
     ancestry: HashMap<(String, String), bool>,
     stream_up: bool,
+    /// Incremented at every (re)connection of the stream.
+    stream_gen: u64,
     /// The last wake-up handled, so a moment that stays due is not handled in a loop.
     last_wake: Timestamp,
 }
@@ -170,9 +168,10 @@ pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Res
         argo,
         branch,
         tip: from,
-        apps: HashMap::new(),
+        delivered_by: HashMap::new(),
         ancestry: HashMap::new(),
         stream_up: false,
+        stream_gen: 0,
         last_wake: Timestamp(i64::MIN),
     })
 }
@@ -235,6 +234,7 @@ impl Daemon {
         match msg {
             StreamMsg::Up => {
                 self.stream_up = true;
+                self.stream_gen += 1;
                 self.out.info(now, "Argo CD application stream connected");
             }
             StreamMsg::Down(why) => {
@@ -251,7 +251,7 @@ impl Daemon {
                 .warn(now, &format!("Argo CD stream message skipped: {why}")),
             StreamMsg::Event(AppEventKind::Deleted, app) => {
                 let (ns, name) = (app.metadata.namespace.clone(), app.metadata.name.clone());
-                self.apps.remove(&AppKey {
+                self.delivered_by.remove(&AppKey {
                     namespace: ns.clone(),
                     name: name.clone(),
                 });
@@ -265,7 +265,7 @@ impl Daemon {
                 );
                 self.apply(effects, None).await?;
             }
-            StreamMsg::Event(_, app) => self.on_app(&app).await?,
+            StreamMsg::Event(_, app) => self.on_app(&app, true).await?,
         }
         Ok(())
     }
@@ -278,12 +278,16 @@ impl Daemon {
     }
 
     /// One app update: reduce it, answer the judge's ancestry questions, judge.
-    async fn on_app(&mut self, app: &Application) -> Result<()> {
+    async fn on_app(&mut self, app: &Application, from_stream: bool) -> Result<()> {
         let (ns, name) = (app.metadata.namespace.clone(), app.metadata.name.clone());
+        if from_stream {
+            let key = AppKey {
+                namespace: ns.clone(),
+                name: name.clone(),
+            };
+            self.delivered_by.insert(key, self.stream_gen);
+        }
         if !self.watched(&ns, &name) {
-            // Keep the latest snapshot anyway: a commit arriving next may watch this app.
-            let snap = greenlight_argocd::snapshot(app, None, &self.cfg.repo);
-            self.apps.insert(snap.key(), Cached { snapshot: snap });
             return Ok(());
         }
         let tree = if greenlight_argocd::needs_resource_tree(app) {
@@ -303,17 +307,12 @@ impl Daemon {
             None
         };
         let snap = greenlight_argocd::snapshot(app, tree.as_ref(), &self.cfg.repo);
-        self.judge_snapshot(snap).await
-    }
-
-    async fn judge_snapshot(&mut self, snap: AppSnapshot) -> Result<()> {
         let questions = self.engine.reach_questions(&snap);
         let ancestry = self.answer(questions).await?;
         let now = self.clock.now();
         let effects = self
             .engine
             .observe(Observation::Present(&snap), &ancestry, now);
-        self.apps.insert(snap.key(), Cached { snapshot: snap });
         self.apply(effects, None).await
     }
 
@@ -376,7 +375,7 @@ impl Daemon {
             match item {
                 Ok(app) => {
                     present.push((app.metadata.namespace.clone(), app.metadata.name.clone()));
-                    if let Err(e) = self.on_app(&app).await {
+                    if let Err(e) = self.on_app(&app, false).await {
                         self.out.warn(
                             now,
                             &format!(
@@ -416,20 +415,22 @@ impl Daemon {
         }
     }
 
-    /// A deadline or window end: re-observe what the connected stream vouches for, then tick.
+    /// A deadline or window end: extend the observations the connected stream vouches for, then tick.
     async fn wake(&mut self) -> Result<()> {
+        let now = self.clock.now();
         if self.stream_up {
-            let snaps: Vec<AppSnapshot> = self
-                .apps
-                .values()
-                .filter(|c| self.watched(&c.snapshot.namespace, &c.snapshot.name))
-                .map(|c| c.snapshot.clone())
+            let vouched: Vec<AppKey> = self
+                .delivered_by
+                .iter()
+                .filter(|(_, g)| **g == self.stream_gen)
+                .filter(|(k, _)| self.watched(&k.namespace, &k.name))
+                .map(|(k, _)| k.clone())
                 .collect();
-            for snap in snaps {
-                self.judge_snapshot(snap).await?;
+            for key in vouched {
+                let effects = self.engine.vouch(&key, now);
+                self.apply(effects, None).await?;
             }
         }
-        let now = self.clock.now();
         self.last_wake = now;
         let effects = self.engine.tick(now);
         self.apply(effects, None).await
@@ -499,7 +500,7 @@ impl Daemon {
         for (ns, name) in refs {
             let now = self.clock.now();
             match self.argo.get(ns.as_deref().unwrap_or(""), &name).await {
-                Ok(Some(app)) => self.on_app(&app).await?,
+                Ok(Some(app)) => self.on_app(&app, false).await?,
                 Ok(None) => {
                     let effects = self.engine.observe(
                         Observation::Absent {
