@@ -83,6 +83,24 @@ fn several_trailers_start_several_watches() {
 }
 
 #[test]
+fn a_second_trailer_for_the_same_app_is_rejected_not_a_second_watch() {
+    let mut h = Harness::new(config());
+    let msg = message(
+        "twice",
+        &[
+            "Nav-Watchdog: app=web mode=arm deadline=60",
+            "Nav-Watchdog: app=web mode=shadow deadline=900",
+        ],
+    );
+    let c = commit(7, &msg, &["apps/web/a.yaml"]);
+    let out = h.arrive(&c, t(0));
+    assert_eq!(kinds(&out), vec![K::WatchStarted, K::DirectiveRejected]);
+    assert!(events(&out)[1].message.contains("web"), "{out:?}");
+    assert_eq!(h.engine.watches().len(), 1);
+    assert_eq!(h.watch(&c.sha).mode.as_str(), "arm", "the first one counts");
+}
+
+#[test]
 fn malformed_field_is_rejected_with_an_event_naming_it_and_no_watch() {
     let mut h = Harness::new(config());
     let msg = message(
@@ -290,7 +308,6 @@ fn the_compared_revision_while_out_of_sync_is_never_reach() {
 }
 
 #[test]
-#[ignore = "BUG: a SyncedRevision reach candidate is accepted while the same snapshot says OutOfSync / an operation runs (judge trusts the adapter blindly)"]
 fn a_synced_revision_candidate_is_refused_while_out_of_sync_or_operating() {
     // The snapshot carries sync status and the running operation next to the candidates; the
     // judge can and should hold the rule itself ("never a revision Argo CD merely compared
@@ -356,7 +373,6 @@ fn reach_questions_ask_exactly_what_is_needed_while_waiting() {
 }
 
 #[test]
-#[ignore = "BUG: reach_questions keeps asking about every candidate for a watch already JUDGING; only failed-operation revisions matter then"]
 fn reach_questions_after_reach_only_ask_about_failed_operations() {
     let (mut h, w) = started("deadline=600");
     reach(&mut h, &w, 5, Health::Healthy);
@@ -675,7 +691,6 @@ fn a_complete_stability_window_confirms_and_resets_the_breaker_count() {
 }
 
 #[test]
-#[ignore = "BUG: tick at the window end (next_wakeup) does not confirm while the last healthy observation is fresh; it waits for the next observation"]
 fn the_window_end_is_a_wakeup_and_confirms_at_that_instant() {
     let (mut h, w) = started("deadline=600");
     let s = reach(&mut h, &w, 10, Health::Healthy);
@@ -789,10 +804,11 @@ fn a_streak_under_way_at_the_deadline_may_complete() {
     assert_eq!(h.state(&w), State::Judging);
     assert_eq!(
         h.engine.next_wakeup(),
-        Some(t(170)),
-        "now only the window end matters"
+        Some(tms(90_001)),
+        "now the window end, or the moment the last observation goes stale"
     );
     h.observe_every(&ok, 70, 160, 10);
+    assert_eq!(h.engine.next_wakeup(), Some(t(170)), "the window end");
     assert_eq!(h.state(&w), State::Judging);
     let out = h.observe(&ok, t(170));
     assert_eq!(kinds(&out), vec![K::Confirmed]);
@@ -822,7 +838,6 @@ fn a_streak_that_breaks_after_the_deadline_fails_then() {
 }
 
 #[test]
-#[ignore = "BUG: after the deadline a streak broken by an observation gap restarts, and a streak begun after the deadline can CONFIRM"]
 fn a_streak_begun_after_the_deadline_never_confirms() {
     let (mut h, w) = started("deadline=60 mode=arm");
     let s = reach(&mut h, &w, 10, Health::Progressing);
@@ -847,7 +862,6 @@ fn a_streak_begun_after_the_deadline_never_confirms() {
 }
 
 #[test]
-#[ignore = "BUG: after the deadline, with a streak under way, an outage leaves the watch JUDGING indefinitely: no INCONCLUSIVE when the window end passes unobserved"]
 fn an_outage_after_the_deadline_during_a_streak_is_inconclusive() {
     let (mut h, w) = started("deadline=60 mode=arm");
     let s = reach(&mut h, &w, 10, Health::Progressing);
@@ -930,7 +944,27 @@ fn not_reached_by_watch_start_plus_deadline_never_reverts() {
 }
 
 #[test]
-#[ignore = "BUG: observe() applies an observation made after a due deadline before deciding that deadline (reach after watch_start+deadline counts)"]
+fn a_commit_arriving_after_a_due_deadline_does_not_replace_its_verdict() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    h.observe_every(&s, 20, 60, 10);
+    // Deadline t(70) is due; the fetch that brings a later commit is handled at t(72), first.
+    let out = h.arrive(&plain(2, &["apps/web/deploy.yaml"]), t(72));
+    assert!(!kinds(&out).contains(&K::Attribution), "{out:?}");
+    assert_eq!(h.state(&w), State::Fail);
+    assert_eq!(
+        h.all_reverts().len(),
+        1,
+        "the deadline's verdict: FAIL, arm → revert"
+    );
+
+    let (mut h, w) = started("deadline=60 mode=arm");
+    h.observe_every(&Snap::new("web"), 10, 50, 10);
+    h.arrive(&plain(2, &["apps/web/deploy.yaml"]), t(61));
+    assert_eq!(h.state(&w), State::NotReached);
+}
+
+#[test]
 fn an_observation_after_the_reach_deadline_does_not_rescue_the_watch() {
     let (mut h, w) = started("deadline=60 mode=arm");
     let behind = Snap::new("web").deployed(&sha(99));
@@ -946,7 +980,6 @@ fn an_observation_after_the_reach_deadline_does_not_rescue_the_watch() {
 }
 
 #[test]
-#[ignore = "BUG: observe() applies an observation made after a due deadline before deciding it (health after reached_at+deadline starts a streak 'under way')"]
 fn an_observation_after_the_health_deadline_does_not_rescue_the_watch() {
     let (mut h, w) = started("deadline=60 mode=arm");
     let s = reach(&mut h, &w, 10, Health::Degraded);
@@ -1194,7 +1227,6 @@ fn failed_arm() -> (Harness, String, String) {
 }
 
 #[test]
-#[ignore = "BUG: an arm FAIL awaiting its revert is terminal (FAIL) but finished_at stays null until the revert finishes; the verdict time is lost"]
 fn a_fail_verdict_records_its_time_even_while_the_revert_is_pending() {
     let (h, w, _) = failed_arm();
     assert_eq!(h.watch(&w).finished_at, Some(t(70)));
@@ -1601,7 +1633,6 @@ fn a_restart_with_a_pending_revert_reissues_it_once() {
 }
 
 #[test]
-#[ignore = "BUG: a health deadline that passed while greenlight was down is decided by the first observation after the restart (FAIL + revert) instead of INCONCLUSIVE"]
 fn a_deadline_that_passed_during_downtime_is_inconclusive_even_if_observed_first() {
     let (mut h, w) = started("deadline=60 mode=arm");
     let s = reach(&mut h, &w, 10, Health::Progressing);
@@ -1621,7 +1652,6 @@ fn a_deadline_that_passed_during_downtime_is_inconclusive_even_if_observed_first
 }
 
 #[test]
-#[ignore = "BUG: a reach deadline that passed while greenlight was down is rescued by a reach seen in the first observation after the restart"]
 fn a_reach_deadline_that_passed_during_downtime_is_not_rescued_by_a_late_reach() {
     let (mut h, w) = started("deadline=60 mode=arm");
     h.observe(&Snap::new("web"), t(20));
@@ -1655,7 +1685,6 @@ fn time_not_observed_across_a_restart_does_not_count() {
 }
 
 #[test]
-#[ignore = "BUG: a repeated Absent observation updates last_observed_at/seen without marking the watch dirty; take_dirty never hands the change over"]
 fn a_repeated_absence_is_handed_over_by_take_dirty() {
     let (mut h, w) = started("deadline=900");
     h.absent("web", t(1));
