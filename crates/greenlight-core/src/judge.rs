@@ -358,8 +358,9 @@ impl Engine {
             if self.watches[i].state.is_terminal() || self.watches[i].revert_pending {
                 continue;
             }
-            // A deadline already due is decided before this commit can change the story.
-            out.extend(self.decide_as_of(i, now, false));
+            // A deadline or window end already due is decided before this commit can change the
+            // story; a commit says nothing about the app's health, so time alone decides here.
+            out.extend(self.decide(i, now));
             let w = &self.watches[i];
             if w.state.is_terminal() || w.revert_pending || w.commit == commit.sha {
                 continue;
