@@ -105,6 +105,8 @@ struct Strict {
     order: bool,
     /// The same for commits: a commit handled after a due deadline does not pre-empt it.
     arrival_order: bool,
+    /// Nor does it pre-empt a due window end (a commit says nothing about health).
+    window_arrival: bool,
 }
 
 impl Strict {
@@ -113,6 +115,9 @@ impl Strict {
         window: true,
         order: true,
         arrival_order: true,
+        // Off until commit_arrived confirms a due window first (see the ignored rule test
+        // `a_commit_arriving_after_a_due_window_end_does_not_replace_the_confirmation`).
+        window_arrival: false,
     };
 }
 
@@ -864,7 +869,7 @@ impl Sim {
                     }
                 }
             }
-            if self.strict.order || self.strict.arrival_order {
+            if self.strict.order || self.strict.arrival_order || self.strict.window_arrival {
                 self.check_deadline_order(ev, &before);
             }
             match ev.event {
@@ -1137,6 +1142,17 @@ impl Sim {
                 EventKind::Attribution | EventKind::RevertedByHuman
                     if moved && self.strict.arrival_order =>
                 {
+                    let window_end = w.healthy_since.map(|h| h.plus_ms(self.cfg.stable_for_ms));
+                    if self.strict.window_arrival
+                        && let (Some(e), Some(last)) = (window_end, w.last_observed_at)
+                        && e < now
+                        && now.ms_since(last) <= self.cfg.stale_after_ms
+                    {
+                        self.fail(&format!(
+                            "{:?} for {} at {now:?} although its window ended at {e:?} and a tick now would confirm it (last healthy observation {last:?} is fresh)",
+                            ev.event, w.id
+                        ));
+                    }
                     let due = health_deadline.unwrap_or(reach_deadline);
                     if due < now && !w.deadline_passed {
                         self.fail(&format!(
