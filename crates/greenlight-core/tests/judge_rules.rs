@@ -898,13 +898,20 @@ fn an_outage_after_the_deadline_during_a_streak_is_inconclusive() {
         State::Judging,
         "streak under way at the deadline"
     );
-    // The API goes dark at t(70). The window would end at t(170); it decides on a stale
-    // observation, so the verdict is INCONCLUSIVE (never a revert), not an endless wait.
-    for at in [170, 300, 3600] {
-        h.tick(t(at));
-    }
+    // The API goes dark after t(70): the streak can no longer be observed to its end (t(170)).
+    // The verdict is INCONCLUSIVE (never a revert), not an endless wait, and it comes at a
+    // wakeup: the first moment the last observation is older than stale-after.
+    let at = h.engine.next_wakeup().expect("a wakeup");
+    assert!(at > t(100) && at <= t(170), "{at:?}");
+    let out = h.tick(at);
+    assert_eq!(
+        kinds(&out),
+        vec![K::Inconclusive],
+        "decided at the wakeup itself"
+    );
     assert_eq!(h.state(&w), State::Inconclusive);
     no_reverts(&h);
+    assert_eq!(h.engine.next_wakeup(), None);
 }
 
 #[test]
