@@ -1315,6 +1315,15 @@ impl Sim {
             {
                 self.fail(&format!("grace of {} left undecided", w.id));
             }
+            if w.deadline_passed
+                && w.last_observed_at
+                    .is_some_and(|l| self.now.ms_since(l) > self.cfg.stale_after_ms)
+            {
+                self.fail(&format!(
+                    "{} past its deadline with a stale streak left undecided at {:?}",
+                    w.id, self.now
+                ));
+            }
             if self.strict.window
                 && let (Some(h), Some(last)) = (w.healthy_since, w.last_observed_at)
                 && h.plus_ms(self.cfg.stable_for_ms) <= self.now
