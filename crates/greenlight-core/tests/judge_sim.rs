@@ -1261,7 +1261,9 @@ impl Sim {
         };
         let seen = self.seen.get(w.app.name.as_str());
         let suspended = |s: Option<&Seen>| s.and_then(|s| s.health) == Some(Health::Suspended);
-        let at_deadline = suspended(seen.and_then(|v| v.iter().rev().find(|s| s.at <= d)));
+        // An observation made at the deadline instant itself comes after it (the judge decides
+        // a due deadline before applying what arrives at that moment).
+        let at_deadline = suspended(seen.and_then(|v| v.iter().rev().find(|s| s.at < d)));
         let latest = suspended(seen.and_then(|v| v.last()));
         at_deadline && (self.strict.order || latest)
     }
