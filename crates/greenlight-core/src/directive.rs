@@ -36,6 +36,15 @@ pub struct AppRef {
 }
 
 impl AppRef {
+    /// Whether two references can name the same Application (a bare name matches any namespace).
+    pub fn overlaps(&self, other: &AppRef) -> bool {
+        self.name == other.name
+            && match (&self.namespace, &other.namespace) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            }
+    }
+
     pub fn matches(&self, namespace: &str, name: &str) -> bool {
         self.name == name && self.namespace.as_deref().is_none_or(|ns| ns == namespace)
     }

@@ -337,10 +337,18 @@ impl Engine {
         }
         let mut q = Vec::new();
         for w in self.live() {
+            if w.commit == commit.sha {
+                continue; // a re-delivered watched merge is not a later commit of itself
+            }
             for p in &commit.parents[1..] {
-                q.push((w.commit.clone(), p.clone()));
+                // Equality needs no git: `Ancestry::contains` answers it.
+                if !p.eq_ignore_ascii_case(&w.commit) {
+                    q.push((w.commit.clone(), p.clone()));
+                }
             }
         }
+        q.sort();
+        q.dedup();
         q
     }
 
@@ -406,7 +414,7 @@ impl Engine {
             match parsed {
                 Err(e) => out.push(rejected(format!("no watch started: {e}"), None)),
                 // One watch per (commit, app): two verdicts for the same pair could contradict.
-                Ok(d) if self.watches.iter().any(|w| w.commit == commit.sha && w.app == d.app) => {
+                Ok(d) if self.watches.iter().any(|w| w.commit == commit.sha && w.app.overlaps(&d.app)) => {
                     out.push(rejected(
                         format!(
                             "no watch started: this commit already has a {} trailer for app {}; only the first counts",
@@ -546,11 +554,8 @@ impl Engine {
             {
                 continue;
             }
-            // A deadline already due is decided on what was known before the vouching.
-            out.extend(self.decide_as_of(i, now, false));
-            if self.watches[i].state.is_terminal() {
-                continue;
-            }
+            // The stream vouches for every instant since the last observation, a deadline that
+            // fell due in between included.
             self.watches[i].last_observed_at = Some(now);
             self.dirty.insert(i);
             out.extend(self.decide(i, now));

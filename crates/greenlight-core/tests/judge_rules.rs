@@ -101,7 +101,6 @@ fn a_second_trailer_for_the_same_app_is_rejected_not_a_second_watch() {
 }
 
 #[test]
-#[ignore = "BUG: `app=web` and `app=argocd/web` in one commit start two watches of the same Application (AppRef equality ignores that a bare name matches every namespace)"]
 fn a_bare_and_a_namespaced_trailer_for_the_same_app_are_one_watch() {
     let mut h = Harness::new(config());
     let msg = message(
@@ -1000,7 +999,6 @@ fn vouching_for_another_app_or_a_never_observed_one_changes_nothing() {
 }
 
 #[test]
-#[ignore = "BUG: vouch(app, now) decides a deadline due at or before now on the pre-vouch observation (stale) → INCONCLUSIVE, though it vouches the state was unchanged through the deadline; the daemon's wake() vouches at the deadline instant"]
 fn a_deadline_reached_while_the_stream_vouches_is_decided_on_the_vouched_state() {
     let (mut h, w) = started("deadline=60 mode=arm");
     let s = reach(&mut h, &w, 10, Health::Degraded);
@@ -1055,7 +1053,6 @@ fn a_commit_arriving_after_a_due_deadline_does_not_replace_its_verdict() {
 }
 
 #[test]
-#[ignore = "BUG: commit_arrived() decides due moments with extend=false, so a window end already due (fresh healthy observation) is not confirmed before attribution"]
 fn a_commit_arriving_after_a_due_window_end_does_not_replace_the_confirmation() {
     let (mut h, w) = started("deadline=600 mode=arm");
     let s = reach(&mut h, &w, 10, Health::Healthy);
@@ -1251,7 +1248,6 @@ fn merge_questions_are_only_for_merges_and_live_watches() {
 }
 
 #[test]
-#[ignore = "BUG: merge_questions asks (W, W) when the merge's parent is the watched commit itself, and asks about a re-delivered watched merge's own parents; neither needs git"]
 fn merge_questions_skip_what_needs_no_git() {
     let (mut h, w) = started("deadline=60");
     let mut merge = plain(6, &["x"]);
