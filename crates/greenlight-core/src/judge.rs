@@ -1011,7 +1011,7 @@ impl Engine {
         };
         self.watches[i].reported_sync_failure = true;
         let msg = format!(
-            "sync of revision {} containing this commit ended {phase}: {message:?}",
+            "sync of revision {} containing this commit ended {phase}: \"{message}\"",
             short(&rev)
         );
         vec![self.emit(i, EventKind::SyncFailed, msg, now)]
@@ -1088,6 +1088,20 @@ impl Engine {
                         now,
                     )];
                 }
+                if w.app_absent_since.is_some() {
+                    let reason = format!(
+                        "not reached within {} of the watch start: Application {} does not exist; check the trailer's app name; nothing reverted",
+                        human_duration(w.deadline_ms),
+                        w.app
+                    );
+                    return vec![self.finish(
+                        i,
+                        State::NotReached,
+                        reason,
+                        EventKind::NotReached,
+                        now,
+                    )];
+                }
                 let reason = format!(
                     "not reached within {} of the watch start (app at revision {:?}, sync {}): the commit was never deployed; check the sync pipeline, nothing reverted",
                     human_duration(w.deadline_ms),
@@ -1114,8 +1128,11 @@ impl Engine {
                         last.ms_since(h)
                     };
                     if observed >= self.config.stable_for_ms {
-                        self.breaker.record_confirmed();
-                        self.breaker_dirty = true;
+                        // Dry-run verdicts do not count for the breaker, either way.
+                        if !(w.dry_run || self.config.dry_run) {
+                            self.breaker.record_confirmed();
+                            self.breaker_dirty = true;
+                        }
                         let reason = format!(
                             "confirmed: reached and healthy without a break for {}",
                             human_duration(self.config.stable_for_ms)

@@ -145,8 +145,9 @@ pub enum SourceFacts {
         target_revisions: Vec<String>,
         /// The Helm chart name when the source is a Helm repository chart.
         chart: Option<String>,
-        /// Every non-empty revision Argo CD reported for this source (sync, operation, history),
-        /// so the judge can refuse non-SHA revisions at once.
+        /// Every non-empty revision Argo CD reported for this source (sync, operation, history).
+        /// Evidence only: the judge refuses non-SHA revisions from the current ones (sync and
+        /// operation), since history may hold what the app deployed before it moved to git.
         revisions: Vec<String>,
         paths: SourcePaths,
     },

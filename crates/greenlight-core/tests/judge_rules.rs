@@ -1913,3 +1913,38 @@ fn event_json_lines_carry_time_event_commit_app_state_and_evidence() {
         assert!(human.contains(&w[..8]) && !human.contains('\n'), "{human}");
     }
 }
+
+#[test]
+fn a_dry_run_confirmation_does_not_reset_the_breaker_count() {
+    let mut cfg = config();
+    cfg.dry_run = true;
+    let breaker = Breaker {
+        open: false,
+        consecutive_reverts: 1,
+    };
+    let mut h = Harness::with_engine(Engine::restore(cfg, Vec::new(), breaker));
+    let c = watched(1, "web", "deadline=600 mode=arm");
+    h.arrive(&c, t(0));
+    let s = reach(&mut h, &c.sha, 10, Health::Healthy);
+    let out = h.observe_every(&s, 20, 130, 10);
+    assert!(kinds(&out).contains(&K::Confirmed), "{out:?}");
+    assert_eq!(
+        h.engine.breaker().consecutive_reverts,
+        1,
+        "dry-run verdicts do not count"
+    );
+}
+
+#[test]
+fn an_app_that_never_appears_before_a_short_deadline_is_not_reached_and_says_why() {
+    let (mut h, w) = started("deadline=30");
+    h.absent("web", t(1));
+    h.absent("web", t(20));
+    let out = h.tick(t(30));
+    assert_eq!(kinds(&out), vec![K::NotReached]);
+    assert!(
+        h.watch(&w).reason.contains("does not exist"),
+        "{}",
+        h.watch(&w).reason
+    );
+}
