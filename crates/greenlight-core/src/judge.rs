@@ -694,6 +694,11 @@ impl Engine {
         })
     }
 
+    /// INCONCLUSIVE: greenlight could not observe what a verdict needed; never a revert.
+    fn inconclusive(&mut self, i: usize, reason: String, now: Timestamp) -> Effect {
+        self.finish(i, State::Inconclusive, reason, EventKind::Inconclusive, now)
+    }
+
     fn finish(
         &mut self,
         i: usize,
@@ -769,7 +774,7 @@ impl Engine {
                 human_duration(gap.unwrap_or_default())
             );
             self.watches[i].seen = seen_of(snap);
-            return vec![self.finish(i, State::Inconclusive, reason, EventKind::Inconclusive, now)];
+            return vec![self.inconclusive(i, reason, now)];
         }
         if gap.is_some_and(|g| g > self.config.stale_after_ms)
             && self.watches[i].healthy_since.take().is_some()
@@ -1080,13 +1085,7 @@ impl Engine {
                         "inconclusive: the reach deadline passed but {last_seen} (older than {}); not reverted",
                         human_duration(self.config.stale_after_ms)
                     );
-                    return vec![self.finish(
-                        i,
-                        State::Inconclusive,
-                        reason,
-                        EventKind::Inconclusive,
-                        now,
-                    )];
+                    return vec![self.inconclusive(i, reason, now)];
                 }
                 if w.app_absent_since.is_some() {
                     let reason = format!(
@@ -1150,13 +1149,7 @@ impl Engine {
                             "inconclusive: the healthy streak under way at the deadline went unobserved ({last_seen}, older than {}); not reverted",
                             human_duration(self.config.stale_after_ms)
                         );
-                        return vec![self.finish(
-                            i,
-                            State::Inconclusive,
-                            reason,
-                            EventKind::Inconclusive,
-                            now,
-                        )];
+                        return vec![self.inconclusive(i, reason, now)];
                     }
                 }
                 let deadline = reached.plus_ms(w.deadline_ms);
@@ -1181,13 +1174,7 @@ impl Engine {
                         "inconclusive: the deadline passed but {last_seen} (older than {}); not reverted",
                         human_duration(self.config.stale_after_ms)
                     );
-                    return vec![self.finish(
-                        i,
-                        State::Inconclusive,
-                        reason,
-                        EventKind::Inconclusive,
-                        now,
-                    )];
+                    return vec![self.inconclusive(i, reason, now)];
                 }
                 if w.healthy_since.is_some() {
                     self.watches[i].deadline_passed = true;
