@@ -183,12 +183,15 @@ pub fn load_stream(text: &str, limits: &Limits) -> Vec<Result<Document, LoadErro
             reindents += 1;
             continue;
         }
-        // Resume at the first `---` line strictly after the error line.
+        // Resume at the first `---` line after the error line, or on it when it is not the
+        // slice's first line: an unclosed flow collection is only noticed at the next `---`,
+        // and the document that marker starts is intact. Never resume at the slice's start,
+        // so every round moves forward.
         let mut consumed = 0usize;
         let mut resumed = false;
         for (i, line) in buf[start..].split_inclusive('\n').enumerate() {
             let line_no = offset_line + i as u32 + 1;
-            if line_no > err_line && is_document_start(line) {
+            if (line_no > err_line || (line_no == err_line && i > 0)) && is_document_start(line) {
                 offset_line = line_no - 1;
                 start += consumed;
                 resumed = true;

@@ -163,6 +163,17 @@ fn a_syntax_error_is_one_diagnostic_and_the_run_goes_on() {
 }
 
 #[test]
+fn a_flow_collection_left_open_at_the_next_document_loses_only_its_own_document() {
+    // saphyr notices the missing `]` only at the next `---`, so the error is reported on that
+    // line; the document the `---` starts is intact and must still be linted.
+    let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a, image: 'a:1'}\n---\n\
+                apiVersion: v1\nkind: Pod\nmetadata: {name: q}\nspec:\n  containers: [{name: q, image: 'q:latest'}]\n";
+    let r = run("open.yaml", text, &Options::default());
+    assert_eq!(rules(&r), vec!["GL000", "GL001"], "{}", render(&r));
+    assert_eq!(r.diagnostics[1].location.line, 11, "{}", render(&r));
+}
+
+#[test]
 fn non_kubernetes_yaml_and_unexamined_kinds_are_silent() {
     let ci = "name: CI\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n    - uses: actions/checkout@v4\n";
     let values = "image:\n  repository: nginx\n  tag: latest\nreplicaCount: 1\n";
