@@ -114,7 +114,9 @@ fn check(objects: &[Object], emit: &mut Emit) {
             // The disruption controller rounds a percentage of minAvailable up.
             IntOrPercent::Percent(p) => (p * total + 99) / 100,
         };
-        if required < total {
+        // minAvailable 0 never refuses an eviction, and with no replicas there is no pod a
+        // drain could wait on.
+        if required == 0 || total == 0 || required < total {
             continue;
         }
         let shown = match min_v {
