@@ -229,6 +229,10 @@ pub(crate) fn holder_span(obj: &Object, keys: &[&str]) -> Span {
 /// A duration in seconds as `sleep` reads it: `45`, `1.5`, `5s`, `1m`, `2h`, `1d`.
 pub(crate) fn parse_sleep_duration(s: &str) -> Option<f64> {
     let s = s.trim().trim_matches(['"', '\'']);
+    // GNU coreutils' `sleep infinity` (a common "keep the pod around" idiom) never returns.
+    if s == "infinity" || s == "inf" {
+        return Some(f64::INFINITY);
+    }
     let (num, mult) = match s.char_indices().last()? {
         (i, 's') => (&s[..i], 1.0),
         (i, 'm') => (&s[..i], 60.0),
@@ -245,7 +249,9 @@ pub(crate) fn parse_sleep_duration(s: &str) -> Option<f64> {
 
 /// Seconds shown without a trailing `.0`.
 pub(crate) fn secs(v: f64) -> String {
-    if v.fract() == 0.0 {
+    if v.is_infinite() {
+        "forever".to_string()
+    } else if v.fract() == 0.0 {
         format!("{}", v as i64)
     } else {
         format!("{v}")
@@ -308,6 +314,7 @@ mod tests {
         assert_eq!(parse_sleep_duration("1m"), Some(60.0));
         assert_eq!(parse_sleep_duration("1.5"), Some(1.5));
         assert_eq!(parse_sleep_duration("$DELAY"), None);
-        assert_eq!(parse_sleep_duration("infinity"), None);
+        assert_eq!(parse_sleep_duration("infinity"), Some(f64::INFINITY));
+        assert_eq!(parse_sleep_duration("infinite"), None);
     }
 }

@@ -20,15 +20,15 @@ pub const PRESTOP_EXCEEDS_GRACE: Rule = Rule {
         what: "Flags a container whose preStop hook sleeps at least as long as the pod's \
                `terminationGracePeriodSeconds` (30 s when unset). Recognized: `exec` \
                `[\"sleep\", \"N\"]`, `sleep 5s` / `1m` units, shell scripts (`sh -c \"sleep 30 && \
-               nginx -s quit\"`, several sleeps add up), and the built-in \
+               nginx -s quit\"`, several sleeps add up), `sleep infinity`, and the built-in \
                `lifecycle.preStop.sleep.seconds`. A probe-level `terminationGracePeriodSeconds` \
                is ignored: it applies only to kills by a failing probe.",
         why: "The grace period is the whole budget for the preStop hook and the SIGTERM shutdown \
               together. When it runs out the kubelet kills the container whatever the hook is \
               doing, so the drain you meant to wait for is cut off, the application never gets \
               SIGTERM in time, and in-flight requests fail on every rollout. The built-in sleep \
-              action is worse: the API server rejects a `sleep.seconds` that is not less than \
-              the grace period, so the sync fails.",
+              action is worse: the API server rejects a `sleep.seconds` longer than the grace \
+              period, so the sync fails (an equal one is accepted and eats the whole period).",
         example: "spec:\n  terminationGracePeriodSeconds: 10\n  containers:\n  - name: admin\n    \
                   lifecycle:\n      preStop:\n        exec:\n          command: [\"/bin/sh\", \"-c\", \"sleep 45\"]\n",
         fix: "Set `terminationGracePeriodSeconds` to the sleep plus the time the application \
@@ -162,32 +162,45 @@ fn check_exceeds(w: &Workload, emit: &mut Emit) {
         if sleep.seconds < grace as f64 {
             continue;
         }
-        let s = secs(sleep.seconds);
+        let s = match secs(sleep.seconds) {
+            f if sleep.seconds.is_infinite() => f,
+            n => format!("{n}s"),
+        };
         let grace_src = if grace_node.is_some() {
             ""
         } else {
             " (the default: terminationGracePeriodSeconds is unset)"
         };
-        let message = if sleep.native {
+        // The API server rejects a built-in sleep only when it is longer than the grace period
+        // (`validateSleepAction`: `seconds > gracePeriod`); an equal one is accepted and then
+        // takes the whole grace period like an exec sleep.
+        let message = if sleep.native && sleep.seconds > grace as f64 {
             format!(
-                "container `{}`: the built-in preStop sleep of {s}s is not less than the grace period of {grace}s{grace_src}; \
-                 the API server rejects it (sleep.seconds must be less than terminationGracePeriodSeconds), so the sync will fail",
+                "container `{}`: the built-in preStop sleep of {s} is longer than the grace period of {grace}s{grace_src}; \
+                 the API server rejects it (sleep.seconds may not exceed terminationGracePeriodSeconds), so the sync will fail",
                 c.name
             )
         } else {
             format!(
-                "container `{}`: preStop sleeps {s}s but the grace period is {grace}s{grace_src}; the hook really gets {grace}s \
+                "container `{}`: preStop sleeps {s} but the grace period is {grace}s{grace_src}; the hook really gets {grace}s \
                  (plus a one-off 2s extension) before the container is killed, and the application never gets to shut down",
                 c.name
             )
         };
-        let margin = (sleep.seconds.ceil() as i64) + 15;
+        let fix = if sleep.seconds.is_infinite() {
+            format!(
+                "replace `sleep infinity` with a bounded sleep shorter than {grace}s, or handle SIGTERM instead"
+            )
+        } else {
+            let margin = (sleep.seconds.ceil() as i64).saturating_add(15);
+            format!(
+                "set `{}.terminationGracePeriodSeconds` to at least the sleep plus the shutdown time (e.g. {margin}), or shorten the sleep below {grace}s",
+                w.pod_path
+            )
+        };
         let span = value_span(sleep.node);
         let f = emit.at(w.object, span, &sleep.field, message);
-        f.fix(format!(
-            "set `{}.terminationGracePeriodSeconds` to at least the sleep plus the shutdown time (e.g. {margin}), or shorten the sleep below {grace}s",
-            w.pod_path
-        ));
+        f.fix(fix);
         if let Some(g) = grace_node {
             let gspan = entry_span(w.pod, "terminationGracePeriodSeconds").unwrap_or(g.span);
             f.related(
@@ -209,9 +222,12 @@ fn check_stopgap(w: &Workload, emit: &mut Emit) {
             value_span(sleep.node),
             &sleep.field,
             format!(
-                "container `{}`: a fixed {}s preStop sleep is a stopgap for handling SIGTERM in the application",
+                "container `{}`: a fixed {} preStop sleep is a stopgap for handling SIGTERM in the application",
                 c.name,
-                secs(sleep.seconds)
+                match secs(sleep.seconds) {
+                    f if sleep.seconds.is_infinite() => format!("(`{f}`)"),
+                    n => format!("{n}s"),
+                }
             ),
         )
         .fix("handle SIGTERM (stop accepting, drain in-flight requests, exit), then shorten or remove the sleep");
