@@ -444,3 +444,58 @@ fn cross_object_rules_prefer_the_nearest_objects() {
     );
     assert_eq!(r.diagnostics.len(), 1, "{}", render(&r));
 }
+
+#[test]
+fn cross_object_pairs_must_be_nearest_from_both_sides() {
+    // An HPA in another app's test data targets a Deployment of the same name. Seen from that
+    // HPA the Deployment is the nearest (the only) target, but the Deployment has its own HPA
+    // beside it: only that pair is reported (the corpus paired GKE samples with Argo CD's
+    // test data this way).
+    let dep = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: php-apache}\nspec:\n  replicas: 3\n  template:\n    \
+               metadata: {labels: {app: php}}\n    spec: {containers: [{name: a, image: 'a:1'}]}\n";
+    let hpa = "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: php-apache}\nspec:\n  \
+               scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: php-apache}\n  minReplicas: 4\n  maxReplicas: 9\n";
+    let pdb = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: php}\nspec:\n  minAvailable: 3\n  \
+               selector: {matchLabels: {app: php}}\n";
+    let src = |name: &str, text: &str| Source::new(name.into(), text.into());
+    let opts = Options {
+        enabled: ["GL401", "GL501"].into_iter().collect(),
+        ..Options::default()
+    };
+    let r = lint(
+        &[
+            src("samples/php/deploy.yaml", dep),
+            src("samples/php/hpa.yaml", hpa),
+            src("other/testdata/hpa.yaml", hpa),
+            // minAvailable 3 of the HPA's 4: fine for this app; a stray PDB elsewhere must not
+            // count this Deployment either, since its own app has a nearer one.
+            src("samples/php/pdb.yaml", pdb),
+            src(
+                "other/testdata/pdb.yaml",
+                &pdb.replace("minAvailable: 3", "minAvailable: 4"),
+            ),
+        ],
+        Vec::new(),
+        &opts,
+    );
+    assert_eq!(rules(&r), vec!["GL501"], "{}", render(&r));
+    assert_eq!(
+        r.diagnostics[0].related[0].location.file,
+        "samples/php/hpa.yaml"
+    );
+    // Two HPAs beside one Deployment make one finding naming both, not two at one line.
+    let r = lint(
+        &[
+            src("samples/php/deploy.yaml", dep),
+            src("samples/php/hpa.yaml", hpa),
+            src(
+                "samples/php/hpa-gpu.yaml",
+                &hpa.replace("name: php-apache}\nspec", "name: php-gpu}\nspec"),
+            ),
+        ],
+        Vec::new(),
+        &opts,
+    );
+    assert_eq!(rules(&r), vec!["GL501"], "{}", render(&r));
+    assert_eq!(r.diagnostics[0].related.len(), 2, "{}", render(&r));
+}

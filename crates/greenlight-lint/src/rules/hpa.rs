@@ -28,57 +28,83 @@ pub const TARGET_SETS_REPLICAS: Rule = Rule {
     check: Check::Set(check),
 };
 
+fn targets(hpa: &Object, obj: &Object) -> bool {
+    let target = |k: &str| {
+        hpa.root
+            .at(&["spec", "scaleTargetRef", k])
+            .and_then(Node::as_str)
+    };
+    hpa.namespace == obj.namespace && target("kind") == Some(obj.kind) && target("name") == obj.name
+}
+
 fn check(objects: &[Object], emit: &mut Emit) {
-    for hpa in objects
+    let hpas: Vec<&Object> = objects
         .iter()
         .filter(|o| o.kind == "HorizontalPodAutoscaler")
-    {
-        let Some(target) = hpa.root.at(&["spec", "scaleTargetRef"]) else {
+        .collect();
+    let scalable = |o: &&Object| {
+        matches!(
+            o.kind,
+            "Deployment" | "StatefulSet" | "ReplicaSet" | "Rollout"
+        )
+    };
+    for obj in objects.iter().filter(scalable) {
+        let Some(e) = obj.root.get("spec").and_then(|s| s.entry("replicas")) else {
             continue;
         };
-        let kind = target.get("kind").and_then(Node::as_str);
-        let name = target.get("name").and_then(Node::as_str);
-        let targets: Vec<&Object> = objects
-            .iter()
-            .filter(|o| {
-                Some(o.kind) == kind
-                    && o.name == name
-                    && o.namespace == hpa.namespace
-                    && matches!(
-                        o.kind,
-                        "Deployment" | "StatefulSet" | "ReplicaSet" | "Rollout"
-                    )
+        if e.value.is_null() {
+            continue;
+        }
+        // A pair counts only when it is nearest from both sides: an HPA in another app's test
+        // data is nearest to a look-alike workload only from its own side. Several HPAs that
+        // target one workload make one finding, each HPA a related location.
+        let candidates: Vec<&Object> = hpas.iter().copied().filter(|h| targets(h, obj)).collect();
+        let owners: Vec<&Object> = nearest(obj, candidates, |h| *h)
+            .into_iter()
+            .filter(|h| {
+                let rivals: Vec<&Object> = objects
+                    .iter()
+                    .filter(scalable)
+                    .filter(|o| targets(h, o))
+                    .collect();
+                nearest(h, rivals, |o| *o)
+                    .iter()
+                    .any(|o| std::ptr::eq(*o, obj))
             })
             .collect();
-        for obj in nearest(hpa, targets, |o| *o) {
-            let Some(spec) = obj.root.get("spec") else {
-                continue;
-            };
-            let Some(e) = spec.entry("replicas") else {
-                continue;
-            };
-            if e.value.is_null() {
-                continue;
-            }
-            let hpa_name = hpa.name.unwrap_or("<unnamed>");
-            let tspan = hpa
-                .root
-                .get("spec")
+        if owners.is_empty() {
+            continue;
+        }
+        let names: Vec<&str> = owners
+            .iter()
+            .map(|h| h.name.unwrap_or("<unnamed>"))
+            .collect();
+        let f = emit.at(
+            obj,
+            key_value_span(&e.key, &e.value),
+            "spec.replicas",
+            format!(
+                "{} {} sets spec.replicas but HorizontalPodAutoscaler {} scales it: every sync resets the \
+                 replica count and the app never stays in sync",
+                obj.kind,
+                obj.name.unwrap_or("<unnamed>"),
+                names.join(", ")
+            ),
+        );
+        f.fix("remove `spec.replicas` and let the HPA's minReplicas set the floor");
+        for h in owners {
+            let spec = h.root.get("spec");
+            let tspan = spec
                 .and_then(|s| s.entry("scaleTargetRef"))
-                .map_or(target.span, |e| e.key.span);
-            emit.at(
-                obj,
-                key_value_span(&e.key, &e.value),
-                "spec.replicas",
+                .map_or(h.root.span, |e| e.key.span);
+            f.related(
+                h,
+                tspan,
                 format!(
-                    "{} {} sets spec.replicas but HorizontalPodAutoscaler {hpa_name} scales it: every sync resets the \
-                     replica count and the app never stays in sync",
-                    obj.kind,
-                    obj.name.unwrap_or("<unnamed>")
+                    "HorizontalPodAutoscaler {} targets it",
+                    h.name.unwrap_or("<unnamed>")
                 ),
-            )
-            .fix("remove `spec.replicas` and let the HPA's minReplicas set the floor")
-            .related(hpa, tspan, format!("HorizontalPodAutoscaler {hpa_name} targets it"));
+            );
         }
     }
 }

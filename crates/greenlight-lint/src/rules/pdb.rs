@@ -42,7 +42,11 @@ fn check(objects: &[Object], emit: &mut Emit) {
         .iter()
         .filter(|o| o.kind == "HorizontalPodAutoscaler")
         .collect();
-    for pdb in objects.iter().filter(|o| o.kind == "PodDisruptionBudget") {
+    let pdbs: Vec<&Object> = objects
+        .iter()
+        .filter(|o| o.kind == "PodDisruptionBudget")
+        .collect();
+    for &pdb in &pdbs {
         let Some(spec) = pdb.root.get("spec") else {
             continue;
         };
@@ -90,7 +94,10 @@ fn check(objects: &[Object], emit: &mut Emit) {
             .filter(|w| w.object.namespace == pdb.namespace)
             .filter(|w| selects(selector, w.labels))
             .collect();
-        let matched = nearest(pdb, matched, |w| w.object);
+        let matched: Vec<&Workload> = nearest(pdb, matched, |w| w.object)
+            .into_iter()
+            .filter(|w| pdb_is_nearest(pdb, w, &pdbs))
+            .collect();
         if matched.is_empty() {
             continue;
         }
@@ -139,6 +146,25 @@ fn check(objects: &[Object], emit: &mut Emit) {
             f.related(who, at, msg);
         }
     }
+}
+
+/// Whether `pdb` is among the PDBs nearest to `w` that select it. Pairs must be nearest from
+/// both sides: a stray PDB in another app's test data is nearest to a look-alike workload only
+/// from its own side, while the workload's own app holds a nearer PDB.
+fn pdb_is_nearest(pdb: &Object, w: &Workload, pdbs: &[&Object]) -> bool {
+    let selecting: Vec<&Object> = pdbs
+        .iter()
+        .copied()
+        .filter(|p| p.namespace == w.object.namespace)
+        .filter(|p| {
+            p.root
+                .at(&["spec", "selector"])
+                .is_some_and(|sel| selects(sel, w.labels))
+        })
+        .collect();
+    nearest(w.object, selecting, |p| *p)
+        .iter()
+        .any(|p| std::ptr::eq(*p, pdb))
 }
 
 /// Replicas of a workload as the disruption controller will see them at their lowest, with
