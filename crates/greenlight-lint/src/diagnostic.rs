@@ -34,7 +34,8 @@ impl Severity {
 
 impl fmt::Display for Severity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        // `pad`, not `write_str`, so width and alignment apply (`{:<8}` in tables).
+        f.pad(self.as_str())
     }
 }
 

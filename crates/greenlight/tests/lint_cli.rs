@@ -516,6 +516,20 @@ fn rules_and_explain() {
     ] {
         assert!(out.contains(id), "{id} missing from\n{out}");
     }
+    // A table: every column starts where its header does, whatever the severity's length.
+    let header = out.lines().next().unwrap();
+    let col = |h: &str| header.find(h).unwrap();
+    for line in out.lines().skip(1) {
+        for h in ["REQ", "ON", "SUMMARY"] {
+            let at = col(h);
+            assert!(
+                line.is_char_boundary(at)
+                    && line[..at].ends_with(' ')
+                    && !line[at..].starts_with(' '),
+                "column {h} misaligned in `{line}`"
+            );
+        }
+    }
     let o = greenlight(d.path(), &["rules", "--format", "json"], None);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let gl101 = v
