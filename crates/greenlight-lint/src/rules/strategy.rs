@@ -5,7 +5,7 @@
 
 use super::{Check, Docs, Emit, IntOrPercent, Rule, entry_span, holder_span, int_or_percent};
 use crate::diagnostic::Severity;
-use crate::object::Object;
+use crate::object::{Object, nearest};
 use crate::yaml::Node;
 
 pub const IMPLICIT: Rule = Rule {
@@ -18,7 +18,9 @@ pub const IMPLICIT: Rule = Rule {
     docs: Docs {
         what: "Flags a Deployment with at most 3 replicas (`[lint.thresholds] \
                strategy-max-replicas`; 1 when `replicas` is unset) that has no `strategy`, or a \
-               RollingUpdate strategy without `maxSurge` and `maxUnavailable`.",
+               RollingUpdate strategy without `maxSurge` and `maxUnavailable`. When an HPA \
+               targets the Deployment its `minReplicas` counts instead; a Deployment scaled to \
+               zero (such as one an Argo Rollout's `workloadRef` took over) is not flagged.",
         why: "The defaults (25% / 25%) round differently at every replica count, so how many pods \
               may be down during a rollout is a side effect rather than a decision. With few \
               replicas one pod is a large share of capacity: say how many may be added and how \
@@ -28,7 +30,7 @@ pub const IMPLICIT: Rule = Rule {
               maxUnavailable: 0}}` (pair `maxUnavailable: 0` with a startupProbe so new pods \
               become Ready promptly).",
     },
-    check: Check::Object(check_implicit),
+    check: Check::Set(check_implicit_all),
 };
 
 pub const CANNOT_PROGRESS: Rule = Rule {
@@ -58,15 +60,51 @@ fn is_zero(n: &Node) -> bool {
     )
 }
 
-fn check_implicit(obj: &Object, emit: &mut Emit) {
-    if obj.kind != "Deployment" {
-        return;
+fn check_implicit_all(objects: &[Object], emit: &mut Emit) {
+    let hpas: Vec<&Object> = objects
+        .iter()
+        .filter(|o| o.kind == "HorizontalPodAutoscaler")
+        .collect();
+    for obj in objects.iter().filter(|o| o.kind == "Deployment") {
+        check_implicit(obj, &hpas, emit);
     }
+}
+
+/// The HPA scaling `obj` (the nearest one when several do) and its `minReplicas` (default 1).
+fn hpa_floor<'o>(obj: &Object, hpas: &[&'o Object<'o>]) -> Option<(&'o str, i64)> {
+    let targeting: Vec<&Object> = hpas
+        .iter()
+        .copied()
+        .filter(|h| {
+            let t = |k: &str| {
+                h.root
+                    .at(&["spec", "scaleTargetRef", k])
+                    .and_then(Node::as_str)
+            };
+            h.namespace == obj.namespace && t("kind") == Some(obj.kind) && t("name") == obj.name
+        })
+        .collect();
+    let h = nearest(obj, targeting, |h| *h).into_iter().next()?;
+    let min = h
+        .root
+        .at(&["spec", "minReplicas"])
+        .and_then(Node::as_i64)
+        .unwrap_or(1);
+    Some((h.name.unwrap_or("<unnamed>"), min))
+}
+
+fn check_implicit(obj: &Object, hpas: &[&Object], emit: &mut Emit) {
     let Some(spec) = obj.root.get("spec") else {
         return;
     };
-    let replicas = spec.get("replicas").and_then(Node::as_i64).unwrap_or(1);
-    if replicas > emit.settings.strategy_max_replicas {
+    // An HPA owns the replica count; without one, unset replicas default to 1.
+    let hpa = hpa_floor(obj, hpas);
+    let replicas = match hpa {
+        Some((_, min)) => min,
+        None => spec.get("replicas").and_then(Node::as_i64).unwrap_or(1),
+    };
+    // Scaled to zero (parked, or handed to an Argo Rollout's workloadRef): nothing rolls out.
+    if replicas <= 0 || replicas > emit.settings.strategy_max_replicas {
         return;
     }
     let strategy = spec.get("strategy");
@@ -97,8 +135,9 @@ fn check_implicit(obj: &Object, emit: &mut Emit) {
         span,
         field,
         format!(
-            "Deployment with {replicas} replica(s) has {what}: the 25%/25% defaults silently round to maxSurge {surge}, \
-             maxUnavailable {unavailable}"
+            "Deployment with {replicas} replica(s){} has {what}: the 25%/25% defaults silently round to maxSurge {surge}, \
+             maxUnavailable {unavailable}",
+            hpa.map_or(String::new(), |(name, _)| format!(" (the minReplicas of HorizontalPodAutoscaler {name})"))
         ),
     )
     .fix("declare `strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}` (or the values you mean)");
