@@ -170,11 +170,13 @@ fn endpoint(probe: &Node, container: &Node) -> Option<String> {
         ));
     }
     if let Some(g) = probe.get("grpc") {
-        return Some(format!(
-            "grpc port {} service `{}`",
-            port(g.get("port")),
-            g.get("service").and_then(Node::as_str).unwrap_or("")
-        ));
+        // An unset service and `""` both ask for the server's overall health.
+        return Some(
+            match g.get("service").and_then(Node::as_str).unwrap_or("") {
+                "" => format!("grpc port {}", port(g.get("port"))),
+                svc => format!("grpc port {} service {svc}", port(g.get("port"))),
+            },
+        );
     }
     if let Some(cmd) = probe.at(&["exec", "command"]) {
         let words: Vec<&str> = cmd.as_seq().iter().filter_map(Node::as_str).collect();
