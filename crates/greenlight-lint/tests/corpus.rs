@@ -74,7 +74,8 @@ fn corpus_counts_per_rule_are_stable() {
         "files {} objects {} notes {} suppressed {}",
         report.files,
         report.objects,
-        report.notes.len(),
+        // Chart `templates/` skips are noted while reading inputs, as `greenlight lint` reports them.
+        report.notes.len() + inputs.notes.len(),
         report.suppressed
     );
     for (rule, n) in &per_rule {
