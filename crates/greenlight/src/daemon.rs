@@ -47,7 +47,10 @@ pub struct DaemonConfig {
 
 impl DaemonConfig {
     fn judge_config(&self, branch: &str, branch_is_default: bool) -> JudgeConfig {
-        let mut j = JudgeConfig::new(&self.repo, branch, branch_is_default);
+        // The judge quotes the repository in reasons that are stored and shown by `status`:
+        // never with the credentials a URL may carry.
+        let repo = greenlight_git::redact_url(&self.repo);
+        let mut j = JudgeConfig::new(&repo, branch, branch_is_default);
         j.stable_for_ms = self.stable_for_ms;
         j.stale_after_ms = self.stale_after_ms;
         j.unknown_app_grace_ms = self.unknown_app_grace_ms;
@@ -87,6 +90,8 @@ pub struct Daemon {
     stream_gen: u64,
     /// The last wake-up handled, so a moment that stays due is not handled in a loop.
     last_wake: Timestamp,
+    /// The next store write also clears the breaker-reset request it applies.
+    clear_reset_request: bool,
 }
 
 /// Open the clone and the state, record the baseline, and print `watching <repo> <branch> from <sha>`.
@@ -173,6 +178,7 @@ pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Res
         stream_up: false,
         stream_gen: 0,
         last_wake: Timestamp(i64::MIN),
+        clear_reset_request: false,
     })
 }
 
@@ -186,7 +192,7 @@ impl Daemon {
         let (tx, mut rx) = mpsc::channel::<StreamMsg>(256);
         let stream_task = tokio::spawn(stream_loop(self.argo.clone(), tx));
         // A first listing before anything else, so new watches see the apps at once.
-        self.resync().await;
+        self.resync().await?;
         self.fetch_commits().await?;
 
         let mut fetch_timer = tokio::time::interval(self.cfg.fetch_interval);
@@ -207,9 +213,18 @@ impl Daemon {
                 _ = fetch_timer.tick() => {
                     if let Err(e) = self.breaker_reset_requested().await { break Err(e) }
                     if let Err(e) = self.fetch_commits().await { break Err(e) }
-                    self.resync().await;
+                    if let Err(e) = self.resync().await { break Err(e) }
                 }
                 _ = tokio::time::sleep(sleep) => {
+                    // Updates already received are judged before the stream vouches for
+                    // anything: a Degraded update (or a lost stream) waiting in the channel
+                    // must not be vouched over.
+                    let mut drained = Ok(());
+                    while let Ok(msg) = rx.try_recv() {
+                        drained = self.on_stream(msg).await;
+                        if drained.is_err() { break }
+                    }
+                    if let Err(e) = drained { break Err(e) }
                     if let Err(e) = self.wake().await { break Err(e) }
                 }
             }
@@ -219,11 +234,13 @@ impl Daemon {
     }
 
     /// `greenlight breaker reset` leaves a request while the daemon runs; the daemon is the
-    /// breaker's only writer then.
+    /// breaker's only writer then. The request is cleared in the same transaction that closes
+    /// the breaker, so a daemon that dies in between finds it again at its next start.
     async fn breaker_reset_requested(&mut self) -> Result<()> {
-        if self.store.take_breaker_reset_request()? {
+        if self.store.breaker_reset_requested()? {
             let now = self.clock.now();
             let effects = self.engine.reset_breaker(now);
+            self.clear_reset_request = true;
             self.apply(effects, None).await?;
         }
         Ok(())
@@ -280,14 +297,19 @@ impl Daemon {
     /// One app update: reduce it, answer the judge's ancestry questions, judge.
     async fn on_app(&mut self, app: &Application, from_stream: bool) -> Result<()> {
         let (ns, name) = (app.metadata.namespace.clone(), app.metadata.name.clone());
+        let key = AppKey {
+            namespace: ns.clone(),
+            name: name.clone(),
+        };
+        // The stream vouches for an app only from an update the judge actually saw: an update
+        // dropped below (no resource tree) must not let the previous observation be extended.
         if from_stream {
-            let key = AppKey {
-                namespace: ns.clone(),
-                name: name.clone(),
-            };
-            self.delivered_by.insert(key, self.stream_gen);
+            self.delivered_by.remove(&key);
         }
         if !self.watched(&ns, &name) {
+            if from_stream {
+                self.delivered_by.insert(key, self.stream_gen);
+            }
             return Ok(());
         }
         let tree = if greenlight_argocd::needs_resource_tree(app) {
@@ -313,11 +335,16 @@ impl Daemon {
         let effects = self
             .engine
             .observe(Observation::Present(&snap), &ancestry, now);
+        if from_stream {
+            self.delivered_by.insert(key, self.stream_gen);
+        }
         self.apply(effects, None).await
     }
 
     /// Answer ancestry questions with git, caching answers (ancestry never changes). An unknown
     /// revision triggers one fetch; still unknown, it is "not reached" for now and asked again later.
+    /// A git failure (the remote unreachable for a moment) leaves the questions unanswered, as
+    /// unknown revisions are: it must not stop the daemon.
     async fn answer(&mut self, questions: Vec<(String, String)>) -> Result<Ancestry> {
         let mut answers = Ancestry::default();
         let mut unknown = Vec::new();
@@ -349,7 +376,18 @@ impl Daemon {
                 }
                 Ok(out)
             })
-            .await??;
+            .await?;
+        let resolved = match resolved {
+            Ok(r) => r,
+            Err(e) => {
+                let now = self.clock.now();
+                self.out.warn(
+                    now,
+                    &format!("ancestry questions left unanswered for now: {e:#}"),
+                );
+                return Ok(answers);
+            }
+        };
         for (q, v) in resolved {
             if let Some(v) = v {
                 self.ancestry.insert(q.clone(), v);
@@ -360,14 +398,16 @@ impl Daemon {
     }
 
     /// A complete listing: refresh every app and tell the judge which watched apps are absent.
-    async fn resync(&mut self) {
+    /// Argo CD failures are warnings; a state-store failure is returned, because the judge's
+    /// changes it failed to persist (and any revert they asked for) must not be dropped quietly.
+    async fn resync(&mut self) -> Result<()> {
         let now = self.clock.now();
         let items = match self.argo.list().await {
             Ok(items) => items,
             Err(e) => {
                 self.out
                     .warn(now, &format!("listing Argo CD applications failed: {e}"));
-                return;
+                return Ok(());
             }
         };
         let mut present = Vec::new();
@@ -375,15 +415,7 @@ impl Daemon {
             match item {
                 Ok(app) => {
                     present.push((app.metadata.namespace.clone(), app.metadata.name.clone()));
-                    if let Err(e) = self.on_app(&app, false).await {
-                        self.out.warn(
-                            now,
-                            &format!(
-                                "judging {}/{} failed: {e:#}",
-                                app.metadata.namespace, app.metadata.name
-                            ),
-                        );
-                    }
+                    self.on_app(&app, false).await?;
                 }
                 Err(e) => self.out.warn(
                     now,
@@ -409,10 +441,9 @@ impl Daemon {
                 &Ancestry::default(),
                 now,
             );
-            if let Err(e) = self.apply(effects, None).await {
-                self.out.warn(now, &format!("{e:#}"));
-            }
+            self.apply(effects, None).await?;
         }
+        Ok(())
     }
 
     /// A deadline or window end: extend the observations the connected stream vouches for, then tick.
@@ -539,7 +570,9 @@ impl Daemon {
                 events: &events,
                 tip: tip.as_deref(),
                 baseline: None,
+                clear_breaker_reset_request: self.clear_reset_request,
             })?;
+            self.clear_reset_request = false;
             tip = None;
             for e in &events {
                 self.out.event(e);
@@ -642,5 +675,40 @@ async fn stream_loop(argo: ArgoClient, tx: mpsc::Sender<StreamMsg>) {
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_judge_never_holds_the_credentials_of_the_repo_url() {
+        let cfg = DaemonConfig {
+            repo: "https://deploy-bot:s3cret-token@git.example.com/platform/deploy.git".into(),
+            branch: None,
+            argocd_url: "http://127.0.0.1:1".into(),
+            argocd_token: None,
+            git_token: None,
+            git_author_name: "g".into(),
+            git_author_email: "g@example.com".into(),
+            state: PathBuf::from("s.db"),
+            data_dir: PathBuf::from("s.db.d"),
+            stable_for_ms: 1,
+            stale_after_ms: 1,
+            unknown_app_grace_ms: 1,
+            fetch_interval: Duration::from_secs(1),
+            dry_run: false,
+            since: None,
+            trailer_key: "Nav-Watchdog".into(),
+        };
+        // The judge quotes its repository in reasons (stored, shown by `status`).
+        let j = cfg.judge_config("main", true);
+        assert!(!j.repo.contains("s3cret-token"), "{}", j.repo);
+        assert!(
+            j.repo.contains("git.example.com/platform/deploy"),
+            "{}",
+            j.repo
+        );
     }
 }

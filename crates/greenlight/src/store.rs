@@ -26,6 +26,8 @@ pub struct Write<'a> {
     pub events: &'a [Event],
     pub tip: Option<&'a str>,
     pub baseline: Option<&'a str>,
+    /// The breaker reset this write applies was requested by `greenlight breaker reset`.
+    pub clear_breaker_reset_request: bool,
 }
 
 /// Everything the store holds, read back at start-up or by `status`.
@@ -210,6 +212,9 @@ impl Store {
         if let Some(b) = w.baseline {
             meta("baseline", b)?;
         }
+        if w.clear_breaker_reset_request {
+            tx.execute("DELETE FROM meta WHERE key = 'breaker_reset_requested'", [])?;
+        }
         tx.commit()
             .with_context(|| format!("cannot write the state file {}", self.path.display()))?;
         Ok(())
@@ -221,11 +226,40 @@ impl Store {
         self.set_meta("breaker_reset_requested", &at.to_string())
     }
 
-    /// The daemon takes a pending reset request, if any.
-    pub fn take_breaker_reset_request(&self) -> Result<bool> {
-        let n = self
-            .conn
-            .execute("DELETE FROM meta WHERE key = 'breaker_reset_requested'", [])?;
-        Ok(n > 0)
+    /// Whether a reset request is pending. It stays pending until the write that applies it
+    /// clears it (`Write::clear_breaker_reset_request`), so a crash in between loses nothing.
+    pub fn breaker_reset_requested(&self) -> Result<bool> {
+        Ok(self.meta("breaker_reset_requested")?.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_breaker_reset_request_survives_until_the_write_that_applies_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let mut store = Store::open_or_create(&path).unwrap();
+        Store::open_existing(&path, false)
+            .unwrap()
+            .request_breaker_reset(1)
+            .unwrap();
+        assert!(store.breaker_reset_requested().unwrap());
+        // The daemon saw the request; an unrelated write (or a crash) before the reset is
+        // persisted leaves it pending.
+        store.write(Write::default()).unwrap();
+        drop(store);
+        let mut store = Store::open_or_create(&path).unwrap();
+        assert!(store.breaker_reset_requested().unwrap());
+        store
+            .write(Write {
+                breaker: Some(&Breaker::default()),
+                clear_breaker_reset_request: true,
+                ..Write::default()
+            })
+            .unwrap();
+        assert!(!store.breaker_reset_requested().unwrap());
     }
 }

@@ -145,6 +145,8 @@ pub fn run_breaker(a: BreakerArgs) -> Result<ExitCode> {
             store.write(Write {
                 breaker: breaker.as_ref(),
                 events: &events,
+                // A request left while a daemon ran is satisfied by this reset.
+                clear_breaker_reset_request: true,
                 ..Write::default()
             })?;
             println!("breaker reset: reverts are allowed again");
