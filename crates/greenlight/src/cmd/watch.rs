@@ -175,6 +175,7 @@ pub fn run(a: WatchArgs) -> Result<ExitCode> {
         return rt.block_on(crate::cmd::once::run(cfg, out));
     }
     let _lock = lock_state(&cfg.state)?;
+    let _clone_lock = lock_data_dir(&cfg.data_dir)?;
     rt.block_on(async move {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let d = daemon::start(cfg, out, clock).await?;
@@ -206,6 +207,31 @@ pub fn lock_state(state: &Path) -> Result<std::fs::File> {
         Err(std::fs::TryLockError::WouldBlock) => Err(usage(format!(
             "another greenlight watch already runs with state {} (lock {} is held)",
             state.display(),
+            path.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(anyhow::Error::new(e).context(format!("cannot lock {}", path.display())))
+        }
+    }
+}
+
+/// One daemon per clone: two state files given one `--data-dir` would share `<dir>/repo`, and
+/// two daemons fetching and pushing reverts in one clone corrupt each other's work.
+fn lock_data_dir(dir: &Path) -> Result<std::fs::File> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| usage(format!("--data-dir {}: cannot create: {e}", dir.display())))?;
+    let path = dir.join("repo.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open the lock file {}", path.display()))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(usage(format!(
+            "--data-dir {} is in use by another greenlight watch (lock {} is held); give each --state its own --data-dir",
+            dir.display(),
             path.display()
         ))),
         Err(std::fs::TryLockError::Error(e)) => {

@@ -1,0 +1,161 @@
+//! The watchdog's sharp edges, run as a user runs it: a crash between a revert's push and its
+//! record, the git remote failing while Argo CD reports a revision greenlight has not fetched,
+//! two daemons given one `--data-dir`, and `--once` leaving nothing behind. Waits are bounded
+//! polls on printed lines, recorded states and the remote's refs, never fixed sleeps.
+
+mod common;
+use common::*;
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(60);
+
+fn wait_until(what: &str, within: Duration, ok: impl Fn() -> bool) {
+    let end = Instant::now() + within;
+    while !ok() {
+        assert!(
+            Instant::now() < end,
+            "{what} did not happen within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The revert reached the remote, then the daemon died before recording it: the restarted
+/// daemon adopts that revert instead of pushing a second one.
+#[test]
+fn a_kill_9_between_the_revert_push_and_its_record_adopts_the_pushed_revert() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let mut wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: bad\n\n{}", trailer("web", "5", "arm")),
+    );
+    // The deadline is 5 s after reach, far more than installing the hook takes. From now on a push lands on the remote but does not return until `release` exists:
+    // the ref is updated before post-receive runs, and the pusher waits for the hook.
+    let release = repo.path("release");
+    let hook = repo.remote.join("hooks/post-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ni=0\nwhile [ ! -f '{}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n",
+            release.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    wait_until("the revert push", T, || repo.remote_tip() != bad);
+    let pushed = repo.remote_tip();
+    let st = wd.status();
+    let w = watch_of(&st, &bad).expect("the watch is recorded");
+    assert_eq!(w["state"], "FAIL", "the push is not acknowledged yet: {w}");
+    assert!(w["revert_commit"].is_null(), "{w}");
+    wd.proc.kill9();
+    std::fs::write(&release, "").unwrap();
+
+    let wd2 = Watchdog::start_with_state(&repo, &sb.url, &wd.state, &[], &[]);
+    let w = wd2.wait_state(&bad, "REVERTED", T);
+    assert_eq!(w["revert_commit"], pushed.as_str(), "{w}");
+    assert!(
+        w["reason"].as_str().unwrap().contains("adopted"),
+        "the pushed revert is adopted: {w}"
+    );
+    assert_eq!(count_reverts_of(&repo, &bad), 1);
+    assert_eq!(
+        repo.remote_tip(),
+        pushed,
+        "nothing pushed after the adoption"
+    );
+}
+
+/// Argo CD reports a revision the watchdog's clone does not have, and the fetch that would
+/// answer "is the commit an ancestor?" fails: the question waits, the daemon keeps running, and
+/// the watch is judged once git answers again.
+#[test]
+fn a_git_failure_while_answering_reach_does_not_stop_the_daemon() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let good = repo.remote_tip();
+    sb.wait_app("web", T, |a| healthy_at(a, &good));
+    sb.control("/sandbox/v1/pause");
+    let mut wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let c1 = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1\n\n{}", trailer("web", "600", "shadow")),
+    );
+    wd.wait_state(&c1, "WAITING_REACH", T);
+    // The remote becomes unreachable for the watchdog (its clone's origin points nowhere).
+    let clone = repo.path("state/greenlight.db.d/repo");
+    let origin = repo.remote.to_str().unwrap().to_string();
+    git(
+        &clone,
+        &["remote", "set-url", "origin", "/nonexistent/origin.git"],
+    );
+    let c2 = repo.set_image("other", GOOD2, "other: 1.1");
+    sb.control("/sandbox/v1/resume");
+    sb.wait_app("web", T, |a| healthy_at(a, &c2));
+    wd.proc.wait_line("ancestry questions left unanswered", T);
+    assert!(
+        wd.proc.child.try_wait().unwrap().is_none(),
+        "the daemon must survive a git failure; output:\n{}",
+        wd.proc.output()
+    );
+    git(&clone, &["remote", "set-url", "origin", &origin]);
+    let w = wd.wait_state(&c1, "CONFIRMED", T);
+    assert!(w["reached_at"].is_string(), "{w}");
+    assert!(wd.proc.child.try_wait().unwrap().is_none());
+    wd.proc.kill9();
+}
+
+#[test]
+fn two_state_files_given_one_data_dir_are_refused() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let data = repo.path("data");
+    let data_s = data.to_str().unwrap();
+    let _wd = Watchdog::start_with_state(
+        &repo,
+        &sb.url,
+        &repo.path("a.db"),
+        &["--data-dir", data_s],
+        &[],
+    );
+    let args = watch_args(&repo, &sb.url, &repo.path("b.db"), &["--data-dir", data_s]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    // Bounded: a second daemon that is not refused would run forever.
+    let mut second = Proc::spawn(&argv, &[]);
+    let status = second.wait_exit(T);
+    let err = second.output();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--data-dir") && err.contains("in use"),
+        "{err}"
+    );
+}
+
+#[test]
+fn once_writes_no_state_and_no_clone() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let state = repo.path("s/once.db");
+    let args = watch_args(&repo, &sb.url, &state, &["--once"]);
+    let out = std::process::Command::new(BIN)
+        .args(&args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !repo.path("s").exists(),
+        "--once created {:?}",
+        repo.path("s")
+    );
+}
