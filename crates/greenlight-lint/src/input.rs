@@ -67,6 +67,10 @@ pub fn read_inputs(
             source,
         })?;
         if meta.is_dir() {
+            if is_chart_templates(&path) {
+                out.notes.push(templates_note(&path));
+                continue;
+            }
             walk(&path, exclude, &mut files, &mut out.notes)?;
         } else if !exclude.iter().any(|g| glob_match(g, &display(&path))) {
             files.push(path);
@@ -123,6 +127,28 @@ fn push_text(out: &mut Inputs, name: String, bytes: Vec<u8>) {
     }
 }
 
+/// A Helm chart's `templates/` directory: named `templates` with a `Chart.yaml` beside it.
+fn is_chart_templates(dir: &Path) -> bool {
+    dir.file_name().and_then(|n| n.to_str()) == Some("templates")
+        && dir.join("..").join("Chart.yaml").is_file()
+}
+
+fn templates_note(templates: &Path) -> Note {
+    let name = display(templates);
+    let chart = templates
+        .parent()
+        .map(display)
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| ".".into());
+    Note {
+        file: name.clone(),
+        message: format!(
+            "skipped {name}: an unrendered Helm chart template directory (Chart.yaml beside it); \
+             lint the rendered output instead: `helm template {chart} | greenlight lint -`"
+        ),
+    }
+}
+
 fn walk(
     dir: &Path,
     exclude: &[String],
@@ -164,14 +190,7 @@ fn walk(
                 continue;
             }
             if base == "templates" && is_chart {
-                notes.push(Note {
-                    file: name.clone(),
-                    message: format!(
-                        "skipped {name}: an unrendered Helm chart template directory (Chart.yaml beside it); \
-                         lint the rendered output instead: `helm template {} | greenlight lint -`",
-                        display(dir)
-                    ),
-                });
+                notes.push(templates_note(&path));
                 continue;
             }
             walk(&path, exclude, files, notes)?;

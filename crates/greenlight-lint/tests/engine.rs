@@ -347,6 +347,13 @@ fn directories_are_walked_and_chart_templates_skipped_with_one_note() {
     );
     assert_eq!(inputs.unreadable.len(), 1);
     assert!(inputs.unreadable[0].message.contains("UTF-8"));
+    // Naming the chart's templates/ directory itself gets the same note, not a lint of
+    // unrendered templates.
+    let templates = vec![root.join("chart/templates").to_string_lossy().into_owned()];
+    let inputs = read_inputs(&templates, &[], &mut std::io::empty()).unwrap();
+    assert!(inputs.sources.is_empty(), "{:?}", inputs.sources.len());
+    assert_eq!(inputs.notes.len(), 1);
+    assert!(inputs.notes[0].message.contains("helm template"));
     let missing = vec![root.join("nope.yaml").to_string_lossy().into_owned()];
     let err = read_inputs(&missing, &[], &mut std::io::empty()).unwrap_err();
     assert!(err.to_string().contains("nope.yaml"), "{err}");
