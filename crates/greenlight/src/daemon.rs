@@ -63,6 +63,16 @@ impl DaemonConfig {
 /// An ancestry question: (commit, revision).
 type Question = (String, String);
 
+type Listing =
+    Result<Vec<Result<Application, greenlight_argocd::ItemError>>, greenlight_argocd::ArgoError>;
+
+/// The result of a slow read run off the loop, so that a hung network read never holds back a
+/// deadline, a stream update or another watch.
+enum JobDone {
+    Fetch(Result<(String, Vec<CommitInfo>)>),
+    List(Listing),
+}
+
 enum StreamMsg {
     Up,
     Event(AppEventKind, Box<Application>),
@@ -90,6 +100,10 @@ pub struct Daemon {
     stream_gen: u64,
     /// The last wake-up handled, so a moment that stays due is not handled in a loop.
     last_wake: Timestamp,
+    /// The last time Argo CD answered anything (a stream line, a listing, a read). A stream
+    /// whose peer vanished without closing stays "connected" for minutes (TCP keepalive); it
+    /// vouches only while Argo CD has been heard from within `--stale-after`.
+    last_contact: Option<Timestamp>,
     /// The next store write also clears the breaker-reset request it applies.
     clear_reset_request: bool,
 }
@@ -178,6 +192,7 @@ pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Res
         stream_up: false,
         stream_gen: 0,
         last_wake: Timestamp(i64::MIN),
+        last_contact: None,
         clear_reset_request: false,
     })
 }
@@ -198,6 +213,9 @@ impl Daemon {
         let mut fetch_timer = tokio::time::interval(self.cfg.fetch_interval);
         fetch_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         fetch_timer.tick().await;
+        // At most one fetch and one listing in flight; their results come back on `jobs`.
+        let (jobs_tx, mut jobs) = mpsc::channel::<JobDone>(2);
+        let (mut fetching, mut listing) = (false, false);
         tokio::pin!(shutdown);
         let result = loop {
             let sleep = match self.engine.next_wakeup_after(self.last_wake) {
@@ -212,8 +230,25 @@ impl Daemon {
                 }
                 _ = fetch_timer.tick() => {
                     if let Err(e) = self.breaker_reset_requested().await { break Err(e) }
-                    if let Err(e) = self.fetch_commits().await { break Err(e) }
-                    if let Err(e) = self.resync().await { break Err(e) }
+                    if !fetching {
+                        fetching = true;
+                        let job = self.fetch_job();
+                        let tx = jobs_tx.clone();
+                        tokio::spawn(async move { let _ = tx.send(JobDone::Fetch(job.await)).await; });
+                    }
+                    if !listing {
+                        listing = true;
+                        let argo = self.argo.clone();
+                        let tx = jobs_tx.clone();
+                        tokio::spawn(async move { let _ = tx.send(JobDone::List(argo.list().await)).await; });
+                    }
+                }
+                Some(done) = jobs.recv() => {
+                    let r = match done {
+                        JobDone::Fetch(fetched) => { fetching = false; self.on_fetched(fetched).await }
+                        JobDone::List(items) => { listing = false; self.on_listing(items).await }
+                    };
+                    if let Err(e) = r { break Err(e) }
                 }
                 _ = tokio::time::sleep(sleep) => {
                     // Updates already received are judged before the stream vouches for
@@ -248,6 +283,9 @@ impl Daemon {
 
     async fn on_stream(&mut self, msg: StreamMsg) -> Result<()> {
         let now = self.clock.now();
+        if !matches!(msg, StreamMsg::Down(_)) {
+            self.last_contact = Some(now);
+        }
         match msg {
             StreamMsg::Up => {
                 self.stream_up = true;
@@ -401,9 +439,17 @@ impl Daemon {
     /// Argo CD failures are warnings; a state-store failure is returned, because the judge's
     /// changes it failed to persist (and any revert they asked for) must not be dropped quietly.
     async fn resync(&mut self) -> Result<()> {
+        let items = self.argo.list().await;
+        self.on_listing(items).await
+    }
+
+    async fn on_listing(&mut self, items: Listing) -> Result<()> {
         let now = self.clock.now();
-        let items = match self.argo.list().await {
-            Ok(items) => items,
+        let items = match items {
+            Ok(items) => {
+                self.last_contact = Some(now);
+                items
+            }
             Err(e) => {
                 self.out
                     .warn(now, &format!("listing Argo CD applications failed: {e}"));
@@ -449,7 +495,10 @@ impl Daemon {
     /// A deadline or window end: extend the observations the connected stream vouches for, then tick.
     async fn wake(&mut self) -> Result<()> {
         let now = self.clock.now();
-        if self.stream_up {
+        let heard_lately = self
+            .last_contact
+            .is_some_and(|t| now.ms_since(t) <= self.cfg.stale_after_ms);
+        if self.stream_up && heard_lately {
             let vouched: Vec<AppKey> = self
                 .delivered_by
                 .iter()
@@ -470,9 +519,18 @@ impl Daemon {
     /// Fetch the branch; every new commit, in topological order, goes to the judge; the new tip
     /// is stored in the same transaction as the watches it started.
     async fn fetch_commits(&mut self) -> Result<()> {
+        let fetched = self.fetch_job().await;
+        self.on_fetched(fetched).await
+    }
+
+    /// The git side of a fetch, runnable off the loop: the new tip and the commits since the
+    /// last processed tip (which only `on_fetched` moves, one fetch at a time).
+    fn fetch_job(
+        &self,
+    ) -> impl std::future::Future<Output = Result<(String, Vec<CommitInfo>)>> + Send + 'static {
         let repo = self.repo.clone();
         let (branch, last) = (self.branch.clone(), self.tip.clone());
-        let fetched = tokio::task::spawn_blocking(move || -> Result<(String, Vec<CommitInfo>)> {
+        let job = tokio::task::spawn_blocking(move || -> Result<(String, Vec<CommitInfo>)> {
             let tip = repo.fetch(&branch)?;
             if tip == last {
                 return Ok((tip, Vec::new()));
@@ -490,8 +548,11 @@ impl Daemon {
                 });
             }
             Ok((tip, commits))
-        })
-        .await?;
+        });
+        async move { job.await? }
+    }
+
+    async fn on_fetched(&mut self, fetched: Result<(String, Vec<CommitInfo>)>) -> Result<()> {
         let (tip, commits) = match fetched {
             Ok(v) => v,
             Err(e) => {
@@ -531,8 +592,12 @@ impl Daemon {
         for (ns, name) in refs {
             let now = self.clock.now();
             match self.argo.get(ns.as_deref().unwrap_or(""), &name).await {
-                Ok(Some(app)) => self.on_app(&app, false).await?,
+                Ok(Some(app)) => {
+                    self.last_contact = Some(now);
+                    self.on_app(&app, false).await?
+                }
                 Ok(None) => {
+                    self.last_contact = Some(now);
                     let effects = self.engine.observe(
                         Observation::Absent {
                             namespace: ns.as_deref(),

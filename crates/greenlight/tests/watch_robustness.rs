@@ -159,3 +159,107 @@ fn once_writes_no_state_and_no_clone() {
         repo.path("s")
     );
 }
+
+/// A TCP proxy in front of the stand-in that can go silent: open connections stay open but
+/// carry nothing more (a peer that vanished without closing, as behind a dropped NAT entry),
+/// and new connections are closed at once.
+struct SilentProxy {
+    url: String,
+    silent: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl SilentProxy {
+    fn start(upstream: &str) -> SilentProxy {
+        use std::io::{Read, Write};
+        use std::net::{TcpListener, TcpStream};
+        use std::sync::atomic::Ordering;
+        let up = upstream.strip_prefix("http://").unwrap().to_string();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let silent = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s = silent.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(client) = conn else { return };
+                if s.load(Ordering::SeqCst) {
+                    drop(client);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(&up) else {
+                    continue;
+                };
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    let s = s.clone();
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 16384];
+                        loop {
+                            match from.read(&mut buf) {
+                                Ok(0) | Err(_) => {
+                                    let _ = to.shutdown(std::net::Shutdown::Write);
+                                    return;
+                                }
+                                Ok(n) => {
+                                    if !s.load(Ordering::SeqCst) && to.write_all(&buf[..n]).is_err()
+                                    {
+                                        return;
+                                    }
+                                }
+                            }
+                        }
+                    });
+                }
+            }
+        });
+        SilentProxy { url, silent }
+    }
+
+    fn go_silent(&self) {
+        self.silent.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Argo CD goes silent while a healthy streak is under way and the stream still looks
+/// connected: what greenlight has not observed must not confirm the commit. Past the deadline,
+/// with nothing heard for `--stale-after`, the verdict is INCONCLUSIVE.
+#[test]
+fn a_stream_that_goes_silent_without_closing_vouches_for_nothing() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let proxy = SilentProxy::start(&sb.url);
+    let state = repo.path("state/greenlight.db");
+    let mut args = watch_args(&repo, &proxy.url, &state, &[]);
+    // A streak long enough that Argo CD goes silent in the middle of it.
+    let i = args.iter().position(|a| a == "--stable-for").unwrap();
+    args[i + 1] = "8s".into();
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let proc = Proc::spawn(&argv, &[]);
+    proc.wait_line("watching ", T);
+    proc.wait_line("stream connected", T);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1\n\n{}", trailer("web", "3", "shadow")),
+    );
+    let end = Instant::now() + T;
+    loop {
+        let st = status_json(&state);
+        if watch_of(&st, &c).is_some_and(|w| w["healthy_since"].is_string()) {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "no healthy streak:\n{}",
+            proc.output()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    proxy.go_silent();
+    // Due about 4 s from now (deadline, then --stale-after 3s). The bound is far below the
+    // 30 s a hung Argo CD read may take: a listing stuck on the silent connection must not
+    // hold the verdict back.
+    let w = wait_state(&state, &c, "INCONCLUSIVE", Duration::from_secs(20), &proc);
+    assert!(w["reason"].is_string(), "{w}");
+}
