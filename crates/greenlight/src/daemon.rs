@@ -366,7 +366,8 @@ impl Daemon {
         } else {
             None
         };
-        let snap = greenlight_argocd::snapshot(app, tree.as_ref(), &self.cfg.repo);
+        let repo = repo_spelling(&self.cfg.repo, app);
+        let snap = greenlight_argocd::snapshot(app, tree.as_ref(), repo);
         let questions = self.engine.reach_questions(&snap);
         let ancestry = self.answer(questions).await?;
         let now = self.clock.now();
@@ -695,6 +696,40 @@ impl Daemon {
             },
         }
     }
+}
+
+/// The spelling of the watched repository to recognize it in `app`'s sources with. URLs are
+/// compared after normalization, which cannot know that `./origin.git` and `/srv/origin.git`
+/// are one local repository: when the watched repository is a local path and one of the app's
+/// sources is a local path to the same directory (the sandbox reports `--repo` as given),
+/// that source's spelling is used. Real Argo CD never reports a relative path, so for it this
+/// is the given `--repo`.
+pub(crate) fn repo_spelling<'a>(watched: &'a str, app: &'a Application) -> &'a str {
+    let Some(ours) = local_repo_dir(watched) else {
+        return watched;
+    };
+    let spec = &app.spec;
+    spec.source
+        .iter()
+        .chain(spec.sources.iter())
+        .map(|s| s.repo_url.as_str())
+        .find(|u| local_repo_dir(u).is_some_and(|p| p == ours))
+        .unwrap_or(watched)
+}
+
+/// The canonical directory of a local repository URL or path; `None` for network URLs.
+fn local_repo_dir(url: &str) -> Option<PathBuf> {
+    let path = url.strip_prefix("file://").unwrap_or(url);
+    if path.is_empty() || path.contains("://") {
+        return None;
+    }
+    // scp-style `host:org/r` is a network URL.
+    if let Some((host, _)) = path.split_once(':')
+        && !host.contains('/')
+    {
+        return None;
+    }
+    std::fs::canonicalize(path).ok()
 }
 
 /// Keep one stream open, reconnecting with a bounded back-off.

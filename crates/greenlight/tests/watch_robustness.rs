@@ -263,3 +263,45 @@ fn a_stream_that_goes_silent_without_closing_vouches_for_nothing() {
     let w = wait_state(&state, &c, "INCONCLUSIVE", Duration::from_secs(20), &proc);
     assert!(w["reason"].is_string(), "{w}");
 }
+
+/// The stand-in reports `--repo` as given; Argo CD compares normalized URLs. A local remote
+/// spelled relative on one side and absolute on the other is still one repository.
+#[test]
+fn a_local_repo_spelled_relative_or_absolute_is_one_repository() {
+    let repo = Repo::new();
+    let dir = repo.tmp.path();
+    let sb_args = [
+        "sandbox",
+        "--repo",
+        "./origin.git",
+        "--listen",
+        "127.0.0.1:0",
+        "--sync-interval",
+        "200ms",
+        "--rollout-time",
+        "1s",
+        "--app",
+        "web=apps/web",
+    ];
+    let sb = Proc::spawn_in(Some(dir), &sb_args, &[]);
+    let line = sb.wait_line("sandbox listening on ", T);
+    let url = line.split("sandbox listening on ").nth(1).unwrap().trim();
+    // Both daemons run where the stand-in runs (one shell): the absolute spelling, and a
+    // relative one spelled differently from the stand-in's.
+    let abs_args = watch_args(&repo, url, &repo.path("abs.db"), &[]);
+    let argv: Vec<&str> = abs_args.iter().map(String::as_str).collect();
+    let abs = Proc::spawn_in(Some(dir), &argv, &[]);
+    abs.wait_line("watching ", T);
+    let mut rel_args = watch_args(&repo, url, &repo.path("rel.db"), &[]);
+    rel_args[2] = "origin.git".into();
+    let argv: Vec<&str> = rel_args.iter().map(String::as_str).collect();
+    let rel = Proc::spawn_in(Some(dir), &argv, &[]);
+    rel.wait_line("watching ", T);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1\n\n{}", trailer("web", "30", "shadow")),
+    );
+    wait_state(&repo.path("abs.db"), &c, "CONFIRMED", T, &abs);
+    wait_state(&repo.path("rel.db"), &c, "CONFIRMED", T, &rel);
+}

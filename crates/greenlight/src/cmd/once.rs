@@ -98,7 +98,8 @@ pub async fn run(cfg: DaemonConfig, out: Output) -> Result<ExitCode> {
         } else {
             None
         };
-        let snap = greenlight_argocd::snapshot(app, tree.as_ref(), &cfg.repo);
+        let repo = crate::daemon::repo_spelling(&cfg.repo, app);
+        let snap = greenlight_argocd::snapshot(app, tree.as_ref(), repo);
         // Reach is not proven here (no ancestry answers): the gate checks that everything loads
         // and parses, and shows what each directive would start as.
         effects.extend(engine.observe(Observation::Present(&snap), &Ancestry::default(), now()));

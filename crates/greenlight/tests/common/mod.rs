@@ -119,7 +119,15 @@ pub struct Proc {
 
 impl Proc {
     pub fn spawn(args: &[&str], envs: &[(&str, &str)]) -> Proc {
+        Self::spawn_in(None, args, envs)
+    }
+
+    /// Spawn with `dir` as the working directory (for relative paths).
+    pub fn spawn_in(dir: Option<&Path>, args: &[&str], envs: &[(&str, &str)]) -> Proc {
         let mut cmd = Command::new(BIN);
+        if let Some(d) = dir {
+            cmd.current_dir(d);
+        }
         cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
