@@ -301,9 +301,13 @@ impl Daemon {
                 }
                 self.stream_up = false;
             }
-            StreamMsg::Bad(why) => self
-                .out
-                .warn(now, &format!("Argo CD stream message skipped: {why}")),
+            StreamMsg::Bad(why) => {
+                // The skipped update may be any app's: until each app is delivered again, the
+                // stream vouches for none (listings keep observing them meanwhile).
+                self.delivered_by.clear();
+                self.out
+                    .warn(now, &format!("Argo CD stream message skipped: {why}"))
+            }
             StreamMsg::Event(AppEventKind::Deleted, app) => {
                 let (ns, name) = (app.metadata.namespace.clone(), app.metadata.name.clone());
                 self.delivered_by.remove(&AppKey {
@@ -742,11 +746,13 @@ async fn stream_loop(argo: ArgoClient, tx: mpsc::Sender<StreamMsg>) {
                 if tx.send(StreamMsg::Up).await.is_err() {
                     return;
                 }
-                backoff = Duration::from_millis(250);
                 let mut stream = std::pin::pin!(stream);
                 let why = loop {
                     match stream.next().await {
                         Some(Ok(ev)) => {
+                            // Only a stream that delivers resets the back-off: one that is
+                            // accepted and closed at once is retried ever more slowly.
+                            backoff = Duration::from_millis(250);
                             if tx
                                 .send(StreamMsg::Event(ev.kind, Box::new(ev.application)))
                                 .await

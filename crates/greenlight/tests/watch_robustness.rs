@@ -305,3 +305,50 @@ fn a_local_repo_spelled_relative_or_absolute_is_one_repository() {
     wait_state(&repo.path("abs.db"), &c, "CONFIRMED", T, &abs);
     wait_state(&repo.path("rel.db"), &c, "CONFIRMED", T, &rel);
 }
+
+/// `--since` watches commits already on the branch (exclusive), `--trailer-key` replaces the
+/// default key, `GREENLIGHT_DRY_RUN=true` equals `--dry-run`; `status --json` has every field.
+#[test]
+fn since_trailer_key_and_greenlight_dry_run_in_one_watch() {
+    let repo = Repo::new();
+    let base = repo.remote_tip();
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!(
+            "web: 1.1\n\nDeploy-Watch: app=web deadline=30 mode=arm\n{}",
+            trailer("other", "30", "arm")
+        ),
+    );
+    let sb = Sandbox::start(&repo, &["web=apps/web", "other=apps/other"], &[]);
+    let wd = Watchdog::start(
+        &repo,
+        &sb.url,
+        &["--since", &base, "--trailer-key", "Deploy-Watch"],
+        &[("GREENLIGHT_DRY_RUN", "true")],
+    );
+    wd.proc.wait_line(&format!(" main from {base}"), T);
+    let w = wd.wait_state(&c, "CONFIRMED", T);
+    let st = wd.status();
+    assert_eq!(st["baseline"], base.as_str());
+    assert_eq!(st["breaker"]["open"], false);
+    assert_eq!(st["breaker"]["consecutive_reverts"], 0);
+    let watches = st["watches"].as_array().unwrap();
+    assert_eq!(watches.len(), 1, "the default key is not watched: {st}");
+    assert_eq!(w["app"], "web");
+    assert_eq!(w["mode"], "arm");
+    assert_eq!(w["dry_run"], true);
+    assert_eq!(w["deadline_s"], 30);
+    for key in [
+        "commit",
+        "reason",
+        "watch_started_at",
+        "reached_at",
+        "healthy_since",
+        "finished_at",
+    ] {
+        assert!(w[key].is_string(), "{key}: {w}");
+    }
+    assert!(w["revert_commit"].is_null(), "{w}");
+    assert!(w["finished_at"].as_str().unwrap().ends_with('Z'), "{w}");
+}
