@@ -352,3 +352,22 @@ fn since_trailer_key_and_greenlight_dry_run_in_one_watch() {
     assert!(w["revert_commit"].is_null(), "{w}");
     assert!(w["finished_at"].as_str().unwrap().ends_with('Z'), "{w}");
 }
+
+/// A `--since` that names no commit is a configuration error (exit 2) for the daemon and for
+/// the `--once` gate alike.
+#[test]
+fn a_since_that_is_not_a_commit_exits_2_in_both_modes() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    for extra in [&["--once"][..], &[][..]] {
+        let mut flags = vec!["--since", "no-such-rev"];
+        flags.extend_from_slice(extra);
+        let args = watch_args(&repo, &sb.url, &repo.path("since.db"), &flags);
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut p = Proc::spawn(&argv, &[]);
+        let status = p.wait_exit(T);
+        let err = p.output();
+        assert_eq!(status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains("--since"), "{extra:?}: {err}");
+    }
+}

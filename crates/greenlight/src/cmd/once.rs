@@ -5,7 +5,7 @@
 
 use crate::daemon::DaemonConfig;
 use crate::output::Output;
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 use greenlight_core::judge::{Ancestry, CommitInfo, Effect, Engine, JudgeConfig, Observation};
 use greenlight_core::time::Timestamp;
 use std::process::ExitCode;
@@ -34,9 +34,9 @@ pub async fn run(cfg: DaemonConfig, out: Output) -> Result<ExitCode> {
             let tip = repo.fetch(&branch)?;
             let shas = match &since {
                 Some(rev) => {
-                    let base = repo
-                        .resolve(rev)?
-                        .ok_or_else(|| anyhow!("--since {rev:?} is not a commit"))?;
+                    let base = repo.resolve(rev)?.ok_or_else(|| {
+                        crate::cmd::usage(format!("--since {rev:?} is not a commit"))
+                    })?;
                     repo.new_commits(Some(&base), &tip)?
                 }
                 None => vec![tip.clone()],

@@ -46,7 +46,8 @@ pub fn watch_json(w: &Watch) -> Value {
         "dry_run": w.dry_run,
         "deadline_s": w.deadline_ms / 1000,
         "state": w.state.as_str(),
-        "reason": w.reason,
+        // Reasons quote URLs; a state file written before they were redacted must not leak.
+        "reason": greenlight_git::redact(&w.reason),
         "watch_started_at": ts(Some(w.watch_started_at)),
         "reached_at": ts(w.reached_at),
         "healthy_since": ts(w.healthy_since),
@@ -113,7 +114,7 @@ pub fn run(a: StatusArgs) -> Result<ExitCode> {
             mode,
             w.state.as_str(),
             w.watch_started_at.rfc3339(),
-            w.reason
+            greenlight_git::redact(&w.reason)
         );
     }
     if loaded.watches.iter().any(|w| w.dry_run) {
