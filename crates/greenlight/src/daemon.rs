@@ -666,6 +666,31 @@ impl Daemon {
 
     async fn revert(&mut self, r: &RevertRequest) -> RevertOutcome {
         let repo = self.repo.clone();
+        if self.cfg.dry_run {
+            // A revert decided before a restart in dry-run (W13: never push): adopt one that
+            // reached the branch before the crash, push nothing.
+            let (commit, branch) = (r.commit.clone(), self.branch.clone());
+            let found = tokio::task::spawn_blocking(move || -> Result<Option<String>> {
+                let tip = repo.fetch(&branch)?;
+                Ok(repo.find_revert_of(&commit, &commit, &tip)?)
+            })
+            .await;
+            return match found {
+                Ok(Ok(Some(revert))) => RevertOutcome::Adopted { revert },
+                Ok(Ok(None)) => RevertOutcome::Failed {
+                    message: format!(
+                        "dry-run: the revert of {} decided before the restart was not pushed; revert it by hand if it is still wanted",
+                        r.commit
+                    ),
+                },
+                Ok(Err(e)) => RevertOutcome::Failed {
+                    message: format!("dry-run: looking for an existing revert failed: {e:#}"),
+                },
+                Err(e) => RevertOutcome::Failed {
+                    message: format!("the revert task failed: {e}"),
+                },
+            };
+        }
         let req = greenlight_git::RevertRequest {
             commit: r.commit.clone(),
             branch: self.branch.clone(),

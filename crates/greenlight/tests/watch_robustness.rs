@@ -371,3 +371,43 @@ fn a_since_that_is_not_a_commit_exits_2_in_both_modes() {
         assert!(err.contains("--since"), "{extra:?}: {err}");
     }
 }
+
+/// A revert was decided, the daemon died before its push landed, and the operator restarts it
+/// with `DRY_RUN=true` to stop reverts: nothing is pushed.
+#[test]
+fn a_pending_revert_is_not_pushed_after_a_restart_in_dry_run() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let mut wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: bad\n\n{}", trailer("web", "5", "arm")),
+    );
+    // The push reaches the remote's pre-receive hook, which holds it and then refuses it.
+    let release = repo.path("release");
+    let entered = repo.path("entered");
+    let hook = repo.remote.join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ntouch '{}'\ni=0\nwhile [ ! -f '{}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\nexit 1\n",
+            entered.display(),
+            release.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wait_until("the revert push", T, || entered.exists());
+    wd.proc.kill9();
+    std::fs::write(&release, "").unwrap();
+    std::fs::remove_file(&hook).unwrap();
+    assert_eq!(repo.remote_tip(), bad);
+
+    let wd2 = Watchdog::start_with_state(&repo, &sb.url, &wd.state, &[], &[("DRY_RUN", "true")]);
+    let w = wd2.wait_state(&bad, "REVERT_FAILED", T);
+    assert!(w["reason"].as_str().unwrap().contains("dry-run"), "{w}");
+    assert_eq!(count_reverts_of(&repo, &bad), 0, "{}", wd2.proc.output());
+    assert_eq!(repo.remote_tip(), bad);
+}
