@@ -206,16 +206,17 @@ impl Daemon {
 
         let (tx, mut rx) = mpsc::channel::<StreamMsg>(256);
         let stream_task = tokio::spawn(stream_loop(self.argo.clone(), tx));
-        // A first listing before anything else, so new watches see the apps at once.
-        self.resync().await?;
-        self.fetch_commits().await?;
-
+        // The timer's first tick is immediate: the first fetch and listing start at once, as
+        // jobs like every later one, so that a hung remote never holds the loop.
         let mut fetch_timer = tokio::time::interval(self.cfg.fetch_interval);
         fetch_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        fetch_timer.tick().await;
         // At most one fetch and one listing in flight; their results come back on `jobs`.
         let (jobs_tx, mut jobs) = mpsc::channel::<JobDone>(2);
         let (mut fetching, mut listing) = (false, false);
+        // When the fetch in flight started: git has no timeout of its own on a stalled https
+        // remote, and a fetch that never returns must not stop commit processing quietly.
+        let mut fetch_since = self.clock.now();
+        let mut stuck_warned = false;
         tokio::pin!(shutdown);
         let result = loop {
             let sleep = match self.engine.next_wakeup_after(self.last_wake) {
@@ -230,8 +231,19 @@ impl Daemon {
                 }
                 _ = fetch_timer.tick() => {
                     if let Err(e) = self.breaker_reset_requested().await { break Err(e) }
+                    let now = self.clock.now();
+                    let stuck_after = self.cfg.fetch_interval.as_millis() as i64 * 10;
+                    if fetching && !stuck_warned && now.ms_since(fetch_since) > stuck_after {
+                        stuck_warned = true;
+                        self.out.warn(now, &format!(
+                            "fetching {} has not returned for {} s: new commits are not seen until it does",
+                            self.branch, now.ms_since(fetch_since) / 1000
+                        ));
+                    }
                     if !fetching {
                         fetching = true;
+                        fetch_since = now;
+                        stuck_warned = false;
                         let job = self.fetch_job();
                         let tx = jobs_tx.clone();
                         tokio::spawn(async move { let _ = tx.send(JobDone::Fetch(job.await)).await; });
@@ -443,11 +455,6 @@ impl Daemon {
     /// A complete listing: refresh every app and tell the judge which watched apps are absent.
     /// Argo CD failures are warnings; a state-store failure is returned, because the judge's
     /// changes it failed to persist (and any revert they asked for) must not be dropped quietly.
-    async fn resync(&mut self) -> Result<()> {
-        let items = self.argo.list().await;
-        self.on_listing(items).await
-    }
-
     async fn on_listing(&mut self, items: Listing) -> Result<()> {
         let now = self.clock.now();
         let items = match items {
@@ -521,13 +528,6 @@ impl Daemon {
         self.apply(effects, None).await
     }
 
-    /// Fetch the branch; every new commit, in topological order, goes to the judge; the new tip
-    /// is stored in the same transaction as the watches it started.
-    async fn fetch_commits(&mut self) -> Result<()> {
-        let fetched = self.fetch_job().await;
-        self.on_fetched(fetched).await
-    }
-
     /// The git side of a fetch, runnable off the loop: the new tip and the commits since the
     /// last processed tip (which only `on_fetched` moves, one fetch at a time).
     fn fetch_job(
@@ -557,6 +557,8 @@ impl Daemon {
         async move { job.await? }
     }
 
+    /// A fetch returned: every new commit, in topological order, goes to the judge; the new
+    /// tip is stored in the same transaction as the watches it started.
     async fn on_fetched(&mut self, fetched: Result<(String, Vec<CommitInfo>)>) -> Result<()> {
         let (tip, commits) = match fetched {
             Ok(v) => v,

@@ -411,3 +411,32 @@ fn a_pending_revert_is_not_pushed_after_a_restart_in_dry_run() {
     assert_eq!(count_reverts_of(&repo, &bad), 0, "{}", wd2.proc.output());
     assert_eq!(repo.remote_tip(), bad);
 }
+
+/// git has no timeout of its own: a fetch from a remote that accepts and never answers must
+/// be said out loud, not stop commit processing quietly.
+#[test]
+fn a_fetch_that_never_returns_is_reported() {
+    let repo = Repo::new();
+    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming() {
+            held.push(c);
+        }
+    });
+    let clone = repo.path("state/greenlight.db.d/repo");
+    git(
+        &clone,
+        &[
+            "remote",
+            "set-url",
+            "origin",
+            &format!("git://127.0.0.1:{port}/origin.git"),
+        ],
+    );
+    let line = wd.proc.wait_line("has not returned for", T);
+    assert!(line.contains("main"), "{line}");
+}
