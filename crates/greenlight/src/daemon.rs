@@ -5,7 +5,8 @@
 //! Event-driven: every stream update is judged as it arrives, and the loop sleeps exactly until
 //! the judge's next deadline (`Engine::next_wakeup`), so no fixed polling delay sits between the
 //! status that decides a verdict and the verdict. Listings every fetch interval are a safety net
-//! for a stream that dies quietly, not the clock of the judgement.
+//! for a stream that dies quietly, not the clock of the judgement. The periodic git fetch and
+//! listing run as jobs off the loop: a hung remote delays only what it alone can tell.
 
 use crate::clock::Clock;
 use crate::output::Output;
