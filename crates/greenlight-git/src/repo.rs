@@ -524,7 +524,8 @@ impl Repo {
         })
     }
 
-    /// The oldest commit in `range_from_exclusive..tip` that reverts `reverted`: its message
+    /// The revert of `reverted` in `range_from_exclusive..tip` that is still in effect at `tip`
+    /// (a revert that was itself reverted is not; a later revert then may be): its message
     /// says `This reverts commit <sha>` — what `git revert` writes, for greenlight's reverts
     /// and humans' alike. The sha may be abbreviated (`git revert --reference` writes
     /// `This reverts commit 1a2b3c4 (…)`), seven hex digits at least.
@@ -554,15 +555,21 @@ impl Repo {
             .arg("--")
             .run_ok()?;
         let text = out.stdout_str();
+        // Follow the chain: a revert that was itself reverted (the change re-landed) is no
+        // longer in effect, and a later revert of the commit may be.
+        let mut in_effect: Option<String> = None;
         for record in text.split('\0') {
             let Some((sha, message)) = record.split_once('\n') else {
                 continue;
             };
-            if message_reverts(message, &reverted) {
-                return Ok(Some(sha.trim().to_owned()));
+            let sha = sha.trim();
+            match &in_effect {
+                None if message_reverts(message, &reverted) => in_effect = Some(sha.to_owned()),
+                Some(r) if message_reverts(message, r) => in_effect = None,
+                _ => {}
             }
         }
-        Ok(None)
+        Ok(in_effect)
     }
 }
 

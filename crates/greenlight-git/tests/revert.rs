@@ -205,6 +205,37 @@ fn adopts_a_humans_revert() {
 }
 
 #[test]
+fn a_revert_that_was_itself_reverted_is_not_adopted() {
+    let fx = Fixture::build("revert.sh");
+    // A human reverts BAD, then reverts the revert: BAD's change is live again.
+    fx.human(&["revert", "--no-edit", &fx.sha("BAD")]);
+    let first = fx.human(&["rev-parse", "HEAD"]);
+    fx.human(&["revert", "--no-edit", &first]);
+    fx.human(&["push", "-q", "origin", "main"]);
+    let relanded = fx.human(&["rev-parse", "HEAD"]);
+    let repo = fx.open();
+    let tip = repo.fetch("main").unwrap();
+    assert_eq!(
+        repo.find_revert_of(&fx.sha("BAD"), &fx.sha("BAD"), &tip)
+            .unwrap(),
+        None,
+        "the revert is no longer in effect"
+    );
+    let outcome = repo.revert_and_push(&request(&fx, "BAD")).unwrap();
+    let RevertOutcome::Pushed { revert, .. } = outcome else {
+        panic!("expected a new revert, got {outcome:?}");
+    };
+    assert_eq!(fx.on_remote(&["rev-parse", "main^"]), relanded);
+    // And once reverted again, that newest revert is the one in effect.
+    let tip = repo.fetch("main").unwrap();
+    assert_eq!(
+        repo.find_revert_of(&fx.sha("BAD"), &fx.sha("BAD"), &tip)
+            .unwrap(),
+        Some(revert)
+    );
+}
+
+#[test]
 fn adopts_a_humans_revert_with_an_abbreviated_reference() {
     let fx = Fixture::build("revert.sh");
     // `git revert --reference` names the commit by an abbreviated sha.
