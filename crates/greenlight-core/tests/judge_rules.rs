@@ -1,7 +1,6 @@
 //! One test (or a few) per rule of "The judgement, precisely" (issue 2) and W1–W16, over the
 //! sans-IO judge with time given as explicit timestamps. These tests were written from the issue
-//! text, not from the code: where the code disagrees with the text the test stays, marked
-//! `#[ignore = "BUG: …"]`, until the judge is fixed.
+//! text, not from the code; every disagreement they found has been fixed in the judge.
 
 mod support;
 

@@ -196,23 +196,13 @@ pub fn lock_state(state: &Path) -> Result<std::fs::File> {
         .unwrap_or_default();
     name.push(".lock");
     let path = state.with_file_name(name);
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .with_context(|| format!("cannot open the lock file {}", path.display()))?;
-    match f.try_lock() {
-        Ok(()) => Ok(f),
-        Err(std::fs::TryLockError::WouldBlock) => Err(usage(format!(
+    exclusive_lock(&path, || {
+        format!(
             "another greenlight watch already runs with state {} (lock {} is held)",
             state.display(),
             path.display()
-        ))),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(anyhow::Error::new(e).context(format!("cannot lock {}", path.display())))
-        }
-    }
+        )
+    })
 }
 
 /// One daemon per clone: two state files given one `--data-dir` would share `<dir>/repo`, and
@@ -221,19 +211,27 @@ fn lock_data_dir(dir: &Path) -> Result<std::fs::File> {
     std::fs::create_dir_all(dir)
         .map_err(|e| usage(format!("--data-dir {}: cannot create: {e}", dir.display())))?;
     let path = dir.join("repo.lock");
+    exclusive_lock(&path, || {
+        format!(
+            "--data-dir {} is in use by another greenlight watch (lock {} is held); give each --state its own --data-dir",
+            dir.display(),
+            path.display()
+        )
+    })
+}
+
+/// Take an exclusive lock on `path` (created if missing); held while the file is open. A lock
+/// another process holds is a usage error worded by `held`.
+fn exclusive_lock(path: &Path, held: impl FnOnce() -> String) -> Result<std::fs::File> {
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)
+        .open(path)
         .with_context(|| format!("cannot open the lock file {}", path.display()))?;
     match f.try_lock() {
         Ok(()) => Ok(f),
-        Err(std::fs::TryLockError::WouldBlock) => Err(usage(format!(
-            "--data-dir {} is in use by another greenlight watch (lock {} is held); give each --state its own --data-dir",
-            dir.display(),
-            path.display()
-        ))),
+        Err(std::fs::TryLockError::WouldBlock) => Err(usage(held())),
         Err(std::fs::TryLockError::Error(e)) => {
             Err(anyhow::Error::new(e).context(format!("cannot lock {}", path.display())))
         }
