@@ -1075,17 +1075,19 @@ impl Engine {
             )];
         }
 
+        let stale_after = human_duration(self.config.stale_after_ms);
+        let stale_reason = |deadline: &str| {
+            format!(
+                "inconclusive: {deadline} passed but {last_seen} (older than {stale_after}); not reverted"
+            )
+        };
         match w.state {
             State::WaitingReach => {
                 if now < w.watch_started_at.plus_ms(w.deadline_ms) {
                     return Vec::new();
                 }
                 if stale {
-                    let reason = format!(
-                        "inconclusive: the reach deadline passed but {last_seen} (older than {}); not reverted",
-                        human_duration(self.config.stale_after_ms)
-                    );
-                    return vec![self.inconclusive(i, reason, now)];
+                    return vec![self.inconclusive(i, stale_reason("the reach deadline"), now)];
                 }
                 if w.app_absent_since.is_some() {
                     let reason = format!(
@@ -1170,11 +1172,7 @@ impl Engine {
                     return Vec::new();
                 }
                 if stale {
-                    let reason = format!(
-                        "inconclusive: the deadline passed but {last_seen} (older than {}); not reverted",
-                        human_duration(self.config.stale_after_ms)
-                    );
-                    return vec![self.inconclusive(i, reason, now)];
+                    return vec![self.inconclusive(i, stale_reason("the deadline"), now)];
                 }
                 if w.healthy_since.is_some() {
                     self.watches[i].deadline_passed = true;

@@ -27,25 +27,28 @@ fn a_kill_9_between_the_revert_push_and_its_record_adopts_the_pushed_revert() {
     let repo = Repo::new();
     let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
     let mut wd = Watchdog::start(&repo, &sb.url, &[], &[]);
-    let bad = repo.set_image(
-        "web",
-        BAD,
-        &format!("web: bad\n\n{}", trailer("web", "5", "arm")),
-    );
-    // The deadline is 5 s after reach, far more than installing the hook takes. From now on a push lands on the remote but does not return until `release` exists:
-    // the ref is updated before post-receive runs, and the pusher waits for the hook.
+    // A push of a revert lands on the remote but does not return until `release` exists: the
+    // ref is updated before post-receive runs, and the pusher waits for the hook. Other pushes
+    // (the human's) pass at once, so the hook is in place before the bad commit, with no race.
     let release = repo.path("release");
     let hook = repo.remote.join("hooks/post-receive");
     std::fs::write(
         &hook,
         format!(
-            "#!/bin/sh\ni=0\nwhile [ ! -f '{}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n",
+            "#!/bin/sh\nread old new ref\n\
+             git log -1 --format=%s \"$new\" | grep -q '^Revert ' || exit 0\n\
+             i=0\nwhile [ ! -f '{}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n",
             release.display()
         ),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: bad\n\n{}", trailer("web", "5", "arm")),
+    );
 
     wait_until("the revert push", T, || repo.remote_tip() != bad);
     let pushed = repo.remote_tip();
