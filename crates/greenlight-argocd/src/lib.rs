@@ -5,7 +5,9 @@
 pub mod client;
 pub mod model;
 pub mod snapshot;
+pub mod source;
 
 pub use client::{ArgoClient, ArgoError, ClientOptions, EventKind, ItemError, StreamEvent};
 pub use model::{Application, ResourceTree};
 pub use snapshot::{needs_resource_tree, normalize_repo_url, redact_url, snapshot};
+pub use source::{ArgoSource, repo_spelling};

@@ -12,5 +12,6 @@ pub mod image;
 pub mod judge;
 pub mod paths;
 pub mod snapshot;
+pub mod source;
 pub mod time;
 pub mod trailer;

@@ -3,11 +3,7 @@
 //! parses arguments and maps errors to exit codes (0 ok, 1 the failure a command exists to
 //! report, 2 usage or configuration error).
 
-mod clock;
 mod cmd;
-mod daemon;
-mod output;
-mod store;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -4,11 +4,11 @@
 //! that the story really happened: the remote's history holds greenlight's revert of the bad
 //! commit (no watch trailer), and the app is Healthy again at the revert.
 
-use crate::clock::{Clock, SystemClock};
-use crate::daemon::{self, DaemonConfig};
-use crate::output::{LogFormat, Output};
 use anyhow::{Context, Result, bail, ensure};
 use clap::Args;
+use greenlight::clock::{Clock, SystemClock};
+use greenlight::output::{LogFormat, Output};
+use greenlight::runtime::{self, DaemonConfig};
 use greenlight_core::event::{Event, EventKind};
 use greenlight_sandbox::{AppSpec, SandboxConfig};
 use serde_json::Value;
@@ -200,7 +200,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         trailer_key: greenlight_core::directive::DEFAULT_TRAILER_KEY.into(),
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let d = daemon::start(cfg, out, clock)
+    let d = runtime::start(cfg, out, clock)
         .await
         .context("starting the watchdog")?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -10,14 +10,7 @@ pub mod status;
 pub mod trailer;
 pub mod watch;
 
-/// A configuration or usage problem: exit code 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(UsageError(msg.into()))
-}
+pub use greenlight::{UsageError, usage};
 
 pub fn exit_code_of(err: &anyhow::Error) -> u8 {
     if err.chain().any(|e| e.is::<UsageError>()) {

@@ -1,9 +1,9 @@
 //! `greenlight status` and `greenlight breaker reset`: read (and, for the breaker, amend) the
 //! state file the watchdog writes. A missing state file is an error, never an empty database.
 
-use crate::store::{Store, Write};
 use anyhow::Result;
 use clap::{Args, Subcommand};
+use greenlight::store::{Store, Write};
 use greenlight_core::judge::{Engine, JudgeConfig, Watch};
 use greenlight_core::time::Timestamp;
 use serde_json::{Value, json};
@@ -127,8 +127,8 @@ pub fn run_breaker(a: BreakerArgs) -> Result<ExitCode> {
     let BreakerAction::Reset { state } = a.action;
     let mut store =
         Store::open_existing(&state, false).map_err(|e| crate::cmd::usage(format!("{e:#}")))?;
-    let now = crate::clock::Clock::now(&crate::clock::SystemClock);
-    match crate::cmd::watch::lock_state(&state) {
+    let now = greenlight::clock::Clock::now(&greenlight::clock::SystemClock);
+    match greenlight::lock::lock_state(&state) {
         Ok(_lock) => {
             // No daemon runs: close the breaker here, with its event, in one transaction.
             let loaded = store.load()?;

@@ -1,11 +1,12 @@
 //! `greenlight watch`: the commit watchdog daemon, and its `--once` self-check gate (W18).
 
-use crate::clock::{Clock, SystemClock};
 use crate::cmd::usage;
-use crate::daemon::{self, DaemonConfig};
-use crate::output::{LogFormat, Output};
 use anyhow::{Context, Result};
 use clap::Args;
+use greenlight::clock::{Clock, SystemClock};
+use greenlight::lock::{lock_data_dir, lock_state};
+use greenlight::output::{LogFormat, Output};
+use greenlight::runtime::{self, DaemonConfig};
 use greenlight_core::time::parse_duration_ms;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -178,64 +179,10 @@ pub fn run(a: WatchArgs) -> Result<ExitCode> {
     let _clone_lock = lock_data_dir(&cfg.data_dir)?;
     rt.block_on(async move {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let d = daemon::start(cfg, out, clock).await?;
+        let d = runtime::start(cfg, out, clock).await?;
         d.run(shutdown_signal()).await?;
         Ok(ExitCode::SUCCESS)
     })
-}
-
-/// One daemon per state file: an exclusive lock on `<state>.lock`, held for the process's life
-/// (the OS releases it on any exit, `kill -9` included).
-pub fn lock_state(state: &Path) -> Result<std::fs::File> {
-    if let Some(dir) = state.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let mut name = state
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    name.push(".lock");
-    let path = state.with_file_name(name);
-    exclusive_lock(&path, || {
-        format!(
-            "another greenlight watch already runs with state {} (lock {} is held)",
-            state.display(),
-            path.display()
-        )
-    })
-}
-
-/// One daemon per clone: two state files given one `--data-dir` would share `<dir>/repo`, and
-/// two daemons fetching and pushing reverts in one clone corrupt each other's work.
-fn lock_data_dir(dir: &Path) -> Result<std::fs::File> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| usage(format!("--data-dir {}: cannot create: {e}", dir.display())))?;
-    let path = dir.join("repo.lock");
-    exclusive_lock(&path, || {
-        format!(
-            "--data-dir {} is in use by another greenlight watch (lock {} is held); give each --state its own --data-dir",
-            dir.display(),
-            path.display()
-        )
-    })
-}
-
-/// Take an exclusive lock on `path` (created if missing); held while the file is open. A lock
-/// another process holds is a usage error worded by `held`.
-fn exclusive_lock(path: &Path, held: impl FnOnce() -> String) -> Result<std::fs::File> {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .with_context(|| format!("cannot open the lock file {}", path.display()))?;
-    match f.try_lock() {
-        Ok(()) => Ok(f),
-        Err(std::fs::TryLockError::WouldBlock) => Err(usage(held())),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(anyhow::Error::new(e).context(format!("cannot lock {}", path.display())))
-        }
-    }
 }
 
 pub async fn shutdown_signal() {

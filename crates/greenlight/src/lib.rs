@@ -1,0 +1,19 @@
+//! The watchdog as a library: the runtime that drives the judge ([`runtime`]), its state store
+//! ([`store`]), the locks that keep one daemon per state file and clone ([`lock`]), the clock and
+//! the voice. The `greenlight` binary's `cmd/` parses arguments and calls in here; in-process
+//! tests drive [`runtime::Runtime`] with fake seams and a test clock.
+
+pub mod clock;
+pub mod lock;
+pub mod output;
+pub mod runtime;
+pub mod store;
+
+/// A configuration or usage problem: the binary exits 2 for it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}

@@ -1,0 +1,76 @@
+//! What `greenlight watch` was told, after parsing: the runtime's settings and the judge's.
+
+use greenlight_core::judge::JudgeConfig;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything `greenlight watch` was told.
+#[derive(Clone)]
+pub struct DaemonConfig {
+    pub repo: String,
+    pub branch: Option<String>,
+    pub argocd_url: String,
+    pub argocd_token: Option<String>,
+    pub git_token: Option<greenlight_git::Secret>,
+    pub git_author_name: String,
+    pub git_author_email: String,
+    pub state: PathBuf,
+    pub data_dir: PathBuf,
+    pub stable_for_ms: i64,
+    pub stale_after_ms: i64,
+    pub unknown_app_grace_ms: i64,
+    pub fetch_interval: Duration,
+    pub dry_run: bool,
+    pub since: Option<String>,
+    pub trailer_key: String,
+}
+
+impl DaemonConfig {
+    pub fn judge_config(&self, branch: &str, branch_is_default: bool) -> JudgeConfig {
+        // The judge quotes the repository in reasons that are stored and shown by `status`:
+        // never with the credentials a URL may carry.
+        let repo = greenlight_git::redact_url(&self.repo);
+        let mut j = JudgeConfig::new(&repo, branch, branch_is_default);
+        j.stable_for_ms = self.stable_for_ms;
+        j.stale_after_ms = self.stale_after_ms;
+        j.unknown_app_grace_ms = self.unknown_app_grace_ms;
+        j.dry_run = self.dry_run;
+        j.trailer_key = self.trailer_key.clone();
+        j
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_judge_never_holds_the_credentials_of_the_repo_url() {
+        let cfg = DaemonConfig {
+            repo: "https://deploy-bot:s3cret-token@git.example.com/platform/deploy.git".into(),
+            branch: None,
+            argocd_url: "http://127.0.0.1:1".into(),
+            argocd_token: None,
+            git_token: None,
+            git_author_name: "g".into(),
+            git_author_email: "g@example.com".into(),
+            state: PathBuf::from("s.db"),
+            data_dir: PathBuf::from("s.db.d"),
+            stable_for_ms: 1,
+            stale_after_ms: 1,
+            unknown_app_grace_ms: 1,
+            fetch_interval: Duration::from_secs(1),
+            dry_run: false,
+            since: None,
+            trailer_key: "Nav-Watchdog".into(),
+        };
+        // The judge quotes its repository in reasons (stored, shown by `status`).
+        let j = cfg.judge_config("main", true);
+        assert!(!j.repo.contains("s3cret-token"), "{}", j.repo);
+        assert!(
+            j.repo.contains("git.example.com/platform/deploy"),
+            "{}",
+            j.repo
+        );
+    }
+}

@@ -1,0 +1,99 @@
+//! The repository and revert seams over greenlight's own clone (`greenlight-git`). Every call
+//! blocks on a git subprocess; the runtime runs them as jobs, never on its loop.
+
+use super::seams::{Repository, RevertExecutor};
+use anyhow::Result;
+use greenlight_core::judge::{CommitInfo, RevertOutcome, RevertRequest};
+use std::sync::Arc;
+
+/// The watchdog's clone, and who signs its reverts.
+pub struct GitRepository {
+    repo: Arc<greenlight_git::Repo>,
+    author_name: String,
+    author_email: String,
+}
+
+impl GitRepository {
+    pub fn new(repo: greenlight_git::Repo, author_name: &str, author_email: &str) -> GitRepository {
+        GitRepository {
+            repo: Arc::new(repo),
+            author_name: author_name.to_string(),
+            author_email: author_email.to_string(),
+        }
+    }
+
+    pub fn remote_default_branch(&self) -> Result<String> {
+        Ok(self.repo.remote_default_branch()?)
+    }
+}
+
+impl Repository for GitRepository {
+    fn fetch(&self, branch: &str) -> Result<String> {
+        Ok(self.repo.fetch(branch)?)
+    }
+
+    fn commits_between(&self, from_exclusive: Option<&str>, tip: &str) -> Result<Vec<CommitInfo>> {
+        let shas = match from_exclusive {
+            Some(from) if from == tip => return Ok(Vec::new()),
+            Some(from) => self.repo.new_commits(Some(from), tip)?,
+            None => vec![tip.to_string()],
+        };
+        let mut commits = Vec::new();
+        for sha in shas {
+            let data = self.repo.commit(&sha)?;
+            commits.push(CommitInfo {
+                changed_paths: self.repo.changed_paths(&sha)?,
+                sha: data.sha,
+                parents: data.parents,
+                subject: data.subject,
+                message: data.message,
+            });
+        }
+        Ok(commits)
+    }
+
+    fn is_ancestor(&self, commit: &str, revision: &str) -> Result<Option<bool>> {
+        Ok(self.repo.is_ancestor(commit, revision)?)
+    }
+
+    fn resolve(&self, rev: &str) -> Result<Option<String>> {
+        Ok(self.repo.resolve(rev)?)
+    }
+}
+
+impl RevertExecutor for GitRepository {
+    fn revert(&self, r: &RevertRequest, branch: &str) -> RevertOutcome {
+        let req = greenlight_git::RevertRequest {
+            commit: r.commit.clone(),
+            branch: branch.to_string(),
+            reason: r.reason.clone(),
+            author_name: self.author_name.clone(),
+            author_email: self.author_email.clone(),
+            max_attempts: 5,
+        };
+        match self.repo.revert_and_push(&req) {
+            Ok(greenlight_git::RevertOutcome::Pushed { revert, .. }) => {
+                RevertOutcome::Pushed { revert }
+            }
+            Ok(greenlight_git::RevertOutcome::Adopted { revert }) => {
+                RevertOutcome::Adopted { revert }
+            }
+            Ok(greenlight_git::RevertOutcome::Conflict { message, .. }) => RevertOutcome::Failed {
+                message: format!("conflict: {message}"),
+            },
+            Ok(greenlight_git::RevertOutcome::NothingToRevert { message }) => {
+                RevertOutcome::Failed {
+                    message: format!("nothing to revert: {message}"),
+                }
+            }
+            Err(e) => RevertOutcome::Failed {
+                message: format!("{e}"),
+            },
+        }
+    }
+
+    fn adopt_only(&self, commit: &str, branch: &str) -> Result<Option<String>> {
+        let tip = self.repo.fetch(branch)?;
+        Ok(self.repo.find_revert_of(commit, commit, &tip)?)
+    }
+}

@@ -1,0 +1,991 @@
+//! The watchdog runtime: drives the sans-IO judge with real inputs. It owns the order in which
+//! the judge hears things and what happens after each step — persist, announce, act — and it
+//! never waits on the network or git itself: the Application source, the repository and the
+//! revert executor ([`seams`]) do their IO as jobs whose results come back as inputs.
+//!
+//! Event-driven: every source message is judged as it arrives, in order, and the loop sleeps
+//! exactly until the judge's next deadline (`Engine::next_wakeup_after`), so no polling delay
+//! sits between the status that decides a verdict and the verdict. Listings every fetch
+//! interval are a safety net for a stream that dies quietly, not the clock of the judgement.
+//!
+//! Ordering: judge inputs wait in one queue. An observation whose reach needs git (is the
+//! commit an ancestor of the synced revision?) holds the queue, and the time-driven verdicts
+//! behind it, until the answer comes back or `--stale-after` passes (then unanswered is "not
+//! reached yet"): the judge never hears a later input, or a later instant, before an earlier one.
+//!
+//! `watch --once` ([`Runtime::once`]) is one cycle of this same runtime with dry-run forced and
+//! source problems made fatal.
+
+pub mod config;
+pub mod git;
+pub mod seams;
+
+pub use config::DaemonConfig;
+
+use crate::clock::Clock;
+use crate::output::Output;
+use crate::store::{Store, Write};
+use anyhow::{Result, anyhow};
+use greenlight_core::directive::AppRef;
+use greenlight_core::event::Event;
+use greenlight_core::judge::{
+    Ancestry, CommitInfo, Effect, Engine, Observation, RevertOutcome, RevertRequest,
+};
+use greenlight_core::source::{Freshness, Problem, SourceMsg};
+use greenlight_core::time::Timestamp;
+use seams::{Context, Jobs, Repository as _};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Semaphore, mpsc};
+
+/// An ancestry question: (commit, revision).
+type Question = (String, String);
+
+/// An input for the judge, waiting its turn.
+enum Work {
+    Source {
+        msg: SourceMsg,
+        at: Timestamp,
+        asked: bool,
+    },
+    /// New commits from one fetch, oldest first; the tip is stored with the watches they start.
+    Commits {
+        commits: VecDeque<CommitInfo>,
+        tip: String,
+        at: Timestamp,
+        effects: Vec<Effect>,
+        asked: bool,
+    },
+    RevertDone {
+        watch_id: String,
+        outcome: RevertOutcome,
+    },
+    BreakerReset,
+}
+
+/// What a job reports back.
+enum JobDone {
+    Fetched(Result<(String, Vec<CommitInfo>)>),
+    Answered {
+        job: u64,
+        answers: Result<Vec<(Question, Option<bool>)>>,
+    },
+    Reverted {
+        watch_id: String,
+        outcome: RevertOutcome,
+    },
+}
+
+/// A judge input that needs answers first.
+enum Step {
+    Done,
+    NeedAnswers(Vec<Question>),
+}
+
+/// The ancestry job the queue is waiting for.
+struct Asking {
+    job: u64,
+    /// After this, the queue goes on without the answers.
+    give_up_at: Timestamp,
+}
+
+/// The runtime: the judge, the store and the seams, and the order of things.
+pub struct Runtime {
+    cfg: DaemonConfig,
+    ctx: Context,
+    store: Store,
+    engine: Engine,
+    branch: String,
+    /// The last tip whose commits were all handed to the judge.
+    tip: String,
+    deliveries: mpsc::Receiver<SourceMsg>,
+    freshness: Freshness,
+    jobs_tx: mpsc::Sender<JobDone>,
+    jobs_rx: mpsc::Receiver<JobDone>,
+    /// Git jobs run one at a time: a fetch and a revert never race in one clone.
+    git_lane: Arc<Semaphore>,
+    work: VecDeque<Work>,
+    asking: Option<Asking>,
+    next_job: u64,
+    /// Ancestry never changes: answers are kept.
+    ancestry: HashMap<Question, bool>,
+    /// When the fetch in flight started: git has no timeout of its own on a stalled remote,
+    /// and a fetch that never returns must not stop commit processing quietly.
+    fetching: Option<Timestamp>,
+    stuck_warned: bool,
+    listing: Option<u64>,
+    reverts: VecDeque<RevertRequest>,
+    reverting: bool,
+    /// A wake-up came while the queue waited for answers: it is handled after them.
+    tick_due: bool,
+    /// The last wake-up handled, so a moment that stays due is not handled in a loop.
+    last_wake: Timestamp,
+    /// The next store write also clears the breaker-reset request it applies.
+    clear_reset_request: bool,
+    /// The apps last given to the source as watched.
+    watched: Vec<AppRef>,
+    /// `watch --once`: source problems are collected and fail the cycle.
+    strict: bool,
+    problems: Vec<String>,
+    listed: usize,
+    rejected: usize,
+}
+
+/// What [`Runtime::start_with`] needs besides the context.
+pub struct Start {
+    pub branch: String,
+    pub branch_is_default: bool,
+    pub tip: String,
+    pub store: Store,
+    pub deliveries: mpsc::Receiver<SourceMsg>,
+    /// Print the `watching <repo> <branch> from <sha>` line.
+    pub announce: bool,
+}
+
+/// Open the clone and the state, record the baseline, and print `watching <repo> <branch> from <sha>`.
+pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Result<Runtime> {
+    let store = Store::open_or_create(&cfg.state)?;
+    let (repo, branch, default_branch) = open_repo(&cfg, cfg.data_dir.join("repo")).await?;
+    store.bind(&greenlight_git::redact_url(&cfg.repo), &branch)?;
+    let tip = {
+        let (r, b) = (repo.clone(), branch.clone());
+        tokio::task::spawn_blocking(move || seams::Repository::fetch(&*r, &b)).await??
+    };
+    let argo = greenlight_argocd::ArgoClient::new(&cfg.argocd_url, cfg.argocd_token.clone())
+        .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
+    let (tx, deliveries) = mpsc::channel(256);
+    let source = greenlight_argocd::ArgoSource::new(argo, &cfg.repo, tx);
+    let ctx = Context {
+        source: Box::new(source),
+        repo: repo.clone(),
+        reverter: repo,
+        clock,
+        out,
+        jobs: Jobs::Blocking,
+    };
+    let start = Start {
+        branch: branch.clone(),
+        branch_is_default: branch == default_branch,
+        tip,
+        store,
+        deliveries,
+        announce: true,
+    };
+    Runtime::start_with(cfg, ctx, start).await
+}
+
+/// `watch --once`: one cycle of this runtime on a scratch clone and state (the caller's
+/// `cfg.data_dir` and `cfg.state`, with dry-run set): the commits in range (after `--since`, or
+/// the tip alone), one listing, one judgement of each watch.
+pub async fn once(cfg: DaemonConfig, out: Output) -> Result<OnceSummary> {
+    use anyhow::Context as _;
+    let store = Store::open_or_create(&cfg.state)?;
+    let (repo, branch, default_branch) = open_repo(&cfg, cfg.data_dir.join("repo"))
+        .await
+        .context("self-check: the repository")?;
+    let tip = {
+        let (r, b) = (repo.clone(), branch.clone());
+        tokio::task::spawn_blocking(move || seams::Repository::fetch(&*r, &b))
+            .await?
+            .context("self-check: the repository")?
+    };
+    let argo = greenlight_argocd::ArgoClient::new(&cfg.argocd_url, cfg.argocd_token.clone())
+        .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
+    let (tx, deliveries) = mpsc::channel(256);
+    let source = greenlight_argocd::ArgoSource::new(argo, &cfg.repo, tx);
+    let ctx = Context {
+        source: Box::new(source),
+        repo: repo.clone(),
+        reverter: repo.clone(),
+        clock: Arc::new(crate::clock::SystemClock),
+        out,
+        jobs: Jobs::Blocking,
+    };
+    let base = match &cfg.since {
+        Some(rev) => Some(resolve_since(&ctx, &cfg, rev).await?),
+        None => None,
+    };
+    let commits = {
+        let (r, t) = (repo.clone(), tip.clone());
+        tokio::task::spawn_blocking(move || r.commits_between(base.as_deref(), &t))
+            .await?
+            .context("self-check: the repository")?
+    };
+    let start = Start {
+        branch: branch.clone(),
+        branch_is_default: branch == default_branch,
+        tip: tip.clone(),
+        store,
+        deliveries,
+        announce: false,
+    };
+    let runtime = Runtime::start_with(cfg, ctx, start).await?;
+    runtime.once(commits, tip, branch).await
+}
+
+/// Clone (or open) the watched repository and settle the branch: the given one or the remote's HEAD.
+async fn open_repo(
+    cfg: &DaemonConfig,
+    dir: std::path::PathBuf,
+) -> Result<(Arc<git::GitRepository>, String, String)> {
+    let auth = greenlight_git::Auth {
+        token: cfg.git_token.clone(),
+        username: None,
+    };
+    let remote = cfg.repo.clone();
+    let want = cfg.branch.clone();
+    let (name, email) = (cfg.git_author_name.clone(), cfg.git_author_email.clone());
+    tokio::task::spawn_blocking(move || -> Result<_> {
+        let repo = greenlight_git::Repo::open_or_clone(&remote, &dir, auth)?;
+        let repo = git::GitRepository::new(repo, &name, &email);
+        let default = repo.remote_default_branch()?;
+        let branch = want.unwrap_or_else(|| default.clone());
+        Ok((Arc::new(repo), branch, default))
+    })
+    .await?
+}
+
+impl Runtime {
+    /// Start on any seams: load the state, settle the baseline (the first start's `--since`, or
+    /// the tip), and print the `watching` line.
+    pub async fn start_with(cfg: DaemonConfig, ctx: Context, s: Start) -> Result<Runtime> {
+        let now = ctx.clock.now();
+        let mut store = s.store;
+        let loaded = store.load()?;
+        let judge = cfg.judge_config(&s.branch, s.branch_is_default);
+        let engine = Engine::restore(judge, loaded.watches, loaded.breaker);
+        let from = match (&loaded.baseline, &loaded.tip) {
+            (Some(_), Some(t)) => {
+                if cfg.since.is_some() {
+                    ctx.out.warn(
+                        now,
+                        "--since is ignored: this state file already has a baseline",
+                    );
+                }
+                t.clone()
+            }
+            _ => {
+                let base = match &cfg.since {
+                    Some(rev) => resolve_since(&ctx, &cfg, rev).await?,
+                    None => s.tip.clone(),
+                };
+                store.write(Write {
+                    baseline: Some(&base),
+                    tip: Some(&base),
+                    ..Write::default()
+                })?;
+                base
+            }
+        };
+        if s.announce {
+            ctx.out.plain(&format!(
+                "watching {} {} from {}",
+                greenlight_git::redact_url(&cfg.repo),
+                s.branch,
+                from
+            ));
+        }
+        let (jobs_tx, jobs_rx) = mpsc::channel(64);
+        Ok(Runtime {
+            cfg,
+            ctx,
+            store,
+            engine,
+            branch: s.branch,
+            tip: from,
+            deliveries: s.deliveries,
+            freshness: Freshness::new(),
+            jobs_tx,
+            jobs_rx,
+            git_lane: Arc::new(Semaphore::new(1)),
+            work: VecDeque::new(),
+            asking: None,
+            next_job: 0,
+            ancestry: HashMap::new(),
+            fetching: None,
+            stuck_warned: false,
+            listing: None,
+            reverts: VecDeque::new(),
+            reverting: false,
+            tick_due: false,
+            last_wake: Timestamp(i64::MIN),
+            clear_reset_request: false,
+            watched: Vec::new(),
+            strict: false,
+            problems: Vec::new(),
+            listed: 0,
+            rejected: 0,
+        })
+    }
+
+    /// The judge, for tests and the self-check's summary.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Run until `shutdown` resolves.
+    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) -> Result<()> {
+        let now = self.now();
+        let effects = self.engine.resume(now);
+        self.apply(effects, None)?;
+        self.ctx.source.start_stream();
+        // The timer's first tick is immediate: the first fetch and listing start at once, as
+        // jobs like every later one, so that a hung remote never holds the loop.
+        let mut fetch_timer = tokio::time::interval(self.cfg.fetch_interval);
+        fetch_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tokio::pin!(shutdown);
+        loop {
+            let now = self.now();
+            let wake_in = match self.engine.next_wakeup_after(self.last_wake) {
+                Some(t) => ms(t.ms_since(now)),
+                None => Duration::from_secs(3600),
+            };
+            let give_up_in = self.asking.as_ref().map(|a| ms(a.give_up_at.ms_since(now)));
+            tokio::select! {
+                _ = &mut shutdown => return Ok(()),
+                msg = self.deliveries.recv() => {
+                    let Some(msg) = msg else { return Err(anyhow!("the Application source stopped")) };
+                    self.receive(msg);
+                    self.drain_deliveries();
+                }
+                _ = fetch_timer.tick() => self.on_fetch_timer()?,
+                Some(done) = self.jobs_rx.recv() => self.on_job(done),
+                _ = tokio::time::sleep(give_up_in.unwrap_or_default()), if give_up_in.is_some() => {
+                    self.give_up_asking();
+                }
+                _ = tokio::time::sleep(wake_in) => {
+                    // Updates already received are judged before the source vouches for
+                    // anything: a Degraded update (or a lost stream) waiting in the channel
+                    // must not be vouched over.
+                    self.drain_deliveries();
+                    self.tick_due = true;
+                }
+            }
+            self.pump()?;
+        }
+    }
+
+    /// `watch --once`: one cycle — the commits in range, one listing, one judgement of each —
+    /// with dry-run forced (the caller's config) and any source problem an error.
+    async fn once(
+        mut self,
+        commits: Vec<CommitInfo>,
+        tip: String,
+        branch: String,
+    ) -> Result<OnceSummary> {
+        self.strict = true;
+        let commit_count = commits.len();
+        let now = self.now();
+        self.work.push_back(Work::Commits {
+            commits: commits.into(),
+            tip,
+            at: now,
+            effects: Vec::new(),
+            asked: false,
+        });
+        self.pump()?;
+        while !self.work.is_empty() || self.asking.is_some() {
+            self.once_step().await?;
+        }
+        let ticket = self.freshness.ticket();
+        self.listing = Some(ticket);
+        self.sync_watched();
+        self.ctx.source.request_listing(ticket);
+        while self.listing.is_some() || !self.work.is_empty() || self.asking.is_some() {
+            self.once_step().await?;
+        }
+        if !self.problems.is_empty() {
+            return Err(anyhow!("self-check: {}", self.problems.join("; ")));
+        }
+        Ok(OnceSummary {
+            branch,
+            tip: self.tip.clone(),
+            rejected: self.rejected,
+            commits: commit_count,
+            watches: self.engine.watches().len(),
+            apps_listed: self.listed,
+        })
+    }
+
+    async fn once_step(&mut self) -> Result<()> {
+        let now = self.now();
+        let give_up_in = self.asking.as_ref().map(|a| ms(a.give_up_at.ms_since(now)));
+        tokio::select! {
+            msg = self.deliveries.recv() => {
+                let Some(msg) = msg else { return Err(anyhow!("the Application source stopped")) };
+                self.receive(msg);
+                self.drain_deliveries();
+            }
+            Some(done) = self.jobs_rx.recv() => self.on_job(done),
+            _ = tokio::time::sleep(give_up_in.unwrap_or_default()), if give_up_in.is_some() => {
+                self.give_up_asking();
+            }
+        }
+        self.pump()
+    }
+
+    fn now(&self) -> Timestamp {
+        self.ctx.clock.now()
+    }
+
+    /// A source message arrives: ordering and freshness first, then it waits its turn.
+    fn receive(&mut self, msg: SourceMsg) {
+        let now = self.now();
+        let was_connected = self.freshness.connected();
+        if let SourceMsg::Lost(why) = &msg
+            && was_connected
+        {
+            self.ctx.out.warn(
+                now,
+                &format!("Argo CD application stream lost: {why}; reconnecting"),
+            );
+        }
+        if let Some(msg) = self.freshness.admit(msg, now) {
+            self.work.push_back(Work::Source {
+                msg,
+                at: now,
+                asked: false,
+            });
+        }
+    }
+
+    fn drain_deliveries(&mut self) {
+        while let Ok(msg) = self.deliveries.try_recv() {
+            self.receive(msg);
+        }
+    }
+
+    fn on_fetch_timer(&mut self) -> Result<()> {
+        // `greenlight breaker reset` leaves a request while the daemon runs; the daemon is the
+        // breaker's only writer then. The request is cleared in the same transaction that
+        // closes the breaker, so a daemon that dies in between finds it again at its next start.
+        if self.store.breaker_reset_requested()?
+            && !self.work.iter().any(|w| matches!(w, Work::BreakerReset))
+            && !self.clear_reset_request
+        {
+            self.work.push_back(Work::BreakerReset);
+        }
+        let now = self.now();
+        match self.fetching {
+            Some(since) => {
+                let stuck_after = self.cfg.fetch_interval.as_millis() as i64 * 10;
+                if !self.stuck_warned && now.ms_since(since) > stuck_after {
+                    self.stuck_warned = true;
+                    self.ctx.out.warn(now, &format!(
+                        "fetching {} has not returned for {} s: new commits are not seen until it does",
+                        self.branch, now.ms_since(since) / 1000
+                    ));
+                }
+            }
+            None => {
+                self.fetching = Some(now);
+                self.stuck_warned = false;
+                let repo = self.ctx.repo.clone();
+                let (branch, last) = (self.branch.clone(), self.tip.clone());
+                self.spawn_git(
+                    move || -> Result<(String, Vec<CommitInfo>)> {
+                        let tip = repo.fetch(&branch)?;
+                        let commits = repo.commits_between(Some(&last), &tip)?;
+                        Ok((tip, commits))
+                    },
+                    |r| JobDone::Fetched(r.and_then(|x| x)),
+                );
+            }
+        }
+        if self.listing.is_none() {
+            let ticket = self.freshness.ticket();
+            self.listing = Some(ticket);
+            self.ctx.source.request_listing(ticket);
+        }
+        Ok(())
+    }
+
+    /// Run a blocking git call as a job on the git lane; `done` turns its result into an input.
+    fn spawn_git<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+        done: impl FnOnce(Result<T>) -> JobDone + Send + 'static,
+    ) {
+        let lane = self.git_lane.clone();
+        let tx = self.jobs_tx.clone();
+        let mode = self.ctx.jobs;
+        tokio::spawn(async move {
+            let Ok(_permit) = lane.acquire_owned().await else {
+                return;
+            };
+            let result = match mode {
+                Jobs::Blocking => tokio::task::spawn_blocking(f)
+                    .await
+                    .map_err(|e| anyhow!("the git job failed: {e}")),
+                Jobs::Inline => Ok(f()),
+            };
+            let _ = tx.send(done(result)).await;
+        });
+    }
+
+    fn on_job(&mut self, done: JobDone) {
+        match done {
+            JobDone::Fetched(result) => {
+                self.fetching = None;
+                match result {
+                    Ok((tip, commits)) if tip != self.tip => {
+                        let at = self.now();
+                        self.work.push_back(Work::Commits {
+                            commits: commits.into(),
+                            tip,
+                            at,
+                            effects: Vec::new(),
+                            asked: false,
+                        });
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        let now = self.now();
+                        self.ctx
+                            .out
+                            .warn(now, &format!("fetching {} failed: {e:#}", self.branch));
+                    }
+                }
+            }
+            JobDone::Answered { job, answers } => {
+                match answers {
+                    Ok(answers) => {
+                        for (q, v) in answers {
+                            if let Some(v) = v {
+                                self.ancestry.insert(q, v);
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        // A git failure (the remote unreachable for a moment) leaves the
+                        // questions unanswered, as unknown revisions are: "not reached yet".
+                        let now = self.now();
+                        self.ctx.out.warn(
+                            now,
+                            &format!("ancestry questions left unanswered for now: {e:#}"),
+                        );
+                    }
+                }
+                if self.asking.as_ref().is_some_and(|a| a.job == job) {
+                    self.asking = None;
+                    self.mark_front_asked();
+                }
+            }
+            JobDone::Reverted { watch_id, outcome } => {
+                self.reverting = false;
+                self.work.push_back(Work::RevertDone { watch_id, outcome });
+            }
+        }
+    }
+
+    /// The answers did not come within `--stale-after`: the waiting input goes on without them.
+    fn give_up_asking(&mut self) {
+        if self.asking.take().is_some() {
+            let now = self.now();
+            self.ctx.out.warn(
+                now,
+                "git did not answer ancestry questions in time: judging without them (not reached yet)",
+            );
+            self.mark_front_asked();
+        }
+    }
+
+    fn mark_front_asked(&mut self) {
+        match self.work.front_mut() {
+            Some(Work::Source { asked, .. }) | Some(Work::Commits { asked, .. }) => *asked = true,
+            _ => {}
+        }
+    }
+
+    /// Hand waiting inputs to the judge, in order, until one needs git's answers.
+    fn pump(&mut self) -> Result<()> {
+        while self.asking.is_none() {
+            let Some(work) = self.work.pop_front() else {
+                break;
+            };
+            match self.judge(work)? {
+                Step::Done => {}
+                Step::NeedAnswers(questions) => self.ask(questions),
+            }
+        }
+        if self.asking.is_none() && self.work.is_empty() && self.tick_due {
+            self.tick_due = false;
+            self.wake()?;
+        }
+        self.start_revert();
+        Ok(())
+    }
+
+    /// Ask git, as a job; the waiting input stays at the front of the queue.
+    fn ask(&mut self, questions: Vec<Question>) {
+        self.next_job += 1;
+        let job = self.next_job;
+        let now = self.now();
+        self.asking = Some(Asking {
+            job,
+            give_up_at: now.plus_ms(self.cfg.stale_after_ms),
+        });
+        let repo = self.ctx.repo.clone();
+        let branch = self.branch.clone();
+        self.spawn_git(
+            move || -> Result<Vec<(Question, Option<bool>)>> {
+                // An unknown revision triggers one fetch; still unknown, it is "not reached"
+                // for now and asked again at the next observation.
+                let mut out = Vec::new();
+                let mut fetched = false;
+                for (c, r) in questions {
+                    let mut v = repo.is_ancestor(&c, &r)?;
+                    if v.is_none() && !fetched {
+                        fetched = true;
+                        repo.fetch(&branch)?;
+                        v = repo.is_ancestor(&c, &r)?;
+                    }
+                    out.push(((c, r), v));
+                }
+                Ok(out)
+            },
+            move |r| JobDone::Answered {
+                job,
+                answers: r.and_then(|x| x),
+            },
+        );
+    }
+
+    /// The cached answers to `questions`, or the questions still open.
+    fn answers(&self, questions: Vec<Question>, asked: bool) -> Result<Ancestry, Vec<Question>> {
+        let mut answers = Ancestry::default();
+        let mut open = Vec::new();
+        for q in questions {
+            match self.ancestry.get(&q) {
+                Some(v) => {
+                    answers.0.insert(q, *v);
+                }
+                None => open.push(q),
+            }
+        }
+        if open.is_empty() || asked {
+            Ok(answers)
+        } else {
+            Err(open)
+        }
+    }
+
+    /// One input to the judge. An input that needs answers goes back to the queue's front.
+    fn judge(&mut self, work: Work) -> Result<Step> {
+        match work {
+            Work::Source { msg, at, asked } => self.judge_source(msg, at, asked),
+            Work::Commits {
+                mut commits,
+                tip,
+                at,
+                mut effects,
+                asked,
+            } => {
+                let mut asked = asked;
+                while let Some(info) = commits.front() {
+                    let questions = self.engine.merge_questions(info);
+                    let ancestry = match self.answers(questions, asked) {
+                        Ok(a) => a,
+                        Err(open) => {
+                            self.work.push_front(Work::Commits {
+                                commits,
+                                tip,
+                                at,
+                                effects,
+                                asked: false,
+                            });
+                            return Ok(Step::NeedAnswers(open));
+                        }
+                    };
+                    effects.extend(self.engine.commit_arrived(info, &ancestry, at));
+                    commits.pop_front();
+                    asked = false;
+                }
+                self.tip = tip.clone();
+                self.apply(effects, Some(&tip))?;
+                // New watches are judged at once against a fresh read of their apps.
+                if !self.strict {
+                    let apps = self.live_apps();
+                    if !apps.is_empty() {
+                        let ticket = self.freshness.ticket();
+                        self.ctx.source.request_read(ticket, apps);
+                    }
+                }
+                Ok(Step::Done)
+            }
+            Work::RevertDone { watch_id, outcome } => {
+                let now = self.now();
+                let effects = self.engine.revert_finished(&watch_id, outcome, now);
+                self.apply(effects, None)?;
+                Ok(Step::Done)
+            }
+            Work::BreakerReset => {
+                let now = self.now();
+                let effects = self.engine.reset_breaker(now);
+                self.clear_reset_request = true;
+                self.apply(effects, None)?;
+                Ok(Step::Done)
+            }
+        }
+    }
+
+    fn judge_source(&mut self, msg: SourceMsg, at: Timestamp, asked: bool) -> Result<Step> {
+        match msg {
+            SourceMsg::Connected => {
+                self.ctx
+                    .out
+                    .info(at, "Argo CD application stream connected");
+            }
+            SourceMsg::Lost(_) | SourceMsg::Changing(_) | SourceMsg::Unwatched(_) => {}
+            SourceMsg::Skipped(why) => {
+                // The skipped update may be any app's: until each app is delivered again, the
+                // stream vouches for none (listings keep observing them meanwhile).
+                self.ctx
+                    .out
+                    .warn(at, &format!("Argo CD stream message skipped: {why}"));
+                self.problem(why);
+            }
+            SourceMsg::Observed {
+                snapshot,
+                origin,
+                resource_version,
+            } => {
+                let questions = self.engine.reach_questions(&snapshot);
+                let ancestry = match self.answers(questions, asked) {
+                    Ok(a) => a,
+                    Err(open) => {
+                        self.work.push_front(Work::Source {
+                            msg: SourceMsg::Observed {
+                                snapshot,
+                                origin,
+                                resource_version,
+                            },
+                            at,
+                            asked: false,
+                        });
+                        return Ok(Step::NeedAnswers(open));
+                    }
+                };
+                let effects = self
+                    .engine
+                    .observe(Observation::Present(&snapshot), &ancestry, at);
+                self.apply(effects, None)?;
+            }
+            SourceMsg::Absent { app, .. } => {
+                let effects = self.engine.observe(
+                    Observation::Absent {
+                        namespace: app.namespace.as_deref(),
+                        name: &app.name,
+                    },
+                    &Ancestry::default(),
+                    at,
+                );
+                self.apply(effects, None)?;
+            }
+            SourceMsg::Listed {
+                ticket,
+                present,
+                complete,
+            } => {
+                if self.listing == Some(ticket) {
+                    self.listing = None;
+                }
+                self.listed = present.len();
+                // A listing that could not read every item proves nothing by its silence.
+                let missing: Vec<AppRef> = if complete {
+                    self.live_apps()
+                        .into_iter()
+                        .filter(|a| !present.iter().any(|k| a.matches(&k.namespace, &k.name)))
+                        .filter(|a| self.freshness.absent_is_current(a, ticket))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                self.freshness.forget(ticket);
+                for app in missing {
+                    let effects = self.engine.observe(
+                        Observation::Absent {
+                            namespace: app.namespace.as_deref(),
+                            name: &app.name,
+                        },
+                        &Ancestry::default(),
+                        at,
+                    );
+                    self.apply(effects, None)?;
+                }
+            }
+            SourceMsg::ListingFailed { ticket, why } => {
+                if self.listing == Some(ticket) {
+                    self.listing = None;
+                }
+                self.ctx.out.warn(at, &why);
+                self.problem(why);
+            }
+            SourceMsg::Problem(p) => {
+                let why = match p {
+                    Problem::Unreadable(why) => why,
+                    Problem::Incomplete { why, .. } => why,
+                    Problem::ReadFailed { why, .. } => why,
+                };
+                self.ctx.out.warn(at, &why);
+                self.problem(why);
+            }
+        }
+        Ok(Step::Done)
+    }
+
+    fn problem(&mut self, why: String) {
+        if self.strict {
+            self.problems.push(why);
+        }
+    }
+
+    /// A deadline or window end: extend the observations the source vouches for, then tick.
+    fn wake(&mut self) -> Result<()> {
+        let now = self.now();
+        let live = self.live_apps();
+        for key in self.freshness.vouched(now, self.cfg.stale_after_ms) {
+            if live.iter().any(|a| a.matches(&key.namespace, &key.name)) {
+                let effects = self.engine.vouch(&key, now);
+                self.apply(effects, None)?;
+            }
+        }
+        self.last_wake = now;
+        let effects = self.engine.tick(now);
+        self.apply(effects, None)
+    }
+
+    /// The apps of live watches, each once.
+    fn live_apps(&self) -> Vec<AppRef> {
+        let mut apps: Vec<AppRef> = self
+            .engine
+            .watches()
+            .iter()
+            .filter(|w| !w.state.is_terminal())
+            .map(|w| w.app.clone())
+            .collect();
+        apps.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        apps.dedup();
+        apps
+    }
+
+    fn sync_watched(&mut self) {
+        let apps = self.live_apps();
+        if apps != self.watched {
+            self.watched = apps.clone();
+            self.ctx.source.set_watched(apps);
+        }
+    }
+
+    /// Persist, then announce, then act: the store first so nothing printed or pushed is lost.
+    fn apply(&mut self, effects: Vec<Effect>, tip: Option<&str>) -> Result<()> {
+        let (watches, breaker) = self.engine.take_dirty();
+        let mut events: Vec<Event> = Vec::new();
+        let mut reverts = Vec::new();
+        for e in effects {
+            match e {
+                Effect::Emit(ev) => events.push(ev),
+                Effect::Revert(r) => reverts.push(r),
+            }
+        }
+        if !watches.is_empty()
+            || breaker.is_some()
+            || !events.is_empty()
+            || tip.is_some()
+            || self.clear_reset_request
+        {
+            self.store.write(Write {
+                watches: &watches,
+                breaker: breaker.as_ref(),
+                events: &events,
+                tip,
+                baseline: None,
+                clear_breaker_reset_request: self.clear_reset_request,
+            })?;
+            self.clear_reset_request = false;
+        }
+        for e in &events {
+            if e.event == greenlight_core::event::EventKind::DirectiveRejected {
+                self.rejected += 1;
+            }
+            self.ctx.out.event(e);
+        }
+        self.reverts.extend(reverts);
+        self.sync_watched();
+        Ok(())
+    }
+
+    /// One revert at a time, as a job; its outcome comes back as an input.
+    fn start_revert(&mut self) {
+        if self.reverting {
+            return;
+        }
+        let Some(r) = self.reverts.pop_front() else {
+            return;
+        };
+        self.reverting = true;
+        let reverter = self.ctx.reverter.clone();
+        let branch = self.branch.clone();
+        let watch_id = r.watch_id.clone();
+        let dry_run = self.cfg.dry_run;
+        self.spawn_git(
+            move || {
+                if !dry_run {
+                    return reverter.revert(&r, &branch);
+                }
+                // A revert decided before a restart in dry-run (never push): adopt one that
+                // reached the branch before the crash, push nothing.
+                match reverter.adopt_only(&r.commit, &branch) {
+                    Ok(Some(revert)) => RevertOutcome::Adopted { revert },
+                    Ok(None) => RevertOutcome::Failed {
+                        message: format!(
+                            "dry-run: the revert of {} decided before the restart was not pushed; revert it by hand if it is still wanted",
+                            r.commit
+                        ),
+                    },
+                    Err(e) => RevertOutcome::Failed {
+                        message: format!("dry-run: looking for an existing revert failed: {e:#}"),
+                    },
+                }
+            },
+            move |result| JobDone::Reverted {
+                watch_id,
+                outcome: result.unwrap_or_else(|e| RevertOutcome::Failed {
+                    message: format!("the revert task failed: {e}"),
+                }),
+            },
+        );
+    }
+}
+
+/// What one self-check cycle saw.
+pub struct OnceSummary {
+    pub branch: String,
+    pub tip: String,
+    /// Trailers in range that started no watch: users' content, reported, not a failure.
+    pub rejected: usize,
+    pub commits: usize,
+    pub watches: usize,
+    pub apps_listed: usize,
+}
+
+/// `--since` on a first start: the commit to watch after.
+async fn resolve_since(ctx: &Context, cfg: &DaemonConfig, rev: &str) -> Result<String> {
+    let repo = ctx.repo.clone();
+    let rev2 = rev.to_string();
+    let found = match ctx.jobs {
+        Jobs::Blocking => tokio::task::spawn_blocking(move || repo.resolve(&rev2)).await??,
+        Jobs::Inline => repo.resolve(&rev2)?,
+    };
+    found.ok_or_else(|| {
+        crate::usage(format!(
+            "--since {rev:?} is not a commit in {}",
+            greenlight_git::redact_url(&cfg.repo)
+        ))
+    })
+}
+
+fn ms(v: i64) -> Duration {
+    Duration::from_millis(v.max(0) as u64)
+}

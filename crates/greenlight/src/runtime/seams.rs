@@ -1,0 +1,86 @@
+//! The runtime's seams: the three things the watchdog's loop talks to, each behind a narrow
+//! interface so that the loop can be driven in-process by fakes and a test clock, and so that a
+//! second Application source (the Kubernetes API) plugs in beside Argo CD's REST API.
+//!
+//! - [`AppSource`]: where Applications come from. It does its IO in tasks of its own and sends
+//!   [`SourceMsg`]s, in order, on the channel the runtime gave it.
+//! - [`Repository`]: the watched repository (fetch, new commits, changed paths, ancestry).
+//! - [`RevertExecutor`]: pushes a revert, or finds the one already on the branch.
+//!
+//! Repository and revert calls block (git is a subprocess); the runtime runs them as jobs, one
+//! at a time in the watchdog's clone, never on the loop.
+
+use crate::clock::Clock;
+use crate::output::Output;
+use anyhow::Result;
+use greenlight_core::directive::AppRef;
+use greenlight_core::judge::{CommitInfo, RevertOutcome, RevertRequest};
+use std::sync::Arc;
+
+pub use greenlight_core::source::SourceMsg;
+
+/// Where Applications come from. Requests return at once; their answers arrive as messages.
+pub trait AppSource: Send {
+    /// Keep a change stream open (reconnecting on its own) that delivers every change.
+    fn start_stream(&mut self);
+    /// The apps under watch: only theirs are completed and delivered as observations.
+    fn set_watched(&mut self, apps: Vec<AppRef>);
+    /// A complete listing: the watched apps' observations, then `Listed` with this ticket.
+    fn request_listing(&mut self, ticket: u64);
+    /// Fresh reads of `apps`, answered as `Observed` or `Absent` with this ticket.
+    fn request_read(&mut self, ticket: u64, apps: Vec<AppRef>);
+}
+
+impl AppSource for greenlight_argocd::ArgoSource {
+    fn start_stream(&mut self) {
+        greenlight_argocd::ArgoSource::start_stream(self)
+    }
+    fn set_watched(&mut self, apps: Vec<AppRef>) {
+        greenlight_argocd::ArgoSource::set_watched(self, apps)
+    }
+    fn request_listing(&mut self, ticket: u64) {
+        greenlight_argocd::ArgoSource::request_listing(self, ticket)
+    }
+    fn request_read(&mut self, ticket: u64, apps: Vec<AppRef>) {
+        greenlight_argocd::ArgoSource::request_read(self, ticket, apps)
+    }
+}
+
+/// The watched repository, as the watchdog's clone sees it.
+pub trait Repository: Send + Sync {
+    /// Fetch `branch`; the remote's tip.
+    fn fetch(&self, branch: &str) -> Result<String>;
+    /// The commits after `from_exclusive` up to `tip`, oldest first (topological order), each
+    /// with its message and changed paths.
+    fn commits_between(&self, from_exclusive: Option<&str>, tip: &str) -> Result<Vec<CommitInfo>>;
+    /// Whether `commit` is `revision` or an ancestor of it; `None` when an object is unknown.
+    fn is_ancestor(&self, commit: &str, revision: &str) -> Result<Option<bool>>;
+    /// A revision's full sha, `None` when it names no commit.
+    fn resolve(&self, rev: &str) -> Result<Option<String>>;
+}
+
+/// Pushes reverts.
+pub trait RevertExecutor: Send + Sync {
+    /// Revert `req.commit` on `branch` and push fast-forward, or adopt a revert already there.
+    fn revert(&self, req: &RevertRequest, branch: &str) -> RevertOutcome;
+    /// Never push: adopt a revert of `commit` already on `branch`, if there is one.
+    fn adopt_only(&self, commit: &str, branch: &str) -> Result<Option<String>>;
+}
+
+/// How blocking jobs run: on tokio's blocking pool (the real thing), or inline in their task
+/// (fakes that never block, so that a paused test clock only moves when everything waits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Jobs {
+    Blocking,
+    Inline,
+}
+
+/// What the loop holds: the seams, the clock and the voice.
+pub struct Context {
+    pub source: Box<dyn AppSource>,
+    pub repo: Arc<dyn Repository>,
+    pub reverter: Arc<dyn RevertExecutor>,
+    pub clock: Arc<dyn Clock>,
+    pub out: Output,
+    pub jobs: Jobs,
+}

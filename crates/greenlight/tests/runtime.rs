@@ -1,0 +1,729 @@
+//! The watchdog runtime in-process: fake Application source, repository and revert executor,
+//! a real SQLite store in a temporary directory, and tokio's paused clock behind the runtime's
+//! clock, so a 2-minute stability window passes in milliseconds and every instant is exact.
+//! What only a real process, git and the sandbox can show stays in the binary-driven tests.
+
+use greenlight::clock::Clock;
+use greenlight::output::{LogFormat, Output};
+use greenlight::runtime::seams::{AppSource, Context, Jobs, Repository, RevertExecutor};
+use greenlight::runtime::{DaemonConfig, Runtime, Start};
+use greenlight::store::Store;
+use greenlight_core::directive::AppRef;
+use greenlight_core::event::{Event, EventKind};
+use greenlight_core::judge::{CommitInfo, RevertOutcome, RevertRequest};
+use greenlight_core::snapshot::{
+    AppSnapshot, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
+    SourceFacts, SourcePaths,
+};
+use greenlight_core::source::{Origin, SourceMsg};
+use greenlight_core::time::Timestamp;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+const APP: &str = "web";
+const T0: i64 = 1_800_000_000_000;
+
+/// Runtime time is tokio's (paused) time, from a fixed epoch at the test's first instant, so
+/// that a second runtime in the same test (a restart) shares the first one's timeline.
+struct TestClock {
+    start: tokio::time::Instant,
+}
+
+thread_local! {
+    static ORIGIN: std::cell::OnceCell<tokio::time::Instant> = const { std::cell::OnceCell::new() };
+}
+
+impl TestClock {
+    fn new() -> TestClock {
+        TestClock {
+            start: ORIGIN.with(|o| *o.get_or_init(tokio::time::Instant::now)),
+        }
+    }
+}
+
+impl Clock for TestClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(T0 + self.start.elapsed().as_millis() as i64)
+    }
+}
+
+/// What the fake source was asked.
+#[derive(Default)]
+struct SourceLog {
+    listings: Vec<u64>,
+    reads: Vec<(u64, Vec<AppRef>)>,
+    watched: Vec<AppRef>,
+    stream_started: bool,
+}
+
+/// The app as Argo CD currently has it (`None`: no such Application).
+type World = Arc<Mutex<Option<AppSnapshot>>>;
+
+/// Answers listings and reads from the world, as Argo CD would, unless the test answers by
+/// hand (`auto` false: an API that takes requests and never answers).
+struct FakeSource {
+    log: Arc<Mutex<SourceLog>>,
+    world: World,
+    tx: mpsc::Sender<SourceMsg>,
+    auto: bool,
+}
+
+impl FakeSource {
+    fn answer(&self, origin: Origin) {
+        let app = self.world.lock().unwrap().clone();
+        let msg = match app {
+            Some(snap) => observed(snap, origin),
+            None => SourceMsg::Absent {
+                app: AppRef {
+                    namespace: None,
+                    name: APP.into(),
+                },
+                origin,
+            },
+        };
+        self.tx.try_send(msg).unwrap();
+    }
+}
+
+impl AppSource for FakeSource {
+    fn start_stream(&mut self) {
+        self.log.lock().unwrap().stream_started = true;
+    }
+    fn set_watched(&mut self, apps: Vec<AppRef>) {
+        self.log.lock().unwrap().watched = apps;
+    }
+    fn request_listing(&mut self, ticket: u64) {
+        self.log.lock().unwrap().listings.push(ticket);
+        if self.auto {
+            let present = self.world.lock().unwrap().as_ref().map(|s| s.key());
+            if present.is_some() {
+                self.answer(Origin::Listing(ticket));
+            }
+            self.tx
+                .try_send(SourceMsg::Listed {
+                    ticket,
+                    present: present.into_iter().collect(),
+                    complete: true,
+                })
+                .unwrap();
+        }
+    }
+    fn request_read(&mut self, ticket: u64, apps: Vec<AppRef>) {
+        self.log.lock().unwrap().reads.push((ticket, apps));
+        if self.auto {
+            self.answer(Origin::Read(ticket));
+        }
+    }
+}
+
+/// A branch as a list of commits, and a remote that may be ahead of the clone.
+#[derive(Default)]
+struct RepoState {
+    /// Commits the clone has, in order.
+    local: Vec<CommitInfo>,
+    /// Commits only the remote has until the next fetch.
+    remote_only: Vec<CommitInfo>,
+    fetches: usize,
+}
+
+/// The fake universe: the repository, the reverts pushed to it, and the app in Argo CD.
+#[derive(Clone, Default)]
+struct FakeRepo {
+    state: Arc<Mutex<RepoState>>,
+    reverts: Arc<Mutex<Vec<RevertRequest>>>,
+    world: World,
+}
+
+impl FakeRepo {
+    fn push(&self, c: CommitInfo) {
+        self.state.lock().unwrap().remote_only.push(c);
+    }
+}
+
+impl Repository for FakeRepo {
+    fn fetch(&self, _branch: &str) -> anyhow::Result<String> {
+        let mut s = self.state.lock().unwrap();
+        s.fetches += 1;
+        let new: Vec<CommitInfo> = s.remote_only.drain(..).collect();
+        s.local.extend(new);
+        Ok(s.local.last().map(|c| c.sha.clone()).unwrap_or_default())
+    }
+    fn commits_between(
+        &self,
+        from_exclusive: Option<&str>,
+        tip: &str,
+    ) -> anyhow::Result<Vec<CommitInfo>> {
+        let s = self.state.lock().unwrap();
+        let end = s.local.iter().position(|c| c.sha == tip).map(|i| i + 1);
+        let end = end.unwrap_or(s.local.len());
+        let start = match from_exclusive {
+            Some(f) => s.local.iter().position(|c| c.sha == f).map_or(0, |i| i + 1),
+            None => end.saturating_sub(1),
+        };
+        Ok(s.local[start.min(end)..end].to_vec())
+    }
+    fn is_ancestor(&self, commit: &str, revision: &str) -> anyhow::Result<Option<bool>> {
+        // A linear branch: ancestry is order.
+        let s = self.state.lock().unwrap();
+        let pos = |sha: &str| s.local.iter().position(|c| c.sha == sha);
+        Ok(match (pos(commit), pos(revision)) {
+            (Some(a), Some(b)) => Some(a <= b),
+            _ => None,
+        })
+    }
+    fn resolve(&self, rev: &str) -> anyhow::Result<Option<String>> {
+        let s = self.state.lock().unwrap();
+        Ok(s.local.iter().find(|c| c.sha == rev).map(|c| c.sha.clone()))
+    }
+}
+
+impl RevertExecutor for FakeRepo {
+    fn revert(&self, req: &RevertRequest, _branch: &str) -> RevertOutcome {
+        let mut reverts = self.reverts.lock().unwrap();
+        reverts.push(req.clone());
+        RevertOutcome::Pushed {
+            revert: format!("{:040x}", 0xdead_0000_u64 + reverts.len() as u64),
+        }
+    }
+    fn adopt_only(&self, _commit: &str, _branch: &str) -> anyhow::Result<Option<String>> {
+        Ok(None)
+    }
+}
+
+fn sha(n: u64) -> String {
+    format!("{n:040x}")
+}
+
+fn commit(n: u64, trailer: Option<&str>) -> CommitInfo {
+    let mut message = format!("change {n}\n");
+    if let Some(t) = trailer {
+        message.push_str(&format!("\n{t}\n"));
+    }
+    CommitInfo {
+        sha: sha(n),
+        parents: if n > 1 { vec![sha(n - 1)] } else { Vec::new() },
+        subject: format!("change {n}"),
+        message,
+        changed_paths: vec![format!("apps/{APP}/deployment.yaml")],
+    }
+}
+
+/// `web` as Argo CD reports it after a succeeded sync to `rev`, with `health`.
+fn deployed(rev: &str, health: Health) -> AppSnapshot {
+    let candidate = |via| ReachCandidate {
+        revision: rev.into(),
+        via,
+    };
+    AppSnapshot {
+        namespace: "argocd".into(),
+        name: APP.into(),
+        source: SourceFacts::FromRepo {
+            target_revisions: vec!["main".into()],
+            chart: None,
+            revisions: vec![rev.into()],
+            paths: SourcePaths::Known(vec![format!("apps/{APP}")]),
+        },
+        sync_status: "Synced".into(),
+        sync_revision: rev.into(),
+        health,
+        health_message: String::new(),
+        operation_running: false,
+        last_operation: Some(OperationFacts {
+            phase: "Succeeded".into(),
+            message: "successfully synced".into(),
+            revision: rev.into(),
+            started_at: None,
+            finished_at: None,
+        }),
+        unhealthy_resources: Vec::new(),
+        resource_health_source: ResourceHealthSource::Application,
+        health_stale: false,
+        automated_sync: true,
+        reach_candidates: vec![
+            candidate(ReachVia::OperationSucceeded),
+            candidate(ReachVia::SyncedRevision),
+        ],
+    }
+}
+
+fn observed(snap: AppSnapshot, origin: Origin) -> SourceMsg {
+    SourceMsg::Observed {
+        snapshot: Box::new(snap),
+        origin,
+        resource_version: None,
+    }
+}
+
+fn config(dir: &Path) -> DaemonConfig {
+    DaemonConfig {
+        repo: "https://git.example.com/platform/deploy.git".into(),
+        branch: Some("main".into()),
+        argocd_url: "http://argocd.invalid".into(),
+        argocd_token: None,
+        git_token: None,
+        git_author_name: "greenlight".into(),
+        git_author_email: "greenlight@localhost".into(),
+        state: dir.join("state.db"),
+        data_dir: dir.join("data"),
+        stable_for_ms: 120_000,
+        stale_after_ms: 30_000,
+        unknown_app_grace_ms: 60_000,
+        fetch_interval: Duration::from_secs(10),
+        dry_run: false,
+        since: None,
+        trailer_key: "Nav-Watchdog".into(),
+    }
+}
+
+/// One running runtime and its fakes.
+struct Harness {
+    tx: mpsc::Sender<SourceMsg>,
+    log: Arc<Mutex<SourceLog>>,
+    world: World,
+    events: mpsc::UnboundedReceiver<Event>,
+    seen: Vec<Event>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+impl Harness {
+    /// A runtime whose source answers listings and reads from the world.
+    async fn start(repo: FakeRepo, cfg: DaemonConfig) -> Harness {
+        Harness::start_with(repo, cfg, true).await
+    }
+
+    /// `auto` false: the test answers listings and reads itself.
+    async fn start_with(repo: FakeRepo, cfg: DaemonConfig, auto: bool) -> Harness {
+        let (tx, deliveries) = mpsc::channel(256);
+        let log = Arc::new(Mutex::new(SourceLog::default()));
+        let world = repo.world.clone();
+        let out = Output::new(LogFormat::Text);
+        let (etx, events) = mpsc::unbounded_channel();
+        out.subscribe(move |e| {
+            let _ = etx.send(e.clone());
+        });
+        let ctx = Context {
+            source: Box::new(FakeSource {
+                log: log.clone(),
+                world: world.clone(),
+                tx: tx.clone(),
+                auto,
+            }),
+            repo: Arc::new(repo.clone()),
+            reverter: Arc::new(repo.clone()),
+            clock: Arc::new(TestClock::new()),
+            out,
+            jobs: Jobs::Inline,
+        };
+        let tip = repo.fetch("main").unwrap();
+        let start = Start {
+            branch: "main".into(),
+            branch_is_default: true,
+            tip,
+            store: Store::open_or_create(&cfg.state).unwrap(),
+            deliveries,
+            announce: false,
+        };
+        let runtime = Runtime::start_with(cfg, ctx, start).await.unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(runtime.run(async move {
+            let _ = stopped.await;
+        }));
+        Harness {
+            tx,
+            log,
+            world,
+            events,
+            seen: Vec::new(),
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    async fn send(&self, msg: SourceMsg) {
+        self.tx.send(msg).await.unwrap();
+    }
+
+    /// The app changes in Argo CD, and the stream says so.
+    async fn app_now(&self, snap: AppSnapshot) {
+        *self.world.lock().unwrap() = Some(snap.clone());
+        self.send(observed(snap, Origin::Stream)).await;
+    }
+
+    /// The next event of `kind` for any watch, within `within` of runtime time.
+    async fn expect(&mut self, kind: EventKind, within: Duration) -> Event {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let next = tokio::time::timeout_at(deadline, self.events.recv()).await;
+            match next {
+                Ok(Some(e)) => {
+                    self.seen.push(e.clone());
+                    if e.event == kind {
+                        return e;
+                    }
+                }
+                Ok(None) => panic!("the runtime stopped; events so far: {:#?}", self.seen),
+                Err(_) => panic!(
+                    "no {kind:?} within {within:?}; events so far: {:#?}",
+                    self.seen
+                        .iter()
+                        .map(|e| (e.event, &e.message))
+                        .collect::<Vec<_>>()
+                ),
+            }
+        }
+    }
+
+    /// Every event until `within` passes, without expecting any.
+    async fn quiet_for(&mut self, within: Duration) -> Vec<Event> {
+        let deadline = tokio::time::Instant::now() + within;
+        let mut got = Vec::new();
+        while let Ok(Some(e)) = tokio::time::timeout_at(deadline, self.events.recv()).await {
+            self.seen.push(e.clone());
+            got.push(e);
+        }
+        got
+    }
+
+    fn last_read_ticket(&self) -> u64 {
+        self.log
+            .lock()
+            .unwrap()
+            .reads
+            .last()
+            .expect("a read was requested")
+            .0
+    }
+
+    fn last_listing_ticket(&self) -> u64 {
+        *self
+            .log
+            .lock()
+            .unwrap()
+            .listings
+            .last()
+            .expect("a listing was requested")
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        self.task.take().unwrap().await.unwrap().unwrap();
+    }
+}
+
+fn trailer(deadline: u64, mode: &str) -> String {
+    format!("Nav-Watchdog: app={APP} deadline={deadline} mode={mode}")
+}
+
+/// A repository with one base commit already on the branch (the baseline).
+fn repo_with_base() -> FakeRepo {
+    let repo = FakeRepo::default();
+    repo.state.lock().unwrap().local.push(commit(1, None));
+    repo
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_commit_that_reaches_and_stays_healthy_is_confirmed_with_the_stream_vouching() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start(repo.clone(), config(dir.path())).await;
+    h.send(SourceMsg::Connected).await;
+    h.app_now(deployed(&sha(1), Health::Healthy)).await;
+    repo.push(commit(2, Some(&trailer(300, "arm"))));
+    let started = h
+        .expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    assert_eq!(started.commit.as_deref(), Some(sha(2).as_str()));
+    // The source is told what is watched, and the watch's app is read afresh at once.
+    assert_eq!(h.log.lock().unwrap().watched[0].name, APP);
+    assert!(!h.log.lock().unwrap().reads.is_empty());
+    h.app_now(deployed(&sha(2), Health::Healthy)).await;
+    let streak = h
+        .expect(EventKind::HealthyStreakStarted, Duration::from_secs(1))
+        .await;
+    let confirmed = h
+        .expect(EventKind::Confirmed, Duration::from_secs(200))
+        .await;
+    assert_eq!(
+        confirmed.time.ms_since(streak.time),
+        120_000,
+        "confirmed exactly at the end of the stability window: {}",
+        confirmed.message
+    );
+    assert!(repo.reverts.lock().unwrap().is_empty());
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_armed_commit_degraded_at_its_deadline_is_reverted_once_by_a_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start(repo.clone(), config(dir.path())).await;
+    h.send(SourceMsg::Connected).await;
+    h.app_now(deployed(&sha(1), Health::Healthy)).await;
+    repo.push(commit(2, Some(&trailer(60, "arm"))));
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    h.app_now(deployed(&sha(2), Health::Degraded)).await;
+    let reached = h.expect(EventKind::Reached, Duration::from_secs(1)).await;
+    let failed = h.expect(EventKind::Failed, Duration::from_secs(61)).await;
+    assert_eq!(failed.time.ms_since(reached.time), 60_000);
+    assert!(failed.message.contains("reverting"), "{}", failed.message);
+    let pushed = h
+        .expect(EventKind::RevertPushed, Duration::from_secs(1))
+        .await;
+    assert_eq!(pushed.commit.as_deref(), Some(sha(2).as_str()));
+    let reverts = repo.reverts.lock().unwrap().clone();
+    assert_eq!(reverts.len(), 1, "{reverts:?}");
+    assert_eq!(reverts[0].commit, sha(2));
+    assert!(
+        !reverts[0].reason.contains("reverting"),
+        "the revert's reason is the verdict, not the runtime's progress: {}",
+        reverts[0].reason
+    );
+    h.stop().await;
+
+    // The verdict and the revert are in the store.
+    let store = Store::open_existing(&dir.path().join("state.db"), true).unwrap();
+    let loaded = store.load().unwrap();
+    let w = loaded.watches.iter().find(|w| w.commit == sha(2)).unwrap();
+    assert_eq!(w.state.as_str(), "REVERTED");
+    assert!(!w.revert_pending);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_read_overtaken_by_a_stream_update_is_not_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
+    h.send(SourceMsg::Connected).await;
+    repo.push(commit(2, Some(&trailer(60, "arm"))));
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    let ticket = h.last_read_ticket();
+    // The stream reports the app Degraded; the read's older answer says Healthy and arrives
+    // after it. Judging the read would start a healthy streak on stale news.
+    h.send(observed(
+        deployed(&sha(2), Health::Degraded),
+        Origin::Stream,
+    ))
+    .await;
+    h.send(observed(
+        deployed(&sha(2), Health::Healthy),
+        Origin::Read(ticket),
+    ))
+    .await;
+    let events = h.quiet_for(Duration::from_secs(5)).await;
+    assert!(
+        events.iter().any(|e| e.event == EventKind::Reached),
+        "{events:#?}"
+    );
+    assert!(
+        events
+            .iter()
+            .all(|e| e.event != EventKind::HealthyStreakStarted),
+        "{events:#?}"
+    );
+    // A read asked after the stream update is current news.
+    h.send(observed(
+        deployed(&sha(2), Health::Healthy),
+        Origin::Read(ticket + 100),
+    ))
+    .await;
+    let events = h.quiet_for(Duration::from_secs(1)).await;
+    assert!(
+        events
+            .iter()
+            .all(|e| e.event != EventKind::HealthyStreakStarted),
+        "a read with an unknown ticket is not trusted over the stream: {events:#?}"
+    );
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_goes_silent_vouches_for_nothing_and_the_verdict_is_inconclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    // Listings are asked and never answered: the API hangs, the stream says nothing more.
+    let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
+    h.send(SourceMsg::Connected).await;
+    repo.push(commit(2, Some(&trailer(60, "arm"))));
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    h.send(observed(
+        deployed(&sha(2), Health::Degraded),
+        Origin::Stream,
+    ))
+    .await;
+    h.expect(EventKind::Reached, Duration::from_secs(1)).await;
+    let verdict = h
+        .expect(EventKind::Inconclusive, Duration::from_secs(61))
+        .await;
+    assert!(
+        verdict.message.contains("not reverted"),
+        "{}",
+        verdict.message
+    );
+    assert!(repo.reverts.lock().unwrap().is_empty());
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_listing_asked_before_a_stream_delivery_does_not_call_the_app_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut cfg = config(dir.path());
+    cfg.unknown_app_grace_ms = 5_000;
+    let mut h = Harness::start_with(repo.clone(), cfg, false).await;
+    h.send(SourceMsg::Connected).await;
+    repo.push(commit(2, Some(&trailer(300, "shadow"))));
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    // A listing asked before the app existed answers after the stream delivered it.
+    let listing = h.last_listing_ticket();
+    h.send(observed(deployed(&sha(2), Health::Healthy), Origin::Stream))
+        .await;
+    h.expect(EventKind::Reached, Duration::from_secs(1)).await;
+    h.send(SourceMsg::Listed {
+        ticket: listing,
+        present: Vec::new(),
+        complete: true,
+    })
+    .await;
+    let events = h.quiet_for(Duration::from_secs(8)).await;
+    assert!(
+        events
+            .iter()
+            .all(|e| e.event != EventKind::AppNotFound && e.event != EventKind::Unwatchable),
+        "{events:#?}"
+    );
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_incomplete_listing_proves_no_absence_but_a_complete_one_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
+    repo.push(commit(2, Some(&trailer(300, "shadow"))));
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    let first = h.last_listing_ticket();
+    h.send(SourceMsg::Listed {
+        ticket: first,
+        present: Vec::new(),
+        complete: false,
+    })
+    .await;
+    let events = h.quiet_for(Duration::from_secs(11)).await;
+    assert!(
+        events.iter().all(|e| e.event != EventKind::AppNotFound),
+        "{events:#?}"
+    );
+    // The next listing, asked at the next fetch tick, read every item.
+    let second = h.last_listing_ticket();
+    assert_ne!(first, second);
+    h.send(SourceMsg::Listed {
+        ticket: second,
+        present: Vec::new(),
+        complete: true,
+    })
+    .await;
+    h.expect(EventKind::AppNotFound, Duration::from_secs(1))
+        .await;
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_revision_the_clone_does_not_have_yet_is_fetched_before_reach_is_decided() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start(repo.clone(), config(dir.path())).await;
+    h.send(SourceMsg::Connected).await;
+    h.app_now(deployed(&sha(1), Health::Healthy)).await;
+    repo.push(commit(2, Some(&trailer(300, "shadow"))));
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    // Argo CD already synced a later commit the watchdog has not fetched.
+    repo.push(commit(3, None));
+    let fetches = repo.state.lock().unwrap().fetches;
+    h.app_now(deployed(&sha(3), Health::Healthy)).await;
+    let reached = h.expect(EventKind::Reached, Duration::from_secs(1)).await;
+    assert!(
+        reached.message.contains(&sha(3)[..8]),
+        "{}",
+        reached.message
+    );
+    assert!(repo.state.lock().unwrap().fetches > fetches);
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restart_resumes_the_watch_from_its_recorded_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start(repo.clone(), config(dir.path())).await;
+    h.send(SourceMsg::Connected).await;
+    h.app_now(deployed(&sha(1), Health::Healthy)).await;
+    repo.push(commit(2, Some(&trailer(60, "shadow"))));
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    h.app_now(deployed(&sha(2), Health::Degraded)).await;
+    let reached = h.expect(EventKind::Reached, Duration::from_secs(1)).await;
+    h.stop().await;
+
+    // 20 s later a new process takes over the same state; the deadline still counts from reach.
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let mut h = Harness::start(repo.clone(), config(dir.path())).await;
+    let resumed = h.expect(EventKind::Resumed, Duration::from_secs(1)).await;
+    assert_eq!(resumed.commit.as_deref(), Some(sha(2).as_str()));
+    h.send(SourceMsg::Connected).await;
+    h.app_now(deployed(&sha(2), Health::Degraded)).await;
+    let failed = h.expect(EventKind::Failed, Duration::from_secs(60)).await;
+    assert_eq!(
+        failed.time.ms_since(reached.time),
+        60_000,
+        "the deadline is reach + 60 s, across the restart"
+    );
+    // The commit was not handed to the judge twice.
+    assert!(
+        h.seen.iter().all(|e| e.event != EventKind::WatchStarted),
+        "{:#?}",
+        h.seen
+    );
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_reverts_open_the_breaker_and_the_third_failure_is_not_reverted() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start(repo.clone(), config(dir.path())).await;
+    h.send(SourceMsg::Connected).await;
+    h.app_now(deployed(&sha(1), Health::Healthy)).await;
+    for n in 2..=4u64 {
+        repo.push(commit(n, Some(&trailer(30, "arm"))));
+        h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+            .await;
+        h.app_now(deployed(&sha(n), Health::Degraded)).await;
+        h.expect(EventKind::Failed, Duration::from_secs(31)).await;
+    }
+    h.quiet_for(Duration::from_secs(1)).await;
+    let reverts = repo.reverts.lock().unwrap().clone();
+    assert_eq!(
+        reverts.iter().map(|r| r.commit.clone()).collect::<Vec<_>>(),
+        vec![sha(2), sha(3)]
+    );
+    assert!(
+        h.seen.iter().any(|e| e.event == EventKind::BreakerOpened),
+        "{:#?}",
+        h.seen
+    );
+    let blocked = |e: &Event| {
+        e.event == EventKind::BreakerBlocked && e.commit.as_deref() == Some(sha(4).as_str())
+    };
+    assert!(h.seen.iter().any(blocked), "{:#?}", h.seen);
+    h.stop().await;
+}
