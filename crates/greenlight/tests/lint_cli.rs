@@ -558,9 +558,16 @@ fn rules_and_explain() {
         .iter()
         .find(|r| r["id"] == "GL101")
         .unwrap();
-    assert!(
-        gl101.get("requirement").is_none(),
-        "rules name no requirement: {gl101}"
+    let keys: Vec<&str> = gl101
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        ["default_enabled", "id", "name", "severity", "summary"],
+        "{gl101}"
     );
     assert_eq!(gl101["severity"], "error");
     assert_eq!(gl101["name"], "prestop-sleep-exceeds-grace-period");
