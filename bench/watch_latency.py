@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Watchdog latency benchmark: how long after Argo CD reports the status that decides a verdict
-does `greenlight watch` act on it (issue 2: event-driven, no fixed polling delay).
+does `greenlight watch` act on it (it is meant to be event-driven, with no fixed polling delay).
 
 It owns a temporary directory (a bare git remote and a clone that pushes), the release
 `greenlight sandbox` and `greenlight watch` child processes, and the figures it prints. It never
@@ -490,7 +490,7 @@ def report(args, good: list[dict], failing: list[dict]) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(
         description="Measure greenlight watch's status -> judge latency and timer precision "
-        "against the sandbox (issue 2). Not part of the test suite."
+        "against the sandbox. Not part of the test suite."
     )
     ap.add_argument("--runs", type=int, default=8, help="good commits, in sequence (default 8)")
     ap.add_argument("--failing", type=int, default=3,

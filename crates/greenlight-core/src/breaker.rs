@@ -1,4 +1,4 @@
-//! The circuit breaker (W12): two reverts in a row open it, and then no revert is pushed until a
+//! The circuit breaker (docs/verdicts.md#breaker): two reverts in a row open it, and then no revert is pushed until a
 //! human resets it. A confirmed watch resets the count (not an open breaker). Reverts that failed
 //! and dry-run verdicts do not count. This module only counts; the judge consults it.
 

@@ -1,4 +1,4 @@
-//! The opt-in directive (W1): `Nav-Watchdog: app=<name> deadline=<dur> mode=shadow|arm expect=Healthy`.
+//! The opt-in directive (docs/verdicts.md#watch-start): `Nav-Watchdog: app=<name> deadline=<dur> mode=shadow|arm expect=Healthy`.
 //! Parsing is strict: an unknown, repeated or malformed field is an error naming the field, and
 //! never a silently different watch. This module reads text; it never starts a watch.
 
@@ -13,9 +13,9 @@ pub const DEFAULT_DEADLINE_MS: i64 = 900_000;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
-    /// Judge and report only (the default, W9).
+    /// Judge and report only (the default).
     Shadow,
-    /// Judge, and revert a failed commit (W7), granted per commit (W10).
+    /// Judge, and revert a failed commit; granted per commit, never globally.
     Arm,
 }
 
@@ -65,7 +65,7 @@ pub struct Directive {
     pub app: AppRef,
     pub deadline_ms: i64,
     pub mode: Mode,
-    /// The seed defines only `Healthy`.
+    /// Only `Healthy` is supported: the one state a verdict is defined for.
     pub expect: String,
 }
 

@@ -1,4 +1,4 @@
-//! The event catalogue (W16): every transition of a watch, and of the breaker, is one event with
+//! The event catalogue: every transition of a watch, and of the breaker, is one event with
 //! one wording. The daemon prints each as a human line or a JSON object and stores it; nothing
 //! else in the product invents its own wording for an outcome.
 

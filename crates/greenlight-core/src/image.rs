@@ -1,9 +1,10 @@
-//! Container image references and the mutable-tag policy (requirement T1).
+//! Container image references and the mutable-tag policy (lint rule GL001 and
+//! `greenlight guard image`).
 //!
 //! Owns: parsing a reference the way Docker and containerd do (the distribution reference
 //! grammar plus Docker's normalization), and judging whether what it names can change under
-//! the same string. Must never do IO: resolving a tag against a registry (T5) is the binary's
-//! job; this module only says what a reference *is*.
+//! the same string. Must never do IO: resolving a tag against a registry (`guard image
+//! --resolve`) is the binary's job; this module only says what a reference *is*.
 //!
 //! The parser exists because the obvious shortcut — "the tag is whatever follows the last
 //! colon" — reads `registry:5000/app` as the tag `5000/app`, so peers (kube-score, Polaris)
@@ -23,7 +24,7 @@ const NAME_MAX: usize = 255;
 const TAG_MAX: usize = 128;
 
 /// Tags that, by convention, move to new content on every build. Dispatching one of them
-/// redeploys the same string, so Kubernetes sees no change and rolls out nothing (seed 002).
+/// redeploys the same string, so Kubernetes sees no change and rolls out nothing.
 pub const DEFAULT_MUTABLE_TAGS: [&str; 5] = ["latest", "main", "master", "stable", "edge"];
 
 /// A parsed image reference: `[registry/]repository[:tag][@digest]`.
@@ -602,7 +603,8 @@ mod tests {
         assert_eq!(parts("localhostx/app").0, "docker.io");
     }
 
-    /// The peers' bug: `registry:5000/app` read as tag `5000/app` (lint-peers.md §1, §5.8).
+    /// The bug of the last-colon shortcut (see the module comment): `registry:5000/app` read as
+    /// tag `5000/app`.
     #[test]
     fn registry_port_is_not_a_tag() {
         assert_eq!(

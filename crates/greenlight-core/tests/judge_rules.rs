@@ -1,6 +1,6 @@
-//! One test (or a few) per rule of "The judgement, precisely" (issue 2) and W1–W16, over the
-//! sans-IO judge with time given as explicit timestamps. These tests were written from the issue
-//! text, not from the code; every disagreement they found has been fixed in the judge.
+//! One test (or a few) per rule of docs/verdicts.md, over the sans-IO judge with time given as
+//! explicit timestamps. These tests were written from the rules as stated there, not from the
+//! code; every disagreement they found has been fixed in the judge.
 
 mod support;
 
@@ -45,7 +45,7 @@ fn no_reverts(h: &Harness) {
     assert!(h.all_reverts().is_empty(), "unexpected revert: {:?}", h.log);
 }
 
-// ---------------------------------------------------------------- watch start (W1, W2)
+// ------------------------------------------------------ watch start (docs/verdicts.md#watch-start)
 
 #[test]
 fn several_trailers_start_several_watches() {
@@ -68,7 +68,7 @@ fn several_trailers_start_several_watches() {
     assert_eq!(ws[0].mode.as_str(), "arm");
     assert_eq!(ws[1].app.to_string(), "argocd/api");
     assert_eq!(ws[1].deadline_ms, 900_000);
-    assert_eq!(ws[1].mode.as_str(), "shadow", "shadow is the default (W9)");
+    assert_eq!(ws[1].mode.as_str(), "shadow", "shadow is the default");
     assert_ne!(ws[0].id, ws[1].id);
     for w in ws {
         assert_eq!(w.commit, c.sha);
@@ -208,7 +208,7 @@ fn non_matching_trailer_key_is_ignored_and_the_key_is_configurable() {
     let mut h = Harness::new(cfg);
     let out = h.arrive(&c, t(0));
     assert_eq!(kinds(&out), vec![K::WatchStarted]);
-    // With the custom key, the seed's key is just another trailer.
+    // With the custom key, the default key is just another trailer.
     let c2 = watched(11, "web", "");
     assert!(
         kinds(&h.arrive(&c2, t(1)))
@@ -254,7 +254,7 @@ fn roundtrip(ws: &[Watch]) -> Vec<Watch> {
     serde_json::from_str(&text).expect("watches deserialize")
 }
 
-// ---------------------------------------------------------------- reach (W3)
+// ------------------------------------------------------------------ reach (docs/verdicts.md#reach)
 
 #[test]
 fn reach_via_a_succeeded_operation_revision() {
@@ -453,7 +453,7 @@ fn a_failed_sync_after_reach_is_reported_once() {
     assert!(!kinds(&h.observe(&s, t(20))).contains(&K::SyncFailed));
 }
 
-// ---------------------------------------------------------------- unwatchable at once (W14)
+// ---------------------------------------------- unwatchable at once (docs/verdicts.md#unwatchable)
 
 fn assert_unwatchable_at_once(s: Snap, needle: &str) {
     let (mut h, w) = started("deadline=900 mode=arm");
@@ -600,9 +600,9 @@ fn a_namespaced_app_matches_only_its_namespace() {
     assert_eq!(h.state(&c.sha), State::Judging);
 }
 
-// ---------------------------------------------------------------- health (W4)
+// ---------------------------------------------------------------- health (docs/verdicts.md#health)
 
-/// Every way the W4 condition fails: none starts a streak, and each breaks one.
+/// Every way the health condition fails: none starts a streak, and each breaks one.
 fn not_healthy_variants(s: &Snap) -> Vec<(&'static str, Snap)> {
     vec![
         ("OutOfSync", s.clone().sync("OutOfSync")),
@@ -682,7 +682,7 @@ fn the_health_events_say_where_resource_health_came_from() {
     );
 }
 
-// ---------------------------------------------------------------- stability (W5, W6)
+// ---------------------------------------------------------- stability (docs/verdicts.md#stability)
 
 #[test]
 fn a_complete_stability_window_confirms_and_resets_the_breaker_count() {
@@ -791,7 +791,7 @@ fn an_app_disappearing_breaks_the_streak() {
     assert_eq!(h.watch(&w).healthy_since, None);
 }
 
-// ---------------------------------------------------------------- deadline (W7)
+// ------------------------------------------------------------ deadline (docs/verdicts.md#deadline)
 
 #[test]
 fn at_the_deadline_without_a_streak_the_commit_fails_with_the_health_seen() {
@@ -1013,7 +1013,7 @@ fn a_deadline_reached_while_the_stream_vouches_is_decided_on_the_vouched_state()
     assert_eq!(reverts(&out).len(), 1);
 }
 
-// ---------------------------------------------------------------- not reached (W8)
+// ------------------------------------------------------ not reached (docs/verdicts.md#not-reached)
 
 #[test]
 fn not_reached_by_watch_start_plus_deadline_never_reverts() {
@@ -1319,7 +1319,7 @@ fn a_commit_that_changes_nothing_under_the_apps_paths_cannot_arm() {
     );
 }
 
-// ---------------------------------------------------------------- arm (W7, W10, W11)
+// ----------------------------------------------------- arm (docs/verdicts.md#arm, #revert-commits)
 
 /// A failed arm watch with its revert requested; returns (harness, commit, watch id).
 fn failed_arm() -> (Harness, String, String) {
@@ -1336,7 +1336,7 @@ fn failed_arm() -> (Harness, String, String) {
     assert_eq!(rs[0].subject, "change web");
     assert!(
         !rs[0].reason.contains("Nav-Watchdog"),
-        "W11: no trailer in the revert"
+        "a revert carries no watch trailer"
     );
     assert!(h.watch(&w).revert_pending);
     assert_eq!(h.state(&w), State::Fail);
@@ -1479,7 +1479,7 @@ fn a_humans_revert_before_the_verdict_ends_the_watch_without_a_push() {
     }
 }
 
-// ---------------------------------------------------------------- breaker (W12)
+// -------------------------------------------------------------- breaker (docs/verdicts.md#breaker)
 
 /// Start, reach and fail an arm watch for commit `n` at `at`; returns its revert requests.
 fn arm_fail(h: &mut Harness, n: u64, at: i64) -> (String, Vec<Effect>) {
@@ -1612,7 +1612,7 @@ fn failed_reverts_do_not_count() {
     assert_eq!(reverts(&out).len(), 1);
 }
 
-// ---------------------------------------------------------------- shadow and dry-run (W9, W13)
+// ------------------------------------------ shadow and dry-run (docs/verdicts.md#shadow, #dry-run)
 
 #[test]
 fn shadow_never_reverts_and_does_not_count() {
@@ -1670,7 +1670,7 @@ fn config_dry_run_covers_watches_started_without_it() {
     no_reverts(&h);
 }
 
-// ---------------------------------------------------------------- restart (W15)
+// ------------------------------------------------------------------- restart (a watch survives it)
 
 fn restarted(h: &mut Harness) -> Harness {
     let stored = roundtrip(h.engine.watches());
@@ -1879,7 +1879,7 @@ fn a_deadline_decides_at_exactly_its_instant_in_milliseconds() {
     assert_eq!(h.state(&w), State::NotReached);
 }
 
-// ---------------------------------------------------------------- events (W16)
+// --------------------------------------------------------------------- events (one per transition)
 
 #[test]
 fn event_json_lines_carry_time_event_commit_app_state_and_evidence() {

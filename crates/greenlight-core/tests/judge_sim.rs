@@ -692,7 +692,7 @@ impl Sim {
         ));
         let out = self.engine.observe(Observation::Present(&snap), &anc, now);
         self.after(out, false);
-        // W14: a structurally unwatchable app ends its watches at once (an empty revision of a
+        // A structurally unwatchable app ends its watches at once (an empty revision of a
         // non-git source is not an error: keep waiting).
         let structural = match a.defect {
             Some("helm" | "oci") => a.deployed.is_some(),

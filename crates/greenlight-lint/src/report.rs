@@ -1,5 +1,6 @@
 //! Reporters: human (source line with a marker, like rustc and ruff), JSON (schema in the
-//! crate README), SARIF 2.1.0 (GitHub code scanning) and GitHub workflow annotations.
+//! crate README), SARIF 2.1.0 (GitHub code scanning) and GitHub workflow annotations; and the
+//! rule list and reference (`greenlight rules`, `greenlight explain`, docs/lint-rules.md).
 //! Must never: decide what is a finding or which findings fail the run; each reporter only
 //! renders a finished [`Report`] into a string.
 
@@ -128,7 +129,6 @@ pub fn rules_json() -> String {
                 "id": r.id,
                 "name": r.name,
                 "severity": r.severity,
-                "requirement": r.requirement,
                 "default_enabled": r.default_enabled,
                 "summary": r.summary,
             })
@@ -144,17 +144,16 @@ pub fn rules_table() -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<6} {:<40} {:<8} {:<6} {:<4} SUMMARY",
-        "ID", "NAME", "SEVERITY", "REQ", "ON"
+        "{:<6} {:<40} {:<8} {:<4} SUMMARY",
+        "ID", "NAME", "SEVERITY", "ON"
     );
     for r in RULES {
         let _ = writeln!(
             out,
-            "{:<6} {:<40} {:<8} {:<6} {:<4} {}",
+            "{:<6} {:<40} {:<8} {:<4} {}",
             r.id,
             r.name,
             r.severity,
-            r.requirement,
             if r.default_enabled { "yes" } else { "no" },
             r.summary
         );
@@ -162,19 +161,19 @@ pub fn rules_table() -> String {
     out
 }
 
-/// The rule reference table of the crate README (kept current by a test).
-pub fn rules_reference_markdown() -> String {
-    let mut out = String::from(
-        "| ID | Name | Severity | Req. | Default | Summary |\n|---|---|---|---|---|---|\n",
-    );
+/// The rule table in Markdown, each ID linking to its section at `link_base` + `#gl101`
+/// (`""` inside the reference itself; a relative path to it from elsewhere).
+pub fn rules_reference_markdown(link_base: &str) -> String {
+    let mut out =
+        String::from("| ID | Name | Severity | Default | Summary |\n|---|---|---|---|---|\n");
     for r in RULES {
         let _ = writeln!(
             out,
-            "| {} | `{}` | {} | {} | {} | {} |",
+            "| [{}]({link_base}#{}) | `{}` | {} | {} | {} |",
             r.id,
+            r.anchor(),
             r.name,
             r.severity,
-            r.requirement,
             if r.default_enabled { "on" } else { "off" },
             r.summary
         );
@@ -182,25 +181,64 @@ pub fn rules_reference_markdown() -> String {
     out
 }
 
-/// A rule's documentation (`greenlight explain`), as Markdown.
-pub fn explain(r: &Rule) -> String {
+/// The command, run from the repository root, that writes [`crate::rules::REFERENCE_DOC`].
+pub const REFERENCE_COMMAND: &str =
+    "cargo run -q -p greenlight -- rules --format markdown > docs/lint-rules.md";
+
+/// The whole rule reference, `docs/lint-rules.md` (`greenlight rules --format markdown`): the
+/// table, then every rule's documentation under a stable anchor (`#gl101`), the same text
+/// `greenlight explain` prints.
+pub fn reference_markdown() -> String {
+    let mut out = format!(
+        "# Lint rules\n\n\
+         <!-- Generated from the rule table (crates/greenlight-lint/src/rules); do not edit.\n     \
+         Regenerate from the repository root: {REFERENCE_COMMAND} -->\n\n\
+         Every rule of `greenlight lint`, as `greenlight rules` lists them and `greenlight explain \
+         <ID>` prints them. Rules marked off run only when selected (`--select`, or \
+         `extend-select` in `.greenlight.toml`); configuration, suppression and output formats are \
+         described in [crates/greenlight-lint/README.md](../crates/greenlight-lint/README.md).\n\n"
+    );
+    out.push_str(&rules_reference_markdown(""));
+    for r in RULES {
+        let _ = write!(
+            out,
+            "\n<a id=\"{}\"></a>\n\n## {} `{}`\n\n{}",
+            r.anchor(),
+            r.id,
+            r.name,
+            rule_body(r, "###")
+        );
+    }
+    out
+}
+
+/// Severity, summary and the four documentation sections, with headings at `level`.
+fn rule_body(r: &Rule, level: &str) -> String {
     format!(
-        "# {} {}\n\nSeverity: {} (default{}). Requirement: {}.\n\n{}\n\n## What it does\n\n{}\n\n## Why it matters\n\n{}\n\n\
-         ## Example\n\n```yaml\n{}```\n\n## How to fix\n\n{}\n",
-        r.id,
-        r.name,
+        "Severity: {} (default{}).\n\n{}\n\n{level} What it does\n\n{}\n\n{level} Why it matters\n\n{}\n\n\
+         {level} Example\n\n```yaml\n{}```\n\n{level} How to fix\n\n{}\n",
         r.severity,
         if r.default_enabled {
             ", on"
         } else {
             ", off: enable with --select or [lint] extend-select"
         },
-        r.requirement,
         r.summary,
         r.docs.what,
         r.docs.why,
         r.docs.example,
         r.docs.fix
+    )
+}
+
+/// A rule's documentation (`greenlight explain`), as Markdown.
+pub fn explain(r: &Rule) -> String {
+    format!(
+        "# {} {}\n\n{}\nReference: {}\n",
+        r.id,
+        r.name,
+        rule_body(r, "##"),
+        r.reference()
     )
 }
 
@@ -254,8 +292,14 @@ fn region(l: &Location) -> Value {
 
 fn help_markdown(r: &Rule) -> String {
     format!(
-        "**{}** ({}, requirement {})\n\n### What it does\n{}\n\n### Why it matters\n{}\n\n### Example\n```yaml\n{}```\n\n### How to fix\n{}\n",
-        r.name, r.id, r.requirement, r.docs.what, r.docs.why, r.docs.example, r.docs.fix
+        "**{}** ({}, reference: `{}`)\n\n### What it does\n{}\n\n### Why it matters\n{}\n\n### Example\n```yaml\n{}```\n\n### How to fix\n{}\n",
+        r.name,
+        r.id,
+        r.reference(),
+        r.docs.what,
+        r.docs.why,
+        r.docs.example,
+        r.docs.fix
     )
 }
 
@@ -275,7 +319,7 @@ pub fn sarif(report: &Report, cwd: &Path) -> String {
                     "markdown": help_markdown(r),
                 },
                 "defaultConfiguration": {"level": sarif_level(r.severity), "enabled": r.default_enabled},
-                "properties": {"requirement": r.requirement, "tags": ["rollout-safety", r.requirement]},
+                "properties": {"tags": ["rollout-safety"]},
             })
         })
         .collect();

@@ -171,7 +171,7 @@ fn readme_rule_reference_is_current() {
     let (_, tail) = rest
         .split_once("<!-- rules:end -->")
         .expect("README has the rules:end marker");
-    let table = greenlight_lint::report::rules_reference_markdown();
+    let table = greenlight_lint::report::rules_reference_markdown("../../docs/lint-rules.md");
     let current = format!("{head}<!-- rules:begin -->\n{table}<!-- rules:end -->{tail}");
     if std::env::var_os("GREENLIGHT_BLESS").is_some() {
         std::fs::write(path, &current).unwrap();
@@ -179,5 +179,19 @@ fn readme_rule_reference_is_current() {
     assert!(
         current == readme,
         "README rule table is stale: rerun with GREENLIGHT_BLESS=1"
+    );
+}
+
+/// docs/lint-rules.md is the generated reference; a rule edited without regenerating it fails here.
+#[test]
+fn docs_lint_rules_md_is_current() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/lint-rules.md");
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    let generated = greenlight_lint::report::reference_markdown();
+    assert!(
+        committed == generated,
+        "docs/lint-rules.md is not what the rule table generates; regenerate it from the \
+         repository root with:\n    {}",
+        greenlight_lint::report::REFERENCE_COMMAND
     );
 }

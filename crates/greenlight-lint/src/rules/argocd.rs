@@ -12,7 +12,6 @@ pub const AUTOMATED_PRUNE: Rule = Rule {
     id: "GL601",
     name: "argocd-automated-prune",
     severity: Severity::Warning,
-    requirement: "W20",
     default_enabled: true,
     summary: "An Argo CD Application syncs automatically with prune: true",
     docs: Docs {
@@ -34,7 +33,6 @@ pub const IMAGE_UPDATER_ARGOCD: Rule = Rule {
     id: "GL602",
     name: "argocd-image-updater-argocd-write-back",
     severity: Severity::Warning,
-    requirement: "W20",
     default_enabled: true,
     summary: "Argo CD Image Updater writes image changes back to the cluster only",
     docs: Docs {

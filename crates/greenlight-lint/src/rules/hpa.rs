@@ -10,7 +10,6 @@ pub const TARGET_SETS_REPLICAS: Rule = Rule {
     id: "GL501",
     name: "hpa-target-sets-replicas",
     severity: Severity::Warning,
-    requirement: "W20",
     default_enabled: true,
     summary: "A workload scaled by an HPA also sets spec.replicas",
     docs: Docs {

@@ -1,4 +1,4 @@
-//! T1: container images with a mutable or missing tag, and (off by default) images not pinned
+//! GL001 and GL002: container images with a mutable or missing tag, and (off by default) images not pinned
 //! by digest. Reference parsing and the mutable-tag policy are `greenlight_core::image`'s — the
 //! same judge `greenlight guard image` uses, so lint and guard can never disagree.
 //! Must never: split an image on its last `:` (that reads `host:5000/app` as tag `5000/app`).
@@ -14,7 +14,6 @@ pub const MUTABLE_TAG: Rule = Rule {
     id: "GL001",
     name: "mutable-image-tag",
     severity: Severity::Error,
-    requirement: "T1",
     default_enabled: true,
     summary: "A container image uses a mutable tag (latest, main, …) or no tag",
     docs: Docs {
@@ -38,7 +37,6 @@ pub const NOT_PINNED: Rule = Rule {
     id: "GL002",
     name: "image-not-pinned-by-digest",
     severity: Severity::Warning,
-    requirement: "T1",
     default_enabled: false,
     summary: "A container image is not pinned by digest (off by default)",
     docs: Docs {

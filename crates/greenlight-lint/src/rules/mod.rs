@@ -1,7 +1,7 @@
-//! The rule registry: every rule is data (ID, name, default severity, the requirement it
-//! serves, documentation in fixed sections) plus one check function, listed once in [`RULES`].
-//! `greenlight rules`, `greenlight explain`, the SARIF rule metadata and the README's rule
-//! reference are all generated from this table.
+//! The rule registry: every rule is data (ID, name, default severity, documentation in fixed
+//! sections) plus one check function, listed once in [`RULES`]. `greenlight rules`,
+//! `greenlight explain`, the SARIF rule metadata, the crate README's rule table and
+//! `docs/lint-rules.md` are all generated from this table.
 //! Must never: read files or format output; a check only looks at objects and emits findings.
 
 mod argocd;
@@ -51,8 +51,6 @@ pub struct Rule {
     /// kebab-case, stable.
     pub name: &'static str,
     pub severity: Severity,
-    /// The product requirement it serves (`L1`, `T1`, `W20`).
-    pub requirement: &'static str,
     pub default_enabled: bool,
     /// One line, shown in `greenlight rules` and as SARIF `shortDescription`.
     pub summary: &'static str,
@@ -64,7 +62,6 @@ pub const INVALID_YAML: Rule = Rule {
     id: "GL000",
     name: "invalid-yaml",
     severity: Severity::Error,
-    requirement: "L1-L6",
     default_enabled: true,
     summary: "A file that should hold manifests cannot be read as YAML",
     docs: Docs {
@@ -80,6 +77,22 @@ pub const INVALID_YAML: Rule = Rule {
     },
     check: Check::Engine,
 };
+
+/// The rule reference in the repository, generated from [`RULES`]; each rule has a section
+/// there under [`Rule::anchor`].
+pub const REFERENCE_DOC: &str = "docs/lint-rules.md";
+
+impl Rule {
+    /// The rule's anchor in [`REFERENCE_DOC`]: its ID in lower case (`gl101`).
+    pub fn anchor(&self) -> String {
+        self.id.to_ascii_lowercase()
+    }
+
+    /// Where the rule is documented: `docs/lint-rules.md#gl101`.
+    pub fn reference(&self) -> String {
+        format!("{REFERENCE_DOC}#{}", self.anchor())
+    }
+}
 
 /// Every rule, in ID order.
 pub static RULES: &[Rule] = &[
@@ -108,11 +121,11 @@ pub fn find(id_or_name: &str) -> Option<&'static Rule> {
 /// Thresholds and lists the rules read; filled from defaults and `.greenlight.toml`.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// L2: `initialDelaySeconds` at or above this, with no startupProbe, is flagged.
+    /// GL201: `initialDelaySeconds` at or above this, with no startupProbe, is flagged.
     pub initial_delay_seconds: i64,
-    /// L3: Deployments with at most this many replicas must declare their strategy.
+    /// GL301: Deployments with at most this many replicas must declare their strategy.
     pub strategy_max_replicas: i64,
-    /// T1: which tags count as mutable.
+    /// GL001: which tags count as mutable.
     pub tag_policy: TagPolicy,
 }
 
@@ -303,7 +316,6 @@ mod tests {
             ] {
                 assert!(!s.trim().is_empty(), "{} has an empty doc section", r.id);
             }
-            assert!(!r.requirement.is_empty());
         }
     }
 

@@ -1,4 +1,4 @@
-//! L4: a PodDisruptionBudget that blocks every voluntary eviction (node drain).
+//! GL401: a PodDisruptionBudget that blocks every voluntary eviction (node drain).
 //! Owns: label-selector semantics (matchLabels and matchExpressions), namespace matching and
 //! counting the replicas a PDB covers (HPA `minReplicas` when an HPA scales the workload).
 //! Must never: guess replicas it cannot know (DaemonSets: one per node) — such a PDB is only
@@ -13,7 +13,6 @@ pub const BLOCKS_DRAIN: Rule = Rule {
     id: "GL401",
     name: "pdb-blocks-drain",
     severity: Severity::Error,
-    requirement: "L4",
     default_enabled: true,
     summary: "A PodDisruptionBudget allows no eviction, so node drains hang",
     docs: Docs {

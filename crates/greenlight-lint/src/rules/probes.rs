@@ -1,6 +1,6 @@
-//! L2 (a large fixed `initialDelaySeconds` instead of a startupProbe) and L5 (liveness and
-//! readiness probing the same endpoint).
-//! Must never: flag L5 when liveness is at least twice as slow to kill as readiness is to mark
+//! GL201 (a large fixed `initialDelaySeconds` instead of a startupProbe) and GL202 (liveness
+//! and readiness probing the same endpoint).
+//! Must never: flag GL202 when liveness is at least twice as slow to kill as readiness is to mark
 //! unready — the Kubernetes docs recommend exactly that setup (kube-score#339).
 
 use super::{Check, Docs, Emit, Rule, entry_span};
@@ -12,7 +12,6 @@ pub const INITIAL_DELAY: Rule = Rule {
     id: "GL201",
     name: "initial-delay-without-startup-probe",
     severity: Severity::Warning,
-    requirement: "L2",
     default_enabled: true,
     summary: "A large fixed initialDelaySeconds stands in for a startupProbe",
     docs: Docs {
@@ -36,7 +35,6 @@ pub const SAME_ENDPOINT: Rule = Rule {
     id: "GL202",
     name: "liveness-readiness-same-endpoint",
     severity: Severity::Warning,
-    requirement: "L5",
     default_enabled: true,
     summary: "Liveness and readiness probe the same endpoint with no slower liveness",
     docs: Docs {

@@ -1,4 +1,4 @@
-//! L3: a Deployment's rollout strategy left implicit with few replicas, and the
+//! GL301 and GL302: a Deployment's rollout strategy left implicit with few replicas, and the
 //! `maxSurge: 0` + `maxUnavailable: 0` combination the API server rejects.
 //! Must never: scale percentages for the rejection check — the API server compares the values
 //! as written (`0` or `0%`), not scaled by replicas.
@@ -12,7 +12,6 @@ pub const IMPLICIT: Rule = Rule {
     id: "GL301",
     name: "implicit-rollout-strategy",
     severity: Severity::Warning,
-    requirement: "L3",
     default_enabled: true,
     summary: "A Deployment with few replicas leaves maxSurge/maxUnavailable implicit",
     docs: Docs {
@@ -37,7 +36,6 @@ pub const CANNOT_PROGRESS: Rule = Rule {
     id: "GL302",
     name: "rolling-update-cannot-progress",
     severity: Severity::Error,
-    requirement: "L3",
     default_enabled: true,
     summary: "maxSurge 0 with maxUnavailable 0 is rejected by the API server",
     docs: Docs {

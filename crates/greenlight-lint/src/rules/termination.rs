@@ -1,4 +1,5 @@
-//! L1 (preStop sleep vs the termination grace period) and L6 (a preStop sleep is a stopgap).
+//! GL101 (preStop sleep vs the termination grace period) and GL102 (a preStop sleep is a
+//! stopgap).
 //! Must never: count a probe-level `terminationGracePeriodSeconds` as the pod's grace period —
 //! it applies only when a failing probe kills the container.
 
@@ -13,7 +14,6 @@ pub const PRESTOP_EXCEEDS_GRACE: Rule = Rule {
     id: "GL101",
     name: "prestop-sleep-exceeds-grace-period",
     severity: Severity::Error,
-    requirement: "L1",
     default_enabled: true,
     summary: "A preStop sleep as long as the termination grace period is cut short by SIGKILL",
     docs: Docs {
@@ -41,7 +41,6 @@ pub const PRESTOP_STOPGAP: Rule = Rule {
     id: "GL102",
     name: "prestop-sleep-stopgap",
     severity: Severity::Info,
-    requirement: "L6",
     default_enabled: true,
     summary: "A fixed preStop sleep stands in for SIGTERM handling",
     docs: Docs {

@@ -1,4 +1,5 @@
-//! `greenlight demo`: the seed's canary story (seed 000 §6) for real, in a temporary directory —
+//! `greenlight demo`: the canary story for real (a commit deploys an image tag that does not
+//! exist, the canary turns Degraded, greenlight fails and reverts it), in a temporary directory —
 //! a bare git remote, a human's clone, the sandbox Argo CD stand-in and the watchdog daemon, all
 //! on this machine. It prints each transition as it happens and exits 0 only after checking
 //! that the story really happened: the remote's history holds greenlight's revert of the bad

@@ -1,5 +1,5 @@
-//! `greenlight guard image`: the dispatch-time mutable-tag guard (T1) and, with `--resolve`,
-//! pinning a tag to the digest the registry serves for it (T5).
+//! `greenlight guard image`: the dispatch-time mutable-tag guard (the same policy as lint rule
+//! GL001) and, with `--resolve`, pinning a tag to the digest the registry serves for it.
 //!
 //! Owns: the command line, the `[guard]` table of the config file, and a minimal OCI
 //! distribution client (manifest HEAD/GET plus the anonymous bearer-token dance). Parsing and

@@ -47,11 +47,20 @@ pub struct LintArgs {
     pub no_inline_ignores: bool,
 }
 
+/// `greenlight rules` has formats of its own: a rule list is not a report.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum RulesFormat {
+    Human,
+    Json,
+    /// The full reference, as committed in docs/lint-rules.md.
+    Markdown,
+}
+
 #[derive(Args)]
 pub struct RulesArgs {
-    /// Output format: a table (human) or JSON.
+    /// Output format: a table (human), JSON, or the full Markdown reference (docs/lint-rules.md).
     #[arg(long, value_enum, default_value = "human")]
-    pub format: Format,
+    pub format: RulesFormat,
 }
 
 #[derive(Args)]
@@ -133,11 +142,9 @@ pub fn run_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
 
 pub fn run_rules(a: RulesArgs) -> anyhow::Result<ExitCode> {
     let out = match a.format {
-        Format::Human => report::rules_table(),
-        Format::Json => report::rules_json(),
-        Format::Sarif | Format::Github => {
-            return Err(super::usage("rules supports --format human or json"));
-        }
+        RulesFormat::Human => report::rules_table(),
+        RulesFormat::Json => report::rules_json(),
+        RulesFormat::Markdown => report::reference_markdown(),
     };
     print!("{out}");
     Ok(ExitCode::SUCCESS)
