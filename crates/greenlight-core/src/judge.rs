@@ -1,4 +1,4 @@
-//! The watch judge (W2–W16): a sans-IO state machine. The caller feeds it new commits, app
+//! The watch judge (`docs/verdicts.md`): a sans-IO state machine. The caller feeds it new commits, app
 //! observations, revert results and the current time; it returns events and revert requests.
 //! It never reads a clock, touches git or calls Argo CD: questions it cannot answer alone
 //! (is this commit an ancestor of that revision?) are asked up front with [`Engine::reach_questions`]
@@ -72,13 +72,13 @@ impl State {
 /// The judge's settings, from the command line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JudgeConfig {
-    /// W5: how long the health condition must hold without a break.
+    /// How long the health condition must hold without a break (`docs/verdicts.md#stability`).
     pub stable_for_ms: i64,
     /// An observation older than this when a deadline decides makes the verdict INCONCLUSIVE.
     pub stale_after_ms: i64,
     /// How long an app that does not exist is waited for (the commit may create it).
     pub unknown_app_grace_ms: i64,
-    /// W13: judge only, whatever the mode.
+    /// Judge only, whatever the mode (`docs/verdicts.md#dry-run`).
     pub dry_run: bool,
     pub trailer_key: String,
     /// The watched repository (for messages) and its tracked branch.
@@ -761,7 +761,7 @@ impl Engine {
             return vec![self.finish(i, State::ErrorUnwatchable, why, EventKind::Unwatchable, now)];
         }
 
-        // A gap in observation breaks a streak: unobserved time does not count (W5).
+        // A gap in observation breaks a streak: unobserved time does not count (`docs/verdicts.md#streak-breaks`).
         let gap = self.watches[i].last_observed_at.map(|t| now.ms_since(t));
         if gap.is_some_and(|g| g > self.config.stale_after_ms)
             && self.watches[i].deadline_passed
@@ -832,8 +832,9 @@ impl Engine {
         out
     }
 
-    /// W14 and the structural checks: reasons this app can never prove reach of a commit from
-    /// the watched branch. Said at once, never after a deadline.
+    /// Revisions that are not git SHAs, and the structural checks: reasons this app can never
+    /// prove reach of a commit from the watched branch (`docs/verdicts.md#unwatchable`). Said at
+    /// once, never after a deadline.
     fn unwatchable(&self, snap: &AppSnapshot) -> Option<String> {
         let repo = &self.config.repo;
         match &snap.source {
@@ -1292,7 +1293,7 @@ fn admissible(snap: &AppSnapshot, c: &ReachCandidate) -> bool {
     }
 }
 
-/// W4: Synced + Healthy + no Degraded/Missing resource + no operation, on fresh health.
+/// The health predicate (`docs/verdicts.md#health`): Synced + Healthy + no Degraded/Missing resource + no operation, on fresh health.
 pub fn healthy(s: &AppSnapshot) -> Result<(), String> {
     if s.operation_running {
         return Err("an operation is running".into());

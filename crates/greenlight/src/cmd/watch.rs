@@ -1,4 +1,4 @@
-//! `greenlight watch`: the commit watchdog daemon, and its `--once` self-check gate (W18).
+//! `greenlight watch`: the commit watchdog daemon, and its `--once` self-check gate.
 
 use crate::cmd::usage;
 use anyhow::{Context, Result};
