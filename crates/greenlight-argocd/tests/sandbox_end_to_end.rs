@@ -6,32 +6,11 @@ use futures_util::StreamExt;
 use greenlight_argocd::{ArgoClient, needs_resource_tree, snapshot};
 use greenlight_core::snapshot::{Health, ReachVia, ResourceHealthSource, SourceFacts, SourcePaths};
 use greenlight_sandbox::{AppSpec, SandboxConfig};
-use std::path::Path;
-use std::process::Command;
+use greenlight_testkit::Remote;
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(20);
 const TOKEN: &str = "sandbox-s3cret";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.com")
-        .env("GIT_COMMITTER_NAME", "Test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.com")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 fn manifests(image: &str) -> String {
     format!(
@@ -39,39 +18,20 @@ fn manifests(image: &str) -> String {
     )
 }
 
-fn commit(work: &Path, image: &str, message: &str) -> String {
-    std::fs::create_dir_all(work.join("apps/web")).unwrap();
-    std::fs::write(work.join("apps/web/web.yaml"), manifests(image)).unwrap();
-    git(work, &["add", "-A"]);
-    git(work, &["commit", "--quiet", "-m", message]);
-    git(work, &["push", "--quiet", "origin", "HEAD:refs/heads/main"]);
-    git(work, &["rev-parse", "HEAD"])
+/// Writes the web app at `image`, commits and pushes; returns the commit.
+fn commit(remote: &Remote, image: &str, message: &str) -> String {
+    remote
+        .write("apps/web/web.yaml", &manifests(image))
+        .commit_push(message)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sandbox_read_through_the_client() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let dir = tempfile::tempdir().unwrap();
-    git(
-        dir.path(),
-        &[
-            "init",
-            "--quiet",
-            "--bare",
-            "--initial-branch=main",
-            "origin.git",
-        ],
-    );
-    git(
-        dir.path(),
-        &["init", "--quiet", "--initial-branch=main", "work"],
-    );
-    let bare = dir.path().join("origin.git");
-    let work = dir.path().join("work");
-    git(&work, &["remote", "add", "origin", bare.to_str().unwrap()]);
-    let good = commit(&work, "ghcr.io/acme/web:1.0.0", "web: first deploy");
+    let remote = Remote::new("main");
+    let good = commit(&remote, "ghcr.io/acme/web:1.0.0", "web: first deploy");
 
-    let repo = bare.to_string_lossy().into_owned();
+    let repo = remote.repo();
     let mut config = SandboxConfig::new(
         repo.clone(),
         "127.0.0.1:0".parse().unwrap(),
@@ -156,7 +116,7 @@ async fn the_sandbox_read_through_the_client() {
     // operation that applied it succeeded and the Deployment is Degraded.
     let mut events = Box::pin(client.stream().await.unwrap());
     let bad = commit(
-        &work,
+        &remote,
         "ghcr.io/acme/web:does-not-exist",
         "web: broken image",
     );

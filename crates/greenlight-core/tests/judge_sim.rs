@@ -16,6 +16,7 @@ use greenlight_core::snapshot::{
     SourceFacts, SourcePaths, UnhealthyResource,
 };
 use greenlight_core::time::Timestamp;
+use greenlight_testkit::TERMINAL_STATES;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use support::{BASE_MS, REPO, sha};
 
@@ -1481,15 +1482,7 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
     }
     eprintln!("simulation outcome totals: {total:?}");
     // The scenarios must actually exercise every outcome, or the invariants prove little.
-    for st in [
-        "CONFIRMED",
-        "FAIL",
-        "REVERTED",
-        "NOT_REACHED",
-        "ERROR_UNWATCHABLE",
-        "INCONCLUSIVE",
-        "REVERT_FAILED",
-    ] {
+    for st in TERMINAL_STATES {
         if seeds().len() > 100 {
             assert!(
                 total.states.get(st).copied().unwrap_or(0) > 0,
@@ -1508,4 +1501,41 @@ fn deadlines_vouched_for_by_the_stream_are_decided_in_random_scenarios() {
     for seed in seeds().into_iter().take(500) {
         run(seed, 500, strict);
     }
+}
+
+/// The outcomes above, and the states the end-to-end tests stop waiting at, are the test kit's
+/// list: it must be exactly the judge's terminal states.
+#[test]
+fn the_test_kits_terminal_states_are_the_judges() {
+    let all = [
+        State::WaitingReach,
+        State::Judging,
+        State::Confirmed,
+        State::Fail,
+        State::Reverted,
+        State::NotReached,
+        State::ErrorUnwatchable,
+        State::Inconclusive,
+        State::RevertFailed,
+    ];
+    // A state added to the judge stops this from compiling until it is listed above.
+    for st in all {
+        match st {
+            State::WaitingReach
+            | State::Judging
+            | State::Confirmed
+            | State::Fail
+            | State::Reverted
+            | State::NotReached
+            | State::ErrorUnwatchable
+            | State::Inconclusive
+            | State::RevertFailed => {}
+        }
+    }
+    let terminal: Vec<&str> = all
+        .into_iter()
+        .filter(|st| st.is_terminal())
+        .map(State::as_str)
+        .collect();
+    assert_eq!(terminal, TERMINAL_STATES);
 }

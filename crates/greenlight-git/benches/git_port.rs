@@ -8,36 +8,16 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use greenlight_git::{Auth, Repo};
+use greenlight_testkit::ScriptFixture;
 
 const ROUNDS: u32 = 200;
 
 fn main() {
-    let tmp = tempfile::tempdir().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/history.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .current_dir(tmp.path())
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .env("GIT_COMMITTER_NAME", "Bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let shas: std::collections::HashMap<String, String> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
-    let remote = tmp.path().join("remote.git");
-    let dir = tmp.path().join("data/clone");
+    let fx = ScriptFixture::run(&script);
+    let shas = &fx.shas;
+    let remote = fx.path("remote.git");
+    let dir = fx.path("data/clone");
     let repo = Repo::open_or_clone(remote.to_str().unwrap(), &dir, Auth::default()).unwrap();
     repo.fetch("main").unwrap();
     let (a, b, r) = (&shas["A"], &shas["B"], &shas["R"]);

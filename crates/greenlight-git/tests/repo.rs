@@ -5,8 +5,9 @@ mod common;
 
 use std::collections::HashSet;
 
-use common::{Fixture, git};
+use common::Fixture;
 use greenlight_git::{Auth, Error, Repo};
+use greenlight_testkit::git;
 
 #[test]
 fn clones_once_then_reopens_the_same_clone() {

@@ -6,8 +6,9 @@ mod common;
 
 use std::path::Path;
 
-use common::{Fixture, git};
+use common::Fixture;
 use greenlight_git::{Error, RevertOutcome, RevertRequest};
+use greenlight_testkit::{git, git_cmd};
 
 fn request(fx: &Fixture, commit: &str) -> RevertRequest {
     RevertRequest {
@@ -85,7 +86,7 @@ fn reverts_a_commit_and_pushes_it() {
 
 fn interpret_trailers(dir: &Path, message: &str) -> String {
     use std::io::Write;
-    let mut child = common::git_cmd(dir)
+    let mut child = git_cmd(dir)
         .args(["interpret-trailers", "--parse"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -361,7 +362,7 @@ fn recovers_from_a_revert_interrupted_in_the_clone() {
         &clone,
         &["checkout", "-q", "--force", "--detach", "origin/main"],
     );
-    let out = common::git_cmd(&clone)
+    let out = git_cmd(&clone)
         .args(["revert", "--no-commit", &fx.sha("X")])
         .output()
         .unwrap();

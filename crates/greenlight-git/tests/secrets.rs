@@ -14,6 +14,7 @@ use std::thread::JoinHandle;
 
 use common::Fixture;
 use greenlight_git::{ASKPASS_SCRIPT, Auth, Repo, Secret, redact_url};
+use greenlight_testkit::git;
 
 /// What the server saw.
 #[derive(Default)]
@@ -233,8 +234,8 @@ fn an_existing_clone_fetches_with_the_token_from_the_environment() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("clone");
     std::fs::create_dir_all(&dir).unwrap();
-    common::git(&dir, &["init", "-q"]);
-    common::git(&dir, &["remote", "add", "origin", &server.url("")]);
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["remote", "add", "origin", &server.url("")]);
     let auth = Auth {
         token: Some(Secret::new(token.clone())),
         username: Some("ci-bot".into()),

@@ -2,8 +2,6 @@
 //! (`git interpret-trailers --parse`) over messages chosen for their traps. git is the
 //! reference: the watch trailer must mean what git says it means.
 
-mod common;
-
 use std::io::Write;
 use std::process::Stdio;
 
@@ -138,7 +136,7 @@ const MESSAGES: &[(&str, &str)] = &[
 
 fn git_trailers(message: &str) -> Vec<(String, String)> {
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = common::git_cmd(tmp.path())
+    let mut child = greenlight_testkit::git_cmd(tmp.path())
         .args(["interpret-trailers", "--parse"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

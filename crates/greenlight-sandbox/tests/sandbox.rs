@@ -2,13 +2,12 @@
 //! started in process, real HTTP on 127.0.0.1. Waits are bounded polls or stream reads with a
 //! timeout; nothing sleeps and hopes.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use greenlight_sandbox::{AppSpec, Sandbox, SandboxConfig, SandboxError};
+use greenlight_testkit::Remote;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -16,96 +15,6 @@ const WAIT: Duration = Duration::from_secs(10);
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
-
-/// A bare remote and a working clone that commits and pushes to it.
-struct Remote {
-    _dir: tempfile::TempDir,
-    bare: PathBuf,
-    work: PathBuf,
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Test Author")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "Test Author")
-        .env("GIT_COMMITTER_EMAIL", "author@example.com")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-impl Remote {
-    fn new(branch: &str) -> Remote {
-        let dir = tempfile::tempdir().unwrap();
-        let bare = dir.path().join("origin.git");
-        let work = dir.path().join("work");
-        git(
-            dir.path(),
-            &[
-                "init",
-                "--quiet",
-                "--bare",
-                &format!("--initial-branch={branch}"),
-                "origin.git",
-            ],
-        );
-        git(
-            dir.path(),
-            &[
-                "init",
-                "--quiet",
-                &format!("--initial-branch={branch}"),
-                "work",
-            ],
-        );
-        git(&work, &["remote", "add", "origin", bare.to_str().unwrap()]);
-        Remote {
-            _dir: dir,
-            bare,
-            work,
-        }
-    }
-
-    fn write(&self, path: &str, text: &str) -> &Self {
-        let file = self.work.join(path);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, text).unwrap();
-        self
-    }
-
-    fn commit(&self, message: &str) -> String {
-        git(&self.work, &["add", "-A"]);
-        git(
-            &self.work,
-            &["commit", "--quiet", "--allow-empty", "-m", message],
-        );
-        let branch = git(&self.work, &["rev-parse", "--abbrev-ref", "HEAD"]);
-        git(
-            &self.work,
-            &[
-                "push",
-                "--quiet",
-                "origin",
-                &format!("HEAD:refs/heads/{branch}"),
-            ],
-        );
-        git(&self.work, &["rev-parse", "HEAD"])
-    }
-
-    fn repo(&self) -> String {
-        self.bare.to_string_lossy().into_owned()
-    }
-}
 
 fn deployment(name: &str, image: &str) -> String {
     format!(
@@ -126,7 +35,7 @@ fn web_remote(image: &str) -> (Remote, String) {
     remote
         .write("apps/web/web.yaml", &web_manifests(image))
         .write("README.md", "demo\n");
-    let first = remote.commit("web: first deploy");
+    let first = remote.commit_push("web: first deploy");
     (remote, first)
 }
 
@@ -384,7 +293,7 @@ async fn a_commit_that_leaves_the_manifests_alone_moves_the_revision_without_an_
         "# moved\nkind: Deployment\napiVersion: apps/v1",
     );
     remote.write("apps/web/web.yaml", &reordered);
-    let second = remote.commit("docs and formatting only");
+    let second = remote.commit_push("docs and formatting only");
 
     let seen = events
         .until("the new revision", |a| revision(a) == second)
@@ -425,7 +334,7 @@ async fn a_changed_manifest_goes_out_of_sync_then_runs_an_operation_and_rolls_ou
     assert_eq!(added["result"]["application"]["metadata"]["name"], "web");
 
     remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
-    let second = remote.commit("web: nginx 1.28");
+    let second = remote.commit_push("web: nginx 1.28");
     let seen = events
         .until("the sync to finish", |a| synced_at(a, &second))
         .await;
@@ -505,7 +414,7 @@ async fn a_missing_image_progresses_then_degrades_and_a_revert_heals_it() {
         "apps/web/web.yaml",
         &web_manifests("nginx:does-not-exist-1"),
     );
-    let bad = remote.commit("web: a tag that does not exist");
+    let bad = remote.commit_push("web: a tag that does not exist");
     let seen = events.until("Degraded", |a| health(a) == "Degraded").await;
     let synced = seen
         .iter()
@@ -537,13 +446,8 @@ async fn a_missing_image_progresses_then_degrades_and_a_revert_heals_it() {
     let log = s.log.lock().unwrap().join("\n");
     assert!(log.contains("health Progressing -> Degraded"), "{log}");
 
-    git(&remote.work, &["revert", "--no-edit", "HEAD"]);
-    let branch = git(&remote.work, &["rev-parse", "--abbrev-ref", "HEAD"]);
-    git(
-        &remote.work,
-        &["push", "--quiet", "origin", &format!("HEAD:{branch}")],
-    );
-    let revert = git(&remote.work, &["rev-parse", "HEAD"]);
+    remote.git(&["revert", "--no-edit", "HEAD"]);
+    let revert = remote.push();
     let healed = events
         .until("Healthy again", |a| health(a) == "Healthy")
         .await;
@@ -567,7 +471,7 @@ async fn a_registry_file_decides_which_images_exist_and_is_reread() {
         "apps/web/web.yaml",
         &web_manifests("registry.local/web:1.1"),
     );
-    let second = remote.commit("web: 1.1");
+    let second = remote.commit_push("web: 1.1");
     app_where(&s.base, "web", "Degraded at 1.1", |a| {
         revision(a) == second && health(a) == "Degraded"
     })
@@ -622,7 +526,7 @@ async fn the_health_annotation_overrides_the_model() {
             "  name: ignored\n  annotations:\n    argocd.argoproj.io/ignore-healthcheck: \"true\"\n",
         ),
     );
-    remote.commit("annotated apps");
+    remote.commit_push("annotated apps");
     let (config, log) = config(
         &remote.repo(),
         &[
@@ -662,7 +566,7 @@ async fn the_health_annotation_overrides_the_model() {
     assert_eq!(health(&app(&s.base, "ignored").await), "Healthy");
 
     remote.write("apps/held/d.yaml", &deployment("held", "nginx:1.27"));
-    let second = remote.commit("release the hold");
+    let second = remote.commit_push("release the hold");
     let released = app_where(&s.base, "held", "the hold released", |a| {
         revision(a) == second && health(a) == "Healthy"
     })
@@ -682,7 +586,7 @@ async fn a_manifest_that_does_not_parse_fails_the_operation_quoting_the_error() 
         "apps/web/broken.yaml",
         "kind: ConfigMap\nmetadata: [unclosed\n",
     );
-    let bad = remote.commit("web: broken yaml");
+    let bad = remote.commit_push("web: broken yaml");
     let failed = app_where(&s.base, "web", "the failed operation", |a| {
         phase(a) == "Failed"
     })
@@ -705,7 +609,7 @@ async fn a_manifest_that_does_not_parse_fails_the_operation_quoting_the_error() 
         "apps/web/broken.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fixed\n",
     );
-    let fixed = remote.commit("web: fix the yaml");
+    let fixed = remote.commit_push("web: fix the yaml");
     let ok = app_where(&s.base, "web", "the fix synced", |a| synced_at(a, &fixed)).await;
     assert_eq!(sync_status(&ok), "Synced");
     assert!(ok["status"].get("conditions").is_none());
@@ -740,7 +644,7 @@ async fn a_helm_app_reports_its_chart_version_as_the_revision() {
 
     // A git commit moves the directory app, not the chart.
     remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
-    let second = remote.commit("web: 1.28");
+    let second = remote.commit_push("web: 1.28");
     app_where(&s.base, "web", "web synced", |a| synced_at(a, &second)).await;
     let after = app(&s.base, "mon").await;
     assert_eq!(
@@ -774,7 +678,7 @@ async fn start_paused_apps_are_never_synced_until_resumed() {
             "apps/web/extra.yaml",
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n",
         )
-        .commit("more");
+        .commit_push("more");
 
     assert_eq!(post(&s.base, "/sandbox/v1/resume").await, 200);
     let web = app_where(&s.base, "web", "synced after resume", |a| {
@@ -790,7 +694,7 @@ async fn start_paused_apps_are_never_synced_until_resumed() {
         "apps/web/extra.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra2\n",
     );
-    let later = remote.commit("while paused");
+    let later = remote.commit_push("while paused");
     // A negative check needs some time: several sync intervals pass without the commit landing.
     let until = Instant::now() + Duration::from_millis(600);
     while Instant::now() < until {
@@ -921,7 +825,7 @@ async fn the_token_is_checked_on_every_api_route_only_when_configured() {
 async fn unknown_apps_get_argo_cds_not_found_and_filters_are_honoured() {
     let (remote, _) = web_remote("nginx:1.27");
     remote.write("apps/api/d.yaml", &deployment("api", "nginx:1.27"));
-    remote.commit("api");
+    remote.commit_push("api");
     let (config, log) = config(&remote.repo(), &["web=apps/web", "api=apps/api"]);
     let s = start(config, log).await;
 
@@ -969,7 +873,7 @@ async fn unknown_apps_get_argo_cds_not_found_and_filters_are_honoured() {
     );
     remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
     remote.write("apps/api/d.yaml", &deployment("api", "nginx:1.28"));
-    let tip = remote.commit("both");
+    let tip = remote.commit_push("both");
     let seen = only_api.until("api synced", |a| synced_at(a, &tip)).await;
     assert!(seen.iter().all(|a| a["metadata"]["name"] == "api"));
     s.sandbox.shutdown().await;
@@ -1011,10 +915,10 @@ async fn configuration_errors_name_the_flag() {
 async fn an_explicit_branch_and_a_non_bare_remote_work() {
     let remote = Remote::new("main");
     remote.write("apps/web/d.yaml", &deployment("web", "nginx:1.27"));
-    remote.commit("main");
-    git(&remote.work, &["checkout", "--quiet", "-b", "release"]);
+    remote.commit_push("main");
+    remote.git(&["checkout", "--quiet", "-b", "release"]);
     remote.write("apps/web/d.yaml", &deployment("web", "nginx:2.0"));
-    let release = remote.commit("release");
+    let release = remote.commit_push("release");
     // The working clone itself as the remote (not a bare repository).
     let (mut c, log) = config(remote.work.to_str().unwrap(), &["web=apps/web"]);
     c.branch = Some("release".into());
@@ -1049,7 +953,7 @@ async fn an_app_whose_path_does_not_exist_yet_fails_until_a_commit_creates_it() 
     );
 
     remote.write("apps/later/d.yaml", &deployment("later", "nginx:1.27"));
-    let tip = remote.commit("create the later app");
+    let tip = remote.commit_push("create the later app");
     let created = app_where(&s.base, "later", "created", |a| synced_at(a, &tip)).await;
     assert_eq!(sync_status(&created), "Synced");
     assert_eq!(history_len(&created), 1);
@@ -1094,7 +998,7 @@ async fn a_refresh_request_fetches_at_once() {
     config.sync_interval = Duration::from_secs(120);
     let s = start(config, log).await;
     remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
-    let tip = remote.commit("web: 1.28");
+    let tip = remote.commit_push("web: 1.28");
     let (status, _) = get(&s.base, "/api/v1/applications/web?refresh=normal").await;
     assert_eq!(status, 200);
     let a = app_where(&s.base, "web", "synced after the refresh", |a| {
@@ -1152,7 +1056,7 @@ async fn an_unreachable_remote_is_logged_once_and_syncing_resumes_when_it_is_bac
         "one line per distinct problem, not one per tick"
     );
     remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
-    let tip = remote.commit("web: 1.28");
+    let tip = remote.commit_push("web: 1.28");
     app_where(&s.base, "web", "synced after the outage", |a| {
         synced_at(a, &tip)
     })

@@ -84,8 +84,8 @@ fn bad_configuration_exits_2_naming_the_flag() {
 #[test]
 fn json_event_lines_and_the_status_table() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
-    let wd = Watchdog::start(&repo, &sb.url, &["--log-format", "json"], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let wd = watchdog(&repo, &sb.url, &["--log-format", "json"], &[]);
     let c = repo.set_image(
         "web",
         GOOD2,
@@ -152,7 +152,7 @@ fn tokens_never_reach_output() {
     let git_token = "git-token-77aa31-very-secret";
     std::fs::write(dir.path().join("argo"), format!("{argo_token}\n")).unwrap();
     std::fs::write(dir.path().join("git"), git_token).unwrap();
-    let sb = Sandbox::start(
+    let sb = sandbox(
         &repo,
         &["web=apps/web"],
         &["--token-file", dir.path().join("argo").to_str().unwrap()],
@@ -177,7 +177,7 @@ fn tokens_never_reach_output() {
     assert!(!text.contains("wrong-token-1234"), "{text}");
 
     // The right tokens: a full watch, and neither token in any line.
-    let wd = Watchdog::start(
+    let wd = watchdog(
         &repo,
         &sb.url,
         &[

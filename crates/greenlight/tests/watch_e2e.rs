@@ -11,10 +11,10 @@ const T: Duration = Duration::from_secs(60);
 #[test]
 fn canary_commit_is_reverted_and_the_app_recovers() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
     let good = repo.remote_tip();
     sb.wait_app("web", T, |a| healthy_at(a, &good));
-    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
     let bad = repo.set_image(
         "web",
         BAD,
@@ -23,8 +23,8 @@ fn canary_commit_is_reverted_and_the_app_recovers() {
     let w = wd.wait_state(&bad, "REVERTED", T);
     let revert = w["revert_commit"].as_str().unwrap().to_string();
     assert_eq!(repo.remote_tip(), revert);
-    assert_eq!(repo.remote_git(&["rev-parse", "main^"]), bad);
-    let msg = repo.remote_git(&["log", "-1", "--format=%B", "main"]);
+    assert_eq!(repo.bare_git(&["rev-parse", "main^"]), bad);
+    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
     assert!(msg.starts_with("Revert \"web: 2.0.0\""), "{msg}");
     assert!(
         msg.contains(&format!("This reverts commit {bad}.")),
@@ -35,7 +35,7 @@ fn canary_commit_is_reverted_and_the_app_recovers() {
         "the revert must not carry the trailer: {msg}"
     );
     assert_eq!(
-        repo.remote_git(&["log", "-1", "--format=%an <%ae>", "main"]),
+        repo.bare_git(&["log", "-1", "--format=%an <%ae>", "main"]),
         "greenlight-bot <bot@greenlight.test>"
     );
     assert!(w["reached_at"].is_string() && w["finished_at"].is_string());
@@ -54,8 +54,8 @@ fn canary_commit_is_reverted_and_the_app_recovers() {
 #[test]
 fn a_good_commit_is_confirmed() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
-    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
     let c = repo.set_image(
         "web",
         GOOD2,
@@ -71,8 +71,8 @@ fn a_good_commit_is_confirmed() {
 #[test]
 fn shadow_fails_without_pushing() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
-    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
     let bad = repo.set_image(
         "web",
         BAD,
@@ -92,8 +92,8 @@ fn shadow_fails_without_pushing() {
 #[test]
 fn dry_run_never_pushes_even_armed() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
-    let wd = Watchdog::start(&repo, &sb.url, &[], &[("DRY_RUN", "true")]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let wd = watchdog(&repo, &sb.url, &[], &[("DRY_RUN", "true")]);
     let bad = repo.set_image(
         "web",
         BAD,
@@ -113,7 +113,7 @@ fn dry_run_never_pushes_even_armed() {
 #[test]
 fn a_helm_chart_app_is_unwatchable_at_once() {
     let repo = Repo::new();
-    let sb = Sandbox::start(
+    let sb = sandbox(
         &repo,
         &[
             "web=apps/web",
@@ -121,7 +121,7 @@ fn a_helm_chart_app_is_unwatchable_at_once() {
         ],
         &[],
     );
-    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
     let c = repo.set_image(
         "web",
         GOOD2,
@@ -140,8 +140,8 @@ fn a_helm_chart_app_is_unwatchable_at_once() {
 #[test]
 fn a_never_synced_app_is_waited_for_then_reached() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &["--start-paused"]);
-    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &["--start-paused"]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
     let c = repo.set_image(
         "web",
         GOOD2,
@@ -165,8 +165,8 @@ fn a_never_synced_app_is_waited_for_then_reached() {
 #[test]
 fn the_breaker_opens_after_two_reverts() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web", "other=apps/other"], &[]);
-    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let sb = sandbox(&repo, &["web=apps/web", "other=apps/other"], &[]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
     for (i, app) in ["web", "other"].into_iter().enumerate() {
         repo.pull();
         let bad = repo.set_image(
@@ -207,8 +207,8 @@ fn the_breaker_opens_after_two_reverts() {
 #[test]
 fn a_kill_9_mid_watch_resumes_from_recorded_times() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
-    let mut wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let mut wd = watchdog(&repo, &sb.url, &[], &[]);
     let bad = repo.set_image(
         "web",
         BAD,
@@ -216,7 +216,7 @@ fn a_kill_9_mid_watch_resumes_from_recorded_times() {
     );
     let before = wd.wait_state(&bad, "JUDGING", T);
     wd.proc.kill9();
-    let wd2 = Watchdog::start_with_state(&repo, &sb.url, &wd.state, &[], &[]);
+    let wd2 = watchdog_with_state(&repo, &sb.url, &wd.state, &[], &[]);
     wd2.proc.wait_line("resumed after a restart", T);
     let after = wd2.wait_state(&bad, "REVERTED", T);
     assert_eq!(before["watch_started_at"], after["watch_started_at"]);
@@ -230,8 +230,8 @@ fn a_kill_9_mid_watch_resumes_from_recorded_times() {
 #[test]
 fn a_second_daemon_on_the_same_state_is_refused() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
-    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
     let args = watch_args(&repo, &sb.url, &wd.state, &[]);
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = std::process::Command::new(BIN)
@@ -245,8 +245,8 @@ fn a_second_daemon_on_the_same_state_is_refused() {
 #[test]
 fn a_merge_commit_is_reverted_against_its_first_parent() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
-    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
     repo.git(&["checkout", "-q", "-b", "feature"]);
     repo.write("apps/web/deploy.yaml", &deployment("web", BAD));
     repo.git(&["commit", "-q", "-am", "web: try 2.0.0"]);
@@ -257,19 +257,16 @@ fn a_merge_commit_is_reverted_against_its_first_parent() {
     let merge = repo.git(&["rev-parse", "HEAD"]);
     let w = wd.wait_state(&merge, "REVERTED", T);
     let revert = w["revert_commit"].as_str().unwrap();
-    assert_eq!(
-        repo.remote_git(&["rev-parse", &format!("{revert}^")]),
-        merge
-    );
-    let file = repo.remote_git(&["show", "main:apps/web/deploy.yaml"]);
+    assert_eq!(repo.bare_git(&["rev-parse", &format!("{revert}^")]), merge);
+    let file = repo.bare_git(&["show", "main:apps/web/deploy.yaml"]);
     assert!(file.contains(GOOD), "{file}");
 }
 
 #[test]
 fn an_outage_through_the_deadline_is_inconclusive() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
-    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
     let bad = repo.set_image(
         "web",
         BAD,
@@ -289,8 +286,8 @@ fn an_outage_through_the_deadline_is_inconclusive() {
 #[test]
 fn a_later_commit_to_the_same_app_fails_without_revert() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &["--start-paused"]);
-    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &["--start-paused"]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
     let bad = repo.set_image(
         "web",
         BAD,
@@ -313,8 +310,8 @@ fn a_later_commit_to_the_same_app_fails_without_revert() {
 #[test]
 fn a_humans_revert_is_adopted_not_duplicated() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
-    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
     let bad = repo.set_image(
         "web",
         BAD,
@@ -333,7 +330,7 @@ fn a_humans_revert_is_adopted_not_duplicated() {
 #[test]
 fn once_fails_on_a_bad_argocd_url_and_passes_on_a_good_one() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
     let state = repo.path("once/state.db");
     let run = |url: &str| {
         let mut args = watch_args(&repo, url, &state, &["--once"]);

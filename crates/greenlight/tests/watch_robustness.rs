@@ -25,13 +25,13 @@ fn wait_until(what: &str, within: Duration, ok: impl Fn() -> bool) {
 #[test]
 fn a_kill_9_between_the_revert_push_and_its_record_adopts_the_pushed_revert() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
-    let mut wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let mut wd = watchdog(&repo, &sb.url, &[], &[]);
     // A push of a revert lands on the remote but does not return until `release` exists: the
     // ref is updated before post-receive runs, and the pusher waits for the hook. Other pushes
     // (the human's) pass at once, so the hook is in place before the bad commit, with no race.
     let release = repo.path("release");
-    let hook = repo.remote.join("hooks/post-receive");
+    let hook = repo.bare.join("hooks/post-receive");
     std::fs::write(
         &hook,
         format!(
@@ -59,7 +59,7 @@ fn a_kill_9_between_the_revert_push_and_its_record_adopts_the_pushed_revert() {
     wd.proc.kill9();
     std::fs::write(&release, "").unwrap();
 
-    let wd2 = Watchdog::start_with_state(&repo, &sb.url, &wd.state, &[], &[]);
+    let wd2 = watchdog_with_state(&repo, &sb.url, &wd.state, &[], &[]);
     let w = wd2.wait_state(&bad, "REVERTED", T);
     assert_eq!(w["revert_commit"], pushed.as_str(), "{w}");
     assert!(
@@ -80,11 +80,11 @@ fn a_kill_9_between_the_revert_push_and_its_record_adopts_the_pushed_revert() {
 #[test]
 fn a_git_failure_while_answering_reach_does_not_stop_the_daemon() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
     let good = repo.remote_tip();
     sb.wait_app("web", T, |a| healthy_at(a, &good));
     sb.control("/sandbox/v1/pause");
-    let mut wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let mut wd = watchdog(&repo, &sb.url, &[], &[]);
     let c1 = repo.set_image(
         "web",
         GOOD2,
@@ -93,7 +93,7 @@ fn a_git_failure_while_answering_reach_does_not_stop_the_daemon() {
     wd.wait_state(&c1, "WAITING_REACH", T);
     // The remote becomes unreachable for the watchdog (its clone's origin points nowhere).
     let clone = repo.path("state/greenlight.db.d/repo");
-    let origin = repo.remote.to_str().unwrap().to_string();
+    let origin = repo.bare.to_str().unwrap().to_string();
     git(
         &clone,
         &["remote", "set-url", "origin", "/nonexistent/origin.git"],
@@ -103,24 +103,24 @@ fn a_git_failure_while_answering_reach_does_not_stop_the_daemon() {
     sb.wait_app("web", T, |a| healthy_at(a, &c2));
     wd.proc.wait_line("ancestry questions left unanswered", T);
     assert!(
-        wd.proc.child.try_wait().unwrap().is_none(),
+        wd.proc.is_running(),
         "the daemon must survive a git failure; output:\n{}",
         wd.proc.output()
     );
     git(&clone, &["remote", "set-url", "origin", &origin]);
     let w = wd.wait_state(&c1, "CONFIRMED", T);
     assert!(w["reached_at"].is_string(), "{w}");
-    assert!(wd.proc.child.try_wait().unwrap().is_none());
+    assert!(wd.proc.is_running());
     wd.proc.kill9();
 }
 
 #[test]
 fn two_state_files_given_one_data_dir_are_refused() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
     let data = repo.path("data");
     let data_s = data.to_str().unwrap();
-    let _wd = Watchdog::start_with_state(
+    let _wd = watchdog_with_state(
         &repo,
         &sb.url,
         &repo.path("a.db"),
@@ -130,7 +130,7 @@ fn two_state_files_given_one_data_dir_are_refused() {
     let args = watch_args(&repo, &sb.url, &repo.path("b.db"), &["--data-dir", data_s]);
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     // Bounded: a second daemon that is not refused would run forever.
-    let mut second = Proc::spawn(&argv, &[]);
+    let mut second = Proc::spawn(BIN, &argv, &[]);
     let status = second.wait_exit(T);
     let err = second.output();
     assert_eq!(status.code(), Some(2), "{err}");
@@ -143,7 +143,7 @@ fn two_state_files_given_one_data_dir_are_refused() {
 #[test]
 fn once_writes_no_state_and_no_clone() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
     let state = repo.path("s/once.db");
     let args = watch_args(&repo, &sb.url, &state, &["--once"]);
     let out = std::process::Command::new(BIN)
@@ -230,7 +230,7 @@ impl SilentProxy {
 #[test]
 fn a_stream_that_goes_silent_without_closing_vouches_for_nothing() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
     let proxy = SilentProxy::start(&sb.url);
     let state = repo.path("state/greenlight.db");
     let mut args = watch_args(&repo, &proxy.url, &state, &[]);
@@ -238,7 +238,7 @@ fn a_stream_that_goes_silent_without_closing_vouches_for_nothing() {
     let i = args.iter().position(|a| a == "--stable-for").unwrap();
     args[i + 1] = "8s".into();
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let proc = Proc::spawn(&argv, &[]);
+    let proc = Proc::spawn(BIN, &argv, &[]);
     proc.wait_line("watching ", T);
     proc.wait_line("stream connected", T);
     let c = repo.set_image(
@@ -272,7 +272,7 @@ fn a_stream_that_goes_silent_without_closing_vouches_for_nothing() {
 #[test]
 fn a_local_repo_spelled_relative_or_absolute_is_one_repository() {
     let repo = Repo::new();
-    let dir = repo.tmp.path();
+    let dir = repo.root();
     let sb_args = [
         "sandbox",
         "--repo",
@@ -286,19 +286,18 @@ fn a_local_repo_spelled_relative_or_absolute_is_one_repository() {
         "--app",
         "web=apps/web",
     ];
-    let sb = Proc::spawn_in(Some(dir), &sb_args, &[]);
-    let line = sb.wait_line("sandbox listening on ", T);
-    let url = line.split("sandbox listening on ").nth(1).unwrap().trim();
+    let sb = Sandbox::spawn(BIN, Some(dir), &sb_args);
+    let url = &sb.url;
     // Both daemons run where the stand-in runs (one shell): the absolute spelling, and a
     // relative one spelled differently from the stand-in's.
     let abs_args = watch_args(&repo, url, &repo.path("abs.db"), &[]);
     let argv: Vec<&str> = abs_args.iter().map(String::as_str).collect();
-    let abs = Proc::spawn_in(Some(dir), &argv, &[]);
+    let abs = Proc::spawn_in(BIN, Some(dir), &argv, &[]);
     abs.wait_line("watching ", T);
     let mut rel_args = watch_args(&repo, url, &repo.path("rel.db"), &[]);
     rel_args[2] = "origin.git".into();
     let argv: Vec<&str> = rel_args.iter().map(String::as_str).collect();
-    let rel = Proc::spawn_in(Some(dir), &argv, &[]);
+    let rel = Proc::spawn_in(BIN, Some(dir), &argv, &[]);
     rel.wait_line("watching ", T);
     let c = repo.set_image(
         "web",
@@ -323,8 +322,8 @@ fn since_trailer_key_and_greenlight_dry_run_in_one_watch() {
             trailer("other", "30", "arm")
         ),
     );
-    let sb = Sandbox::start(&repo, &["web=apps/web", "other=apps/other"], &[]);
-    let wd = Watchdog::start(
+    let sb = sandbox(&repo, &["web=apps/web", "other=apps/other"], &[]);
+    let wd = watchdog(
         &repo,
         &sb.url,
         &["--since", &base, "--trailer-key", "Deploy-Watch"],
@@ -361,13 +360,13 @@ fn since_trailer_key_and_greenlight_dry_run_in_one_watch() {
 #[test]
 fn a_since_that_is_not_a_commit_exits_2_in_both_modes() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
     for extra in [&["--once"][..], &[][..]] {
         let mut flags = vec!["--since", "no-such-rev"];
         flags.extend_from_slice(extra);
         let args = watch_args(&repo, &sb.url, &repo.path("since.db"), &flags);
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut p = Proc::spawn(&argv, &[]);
+        let mut p = Proc::spawn(BIN, &argv, &[]);
         let status = p.wait_exit(T);
         let err = p.output();
         assert_eq!(status.code(), Some(2), "{extra:?}: {err}");
@@ -380,8 +379,8 @@ fn a_since_that_is_not_a_commit_exits_2_in_both_modes() {
 #[test]
 fn a_pending_revert_is_not_pushed_after_a_restart_in_dry_run() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
-    let mut wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let mut wd = watchdog(&repo, &sb.url, &[], &[]);
     let bad = repo.set_image(
         "web",
         BAD,
@@ -390,7 +389,7 @@ fn a_pending_revert_is_not_pushed_after_a_restart_in_dry_run() {
     // The push reaches the remote's pre-receive hook, which holds it and then refuses it.
     let release = repo.path("release");
     let entered = repo.path("entered");
-    let hook = repo.remote.join("hooks/pre-receive");
+    let hook = repo.bare.join("hooks/pre-receive");
     std::fs::write(
         &hook,
         format!(
@@ -408,7 +407,7 @@ fn a_pending_revert_is_not_pushed_after_a_restart_in_dry_run() {
     std::fs::remove_file(&hook).unwrap();
     assert_eq!(repo.remote_tip(), bad);
 
-    let wd2 = Watchdog::start_with_state(&repo, &sb.url, &wd.state, &[], &[("DRY_RUN", "true")]);
+    let wd2 = watchdog_with_state(&repo, &sb.url, &wd.state, &[], &[("DRY_RUN", "true")]);
     let w = wd2.wait_state(&bad, "REVERT_FAILED", T);
     assert!(w["reason"].as_str().unwrap().contains("dry-run"), "{w}");
     assert_eq!(count_reverts_of(&repo, &bad), 0, "{}", wd2.proc.output());
@@ -420,8 +419,8 @@ fn a_pending_revert_is_not_pushed_after_a_restart_in_dry_run() {
 #[test]
 fn a_fetch_that_never_returns_is_reported() {
     let repo = Repo::new();
-    let sb = Sandbox::start(&repo, &["web=apps/web"], &[]);
-    let wd = Watchdog::start(&repo, &sb.url, &[], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {

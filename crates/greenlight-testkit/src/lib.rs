@@ -1,0 +1,31 @@
+//! greenlight's test kit, for tests only: it is a dev-dependency of the crates that use it and is
+//! never part of the product (`publish = false`, never linked into the `greenlight` binary).
+//!
+//! - [`git`]: git run with an isolated environment (no user or system config, no inherited
+//!   `GIT_*` variables, a fixed identity), a bare origin with a working clone, and a runner for
+//!   fixture shell scripts.
+//! - [`process`]: a child process whose output lines are collected as they arrive, waited on
+//!   line by line with bounded timeouts.
+//! - [`http`]: small blocking HTTP/1.1 requests for tests that poll a local server.
+//! - [`sandbox`]: `greenlight sandbox` as a child process, started and read over HTTP.
+//! - [`watch`]: `greenlight watch` as a child process and its `status --json`.
+//!
+//! The kit depends on no workspace crate, so any of them can use it without a cycle. What needs
+//! the `greenlight` binary takes its path as an argument: callers pass
+//! `env!("CARGO_BIN_EXE_greenlight")`. The in-process sandbox stays with the crates that already
+//! depend on `greenlight-sandbox`.
+//!
+//! Waits never sleep and hope: each one watches for an observable line or state and fails,
+//! showing what it saw, when its bound runs out.
+
+pub mod git;
+pub mod http;
+pub mod process;
+pub mod sandbox;
+pub mod watch;
+
+pub use git::{IDENTITY_EMAIL, IDENTITY_NAME, Remote, ScriptFixture, git, git_cmd, isolate};
+pub use http::{Response, http_get, http_post, http_request};
+pub use process::Proc;
+pub use sandbox::{Sandbox, healthy_at};
+pub use watch::{TERMINAL_STATES, Watchdog, status_json, wait_state, watch_args, watch_of};

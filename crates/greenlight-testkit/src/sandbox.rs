@@ -1,0 +1,129 @@
+//! `greenlight sandbox` (the local Argo CD stand-in) as a child process: started, waited for
+//! until it prints the URL it listens on, then read and steered over HTTP.
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::http::{http_get, http_post};
+use crate::process::Proc;
+
+/// What the sandbox prints, followed by its URL, once it serves.
+pub const LISTENING: &str = "sandbox listening on ";
+
+/// How long start-up may take before the test fails.
+const START: Duration = Duration::from_secs(30);
+
+/// How often [`Sandbox::wait_app`] reads the application again.
+const POLL: Duration = Duration::from_millis(50);
+
+/// A running `greenlight sandbox` and its base URL (`http://127.0.0.1:<port>`).
+pub struct Sandbox {
+    pub proc: Proc,
+    pub url: String,
+}
+
+impl Sandbox {
+    /// `bin sandbox` over the git remote `repo` with test timings (`--sync-interval 200ms
+    /// --rollout-time 1s`), on a free local port, one `--app` per entry of `apps`, then `extra`.
+    #[track_caller]
+    pub fn start(bin: impl AsRef<OsStr>, repo: &str, apps: &[&str], extra: &[&str]) -> Sandbox {
+        let mut args: Vec<&str> = vec![
+            "sandbox",
+            "--repo",
+            repo,
+            "--listen",
+            "127.0.0.1:0",
+            "--sync-interval",
+            "200ms",
+            "--rollout-time",
+            "1s",
+        ];
+        for app in apps {
+            args.extend(["--app", app]);
+        }
+        args.extend(extra);
+        Self::spawn(bin, None, &args)
+    }
+
+    /// `bin` with exactly `args` (starting with `sandbox`), in `dir` when given.
+    #[track_caller]
+    pub fn spawn(bin: impl AsRef<OsStr>, dir: Option<&Path>, args: &[&str]) -> Sandbox {
+        Self::wait_listening(Proc::spawn_in(bin, dir, args, &[]))
+    }
+
+    /// Waits for an already spawned sandbox to print its URL.
+    #[track_caller]
+    pub fn wait_listening(proc: Proc) -> Sandbox {
+        let line = proc.wait_line(LISTENING, START);
+        let url = line.split(LISTENING).nth(1).unwrap().trim().to_owned();
+        Sandbox { proc, url }
+    }
+
+    /// POSTs to a path of the sandbox's own control API (`/sandbox/v1/...`).
+    pub fn control(&self, path: &str) {
+        http_post(&format!("{}{path}", self.url));
+    }
+
+    /// The application `name` as the Argo CD API returns it; `Null` when there is no answer.
+    pub fn app(&self, name: &str) -> Value {
+        let url = format!("{}/api/v1/applications/{name}", self.url);
+        serde_json::from_str(&http_get(&url)).unwrap_or(Value::Null)
+    }
+
+    /// Reads the application until it satisfies `ok`; fails after `within` showing its status.
+    #[track_caller]
+    pub fn wait_app(&self, name: &str, within: Duration, ok: impl Fn(&Value) -> bool) -> Value {
+        let end = Instant::now() + within;
+        loop {
+            let app = self.app(name);
+            if ok(&app) {
+                return app;
+            }
+            assert!(
+                Instant::now() < end,
+                "app {name} never satisfied the condition within {within:?}; last status: {}",
+                app["status"]
+            );
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+/// The application is Synced at `rev` and Healthy.
+pub fn healthy_at(app: &Value, rev: &str) -> bool {
+    app["status"]["health"]["status"] == "Healthy"
+        && app["status"]["sync"]["status"] == "Synced"
+        && app["status"]["sync"]["revision"] == rev
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn healthy_at_needs_health_sync_and_the_revision() {
+        let app = |health: &str, sync: &str, rev: &str| serde_json::json!({"status": {"health": {"status": health}, "sync": {"status": sync, "revision": rev}}});
+        assert!(healthy_at(&app("Healthy", "Synced", "abc"), "abc"));
+        assert!(!healthy_at(&app("Progressing", "Synced", "abc"), "abc"));
+        assert!(!healthy_at(&app("Healthy", "OutOfSync", "abc"), "abc"));
+        assert!(!healthy_at(&app("Healthy", "Synced", "abc"), "def"));
+        assert!(!healthy_at(&Value::Null, "abc"));
+    }
+
+    #[test]
+    fn the_url_is_read_from_the_listening_line() {
+        let proc = Proc::spawn(
+            "sh",
+            [
+                "-c",
+                "echo starting >&2; echo 'sandbox listening on http://127.0.0.1:4242' >&2; exec sleep 600",
+            ],
+            &[],
+        );
+        let sb = Sandbox::wait_listening(proc);
+        assert_eq!(sb.url, "http://127.0.0.1:4242");
+    }
+}
