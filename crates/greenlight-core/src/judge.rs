@@ -264,6 +264,8 @@ pub struct Engine {
     breaker: Breaker,
     dirty: BTreeSet<usize>,
     breaker_dirty: bool,
+    /// Watches that finished before a restart and were not loaded back, by id.
+    finished_ids: BTreeSet<String>,
 }
 
 impl Engine {
@@ -278,7 +280,16 @@ impl Engine {
             breaker,
             dirty: BTreeSet::new(),
             breaker_dirty: false,
+            finished_ids: BTreeSet::new(),
         }
+    }
+
+    /// After a restart that loads only the live watches: the ids of the finished watches still
+    /// on record. A commit delivered again that has one of them is known as processed, and
+    /// none of its trailers starts a watch or is rejected a second time.
+    pub fn with_finished_ids(mut self, ids: BTreeSet<String>) -> Engine {
+        self.finished_ids = ids;
+        self
     }
 
     pub fn config(&self) -> &JudgeConfig {
@@ -392,6 +403,18 @@ impl Engine {
             out.extend(self.check_attribution(i, now));
         }
 
+        // A commit with a finished watch on record was processed before a restart: each of its
+        // trailers started a watch or was rejected then. Its finished watches are not loaded,
+        // so the checks below could not tell.
+        let prefix = format!("{}:", commit.sha);
+        if self
+            .finished_ids
+            .range(prefix.clone()..)
+            .next()
+            .is_some_and(|id| id.starts_with(&prefix))
+        {
+            return out;
+        }
         for (index, parsed) in directives_in(&commit.message, &self.config.trailer_key)
             .into_iter()
             .enumerate()

@@ -249,6 +249,46 @@ fn redelivery_of_the_same_commit_does_not_duplicate() {
     assert_eq!(h2.engine.watches().len(), 1);
 }
 
+/// The daemon loads only live watches after a restart, and the finished ones by id: a commit
+/// delivered again whose watch finished starts nothing, not even through a second trailer for
+/// the same app that was rejected the first time (the finished watch is not there to overlap).
+#[test]
+fn redelivery_after_a_restart_that_knows_the_finished_watch_only_by_id() {
+    let mut h = Harness::new(config());
+    let msg = message(
+        "web twice",
+        &[
+            "Nav-Watchdog: app=web deadline=60",
+            "Nav-Watchdog: app=web deadline=90",
+        ],
+    );
+    let c = commit(1, &msg, &["apps/web/deploy.yaml"]);
+    let out = h.arrive(&c, t(0));
+    assert_eq!(kinds(&out), vec![K::WatchStarted, K::DirectiveRejected]);
+    h.tick(t(60));
+    assert!(h.state(&c.sha).is_terminal());
+    let finished: std::collections::BTreeSet<String> =
+        h.engine.watches().iter().map(|w| w.id.clone()).collect();
+
+    // Without the ids, an engine given only the live watches judges the commit a second time.
+    let mut blind = Harness::with_engine(Engine::restore(config(), Vec::new(), Breaker::default()));
+    assert_eq!(
+        kinds(&blind.arrive(&c, t(70))),
+        vec![K::WatchStarted, K::DirectiveRejected]
+    );
+
+    let mut h2 = Harness::with_engine(
+        Engine::restore(config(), Vec::new(), Breaker::default()).with_finished_ids(finished),
+    );
+    assert!(h2.arrive(&c, t(70)).is_empty(), "{:?}", h2.log);
+    assert!(h2.engine.watches().is_empty());
+    // Another commit, whose sha the finished id does not start with, still starts its watch.
+    assert_eq!(
+        kinds(&h2.arrive(&watched(2, "web", "deadline=60"), t(80))),
+        vec![K::WatchStarted]
+    );
+}
+
 fn roundtrip(ws: &[Watch]) -> Vec<Watch> {
     let text = serde_json::to_string(ws).expect("watches serialize");
     serde_json::from_str(&text).expect("watches deserialize")
