@@ -44,6 +44,8 @@ pub struct DaemonConfig {
     pub dry_run: bool,
     pub since: Option<String>,
     pub trailer_key: String,
+    /// How long finished watches and their events stay in the state file.
+    pub retain_ms: i64,
 }
 
 impl DaemonConfig {
@@ -135,9 +137,15 @@ pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Res
         let (r, b) = (repo.clone(), branch.clone());
         tokio::task::spawn_blocking(move || r.fetch(&b)).await??
     };
-    let loaded = store.load()?;
+    // Retention first, so that what it removes is not loaded; never before `bind`, which
+    // refuses another repository's state file.
+    if let Some(p) = store.prune_due(now, cfg.retain_ms)?.filter(|p| p.any()) {
+        out.info(now, &p.summary());
+    }
+    let loaded = store.load_live()?;
     let judge = cfg.judge_config(&branch, branch == default_branch);
-    let engine = Engine::restore(judge, loaded.watches, loaded.breaker);
+    let engine =
+        Engine::restore(judge, loaded.live, loaded.breaker).with_finished_ids(loaded.finished_ids);
 
     let (from, first_start) = match (&loaded.baseline, &loaded.tip) {
         (Some(_), Some(t)) => (t.clone(), false),
@@ -233,6 +241,12 @@ impl Daemon {
                 _ = fetch_timer.tick() => {
                     if let Err(e) = self.breaker_reset_requested().await { break Err(e) }
                     let now = self.clock.now();
+                    // Housekeeping: a failed prune is retried at the next tick, judging goes on.
+                    match self.store.prune_due(now, self.cfg.retain_ms) {
+                        Ok(Some(p)) if p.any() => self.out.info(now, &p.summary()),
+                        Ok(_) => {}
+                        Err(e) => self.out.warn(now, &format!("pruning the state file failed: {e:#}")),
+                    }
                     let stuck_after = self.cfg.fetch_interval.as_millis() as i64 * 10;
                     if fetching && !stuck_warned && now.ms_since(fetch_since) > stuck_after {
                         stuck_warned = true;
@@ -835,6 +849,7 @@ mod tests {
             dry_run: false,
             since: None,
             trailer_key: "Nav-Watchdog".into(),
+            retain_ms: 1,
         };
         // The judge quotes its repository in reasons (stored, shown by `status`).
         let j = cfg.judge_config("main", true);
