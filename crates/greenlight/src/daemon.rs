@@ -241,7 +241,7 @@ impl Daemon {
                 _ = fetch_timer.tick() => {
                     if let Err(e) = self.breaker_reset_requested().await { break Err(e) }
                     let now = self.clock.now();
-                    // Housekeeping: a failed prune is retried at the next tick, judging goes on.
+                    // Housekeeping: a failed prune is tried again an hour later; judging goes on.
                     match self.store.prune_due(now, self.cfg.retain_ms) {
                         Ok(Some(p)) if p.any() => self.out.info(now, &p.summary()),
                         Ok(_) => {}

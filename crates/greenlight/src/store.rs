@@ -506,7 +506,8 @@ impl Store {
 
     /// The daemon's retention: prune what finished more than `retain_ms` before `now`, at the
     /// first call and then at most once an hour (retention is counted in days; pruning at
-    /// every fetch would only cost writes). `None` when it was not due.
+    /// every fetch would only cost writes). `None` when it was not due. A prune that fails
+    /// counts as done: it is tried again an hour later, not at every tick.
     pub fn prune_due(&mut self, now: Timestamp, retain_ms: i64) -> Result<Option<Pruned>> {
         if self
             .last_pruned_at
@@ -514,9 +515,8 @@ impl Store {
         {
             return Ok(None);
         }
-        let pruned = self.prune(now.plus_ms(-retain_ms))?;
         self.last_pruned_at = Some(now);
-        Ok(Some(pruned))
+        self.prune(now.plus_ms(-retain_ms)).map(Some)
     }
 
     /// `greenlight breaker reset` while a daemon runs: leave a request the daemon applies (it is

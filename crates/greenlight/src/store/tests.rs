@@ -577,3 +577,15 @@ fn the_daemon_prunes_at_its_first_call_then_at_most_once_an_hour() {
     );
     assert!(store.load().unwrap().watches.is_empty());
 }
+
+#[test]
+fn a_failed_prune_is_tried_again_an_hour_later_not_at_every_tick() {
+    let dir = tempfile::tempdir().unwrap();
+    // A v1 file opened without migrating cannot be pruned: a failure that is easy to make.
+    let path = fixture_copy(dir.path(), "state.db");
+    let mut store = Store::open_existing(&path, false).unwrap();
+    let t0 = Timestamp(1_000_000_000);
+    assert!(store.prune_due(t0, 1).is_err());
+    assert_eq!(store.prune_due(t0.plus_ms(60_000), 1).unwrap(), None);
+    assert!(store.prune_due(t0.plus_ms(PRUNE_EVERY_MS), 1).is_err());
+}
