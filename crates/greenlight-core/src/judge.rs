@@ -264,6 +264,11 @@ pub struct Engine {
     breaker: Breaker,
     dirty: BTreeSet<usize>,
     breaker_dirty: bool,
+    /// Watches that finished before a restart and were not loaded back, by id.
+    finished_ids: BTreeSet<String>,
+    /// A watch was confirmed while a revert decided before it was still being pushed: the
+    /// breaker hears the confirmation after those reverts, in the order of the verdicts.
+    confirmed_behind_reverts: bool,
 }
 
 impl Engine {
@@ -278,7 +283,17 @@ impl Engine {
             breaker,
             dirty: BTreeSet::new(),
             breaker_dirty: false,
+            finished_ids: BTreeSet::new(),
+            confirmed_behind_reverts: false,
         }
+    }
+
+    /// After a restart that loads only the live watches: the ids of the finished watches still
+    /// on record. A commit delivered again that has one of them is known as processed, and
+    /// none of its trailers starts a watch or is rejected a second time.
+    pub fn with_finished_ids(mut self, ids: BTreeSet<String>) -> Engine {
+        self.finished_ids = ids;
+        self
     }
 
     pub fn config(&self) -> &JudgeConfig {
@@ -392,6 +407,18 @@ impl Engine {
             out.extend(self.check_attribution(i, now));
         }
 
+        // A commit with a finished watch on record was processed before a restart: each of its
+        // trailers started a watch or was rejected then. Its finished watches are not loaded,
+        // so the checks below could not tell.
+        let prefix = format!("{}:", commit.sha);
+        if self
+            .finished_ids
+            .range(prefix.clone()..)
+            .next()
+            .is_some_and(|id| id.starts_with(&prefix))
+        {
+            return out;
+        }
         for (index, parsed) in directives_in(&commit.message, &self.config.trailer_key)
             .into_iter()
             .enumerate()
@@ -656,7 +683,23 @@ impl Engine {
                 out.push(self.emit(i, EventKind::RevertFailed, msg, now));
             }
         }
+        if self.confirmed_behind_reverts && !self.watches.iter().any(|w| w.revert_pending) {
+            self.confirmed_behind_reverts = false;
+            self.record_confirmed();
+        }
         out
+    }
+
+    /// A confirmation resets the breaker's count of reverts in a row — after the reverts that
+    /// were decided before it, however long their pushes take. Deferring it never lets a revert
+    /// through that verdict order would have withheld.
+    fn record_confirmed(&mut self) {
+        if self.watches.iter().any(|w| w.revert_pending) {
+            self.confirmed_behind_reverts = true;
+            return;
+        }
+        self.breaker.record_confirmed();
+        self.breaker_dirty = true;
     }
 
     /// A human closes the breaker.
@@ -1132,8 +1175,7 @@ impl Engine {
                     if observed >= self.config.stable_for_ms {
                         // Dry-run verdicts do not count for the breaker, either way.
                         if !(w.dry_run || self.config.dry_run) {
-                            self.breaker.record_confirmed();
-                            self.breaker_dirty = true;
+                            self.record_confirmed();
                         }
                         let reason = format!(
                             "confirmed: reached and healthy without a break for {}",

@@ -249,6 +249,46 @@ fn redelivery_of_the_same_commit_does_not_duplicate() {
     assert_eq!(h2.engine.watches().len(), 1);
 }
 
+/// The daemon loads only live watches after a restart, and the finished ones by id: a commit
+/// delivered again whose watch finished starts nothing, not even through a second trailer for
+/// the same app that was rejected the first time (the finished watch is not there to overlap).
+#[test]
+fn redelivery_after_a_restart_that_knows_the_finished_watch_only_by_id() {
+    let mut h = Harness::new(config());
+    let msg = message(
+        "web twice",
+        &[
+            "Nav-Watchdog: app=web deadline=60",
+            "Nav-Watchdog: app=web deadline=90",
+        ],
+    );
+    let c = commit(1, &msg, &["apps/web/deploy.yaml"]);
+    let out = h.arrive(&c, t(0));
+    assert_eq!(kinds(&out), vec![K::WatchStarted, K::DirectiveRejected]);
+    h.tick(t(60));
+    assert!(h.state(&c.sha).is_terminal());
+    let finished: std::collections::BTreeSet<String> =
+        h.engine.watches().iter().map(|w| w.id.clone()).collect();
+
+    // Without the ids, an engine given only the live watches judges the commit a second time.
+    let mut blind = Harness::with_engine(Engine::restore(config(), Vec::new(), Breaker::default()));
+    assert_eq!(
+        kinds(&blind.arrive(&c, t(70))),
+        vec![K::WatchStarted, K::DirectiveRejected]
+    );
+
+    let mut h2 = Harness::with_engine(
+        Engine::restore(config(), Vec::new(), Breaker::default()).with_finished_ids(finished),
+    );
+    assert!(h2.arrive(&c, t(70)).is_empty(), "{:?}", h2.log);
+    assert!(h2.engine.watches().is_empty());
+    // Another commit, whose sha the finished id does not start with, still starts its watch.
+    assert_eq!(
+        kinds(&h2.arrive(&watched(2, "web", "deadline=60"), t(80))),
+        vec![K::WatchStarted]
+    );
+}
+
 fn roundtrip(ws: &[Watch]) -> Vec<Watch> {
     let text = serde_json::to_string(ws).expect("watches serialize");
     serde_json::from_str(&text).expect("watches deserialize")
@@ -1591,6 +1631,40 @@ fn confirmed_resets_the_count_but_not_an_open_breaker() {
     assert!(h.engine.breaker().open, "only a human closes it");
     let (_, out) = arm_fail(&mut h, 4, 700);
     assert!(reverts(&out).is_empty());
+}
+
+#[test]
+fn a_confirmation_while_an_earlier_revert_is_being_pushed_counts_after_that_revert() {
+    let mut h = Harness::new(config());
+    let (a, _) = arm_fail(&mut h, 1, 0);
+    h.finish_revert(
+        &id_of(&h, &a),
+        RevertOutcome::Pushed { revert: sha(901) },
+        t(70),
+    );
+    // The second revert in a row is decided; its push takes a while.
+    let (b, out) = arm_fail(&mut h, 2, 100);
+    assert_eq!(reverts(&out).len(), 1);
+    // Meanwhile another app's watch is confirmed.
+    let c = watched(10, "api", "deadline=600 mode=arm");
+    h.arrive(&c, t(170));
+    h.ancestor(&c.sha, &sha(7000));
+    let ok = Snap::new("api").deployed(&sha(7000));
+    h.observe_every(&ok, 170, 290, 10);
+    assert_eq!(h.state(&c.sha), State::Confirmed);
+    // In the order of the verdicts the revert came first: it is the second in a row.
+    let out = h.finish_revert(
+        &id_of(&h, &b),
+        RevertOutcome::Pushed { revert: sha(902) },
+        t(300),
+    );
+    assert!(kinds(&out).contains(&K::BreakerOpened), "{out:?}");
+    assert!(h.engine.breaker().open);
+    assert_eq!(
+        h.engine.breaker().consecutive_reverts,
+        0,
+        "the confirmation is counted after the revert"
+    );
 }
 
 #[test]

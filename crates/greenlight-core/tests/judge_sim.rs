@@ -147,6 +147,9 @@ struct Sim {
     requested: HashMap<String, u32>,
     /// The breaker as the issue defines it.
     model_breaker: Breaker,
+    /// A confirmation came while a revert decided before it was pending: it counts once
+    /// those reverts have finished (in the order of the verdicts). Not kept across a restart.
+    model_confirm_deferred: bool,
     /// What the store would hold if it persisted only `take_dirty`.
     store: BTreeMap<String, Watch>,
     /// Watches that went through a kind of event after which a revert is never allowed.
@@ -241,6 +244,7 @@ impl Sim {
             pending: Vec::new(),
             requested: HashMap::new(),
             model_breaker: Breaker::default(),
+            model_confirm_deferred: false,
             store: BTreeMap::new(),
             never_revert: BTreeSet::new(),
             prev: Vec::new(),
@@ -790,6 +794,11 @@ impl Sim {
         if counts {
             self.model_breaker.record_revert_model();
         }
+        let still_pending = self.engine.watches().iter().any(|w| w.revert_pending);
+        if self.model_confirm_deferred && !still_pending {
+            self.model_confirm_deferred = false;
+            self.model_breaker.record_confirmed();
+        }
         self.after(out, false);
         // The pushed revert then arrives on the branch like any commit.
         if pushed && self.rng.chance(70) {
@@ -835,6 +844,7 @@ impl Sim {
         // Downtime: the clock moves on while nothing is observed.
         self.now = self.now.plus_ms(self.rng.range(0, 60_000));
         self.engine = Engine::restore(self.cfg.clone(), watches, breaker);
+        self.model_confirm_deferred = false;
         let now = self.now;
         self.trace
             .push(format!("{} restart+resume", now.0 - BASE_MS));
@@ -883,6 +893,28 @@ impl Sim {
             })
             .collect();
         self.counters.events += evs.len() as u64;
+        // Whether a revert was pending at each confirmation: the ones pending after this step,
+        // less those requested later in it.
+        let pending_after = self
+            .engine
+            .watches()
+            .iter()
+            .filter(|w| w.revert_pending)
+            .count();
+        let mut requested_later = out
+            .iter()
+            .filter(|e| matches!(e, Effect::Revert(_)))
+            .count();
+        let mut confirm_behind_revert = std::collections::VecDeque::new();
+        for e in &out {
+            match e {
+                Effect::Revert(_) => requested_later -= 1,
+                Effect::Emit(ev) if ev.event == EventKind::Confirmed => {
+                    confirm_behind_revert.push_back(pending_after > requested_later)
+                }
+                Effect::Emit(_) => {}
+            }
+        }
         for ev in &evs {
             if ev.time != now {
                 self.fail(&format!("event at {:?}, now {:?}: {ev:?}", ev.time, now));
@@ -958,7 +990,13 @@ impl Sim {
                     };
                     self.never_revert.extend(ids);
                 }
-                EventKind::Confirmed => self.model_breaker.record_confirmed(),
+                EventKind::Confirmed => {
+                    if confirm_behind_revert.pop_front().unwrap_or(false) {
+                        self.model_confirm_deferred = true;
+                    } else {
+                        self.model_breaker.record_confirmed();
+                    }
+                }
                 EventKind::BreakerReset => self.model_breaker.reset(),
                 _ => {}
             }

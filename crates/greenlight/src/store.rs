@@ -2,20 +2,42 @@
 //! the last processed tip, and an append-only event log. A state change and the events it
 //! produced are written in one transaction, before anything is printed or pushed, so a
 //! `kill -9` loses nothing that was acknowledged. Readers (`status`) open it read-only while
-//! the daemon runs. This module never decides anything about a watch.
+//! the daemon runs. This module never decides anything about a watch, and never writes a judge
+//! type as it is in memory: what a watch and the breaker look like on disk is `record`'s.
+//!
+//! The schema is versioned (`schema_version` in `meta`). A file is brought to the current
+//! version by the steps in [`migrate`], all in one transaction, when the daemon opens it; a
+//! fresh file goes through the same steps from version 0. Readers never migrate: they read any
+//! version this build knows. Retention: finished watches leave the file `--retain` after their
+//! verdict, with their events ([`Store::prune`]).
+
+mod record;
 
 use anyhow::{Context, Result, bail};
 use greenlight_core::breaker::Breaker;
 use greenlight_core::event::Event;
 use greenlight_core::judge::Watch;
-use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use greenlight_core::time::Timestamp;
+use record::{BreakerRecord, WatchRecord};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-const SCHEMA_VERSION: i64 = 1;
+/// The schema this build creates and writes. Version 1 had no `live` and `finished_at`
+/// columns; version 2 adds them (and indexes for retention), and stamps record formats.
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// How often the running daemon prunes, at most.
+const PRUNE_EVERY_MS: i64 = 3_600_000;
 
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// The version of the file as opened; below `SCHEMA_VERSION` only for a reader.
+    schema: i64,
+    /// The version a migration at open started from (`None`: nothing to migrate).
+    migrated_from: Option<i64>,
+    last_pruned_at: Option<Timestamp>,
 }
 
 /// What one step of the daemon writes, atomically.
@@ -30,7 +52,7 @@ pub struct Write<'a> {
     pub clear_breaker_reset_request: bool,
 }
 
-/// Everything the store holds, read back at start-up or by `status`.
+/// Everything the store holds, read back by `status`: every retained watch, finished or not.
 pub struct Loaded {
     pub repo: Option<String>,
     pub branch: Option<String>,
@@ -40,19 +62,96 @@ pub struct Loaded {
     pub watches: Vec<Watch>,
 }
 
-impl Store {
-    /// Open for the daemon, creating the file and schema when missing.
-    pub fn open_or_create(path: &Path) -> Result<Store> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
+/// What the daemon resumes from. Finished watches are not loaded into the judge; their ids are,
+/// so that a commit delivered again never starts a second watch.
+pub struct Resume {
+    pub baseline: Option<String>,
+    pub tip: Option<String>,
+    pub breaker: Breaker,
+    /// WAITING_REACH and JUDGING watches, and FAILs whose revert was decided but never
+    /// reported back (the judge re-issues that revert at start).
+    pub live: Vec<Watch>,
+    /// The ids of the retained finished watches (their bodies are not read).
+    pub finished_ids: BTreeSet<String>,
+}
+
+/// What one prune removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub watches: usize,
+    pub events: usize,
+}
+
+impl Pruned {
+    pub fn any(&self) -> bool {
+        self.watches > 0 || self.events > 0
+    }
+
+    /// One line for the daemon's log: counts only, never a reason or a URL.
+    pub fn summary(&self) -> String {
+        format!(
+            "pruned {} finished watch(es) and {} event(s) older than --retain",
+            self.watches, self.events
+        )
+    }
+}
+
+/// The schema's version in `conn`: 0 when greenlight never wrote it (a new file, or an old one
+/// whose first start died between creating the tables and recording the version).
+fn schema_version(conn: &Connection) -> Result<i64> {
+    let has_meta: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_meta {
+        return Ok(0);
+    }
+    let v: Option<String> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match v {
+        None => Ok(0),
+        Some(v) => v
+            .parse()
+            .map_err(|_| anyhow::anyhow!("the schema version {v:?} is not a number")),
+    }
+}
+
+fn newer_than_known(path: &Path, found: i64) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{} has state schema version {found}; this greenlight understands versions up to {SCHEMA_VERSION} (a newer greenlight wrote it; run that one)",
+        path.display()
+    )
+}
+
+/// The schema's history, one step per version. Each step runs inside the caller's transaction,
+/// so a file is either fully at the new version or untouched.
+mod migrate {
+    use super::record::{BreakerRecord, WatchRecord};
+    use anyhow::{Context, Result};
+    use rusqlite::{OptionalExtension, Transaction, params};
+
+    /// Apply the steps from `from` up to `to`.
+    pub fn run(tx: &Transaction<'_>, from: i64, to: i64) -> Result<()> {
+        for v in from..to {
+            match v {
+                0 => to_1(tx)?,
+                1 => to_2(tx)?,
+                _ => unreachable!("no migration from schema version {v}"),
+            }
         }
-        let conn = Connection::open(path)
-            .with_context(|| format!("cannot open the state file {}", path.display()))?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "FULL")?;
-        conn.execute_batch(
+        Ok(())
+    }
+
+    /// Version 1: the tables as greenlight first created them. `IF NOT EXISTS`: a file whose
+    /// first start died before its version was recorded already has them.
+    fn to_1(tx: &Transaction<'_>) -> Result<()> {
+        tx.execute_batch(
             "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS watches (
                  id TEXT PRIMARY KEY, commit_sha TEXT NOT NULL, app TEXT NOT NULL,
@@ -60,24 +159,107 @@ impl Store {
              CREATE TABLE IF NOT EXISTS events (
                  seq INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, kind TEXT NOT NULL,
                  commit_sha TEXT, app TEXT, state TEXT, body TEXT NOT NULL);",
-        )
-        .with_context(|| format!("cannot create the schema in {}", path.display()))?;
-        let store = Store {
-            conn,
-            path: path.to_path_buf(),
-        };
-        match store.meta("schema_version")? {
-            None => store.set_meta("schema_version", &SCHEMA_VERSION.to_string())?,
-            Some(v) if v == SCHEMA_VERSION.to_string() => {}
-            Some(v) => bail!(
-                "{} has state schema version {v}; this greenlight understands version {SCHEMA_VERSION}",
-                path.display()
-            ),
-        }
-        Ok(store)
+        )?;
+        Ok(())
     }
 
-    /// Open an existing state file; a missing file is an error, never an empty database.
+    /// Version 2: `live` (loaded into the judge at start) and `finished_at` (retention) as
+    /// columns, filled from each body read as a record; every body and the breaker rewritten in
+    /// the current record format. A body that cannot be read stops the migration, and the
+    /// transaction leaves the file as it was.
+    fn to_2(tx: &Transaction<'_>) -> Result<()> {
+        // Unknown means live: a row the update below somehow missed is loaded, not forgotten.
+        tx.execute_batch(
+            "ALTER TABLE watches ADD COLUMN live INTEGER NOT NULL DEFAULT 1;
+             ALTER TABLE watches ADD COLUMN finished_at INTEGER;",
+        )?;
+        let rows: Vec<(String, String)> = tx
+            .prepare("SELECT id, body FROM watches")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (id, body) in rows {
+            let r =
+                WatchRecord::parse(&body).with_context(|| format!("watch {id} cannot be read"))?;
+            tx.execute(
+                "UPDATE watches SET body = ?1, live = ?2, finished_at = ?3 WHERE id = ?4",
+                params![r.to_body()?, r.is_live(), r.finished_at, id],
+            )?;
+        }
+        let breaker: Option<String> = tx
+            .query_row("SELECT value FROM meta WHERE key = 'breaker'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        if let Some(b) = breaker {
+            let r = BreakerRecord::parse(&b).context("the breaker record cannot be read")?;
+            tx.execute(
+                "UPDATE meta SET value = ?1 WHERE key = 'breaker'",
+                [r.to_body()?],
+            )?;
+        }
+        tx.execute_batch(
+            "CREATE INDEX watches_live ON watches (live, started_at);
+             CREATE INDEX watches_finished ON watches (live, finished_at);
+             CREATE INDEX events_watch ON events (commit_sha, app);
+             CREATE INDEX events_time ON events (time);",
+        )?;
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Open for the daemon, creating the file when missing and migrating it to the current
+    /// schema, in one transaction. A schema newer than this build's is an error.
+    pub fn open_or_create(path: &Path) -> Result<Store> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
+        }
+        let mut conn = Connection::open(path)
+            .with_context(|| format!("cannot open the state file {}", path.display()))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        let migrated_from = {
+            // Immediate: the version is read under the write lock that the migration needs.
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let found = schema_version(&tx)
+                .with_context(|| format!("{} is not a greenlight state file", path.display()))?;
+            if found > SCHEMA_VERSION {
+                return Err(newer_than_known(path, found));
+            }
+            if found < SCHEMA_VERSION {
+                migrate::run(&tx, found, SCHEMA_VERSION).with_context(|| {
+                    format!(
+                        "cannot migrate {} from state schema version {found} to {SCHEMA_VERSION}",
+                        path.display()
+                    )
+                })?;
+                tx.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)
+                     ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    [SCHEMA_VERSION.to_string()],
+                )?;
+            }
+            tx.commit()
+                .with_context(|| format!("cannot write the state file {}", path.display()))?;
+            // A new file is created, not migrated.
+            (found > 0 && found < SCHEMA_VERSION).then_some(found)
+        };
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+            schema: SCHEMA_VERSION,
+            migrated_from,
+            last_pruned_at: None,
+        })
+    }
+
+    /// Open an existing state file; a missing file is an error, never an empty database. It is
+    /// never migrated here: a read-only reader must not write, and `breaker reset` may run
+    /// beside a daemon of an older build that still writes the old schema. Any version from 1
+    /// to `SCHEMA_VERSION` is read through the same records; only the daemon's own queries
+    /// (`load_live`, `prune`, watch writes) need the current one.
     pub fn open_existing(path: &Path, read_only: bool) -> Result<Store> {
         if !path.is_file() {
             bail!(
@@ -93,20 +275,41 @@ impl Store {
         let conn = Connection::open_with_flags(path, flags)
             .with_context(|| format!("cannot open the state file {}", path.display()))?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        let store = Store {
-            conn,
-            path: path.to_path_buf(),
-        };
-        let version = store
-            .meta("schema_version")
+        let schema = schema_version(&conn)
             .with_context(|| format!("{} is not a greenlight state file", path.display()))?;
-        if version.as_deref() != Some(&SCHEMA_VERSION.to_string()) {
+        if schema > SCHEMA_VERSION {
+            return Err(newer_than_known(path, schema));
+        }
+        if schema < 1 {
             bail!(
-                "{} is not a greenlight state file of schema version {SCHEMA_VERSION}",
+                "{} is not a greenlight state file (it has no schema version)",
                 path.display()
             );
         }
-        Ok(store)
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+            schema,
+            migrated_from: None,
+            last_pruned_at: None,
+        })
+    }
+
+    /// The schema version the file had when opened, when `open_or_create` migrated it.
+    #[allow(dead_code)] // read by tests; the daemon does not need to know
+    pub fn migrated_from(&self) -> Option<i64> {
+        self.migrated_from
+    }
+
+    fn need_current(&self, what: &str) -> Result<()> {
+        if self.schema < SCHEMA_VERSION {
+            bail!(
+                "{} has state schema version {}: {what} needs version {SCHEMA_VERSION}; a start of `greenlight watch` migrates it",
+                self.path.display(),
+                self.schema
+            );
+        }
+        Ok(())
     }
 
     fn meta(&self, key: &str) -> Result<Option<String>> {
@@ -140,47 +343,90 @@ impl Store {
         Ok(())
     }
 
-    pub fn load(&self) -> Result<Loaded> {
-        let breaker = match self.meta("breaker")? {
-            Some(b) => serde_json::from_str(&b)
-                .context("the breaker record in the state file is corrupt")?,
+    fn breaker(&self) -> Result<Breaker> {
+        Ok(match self.meta("breaker")? {
+            Some(b) => BreakerRecord::parse(&b)
+                .with_context(|| {
+                    format!(
+                        "the breaker record in {} cannot be read",
+                        self.path.display()
+                    )
+                })?
+                .into(),
             None => Breaker::default(),
-        };
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id, body FROM watches ORDER BY started_at, id")?;
+        })
+    }
+
+    fn watches_where(&self, filter: &str) -> Result<Vec<Watch>> {
+        let sql = format!("SELECT id, body FROM watches {filter} ORDER BY started_at, id");
+        let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
         let mut watches = Vec::new();
         for row in rows {
             let (id, body) = row?;
-            let w: Watch = serde_json::from_str(&body)
-                .with_context(|| format!("watch {id} in {} is corrupt", self.path.display()))?;
-            watches.push(w);
+            let r = WatchRecord::parse(&body)
+                .with_context(|| format!("watch {id} in {} cannot be read", self.path.display()))?;
+            watches.push(r.into());
         }
-        Ok(Loaded {
+        Ok(watches)
+    }
+
+    /// Every retained watch, finished or not, and the meta rows: what `status` shows. Works on
+    /// every schema version this build knows, without writing.
+    pub fn load(&self) -> Result<Loaded> {
+        // One read transaction: a daemon writing meanwhile is seen entirely or not at all.
+        let tx = self.conn.unchecked_transaction()?;
+        let loaded = Loaded {
             repo: self.meta("repo")?,
             branch: self.meta("branch")?,
             baseline: self.meta("baseline")?,
             tip: self.meta("tip")?,
-            breaker,
-            watches,
+            breaker: self.breaker()?,
+            watches: self.watches_where("")?,
+        };
+        tx.finish()?;
+        Ok(loaded)
+    }
+
+    /// What the daemon resumes from: the live watches, and the finished ones by id only.
+    pub fn load_live(&self) -> Result<Resume> {
+        self.need_current("resuming the daemon")?;
+        let finished_ids = self
+            .conn
+            .prepare("SELECT id FROM watches WHERE live = 0")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(Resume {
+            baseline: self.meta("baseline")?,
+            tip: self.meta("tip")?,
+            breaker: self.breaker()?,
+            live: self.watches_where("WHERE live = 1")?,
+            finished_ids,
         })
     }
 
     /// Write one step atomically.
     pub fn write(&mut self, w: Write<'_>) -> Result<()> {
+        if !w.watches.is_empty() {
+            self.need_current("writing a watch")?;
+        }
         let tx = self.conn.transaction()?;
         for watch in w.watches {
+            let r = WatchRecord::from(watch);
             tx.execute(
-                "INSERT INTO watches (id, commit_sha, app, state, started_at, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                 ON CONFLICT(id) DO UPDATE SET state = excluded.state, body = excluded.body",
+                "INSERT INTO watches (id, commit_sha, app, state, started_at, body, live, finished_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT(id) DO UPDATE SET state = excluded.state, body = excluded.body,
+                     live = excluded.live, finished_at = excluded.finished_at",
                 params![
-                    watch.id,
-                    watch.commit,
-                    watch.app.to_string(),
-                    watch.state.as_str(),
-                    watch.watch_started_at.0,
-                    serde_json::to_string(watch)?
+                    r.id,
+                    r.commit,
+                    r.app_str(),
+                    r.state_str(),
+                    r.watch_started_at,
+                    r.to_body()?,
+                    r.is_live(),
+                    r.finished_at,
                 ],
             )?;
         }
@@ -204,7 +450,7 @@ impl Store {
             )
         };
         if let Some(b) = w.breaker {
-            meta("breaker", &serde_json::to_string(b)?)?;
+            meta("breaker", &BreakerRecord::from(b).to_body()?)?;
         }
         if let Some(t) = w.tip {
             meta("tip", t)?;
@@ -218,6 +464,59 @@ impl Store {
         tx.commit()
             .with_context(|| format!("cannot write the state file {}", self.path.display()))?;
         Ok(())
+    }
+
+    /// Remove, in one transaction, the finished watches whose verdict is older than `cutoff`,
+    /// and the events that go with them. Live watches are never removed, however old.
+    ///
+    /// An event belongs to the watch of its (commit, app) (the judge keeps one watch per pair):
+    /// it stays as long as that watch does, and goes with it. Any other event (the breaker's,
+    /// a rejected trailer's, one whose watch is already gone) goes by its own time. A finished
+    /// watch without a verdict time (no build wrote one) goes by its start time.
+    pub fn prune(&mut self, cutoff: Timestamp) -> Result<Pruned> {
+        self.need_current("pruning")?;
+        let tx = self.conn.transaction()?;
+        let gone: Vec<(String, String)> = tx
+            .prepare(
+                "DELETE FROM watches WHERE live = 0 AND COALESCE(finished_at, started_at) < ?1
+                 RETURNING commit_sha, app",
+            )?
+            .query_map([cutoff.0], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut events = 0;
+        for (commit, app) in &gone {
+            events += tx.execute(
+                "DELETE FROM events WHERE commit_sha = ?1 AND app = ?2 AND NOT EXISTS
+                     (SELECT 1 FROM watches w WHERE w.commit_sha = ?1 AND w.app = ?2)",
+                params![commit, app],
+            )?;
+        }
+        events += tx.execute(
+            "DELETE FROM events WHERE time < ?1 AND NOT EXISTS
+                 (SELECT 1 FROM watches w WHERE w.commit_sha = events.commit_sha AND w.app = events.app)",
+            [cutoff.0],
+        )?;
+        tx.commit()
+            .with_context(|| format!("cannot write the state file {}", self.path.display()))?;
+        Ok(Pruned {
+            watches: gone.len(),
+            events,
+        })
+    }
+
+    /// The daemon's retention: prune what finished more than `retain_ms` before `now`, at the
+    /// first call and then at most once an hour (retention is counted in days; pruning at
+    /// every fetch would only cost writes). `None` when it was not due. A prune that fails
+    /// counts as done: it is tried again an hour later, not at every tick.
+    pub fn prune_due(&mut self, now: Timestamp, retain_ms: i64) -> Result<Option<Pruned>> {
+        if self
+            .last_pruned_at
+            .is_some_and(|t| now.ms_since(t) < PRUNE_EVERY_MS)
+        {
+            return Ok(None);
+        }
+        self.last_pruned_at = Some(now);
+        self.prune(now.plus_ms(-retain_ms)).map(Some)
     }
 
     /// `greenlight breaker reset` while a daemon runs: leave a request the daemon applies (it is
@@ -234,32 +533,4 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_breaker_reset_request_survives_until_the_write_that_applies_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.db");
-        let mut store = Store::open_or_create(&path).unwrap();
-        Store::open_existing(&path, false)
-            .unwrap()
-            .request_breaker_reset(1)
-            .unwrap();
-        assert!(store.breaker_reset_requested().unwrap());
-        // The daemon saw the request; an unrelated write (or a crash) before the reset is
-        // persisted leaves it pending.
-        store.write(Write::default()).unwrap();
-        drop(store);
-        let mut store = Store::open_or_create(&path).unwrap();
-        assert!(store.breaker_reset_requested().unwrap());
-        store
-            .write(Write {
-                breaker: Some(&Breaker::default()),
-                clear_breaker_reset_request: true,
-                ..Write::default()
-            })
-            .unwrap();
-        assert!(!store.breaker_reset_requested().unwrap());
-    }
-}
+mod tests;

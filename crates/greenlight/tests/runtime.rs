@@ -274,6 +274,7 @@ fn config(dir: &Path) -> DaemonConfig {
         dry_run: false,
         since: None,
         trailer_key: "Nav-Watchdog".into(),
+        retain_ms: 30 * 86_400_000,
     }
 }
 

@@ -199,6 +199,8 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         dry_run: false,
         since: None,
         trailer_key: greenlight_core::directive::DEFAULT_TRAILER_KEY.into(),
+        // `--retain`'s default; the demo's state file is temporary anyway.
+        retain_ms: 30 * 86_400_000,
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let d = runtime::start(cfg, out, clock)

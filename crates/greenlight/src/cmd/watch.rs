@@ -67,6 +67,10 @@ pub struct WatchArgs {
     pub trailer_key: String,
     #[arg(long = "log-format", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// How long finished watches and their events stay in the state file (default 30 days);
+    /// live watches always stay.
+    #[arg(long, default_value = "720h")]
+    pub retain: String,
 }
 
 fn duration(flag: &str, text: &str) -> Result<i64> {
@@ -164,6 +168,7 @@ pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
         dry_run: a.dry_run || truthy("GREENLIGHT_DRY_RUN") || truthy("DRY_RUN"),
         since: a.since.clone(),
         trailer_key: a.trailer_key.clone(),
+        retain_ms: duration("retain", &a.retain)?,
     })
 }
 

@@ -23,6 +23,8 @@ pub struct DaemonConfig {
     pub dry_run: bool,
     pub since: Option<String>,
     pub trailer_key: String,
+    /// How long finished watches and their events stay in the state file.
+    pub retain_ms: i64,
 }
 
 impl DaemonConfig {
@@ -63,6 +65,7 @@ mod tests {
             dry_run: false,
             since: None,
             trailer_key: "Nav-Watchdog".into(),
+            retain_ms: 1,
         };
         // The judge quotes its repository in reasons (stored, shown by `status`).
         let j = cfg.judge_config("main", true);

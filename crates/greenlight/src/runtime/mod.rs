@@ -252,9 +252,15 @@ impl Runtime {
     pub async fn start_with(cfg: DaemonConfig, ctx: Context, s: Start) -> Result<Runtime> {
         let now = ctx.clock.now();
         let mut store = s.store;
-        let loaded = store.load()?;
+        // Retention first, so that what it removes is not loaded; the caller has bound the
+        // store to its repository, which refuses another repository's state file.
+        if let Some(p) = store.prune_due(now, cfg.retain_ms)?.filter(|p| p.any()) {
+            ctx.out.info(now, &p.summary());
+        }
+        let loaded = store.load_live()?;
         let judge = cfg.judge_config(&s.branch, s.branch_is_default);
-        let engine = Engine::restore(judge, loaded.watches, loaded.breaker);
+        let engine = Engine::restore(judge, loaded.live, loaded.breaker)
+            .with_finished_ids(loaded.finished_ids);
         let from = match (&loaded.baseline, &loaded.tip) {
             (Some(_), Some(t)) => {
                 if cfg.since.is_some() {
@@ -460,6 +466,16 @@ impl Runtime {
         // `greenlight breaker reset` leaves a request while the daemon runs; the daemon is the
         // breaker's only writer then. The request is cleared in the same transaction that
         // closes the breaker, so a daemon that dies in between finds it again at its next start.
+        let now = self.now();
+        // Housekeeping: a failed prune is tried again an hour later; judging goes on.
+        match self.store.prune_due(now, self.cfg.retain_ms) {
+            Ok(Some(p)) if p.any() => self.ctx.out.info(now, &p.summary()),
+            Ok(_) => {}
+            Err(e) => self
+                .ctx
+                .out
+                .warn(now, &format!("pruning the state file failed: {e:#}")),
+        }
         if self.store.breaker_reset_requested()?
             && !self.work.iter().any(|w| matches!(w, Work::BreakerReset))
             && !self.clear_reset_request

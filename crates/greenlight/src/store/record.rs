@@ -1,0 +1,566 @@
+//! The persisted shapes of a watch and of the breaker: the JSON in the `watches.body` column
+//! and in the `breaker` meta row. This module owns every detail of that JSON and the
+//! conversions to and from the judge's in-memory types, so a change to those types touches only
+//! the conversions here, never a state file already on disk. It never decides anything about a
+//! watch, and nothing outside it may serialize a judge type into the store.
+//!
+//! Record format 1 is exactly the JSON that greenlight wrote before records existed (the
+//! in-memory `Watch` serialized field by field), so such bodies, which carry no `format` field,
+//! read as format 1. Every body written now carries `"format": 1`. A change to the shape adds a
+//! format 2 record beside this one (format 1 stays readable, and is converted on read), never
+//! an edit of the format 1 types below.
+
+use anyhow::{Result, bail};
+use greenlight_core::breaker::Breaker;
+use greenlight_core::directive::{AppRef, Mode};
+use greenlight_core::judge::{LaterCommit, Seen, State, Watch};
+use greenlight_core::snapshot::{Health, ReachCandidate, ReachVia, SourcePaths};
+use greenlight_core::time::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// The newest record format this build reads, and the one it writes.
+pub const FORMAT: u32 = 1;
+
+/// A body without a `format` field was written before records existed: format 1.
+fn format_1() -> u32 {
+    1
+}
+
+/// Only the format, read first, so that a body from a newer build is refused by its number
+/// rather than by whatever field it added.
+#[derive(Deserialize)]
+struct Probe {
+    #[serde(default = "format_1")]
+    format: u32,
+}
+
+fn check_format(what: &str, body: &str) -> Result<()> {
+    let probe: Probe = serde_json::from_str(body)?;
+    if probe.format > FORMAT {
+        bail!(
+            "{what} has record format {}; this greenlight reads formats up to {FORMAT}",
+            probe.format
+        );
+    }
+    Ok(())
+}
+
+/// One watch as stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatchRecord {
+    #[serde(default = "format_1")]
+    pub format: u32,
+    pub id: String,
+    pub commit: String,
+    pub subject: String,
+    pub app: AppRecord,
+    pub mode: ModeRecord,
+    pub dry_run: bool,
+    pub deadline_ms: i64,
+    pub state: StateRecord,
+    pub reason: String,
+    pub watch_started_at: i64,
+    pub reached_at: Option<i64>,
+    pub healthy_since: Option<i64>,
+    pub finished_at: Option<i64>,
+    pub revert_commit: Option<String>,
+    pub last_observed_at: Option<i64>,
+    pub app_absent_since: Option<i64>,
+    pub reach: Option<ReachRecord>,
+    pub own_paths: Vec<String>,
+    pub later_commits: Vec<LaterCommitRecord>,
+    pub source_paths: Option<SourcePathsRecord>,
+    pub arm_blocked: Option<String>,
+    pub revert_pending: bool,
+    pub deadline_passed: bool,
+    pub warned_auto_sync_off: bool,
+    pub reported_sync_failure: bool,
+    pub seen: SeenRecord,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppRecord {
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModeRecord {
+    Shadow,
+    Arm,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum StateRecord {
+    WaitingReach,
+    Judging,
+    Confirmed,
+    Fail,
+    Reverted,
+    NotReached,
+    ErrorUnwatchable,
+    Inconclusive,
+    RevertFailed,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReachRecord {
+    pub revision: String,
+    pub via: ViaRecord,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ViaRecord {
+    OperationSucceeded,
+    OperationFailed { phase: String, message: String },
+    SyncedRevision,
+    History { id: i64 },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaterCommitRecord {
+    pub sha: String,
+    pub changed_paths: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SourcePathsRecord {
+    Known(Vec<String>),
+    Unknown { why: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeenRecord {
+    pub health: Option<HealthRecord>,
+    pub sync: String,
+    pub revision: String,
+    pub operation: Option<String>,
+    pub unhealthy_resources: Vec<String>,
+    pub resource_health_source: Option<String>,
+    pub why_not_healthy: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HealthRecord {
+    Healthy,
+    Progressing,
+    Degraded,
+    Suspended,
+    Missing,
+    Unknown,
+}
+
+impl WatchRecord {
+    /// Parse a stored body of any format this build reads.
+    pub fn parse(body: &str) -> Result<WatchRecord> {
+        check_format("the watch record", body)?;
+        Ok(serde_json::from_str(body)?)
+    }
+
+    /// The body to store: always the newest format.
+    pub fn to_body(&self) -> Result<String> {
+        let mut r = self.clone();
+        r.format = FORMAT;
+        Ok(serde_json::to_string(&r)?)
+    }
+
+    /// Whether the daemon must load this watch at start: still being judged, or a FAIL whose
+    /// revert was decided but never reported back (the judge re-issues it at start).
+    pub fn is_live(&self) -> bool {
+        matches!(self.state, StateRecord::WaitingReach | StateRecord::Judging)
+            || self.revert_pending
+    }
+
+    pub fn state_str(&self) -> &'static str {
+        State::from(self.state).as_str()
+    }
+
+    pub fn app_str(&self) -> String {
+        AppRef::from(self.app.clone()).to_string()
+    }
+}
+
+fn ts(t: Option<Timestamp>) -> Option<i64> {
+    t.map(|t| t.0)
+}
+
+impl From<&Watch> for WatchRecord {
+    fn from(w: &Watch) -> WatchRecord {
+        WatchRecord {
+            format: FORMAT,
+            id: w.id.clone(),
+            commit: w.commit.clone(),
+            subject: w.subject.clone(),
+            app: AppRecord {
+                namespace: w.app.namespace.clone(),
+                name: w.app.name.clone(),
+            },
+            mode: match w.mode {
+                Mode::Shadow => ModeRecord::Shadow,
+                Mode::Arm => ModeRecord::Arm,
+            },
+            dry_run: w.dry_run,
+            deadline_ms: w.deadline_ms,
+            state: w.state.into(),
+            reason: w.reason.clone(),
+            watch_started_at: w.watch_started_at.0,
+            reached_at: ts(w.reached_at),
+            healthy_since: ts(w.healthy_since),
+            finished_at: ts(w.finished_at),
+            revert_commit: w.revert_commit.clone(),
+            last_observed_at: ts(w.last_observed_at),
+            app_absent_since: ts(w.app_absent_since),
+            reach: w.reach.as_ref().map(|r| ReachRecord {
+                revision: r.revision.clone(),
+                via: match &r.via {
+                    ReachVia::OperationSucceeded => ViaRecord::OperationSucceeded,
+                    ReachVia::OperationFailed { phase, message } => ViaRecord::OperationFailed {
+                        phase: phase.clone(),
+                        message: message.clone(),
+                    },
+                    ReachVia::SyncedRevision => ViaRecord::SyncedRevision,
+                    ReachVia::History { id } => ViaRecord::History { id: *id },
+                },
+            }),
+            own_paths: w.own_paths.clone(),
+            later_commits: w
+                .later_commits
+                .iter()
+                .map(|c| LaterCommitRecord {
+                    sha: c.sha.clone(),
+                    changed_paths: c.changed_paths.clone(),
+                })
+                .collect(),
+            source_paths: w.source_paths.as_ref().map(|p| match p {
+                SourcePaths::Known(ps) => SourcePathsRecord::Known(ps.clone()),
+                SourcePaths::Unknown { why } => SourcePathsRecord::Unknown { why: why.clone() },
+            }),
+            arm_blocked: w.arm_blocked.clone(),
+            revert_pending: w.revert_pending,
+            deadline_passed: w.deadline_passed,
+            warned_auto_sync_off: w.warned_auto_sync_off,
+            reported_sync_failure: w.reported_sync_failure,
+            seen: SeenRecord {
+                health: w.seen.health.map(Into::into),
+                sync: w.seen.sync.clone(),
+                revision: w.seen.revision.clone(),
+                operation: w.seen.operation.clone(),
+                unhealthy_resources: w.seen.unhealthy_resources.clone(),
+                resource_health_source: w.seen.resource_health_source.clone(),
+                why_not_healthy: w.seen.why_not_healthy.clone(),
+            },
+        }
+    }
+}
+
+impl From<WatchRecord> for Watch {
+    fn from(r: WatchRecord) -> Watch {
+        let t = |v: Option<i64>| v.map(Timestamp);
+        Watch {
+            id: r.id,
+            commit: r.commit,
+            subject: r.subject,
+            app: r.app.into(),
+            mode: match r.mode {
+                ModeRecord::Shadow => Mode::Shadow,
+                ModeRecord::Arm => Mode::Arm,
+            },
+            dry_run: r.dry_run,
+            deadline_ms: r.deadline_ms,
+            state: r.state.into(),
+            reason: r.reason,
+            watch_started_at: Timestamp(r.watch_started_at),
+            reached_at: t(r.reached_at),
+            healthy_since: t(r.healthy_since),
+            finished_at: t(r.finished_at),
+            revert_commit: r.revert_commit,
+            last_observed_at: t(r.last_observed_at),
+            app_absent_since: t(r.app_absent_since),
+            reach: r.reach.map(|c| ReachCandidate {
+                revision: c.revision,
+                via: match c.via {
+                    ViaRecord::OperationSucceeded => ReachVia::OperationSucceeded,
+                    ViaRecord::OperationFailed { phase, message } => {
+                        ReachVia::OperationFailed { phase, message }
+                    }
+                    ViaRecord::SyncedRevision => ReachVia::SyncedRevision,
+                    ViaRecord::History { id } => ReachVia::History { id },
+                },
+            }),
+            own_paths: r.own_paths,
+            later_commits: r
+                .later_commits
+                .into_iter()
+                .map(|c| LaterCommit {
+                    sha: c.sha,
+                    changed_paths: c.changed_paths,
+                })
+                .collect(),
+            source_paths: r.source_paths.map(|p| match p {
+                SourcePathsRecord::Known(ps) => SourcePaths::Known(ps),
+                SourcePathsRecord::Unknown { why } => SourcePaths::Unknown { why },
+            }),
+            arm_blocked: r.arm_blocked,
+            revert_pending: r.revert_pending,
+            deadline_passed: r.deadline_passed,
+            warned_auto_sync_off: r.warned_auto_sync_off,
+            reported_sync_failure: r.reported_sync_failure,
+            seen: Seen {
+                health: r.seen.health.map(Into::into),
+                sync: r.seen.sync,
+                revision: r.seen.revision,
+                operation: r.seen.operation,
+                unhealthy_resources: r.seen.unhealthy_resources,
+                resource_health_source: r.seen.resource_health_source,
+                why_not_healthy: r.seen.why_not_healthy,
+            },
+        }
+    }
+}
+
+impl From<AppRecord> for AppRef {
+    fn from(a: AppRecord) -> AppRef {
+        AppRef {
+            namespace: a.namespace,
+            name: a.name,
+        }
+    }
+}
+
+// The enums are mapped variant by variant, with no wildcard: a state or health added to the
+// judge fails to compile here until its stored spelling is decided.
+impl From<State> for StateRecord {
+    fn from(s: State) -> StateRecord {
+        match s {
+            State::WaitingReach => StateRecord::WaitingReach,
+            State::Judging => StateRecord::Judging,
+            State::Confirmed => StateRecord::Confirmed,
+            State::Fail => StateRecord::Fail,
+            State::Reverted => StateRecord::Reverted,
+            State::NotReached => StateRecord::NotReached,
+            State::ErrorUnwatchable => StateRecord::ErrorUnwatchable,
+            State::Inconclusive => StateRecord::Inconclusive,
+            State::RevertFailed => StateRecord::RevertFailed,
+        }
+    }
+}
+
+impl From<StateRecord> for State {
+    fn from(s: StateRecord) -> State {
+        match s {
+            StateRecord::WaitingReach => State::WaitingReach,
+            StateRecord::Judging => State::Judging,
+            StateRecord::Confirmed => State::Confirmed,
+            StateRecord::Fail => State::Fail,
+            StateRecord::Reverted => State::Reverted,
+            StateRecord::NotReached => State::NotReached,
+            StateRecord::ErrorUnwatchable => State::ErrorUnwatchable,
+            StateRecord::Inconclusive => State::Inconclusive,
+            StateRecord::RevertFailed => State::RevertFailed,
+        }
+    }
+}
+
+impl From<Health> for HealthRecord {
+    fn from(h: Health) -> HealthRecord {
+        match h {
+            Health::Healthy => HealthRecord::Healthy,
+            Health::Progressing => HealthRecord::Progressing,
+            Health::Degraded => HealthRecord::Degraded,
+            Health::Suspended => HealthRecord::Suspended,
+            Health::Missing => HealthRecord::Missing,
+            Health::Unknown => HealthRecord::Unknown,
+        }
+    }
+}
+
+impl From<HealthRecord> for Health {
+    fn from(h: HealthRecord) -> Health {
+        match h {
+            HealthRecord::Healthy => Health::Healthy,
+            HealthRecord::Progressing => Health::Progressing,
+            HealthRecord::Degraded => Health::Degraded,
+            HealthRecord::Suspended => Health::Suspended,
+            HealthRecord::Missing => Health::Missing,
+            HealthRecord::Unknown => Health::Unknown,
+        }
+    }
+}
+
+/// The breaker as stored (the `breaker` meta row).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BreakerRecord {
+    #[serde(default = "format_1")]
+    pub format: u32,
+    pub open: bool,
+    pub consecutive_reverts: u32,
+}
+
+impl BreakerRecord {
+    pub fn parse(body: &str) -> Result<BreakerRecord> {
+        check_format("the breaker record", body)?;
+        Ok(serde_json::from_str(body)?)
+    }
+
+    pub fn to_body(&self) -> Result<String> {
+        let mut r = self.clone();
+        r.format = FORMAT;
+        Ok(serde_json::to_string(&r)?)
+    }
+}
+
+impl From<&Breaker> for BreakerRecord {
+    fn from(b: &Breaker) -> BreakerRecord {
+        BreakerRecord {
+            format: FORMAT,
+            open: b.open,
+            consecutive_reverts: b.consecutive_reverts,
+        }
+    }
+}
+
+impl From<BreakerRecord> for Breaker {
+    fn from(b: BreakerRecord) -> Breaker {
+        Breaker {
+            open: b.open,
+            consecutive_reverts: b.consecutive_reverts,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    /// A body as schema-1 greenlight wrote it, every optional part present and every enum in a
+    /// variant with data: the record must read all of it and write it back unchanged.
+    fn format_1_body() -> Value {
+        json!({
+            "id": "0123456789abcdef0123456789abcdef01234567:1",
+            "commit": "0123456789abcdef0123456789abcdef01234567",
+            "subject": "web: 2.0",
+            "app": {"namespace": "apps", "name": "web"},
+            "mode": "arm",
+            "dry_run": false,
+            "deadline_ms": 900000,
+            "state": "FAIL",
+            "reason": "not healthy within 15m after reach: health=Degraded; reverting",
+            "watch_started_at": 1700000000000i64,
+            "reached_at": 1700000001000i64,
+            "healthy_since": 1700000002000i64,
+            "finished_at": 1700000003000i64,
+            "revert_commit": null,
+            "last_observed_at": 1700000003000i64,
+            "app_absent_since": 1700000000500i64,
+            "reach": {"revision": "0123456789abcdef0123456789abcdef01234567",
+                      "via": {"OperationFailed": {"phase": "Failed", "message": "boom"}}},
+            "own_paths": ["apps/web/deploy.yaml"],
+            "later_commits": [{"sha": "89abcdef0123456789abcdef0123456789abcdef",
+                               "changed_paths": ["apps/other/x"]}],
+            "source_paths": {"Unknown": {"why": "a plugin source"}},
+            "arm_blocked": "commit changes nothing under app web's source paths",
+            "revert_pending": true,
+            "deadline_passed": true,
+            "warned_auto_sync_off": true,
+            "reported_sync_failure": true,
+            "seen": {"health": "Degraded", "sync": "Synced", "revision": "0123",
+                     "operation": "Failed", "unhealthy_resources": ["Deployment/apps/web=Degraded"],
+                     "resource_health_source": "resource-tree", "why_not_healthy": "health=Degraded"}
+        })
+    }
+
+    #[test]
+    fn a_format_1_body_without_a_format_field_reads_and_writes_back_unchanged() {
+        let old = format_1_body();
+        let r = WatchRecord::parse(&old.to_string()).unwrap();
+        assert_eq!(r.format, 1);
+        assert!(r.is_live(), "a FAIL with its revert pending is live");
+        // Through the in-memory type and back: nothing is lost or renamed.
+        let back = WatchRecord::from(&Watch::from(r));
+        let mut written: Value = serde_json::from_str(&back.to_body().unwrap()).unwrap();
+        assert_eq!(written["format"], FORMAT);
+        written.as_object_mut().unwrap().remove("format");
+        assert_eq!(written, old);
+    }
+
+    #[test]
+    fn the_other_variants_survive_the_round_trip() {
+        for (via, paths) in [
+            (
+                json!("OperationSucceeded"),
+                json!({"Known": ["apps/web", ""]}),
+            ),
+            (json!("SyncedRevision"), Value::Null),
+            (json!({"History": {"id": 7}}), json!({"Known": []})),
+        ] {
+            let mut old = format_1_body();
+            old["reach"]["via"] = via;
+            old["source_paths"] = paths;
+            old["state"] = json!("CONFIRMED");
+            old["revert_pending"] = json!(false);
+            old["app"]["namespace"] = Value::Null;
+            old["seen"]["health"] = Value::Null;
+            let r = WatchRecord::parse(&old.to_string()).unwrap();
+            assert!(!r.is_live());
+            let mut written = serde_json::to_value(WatchRecord::from(&Watch::from(r))).unwrap();
+            written.as_object_mut().unwrap().remove("format");
+            assert_eq!(written, old);
+        }
+    }
+
+    #[test]
+    fn a_newer_format_is_refused_by_its_number() {
+        let mut body = format_1_body();
+        body["format"] = json!(FORMAT + 1);
+        body["something_new"] = json!(true);
+        let err = WatchRecord::parse(&body.to_string()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("record format {}", FORMAT + 1)),
+            "{err}"
+        );
+        let err = BreakerRecord::parse(r#"{"format":9,"open":true}"#).unwrap_err();
+        assert!(err.to_string().contains("record format 9"), "{err}");
+    }
+
+    #[test]
+    fn liveness_is_waiting_judging_or_a_pending_revert() {
+        let mut r = WatchRecord::parse(&format_1_body().to_string()).unwrap();
+        for (state, pending, live) in [
+            (StateRecord::WaitingReach, false, true),
+            (StateRecord::Judging, false, true),
+            (StateRecord::Fail, true, true),
+            (StateRecord::Fail, false, false),
+            (StateRecord::Confirmed, false, false),
+            (StateRecord::Reverted, false, false),
+            (StateRecord::RevertFailed, false, false),
+        ] {
+            r.state = state;
+            r.revert_pending = pending;
+            assert_eq!(r.is_live(), live, "{state:?} pending={pending}");
+        }
+    }
+
+    #[test]
+    fn the_breaker_reads_the_body_written_before_records() {
+        let b: Breaker = BreakerRecord::parse(r#"{"open":true,"consecutive_reverts":2}"#)
+            .unwrap()
+            .into();
+        assert_eq!(
+            b,
+            Breaker {
+                open: true,
+                consecutive_reverts: 2
+            }
+        );
+        let body: Value =
+            serde_json::from_str(&BreakerRecord::from(&b).to_body().unwrap()).unwrap();
+        assert_eq!(
+            body,
+            json!({"format": 1, "open": true, "consecutive_reverts": 2})
+        );
+    }
+}

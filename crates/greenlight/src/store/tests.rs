@@ -1,0 +1,591 @@
+//! The store against real files: the schema-1 fixture written by the old code (only ever
+//! copies of it), migrations and their failure, readers that must not write, and retention.
+//! Expectations about the fixture are read from its own JSON bodies with plain SQL.
+
+use super::*;
+use greenlight_core::event::{EventKind, Evidence};
+use rusqlite::types::ValueRef;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/state-v1.db");
+
+/// A copy of the schema-1 fixture: the fixture itself is never opened (even a reader of a WAL
+/// file may leave files beside it).
+fn fixture_copy(dir: &Path, name: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::copy(FIXTURE, &p).unwrap();
+    p
+}
+
+fn sql(path: &Path) -> Connection {
+    Connection::open(path).unwrap()
+}
+
+/// The watch bodies of a state file as JSON, by id.
+fn bodies(path: &Path) -> BTreeMap<String, Value> {
+    let c = sql(path);
+    let mut stmt = c.prepare("SELECT id, body FROM watches").unwrap();
+    stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .unwrap()
+        .map(|r| {
+            let (id, body) = r.unwrap();
+            (id, serde_json::from_str(&body).unwrap())
+        })
+        .collect()
+}
+
+fn meta_of(path: &Path, key: &str) -> Option<String> {
+    sql(path)
+        .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+        .optional()
+        .unwrap()
+}
+
+/// Every row of `table`, every column, as text: for "nothing changed" comparisons.
+fn dump(path: &Path, table: &str) -> Vec<String> {
+    let c = sql(path);
+    let mut stmt = c
+        .prepare(&format!("SELECT * FROM {table} ORDER BY 1"))
+        .unwrap();
+    let n = stmt.column_count();
+    stmt.query_map([], |r| {
+        Ok((0..n)
+            .map(|i| match r.get_ref(i).unwrap() {
+                ValueRef::Null => "NULL".to_string(),
+                ValueRef::Integer(v) => v.to_string(),
+                ValueRef::Real(v) => v.to_string(),
+                ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join("|"))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+fn columns(path: &Path, table: &str) -> Vec<String> {
+    let c = sql(path);
+    let mut stmt = c
+        .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+        .unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn is_live(body: &Value) -> bool {
+    matches!(body["state"].as_str(), Some("WAITING_REACH" | "JUDGING"))
+        || body["revert_pending"] == true
+}
+
+fn ms(t: Option<Timestamp>) -> Option<i64> {
+    t.map(|t| t.0)
+}
+
+#[test]
+fn every_watch_of_the_v1_file_written_by_the_old_code_comes_back_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let want = bodies(&fixture_copy(dir.path(), "old.db"));
+    let path = fixture_copy(dir.path(), "state.db");
+    // What the fixture was made to hold (see its README).
+    let states: Vec<(&str, bool)> = want
+        .values()
+        .map(|b| (b["state"].as_str().unwrap(), b["revert_pending"] == true))
+        .collect();
+    for needed in [
+        ("WAITING_REACH", false),
+        ("JUDGING", false),
+        ("FAIL", true),
+        ("FAIL", false),
+        ("CONFIRMED", false),
+        ("REVERTED", false),
+    ] {
+        assert!(states.contains(&needed), "{needed:?} in {states:?}");
+    }
+
+    let store = Store::open_or_create(&path).unwrap();
+    let loaded = store.load().unwrap();
+    assert_eq!(loaded.watches.len(), want.len());
+    for w in &loaded.watches {
+        let b = &want[&w.id];
+        // The fields the judge and `status` read, against the old JSON itself.
+        assert_eq!(b["commit"], w.commit.as_str());
+        assert_eq!(b["subject"], w.subject.as_str());
+        assert_eq!(b["app"]["name"], w.app.name.as_str());
+        assert_eq!(b["app"]["namespace"].as_str(), w.app.namespace.as_deref());
+        assert_eq!(b["mode"], w.mode.as_str());
+        assert_eq!(b["dry_run"], w.dry_run);
+        assert_eq!(b["deadline_ms"], w.deadline_ms);
+        assert_eq!(b["state"], w.state.as_str());
+        assert_eq!(b["reason"], w.reason.as_str());
+        assert_eq!(b["watch_started_at"], w.watch_started_at.0);
+        assert_eq!(b["reached_at"].as_i64(), ms(w.reached_at));
+        assert_eq!(b["healthy_since"].as_i64(), ms(w.healthy_since));
+        assert_eq!(b["finished_at"].as_i64(), ms(w.finished_at));
+        assert_eq!(b["last_observed_at"].as_i64(), ms(w.last_observed_at));
+        assert_eq!(b["revert_commit"].as_str(), w.revert_commit.as_deref());
+        assert_eq!(b["revert_pending"], w.revert_pending);
+        assert_eq!(b["deadline_passed"], w.deadline_passed);
+        let later: Vec<&str> = w.later_commits.iter().map(|c| c.sha.as_str()).collect();
+        let want_later: Vec<&str> = b["later_commits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["sha"].as_str().unwrap())
+            .collect();
+        assert_eq!(later, want_later);
+        assert_eq!(
+            b["seen"]["health"].as_str(),
+            w.seen.health.map(|h| h.as_str())
+        );
+        // And every other field: written back as a record, the watch is the old body, key
+        // for key (the record adds only its format number).
+        let mut again = serde_json::to_value(WatchRecord::from(w)).unwrap();
+        assert_eq!(
+            again.as_object_mut().unwrap().remove("format"),
+            Some(json!(1))
+        );
+        assert_eq!(&again, b, "{}", w.id);
+    }
+    let judging = loaded
+        .watches
+        .iter()
+        .find(|w| w.state.as_str() == "JUDGING")
+        .unwrap();
+    assert!(judging.healthy_since.is_some(), "a streak under way");
+
+    // The daemon's view: the live ones in full, the finished ones by id.
+    let resume = store.load_live().unwrap();
+    let live: BTreeSet<String> = resume.live.iter().map(|w| w.id.clone()).collect();
+    let want_live: BTreeSet<String> = want
+        .iter()
+        .filter(|(_, b)| is_live(b))
+        .map(|(id, _)| id.clone())
+        .collect();
+    let want_finished: BTreeSet<String> = want
+        .iter()
+        .filter(|(_, b)| !is_live(b))
+        .map(|(id, _)| id.clone())
+        .collect();
+    assert_eq!(live, want_live);
+    assert_eq!(resume.finished_ids, want_finished);
+    assert_eq!((live.len(), want_finished.len()), (3, 3));
+
+    let breaker: Value =
+        serde_json::from_str(&meta_of(&dir.path().join("old.db"), "breaker").unwrap()).unwrap();
+    assert_eq!(breaker["open"], resume.breaker.open);
+    assert_eq!(
+        breaker["consecutive_reverts"],
+        resume.breaker.consecutive_reverts
+    );
+    assert_eq!(resume.breaker.consecutive_reverts, 1);
+    let old = dir.path().join("old.db");
+    assert_eq!(resume.tip, meta_of(&old, "tip"));
+    assert_eq!(resume.baseline, meta_of(&old, "baseline"));
+    assert_eq!(loaded.repo.as_deref(), Some("origin.git"));
+}
+
+#[test]
+fn open_or_create_migrates_a_v1_file_to_v2_and_a_second_open_is_a_no_op() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture_copy(dir.path(), "state.db");
+    assert_eq!(meta_of(&path, "schema_version").as_deref(), Some("1"));
+    assert!(!columns(&path, "watches").contains(&"live".to_string()));
+    let events_before = dump(&path, "events");
+    let old = bodies(&path);
+
+    let store = Store::open_or_create(&path).unwrap();
+    assert_eq!(store.migrated_from(), Some(1));
+    drop(store);
+    assert_eq!(meta_of(&path, "schema_version").as_deref(), Some("2"));
+    assert_eq!(
+        dump(&path, "events"),
+        events_before,
+        "events are not touched"
+    );
+    // The new columns say what the bodies say; every body now names its format.
+    let c = sql(&path);
+    let mut stmt = c
+        .prepare("SELECT id, live, finished_at, body FROM watches")
+        .unwrap();
+    let rows: Vec<(String, bool, Option<i64>, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), old.len());
+    for (id, live, finished_at, body) in rows {
+        let mut body: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(live, is_live(&old[&id]), "{id}");
+        assert_eq!(finished_at, old[&id]["finished_at"].as_i64(), "{id}");
+        assert_eq!(
+            body.as_object_mut().unwrap().remove("format"),
+            Some(json!(1))
+        );
+        assert_eq!(body, old[&id], "{id}");
+    }
+    let breaker: Value = serde_json::from_str(&meta_of(&path, "breaker").unwrap()).unwrap();
+    assert_eq!(breaker["format"], 1);
+
+    let after: Vec<Vec<String>> = ["meta", "watches", "events"]
+        .iter()
+        .map(|t| dump(&path, t))
+        .collect();
+    let store = Store::open_or_create(&path).unwrap();
+    assert_eq!(store.migrated_from(), None);
+    drop(store);
+    let again: Vec<Vec<String>> = ["meta", "watches", "events"]
+        .iter()
+        .map(|t| dump(&path, t))
+        .collect();
+    assert_eq!(again, after, "a second open changes nothing");
+}
+
+#[test]
+fn a_new_file_goes_through_every_step_and_matches_a_migrated_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = dir.path().join("fresh.db");
+    let store = Store::open_or_create(&fresh).unwrap();
+    assert_eq!(store.migrated_from(), None, "created, not migrated");
+    drop(store);
+    let migrated = fixture_copy(dir.path(), "migrated.db");
+    Store::open_or_create(&migrated).unwrap();
+    assert_eq!(
+        meta_of(&fresh, "schema_version"),
+        Some(SCHEMA_VERSION.to_string())
+    );
+    for table in ["meta", "watches", "events"] {
+        assert_eq!(columns(&fresh, table), columns(&migrated, table), "{table}");
+    }
+    let indexes = |p: &Path| -> Vec<String> {
+        let c = sql(p);
+        let mut stmt = c
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(indexes(&fresh), indexes(&migrated));
+    assert_eq!(indexes(&fresh).len(), 4);
+}
+
+#[test]
+fn a_reader_reads_a_v1_file_through_the_same_records_without_writing_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture_copy(dir.path(), "state.db");
+    let bytes = std::fs::read(&path).unwrap();
+    let store = Store::open_existing(&path, true).unwrap();
+    let old = store.load().unwrap();
+    // The daemon's own queries need the new columns, and say how to get them.
+    let err = store.load_live().err().unwrap().to_string();
+    assert!(
+        err.contains("schema version 1") && err.contains("greenlight watch"),
+        "{err}"
+    );
+    drop(store);
+    assert_eq!(std::fs::read(&path).unwrap(), bytes, "the reader wrote");
+
+    let migrated = fixture_copy(dir.path(), "migrated.db");
+    let new = Store::open_or_create(&migrated).unwrap().load().unwrap();
+    assert_eq!(old.watches, new.watches);
+    assert_eq!(old.breaker, new.breaker);
+    assert_eq!((old.tip, old.baseline), (new.tip, new.baseline));
+}
+
+#[test]
+fn breaker_reset_on_a_v1_file_writes_the_breaker_but_never_a_watch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture_copy(dir.path(), "state.db");
+    let mut store = Store::open_existing(&path, false).unwrap();
+    let watches = store.load().unwrap().watches;
+    store
+        .write(Write {
+            breaker: Some(&Breaker::default()),
+            ..Write::default()
+        })
+        .unwrap();
+    let err = store
+        .write(Write {
+            watches: &watches[..1],
+            ..Write::default()
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("needs version 2"), "{err}");
+    drop(store);
+    assert_eq!(meta_of(&path, "schema_version").as_deref(), Some("1"));
+    let b: Value = serde_json::from_str(&meta_of(&path, "breaker").unwrap()).unwrap();
+    assert_eq!(b["consecutive_reverts"], 0);
+}
+
+#[test]
+fn a_newer_schema_is_refused_naming_the_file_and_both_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture_copy(dir.path(), "state.db");
+    sql(&path)
+        .execute(
+            "UPDATE meta SET value = '7' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
+    let before = dump(&path, "watches");
+    for err in [
+        Store::open_or_create(&path).err().unwrap(),
+        Store::open_existing(&path, true).err().unwrap(),
+        Store::open_existing(&path, false).err().unwrap(),
+    ] {
+        let msg = format!("{err:#}");
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(msg.contains("version 7"), "{msg}");
+        assert!(msg.contains(&format!("up to {SCHEMA_VERSION}")), "{msg}");
+    }
+    assert_eq!(meta_of(&path, "schema_version").as_deref(), Some("7"));
+    assert_eq!(dump(&path, "watches"), before);
+}
+
+#[test]
+fn a_migration_that_cannot_read_a_body_leaves_the_file_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture_copy(dir.path(), "state.db");
+    let id = bodies(&path).keys().next().unwrap().clone();
+    sql(&path)
+        .execute(
+            "UPDATE watches SET body = '{\"id\": 1' WHERE id = ?1",
+            [&id],
+        )
+        .unwrap();
+    let before: Vec<Vec<String>> = ["meta", "watches", "events"]
+        .iter()
+        .map(|t| dump(&path, t))
+        .collect();
+    let err = format!("{:#}", Store::open_or_create(&path).err().unwrap());
+    assert!(
+        err.contains(&id) && err.contains("from state schema version 1 to 2"),
+        "{err}"
+    );
+    let after: Vec<Vec<String>> = ["meta", "watches", "events"]
+        .iter()
+        .map(|t| dump(&path, t))
+        .collect();
+    assert_eq!(after, before);
+    assert!(!columns(&path, "watches").contains(&"live".to_string()));
+}
+
+#[test]
+fn a_breaker_reset_request_survives_until_the_write_that_applies_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = Store::open_or_create(&path).unwrap();
+    Store::open_existing(&path, false)
+        .unwrap()
+        .request_breaker_reset(1)
+        .unwrap();
+    assert!(store.breaker_reset_requested().unwrap());
+    // The daemon saw the request; an unrelated write (or a crash) before the reset is
+    // persisted leaves it pending.
+    store.write(Write::default()).unwrap();
+    drop(store);
+    let mut store = Store::open_or_create(&path).unwrap();
+    assert!(store.breaker_reset_requested().unwrap());
+    store
+        .write(Write {
+            breaker: Some(&Breaker::default()),
+            clear_breaker_reset_request: true,
+            ..Write::default()
+        })
+        .unwrap();
+    assert!(!store.breaker_reset_requested().unwrap());
+}
+
+// ---------------------------------------------------------------- retention
+
+/// A watch of app `app` on commit `n`, as a body of the current format would hold it.
+fn watch(n: u8, app: &str, state: &str, started: i64, finished: Option<i64>) -> Watch {
+    let sha = format!("{n:040x}");
+    let body = json!({
+        "id": format!("{sha}:0"), "commit": sha, "subject": "s",
+        "app": {"namespace": null, "name": app}, "mode": "arm", "dry_run": false,
+        "deadline_ms": 60000, "state": state, "reason": "r", "watch_started_at": started,
+        "reached_at": null, "healthy_since": null, "finished_at": finished,
+        "revert_commit": null, "last_observed_at": null, "app_absent_since": null,
+        "reach": null, "own_paths": [], "later_commits": [], "source_paths": null,
+        "arm_blocked": null, "revert_pending": false, "deadline_passed": false,
+        "warned_auto_sync_off": false, "reported_sync_failure": false,
+        "seen": {"health": null, "sync": "", "revision": "", "operation": null,
+                 "unhealthy_resources": [], "resource_health_source": null,
+                 "why_not_healthy": null}
+    });
+    WatchRecord::parse(&body.to_string()).unwrap().into()
+}
+
+fn event(time: i64, kind: EventKind, of: Option<&Watch>) -> Event {
+    Event {
+        time: Timestamp(time),
+        event: kind,
+        commit: of.map(|w| w.commit.clone()),
+        app: of.map(|w| w.app.to_string()),
+        state: of.map(|w| w.state),
+        message: format!("at {time}"),
+        evidence: Evidence::default(),
+    }
+}
+
+fn event_times(path: &Path) -> Vec<i64> {
+    let c = sql(path);
+    let mut stmt = c.prepare("SELECT time FROM events ORDER BY time").unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn prune_removes_finished_watches_past_the_cutoff_with_their_events_and_keeps_live_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = Store::open_or_create(&path).unwrap();
+    let done_old = watch(1, "web", "CONFIRMED", 10, Some(100));
+    let mut pending_old = watch(2, "api", "FAIL", 20, Some(100));
+    pending_old.revert_pending = true;
+    let live_old = watch(3, "other", "JUDGING", 50, None);
+    let done_new = watch(4, "web", "FAIL", 1500, Some(2000));
+    // A rejected trailer of a retained watch's commit, for the same app: it stays with it.
+    let mut rejected_kept = event(300, EventKind::DirectiveRejected, Some(&done_new));
+    rejected_kept.state = None;
+    // A rejected trailer that started nothing (no app): it goes by its time.
+    let mut rejected_alone = event(400, EventKind::DirectiveRejected, Some(&done_old));
+    rejected_alone.app = None;
+    store
+        .write(Write {
+            watches: &[
+                done_old.clone(),
+                pending_old.clone(),
+                live_old.clone(),
+                done_new.clone(),
+            ],
+            events: &[
+                event(90, EventKind::Confirmed, Some(&done_old)),
+                // After its watch's verdict and after the cutoff: still goes with its watch.
+                event(1500, EventKind::RevertFailed, Some(&done_old)),
+                event(95, EventKind::Failed, Some(&pending_old)),
+                event(60, EventKind::Reached, Some(&live_old)),
+                event(1900, EventKind::Failed, Some(&done_new)),
+                rejected_kept,
+                rejected_alone,
+                event(500, EventKind::BreakerOpened, None),
+                event(1200, EventKind::BreakerReset, None),
+            ],
+            ..Write::default()
+        })
+        .unwrap();
+
+    let pruned = store.prune(Timestamp(1000)).unwrap();
+    assert_eq!(
+        pruned,
+        Pruned {
+            watches: 1,
+            events: 4
+        }
+    );
+    assert_eq!(event_times(&path), vec![60, 95, 300, 1200, 1900]);
+    let ids: Vec<String> = store
+        .load()
+        .unwrap()
+        .watches
+        .iter()
+        .map(|w| w.id.clone())
+        .collect();
+    assert_eq!(
+        ids,
+        vec![
+            pending_old.id.clone(),
+            live_old.id.clone(),
+            done_new.id.clone()
+        ]
+    );
+    let resume = store.load_live().unwrap();
+    let live: Vec<&str> = resume.live.iter().map(|w| w.id.as_str()).collect();
+    assert_eq!(live, vec![pending_old.id.as_str(), live_old.id.as_str()]);
+    assert_eq!(resume.finished_ids, BTreeSet::from([done_new.id.clone()]));
+    assert_eq!(store.prune(Timestamp(1000)).unwrap(), Pruned::default());
+
+    // A watch that finishes is written as finished, and goes once it is old enough.
+    let mut done = live_old.clone();
+    done.state = greenlight_core::judge::State::Inconclusive;
+    done.finished_at = Some(Timestamp(2500));
+    store
+        .write(Write {
+            watches: &[done],
+            ..Write::default()
+        })
+        .unwrap();
+    // Not yet: only the older verdict, its events and the breaker's old event go.
+    assert_eq!(
+        store.prune(Timestamp(2400)).unwrap(),
+        Pruned {
+            watches: 1,
+            events: 3
+        }
+    );
+    assert_eq!(event_times(&path), vec![60, 95]);
+    assert_eq!(
+        store.prune(Timestamp(3000)).unwrap(),
+        Pruned {
+            watches: 1,
+            events: 1
+        }
+    );
+    assert_eq!(event_times(&path), vec![95]);
+    assert_eq!(
+        store.load_live().unwrap().live.len(),
+        1,
+        "the pending revert stays"
+    );
+}
+
+#[test]
+fn the_daemon_prunes_at_its_first_call_then_at_most_once_an_hour() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = Store::open_or_create(&path).unwrap();
+    let day = 86_400_000;
+    let t0 = 100 * day;
+    let retain = 30 * day;
+    store
+        .write(Write {
+            watches: &[
+                watch(1, "web", "CONFIRMED", 0, Some(t0 - retain - 1)),
+                watch(2, "api", "CONFIRMED", 0, Some(t0 - retain + 1_800_000)),
+            ],
+            ..Write::default()
+        })
+        .unwrap();
+    let first = store.prune_due(Timestamp(t0), retain).unwrap();
+    assert_eq!(first.map(|p| p.watches), Some(1));
+    // Half an hour later the second is past the retention, but pruning is not due yet.
+    let half = Timestamp(t0 + 1_800_001);
+    assert_eq!(store.prune_due(half, retain).unwrap(), None);
+    assert_eq!(store.load().unwrap().watches.len(), 1);
+    let hour = Timestamp(t0 + PRUNE_EVERY_MS);
+    assert_eq!(
+        store.prune_due(hour, retain).unwrap().map(|p| p.watches),
+        Some(1)
+    );
+    assert!(store.load().unwrap().watches.is_empty());
+}
+
+#[test]
+fn a_failed_prune_is_tried_again_an_hour_later_not_at_every_tick() {
+    let dir = tempfile::tempdir().unwrap();
+    // A v1 file opened without migrating cannot be pruned: a failure that is easy to make.
+    let path = fixture_copy(dir.path(), "state.db");
+    let mut store = Store::open_existing(&path, false).unwrap();
+    let t0 = Timestamp(1_000_000_000);
+    assert!(store.prune_due(t0, 1).is_err());
+    assert_eq!(store.prune_due(t0.plus_ms(60_000), 1).unwrap(), None);
+    assert!(store.prune_due(t0.plus_ms(PRUNE_EVERY_MS), 1).is_err());
+}
