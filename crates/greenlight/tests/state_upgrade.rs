@@ -180,7 +180,7 @@ fn sandbox_in(dir: &Path) -> (Proc, String) {
         "--app",
         "other=apps/other",
     ];
-    let sb = Proc::spawn_in(BIN, Some(dir), &args, &[]);
+    let sb = Proc::spawn_in(BIN, Some(dir), args, &[]);
     let line = sb.wait_line("sandbox listening on ", T);
     let url = line.split("sandbox listening on ").nth(1).unwrap().trim();
     (sb, url.to_string())
@@ -208,7 +208,7 @@ fn daemon_in(dir: &Path, url: &str, retain: &str) -> Proc {
         "--retain",
         retain,
     ];
-    let p = Proc::spawn_in(BIN, Some(dir), &args, &[]);
+    let p = Proc::spawn_in(BIN, Some(dir), args, &[]);
     p.wait_line("watching ", T);
     p
 }
