@@ -268,6 +268,28 @@ pub(crate) fn write_askpass(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A git left running by a watchdog that died (`kill -9`, an OOM kill) would go on fetching or
+/// pushing in a clone that the next watchdog already works in, and the two race on its refs.
+/// On Linux, git is told to stop (SIGTERM: it removes its lock files) when the thread that
+/// started it dies.
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs between fork and exec and calls only prctl(2), which is
+    // async-signal-safe, with constant arguments.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_cmd: &mut Command) {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,25 +330,3 @@ mod tests {
         );
     }
 }
-
-/// A git left running by a watchdog that died (`kill -9`, an OOM kill) would go on fetching or
-/// pushing in a clone that the next watchdog already works in, and the two race on its refs.
-/// On Linux, git is told to stop (SIGTERM: it removes its lock files) when the thread that
-/// started it dies.
-#[cfg(target_os = "linux")]
-fn die_with_parent(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: the closure runs between fork and exec and calls only prctl(2), which is
-    // async-signal-safe, with constant arguments.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_cmd: &mut Command) {}
