@@ -1,4 +1,5 @@
-//! Secrets and their redaction: the `Secret` newtype, URL credential redaction, and the
+//! Secrets and their redaction: the `Secret` newtype, the redaction of a known secret in text
+//! (URL credentials are redacted by greenlight-core's rule, re-exported here), and the
 //! splitting of credentials out of remote URLs.
 //!
 //! Owns every rule about what a secret looks like in text. It must never print, log or
@@ -9,6 +10,10 @@ use std::fmt;
 use std::path::Path;
 
 use crate::error::Error;
+use greenlight_core::repo_url::RepoUrl;
+/// Redaction of URLs inside free text (git's stderr, command lines, stored reasons): the one
+/// rule lives in greenlight-core, beside the repository URL type that shows it.
+pub use greenlight_core::repo_url::redact;
 
 /// A secret value (a git token). `Debug` and `Display` print `***`, so the value cannot
 /// reach a log line, an error or a panic message by accident.
@@ -60,40 +65,11 @@ impl fmt::Display for Secret {
 }
 
 /// Redacts the credentials of a URL: `https://user:pass@host/x` → `https://***@host/x`.
-/// A URL without credentials is returned unchanged. Works on any text, so it is also the
-/// redaction applied to git's stderr and to command lines (see [`redact`]).
+/// A URL without credentials is returned unchanged. The rule is
+/// [`greenlight_core::repo_url::RepoUrl::redacted`]'s; this is its spelling for callers that
+/// hold the URL as a string.
 pub fn redact_url(url: &str) -> String {
-    redact(url)
-}
-
-/// Redacts the user-info part of every `scheme://user-info@host` URL found in `text`.
-///
-/// Errs on the side of hiding: the user-info is taken to run up to the last `@` before the
-/// URL ends (whitespace or a quote), because tokens pasted into URLs unencoded may contain
-/// `/`, `+` or `=`. A URL whose path holds an `@` therefore loses its host in the output;
-/// a leaked token would be worse.
-pub fn redact(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(pos) = rest.find("://") {
-        let authority_start = pos + 3;
-        out.push_str(&rest[..authority_start]);
-        let tail = &rest[authority_start..];
-        let end = tail
-            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`'))
-            .unwrap_or(tail.len());
-        let token = &tail[..end];
-        match token.rfind('@') {
-            Some(at) if at > 0 => {
-                out.push_str("***");
-                out.push_str(&token[at..]);
-            }
-            _ => out.push_str(token),
-        }
-        rest = &tail[end..];
-    }
-    out.push_str(rest);
-    out
+    RepoUrl::new(url).redacted()
 }
 
 /// Replaces every occurrence of the secret's value in `text` by `***`, then redacts URLs.
@@ -181,21 +157,12 @@ mod tests {
     }
 
     #[test]
-    fn redacts_userinfo_in_urls_and_free_text() {
+    fn url_redaction_is_the_core_rule() {
         assert_eq!(redact_url("https://user:pass@host/x"), "https://***@host/x");
-        assert_eq!(
-            redact_url("https://tok@host/x.git"),
-            "https://***@host/x.git"
-        );
-        assert_eq!(redact_url("https://host/x.git"), "https://host/x.git");
         assert_eq!(redact_url("/srv/git/x.git"), "/srv/git/x.git");
         assert_eq!(
-            redact("fatal: unable to access 'https://u:a/b+c=@h.example/r/': 403"),
-            "fatal: unable to access 'https://***@h.example/r/': 403"
-        );
-        assert_eq!(
-            redact("a http://x:y@h1/ and ssh://git@h2:22/r b"),
-            "a http://***@h1/ and ssh://***@h2:22/r b"
+            redact("fatal: 'https://u:a/b+c=@h.example/r/': 403"),
+            "fatal: 'https://***@h.example/r/': 403"
         );
     }
 
