@@ -317,6 +317,21 @@ fn bad_config_files_exit_2_naming_the_file() {
 }
 
 #[test]
+fn timeout_takes_the_shared_duration_grammar() {
+    let run = guard(&["--timeout", "soon", "app:v1"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--timeout: invalid duration"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(guard(&["--timeout", "0s", "app:v1"]).code, 2);
+    for ok in ["30", "1m30s", "1.5s", "2 min"] {
+        assert_eq!(guard(&["--timeout", ok, "app:v1"]).code, 0, "{ok}");
+    }
+}
+
+#[test]
 fn registry_options_require_resolve() {
     assert_eq!(guard(&["--plain-http", "app:v1"]).code, 2);
     assert_eq!(guard(&["--token-file", "t", "app:v1"]).code, 2);

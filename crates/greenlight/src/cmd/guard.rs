@@ -82,8 +82,8 @@ pub struct ImageArgs {
     token_file: Option<PathBuf>,
 
     /// Give up on a registry request after this long
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration, value_name = "DURATION")]
-    timeout: Duration,
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    timeout: String,
 }
 
 pub fn run(args: GuardArgs) -> anyhow::Result<ExitCode> {
@@ -93,6 +93,7 @@ pub fn run(args: GuardArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn run_image(args: ImageArgs) -> anyhow::Result<ExitCode> {
+    let timeout = super::positive_duration_flag("--timeout", &args.timeout)?;
     let policy = TagPolicy::default()
         .with_extra(config_mutable_tags(args.config.as_deref())?)
         .with_extra(args.mutable.iter().map(String::as_str));
@@ -115,7 +116,7 @@ fn run_image(args: ImageArgs) -> anyhow::Result<ExitCode> {
             Some(path) => Some(BearerToken::read(path)?),
             None => None,
         };
-        return resolve_all(&images, &policy, &args, token);
+        return resolve_all(&images, &policy, &args, timeout, token);
     }
 
     let mut rejected = 0;
@@ -197,14 +198,15 @@ fn resolve_all(
     images: &[ImageRef],
     policy: &TagPolicy,
     args: &ImageArgs,
+    timeout: Duration,
     token: Option<BearerToken>,
 ) -> anyhow::Result<ExitCode> {
     // reqwest is built without a default crypto provider; the binary picks ring. Another
     // command may already have installed it, which is fine.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
-        .timeout(args.timeout)
-        .connect_timeout(args.timeout.min(Duration::from_secs(10)))
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(10)))
         .user_agent(concat!("greenlight/", env!("CARGO_PKG_VERSION")))
         .build()
         .context("cannot build the HTTP client")?;

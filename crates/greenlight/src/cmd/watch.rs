@@ -1,12 +1,11 @@
 //! `greenlight watch`: the commit watchdog daemon, and its `--once` self-check gate (W18).
 
 use crate::clock::{Clock, SystemClock};
-use crate::cmd::usage;
+use crate::cmd::{positive_duration_flag, usage};
 use crate::daemon::{self, DaemonConfig};
 use crate::output::{LogFormat, Output};
 use anyhow::{Context, Result};
 use clap::Args;
-use greenlight_core::time::parse_duration_ms;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -66,14 +65,6 @@ pub struct WatchArgs {
     pub trailer_key: String,
     #[arg(long = "log-format", value_enum, default_value = "text")]
     pub log_format: LogFormat,
-}
-
-fn duration(flag: &str, text: &str) -> Result<i64> {
-    let ms = parse_duration_ms(text).map_err(|e| usage(format!("--{flag}: {e}")))?;
-    if ms <= 0 {
-        return Err(usage(format!("--{flag} must be greater than zero")));
-    }
-    Ok(ms)
 }
 
 fn truthy(var: &str) -> bool {
@@ -153,13 +144,12 @@ pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
         git_author_email,
         state: a.state.clone(),
         data_dir,
-        stable_for_ms: duration("stable-for", &a.stable_for)?,
-        stale_after_ms: duration("stale-after", &a.stale_after)?,
-        unknown_app_grace_ms: duration("unknown-app-grace", &a.unknown_app_grace)?,
-        fetch_interval: std::time::Duration::from_millis(duration(
-            "fetch-interval",
-            &a.fetch_interval,
-        )? as u64),
+        // Durations are parsed from i64 milliseconds, so `as_millis` fits back into one.
+        stable_for_ms: positive_duration_flag("--stable-for", &a.stable_for)?.as_millis() as i64,
+        stale_after_ms: positive_duration_flag("--stale-after", &a.stale_after)?.as_millis() as i64,
+        unknown_app_grace_ms: positive_duration_flag("--unknown-app-grace", &a.unknown_app_grace)?
+            .as_millis() as i64,
+        fetch_interval: positive_duration_flag("--fetch-interval", &a.fetch_interval)?,
         dry_run: a.dry_run || truthy("GREENLIGHT_DRY_RUN") || truthy("DRY_RUN"),
         since: a.since.clone(),
         trailer_key: a.trailer_key.clone(),
