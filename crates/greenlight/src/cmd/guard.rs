@@ -259,25 +259,14 @@ impl std::fmt::Debug for BearerToken {
 }
 
 impl BearerToken {
-    /// Reads the token from `path`, trimming the trailing newline editors and `echo` add.
-    /// Errors name the file and never quote its contents.
+    /// Reads the token from `path` (the shared token-file reader) and checks it can go in an
+    /// HTTP header. Errors name the file and never quote its contents.
     fn read(path: &Path) -> anyhow::Result<BearerToken> {
-        let raw = std::fs::read(path).map_err(|err| {
-            super::usage(format!("cannot read token file {}: {err}", path.display()))
-        })?;
-        let text = String::from_utf8(raw).map_err(|_| {
-            super::usage(format!("token file {} is not UTF-8 text", path.display()))
-        })?;
-        let token = text.trim();
-        if token.is_empty() {
-            return Err(super::usage(format!(
-                "token file {} is empty",
-                path.display()
-            )));
-        }
+        let secret = super::secret_file("--token-file", path)?;
+        let token = secret.expose();
         if token.bytes().any(|b| b.is_ascii_control() || b == b' ') || !token.is_ascii() {
             return Err(super::usage(format!(
-                "token file {} must hold one token: printable ASCII, no spaces or line breaks",
+                "--token-file {}: the file must hold one token: printable ASCII, no spaces or line breaks",
                 path.display()
             )));
         }

@@ -2,10 +2,12 @@
 //! `exit_code_of` maps: a `UsageError` is exit 2, anything else exit 1.
 //!
 //! This module also owns the readers every subcommand shares, so that one kind of flag means
-//! one thing everywhere: durations. They only turn text into values and name the flag
-//! in errors; the grammar itself lives in the library crates.
+//! one thing everywhere: durations and token files. They only turn flags into values and
+//! errors into usage errors; the grammar and the reading live in the library crates.
 
 use greenlight_core::time::parse_duration_ms;
+use greenlight_git::Secret;
+use std::path::Path;
 use std::time::Duration;
 
 pub mod demo;
@@ -52,6 +54,12 @@ pub fn positive_duration_flag(flag: &str, text: &str) -> anyhow::Result<Duration
         return Err(usage(format!("{flag} must be greater than zero")));
     }
     Ok(duration)
+}
+
+/// Reads the token file named by `flag` ([`Secret::read_file`]): a missing, unreadable or
+/// empty file is a usage error naming the flag and the path, never the contents.
+pub fn secret_file(flag: &str, path: &Path) -> anyhow::Result<Secret> {
+    Secret::read_file(flag, path).map_err(|e| usage(e.to_string()))
 }
 
 #[cfg(test)]

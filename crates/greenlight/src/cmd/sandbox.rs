@@ -54,24 +54,6 @@ fn parse_listen(text: &str) -> anyhow::Result<SocketAddr> {
         })
 }
 
-fn read_token(path: &PathBuf) -> anyhow::Result<String> {
-    // The error names the file, never its content.
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        super::usage(format!(
-            "--token-file {}: cannot read it: {e}",
-            path.display()
-        ))
-    })?;
-    let token = text.trim().to_string();
-    if token.is_empty() {
-        return Err(super::usage(format!(
-            "--token-file {}: the file is empty",
-            path.display()
-        )));
-    }
-    Ok(token)
-}
-
 fn config_from(args: SandboxArgs) -> anyhow::Result<SandboxConfig> {
     let listen = parse_listen(&args.listen)?;
     let apps = args
@@ -85,7 +67,11 @@ fn config_from(args: SandboxArgs) -> anyhow::Result<SandboxConfig> {
     config.sync_interval = sync_interval;
     config.rollout_time = super::duration_flag("--rollout-time", &args.rollout_time)?;
     config.registry = args.registry;
-    config.token = args.token_file.as_ref().map(read_token).transpose()?;
+    config.token = args
+        .token_file
+        .as_deref()
+        .map(|p| super::secret_file("--token-file", p).map(|s| s.expose().to_owned()))
+        .transpose()?;
     config.start_paused = args.start_paused;
     Ok(config)
 }

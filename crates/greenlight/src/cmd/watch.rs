@@ -1,7 +1,7 @@
 //! `greenlight watch`: the commit watchdog daemon, and its `--once` self-check gate (W18).
 
 use crate::clock::{Clock, SystemClock};
-use crate::cmd::{positive_duration_flag, usage};
+use crate::cmd::{positive_duration_flag, secret_file, usage};
 use crate::daemon::{self, DaemonConfig};
 use crate::output::{LogFormat, Output};
 use anyhow::{Context, Result};
@@ -76,19 +76,6 @@ fn truthy(var: &str) -> bool {
     })
 }
 
-fn read_secret(flag: &str, path: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| usage(format!("--{flag} {}: cannot read: {e}", path.display())))?;
-    let t = text.trim().to_string();
-    if t.is_empty() {
-        return Err(usage(format!(
-            "--{flag} {}: the file is empty",
-            path.display()
-        )));
-    }
-    Ok(t)
-}
-
 /// "Name <email>" → (name, email).
 fn parse_author(s: &str) -> Result<(String, String)> {
     let bad = || usage(format!("--git-author {s:?}: expected \"Name <email>\""));
@@ -106,12 +93,12 @@ pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
     let argocd_token = a
         .argocd_token_file
         .as_deref()
-        .map(|p| read_secret("argocd-token-file", p))
+        .map(|p| secret_file("--argocd-token-file", p).map(|s| s.expose().to_owned()))
         .transpose()?;
     let git_token = a
         .git_token_file
         .as_deref()
-        .map(|p| read_secret("git-token-file", p).map(greenlight_git::Secret::new))
+        .map(|p| secret_file("--git-token-file", p))
         .transpose()?;
     if a.trailer_key.is_empty()
         || a.trailer_key
