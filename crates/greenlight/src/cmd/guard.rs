@@ -18,9 +18,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// The config file read when `--config` is not given and the file exists.
-const DEFAULT_CONFIG: &str = ".greenlight.toml";
-
 /// Every manifest type a deploy may point at: multi-arch indexes first, since a tag that names
 /// an index must be pinned to the index digest, not to one platform's manifest.
 const MANIFEST_TYPES: &str = "application/vnd.oci.image.index.v1+json, \
@@ -94,8 +91,9 @@ pub fn run(args: GuardArgs) -> anyhow::Result<ExitCode> {
 
 fn run_image(args: ImageArgs) -> anyhow::Result<ExitCode> {
     let timeout = super::positive_duration_flag("--timeout", &args.timeout)?;
+    let config = super::config_file(args.config.as_deref())?;
     let policy = TagPolicy::default()
-        .with_extra(config_mutable_tags(args.config.as_deref())?)
+        .with_extra(config.guard_mutable_tags())
         .with_extra(args.mutable.iter().map(String::as_str));
 
     let mut images = Vec::with_capacity(args.images.len());
@@ -150,48 +148,6 @@ fn why_acceptable(verdict: &TagVerdict, image: &ImageRef) -> String {
         (_, Some(tag)) => format!("uses the tag `{tag}`, which is not on the mutable list"),
         (_, None) => String::new(),
     }
-}
-
-/// The parts of `.greenlight.toml` the guard reads. Other tables and keys are other commands'
-/// (the lint owns `[lint]`'s format and validation) and are ignored here.
-#[derive(serde::Deserialize, Default)]
-struct ConfigFile {
-    #[serde(default)]
-    lint: TagList,
-    #[serde(default)]
-    guard: TagList,
-}
-
-#[derive(serde::Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-struct TagList {
-    #[serde(default)]
-    mutable_tags: Vec<String>,
-}
-
-/// Mutable tags from the config file: `[lint] mutable-tags`, the list the lint rule uses, so
-/// lint and guard agree, plus `[guard] mutable-tags` for tags refused only at dispatch.
-/// A missing default file is no error; a missing `--config` file, bad TOML or a wrong type is
-/// (exit 2, naming the file and, from the TOML parser, the line).
-fn config_mutable_tags(explicit: Option<&Path>) -> anyhow::Result<Vec<String>> {
-    let path = explicit.unwrap_or(Path::new(DEFAULT_CONFIG));
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(err) if explicit.is_none() && err.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Vec::new());
-        }
-        Err(err) => {
-            return Err(super::usage(format!(
-                "cannot read config file {}: {err}",
-                path.display()
-            )));
-        }
-    };
-    let config: ConfigFile = toml::from_str(&text)
-        .map_err(|err| super::usage(format!("config file {}: {err}", path.display())))?;
-    let mut tags = config.lint.mutable_tags;
-    tags.extend(config.guard.mutable_tags);
-    Ok(tags)
 }
 
 fn resolve_all(

@@ -2,11 +2,12 @@
 //! `exit_code_of` maps: a `UsageError` is exit 2, anything else exit 1.
 //!
 //! This module also owns the readers every subcommand shares, so that one kind of flag means
-//! one thing everywhere: durations and token files. They only turn flags into values and
+//! one thing everywhere: durations, token files and the config file. They only turn flags into values and
 //! errors into usage errors; the grammar and the reading live in the library crates.
 
 use greenlight_core::time::parse_duration_ms;
 use greenlight_git::Secret;
+use greenlight_lint::Config;
 use std::path::Path;
 use std::time::Duration;
 
@@ -60,6 +61,13 @@ pub fn positive_duration_flag(flag: &str, text: &str) -> anyhow::Result<Duration
 /// empty file is a usage error naming the flag and the path, never the contents.
 pub fn secret_file(flag: &str, path: &Path) -> anyhow::Result<Secret> {
     Secret::read_file(flag, path).map_err(|e| usage(e.to_string()))
+}
+
+/// Reads `.greenlight.toml` (or `--config FILE`) for `lint` and `guard` alike
+/// ([`greenlight_lint::config::load`]): any problem with it is a usage error naming the file
+/// and, for a bad value, its line and column.
+pub fn config_file(explicit: Option<&Path>) -> anyhow::Result<Config> {
+    greenlight_lint::config::load(explicit).map_err(|e| usage(e.to_string()))
 }
 
 #[cfg(test)]
