@@ -65,7 +65,7 @@ pub struct ImageArgs {
     #[arg(long, requires = "resolve", value_name = "FILE")]
     token_file: Option<PathBuf>,
 
-    /// Give up on a registry request after this long
+    /// Give up on a registry request after this long: 90 (seconds), 30s, 1m30s, …
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     timeout: String,
 }

@@ -2,8 +2,9 @@
 //! `exit_code_of` maps: a `UsageError` is exit 2, anything else exit 1.
 //!
 //! This module also owns the readers every subcommand shares, so that one kind of flag means
-//! one thing everywhere: durations, token files and the config file. They only turn flags into values and
-//! errors into usage errors; the grammar and the reading live in the library crates.
+//! one thing everywhere: durations, token files and the config file. They only turn flags
+//! into values and errors into usage errors; the grammar and the reading live in the library
+//! crates.
 
 use greenlight_core::time::parse_duration_ms;
 use greenlight_git::Secret;
