@@ -397,7 +397,8 @@ impl ArgoClient {
 
 fn parse_base(base_url: &str) -> Result<Url, ArgoError> {
     let shown = |why: &str| ArgoError::Config {
-        url: redact_userinfo(base_url),
+        // Not yet parsed, so not known to be a URL: redacted as text.
+        url: greenlight_core::repo_url::redact(base_url),
         why: why.to_string(),
     };
     let url = Url::parse(base_url.trim()).map_err(|e| shown(&e.to_string()))?;
@@ -413,21 +414,6 @@ fn parse_base(base_url: &str) -> Result<Url, ArgoError> {
         return Err(shown("the URL must not have a query or fragment"));
     }
     Ok(url)
-}
-
-/// For error messages about a URL that could not even be parsed: drop anything between `://`
-/// and `@`.
-fn redact_userinfo(url: &str) -> String {
-    match url.split_once("://") {
-        Some((scheme, rest)) => {
-            let authority_end = rest.find('/').unwrap_or(rest.len());
-            match rest[..authority_end].rfind('@') {
-                Some(at) => format!("{scheme}://<redacted>@{}", &rest[at + 1..]),
-                None => url.to_string(),
-            }
-        }
-        None => url.to_string(),
-    }
 }
 
 /// The root cause ("Connection refused (os error 111)"), which is what a person can act on.
@@ -653,7 +639,9 @@ mod tests {
         assert!(e.to_string().contains("http://"), "{e}");
         let e = ArgoClient::new("not a url", None).unwrap_err();
         assert!(e.to_string().contains("not a url"), "{e}");
-        assert_eq!(redact_userinfo("h://u:p@host/x"), "h://<redacted>@host/x");
+        // Unparsable, yet still redacted: a token holding `/` breaks URL parsing.
+        let e = ArgoClient::new("https://admin:hun/ter2@argocd example", None).unwrap_err();
+        assert!(!e.to_string().contains("hun/ter2"), "{e}");
     }
 
     #[test]

@@ -9,5 +9,5 @@ pub mod source;
 
 pub use client::{ArgoClient, ArgoError, ClientOptions, EventKind, ItemError, StreamEvent};
 pub use model::{Application, ResourceTree};
-pub use snapshot::{needs_resource_tree, normalize_repo_url, redact_url, snapshot};
+pub use snapshot::{needs_resource_tree, snapshot};
 pub use source::{ArgoSource, repo_spelling};

@@ -5,6 +5,8 @@
 //! function of the JSON it is given.
 
 use crate::model::{Application, ApplicationSource, ComparedTo, ResourceStatus, ResourceTree};
+use greenlight_core::paths::normalize_path;
+use greenlight_core::repo_url::RepoUrl;
 use greenlight_core::snapshot::{
     AppSnapshot, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
     SourceFacts, SourcePaths, UnhealthyResource,
@@ -16,10 +18,10 @@ use std::collections::BTreeSet;
 pub const MANIFEST_GENERATE_PATHS: &str = "argocd.argoproj.io/manifest-generate-paths";
 
 /// Reduce an Application to what the judge reads. `repo_url` is the watched repository, in any
-/// of the spellings [`normalize_repo_url`] accepts. `tree` is only consulted when the
+/// of the spellings [`RepoUrl::same_repo`] equates. `tree` is only consulted when the
 /// Application carries no per-resource health (see [`needs_resource_tree`]).
 pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) -> AppSnapshot {
-    let repo = normalize_repo_url(repo_url);
+    let repo = RepoUrl::new(repo_url);
     let status = &app.status;
     let spec = layout(app.spec.source.as_ref(), &app.spec.sources);
 
@@ -109,7 +111,7 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
             if watched.is_empty() {
                 let mut repos: Vec<String> = Vec::new();
                 for s in spec.sources() {
-                    let shown = redact_url(&s.repo_url);
+                    let shown = RepoUrl::new(s.repo_url.as_str()).redacted();
                     if !repos.contains(&shown) {
                         repos.push(shown);
                     }
@@ -292,8 +294,8 @@ fn compared_layout(c: &ComparedTo) -> Option<Layout<'_>> {
     layout(c.source.as_ref(), &c.sources)
 }
 
-fn same_repo(s: &ApplicationSource, normalized_repo: &str) -> bool {
-    !s.repo_url.is_empty() && normalize_repo_url(&s.repo_url) == normalized_repo
+fn same_repo(s: &ApplicationSource, repo: &RepoUrl) -> bool {
+    repo.same_repo(&RepoUrl::new(s.repo_url.as_str()))
 }
 
 /// The revisions a record reports for the watched repository's source(s). A record that names
@@ -304,7 +306,7 @@ fn record_revisions(
     spec: &Layout<'_>,
     single: &str,
     multi: &[String],
-    repo: &str,
+    repo: &RepoUrl,
 ) -> Vec<String> {
     let revs: Vec<String> = match own.as_ref().unwrap_or(spec) {
         Layout::Single(s) if same_repo(s, repo) => vec![single.to_string()],
@@ -330,7 +332,7 @@ fn record_revisions(
 ///
 /// Limitation: Kustomize overlays may read `../base` outside the source path; greenlight cannot
 /// see that without rendering, so such apps should declare `manifest-generate-paths`.
-fn source_paths(app: &Application, spec: &Layout<'_>, repo: &str) -> SourcePaths {
+fn source_paths(app: &Application, spec: &Layout<'_>, repo: &RepoUrl) -> SourcePaths {
     match collect_source_paths(app, spec, repo) {
         Ok(set) if set.contains("") => SourcePaths::Known(vec![String::new()]),
         Ok(set) => SourcePaths::Known(set.into_iter().collect()),
@@ -341,7 +343,7 @@ fn source_paths(app: &Application, spec: &Layout<'_>, repo: &str) -> SourcePaths
 fn collect_source_paths(
     app: &Application,
     spec: &Layout<'_>,
-    repo: &str,
+    repo: &RepoUrl,
 ) -> Result<BTreeSet<String>, String> {
     let sources = spec.sources();
     let multi = matches!(spec, Layout::Multi(_));
@@ -447,7 +449,7 @@ fn collect_source_paths(
                 return Err(format!(
                     "{} value file {:?} is a URL",
                     label(i),
-                    redact_url(f)
+                    greenlight_core::repo_url::redact(f)
                 ));
             }
             let joined = match f.strip_prefix('/') {
@@ -508,216 +510,12 @@ fn glob_prefix(p: &str) -> String {
     }
 }
 
-/// Lexically normalize a repository-relative path: `./a/b/../c/` → `a/c`, `.` → `""`.
-/// `None` when `..` climbs above the repository root.
-pub fn normalize_path(p: &str) -> Option<String> {
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in p.trim().split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            s => parts.push(s),
-        }
-    }
-    Some(parts.join("/"))
-}
-
-/// One spelling for one repository, so that the watched repository can be recognized in an
-/// Application however either side wrote it:
-/// `git@github.com:Org/R.git`, `ssh://git@github.com:22/org/r`, `https://user@GitHub.com/org/r/`
-/// all become `github.com/org/r`. Schemes (https, http, ssh, git, git+ssh), user info, ports and
-/// a trailing `.git` or `/` are dropped; host and path are lowercased for network URLs (as Argo
-/// CD's own URL comparison does: GitHub and most hosts treat paths case-insensitively).
-/// Local repositories (`file:///srv/r.git`, `/srv/r`) become `file:///srv/r`, case kept.
-/// Ports are dropped because the same repository is served on different ports per scheme.
-pub fn normalize_repo_url(url: &str) -> String {
-    let u = url.trim();
-    let local = |path: &str| {
-        let trimmed = strip_git_suffix(path);
-        let norm = normalize_path(trimmed).unwrap_or_else(|| trimmed.trim_matches('/').to_string());
-        format!("file:///{norm}")
-    };
-    if let Some(rest) = u.strip_prefix("file://") {
-        // `file:///srv/r`, or `file://localhost/srv/r`.
-        let path = rest.strip_prefix("localhost").unwrap_or(rest);
-        return local(path);
-    }
-    if let Some((scheme, rest)) = u.split_once("://")
-        && !scheme.is_empty()
-        && scheme
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || c == b'+')
-    {
-        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        return network(authority, path);
-    }
-    if u.starts_with('/') || u.starts_with('.') {
-        return local(u);
-    }
-    // scp-like `[user@]host:path`: a colon before any slash.
-    if let Some((host, path)) = u.split_once(':')
-        && !host.contains('/')
-        && !host.is_empty()
-    {
-        return network(host, path);
-    }
-    local(u)
-}
-
-/// A repository URL fit for events and logs: a password, or any user info of an http(s) URL
-/// (where tokens travel as the user name), becomes `***`. `ssh://git@host` and scp-style
-/// `git@host:org/r` name an account, not a secret, and stay as written.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return url.to_string();
-    };
-    let userinfo = &rest[..at];
-    let web = matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https");
-    if web || userinfo.contains(':') {
-        format!("{scheme}://***@{}", &rest[at + 1..])
-    } else {
-        url.to_string()
-    }
-}
-
-fn network(authority: &str, path: &str) -> String {
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = match host_port.strip_prefix('[') {
-        // An IPv6 literal: `[::1]:22`.
-        Some(v6) => v6.split(']').next().unwrap_or(v6),
-        None => host_port.split(':').next().unwrap_or(host_port),
-    };
-    let path = normalize_path(strip_git_suffix(path)).unwrap_or_default();
-    format!("{}/{}", host.to_ascii_lowercase(), path.to_lowercase())
-}
-
-fn strip_git_suffix(p: &str) -> &str {
-    let p = p.trim_end_matches('/');
-    p.strip_suffix(".git").unwrap_or(p).trim_end_matches('/')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn repo_url_spellings_of_one_repository_agree() {
-        let same = [
-            "https://github.com/org/repo",
-            "https://github.com/org/repo.git",
-            "https://github.com/org/repo/",
-            "https://github.com/org/repo.git/",
-            "http://github.com/org/repo",
-            "https://GitHub.COM/org/repo",
-            "https://github.com/Org/Repo",
-            "https://user:secret@github.com/org/repo.git",
-            "https://github.com:443/org/repo",
-            "git@github.com:org/repo.git",
-            "git@github.com:org/repo",
-            "github.com:org/repo",
-            "git@github.com:/org/repo.git",
-            "ssh://git@github.com/org/repo.git",
-            "ssh://git@github.com:22/org/repo",
-            "git+ssh://git@github.com/org/repo",
-            "git://github.com/org/repo.git",
-            "  https://github.com/org/repo  ",
-        ];
-        for u in same {
-            assert_eq!(normalize_repo_url(u), "github.com/org/repo", "{u}");
-        }
-    }
-
-    #[test]
-    fn different_repositories_stay_different() {
-        let distinct = [
-            "https://github.com/org/repo",
-            "https://github.com/org/repo2",
-            "https://github.com/other/repo",
-            "https://gitlab.com/org/repo",
-            "https://github.com/org/repo/sub",
-            "https://github.com/org",
-            "file:///org/repo",
-            "/srv/git/repo",
-        ];
-        let normalized: BTreeSet<String> = distinct.iter().map(|u| normalize_repo_url(u)).collect();
-        assert_eq!(normalized.len(), distinct.len(), "{normalized:?}");
-    }
-
-    #[test]
-    fn local_paths_and_file_urls_agree() {
-        for u in [
-            "/srv/git/app.git",
-            "/srv/git/app",
-            "/srv/git/app/",
-            "/srv/git/./app.git/",
-            "/srv/git/x/../app",
-            "file:///srv/git/app.git",
-            "file:///srv/git/app",
-            "file://localhost/srv/git/app",
-        ] {
-            assert_eq!(normalize_repo_url(u), "file:///srv/git/app", "{u}");
-        }
-        // Local paths keep their case: file systems are case-sensitive.
-        assert_ne!(
-            normalize_repo_url("/srv/Git/app"),
-            normalize_repo_url("/srv/git/app")
-        );
-    }
-
-    #[test]
-    fn ipv6_hosts_and_gitlab_subgroups() {
-        assert_eq!(
-            normalize_repo_url("ssh://git@[::1]:2222/org/r.git"),
-            "::1/org/r"
-        );
-        assert_eq!(normalize_repo_url("https://[::1]/org/r"), "::1/org/r");
-        assert_eq!(
-            normalize_repo_url("git@gitlab.example.com:group/sub/r.git"),
-            normalize_repo_url("https://gitlab.example.com/group/sub/r")
-        );
-    }
-
-    #[test]
-    fn credentials_in_repo_urls_are_redacted() {
-        assert_eq!(
-            redact_url("https://ghp_abc123@github.com/org/r.git"),
-            "https://***@github.com/org/r.git"
-        );
-        assert_eq!(
-            redact_url("https://user:pw@github.com/org/r"),
-            "https://***@github.com/org/r"
-        );
-        assert_eq!(
-            redact_url("ssh://git:pw@host/org/r"),
-            "ssh://***@host/org/r"
-        );
-        for kept in [
-            "ssh://git@host/org/r",
-            "git@github.com:org/r.git",
-            "https://github.com/org/r",
-            "https://github.com/org/r@v1",
-            "/srv/git/r",
-        ] {
-            assert_eq!(redact_url(kept), kept);
-        }
-    }
-
-    #[test]
-    fn path_normalization() {
-        assert_eq!(normalize_path("./apps/web/").as_deref(), Some("apps/web"));
-        assert_eq!(normalize_path(".").as_deref(), Some(""));
-        assert_eq!(normalize_path("").as_deref(), Some(""));
-        assert_eq!(
-            normalize_path("apps/web/../../values/prod.yaml").as_deref(),
-            Some("values/prod.yaml")
-        );
-        assert_eq!(normalize_path("apps/../../etc"), None);
+    fn glob_prefixes() {
         assert_eq!(glob_prefix("envs/*.yaml"), "envs");
         assert_eq!(glob_prefix("*.yaml"), "");
         assert_eq!(glob_prefix("envs/prod.yaml"), "envs/prod.yaml");

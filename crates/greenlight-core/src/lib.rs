@@ -11,6 +11,7 @@ pub mod event;
 pub mod image;
 pub mod judge;
 pub mod paths;
+pub mod repo_url;
 pub mod snapshot;
 pub mod source;
 pub mod time;

@@ -1,5 +1,7 @@
 //! Attribution by path: does a commit's set of changed files touch an app's source paths?
-//! Pure prefix logic over repository-relative paths; git answers which files changed.
+//! Pure prefix logic over repository-relative paths, and their lexical normalization; git
+//! answers which files changed. Never touches a file system: paths here are repository
+//! paths, not local ones.
 
 use crate::snapshot::SourcePaths;
 
@@ -46,6 +48,22 @@ fn under(file: &str, prefix: &str) -> bool {
     file == p || (file.starts_with(p) && file.as_bytes().get(p.len()) == Some(&b'/'))
 }
 
+/// Lexically normalize a repository-relative path: `./a/b/../c/` → `a/c`, `.` → `""`.
+/// `None` when `..` climbs above the repository root.
+pub fn normalize_path(p: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in p.trim().split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            s => parts.push(s),
+        }
+    }
+    Some(parts.join("/"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +104,17 @@ mod tests {
             ),
             Touch::Assumed(_)
         ));
+    }
+
+    #[test]
+    fn path_normalization() {
+        assert_eq!(normalize_path("./apps/web/").as_deref(), Some("apps/web"));
+        assert_eq!(normalize_path(".").as_deref(), Some(""));
+        assert_eq!(normalize_path("").as_deref(), Some(""));
+        assert_eq!(
+            normalize_path("apps/web/../../values/prod.yaml").as_deref(),
+            Some("values/prod.yaml")
+        );
+        assert_eq!(normalize_path("apps/../../etc"), None);
     }
 }

@@ -113,50 +113,91 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
-/// Parse a CLI duration into milliseconds: `90` (seconds), `90s`, `500ms`, `15m`, `2h`, and
-/// compounds such as `1h30m`. The error names the text and what is accepted.
+/// Parse a duration into milliseconds: the one grammar of every CLI duration flag and of the
+/// trailer's `deadline`. A bare number is seconds (`90`); otherwise one or more
+/// `<number><unit>` parts, spaces allowed between them (`1h30m`, `1h 30m`, `5 min`), where a number
+/// may have a decimal fraction (`1.5s`, what [`human_duration`] prints) and the units are
+/// `ms` (`msec`, `millis`, `millisecond(s)`), `s` (`sec(s)`, `second(s)`), `m` (`min(s)`,
+/// `minute(s)`), `h` (`hr(s)`, `hour(s)`), `d` (`day(s)`) and `w` (`wk(s)`, `week(s)`).
+/// Not accepted, on purpose: units below a millisecond (greenlight counts in milliseconds, so
+/// they could only be rounded), and months or years (their length is a convention, and `M`
+/// beside `m` invites a costly typo). The error names the text and what is accepted.
 pub fn parse_duration_ms(text: &str) -> Result<i64, String> {
     let s = text.trim();
-    let bad = || {
+    let bad = |why: &str| {
         format!(
-            "invalid duration {text:?}: use seconds (`90`) or a number with a unit: `500ms`, `90s`, `15m`, `2h`"
+            "invalid duration {text:?}{why}: use seconds (`90`) or numbers with units, e.g. `500ms`, `1.5s`, `15m`, `1h30m`, `2d`"
         )
     };
+    let overflow = || bad(" (too large)");
     if s.is_empty() {
-        return Err(bad());
+        return Err(bad(""));
     }
     if s.bytes().all(|c| c.is_ascii_digit()) {
         return s
             .parse::<i64>()
             .ok()
             .and_then(|v| v.checked_mul(1000))
-            .ok_or_else(bad);
+            .ok_or_else(overflow);
     }
     let mut total: i64 = 0;
     let mut rest = s;
     while !rest.is_empty() {
-        let digits = rest.bytes().take_while(|c| c.is_ascii_digit()).count();
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         if digits == 0 {
-            return Err(bad());
+            return Err(bad(""));
         }
-        let n: i64 = rest[..digits].parse().map_err(|_| bad())?;
+        let whole = &rest[..digits];
         rest = &rest[digits..];
-        let unit_len = rest.bytes().take_while(|c| c.is_ascii_alphabetic()).count();
-        let unit = &rest[..unit_len];
-        rest = &rest[unit_len..];
-        let factor = match unit {
-            "ms" => 1,
-            "s" => 1000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            _ => return Err(bad()),
+        let mut fraction = "";
+        if let Some(after_dot) = rest.strip_prefix('.') {
+            let n = after_dot.bytes().take_while(u8::is_ascii_digit).count();
+            if n == 0 {
+                return Err(bad(""));
+            }
+            fraction = &after_dot[..n];
+            rest = &after_dot[n..];
+        }
+        rest = rest.trim_start();
+        let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let factor: i64 = match &rest[..unit_len] {
+            "ms" | "msec" | "msecs" | "millis" | "millisecond" | "milliseconds" => 1,
+            "s" | "sec" | "secs" | "second" | "seconds" => 1000,
+            "m" | "min" | "mins" | "minute" | "minutes" => 60_000,
+            "h" | "hr" | "hrs" | "hour" | "hours" => 3_600_000,
+            "d" | "day" | "days" => 86_400_000,
+            "w" | "wk" | "wks" | "week" | "weeks" => 604_800_000,
+            _ => return Err(bad("")),
         };
-        total = n
-            .checked_mul(factor)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(bad)?;
+        rest = rest[unit_len..].trim_start();
+        let ms = part_ms(whole, fraction, factor).map_err(bad)?;
+        total = total.checked_add(ms).ok_or_else(overflow)?;
     }
     Ok(total)
+}
+
+/// `<whole>.<fraction>` units of `factor` milliseconds each, or why that is no count of
+/// milliseconds greenlight can hold.
+fn part_ms(whole: &str, fraction: &str, factor: i64) -> Result<i64, &'static str> {
+    const TOO_LARGE: &str = " (too large)";
+    let whole: i64 = whole.parse().map_err(|_| TOO_LARGE)?;
+    let ms = whole.checked_mul(factor).ok_or(TOO_LARGE)?;
+    // Trailing zeros change nothing; past 18 digits the fraction would not fit in an i64.
+    let fraction = fraction.trim_end_matches('0');
+    if fraction.is_empty() {
+        return Ok(ms);
+    }
+    if fraction.len() > 18 {
+        return Err(" (too many decimals)");
+    }
+    let numerator =
+        i128::from(fraction.parse::<i64>().map_err(|_| TOO_LARGE)?) * i128::from(factor);
+    let denominator = 10i128.pow(fraction.len() as u32);
+    if numerator % denominator != 0 {
+        return Err(" (finer than a millisecond)");
+    }
+    let part = i64::try_from(numerator / denominator).map_err(|_| TOO_LARGE)?;
+    ms.checked_add(part).ok_or(TOO_LARGE)
 }
 
 /// A duration in milliseconds written the way a person reads it: `900s`, `2m30s`, `1.5s`.
@@ -202,7 +243,56 @@ mod tests {
         assert_eq!(parse_duration_ms("2h"), Ok(7_200_000));
         assert_eq!(parse_duration_ms("500ms"), Ok(500));
         assert_eq!(parse_duration_ms("1h30m"), Ok(5_400_000));
-        for bad in ["", "s", "15x", "-5", "1.5s", "99999999999999999999"] {
+        assert_eq!(parse_duration_ms(" 0 "), Ok(0));
+        for bad in [
+            "",
+            "s",
+            "15x",
+            "-5",
+            "99999999999999999999",
+            "1.",
+            ".5s",
+            "1h30",
+        ] {
+            let err = parse_duration_ms(bad).unwrap_err();
+            assert!(err.contains("invalid duration"), "{bad}: {err}");
+        }
+    }
+
+    /// What the CLI's duration flags accepted before they shared this parser, through
+    /// humantime: spaces between parts, long unit names, days and weeks, fractions.
+    #[test]
+    fn durations_in_the_spellings_people_use() {
+        assert_eq!(parse_duration_ms("1h 30m"), Ok(5_400_000));
+        assert_eq!(parse_duration_ms("2h 37min"), Ok(9_420_000));
+        assert_eq!(parse_duration_ms("1m30s"), Ok(90_000));
+        assert_eq!(parse_duration_ms("30sec"), Ok(30_000));
+        assert_eq!(parse_duration_ms("5 minutes"), Ok(300_000));
+        assert_eq!(parse_duration_ms("5minutes"), Ok(300_000));
+        assert_eq!(parse_duration_ms("1hour 1second"), Ok(3_601_000));
+        assert_eq!(parse_duration_ms("250msec"), Ok(250));
+        assert_eq!(parse_duration_ms("2d"), Ok(172_800_000));
+        assert_eq!(parse_duration_ms("1week"), Ok(604_800_000));
+        assert_eq!(parse_duration_ms("1.5s"), Ok(1_500));
+        assert_eq!(parse_duration_ms("0.25m"), Ok(15_000));
+        assert_eq!(parse_duration_ms("2.5h"), Ok(9_000_000));
+        assert_eq!(parse_duration_ms("1.0010s"), Ok(1_001));
+        assert_eq!(parse_duration_ms("1.00000000000000000000s"), Ok(1_000));
+    }
+
+    #[test]
+    fn durations_greenlight_cannot_count_are_refused() {
+        for (bad, why) in [
+            ("1.0005s", "finer than a millisecond"),
+            ("0.5ms", "finer than a millisecond"),
+            ("9999999999999999999ms", "too large"),
+            ("99999999999w", "too large"),
+            ("1.0000000000000000001s", "too many decimals"),
+        ] {
+            let err = parse_duration_ms(bad).unwrap_err();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+        for bad in ["500us", "10ns", "1M", "1y", "2months", "1S", "1H"] {
             let err = parse_duration_ms(bad).unwrap_err();
             assert!(err.contains("invalid duration"), "{bad}: {err}");
         }

@@ -19,7 +19,7 @@ pub use command::ASKPASS_SCRIPT;
 pub use error::{Error, Result};
 pub use repo::{Auth, CommitData, Repo};
 pub use revert::{RevertOutcome, RevertRequest, revert_message};
-pub use secret::{Secret, redact, redact_url};
+pub use secret::{Secret, SecretFileError, redact, redact_url};
 
 #[cfg(test)]
 mod tests {

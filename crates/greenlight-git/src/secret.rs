@@ -1,14 +1,25 @@
-//! Secrets and their redaction: the `Secret` newtype, URL credential redaction, and the
-//! splitting of credentials out of remote URLs.
+//! Secrets and their redaction: the `Secret` newtype, the one reader of token files, the
+//! redaction of a known secret in text (URL credentials are redacted by greenlight-core's
+//! rule, re-exported here), and the splitting of credentials out of remote URLs.
 //!
-//! Owns every rule about what a secret looks like in text. It must never print, log or
-//! return a secret's value except through `Secret::expose`, whose only caller hands the
-//! value to a child process's environment.
+//! Every token greenlight takes — git's, Argo CD's, a registry's, the sandbox's — is read from
+//! a file by [`Secret::read_file`]. It lives here, not in greenlight-core, because reading a
+//! file is IO and the core does none; and not in a crate of its own, because this module
+//! already owns the `Secret` type the value travels in, and every caller (the binary's
+//! commands) already links this crate.
+//!
+//! It must never print, log or return a secret's value except through `Secret::expose`, whose
+//! callers hand the value to where it is used: a child process's environment or an
+//! `Authorization` header.
 
 use std::fmt;
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
 
-use crate::error::Error;
+use greenlight_core::repo_url::RepoUrl;
+/// Redaction of URLs inside free text (git's stderr, command lines, stored reasons): the one
+/// rule lives in greenlight-core, beside the repository URL type that shows it.
+pub use greenlight_core::repo_url::redact;
 
 /// A secret value (a git token). `Debug` and `Display` print `***`, so the value cannot
 /// reach a log line, an error or a panic message by accident.
@@ -21,27 +32,29 @@ impl Secret {
         Secret(value.into())
     }
 
-    /// Reads a secret from a file (a token file), dropping surrounding whitespace and the
-    /// trailing newline editors add. An empty file is an error: an empty token would only
-    /// surface later as a confusing authentication failure.
-    pub fn read_file(path: &Path) -> Result<Secret, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            what: "reading the token file",
-            path: path.display().to_string(),
-            source,
+    /// Reads a secret from the file `path`, named on the command line by the option `flag`
+    /// (`--git-token-file`). Surrounding whitespace and the trailing newline editors and
+    /// `echo` add are dropped. An empty file is an error: an empty token would only surface
+    /// later as a confusing authentication failure. Errors name `flag` and `path`, never the
+    /// contents.
+    pub fn read_file(flag: &str, path: &Path) -> Result<Secret, SecretFileError> {
+        let text = std::fs::read_to_string(path).map_err(|error| SecretFileError::Read {
+            flag: flag.to_owned(),
+            path: path.to_owned(),
+            error,
         })?;
         let value = text.trim();
         if value.is_empty() {
-            return Err(Error::InvalidInput {
-                what: "token file",
-                value: path.display().to_string(),
-                reason: "the file is empty",
+            return Err(SecretFileError::Empty {
+                flag: flag.to_owned(),
+                path: path.to_owned(),
             });
         }
         Ok(Secret(value.to_owned()))
     }
 
-    /// The secret's value. Only for handing it to a child's environment.
+    /// The secret's value. Only for handing it to where it is used: a child's environment, an
+    /// `Authorization` header.
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -59,41 +72,37 @@ impl fmt::Display for Secret {
     }
 }
 
-/// Redacts the credentials of a URL: `https://user:pass@host/x` → `https://***@host/x`.
-/// A URL without credentials is returned unchanged. Works on any text, so it is also the
-/// redaction applied to git's stderr and to command lines (see [`redact`]).
-pub fn redact_url(url: &str) -> String {
-    redact(url)
+/// Why a token file could not be used. The message names the option and the file; the
+/// contents never reach it (an unreadable file has none to show, and an empty one has none).
+#[derive(Debug, thiserror::Error)]
+pub enum SecretFileError {
+    /// The file could not be read (missing, unreadable, not UTF-8).
+    #[error("{flag} {}: cannot read: {error}", path.display())]
+    Read {
+        /// The option that named the file.
+        flag: String,
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error. Shown in the message rather than chained as a
+        /// source, so that the message reads whole when wrapped in another error.
+        error: io::Error,
+    },
+    /// The file holds only whitespace.
+    #[error("{flag} {}: the file is empty", path.display())]
+    Empty {
+        /// The option that named the file.
+        flag: String,
+        /// The file.
+        path: PathBuf,
+    },
 }
 
-/// Redacts the user-info part of every `scheme://user-info@host` URL found in `text`.
-///
-/// Errs on the side of hiding: the user-info is taken to run up to the last `@` before the
-/// URL ends (whitespace or a quote), because tokens pasted into URLs unencoded may contain
-/// `/`, `+` or `=`. A URL whose path holds an `@` therefore loses its host in the output;
-/// a leaked token would be worse.
-pub fn redact(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(pos) = rest.find("://") {
-        let authority_start = pos + 3;
-        out.push_str(&rest[..authority_start]);
-        let tail = &rest[authority_start..];
-        let end = tail
-            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`'))
-            .unwrap_or(tail.len());
-        let token = &tail[..end];
-        match token.rfind('@') {
-            Some(at) if at > 0 => {
-                out.push_str("***");
-                out.push_str(&token[at..]);
-            }
-            _ => out.push_str(token),
-        }
-        rest = &tail[end..];
-    }
-    out.push_str(rest);
-    out
+/// Redacts the credentials of a URL: `https://user:pass@host/x` → `https://***@host/x`.
+/// A URL without credentials is returned unchanged. The rule is
+/// [`greenlight_core::repo_url::RepoUrl::redacted`]'s; this is its spelling for callers that
+/// hold the URL as a string.
+pub fn redact_url(url: &str) -> String {
+    RepoUrl::new(url).redacted()
 }
 
 /// Replaces every occurrence of the secret's value in `text` by `***`, then redacts URLs.
@@ -181,22 +190,50 @@ mod tests {
     }
 
     #[test]
-    fn redacts_userinfo_in_urls_and_free_text() {
+    fn url_redaction_is_the_core_rule() {
         assert_eq!(redact_url("https://user:pass@host/x"), "https://***@host/x");
-        assert_eq!(
-            redact_url("https://tok@host/x.git"),
-            "https://***@host/x.git"
-        );
-        assert_eq!(redact_url("https://host/x.git"), "https://host/x.git");
         assert_eq!(redact_url("/srv/git/x.git"), "/srv/git/x.git");
         assert_eq!(
-            redact("fatal: unable to access 'https://u:a/b+c=@h.example/r/': 403"),
-            "fatal: unable to access 'https://***@h.example/r/': 403"
+            redact("fatal: 'https://u:a/b+c=@h.example/r/': 403"),
+            "fatal: 'https://***@h.example/r/': 403"
         );
+    }
+
+    #[test]
+    fn token_files_are_trimmed_and_must_not_be_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "  tok-3f9a\n").unwrap();
+        let secret = Secret::read_file("--git-token-file", &path).unwrap();
+        assert_eq!(secret.expose(), "tok-3f9a");
+
+        std::fs::write(&path, " \n\t\n").unwrap();
+        let err = Secret::read_file("--git-token-file", &path).unwrap_err();
         assert_eq!(
-            redact("a http://x:y@h1/ and ssh://git@h2:22/r b"),
-            "a http://***@h1/ and ssh://***@h2:22/r b"
+            err.to_string(),
+            format!("--git-token-file {}: the file is empty", path.display())
         );
+
+        let missing = dir.path().join("missing");
+        let err = Secret::read_file("--token-file", &missing).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "--token-file {}: cannot read: ",
+                missing.display()
+            )),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn token_file_errors_never_hold_the_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        // Not UTF-8: unreadable as text, and the bytes are not echoed.
+        std::fs::write(&path, b"tok-secret-\xff\xfe").unwrap();
+        let err = Secret::read_file("--token-file", &path).unwrap_err();
+        assert!(!format!("{err} {err:?}").contains("tok-secret"), "{err:?}");
     }
 
     #[test]

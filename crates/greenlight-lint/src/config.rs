@@ -1,14 +1,21 @@
-//! `.greenlight.toml`'s `[lint]` table: rule selection, severity overrides, thresholds, path
-//! excludes and the mutable-tag list. Parsed with spans and validated in a second step, so
-//! every error names the file, line and column of the offending value.
-//! Must never: reject tables other than `[lint]` — the same file configures other commands.
+//! `.greenlight.toml`, read once for every command that reads it (`lint` and `guard`): finding
+//! the file, the `[lint]` table (rule selection, severity overrides, thresholds, path
+//! excludes, the mutable-tag list) and the `[guard]` table (tags refused only at dispatch).
+//! Parsed with spans and validated in a second step, so every error names the file, line and
+//! column of the offending value. It lives in the lint crate because `[lint]` is most of the
+//! file and its mutable-tag list is shared with the guard.
+//! Must never: reject tables it does not read — the same file may configure other tools.
 
 use crate::diagnostic::Severity;
 use crate::rules;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::fmt;
+use std::path::Path;
 use toml::Spanned;
+
+/// The config file read when none is named and it exists (in the current directory).
+pub const DEFAULT_FILE: &str = ".greenlight.toml";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
@@ -30,10 +37,62 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// Why the config file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A named file is missing, or any file exists but cannot be read.
+    #[error("cannot read config file {file}: {error}")]
+    Read {
+        file: String,
+        /// Shown in the message rather than chained, so that the message reads whole.
+        error: std::io::Error,
+    },
+    /// The file is not valid: bad TOML, a wrong type, an unknown rule, …
+    #[error("config file {0}")]
+    Invalid(ConfigError),
+}
+
+/// Everything greenlight reads from the config file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Config {
+    pub lint: LintConfig,
+    pub guard: GuardConfig,
+}
+
+/// Validated `[guard]` settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GuardConfig {
+    /// Tags refused at dispatch only, on top of `[lint] mutable-tags`.
+    pub mutable_tags: Vec<String>,
+}
+
+impl Config {
+    /// The tags `greenlight guard image` refuses on top of its defaults: `[lint]
+    /// mutable-tags`, the list the lint rule uses, so that lint and guard agree, then
+    /// `[guard] mutable-tags` for tags refused only at dispatch.
+    pub fn guard_mutable_tags(&self) -> impl Iterator<Item = &str> {
+        self.lint
+            .mutable_tags
+            .iter()
+            .chain(&self.guard.mutable_tags)
+            .map(String::as_str)
+    }
+}
+
 #[derive(Deserialize, Default)]
 struct RawFile {
     #[serde(default)]
     lint: Option<RawLint>,
+    #[serde(default)]
+    guard: Option<RawGuard>,
+}
+
+/// Unknown `[guard]` keys are ignored, as they were before this reader took the table over.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+struct RawGuard {
+    #[serde(default)]
+    mutable_tags: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -114,8 +173,23 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// Reads the config file: `explicit` when given (it must exist), otherwise [`DEFAULT_FILE`]
+/// when it exists. No file at all is the default configuration.
+pub fn load(explicit: Option<&Path>) -> Result<Config, LoadError> {
+    let path = explicit.unwrap_or(Path::new(DEFAULT_FILE));
+    let file = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if explicit.is_none() && e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Config::default());
+        }
+        Err(error) => return Err(LoadError::Read { file, error }),
+    };
+    parse(&file, &text).map_err(LoadError::Invalid)
+}
+
 /// Parse and validate the text of a config file named `file`.
-pub fn parse(file: &str, text: &str) -> Result<LintConfig, ConfigError> {
+pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
     let err_at = |offset: usize, message: String| {
         let (line, column) = line_col(text, offset);
         ConfigError {
@@ -129,8 +203,14 @@ pub fn parse(file: &str, text: &str) -> Result<LintConfig, ConfigError> {
         let offset = e.span().map_or(0, |s| s.start);
         err_at(offset, e.message().trim().to_string())
     })?;
+    let guard = GuardConfig {
+        mutable_tags: raw.guard.map(|g| g.mutable_tags).unwrap_or_default(),
+    };
     let Some(raw) = raw.lint else {
-        return Ok(LintConfig::default());
+        return Ok(Config {
+            lint: LintConfig::default(),
+            guard,
+        });
     };
     let rule_ids = |list: &[Spanned<String>]| -> Result<Vec<&'static str>, ConfigError> {
         list.iter()
@@ -212,7 +292,7 @@ pub fn parse(file: &str, text: &str) -> Result<LintConfig, ConfigError> {
         &raw.thresholds.strategy_max_replicas,
         "strategy-max-replicas",
     )?;
-    Ok(cfg)
+    Ok(Config { lint: cfg, guard })
 }
 
 /// Whether `path` (with `/` separators) matches a glob: `*` within a segment, `**` across
@@ -267,7 +347,8 @@ mod tests {
              fail-on = \"warning\"\nexclude = [\"vendor/**\"]\nmutable-tags = [\"dev\"]\n\
              [lint.severity]\nGL201 = \"error\"\n[lint.thresholds]\ninitial-delay-seconds = 90\n",
         )
-        .unwrap();
+        .unwrap()
+        .lint;
         assert_eq!(cfg.select, Some(vec!["GL101", "GL401"]));
         assert_eq!(cfg.ignore, vec!["GL202"]);
         assert_eq!(cfg.fail_on, Some(FailOn::Warning));
@@ -296,6 +377,47 @@ mod tests {
         assert_eq!(e.line, 2);
         let e = parse("c.toml", "[lint\n").unwrap_err();
         assert_eq!(e.line, 1);
+    }
+
+    #[test]
+    fn guard_table_and_the_shared_tag_list() {
+        let cfg = parse(
+            "c.toml",
+            "[lint]\nmutable-tags = [\"dev\"]\n[guard]\nmutable-tags = [\"preview*\"]\nlater = 1\n[other]\nx = 1\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.guard.mutable_tags, vec!["preview*".to_string()]);
+        assert_eq!(
+            cfg.guard_mutable_tags().collect::<Vec<_>>(),
+            vec!["dev", "preview*"]
+        );
+        let e = parse("c.toml", "[lint]\n\n[guard]\nmutable-tags = [\"dev\", 3]\n").unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+        assert!(e.message.contains("expected a string"), "{e}");
+    }
+
+    #[test]
+    fn load_names_the_file_in_every_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("absent.toml");
+        let e = load(Some(&missing)).unwrap_err();
+        assert!(matches!(e, LoadError::Read { .. }), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("cannot read config file {}: ", missing.display())),
+            "{e}"
+        );
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, "[lint]\nfail-on = \"sometimes\"\n").unwrap();
+        let e = load(Some(&bad)).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with(&format!("config file {}:2:11: fail-on", bad.display())),
+            "{e}"
+        );
+        let good = dir.path().join("good.toml");
+        std::fs::write(&good, "[guard]\nmutable-tags = [\"qa\"]\n").unwrap();
+        assert_eq!(load(Some(&good)).unwrap().guard.mutable_tags, vec!["qa"]);
     }
 
     #[test]

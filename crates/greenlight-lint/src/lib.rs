@@ -21,7 +21,7 @@ pub mod rules;
 pub mod source;
 pub mod yaml;
 
-pub use config::{FailOn, LintConfig};
+pub use config::{Config, FailOn, GuardConfig, LintConfig};
 pub use diagnostic::{Diagnostic, Location, Note, ObjectRef, Related, Severity};
 pub use input::{InputError, Inputs, read_inputs};
 pub use rules::{RULES, Rule, Settings};

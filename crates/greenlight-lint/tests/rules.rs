@@ -137,7 +137,8 @@ fn configured_mutable_tags_and_thresholds_apply() {
         "c.toml",
         "[lint]\nmutable-tags = [\"nightly*\"]\n[lint.thresholds]\ninitial-delay-seconds = 30\n",
     )
-    .unwrap();
+    .unwrap()
+    .lint;
     let opts = Options::from_config(&cfg, None, &[]);
     let rules: Vec<&str> = lint(&src(), Vec::new(), &opts)
         .diagnostics
@@ -153,7 +154,8 @@ fn strategy_threshold_is_configurable() {
                 containers: [{name: a, image: 'a:1'}]\n";
     let cfg =
         greenlight_lint::config::parse("c.toml", "[lint.thresholds]\nstrategy-max-replicas = 5\n")
-            .unwrap();
+            .unwrap()
+            .lint;
     let mut opts = Options::from_config(&cfg, Some(vec!["GL301"]), &[]);
     let src = vec![Source::new("d.yaml".into(), text.into())];
     assert_eq!(lint(&src, Vec::new(), &opts).diagnostics.len(), 1);

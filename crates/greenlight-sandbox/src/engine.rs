@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use greenlight_core::repo_url::RepoUrl;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
@@ -222,7 +223,7 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
         .map_err(|e| SandboxError::Runtime(format!("listening socket: {e}")))?;
 
     let world = World::new(
-        repo::redact_url(&config.repo),
+        RepoUrl::new(config.repo.as_str()).redacted(),
         branch,
         config.rollout_time,
         policy,

@@ -60,6 +60,7 @@ mod repo;
 mod timefmt;
 mod world;
 
+use greenlight_core::repo_url::RepoUrl;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -123,7 +124,7 @@ impl std::fmt::Debug for SandboxConfig {
     // Hand-written so that the token can never reach a log through `{:?}`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SandboxConfig")
-            .field("repo", &repo::redact_url(&self.repo))
+            .field("repo", &RepoUrl::new(self.repo.as_str()).redacted())
             .field("listen", &self.listen)
             .field("apps", &self.apps)
             .field("branch", &self.branch)

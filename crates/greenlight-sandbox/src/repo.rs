@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use greenlight_core::repo_url::{RepoUrl, redact};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
@@ -19,7 +20,7 @@ pub(crate) struct RepoFile {
 pub(crate) struct Mirror {
     // Removed from disk when the mirror is dropped.
     dir: tempfile::TempDir,
-    remote: String,
+    remote: RepoUrl,
     branch: String,
 }
 
@@ -67,29 +68,29 @@ async fn output(mut cmd: Command, what: &str) -> Result<Vec<u8>, String> {
         Err(format!(
             "{what} failed ({}): {}",
             out.status,
-            redact_text(&detail)
+            redact(&detail)
         ))
     }
 }
 
 /// The remote as git should be given it: an existing local path is made absolute (git runs
 /// inside the private clone, where a relative path would mean something else).
-pub(crate) fn remote_for_git(repo: &str) -> String {
+pub(crate) fn remote_for_git(repo: &str) -> RepoUrl {
     let path = PathBuf::from(repo);
     if !repo.contains("://")
         && path.exists()
         && let Ok(abs) = path.canonicalize()
     {
-        return abs.to_string_lossy().into_owned();
+        return RepoUrl::new(abs.to_string_lossy());
     }
-    repo.to_string()
+    RepoUrl::new(repo)
 }
 
 /// The branch the remote's HEAD points at (`git ls-remote --symref <repo> HEAD`).
-pub(crate) async fn default_branch(remote: &str) -> Result<String, String> {
+pub(crate) async fn default_branch(remote: &RepoUrl) -> Result<String, String> {
     let mut cmd = git(None);
-    cmd.args(["ls-remote", "--symref", "--", remote, "HEAD"]);
-    let out = output(cmd, &format!("git ls-remote {}", redact_url(remote))).await?;
+    cmd.args(["ls-remote", "--symref", "--", remote.expose(), "HEAD"]);
+    let out = output(cmd, &format!("git ls-remote {remote}")).await?;
     let text = String::from_utf8_lossy(&out);
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("ref: ")
@@ -100,13 +101,12 @@ pub(crate) async fn default_branch(remote: &str) -> Result<String, String> {
         }
     }
     Err(format!(
-        "{} has no HEAD branch (is it empty?); name the branch with --branch",
-        redact_url(remote)
+        "{remote} has no HEAD branch (is it empty?); name the branch with --branch"
     ))
 }
 
 impl Mirror {
-    pub(crate) async fn create(remote: String, branch: String) -> Result<Mirror, String> {
+    pub(crate) async fn create(remote: RepoUrl, branch: String) -> Result<Mirror, String> {
         let dir = tempfile::Builder::new()
             .prefix("greenlight-sandbox-")
             .tempdir()
@@ -131,17 +131,16 @@ impl Mirror {
             "--no-tags",
             "--no-write-fetch-head",
             "--",
-            &self.remote,
+            self.remote.expose(),
             &refspec,
         ]);
-        let what = format!("git fetch {} {}", redact_url(&self.remote), self.branch);
+        let what = format!("git fetch {} {}", self.remote, self.branch);
         match output(cmd, &what).await {
             Ok(_) => {}
             Err(e) if e.contains("couldn't find remote ref") => {
                 return Err(format!(
                     "branch {:?} does not exist in {}",
-                    self.branch,
-                    redact_url(&self.remote)
+                    self.branch, self.remote
                 ));
             }
             Err(e) => return Err(e),
@@ -271,50 +270,18 @@ fn parse_batch(mut data: &[u8], count: usize) -> Result<Vec<Vec<u8>>, String> {
     Ok(blobs)
 }
 
-/// A URL with any `user:password@` removed, for logs, errors and the API.
-pub(crate) fn redact_url(url: &str) -> String {
-    if let Some((scheme, rest)) = url.split_once("://") {
-        let authority_end = rest.find('/').unwrap_or(rest.len());
-        if let Some(at) = rest[..authority_end].rfind('@') {
-            return format!("{scheme}://{}", &rest[at + 1..]);
-        }
-    }
-    url.to_string()
-}
-
-// Git quotes URLs in its own messages; scrub any credentials from words that look like URLs.
-fn redact_text(text: &str) -> String {
-    text.split(' ')
-        .map(|word| {
-            let trimmed = word.trim_matches(|c| c == '\'' || c == '"');
-            if trimmed.contains("://") {
-                word.replace(trimmed, &redact_url(trimmed))
-            } else {
-                word.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn redacts_credentials_in_urls() {
+    fn credentials_are_masked_in_urls_and_git_messages() {
+        let remote = remote_for_git("https://user:tok@example.com/org/r.git");
+        assert_eq!(remote.to_string(), "https://***@example.com/org/r.git");
+        assert_eq!(remote.expose(), "https://user:tok@example.com/org/r.git");
         assert_eq!(
-            redact_url("https://user:tok@example.com/org/r.git"),
-            "https://example.com/org/r.git"
-        );
-        assert_eq!(
-            redact_url("https://example.com/a@b"),
-            "https://example.com/a@b"
-        );
-        assert_eq!(redact_url("/srv/git/r.git"), "/srv/git/r.git");
-        assert_eq!(
-            redact_text("fatal: unable to access 'https://u:p@h/r/': denied"),
-            "fatal: unable to access 'https://h/r/': denied"
+            redact("fatal: unable to access 'https://u:p@h/r/': denied"),
+            "fatal: unable to access 'https://***@h/r/': denied"
         );
     }
 

@@ -295,7 +295,7 @@ fn bad_config_files_exit_2_naming_the_file() {
         run.stderr
     );
     assert!(
-        run.stderr.contains("line 1"),
+        run.stderr.contains("broken.toml:1:"),
         "the TOML error says where: {}",
         run.stderr
     );
@@ -312,8 +312,46 @@ fn bad_config_files_exit_2_naming_the_file() {
         "{}",
         run.stderr
     );
-    assert!(run.stderr.contains("line 5"), "{}", run.stderr);
+    assert!(run.stderr.contains(".greenlight.toml:5:"), "{}", run.stderr);
     assert!(run.stderr.contains("expected a string"), "{}", run.stderr);
+}
+
+/// One reader serves both commands: a file the lint refuses, the guard refuses in the same words.
+#[test]
+fn guard_and_lint_refuse_a_bad_config_file_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(".greenlight.toml"),
+        "[guard]\nmutable-tags = [\"dev\"]\n[lint]\nselect = [\"GL999\"]\n",
+    )
+    .unwrap();
+    let guard = greenlight(dir.path(), &["guard", "image", "app:v1"]);
+    let lint = greenlight(dir.path(), &["lint", "."]);
+    assert_eq!(
+        (guard.code, lint.code),
+        (2, 2),
+        "{}{}",
+        guard.stderr,
+        lint.stderr
+    );
+    let expected = "config file .greenlight.toml:4:11: unknown rule `GL999`";
+    assert!(guard.stderr.contains(expected), "{}", guard.stderr);
+    assert!(lint.stderr.contains(expected), "{}", lint.stderr);
+}
+
+#[test]
+fn timeout_takes_the_shared_duration_grammar() {
+    let run = guard(&["--timeout", "soon", "app:v1"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--timeout: invalid duration"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(guard(&["--timeout", "0s", "app:v1"]).code, 2);
+    for ok in ["30", "1m30s", "1.5s", "2 min"] {
+        assert_eq!(guard(&["--timeout", ok, "app:v1"]).code, 0, "{ok}");
+    }
 }
 
 #[test]

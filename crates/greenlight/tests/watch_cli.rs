@@ -82,6 +82,55 @@ fn bad_configuration_exits_2_naming_the_flag() {
 }
 
 #[test]
+fn unusable_token_files_exit_2_naming_the_flag_and_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty-token");
+    std::fs::write(&empty, " \n").unwrap();
+    let state = dir.path().join("s.db");
+    for flag in ["--argocd-token-file", "--git-token-file"] {
+        let out = run(&[
+            "watch",
+            "--repo",
+            "/x",
+            "--argocd-url",
+            "http://127.0.0.1:1",
+            "--state",
+            state.to_str().unwrap(),
+            flag,
+            empty.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("{flag} {}: the file is empty", empty.display())),
+            "{stderr}"
+        );
+    }
+    let missing = dir.path().join("missing");
+    let out = run(&[
+        "watch",
+        "--repo",
+        "/x",
+        "--argocd-url",
+        "http://127.0.0.1:1",
+        "--state",
+        state.to_str().unwrap(),
+        "--git-token-file",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "--git-token-file {}: cannot read",
+            missing.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!state.exists(), "nothing is started on a bad flag");
+}
+
+#[test]
 fn json_event_lines_and_the_status_table() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);

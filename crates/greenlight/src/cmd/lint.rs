@@ -4,7 +4,7 @@
 //! Must never: print anything but the report on stdout (SARIF consumers parse all of it).
 
 use clap::{Args, ValueEnum};
-use greenlight_lint::{FailOn, LintConfig, Options, config, report, rules};
+use greenlight_lint::{FailOn, Options, report, rules};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -83,23 +83,8 @@ fn rule_ids(list: &[String], flag: &str) -> anyhow::Result<Vec<&'static str>> {
         .collect()
 }
 
-fn load_config(explicit: Option<&str>) -> anyhow::Result<LintConfig> {
-    let (path, required) = match explicit {
-        Some(p) => (p.to_string(), true),
-        None => (".greenlight.toml".to_string(), false),
-    };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(LintConfig::default());
-        }
-        Err(e) => return Err(super::usage(format!("cannot read config {path}: {e}"))),
-    };
-    config::parse(&path, &text).map_err(|e| super::usage(format!("invalid config: {e}")))
-}
-
 pub fn run_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
-    let cfg = load_config(a.config.as_deref())?;
+    let cfg = super::config_file(a.config.as_deref().map(std::path::Path::new))?.lint;
     let select = if a.select.is_empty() {
         None
     } else {

@@ -1,5 +1,16 @@
 //! One module per subcommand. Each `run` returns the exit code it wants, or an error that
 //! `exit_code_of` maps: a `UsageError` is exit 2, anything else exit 1.
+//!
+//! This module also owns the readers every subcommand shares, so that one kind of flag means
+//! one thing everywhere: durations, token files and the config file. They only turn flags
+//! into values and errors into usage errors; the grammar and the reading live in the library
+//! crates.
+
+use greenlight_core::time::parse_duration_ms;
+use greenlight_git::Secret;
+use greenlight_lint::Config;
+use std::path::Path;
+use std::time::Duration;
 
 pub mod demo;
 pub mod guard;
@@ -17,5 +28,83 @@ pub fn exit_code_of(err: &anyhow::Error) -> u8 {
         2
     } else {
         1
+    }
+}
+
+/// Reads a duration flag (`--stable-for 2m`). Every duration flag goes through here, so all
+/// share one grammar, [`parse_duration_ms`]'s, and a bad value is a usage error naming the flag.
+pub fn duration_flag(flag: &str, text: &str) -> anyhow::Result<Duration> {
+    let ms = parse_duration_ms(text).map_err(|e| usage(format!("{flag}: {e}")))?;
+    // The grammar has no sign; a negative count would be a parser bug, refused rather than
+    // wrapped around.
+    let ms =
+        u64::try_from(ms).map_err(|_| usage(format!("{flag}: a duration is never negative")))?;
+    Ok(Duration::from_millis(ms))
+}
+
+/// [`duration_flag`] for an interval, a window or a timeout, where zero makes no sense.
+pub fn positive_duration_flag(flag: &str, text: &str) -> anyhow::Result<Duration> {
+    let duration = duration_flag(flag, text)?;
+    if duration.is_zero() {
+        return Err(usage(format!("{flag} must be greater than zero")));
+    }
+    Ok(duration)
+}
+
+/// Reads the token file named by `flag` ([`Secret::read_file`]): a missing, unreadable or
+/// empty file is a usage error naming the flag and the path, never the contents.
+pub fn secret_file(flag: &str, path: &Path) -> anyhow::Result<Secret> {
+    Secret::read_file(flag, path).map_err(|e| usage(e.to_string()))
+}
+
+/// Reads `.greenlight.toml` (or `--config FILE`) for `lint` and `guard` alike
+/// ([`greenlight_lint::config::load`]): any problem with it is a usage error naming the file
+/// and, for a bad value, its line and column.
+pub fn config_file(explicit: Option<&Path>) -> anyhow::Result<Config> {
+    greenlight_lint::config::load(explicit).map_err(|e| usage(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duration_flags_accept_every_spelling_the_commands_documented() {
+        for (text, ms) in [
+            ("90", 90_000),
+            ("90s", 90_000),
+            ("15m", 900_000),
+            ("2h", 7_200_000),
+            ("500ms", 500),
+            ("1m30s", 90_000),
+            ("1h 30m", 5_400_000),
+            ("1.5s", 1_500),
+            ("0", 0),
+        ] {
+            assert_eq!(
+                duration_flag("--x", text).unwrap(),
+                Duration::from_millis(ms),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn duration_flag_errors_name_the_flag_and_exit_2() {
+        let err = duration_flag("--rollout-time", "soon").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("--rollout-time: invalid duration \"soon\""),
+            "{err}"
+        );
+        assert_eq!(exit_code_of(&err), 2);
+
+        let err = positive_duration_flag("--sync-interval", "0s").unwrap_err();
+        assert_eq!(err.to_string(), "--sync-interval must be greater than zero");
+        assert_eq!(exit_code_of(&err), 2);
+        assert_eq!(
+            positive_duration_flag("--sync-interval", "200ms").unwrap(),
+            Duration::from_millis(200)
+        );
     }
 }

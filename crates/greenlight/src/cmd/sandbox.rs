@@ -5,7 +5,6 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Args;
 use greenlight_sandbox::{AppSpec, SandboxConfig, SandboxError};
@@ -24,7 +23,7 @@ pub struct SandboxArgs {
     /// The tracked branch (default: the remote's HEAD branch).
     #[arg(long)]
     branch: Option<String>,
-    /// How often to fetch the branch: 90, 90s, 15m, 2h or 500ms.
+    /// How often to fetch the branch: 90 (seconds), 90s, 15m, 2h, 500ms or 1m30s.
     #[arg(long, value_name = "DURATION", default_value = "1s")]
     sync_interval: String,
     /// How long a changed workload stays Progressing before Healthy or Degraded.
@@ -41,20 +40,6 @@ pub struct SandboxArgs {
     start_paused: bool,
 }
 
-/// `90` (seconds), `90s`, `15m`, `2h`, `500ms`, or anything humantime reads (`1m30s`).
-fn parse_duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
-    let text = text.trim();
-    let parsed = match text.parse::<u64>() {
-        Ok(seconds) => Ok(Duration::from_secs(seconds)),
-        Err(_) => humantime::parse_duration(text).map_err(|e| e.to_string()),
-    };
-    parsed.map_err(|e| {
-        super::usage(format!(
-            "{flag} {text:?}: not a duration ({e}); use e.g. 90, 90s, 15m, 2h or 500ms"
-        ))
-    })
-}
-
 fn parse_listen(text: &str) -> anyhow::Result<SocketAddr> {
     if let Ok(addr) = text.parse::<SocketAddr>() {
         return Ok(addr);
@@ -69,24 +54,6 @@ fn parse_listen(text: &str) -> anyhow::Result<SocketAddr> {
         })
 }
 
-fn read_token(path: &PathBuf) -> anyhow::Result<String> {
-    // The error names the file, never its content.
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        super::usage(format!(
-            "--token-file {}: cannot read it: {e}",
-            path.display()
-        ))
-    })?;
-    let token = text.trim().to_string();
-    if token.is_empty() {
-        return Err(super::usage(format!(
-            "--token-file {}: the file is empty",
-            path.display()
-        )));
-    }
-    Ok(token)
-}
-
 fn config_from(args: SandboxArgs) -> anyhow::Result<SandboxConfig> {
     let listen = parse_listen(&args.listen)?;
     let apps = args
@@ -94,16 +61,17 @@ fn config_from(args: SandboxArgs) -> anyhow::Result<SandboxConfig> {
         .iter()
         .map(|text| AppSpec::parse(text).map_err(|e| super::usage(format!("--app: {e}"))))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let sync_interval = parse_duration("--sync-interval", &args.sync_interval)?;
-    if sync_interval.is_zero() {
-        return Err(super::usage("--sync-interval: must be above zero"));
-    }
+    let sync_interval = super::positive_duration_flag("--sync-interval", &args.sync_interval)?;
     let mut config = SandboxConfig::new(args.repo, listen, apps);
     config.branch = args.branch;
     config.sync_interval = sync_interval;
-    config.rollout_time = parse_duration("--rollout-time", &args.rollout_time)?;
+    config.rollout_time = super::duration_flag("--rollout-time", &args.rollout_time)?;
     config.registry = args.registry;
-    config.token = args.token_file.as_ref().map(read_token).transpose()?;
+    config.token = args
+        .token_file
+        .as_deref()
+        .map(|p| super::secret_file("--token-file", p).map(|s| s.expose().to_owned()))
+        .transpose()?;
     config.start_paused = args.start_paused;
     Ok(config)
 }
@@ -142,33 +110,6 @@ async fn serve(config: SandboxConfig) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_accept_bare_seconds_units_and_milliseconds() {
-        assert_eq!(
-            parse_duration("--x", "90").unwrap(),
-            Duration::from_secs(90)
-        );
-        assert_eq!(
-            parse_duration("--x", "90s").unwrap(),
-            Duration::from_secs(90)
-        );
-        assert_eq!(
-            parse_duration("--x", "15m").unwrap(),
-            Duration::from_secs(900)
-        );
-        assert_eq!(
-            parse_duration("--x", "2h").unwrap(),
-            Duration::from_secs(7200)
-        );
-        assert_eq!(
-            parse_duration("--x", "500ms").unwrap(),
-            Duration::from_millis(500)
-        );
-        let err = parse_duration("--rollout-time", "soon").unwrap_err();
-        assert!(err.to_string().contains("--rollout-time \"soon\""), "{err}");
-        assert_eq!(super::super::exit_code_of(&err), 2);
-    }
 
     #[test]
     fn listen_needs_an_address_and_a_port() {

@@ -1,14 +1,13 @@
 //! `greenlight watch`: the commit watchdog daemon, and its `--once` self-check gate.
 
-use crate::cmd::usage;
+use crate::cmd::{positive_duration_flag, secret_file, usage};
 use anyhow::{Context, Result};
 use clap::Args;
 use greenlight::clock::{Clock, SystemClock};
 use greenlight::lock::{lock_data_dir, lock_state};
 use greenlight::output::{LogFormat, Output};
 use greenlight::runtime::{self, DaemonConfig};
-use greenlight_core::time::parse_duration_ms;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -67,18 +66,10 @@ pub struct WatchArgs {
     pub trailer_key: String,
     #[arg(long = "log-format", value_enum, default_value = "text")]
     pub log_format: LogFormat,
-    /// How long finished watches and their events stay in the state file (default 30 days);
-    /// live watches always stay.
-    #[arg(long, default_value = "720h")]
+    /// How long finished watches and their events stay in the state file; live watches
+    /// always stay.
+    #[arg(long, default_value = "30d")]
     pub retain: String,
-}
-
-fn duration(flag: &str, text: &str) -> Result<i64> {
-    let ms = parse_duration_ms(text).map_err(|e| usage(format!("--{flag}: {e}")))?;
-    if ms <= 0 {
-        return Err(usage(format!("--{flag} must be greater than zero")));
-    }
-    Ok(ms)
 }
 
 fn truthy(var: &str) -> bool {
@@ -88,19 +79,6 @@ fn truthy(var: &str) -> bool {
             "1" | "true" | "yes" | "on"
         )
     })
-}
-
-fn read_secret(flag: &str, path: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| usage(format!("--{flag} {}: cannot read: {e}", path.display())))?;
-    let t = text.trim().to_string();
-    if t.is_empty() {
-        return Err(usage(format!(
-            "--{flag} {}: the file is empty",
-            path.display()
-        )));
-    }
-    Ok(t)
 }
 
 /// "Name <email>" → (name, email).
@@ -120,12 +98,12 @@ pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
     let argocd_token = a
         .argocd_token_file
         .as_deref()
-        .map(|p| read_secret("argocd-token-file", p))
+        .map(|p| secret_file("--argocd-token-file", p).map(|s| s.expose().to_owned()))
         .transpose()?;
     let git_token = a
         .git_token_file
         .as_deref()
-        .map(|p| read_secret("git-token-file", p).map(greenlight_git::Secret::new))
+        .map(|p| secret_file("--git-token-file", p))
         .transpose()?;
     if a.trailer_key.is_empty()
         || a.trailer_key
@@ -158,17 +136,16 @@ pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
         git_author_email,
         state: a.state.clone(),
         data_dir,
-        stable_for_ms: duration("stable-for", &a.stable_for)?,
-        stale_after_ms: duration("stale-after", &a.stale_after)?,
-        unknown_app_grace_ms: duration("unknown-app-grace", &a.unknown_app_grace)?,
-        fetch_interval: std::time::Duration::from_millis(duration(
-            "fetch-interval",
-            &a.fetch_interval,
-        )? as u64),
+        // Durations are parsed from i64 milliseconds, so `as_millis` fits back into one.
+        stable_for_ms: positive_duration_flag("--stable-for", &a.stable_for)?.as_millis() as i64,
+        stale_after_ms: positive_duration_flag("--stale-after", &a.stale_after)?.as_millis() as i64,
+        unknown_app_grace_ms: positive_duration_flag("--unknown-app-grace", &a.unknown_app_grace)?
+            .as_millis() as i64,
+        fetch_interval: positive_duration_flag("--fetch-interval", &a.fetch_interval)?,
         dry_run: a.dry_run || truthy("GREENLIGHT_DRY_RUN") || truthy("DRY_RUN"),
         since: a.since.clone(),
         trailer_key: a.trailer_key.clone(),
-        retain_ms: duration("retain", &a.retain)?,
+        retain_ms: positive_duration_flag("--retain", &a.retain)?.as_millis() as i64,
     })
 }
 
