@@ -3,6 +3,7 @@
 //! the voice. The `greenlight` binary's `cmd/` parses arguments and calls in here; in-process
 //! tests drive [`runtime::Runtime`] with fake seams and a test clock.
 
+pub mod breaker;
 pub mod clock;
 pub mod lock;
 pub mod output;

@@ -3,8 +3,9 @@
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use greenlight::store::{Store, Write};
-use greenlight_core::judge::{Engine, JudgeConfig, Watch};
+use greenlight::breaker::Reset;
+use greenlight::store::Store;
+use greenlight_core::judge::Watch;
 use greenlight_core::time::Timestamp;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -128,33 +129,10 @@ pub fn run_breaker(a: BreakerArgs) -> Result<ExitCode> {
     let mut store =
         Store::open_existing(&state, false).map_err(|e| crate::cmd::usage(format!("{e:#}")))?;
     let now = greenlight::clock::Clock::now(&greenlight::clock::SystemClock);
-    match greenlight::lock::lock_state(&state) {
-        Ok(_lock) => {
-            // No daemon runs: close the breaker here, with its event, in one transaction.
-            let loaded = store.load()?;
-            let mut engine =
-                Engine::restore(JudgeConfig::new("", "", false), Vec::new(), loaded.breaker);
-            let events: Vec<_> = engine
-                .reset_breaker(now)
-                .into_iter()
-                .filter_map(|e| match e {
-                    greenlight_core::judge::Effect::Emit(ev) => Some(ev),
-                    greenlight_core::judge::Effect::Revert(_) => None,
-                })
-                .collect();
-            let (_, breaker) = engine.take_dirty();
-            store.write(Write {
-                breaker: breaker.as_ref(),
-                events: &events,
-                // A request left while a daemon ran is satisfied by this reset.
-                clear_breaker_reset_request: true,
-                ..Write::default()
-            })?;
-            println!("breaker reset: reverts are allowed again");
-        }
-        Err(_) => {
-            store.request_breaker_reset(now.0)?;
-            println!("breaker reset requested: the running watchdog applies it at its next fetch");
+    match greenlight::breaker::reset(&mut store, &state, now)? {
+        Reset::Applied => println!("breaker reset: reverts are allowed again"),
+        Reset::Requested => {
+            println!("breaker reset requested: the running watchdog applies it at its next fetch")
         }
     }
     Ok(ExitCode::SUCCESS)
