@@ -11,6 +11,7 @@ use greenlight::store::Store;
 use greenlight_core::directive::AppRef;
 use greenlight_core::event::{Event, EventKind};
 use greenlight_core::judge::{CommitInfo, RevertOutcome, RevertRequest};
+use greenlight_core::repo_url::RepoUrl;
 use greenlight_core::snapshot::{
     AppSnapshot, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
     SourceFacts, SourcePaths,
@@ -258,7 +259,7 @@ fn observed(snap: AppSnapshot, origin: Origin) -> SourceMsg {
 
 fn config(dir: &Path) -> DaemonConfig {
     DaemonConfig {
-        repo: "https://git.example.com/platform/deploy.git".into(),
+        repo: RepoUrl::new("https://git.example.com/platform/deploy.git"),
         branch: Some("main".into()),
         argocd_url: "http://argocd.invalid".into(),
         argocd_token: None,

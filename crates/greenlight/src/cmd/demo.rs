@@ -11,6 +11,7 @@ use greenlight::clock::{Clock, SystemClock};
 use greenlight::output::{LogFormat, Output};
 use greenlight::runtime::{self, DaemonConfig};
 use greenlight_core::event::{Event, EventKind};
+use greenlight_core::repo_url::RepoUrl;
 use greenlight_sandbox::{AppSpec, SandboxConfig};
 use serde_json::Value;
 use std::path::Path;
@@ -183,7 +184,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         let _ = tx.send(e.clone());
     });
     let cfg = DaemonConfig {
-        repo: remote.to_string_lossy().to_string(),
+        repo: RepoUrl::new(remote.to_string_lossy()),
         branch: None,
         argocd_url: url.clone(),
         argocd_token: None,

@@ -22,7 +22,7 @@ pub async fn run(mut cfg: DaemonConfig, out: Output) -> Result<ExitCode> {
     }
     out.plain(&format!(
         "self-check passed: {} {} at {}, {} commit(s) read, {} watch(es) would start, {} Application(s) listed (dry-run, no state written)",
-        greenlight_git::redact_url(&cfg.repo),
+        cfg.repo,
         summary.branch,
         &summary.tip[..summary.tip.len().min(12)],
         summary.commits,

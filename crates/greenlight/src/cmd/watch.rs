@@ -7,6 +7,7 @@ use greenlight::clock::{Clock, SystemClock};
 use greenlight::lock::{lock_data_dir, lock_state};
 use greenlight::output::{LogFormat, Output};
 use greenlight::runtime::{self, DaemonConfig};
+use greenlight_core::repo_url::RepoUrl;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -127,7 +128,7 @@ pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
         }
     };
     Ok(DaemonConfig {
-        repo: a.repo.clone(),
+        repo: RepoUrl::new(a.repo.clone()),
         branch: a.branch.clone(),
         argocd_url: a.argocd_url.clone(),
         argocd_token,

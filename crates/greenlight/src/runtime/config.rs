@@ -1,13 +1,15 @@
 //! What `greenlight watch` was told, after parsing: the runtime's settings and the judge's.
 
 use greenlight_core::judge::JudgeConfig;
+use greenlight_core::repo_url::RepoUrl;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Everything `greenlight watch` was told.
 #[derive(Clone)]
 pub struct DaemonConfig {
-    pub repo: String,
+    /// The watched repository; it shows itself only redacted.
+    pub repo: RepoUrl,
     pub branch: Option<String>,
     pub argocd_url: String,
     pub argocd_token: Option<String>,
@@ -31,7 +33,7 @@ impl DaemonConfig {
     pub fn judge_config(&self, branch: &str, branch_is_default: bool) -> JudgeConfig {
         // The judge quotes the repository in reasons that are stored and shown by `status`:
         // never with the credentials a URL may carry.
-        let repo = greenlight_git::redact_url(&self.repo);
+        let repo = self.repo.redacted();
         let mut j = JudgeConfig::new(&repo, branch, branch_is_default);
         j.stable_for_ms = self.stable_for_ms;
         j.stale_after_ms = self.stale_after_ms;
@@ -49,7 +51,9 @@ mod tests {
     #[test]
     fn the_judge_never_holds_the_credentials_of_the_repo_url() {
         let cfg = DaemonConfig {
-            repo: "https://deploy-bot:s3cret-token@git.example.com/platform/deploy.git".into(),
+            repo: RepoUrl::new(
+                "https://deploy-bot:s3cret-token@git.example.com/platform/deploy.git",
+            ),
             branch: None,
             argocd_url: "http://127.0.0.1:1".into(),
             argocd_token: None,

@@ -147,7 +147,7 @@ pub struct Start {
 pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Result<Runtime> {
     let store = Store::open_or_create(&cfg.state)?;
     let (repo, branch, default_branch) = open_repo(&cfg, cfg.data_dir.join("repo")).await?;
-    store.bind(&greenlight_git::redact_url(&cfg.repo), &branch)?;
+    store.bind(&cfg.repo.redacted(), &branch)?;
     let tip = {
         let (r, b) = (repo.clone(), branch.clone());
         tokio::task::spawn_blocking(move || seams::Repository::fetch(&*r, &b)).await??
@@ -155,7 +155,7 @@ pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Res
     let argo = greenlight_argocd::ArgoClient::new(&cfg.argocd_url, cfg.argocd_token.clone())
         .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
     let (tx, deliveries) = mpsc::channel(256);
-    let source = greenlight_argocd::ArgoSource::new(argo, &cfg.repo, tx);
+    let source = greenlight_argocd::ArgoSource::new(argo, cfg.repo.expose(), tx);
     let ctx = Context {
         source: Box::new(source),
         repo: repo.clone(),
@@ -193,7 +193,7 @@ pub async fn once(cfg: DaemonConfig, out: Output) -> Result<OnceSummary> {
     let argo = greenlight_argocd::ArgoClient::new(&cfg.argocd_url, cfg.argocd_token.clone())
         .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
     let (tx, deliveries) = mpsc::channel(256);
-    let source = greenlight_argocd::ArgoSource::new(argo, &cfg.repo, tx);
+    let source = greenlight_argocd::ArgoSource::new(argo, cfg.repo.expose(), tx);
     let ctx = Context {
         source: Box::new(source),
         repo: repo.clone(),
@@ -233,7 +233,7 @@ async fn open_repo(
         token: cfg.git_token.clone(),
         username: None,
     };
-    let remote = cfg.repo.clone();
+    let remote = cfg.repo.expose().to_string();
     let want = cfg.branch.clone();
     let (name, email) = (cfg.git_author_name.clone(), cfg.git_author_email.clone());
     tokio::task::spawn_blocking(move || -> Result<_> {
@@ -285,12 +285,8 @@ impl Runtime {
             }
         };
         if s.announce {
-            ctx.out.plain(&format!(
-                "watching {} {} from {}",
-                greenlight_git::redact_url(&cfg.repo),
-                s.branch,
-                from
-            ));
+            ctx.out
+                .plain(&format!("watching {} {} from {}", cfg.repo, s.branch, from));
         }
         let (jobs_tx, jobs_rx) = mpsc::channel(64);
         Ok(Runtime {
@@ -994,12 +990,7 @@ async fn resolve_since(ctx: &Context, cfg: &DaemonConfig, rev: &str) -> Result<S
         Jobs::Blocking => tokio::task::spawn_blocking(move || repo.resolve(&rev2)).await??,
         Jobs::Inline => repo.resolve(&rev2)?,
     };
-    found.ok_or_else(|| {
-        crate::usage(format!(
-            "--since {rev:?} is not a commit in {}",
-            greenlight_git::redact_url(&cfg.repo)
-        ))
-    })
+    found.ok_or_else(|| crate::usage(format!("--since {rev:?} is not a commit in {}", cfg.repo)))
 }
 
 fn ms(v: i64) -> Duration {
