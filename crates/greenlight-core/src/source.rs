@@ -11,6 +11,9 @@ use crate::snapshot::{AppKey, AppSnapshot};
 use crate::time::Timestamp;
 use std::collections::HashMap;
 
+/// How many outstanding read and listing tickets are remembered.
+pub const TICKETS_KEPT: u64 = 256;
+
 /// How a delivery came to be: pushed by the change stream, read on request, or part of a
 /// complete listing. Reads and listings carry the ticket of their request, so that an answer
 /// older than a later stream delivery is recognized as such.
@@ -98,10 +101,16 @@ impl Freshness {
         Freshness::default()
     }
 
-    /// A ticket for a read or listing about to be requested.
+    /// A ticket for a read or listing about to be requested. Only the latest
+    /// [`TICKETS_KEPT`] are remembered: an answer to an older request is not trusted over the
+    /// stream (reads are never forgotten otherwise, since several answers share a ticket).
     pub fn ticket(&mut self) -> u64 {
         self.next_ticket += 1;
         self.tickets.insert(self.next_ticket, self.seq);
+        let oldest_kept = self.next_ticket.saturating_sub(TICKETS_KEPT);
+        if self.tickets.len() as u64 > TICKETS_KEPT {
+            self.tickets.retain(|t, _| *t > oldest_kept);
+        }
         self.next_ticket
     }
 
@@ -340,6 +349,23 @@ mod tests {
             f.admit(observed("web", Origin::Read(later), None), T)
                 .is_some()
         );
+    }
+
+    #[test]
+    fn only_recent_tickets_are_remembered_and_an_unknown_one_is_not_trusted_over_the_stream() {
+        let mut f = Freshness::new();
+        let first = f.ticket();
+        for _ in 0..TICKETS_KEPT + 10 {
+            f.ticket();
+        }
+        assert!(f.tickets.len() as u64 <= TICKETS_KEPT);
+        // Never delivered by the stream: any answer is current.
+        assert!(
+            f.admit(observed("web", Origin::Read(first), None), T)
+                .is_some()
+        );
+        f.admit(observed("web", Origin::Stream, None), T);
+        assert_eq!(f.admit(observed("web", Origin::Read(first), None), T), None);
     }
 
     #[test]
