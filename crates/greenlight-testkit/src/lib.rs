@@ -1,6 +1,7 @@
 //! greenlight's test kit, for tests only: it is a dev-dependency of the crates that use it and is
 //! never part of the product (`publish = false`, never linked into the `greenlight` binary).
 //!
+//! - [`corpus`]: where the real-world manifest corpus is, and what a test does without it.
 //! - [`git`]: git run with an isolated environment (no user or system config, no inherited
 //!   `GIT_*` variables, a fixed identity), a bare origin with a working clone, and a runner for
 //!   fixture shell scripts.
@@ -18,12 +19,14 @@
 //! Waits never sleep and hope: each one watches for an observable line or state and fails,
 //! showing what it saw, when its bound runs out.
 
+pub mod corpus;
 pub mod git;
 pub mod http;
 pub mod process;
 pub mod sandbox;
 pub mod watch;
 
+pub use corpus::corpus;
 pub use git::{IDENTITY_EMAIL, IDENTITY_NAME, Remote, ScriptFixture, git, git_cmd, isolate};
 pub use http::{Response, http_get, http_post, http_request};
 pub use process::Proc;

@@ -620,41 +620,8 @@ fn rules_markdown_is_the_committed_reference() {
     );
 }
 
-/// The real-world manifest corpus, found once for every test of this crate that reads it:
-/// `$GREENLIGHT_CORPUS` when set, else `shared/corpus/manifests` beside the clone (it is not
-/// part of the repository). `None` when it is absent outside CI, after saying on stderr that
-/// `test` did not run; absent under `CI=true`, the test fails.
 fn corpus(test: &str) -> Option<String> {
-    let (dir, how) = match std::env::var("GREENLIGHT_CORPUS") {
-        Ok(d) if !d.is_empty() => (d, "from GREENLIGHT_CORPUS"),
-        // crates/<crate> -> the clone -> the directory holding it.
-        _ => (
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .ancestors()
-                .nth(3)
-                .unwrap_or(std::path::Path::new("/"))
-                .join("shared/corpus/manifests")
-                .display()
-                .to_string(),
-            "shared/corpus/manifests beside the clone; set GREENLIGHT_CORPUS to look elsewhere",
-        ),
-    };
-    if Path::new(&dir).is_dir() {
-        return Some(dir);
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
-    let what = format!("the real-world manifest corpus is missing: no directory at {dir} ({how})");
-    assert!(!ci, "{what}; CI=true, so a missing corpus fails {test}");
-    // Straight to the process's stderr: the test harness captures `eprintln!` of passing
-    // tests, and this must be seen.
-    let _ = std::io::stderr().write_all(
-        format!(
-            "\n{bar}\nNOT RUN: {test}\n{what}.\nThe test passes without checking anything; with CI=true it fails.\n{bar}\n",
-            bar = "=".repeat(78)
-        )
-        .as_bytes(),
-    );
-    None
+    greenlight_testkit::corpus(env!("CARGO_MANIFEST_DIR"), test)
 }
 
 #[test]
