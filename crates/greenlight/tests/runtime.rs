@@ -729,3 +729,96 @@ async fn two_reverts_open_the_breaker_and_the_third_failure_is_not_reverted() {
     assert!(h.seen.iter().any(blocked), "{:#?}", h.seen);
     h.stop().await;
 }
+
+/// Another app, `api`, that nothing watches: its updates show the stream alive.
+fn other_app(rev: &str) -> AppSnapshot {
+    let mut s = deployed(rev, Health::Healthy);
+    s.name = "api".into();
+    s
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_stream_vouches_for_a_quiet_app_while_argo_cd_is_heard_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    // Listings are never answered: only the stream observes, and only vouching can carry the
+    // quiet app's one observation through the 120 s window.
+    let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
+    h.send(SourceMsg::Connected).await;
+    repo.push(commit(2, Some(&trailer(300, "shadow"))));
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    h.send(observed(deployed(&sha(2), Health::Healthy), Origin::Stream))
+        .await;
+    let streak = h
+        .expect(EventKind::HealthyStreakStarted, Duration::from_secs(1))
+        .await;
+    // Another app's updates every 10 s: Argo CD is alive, and `web` has not changed.
+    for _ in 0..14 {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        h.send(SourceMsg::Unwatched(other_app(&sha(1)).key())).await;
+    }
+    let confirmed = h.expect(EventKind::Confirmed, Duration::from_secs(1)).await;
+    assert_eq!(confirmed.time.ms_since(streak.time), 120_000);
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_a_skipped_stream_message_a_quiet_app_is_not_vouched_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
+    h.send(SourceMsg::Connected).await;
+    repo.push(commit(2, Some(&trailer(60, "arm"))));
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    h.send(observed(deployed(&sha(2), Health::Healthy), Origin::Stream))
+        .await;
+    h.expect(EventKind::HealthyStreakStarted, Duration::from_secs(1))
+        .await;
+    // A line the stream could not decode: it may have been `web` turning Degraded.
+    h.send(SourceMsg::Skipped("undecodable line".into())).await;
+    for _ in 0..14 {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        h.send(SourceMsg::Unwatched(other_app(&sha(1)).key())).await;
+    }
+    let events = h.quiet_for(Duration::from_secs(1)).await;
+    assert!(
+        h.seen.iter().all(|e| e.event != EventKind::Confirmed),
+        "confirmed on a streak nobody observed: {events:#?}"
+    );
+    assert!(
+        h.seen.iter().any(
+            |e| e.event == EventKind::HealthyStreakBroken || e.event == EventKind::Inconclusive
+        ),
+        "{:#?}",
+        h.seen
+    );
+    assert!(repo.reverts.lock().unwrap().is_empty());
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_breaker_reset_requested_while_the_runtime_runs_is_applied_at_the_next_fetch() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let cfg = config(dir.path());
+    let state = cfg.state.clone();
+    let mut h = Harness::start(repo.clone(), cfg).await;
+    // `greenlight breaker reset` while a watchdog holds the state: it leaves a request.
+    let reader = Store::open_existing(&state, false).unwrap();
+    reader.request_breaker_reset(T0).unwrap();
+    let reset = h
+        .expect(EventKind::BreakerReset, Duration::from_secs(11))
+        .await;
+    assert!(reset.message.contains("human"), "{}", reset.message);
+    h.quiet_for(Duration::from_secs(1)).await;
+    assert!(!reader.breaker_reset_requested().unwrap());
+    // Once: the request is gone with the write that applied it.
+    let again = h.quiet_for(Duration::from_secs(30)).await;
+    assert!(
+        again.iter().all(|e| e.event != EventKind::BreakerReset),
+        "{again:#?}"
+    );
+    h.stop().await;
+}
