@@ -6,6 +6,7 @@
 //! into events and revert requests.
 
 pub mod breaker;
+pub mod commit;
 pub mod directive;
 pub mod event;
 pub mod image;
