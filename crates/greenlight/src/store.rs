@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 use greenlight_core::breaker::Breaker;
 use greenlight_core::event::Event;
 use greenlight_core::judge::Watch;
+use greenlight_core::watch::FlatWatch;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 
@@ -153,7 +154,10 @@ impl Store {
         let mut watches = Vec::new();
         for row in rows {
             let (id, body) = row?;
-            let w: Watch = serde_json::from_str(&body)
+            // The body is the flat record greenlight has always written (`FlatWatch`).
+            let w = serde_json::from_str::<FlatWatch>(&body)
+                .map_err(anyhow::Error::from)
+                .and_then(|flat| Ok(Watch::from_flat(flat)?))
                 .with_context(|| format!("watch {id} in {} is corrupt", self.path.display()))?;
             watches.push(w);
         }
@@ -176,11 +180,11 @@ impl Store {
                  ON CONFLICT(id) DO UPDATE SET state = excluded.state, body = excluded.body",
                 params![
                     watch.id,
-                    watch.commit,
+                    watch.commit.as_str(),
                     watch.app.to_string(),
-                    watch.state.as_str(),
+                    watch.state().as_str(),
                     watch.watch_started_at.0,
-                    serde_json::to_string(watch)?
+                    serde_json::to_string(&watch.to_flat())?
                 ],
             )?;
         }
