@@ -18,7 +18,8 @@ use crate::event::{Event, EventKind, Evidence};
 use crate::paths::{Touch, touches};
 use crate::reason::{
     APP_DOES_NOT_EXIST, ArmBlocked, Deadline, Failure, HEALTH_BROKE, Inconclusive, Message,
-    NOT_HEALTHY, NoRevert, NotReached, StreakBreak, Unwatchable, Verdict, revert_commit_reason,
+    NOT_HEALTHY, NoRevert, NotReached, StreakBreak, Unhealthy, Unwatchable, Verdict,
+    revert_commit_reason,
 };
 use crate::snapshot::{AppSnapshot, Health, ReachCandidate, ReachVia, SourceFacts, is_git_sha};
 use crate::time::Timestamp;
@@ -651,7 +652,7 @@ impl Engine {
         if self.watches[i].state() == State::Judging {
             let verdict = healthy(snap);
             let w = &mut self.watches[i];
-            w.saw_health(verdict.clone().err());
+            w.saw_health(verdict.as_ref().err().map(ToString::to_string));
             match verdict {
                 Ok(()) => {
                     if w.healthy_at(now) {
@@ -664,7 +665,7 @@ impl Engine {
                 }
                 Err(why) => {
                     if w.streak_broke() {
-                        let msg = Message::StreakBroken(StreakBreak::Unhealthy { why });
+                        let msg = Message::StreakBroken(StreakBreak::Unhealthy(why));
                         out.push(self.emit(i, EventKind::HealthyStreakBroken, msg, now));
                     }
                 }
@@ -1064,37 +1065,30 @@ fn admissible(snap: &AppSnapshot, c: &ReachCandidate) -> bool {
 }
 
 /// The health predicate (`docs/verdicts.md#health`): Synced + Healthy + no Degraded/Missing resource + no operation, on fresh health.
-pub fn healthy(s: &AppSnapshot) -> Result<(), String> {
+pub fn healthy(s: &AppSnapshot) -> Result<(), Unhealthy> {
+    let resources = || s.unhealthy_resources.iter().map(|r| r.label()).collect();
     if s.operation_running {
-        return Err("an operation is running".into());
+        return Err(Unhealthy::OperationRunning);
     }
     if s.health_stale {
-        return Err(
-            "health is stale (reconciledAt is before the last operation's finishedAt)".into(),
-        );
+        return Err(Unhealthy::StaleHealth);
     }
     if s.sync_status != "Synced" {
-        let st = if s.sync_status.is_empty() {
-            "unknown"
-        } else {
-            s.sync_status.as_str()
-        };
-        return Err(format!("sync status is {st}"));
+        return Err(Unhealthy::NotSynced {
+            sync: s.sync_status.clone(),
+        });
     }
     if s.health != Health::Healthy {
-        let mut why = format!("health={}", s.health.as_str());
-        if !s.health_message.is_empty() {
-            why.push_str(&format!(" ({})", s.health_message));
-        }
-        if !s.unhealthy_resources.is_empty() {
-            let rs: Vec<String> = s.unhealthy_resources.iter().map(|r| r.label()).collect();
-            why.push_str(&format!(" resources: {}", rs.join(", ")));
-        }
-        return Err(why);
+        return Err(Unhealthy::Health {
+            health: s.health,
+            message: s.health_message.clone(),
+            resources: resources(),
+        });
     }
     if !s.unhealthy_resources.is_empty() {
-        let rs: Vec<String> = s.unhealthy_resources.iter().map(|r| r.label()).collect();
-        return Err(format!("resources not healthy: {}", rs.join(", ")));
+        return Err(Unhealthy::Resources {
+            resources: resources(),
+        });
     }
     Ok(())
 }
@@ -1107,7 +1101,7 @@ fn seen_of(s: &AppSnapshot) -> Seen {
         operation: s.last_operation.as_ref().map(|o| o.phase.clone()),
         unhealthy_resources: s.unhealthy_resources.iter().map(|r| r.label()).collect(),
         resource_health_source: Some(s.resource_health_source.as_str().to_string()),
-        why_not_healthy: healthy(s).err(),
+        why_not_healthy: healthy(s).err().map(|why| why.to_string()),
     }
 }
 

@@ -10,7 +10,7 @@
 
 use crate::commit::CommitId;
 use crate::directive::{AppRef, DirectiveError, Mode};
-use crate::snapshot::{ReachVia, ResourceHealthSource};
+use crate::snapshot::{Health, ReachVia, ResourceHealthSource};
 use crate::time::{Timestamp, human_duration, parse_human_duration};
 use crate::watch::{LaterCommit, State};
 use std::fmt;
@@ -286,10 +286,33 @@ pub enum Message {
     BreakerReset,
 }
 
+/// Why one observation of a reached app is not healthy (`docs/verdicts.md#health`). Watches
+/// record it as its words (`Seen::why_not_healthy`, a failure's `why`): they quote an
+/// observation, and are shown as seen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unhealthy {
+    OperationRunning,
+    /// Health computed before the last operation finished.
+    StaleHealth,
+    /// `sync` is empty when Argo CD did not say.
+    NotSynced {
+        sync: String,
+    },
+    /// `resources` are the Degraded or Missing top-level resources, labelled.
+    Health {
+        health: Health,
+        message: String,
+        resources: Vec<String>,
+    },
+    Resources {
+        resources: Vec<String>,
+    },
+}
+
 /// Why a healthy streak broke (`docs/verdicts.md#streak-breaks`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StreakBreak {
-    Unhealthy { why: String },
+    Unhealthy(Unhealthy),
     Disappeared,
     Unobserved { gap_ms: i64 },
 }
@@ -541,10 +564,43 @@ impl fmt::Display for Verdict {
     }
 }
 
+impl fmt::Display for Unhealthy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unhealthy::OperationRunning => f.write_str("an operation is running"),
+            Unhealthy::StaleHealth => f.write_str(
+                "health is stale (reconciledAt is before the last operation's finishedAt)",
+            ),
+            Unhealthy::NotSynced { sync } => write!(
+                f,
+                "sync status is {}",
+                if sync.is_empty() { "unknown" } else { sync }
+            ),
+            Unhealthy::Health {
+                health,
+                message,
+                resources,
+            } => {
+                write!(f, "health={}", health.as_str())?;
+                if !message.is_empty() {
+                    write!(f, " ({message})")?;
+                }
+                if !resources.is_empty() {
+                    write!(f, " resources: {}", resources.join(", "))?;
+                }
+                Ok(())
+            }
+            Unhealthy::Resources { resources } => {
+                write!(f, "resources not healthy: {}", resources.join(", "))
+            }
+        }
+    }
+}
+
 impl fmt::Display for StreakBreak {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StreakBreak::Unhealthy { why } => write!(f, "healthy streak broken: {why}"),
+            StreakBreak::Unhealthy(why) => write!(f, "healthy streak broken: {why}"),
             StreakBreak::Disappeared => f.write_str("healthy streak broken: the app disappeared"),
             StreakBreak::Unobserved { gap_ms } => write!(
                 f,
