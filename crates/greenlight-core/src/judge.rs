@@ -17,9 +17,9 @@ use crate::directive::{Directive, Mode, directives_in};
 use crate::event::{Event, EventKind, Evidence};
 use crate::paths::{Touch, touches};
 use crate::reason::{
-    APP_DOES_NOT_EXIST, ArmBlocked, Deadline, Failure, HEALTH_BROKE, Inconclusive, Message,
+    APP_DOES_NOT_EXIST, ArmBlocked, Deadline, Failure, HEALTH_BROKE, Inconclusive, Landed, Message,
     NOT_HEALTHY, NoRevert, NotReached, StreakBreak, Unhealthy, Unwatchable, Verdict,
-    revert_commit_reason,
+    revert_commit_reason, revert_not_a_commit,
 };
 use crate::snapshot::{AppSnapshot, Health, ReachCandidate, ReachVia, SourceFacts, is_git_sha};
 use crate::time::Timestamp;
@@ -125,12 +125,13 @@ pub enum RevertOutcome {
 }
 
 impl RevertOutcome {
-    /// git pushed the revert it names.
+    /// git pushed the revert it names. Named by anything but a commit id, no revert can be
+    /// recorded as landed: a human must look.
     pub fn pushed(revert: &str) -> RevertOutcome {
         match CommitId::parse(revert) {
             Ok(revert) => RevertOutcome::Pushed { revert },
             Err(e) => RevertOutcome::Failed {
-                message: format!("git reported the pushed revert as {e}"),
+                message: revert_not_a_commit(Landed::Pushed, &e),
             },
         }
     }
@@ -140,7 +141,7 @@ impl RevertOutcome {
         match CommitId::parse(revert) {
             Ok(revert) => RevertOutcome::Adopted { revert },
             Err(e) => RevertOutcome::Failed {
-                message: format!("git reported the existing revert as {e}"),
+                message: revert_not_a_commit(Landed::Adopted, &e),
             },
         }
     }

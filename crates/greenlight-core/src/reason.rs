@@ -8,7 +8,7 @@
 //! the variant whose words it is, and keep it verbatim (`Recorded`) when no variant says
 //! exactly that, so an old file's reasons display unchanged.
 
-use crate::commit::CommitId;
+use crate::commit::{CommitId, NotACommitId};
 use crate::directive::{AppRef, DirectiveError, Mode};
 use crate::snapshot::{Health, ReachVia, ResourceHealthSource};
 use crate::time::{Timestamp, human_duration, parse_human_duration};
@@ -320,6 +320,14 @@ pub enum StreakBreak {
 /// The last paragraph of a revert commit's message: why greenlight reverted.
 pub fn revert_commit_reason(failure: &Failure, app: &AppRef) -> String {
     format!("greenlight: {failure} (app {app})")
+}
+
+/// The executor's failure when git named a revert by something that is not a commit id.
+pub fn revert_not_a_commit(landed: Landed, e: &NotACommitId) -> String {
+    match landed {
+        Landed::Pushed => format!("git reported the pushed revert as {e}"),
+        Landed::Adopted => format!("git reported the existing revert as {e}"),
+    }
 }
 
 // ----------------------------------------------------------------------------- the words

@@ -1415,6 +1415,24 @@ fn a_failed_revert_is_revert_failed_and_does_not_count() {
 }
 
 #[test]
+fn a_revert_git_names_by_something_that_is_not_a_commit_id_is_revert_failed() {
+    let (mut h, w, id) = failed_arm();
+    let out = h.finish_revert(&id, RevertOutcome::pushed("HEAD"), t(75));
+    assert_eq!(kinds(&out), vec![K::RevertFailed]);
+    assert_eq!(h.state(&w), State::RevertFailed);
+    assert!(h.reason(&w).contains("\"HEAD\""), "{}", h.reason(&w));
+    assert_eq!(h.watch(&w).revert_commit(), None);
+    assert_eq!(h.engine.breaker(), &Breaker::default(), "nothing landed");
+    // A well-formed id is the revert, lower-cased as git would print it.
+    assert_eq!(
+        RevertOutcome::adopted(&sha(900).to_uppercase()),
+        RevertOutcome::Adopted {
+            revert: commit_id(900)
+        }
+    );
+}
+
+#[test]
 fn revert_reports_for_unknown_watches_are_ignored() {
     let (mut h, w, _) = failed_arm();
     assert!(
