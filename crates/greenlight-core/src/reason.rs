@@ -1,8 +1,8 @@
 //! The catalogue of what greenlight says about a watch: every reason a watch states (`status`,
-//! the state file) and every event message, as typed data, and the one place their words are
-//! written (the `Display` impls below). The judge decides which variant applies and never
-//! formats a sentence of its own; nothing here decides anything. Users and tests grep these
-//! words, so a sentence changes only when it was wrong.
+//! the state file) and every message of the judge's events, as typed data, and the one place
+//! their words are written (the `Display` impls below). The judge decides which variant applies
+//! and never formats a sentence of its own; nothing here decides anything. Users and tests grep
+//! these words, so a sentence changes only when it was wrong.
 //!
 //! State files hold reasons as text. [`Verdict::retype`] and friends read such text back into
 //! the variant whose words it is, and keep it verbatim (`Recorded`) when no variant says
