@@ -6,68 +6,28 @@
 //!
 //! Life of a watch: `WAITING_REACH` → (reach) `JUDGING` → `CONFIRMED` | `FAIL` | `REVERTED` |
 //! `REVERT_FAILED` | `INCONCLUSIVE`; or `WAITING_REACH` → `NOT_REACHED` | `INCONCLUSIVE`; or
-//! any live state → `ERROR_UNWATCHABLE`. A `FAIL` in arm mode that may revert carries
-//! `revert_pending` until the executor reports back, so a crash in between re-issues the revert
-//! (which the executor makes idempotent by adopting an existing revert).
+//! any live state → `ERROR_UNWATCHABLE`. A `FAIL` in arm mode that may revert is its own phase
+//! until the executor reports back, so a crash in between re-issues the revert (which the
+//! executor makes idempotent by adopting an existing revert). Each watch's data and the moves
+//! between phases live in [`crate::watch`]; every word said lives in [`crate::reason`].
 
-use crate::breaker::Breaker;
-use crate::directive::{AppRef, Directive, Mode, directives_in};
+use crate::breaker::{Breaker, OPEN_AFTER};
+use crate::commit::CommitId;
+use crate::directive::{Directive, Mode, directives_in};
 use crate::event::{Event, EventKind, Evidence};
 use crate::paths::{Touch, touches};
-use crate::snapshot::{
-    AppSnapshot, Health, ReachCandidate, ReachVia, SourceFacts, SourcePaths, is_git_sha,
+use crate::reason::{
+    APP_DOES_NOT_EXIST, ArmBlocked, Deadline, Failure, HEALTH_BROKE, Inconclusive, Landed, Message,
+    NOT_HEALTHY, NoRevert, NotReached, StreakBreak, Unhealthy, Unwatchable, Verdict,
+    revert_commit_reason, revert_not_a_commit,
 };
-use crate::time::{Timestamp, human_duration};
+use crate::snapshot::{AppSnapshot, Health, ReachCandidate, ReachVia, SourceFacts, is_git_sha};
+use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
+use std::fmt::Display;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum State {
-    WaitingReach,
-    Judging,
-    Confirmed,
-    Fail,
-    Reverted,
-    NotReached,
-    ErrorUnwatchable,
-    Inconclusive,
-    RevertFailed,
-}
-
-impl State {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::WaitingReach => "WAITING_REACH",
-            State::Judging => "JUDGING",
-            State::Confirmed => "CONFIRMED",
-            State::Fail => "FAIL",
-            State::Reverted => "REVERTED",
-            State::NotReached => "NOT_REACHED",
-            State::ErrorUnwatchable => "ERROR_UNWATCHABLE",
-            State::Inconclusive => "INCONCLUSIVE",
-            State::RevertFailed => "REVERT_FAILED",
-        }
-    }
-    pub fn parse(s: &str) -> Option<State> {
-        [
-            State::WaitingReach,
-            State::Judging,
-            State::Confirmed,
-            State::Fail,
-            State::Reverted,
-            State::NotReached,
-            State::ErrorUnwatchable,
-            State::Inconclusive,
-            State::RevertFailed,
-        ]
-        .into_iter()
-        .find(|st| st.as_str() == s)
-    }
-    pub fn is_terminal(self) -> bool {
-        !matches!(self, State::WaitingReach | State::Judging)
-    }
-}
+pub use crate::watch::{LaterCommit, Phase, Seen, State, Watch};
 
 /// The judge's settings, from the command line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,23 +73,17 @@ impl JudgeConfig {
 /// A commit that arrived on the tracked branch.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommitInfo {
-    pub sha: String,
-    pub parents: Vec<String>,
+    pub sha: CommitId,
+    pub parents: Vec<CommitId>,
     pub subject: String,
     pub message: String,
     /// Files changed against the first parent (every file for a root commit).
     pub changed_paths: Vec<String>,
 }
 
-/// A commit that arrived after a watched one, kept for attribution.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LaterCommit {
-    pub sha: String,
-    pub changed_paths: Vec<String>,
-}
-
 /// Answers to ancestry questions: `(commit, revision) → commit is revision or an ancestor of it`.
-/// A missing answer means git could not tell (unknown object) and counts as "no".
+/// A missing answer means git could not tell (unknown object) and counts as "no". Questions are
+/// string pairs: the revision side is whatever Argo CD reported, and git is asked as spelled.
 #[derive(Clone, Debug, Default)]
 pub struct Ancestry(pub HashMap<(String, String), bool>);
 
@@ -144,82 +98,12 @@ impl Ancestry {
     }
 }
 
-/// What greenlight last saw of the app, kept for messages and `status`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Seen {
-    pub health: Option<Health>,
-    pub sync: String,
-    pub revision: String,
-    pub operation: Option<String>,
-    pub unhealthy_resources: Vec<String>,
-    pub resource_health_source: Option<String>,
-    pub why_not_healthy: Option<String>,
-}
-
-impl Seen {
-    fn evidence(&self) -> Evidence {
-        Evidence {
-            health: self.health.map(|h| h.as_str().to_string()),
-            sync: (!self.sync.is_empty()).then(|| self.sync.clone()),
-            revision: (!self.revision.is_empty()).then(|| self.revision.clone()),
-            operation: self.operation.clone(),
-            unhealthy_resources: self.unhealthy_resources.clone(),
-            resource_health_source: self.resource_health_source.clone(),
-        }
-    }
-}
-
-/// One watched (commit, app) pair and everything the judge needs to resume it after a restart.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Watch {
-    /// `<commit>:<index of the trailer in the commit>`.
-    pub id: String,
-    pub commit: String,
-    pub subject: String,
-    pub app: AppRef,
-    pub mode: Mode,
-    pub dry_run: bool,
-    pub deadline_ms: i64,
-    pub state: State,
-    pub reason: String,
-    pub watch_started_at: Timestamp,
-    pub reached_at: Option<Timestamp>,
-    pub healthy_since: Option<Timestamp>,
-    pub finished_at: Option<Timestamp>,
-    pub revert_commit: Option<String>,
-    /// The last time the app was successfully observed (present or absent).
-    pub last_observed_at: Option<Timestamp>,
-    pub app_absent_since: Option<Timestamp>,
-    pub reach: Option<ReachCandidate>,
-    pub own_paths: Vec<String>,
-    pub later_commits: Vec<LaterCommit>,
-    pub source_paths: Option<SourcePaths>,
-    /// Why arm was downgraded to shadow for this watch, once known.
-    pub arm_blocked: Option<String>,
-    pub revert_pending: bool,
-    /// The deadline passed while a healthy streak was under way; a break now fails.
-    pub deadline_passed: bool,
-    pub warned_auto_sync_off: bool,
-    pub reported_sync_failure: bool,
-    pub seen: Seen,
-}
-
-impl Watch {
-    pub fn deadline_at(&self) -> Option<Timestamp> {
-        match self.state {
-            State::WaitingReach => Some(self.watch_started_at.plus_ms(self.deadline_ms)),
-            State::Judging => self.reached_at.map(|r| r.plus_ms(self.deadline_ms)),
-            _ => None,
-        }
-    }
-}
-
 /// A revert the executor should perform (fetch, adopt an existing revert or `git revert` +
 /// fast-forward push).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RevertRequest {
     pub watch_id: String,
-    pub commit: String,
+    pub commit: CommitId,
     pub subject: String,
     pub app: String,
     pub reason: String,
@@ -229,15 +113,38 @@ pub struct RevertRequest {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RevertOutcome {
     Pushed {
-        revert: String,
+        revert: CommitId,
     },
     Adopted {
-        revert: String,
+        revert: CommitId,
     },
     /// A conflict, nothing to revert, or an error after retries: a human must act.
     Failed {
         message: String,
     },
+}
+
+impl RevertOutcome {
+    /// git pushed the revert it names. Named by anything but a commit id, no revert can be
+    /// recorded as landed: a human must look.
+    pub fn pushed(revert: &str) -> RevertOutcome {
+        match CommitId::parse(revert) {
+            Ok(revert) => RevertOutcome::Pushed { revert },
+            Err(e) => RevertOutcome::Failed {
+                message: revert_not_a_commit(Landed::Pushed, &e),
+            },
+        }
+    }
+
+    /// A revert git found already on the branch.
+    pub fn adopted(revert: &str) -> RevertOutcome {
+        match CommitId::parse(revert) {
+            Ok(revert) => RevertOutcome::Adopted { revert },
+            Err(e) => RevertOutcome::Failed {
+                message: revert_not_a_commit(Landed::Adopted, &e),
+            },
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -322,22 +229,21 @@ impl Engine {
         let mut out = Vec::new();
         for i in 0..self.watches.len() {
             let w = &self.watches[i];
-            if w.revert_pending {
-                out.push(Effect::Revert(revert_request(w)));
+            if let Some(failure) = w.reverting() {
+                out.push(Effect::Revert(revert_request(w, failure)));
                 continue;
             }
-            if w.state.is_terminal() {
+            if !w.is_live() {
                 continue;
             }
-            let deadline = w.deadline_at().map(|d| d.rfc3339()).unwrap_or_default();
-            let msg = format!(
-                "resumed after a restart; deadline {deadline} (from the recorded {} time); unobserved time does not count toward stability",
-                if w.state == State::Judging {
-                    "reach"
+            let msg = Message::Resumed {
+                deadline: w.deadline_at(),
+                from: if w.state() == State::Judging {
+                    Deadline::Health
                 } else {
-                    "watch start"
-                }
-            );
+                    Deadline::Reach
+                },
+            };
             out.push(self.emit(i, EventKind::Resumed, msg, now));
         }
         out
@@ -357,8 +263,8 @@ impl Engine {
             }
             for p in &commit.parents[1..] {
                 // Equality needs no git: `Ancestry::contains` answers it.
-                if !p.eq_ignore_ascii_case(&w.commit) {
-                    q.push((w.commit.clone(), p.clone()));
+                if *p != w.commit {
+                    q.push((w.commit.to_string(), p.to_string()));
                 }
             }
         }
@@ -378,28 +284,28 @@ impl Engine {
         let mut out = Vec::new();
         let reverted = reverted_sha(&commit.message);
         for i in 0..self.watches.len() {
-            if self.watches[i].state.is_terminal() || self.watches[i].revert_pending {
+            if !self.watches[i].is_live() {
                 continue;
             }
             // A deadline or window end already due is decided before this commit can change the
             // story; a commit says nothing about the app's health, so time alone decides here.
             out.extend(self.decide(i, now));
             let w = &self.watches[i];
-            if w.state.is_terminal() || w.revert_pending || w.commit == commit.sha {
+            if !w.is_live() || w.commit == commit.sha {
                 continue;
             }
             if commit.parents.len() > 1
                 && commit.parents[1..]
                     .iter()
-                    .any(|p| ancestry.contains(&w.commit, p))
+                    .any(|p| ancestry.contains(w.commit.as_str(), p.as_str()))
             {
                 continue;
             }
-            if reverted.as_deref() == Some(w.commit.as_str()) {
+            if reverted.as_ref() == Some(&w.commit) {
                 out.extend(self.reverted_by_human(i, &commit.sha, now));
                 continue;
             }
-            self.watches[i].later_commits.push(LaterCommit {
+            self.watches[i].later_commit(LaterCommit {
                 sha: commit.sha.clone(),
                 changed_paths: commit.changed_paths.clone(),
             });
@@ -427,27 +333,33 @@ impl Engine {
             if self.watches.iter().any(|w| w.id == id) {
                 continue; // already started before a restart
             }
-            let rejected = |message: String, app: Option<String>| {
+            let rejected = |message: Message, app: Option<String>| {
                 Effect::Emit(Event {
                     time: now,
                     event: EventKind::DirectiveRejected,
-                    commit: Some(commit.sha.clone()),
+                    commit: Some(commit.sha.to_string()),
                     app,
                     state: None,
-                    message,
+                    message: message.to_string(),
                     evidence: Evidence::default(),
                 })
             };
             match parsed {
-                Err(e) => out.push(rejected(format!("no watch started: {e}"), None)),
+                Err(e) => out.push(rejected(Message::DirectiveRejected(e), None)),
                 // One watch per (commit, app): two verdicts for the same pair could contradict.
-                Ok(d) if self.watches.iter().any(|w| w.commit == commit.sha && w.app.overlaps(&d.app)) => {
+                Ok(d)
+                    if self
+                        .watches
+                        .iter()
+                        .any(|w| w.commit == commit.sha && w.app.overlaps(&d.app)) =>
+                {
+                    let app = d.app.to_string();
                     out.push(rejected(
-                        format!(
-                            "no watch started: this commit already has a {} trailer for app {}; only the first counts",
-                            self.config.trailer_key, d.app
-                        ),
-                        Some(d.app.to_string()),
+                        Message::DuplicateTrailer {
+                            key: self.config.trailer_key.clone(),
+                            app: d.app,
+                        },
+                        Some(app),
                     ))
                 }
                 Ok(d) => out.push(self.start(id, commit, d, now)),
@@ -458,41 +370,13 @@ impl Engine {
 
     fn start(&mut self, id: String, commit: &CommitInfo, d: Directive, now: Timestamp) -> Effect {
         let dry_run = self.config.dry_run;
-        let w = Watch {
-            id,
-            commit: commit.sha.clone(),
-            subject: commit.subject.clone(),
-            app: d.app,
-            mode: d.mode,
+        let w = Watch::start(id, commit, d, dry_run, now);
+        let msg = Message::WatchStarted {
+            mode: w.mode,
             dry_run,
-            deadline_ms: d.deadline_ms,
-            state: State::WaitingReach,
-            reason: "waiting for the commit to reach the app".into(),
-            watch_started_at: now,
-            reached_at: None,
-            healthy_since: None,
-            finished_at: None,
-            revert_commit: None,
-            last_observed_at: None,
-            app_absent_since: None,
-            reach: None,
-            own_paths: commit.changed_paths.clone(),
-            later_commits: Vec::new(),
-            source_paths: None,
-            arm_blocked: None,
-            revert_pending: false,
-            deadline_passed: false,
-            warned_auto_sync_off: false,
-            reported_sync_failure: false,
-            seen: Seen::default(),
+            deadline_ms: w.deadline_ms,
+            stable_for_ms: self.config.stable_for_ms,
         };
-        let msg = format!(
-            "watch started mode={}{} deadline={} (healthy within the deadline after reach, stable for {})",
-            w.mode.as_str(),
-            if dry_run { " dry-run" } else { "" },
-            human_duration(w.deadline_ms),
-            human_duration(self.config.stable_for_ms),
-        );
         self.watches.push(w);
         let i = self.watches.len() - 1;
         self.emit(i, EventKind::WatchStarted, msg, now)
@@ -503,8 +387,9 @@ impl Engine {
     pub fn reach_questions(&self, snap: &AppSnapshot) -> Vec<(String, String)> {
         let mut q = Vec::new();
         for w in self.live() {
-            let judging = w.state != State::WaitingReach;
-            if (judging && w.reported_sync_failure) || !w.app.matches(&snap.namespace, &snap.name) {
+            let judging = w.state() != State::WaitingReach;
+            if (judging && w.reported_sync_failure()) || !w.app.matches(&snap.namespace, &snap.name)
+            {
                 continue;
             }
             for c in &snap.reach_candidates {
@@ -515,8 +400,8 @@ impl Engine {
                 if !admissible(snap, c) {
                     continue;
                 }
-                if is_git_sha(&c.revision) && !c.revision.eq_ignore_ascii_case(&w.commit) {
-                    q.push((w.commit.clone(), c.revision.clone()));
+                if is_git_sha(&c.revision) && w.commit != c.revision {
+                    q.push((w.commit.to_string(), c.revision.clone()));
                 }
             }
         }
@@ -535,7 +420,7 @@ impl Engine {
         let mut out = Vec::new();
         for i in 0..self.watches.len() {
             let w = &self.watches[i];
-            if w.state.is_terminal() {
+            if !w.is_live() {
                 continue;
             }
             let concerns = match obs {
@@ -555,7 +440,7 @@ impl Engine {
             // then: an update that arrives after the deadline cannot rescue the watch. The
             // streak is not extended to `now` here: this very observation may contradict it.
             out.extend(self.decide_as_of(i, now, false));
-            if self.watches[i].state.is_terminal() {
+            if !self.watches[i].is_live() {
                 continue;
             }
             match obs {
@@ -575,15 +460,15 @@ impl Engine {
         let mut out = Vec::new();
         for i in 0..self.watches.len() {
             let w = &self.watches[i];
-            if w.state.is_terminal()
+            if !w.is_live()
                 || !w.app.matches(&app.namespace, &app.name)
-                || w.last_observed_at.is_none()
+                || w.last_observed_at().is_none()
             {
                 continue;
             }
             // The stream vouches for every instant since the last observation, a deadline that
             // fell due in between included.
-            self.watches[i].last_observed_at = Some(now);
+            self.watches[i].observed(now);
             self.dirty.insert(i);
             out.extend(self.decide(i, now));
         }
@@ -594,7 +479,7 @@ impl Engine {
     pub fn tick(&mut self, now: Timestamp) -> Vec<Effect> {
         let mut out = Vec::new();
         for i in 0..self.watches.len() {
-            if !self.watches[i].state.is_terminal() {
+            if self.watches[i].is_live() {
                 out.extend(self.decide(i, now));
             }
         }
@@ -614,17 +499,17 @@ impl Engine {
         let stable = self.config.stable_for_ms;
         self.live()
             .flat_map(|w| {
-                let deadline = if w.deadline_passed {
+                let deadline = if w.deadline_passed() {
                     None
                 } else {
                     w.deadline_at()
                 };
-                let absent = w.app_absent_since.map(|t| t.plus_ms(grace));
-                let streak = w.healthy_since.map(|h| h.plus_ms(stable));
+                let absent = w.app_absent_since().map(|t| t.plus_ms(grace));
+                let streak = w.healthy_since().map(|h| h.plus_ms(stable));
                 // After the deadline, the moment the streak under way would go stale.
                 let stale = w
-                    .last_observed_at
-                    .filter(|_| w.deadline_passed)
+                    .last_observed_at()
+                    .filter(|_| w.deadline_passed())
                     .map(|t| t.plus_ms(self.config.stale_after_ms + 1));
                 [deadline, absent, streak, stale]
             })
@@ -643,47 +528,31 @@ impl Engine {
         let Some(i) = self
             .watches
             .iter()
-            .position(|w| w.id == watch_id && w.revert_pending)
+            .position(|w| w.id == watch_id && w.revert_pending())
         else {
             return Vec::new();
         };
         let mut out = Vec::new();
-        self.watches[i].revert_pending = false;
-        // finished_at stays the verdict's time; the revert's outcome is in the event log.
+        // The verdict's time stays; the revert's outcome is in the event log.
+        self.watches[i].revert_done(&outcome);
+        let branch = self.config.branch.clone();
         match outcome {
             RevertOutcome::Pushed { revert } => {
-                let w = &mut self.watches[i];
-                w.state = State::Reverted;
-                w.reason = format!("{}; revert {} pushed", w.reason, short(&revert));
-                w.revert_commit = Some(revert.clone());
-                let msg = format!("revert {} pushed to {}", short(&revert), self.config.branch);
+                let msg = Message::RevertPushed { revert, branch };
                 out.push(self.emit(i, EventKind::RevertPushed, msg, now));
                 out.extend(self.count_revert(now));
             }
             RevertOutcome::Adopted { revert } => {
-                let w = &mut self.watches[i];
-                w.state = State::Reverted;
-                w.reason = format!("{}; existing revert {} adopted", w.reason, short(&revert));
-                w.revert_commit = Some(revert.clone());
-                let msg = format!(
-                    "a revert of this commit ({}) is already on {}: adopted, not duplicated",
-                    short(&revert),
-                    self.config.branch
-                );
+                let msg = Message::RevertAdopted { revert, branch };
                 out.push(self.emit(i, EventKind::RevertAdopted, msg, now));
                 out.extend(self.count_revert(now));
             }
-            RevertOutcome::Failed { message } => {
-                let w = &mut self.watches[i];
-                w.state = State::RevertFailed;
-                w.reason = format!(
-                    "revert failed, nothing forced: {message}; a human must revert or fix forward"
-                );
-                let msg = w.reason.clone();
+            RevertOutcome::Failed { .. } => {
+                let msg = self.watches[i].reason().to_string();
                 out.push(self.emit(i, EventKind::RevertFailed, msg, now));
             }
         }
-        if self.confirmed_behind_reverts && !self.watches.iter().any(|w| w.revert_pending) {
+        if self.confirmed_behind_reverts && !self.watches.iter().any(|w| w.revert_pending()) {
             self.confirmed_behind_reverts = false;
             self.record_confirmed();
         }
@@ -694,7 +563,7 @@ impl Engine {
     /// were decided before it, however long their pushes take. Deferring it never lets a revert
     /// through that verdict order would have withheld.
     fn record_confirmed(&mut self) {
-        if self.watches.iter().any(|w| w.revert_pending) {
+        if self.watches.iter().any(|w| w.revert_pending()) {
             self.confirmed_behind_reverts = true;
             return;
         }
@@ -712,7 +581,7 @@ impl Engine {
             commit: None,
             app: None,
             state: None,
-            message: "breaker reset by a human: reverts are allowed again".into(),
+            message: Message::BreakerReset.to_string(),
             evidence: Evidence::default(),
         })]
     }
@@ -720,68 +589,53 @@ impl Engine {
     // ----- internals -----
 
     fn live(&self) -> impl Iterator<Item = &Watch> {
-        self.watches.iter().filter(|w| !w.state.is_terminal())
+        self.watches.iter().filter(|w| w.is_live())
     }
 
-    fn emit(&mut self, i: usize, kind: EventKind, message: String, now: Timestamp) -> Effect {
+    fn emit(&mut self, i: usize, kind: EventKind, message: impl Display, now: Timestamp) -> Effect {
         self.dirty.insert(i);
         let w = &self.watches[i];
         Effect::Emit(Event {
             time: now,
             event: kind,
-            commit: Some(w.commit.clone()),
+            commit: Some(w.commit.to_string()),
             app: Some(w.app.to_string()),
-            state: Some(w.state),
-            message,
-            evidence: w.seen.evidence(),
+            state: Some(w.state()),
+            message: message.to_string(),
+            evidence: w.seen().evidence(),
         })
     }
 
     /// INCONCLUSIVE: greenlight could not observe what a verdict needed; never a revert.
-    fn inconclusive(&mut self, i: usize, reason: String, now: Timestamp) -> Effect {
-        self.finish(i, State::Inconclusive, reason, EventKind::Inconclusive, now)
+    fn inconclusive(&mut self, i: usize, why: Inconclusive, now: Timestamp) -> Effect {
+        self.finish(i, Verdict::Inconclusive(why), EventKind::Inconclusive, now)
     }
 
-    fn finish(
-        &mut self,
-        i: usize,
-        state: State,
-        reason: String,
-        kind: EventKind,
-        now: Timestamp,
-    ) -> Effect {
-        let w = &mut self.watches[i];
-        w.state = state;
-        w.reason = reason.clone();
-        w.finished_at = Some(now);
-        self.emit(i, kind, reason, now)
+    /// A verdict; its event says the verdict's words.
+    fn finish(&mut self, i: usize, verdict: Verdict, kind: EventKind, now: Timestamp) -> Effect {
+        let msg = verdict.to_string();
+        self.watches[i].finish(verdict, now);
+        self.emit(i, kind, msg, now)
     }
 
     fn observe_absent(&mut self, i: usize, now: Timestamp) -> Vec<Effect> {
         let mut out = Vec::new();
         self.dirty.insert(i);
         let w = &mut self.watches[i];
-        w.last_observed_at = Some(now);
-        w.seen = Seen {
-            why_not_healthy: Some("the app does not exist".into()),
+        w.observed(now);
+        w.saw(Seen {
+            why_not_healthy: Some(APP_DOES_NOT_EXIST.into()),
             ..Seen::default()
-        };
-        if w.healthy_since.take().is_some() {
-            out.push(self.emit(
-                i,
-                EventKind::HealthyStreakBroken,
-                "healthy streak broken: the app disappeared".into(),
-                now,
-            ));
+        });
+        if w.streak_broke() {
+            let msg = Message::StreakBroken(StreakBreak::Disappeared);
+            out.push(self.emit(i, EventKind::HealthyStreakBroken, msg, now));
         }
-        let w = &mut self.watches[i];
-        if w.app_absent_since.is_none() {
-            w.app_absent_since = Some(now);
-            let msg = format!(
-                "Application {} does not exist (yet): waiting up to {} for it (the commit may create it)",
-                w.app,
-                human_duration(self.config.unknown_app_grace_ms)
-            );
+        if self.watches[i].absent(now) {
+            let msg = Message::AppNotFound {
+                app: self.watches[i].app.clone(),
+                grace_ms: self.config.unknown_app_grace_ms,
+            };
             out.push(self.emit(i, EventKind::AppNotFound, msg, now));
         }
         out.extend(self.decide(i, now));
@@ -796,76 +650,66 @@ impl Engine {
         now: Timestamp,
     ) -> Vec<Effect> {
         let mut out = Vec::new();
-        self.watches[i].app_absent_since = None;
+        self.watches[i].present();
         self.dirty.insert(i);
 
         if let Some(why) = self.unwatchable(snap) {
-            self.watches[i].seen = seen_of(snap);
-            return vec![self.finish(i, State::ErrorUnwatchable, why, EventKind::Unwatchable, now)];
+            self.watches[i].saw(seen_of(snap));
+            return vec![self.finish(i, Verdict::Unwatchable(why), EventKind::Unwatchable, now)];
         }
 
         // A gap in observation breaks a streak: unobserved time does not count (`docs/verdicts.md#streak-breaks`).
-        let gap = self.watches[i].last_observed_at.map(|t| now.ms_since(t));
+        let gap = self.watches[i].last_observed_at().map(|t| now.ms_since(t));
+        let gap_ms = gap.unwrap_or_default();
         if gap.is_some_and(|g| g > self.config.stale_after_ms)
-            && self.watches[i].deadline_passed
-            && self.watches[i].healthy_since.is_some()
+            && self.watches[i].deadline_passed()
+            && self.watches[i].healthy_since().is_some()
         {
             // The streak under way at the deadline was not observed to its end; no later
             // streak may stand in for it, and a gap is not a health failure.
-            let reason = format!(
-                "inconclusive: the healthy streak under way at the deadline went unobserved for {}; not reverted",
-                human_duration(gap.unwrap_or_default())
-            );
-            self.watches[i].seen = seen_of(snap);
-            return vec![self.inconclusive(i, reason, now)];
+            self.watches[i].saw(seen_of(snap));
+            return vec![self.inconclusive(i, Inconclusive::StreakGap { gap_ms }, now)];
         }
-        if gap.is_some_and(|g| g > self.config.stale_after_ms)
-            && self.watches[i].healthy_since.take().is_some()
-        {
-            let msg = format!(
-                "healthy streak broken: the app was not observed for {}; unobserved time does not count",
-                human_duration(gap.unwrap_or_default())
-            );
+        if gap.is_some_and(|g| g > self.config.stale_after_ms) && self.watches[i].streak_broke() {
+            let msg = Message::StreakBroken(StreakBreak::Unobserved { gap_ms });
             out.push(self.emit(i, EventKind::HealthyStreakBroken, msg, now));
         }
         let w = &mut self.watches[i];
-        w.last_observed_at = Some(now);
-        w.seen = seen_of(snap);
+        w.observed(now);
+        w.saw(seen_of(snap));
 
         if let SourceFacts::FromRepo { paths, .. } = &snap.source {
-            w.source_paths = Some(paths.clone());
+            w.learned_source_paths(paths.clone());
         }
         out.extend(self.check_arm(i, snap, now));
         out.extend(self.check_attribution(i, now));
-        if self.watches[i].state.is_terminal() {
+        if !self.watches[i].is_live() {
             return out;
         }
 
-        if self.watches[i].state == State::WaitingReach {
+        if self.watches[i].state() == State::WaitingReach {
             out.extend(self.check_reach(i, snap, ancestry, now));
         } else {
             out.extend(self.check_sync_failure(i, snap, ancestry, now));
         }
 
-        if self.watches[i].state == State::Judging {
+        if self.watches[i].state() == State::Judging {
             let verdict = healthy(snap);
             let w = &mut self.watches[i];
-            w.seen.why_not_healthy = verdict.clone().err();
+            w.saw_health(verdict.as_ref().err().map(ToString::to_string));
             match verdict {
                 Ok(()) => {
-                    if w.healthy_since.is_none() {
-                        w.healthy_since = Some(now);
-                        let msg = format!(
-                            "healthy (Synced, Healthy, no Degraded/Missing resource, no operation; resource health from {}): stability window of {} started",
-                            snap.resource_health_source.as_str(),
-                            human_duration(self.config.stable_for_ms)
-                        );
+                    if w.healthy_at(now) {
+                        let msg = Message::StreakStarted {
+                            source: snap.resource_health_source,
+                            stable_for_ms: self.config.stable_for_ms,
+                        };
                         out.push(self.emit(i, EventKind::HealthyStreakStarted, msg, now));
                     }
                 }
                 Err(why) => {
-                    if w.healthy_since.take().is_some() {
-                        let msg = format!("healthy streak broken: {why}");
+                    if w.streak_broke() {
+                        let msg = Message::StreakBroken(StreakBreak::Unhealthy(why));
                         out.push(self.emit(i, EventKind::HealthyStreakBroken, msg, now));
                     }
                 }
@@ -878,28 +722,24 @@ impl Engine {
     /// Revisions that are not git SHAs, and the structural checks: reasons this app can never
     /// prove reach of a commit from the watched branch (`docs/verdicts.md#unwatchable`). Said at
     /// once, never after a deadline.
-    fn unwatchable(&self, snap: &AppSnapshot) -> Option<String> {
-        let repo = &self.config.repo;
+    fn unwatchable(&self, snap: &AppSnapshot) -> Option<Unwatchable> {
+        let app = snap.name.clone();
         match &snap.source {
-            SourceFacts::NotFromRepo { repos } => Some(format!(
-                "app {} does not deploy from {repo} (its sources: {}): this commit can never reach it; name the app that deploys this repo",
-                snap.name,
-                if repos.is_empty() {
-                    "none".into()
-                } else {
-                    repos.join(", ")
-                }
-            )),
+            SourceFacts::NotFromRepo { repos } => Some(Unwatchable::NotFromRepo {
+                app,
+                repo: self.config.repo.clone(),
+                sources: repos.clone(),
+            }),
             SourceFacts::FromRepo {
                 target_revisions,
                 chart,
                 ..
             } => {
                 if let Some(chart) = chart {
-                    return Some(format!(
-                        "app {} deploys Helm chart {chart:?}: its revision is a chart version, not a git commit, so reach cannot be proven by ancestry; watch the git-sourced app that pins the chart version instead",
-                        snap.name
-                    ));
+                    return Some(Unwatchable::HelmChart {
+                        app,
+                        chart: chart.clone(),
+                    });
                 }
                 let current = std::iter::once(snap.sync_revision.as_str())
                     .chain(
@@ -911,26 +751,21 @@ impl Engine {
                     .chain(snap.last_operation.iter().map(|o| o.revision.as_str()));
                 for rev in current {
                     if !rev.is_empty() && !is_git_sha(rev) {
-                        let what = if rev.starts_with("sha256:") {
-                            "an OCI digest"
-                        } else {
-                            "not a git SHA (a Helm chart version?)"
-                        };
-                        return Some(format!(
-                            "app {} reports revision {rev:?}, {what}: reach cannot be proven by git ancestry; watch a git-sourced app, or verify digests instead",
-                            snap.name
-                        ));
+                        return Some(Unwatchable::NotGitRevision {
+                            app,
+                            revision: rev.to_string(),
+                        });
                     }
                 }
                 if let Some(t) = target_revisions
                     .iter()
                     .find(|t| !self.config.tracks_branch(t))
                 {
-                    let t = if t.is_empty() { "HEAD" } else { t.as_str() };
-                    return Some(format!(
-                        "app {} tracks targetRevision {t:?}, not the watched branch {:?}: a commit on {} does not deploy through it; watch the branch it tracks",
-                        snap.name, self.config.branch, self.config.branch
-                    ));
+                    return Some(Unwatchable::OtherBranch {
+                        app,
+                        target: if t.is_empty() { "HEAD" } else { t.as_str() }.to_string(),
+                        branch: self.config.branch.clone(),
+                    });
                 }
                 None
             }
@@ -943,24 +778,23 @@ impl Engine {
         if w.mode != Mode::Arm {
             return out;
         }
-        if w.arm_blocked.is_none()
-            && let Some(paths) = &w.source_paths
+        if w.arm_blocked().is_none()
+            && let Some(paths) = w.source_paths()
             && touches(paths, &w.own_paths) == Touch::No
         {
-            let why = format!(
-                "commit changes nothing under app {}'s source paths: judged as shadow, it cannot arm a revert for this app",
-                w.app
-            );
-            self.watches[i].arm_blocked = Some(why.clone());
-            out.push(self.emit(i, EventKind::ArmDowngraded, why, now));
+            let why = ArmBlocked::NothingUnderPaths { app: w.app.clone() };
+            self.watches[i].block_arm(why.clone());
+            out.push(self.emit(
+                i,
+                EventKind::ArmDowngraded,
+                Message::ArmDowngraded(why),
+                now,
+            ));
         }
         let w = &self.watches[i];
-        if !snap.automated_sync && !w.warned_auto_sync_off && w.arm_blocked.is_none() {
-            let msg = format!(
-                "warning: app {} has automated sync off: a revert pushed to git will not deploy by itself; someone must sync it",
-                w.app
-            );
-            self.watches[i].warned_auto_sync_off = true;
+        if !snap.automated_sync && !w.warned_auto_sync_off() && w.arm_blocked().is_none() {
+            let msg = Message::AutoSyncOff { app: w.app.clone() };
+            self.watches[i].warned_auto_sync();
             out.push(self.emit(i, EventKind::AutoSyncOff, msg, now));
         }
         out
@@ -969,28 +803,23 @@ impl Engine {
     /// Later commits that changed this app's paths make the verdict unattributable.
     fn check_attribution(&mut self, i: usize, now: Timestamp) -> Vec<Effect> {
         let w = &self.watches[i];
-        let Some(paths) = &w.source_paths else {
+        let Some(paths) = w.source_paths() else {
             return Vec::new();
         };
-        let culprits: Vec<&str> = w
-            .later_commits
+        let culprits: Vec<CommitId> = w
+            .later_commits()
             .iter()
             .filter(|c| touches(paths, &c.changed_paths).touches())
-            .map(|c| c.sha.as_str())
+            .map(|c| c.sha.clone())
             .collect();
         if culprits.is_empty() {
             return Vec::new();
         }
-        let reason = format!(
-            "attribution: later commit(s) {} changed app {}'s source paths before a verdict, so the app's state can no longer be attributed to this commit alone; not reverted",
-            culprits
-                .iter()
-                .map(|s| short(s))
-                .collect::<Vec<_>>()
-                .join(", "),
-            w.app
-        );
-        vec![self.finish(i, State::Fail, reason, EventKind::Attribution, now)]
+        let verdict = Verdict::Attribution {
+            culprits,
+            app: w.app.clone(),
+        };
+        vec![self.finish(i, verdict, EventKind::Attribution, now)]
     }
 
     fn check_reach(
@@ -1008,7 +837,7 @@ impl Engine {
             .filter(|c| {
                 admissible(snap, c)
                     && is_git_sha(&c.revision)
-                    && ancestry.contains(&commit, &c.revision)
+                    && ancestry.contains(commit.as_str(), &c.revision)
             })
             .collect();
         // Prefer evidence of a successful sync; a failed operation alone is reach with failure evidence.
@@ -1020,17 +849,13 @@ impl Engine {
             return out;
         };
         let w = &mut self.watches[i];
-        w.state = State::Judging;
-        w.reached_at = Some(now);
-        w.reach = Some((*best).clone());
-        w.reason = "reached; judging health".into();
-        let msg = format!(
-            "reached app {} via {} at revision {} (deadline {} from now)",
-            w.app,
-            best.via.describe(),
-            short(&best.revision),
-            human_duration(w.deadline_ms)
-        );
+        w.reached((*best).clone(), now);
+        let msg = Message::Reached {
+            app: w.app.clone(),
+            via: best.via.clone(),
+            revision: best.revision.clone(),
+            deadline_ms: w.deadline_ms,
+        };
         out.push(self.emit(i, EventKind::Reached, msg, now));
         out.extend(self.check_sync_failure(i, snap, ancestry, now));
         out
@@ -1044,42 +869,35 @@ impl Engine {
         now: Timestamp,
     ) -> Vec<Effect> {
         let w = &self.watches[i];
-        if w.reported_sync_failure {
+        if w.reported_sync_failure() {
             return Vec::new();
         }
         let failed = snap.reach_candidates.iter().find_map(|c| match &c.via {
             ReachVia::OperationFailed { phase, message }
-                if ancestry.contains(&w.commit, &c.revision) =>
+                if ancestry.contains(w.commit.as_str(), &c.revision) =>
             {
-                Some((phase.clone(), message.clone(), c.revision.clone()))
+                Some(Message::SyncFailed {
+                    revision: c.revision.clone(),
+                    phase: phase.clone(),
+                    message: message.clone(),
+                })
             }
             _ => None,
         });
-        let Some((phase, message, rev)) = failed else {
+        let Some(msg) = failed else {
             return Vec::new();
         };
-        self.watches[i].reported_sync_failure = true;
-        let msg = format!(
-            "sync of revision {} containing this commit ended {phase}: \"{message}\"",
-            short(&rev)
-        );
+        self.watches[i].reported_sync_failure_now();
         vec![self.emit(i, EventKind::SyncFailed, msg, now)]
     }
 
-    fn reverted_by_human(&mut self, i: usize, revert: &str, now: Timestamp) -> Vec<Effect> {
-        let w = &mut self.watches[i];
-        w.revert_commit = Some(revert.to_string());
-        let reason = format!(
-            "reverted by {} on {} before a verdict (not made by greenlight): the commit is no longer deployed, so judging stops; nothing pushed",
-            short(revert),
-            self.config.branch
-        );
-        let state = if w.mode == Mode::Arm {
-            State::Reverted
-        } else {
-            State::Fail
+    fn reverted_by_human(&mut self, i: usize, revert: &CommitId, now: Timestamp) -> Vec<Effect> {
+        let verdict = Verdict::RevertedByHuman {
+            revert: revert.clone(),
+            branch: self.config.branch.clone(),
+            armed: self.watches[i].mode == Mode::Arm,
         };
-        vec![self.finish(i, state, reason, EventKind::RevertedByHuman, now)]
+        vec![self.finish(i, verdict, EventKind::RevertedByHuman, now)]
     }
 
     /// Deadlines, stability and grace: the verdicts that time alone can bring.
@@ -1091,82 +909,60 @@ impl Engine {
     /// (true for the passage of time; false just before applying a new observation).
     fn decide_as_of(&mut self, i: usize, now: Timestamp, extend: bool) -> Vec<Effect> {
         let w = &self.watches[i];
-        if w.state.is_terminal() || w.revert_pending {
+        if !w.is_live() {
             return Vec::new();
         }
-        let stale = w
-            .last_observed_at
-            .is_none_or(|t| now.ms_since(t) > self.config.stale_after_ms);
-        let last_seen = match w.last_observed_at {
-            Some(t) => format!("the app was last observed at {t}"),
-            None => "the app was never observed".to_string(),
+        let last_observed = w.last_observed_at();
+        let stale = last_observed.is_none_or(|t| now.ms_since(t) > self.config.stale_after_ms);
+        let stale_at = |deadline| Inconclusive::StaleAtDeadline {
+            deadline,
+            last_observed,
+            stale_after_ms: self.config.stale_after_ms,
         };
 
-        if let Some(since) = w.app_absent_since
+        if let Some(since) = w.app_absent_since()
             && now.ms_since(since) >= self.config.unknown_app_grace_ms
         {
-            let reason = format!(
-                "Application {} does not exist after waiting {}: check the trailer's app name (`app=<name>` or `app=<namespace>/<name>`)",
-                w.app,
-                human_duration(self.config.unknown_app_grace_ms)
-            );
-            return vec![self.finish(
-                i,
-                State::ErrorUnwatchable,
-                reason,
-                EventKind::Unwatchable,
-                now,
-            )];
+            let why = Unwatchable::AppMissing {
+                app: w.app.clone(),
+                grace_ms: self.config.unknown_app_grace_ms,
+            };
+            return vec![self.finish(i, Verdict::Unwatchable(why), EventKind::Unwatchable, now)];
         }
 
-        let stale_after = human_duration(self.config.stale_after_ms);
-        let stale_reason = |deadline: &str| {
-            format!(
-                "inconclusive: {deadline} passed but {last_seen} (older than {stale_after}); not reverted"
-            )
-        };
-        match w.state {
-            State::WaitingReach => {
+        match w.phase() {
+            Phase::WaitingReach(waiting) => {
                 if now < w.watch_started_at.plus_ms(w.deadline_ms) {
                     return Vec::new();
                 }
                 if stale {
-                    return vec![self.inconclusive(i, stale_reason("the reach deadline"), now)];
+                    let why = stale_at(Deadline::Reach);
+                    return vec![self.inconclusive(i, why, now)];
                 }
-                if w.app_absent_since.is_some() {
-                    let reason = format!(
-                        "not reached within {} of the watch start: Application {} does not exist; check the trailer's app name; nothing reverted",
-                        human_duration(w.deadline_ms),
-                        w.app
-                    );
-                    return vec![self.finish(
-                        i,
-                        State::NotReached,
-                        reason,
-                        EventKind::NotReached,
-                        now,
-                    )];
-                }
-                let reason = format!(
-                    "not reached within {} of the watch start (app at revision {:?}, sync {}): the commit was never deployed; check the sync pipeline, nothing reverted",
-                    human_duration(w.deadline_ms),
-                    w.seen.revision,
-                    if w.seen.sync.is_empty() {
-                        "unknown"
-                    } else {
-                        w.seen.sync.as_str()
+                let why = if waiting.absent_since.is_some() {
+                    NotReached::AppMissing {
+                        deadline_ms: w.deadline_ms,
+                        app: w.app.clone(),
                     }
-                );
-                vec![self.finish(i, State::NotReached, reason, EventKind::NotReached, now)]
+                } else {
+                    NotReached::NeverSynced {
+                        deadline_ms: w.deadline_ms,
+                        revision: w.seen().revision.clone(),
+                        sync: w.seen().sync.clone(),
+                    }
+                };
+                vec![self.finish(i, Verdict::NotReached(why), EventKind::NotReached, now)]
             }
-            State::Judging => {
-                let (Some(reached), Some(last)) = (w.reached_at, w.last_observed_at) else {
+            Phase::Judging(j) => {
+                let Some(last) = last_observed else {
                     return Vec::new();
                 };
+                let streak = j.streak;
+                let deadline = j.reached_at.plus_ms(w.deadline_ms);
                 // A streak counts through `now` while the last observation is fresh: the
                 // source reports every change, and silence past stale-after is not observation.
                 let fresh = now.ms_since(last) <= self.config.stale_after_ms;
-                if let Some(h) = w.healthy_since {
+                if let Some(h) = streak.since() {
                     let observed = if fresh && extend {
                         now.ms_since(h)
                     } else {
@@ -1177,37 +973,26 @@ impl Engine {
                         if !(w.dry_run || self.config.dry_run) {
                             self.record_confirmed();
                         }
-                        let reason = format!(
-                            "confirmed: reached and healthy without a break for {}",
-                            human_duration(self.config.stable_for_ms)
-                        );
-                        return vec![self.finish(
-                            i,
-                            State::Confirmed,
-                            reason,
-                            EventKind::Confirmed,
-                            now,
-                        )];
+                        let verdict = Verdict::Confirmed {
+                            stable_for_ms: self.config.stable_for_ms,
+                        };
+                        return vec![self.finish(i, verdict, EventKind::Confirmed, now)];
                     }
-                    if w.deadline_passed && !fresh {
-                        let reason = format!(
-                            "inconclusive: the healthy streak under way at the deadline went unobserved ({last_seen}, older than {}); not reverted",
-                            human_duration(self.config.stale_after_ms)
-                        );
-                        return vec![self.inconclusive(i, reason, now)];
+                    if streak.deadline_passed() && !fresh {
+                        let why = Inconclusive::StreakWentStale {
+                            last_observed,
+                            stale_after_ms: self.config.stale_after_ms,
+                        };
+                        return vec![self.inconclusive(i, why, now)];
                     }
                 }
-                let deadline = reached.plus_ms(w.deadline_ms);
-                if w.deadline_passed {
-                    if w.healthy_since.is_none() {
-                        let why = w
-                            .seen
-                            .why_not_healthy
-                            .clone()
-                            .unwrap_or_else(|| "health broke".into());
-                        let reason =
-                            format!("the healthy streak under way at the deadline broke: {why}");
-                        return self.fail(i, reason, now);
+                if streak.deadline_passed() {
+                    if streak.since().is_none() {
+                        let why = w.seen().why_not_healthy.clone();
+                        let failure = Failure::StreakBroke {
+                            why: why.unwrap_or_else(|| HEALTH_BROKE.into()),
+                        };
+                        return self.fail(i, failure, now);
                     }
                     return Vec::new();
                 }
@@ -1215,81 +1000,75 @@ impl Engine {
                     return Vec::new();
                 }
                 if stale {
-                    return vec![self.inconclusive(i, stale_reason("the deadline"), now)];
+                    let why = stale_at(Deadline::Health);
+                    return vec![self.inconclusive(i, why, now)];
                 }
-                if w.healthy_since.is_some() {
-                    self.watches[i].deadline_passed = true;
-                    let msg = "deadline passed during a healthy streak: judging goes on until the streak completes or breaks".to_string();
+                if streak.since().is_some() {
+                    self.watches[i].streak_outlived_deadline();
+                    let msg = Message::DeadlinePassedStreakUnderWay;
                     return vec![self.emit(i, EventKind::DeadlinePassedStreakUnderWay, msg, now)];
                 }
-                if w.seen.health == Some(Health::Suspended) {
-                    let reason = format!(
-                        "not healthy within {} after reach: the app is Suspended (someone is holding it, e.g. a blue/green awaiting promotion); not reverted",
-                        human_duration(w.deadline_ms)
-                    );
-                    return vec![self.finish(i, State::Fail, reason, EventKind::Failed, now)];
+                if w.seen().health == Some(Health::Suspended) {
+                    let verdict = Verdict::Suspended {
+                        deadline_ms: w.deadline_ms,
+                    };
+                    return vec![self.finish(i, verdict, EventKind::Failed, now)];
                 }
-                let why = w
-                    .seen
-                    .why_not_healthy
-                    .clone()
-                    .unwrap_or_else(|| "not healthy".into());
-                let reason = format!(
-                    "not healthy within {} after reach: {why}",
-                    human_duration(w.deadline_ms)
-                );
-                self.fail(i, reason, now)
+                let failure = Failure::NotHealthy {
+                    deadline_ms: w.deadline_ms,
+                    why: w
+                        .seen()
+                        .why_not_healthy
+                        .clone()
+                        .unwrap_or_else(|| NOT_HEALTHY.into()),
+                };
+                self.fail(i, failure, now)
             }
-            _ => Vec::new(),
+            Phase::Reverting(_) | Phase::Finished(_) => Vec::new(),
         }
     }
 
     /// FAIL, and in arm mode a revert — unless a safety device says no.
-    fn fail(&mut self, i: usize, why: String, now: Timestamp) -> Vec<Effect> {
+    fn fail(&mut self, i: usize, failure: Failure, now: Timestamp) -> Vec<Effect> {
         let w = &self.watches[i];
-        let no_revert = if w.mode == Mode::Shadow {
-            Some("shadow mode: judged only, not reverted".to_string())
-        } else if let Some(b) = &w.arm_blocked {
-            Some(b.clone())
+        let not_reverted = if w.mode == Mode::Shadow {
+            Some(NoRevert::Shadow)
+        } else if let Some(b) = w.arm_blocked() {
+            Some(NoRevert::ArmBlocked(b.clone()))
         } else if w.dry_run || self.config.dry_run {
-            Some("dry-run: would have reverted; nothing pushed".to_string())
+            Some(NoRevert::DryRun)
         } else {
             None
         };
-        if let Some(no) = no_revert {
-            return vec![self.finish(
-                i,
-                State::Fail,
-                format!("{why}; {no}"),
-                EventKind::Failed,
-                now,
-            )];
+        if let Some(not_reverted) = not_reverted {
+            let verdict = Verdict::Failed {
+                failure,
+                not_reverted,
+            };
+            return vec![self.finish(i, verdict, EventKind::Failed, now)];
         }
-        let pending = self.watches.iter().filter(|w| w.revert_pending).count() as u32;
+        let pending = self.watches.iter().filter(|w| w.revert_pending()).count() as u32;
         if !self.breaker.allows_revert(pending) {
-            let reason = format!(
-                "{why}; breaker open after {} reverts in a row: not reverted; a human must look, then run `greenlight breaker reset`",
-                crate::breaker::OPEN_AFTER
-            );
-            let mut out = vec![self.finish(i, State::Fail, reason, EventKind::Failed, now)];
+            let verdict = Verdict::Failed {
+                failure,
+                not_reverted: NoRevert::BreakerOpen { after: OPEN_AFTER },
+            };
+            let mut out = vec![self.finish(i, verdict, EventKind::Failed, now)];
             out.push(Effect::Emit(Event {
                 time: now,
                 event: EventKind::BreakerBlocked,
-                commit: Some(self.watches[i].commit.clone()),
+                commit: Some(self.watches[i].commit.to_string()),
                 app: Some(self.watches[i].app.to_string()),
                 state: Some(State::Fail),
-                message: "revert withheld: the breaker is open; human attention needed".into(),
+                message: Message::BreakerBlocked.to_string(),
                 evidence: Evidence::default(),
             }));
             return out;
         }
-        let w = &mut self.watches[i];
-        w.state = State::Fail;
-        w.reason = format!("{why}; reverting");
-        w.revert_pending = true;
-        w.finished_at = Some(now);
-        let ev = self.emit(i, EventKind::Failed, format!("{why}; arm: reverting"), now);
-        vec![ev, Effect::Revert(revert_request(&self.watches[i]))]
+        let request = revert_request(&self.watches[i], &failure);
+        self.watches[i].revert_requested(failure.clone(), now);
+        let ev = self.emit(i, EventKind::Failed, Message::Reverting(failure), now);
+        vec![ev, Effect::Revert(request)]
     }
 
     fn count_revert(&mut self, now: Timestamp) -> Vec<Effect> {
@@ -1301,10 +1080,7 @@ impl Engine {
                 commit: None,
                 app: None,
                 state: None,
-                message: format!(
-                    "breaker opened after {} reverts in a row: no more reverts until a human runs `greenlight breaker reset`; human attention needed",
-                    crate::breaker::OPEN_AFTER
-                ),
+                message: Message::BreakerOpened { after: OPEN_AFTER }.to_string(),
                 evidence: Evidence::default(),
             })];
         }
@@ -1312,20 +1088,16 @@ impl Engine {
     }
 }
 
-fn revert_request(w: &Watch) -> RevertRequest {
+/// The revert of a failure, with the failure's own words as its reason.
+fn revert_request(w: &Watch, failure: &Failure) -> RevertRequest {
     RevertRequest {
         watch_id: w.id.clone(),
         commit: w.commit.clone(),
         subject: w.subject.clone(),
         app: w.app.to_string(),
-        reason: format!(
-            "greenlight: {} (app {})",
-            w.reason.trim_end_matches("; reverting"),
-            w.app
-        ),
+        reason: revert_commit_reason(failure, &w.app),
     }
 }
-
 /// A synced revision is proof of reach only while the same snapshot says Synced with no
 /// operation running; the judge checks this itself rather than trust every adapter.
 fn admissible(snap: &AppSnapshot, c: &ReachCandidate) -> bool {
@@ -1336,37 +1108,30 @@ fn admissible(snap: &AppSnapshot, c: &ReachCandidate) -> bool {
 }
 
 /// The health predicate (`docs/verdicts.md#health`): Synced + Healthy + no Degraded/Missing resource + no operation, on fresh health.
-pub fn healthy(s: &AppSnapshot) -> Result<(), String> {
+pub fn healthy(s: &AppSnapshot) -> Result<(), Unhealthy> {
+    let resources = || s.unhealthy_resources.iter().map(|r| r.label()).collect();
     if s.operation_running {
-        return Err("an operation is running".into());
+        return Err(Unhealthy::OperationRunning);
     }
     if s.health_stale {
-        return Err(
-            "health is stale (reconciledAt is before the last operation's finishedAt)".into(),
-        );
+        return Err(Unhealthy::StaleHealth);
     }
     if s.sync_status != "Synced" {
-        let st = if s.sync_status.is_empty() {
-            "unknown"
-        } else {
-            s.sync_status.as_str()
-        };
-        return Err(format!("sync status is {st}"));
+        return Err(Unhealthy::NotSynced {
+            sync: s.sync_status.clone(),
+        });
     }
     if s.health != Health::Healthy {
-        let mut why = format!("health={}", s.health.as_str());
-        if !s.health_message.is_empty() {
-            why.push_str(&format!(" ({})", s.health_message));
-        }
-        if !s.unhealthy_resources.is_empty() {
-            let rs: Vec<String> = s.unhealthy_resources.iter().map(|r| r.label()).collect();
-            why.push_str(&format!(" resources: {}", rs.join(", ")));
-        }
-        return Err(why);
+        return Err(Unhealthy::Health {
+            health: s.health,
+            message: s.health_message.clone(),
+            resources: resources(),
+        });
     }
     if !s.unhealthy_resources.is_empty() {
-        let rs: Vec<String> = s.unhealthy_resources.iter().map(|r| r.label()).collect();
-        return Err(format!("resources not healthy: {}", rs.join(", ")));
+        return Err(Unhealthy::Resources {
+            resources: resources(),
+        });
     }
     Ok(())
 }
@@ -1379,18 +1144,14 @@ fn seen_of(s: &AppSnapshot) -> Seen {
         operation: s.last_operation.as_ref().map(|o| o.phase.clone()),
         unhealthy_resources: s.unhealthy_resources.iter().map(|r| r.label()).collect(),
         resource_health_source: Some(s.resource_health_source.as_str().to_string()),
-        why_not_healthy: healthy(s).err(),
+        why_not_healthy: healthy(s).err().map(|why| why.to_string()),
     }
 }
 
 /// The commit a `git revert` message says it reverts.
-fn reverted_sha(message: &str) -> Option<String> {
+fn reverted_sha(message: &str) -> Option<CommitId> {
     let idx = message.find("This reverts commit ")?;
     let rest = &message[idx + "This reverts commit ".len()..];
     let sha: String = rest.chars().take_while(|c| c.is_ascii_hexdigit()).collect();
-    is_git_sha(&sha).then(|| sha.to_ascii_lowercase())
-}
-
-fn short(sha: &str) -> &str {
-    &sha[..sha.len().min(8)]
+    CommitId::parse(&sha).ok()
 }

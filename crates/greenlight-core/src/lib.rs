@@ -3,16 +3,20 @@
 //! That is what lets every judgement be a plain unit test and a seeded simulation.
 //!
 //! Start reading at [`judge::Engine`]: it owns the watches and the breaker and turns observations
-//! into events and revert requests.
+//! into events and revert requests. A watch's phases and their data are [`watch`]; every word
+//! said about a watch is [`reason`].
 
 pub mod breaker;
+pub mod commit;
 pub mod directive;
 pub mod event;
 pub mod image;
 pub mod judge;
 pub mod paths;
+pub mod reason;
 pub mod repo_url;
 pub mod snapshot;
 pub mod source;
 pub mod time;
 pub mod trailer;
+pub mod watch;

@@ -208,6 +208,29 @@ pub fn human_duration(ms: i64) -> String {
     format!("{}s", ms / 1000)
 }
 
+/// Read back what [`human_duration`] wrote (`900s`, `1.5s`): exact for whole seconds, to the
+/// tenth of a second otherwise, as precise as the text.
+pub fn parse_human_duration(text: &str) -> Option<i64> {
+    let body = text.strip_suffix('s')?;
+    let (whole, tenth) = match body.split_once('.') {
+        Some((w, t)) if t.len() == 1 => (w, Some(t)),
+        Some(_) => return None,
+        None => (body, None),
+    };
+    let digits = whole.strip_prefix('-').unwrap_or(whole);
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let secs: i64 = digits.parse().ok()?;
+    let tenths: i64 = match tenth {
+        Some(t) if t.bytes().all(|c| c.is_ascii_digit()) => t.parse().ok()?,
+        Some(_) => return None,
+        None => 0,
+    };
+    let ms = secs.checked_mul(1000)?.checked_add(tenths * 100)?;
+    Some(if whole.starts_with('-') { -ms } else { ms })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,6 +256,18 @@ mod tests {
         assert!(Timestamp::parse_rfc3339("2026-13-02T10:33:15Z").is_none());
         assert!(Timestamp::parse_rfc3339("yesterday").is_none());
         assert!(Timestamp::parse_rfc3339("").is_none());
+    }
+
+    #[test]
+    fn human_durations_read_back() {
+        for ms in [0, 1000, 30_000, 900_000, 1500, 12_300] {
+            assert_eq!(parse_human_duration(&human_duration(ms)), Some(ms), "{ms}");
+        }
+        // Written to the tenth of a second, read back as written.
+        assert_eq!(parse_human_duration(&human_duration(12_345)), Some(12_300));
+        for bad in ["", "s", "12", "1.25s", "a s", "1.s", "..5s"] {
+            assert_eq!(parse_human_duration(bad), None, "{bad}");
+        }
     }
 
     #[test]

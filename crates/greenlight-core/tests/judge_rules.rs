@@ -5,17 +5,18 @@
 mod support;
 
 use greenlight_core::breaker::Breaker;
+use greenlight_core::commit::CommitId;
 use greenlight_core::event::EventKind as K;
 use greenlight_core::judge::{Effect, Engine, JudgeConfig, RevertOutcome, State, Watch};
 use greenlight_core::snapshot::{Health, SourcePaths};
 use support::*;
 
 /// A harness with one watch of app `web` started at t(0) from `fields`; returns its commit.
-fn started(fields: &str) -> (Harness, String) {
+fn started(fields: &str) -> (Harness, CommitId) {
     started_with(config(), fields)
 }
 
-fn started_with(cfg: JudgeConfig, fields: &str) -> (Harness, String) {
+fn started_with(cfg: JudgeConfig, fields: &str) -> (Harness, CommitId) {
     let mut h = Harness::new(cfg);
     let c = watched(1, "web", fields);
     let out = h.arrive(&c, t(0));
@@ -24,20 +25,21 @@ fn started_with(cfg: JudgeConfig, fields: &str) -> (Harness, String) {
 }
 
 /// A revision that contains `commit` (the truth table says so).
-fn containing(h: &mut Harness, commit: &str, n: u64) -> String {
+fn containing(h: &mut Harness, commit: impl AsRef<str>, n: u64) -> String {
     let r = sha(1000 + n);
     h.ancestor(commit, &r);
     r
 }
 
 /// Reach the watch of `w` at `at` with an app deployed at a revision containing it.
-fn reach(h: &mut Harness, w: &str, at: i64, health: Health) -> Snap {
+fn reach(h: &mut Harness, w: impl AsRef<str>, at: i64, health: Health) -> Snap {
+    let w = w.as_ref();
     let r = containing(h, w, 1);
     let s = Snap::new("web").deployed(&r).health(health);
     let out = h.observe(&s, t(at));
     assert!(kinds(&out).contains(&K::Reached), "{out:?}");
     assert_eq!(h.state(w), State::Judging);
-    assert_eq!(h.watch(w).reached_at, Some(t(at)));
+    assert_eq!(h.watch(w).reached_at(), Some(t(at)));
     s
 }
 
@@ -72,9 +74,9 @@ fn several_trailers_start_several_watches() {
     assert_ne!(ws[0].id, ws[1].id);
     for w in ws {
         assert_eq!(w.commit, c.sha);
-        assert_eq!(w.state, State::WaitingReach);
+        assert_eq!(w.state(), State::WaitingReach);
         assert_eq!(w.watch_started_at, t(3));
-        assert_eq!(w.reached_at, None);
+        assert_eq!(w.reached_at(), None);
     }
     let evs = events(&out);
     assert_eq!(evs[0].app.as_deref(), Some("web"));
@@ -234,7 +236,7 @@ fn redelivery_of_the_same_commit_does_not_duplicate() {
     assert_eq!(h.engine.watches().len(), 1);
     assert_eq!(h.watch(&w).watch_started_at, t(0), "start time kept");
     assert!(
-        h.watch(&w).later_commits.is_empty(),
+        h.watch(&w).later_commits().is_empty(),
         "a commit is not later than itself"
     );
 
@@ -290,8 +292,7 @@ fn redelivery_after_a_restart_that_knows_the_finished_watch_only_by_id() {
 }
 
 fn roundtrip(ws: &[Watch]) -> Vec<Watch> {
-    let text = serde_json::to_string(ws).expect("watches serialize");
-    serde_json::from_str(&text).expect("watches deserialize")
+    through_the_store(ws)
 }
 
 // ------------------------------------------------------------------ reach (docs/verdicts.md#reach)
@@ -302,8 +303,8 @@ fn reach_via_a_succeeded_operation_revision() {
     let r = containing(&mut h, &w, 1);
     let out = h.observe(&Snap::new("web").via_operation(&r), t(5));
     assert!(kinds(&out).contains(&K::Reached));
-    assert_eq!(h.watch(&w).reached_at, Some(t(5)));
-    assert!(h.asked.contains(&(w.clone(), r.clone())));
+    assert_eq!(h.watch(&w).reached_at(), Some(t(5)));
+    assert!(h.asked.contains(&(w.to_string(), r.clone())));
 }
 
 #[test]
@@ -327,12 +328,15 @@ fn reach_via_history() {
 #[test]
 fn reach_of_the_commit_itself_needs_no_question() {
     let (mut h, w) = started("deadline=60");
-    let out = h.observe(&Snap::new("web").deployed(&w), t(5));
+    let out = h.observe(&Snap::new("web").deployed(w.as_str()), t(5));
     assert!(kinds(&out).contains(&K::Reached));
     assert!(h.asked.is_empty(), "equality needs no git: {:?}", h.asked);
     // Upper-case SHAs from an API are still the same commit.
     let (mut h, w) = started("deadline=60");
-    h.observe(&Snap::new("web").via_operation(&w.to_uppercase()), t(5));
+    h.observe(
+        &Snap::new("web").via_operation(&w.as_str().to_uppercase()),
+        t(5),
+    );
     assert_eq!(h.state(&w), State::Judging);
 }
 
@@ -345,7 +349,7 @@ fn a_revision_that_does_not_contain_the_commit_is_not_reach() {
     assert_eq!(h.state(&w), State::WaitingReach);
     assert_eq!(
         h.asked,
-        vec![(w.clone(), other)],
+        vec![(w.to_string(), other)],
         "it asked git, git said no"
     );
 }
@@ -411,16 +415,16 @@ fn reach_questions_ask_exactly_what_is_needed_while_waiting() {
         .via_operation(&r1)
         .via_synced_revision(&r1)
         .via_history(&r2, 3)
-        .via_history(&w1, 2)
+        .via_history(w1.as_str(), 2)
         .via_history("", 1);
     let mut q = h.engine.reach_questions(s.snap());
     q.sort();
     let mut want = vec![
-        (w1.clone(), r1.clone()),
-        (w1.clone(), r2.clone()),
-        (w2.clone(), r1.clone()),
-        (w2.clone(), r2.clone()),
-        (w2.clone(), w1.clone()),
+        (w1.to_string(), r1.clone()),
+        (w1.to_string(), r2.clone()),
+        (w2.to_string(), r1.clone()),
+        (w2.to_string(), r2.clone()),
+        (w2.to_string(), w1.to_string()),
     ];
     want.sort();
     assert_eq!(
@@ -432,7 +436,7 @@ fn reach_questions_ask_exactly_what_is_needed_while_waiting() {
     let q = h
         .engine
         .reach_questions(Snap::new("api").via_operation(&r1).snap());
-    assert_eq!(q, vec![(other_app, r1)]);
+    assert_eq!(q, vec![(other_app.to_string(), r1)]);
 }
 
 #[test]
@@ -448,7 +452,10 @@ fn reach_questions_after_reach_only_ask_about_failed_operations() {
         "after reach, succeeded revisions and history decide nothing"
     );
     let s = Snap::new("web").failed_operation(&r2, "Failed", "boom");
-    assert_eq!(h.engine.reach_questions(s.snap()), vec![(w, r2)]);
+    assert_eq!(
+        h.engine.reach_questions(s.snap()),
+        vec![(w.to_string(), r2)]
+    );
 }
 
 #[test]
@@ -470,7 +477,7 @@ fn reach_with_failure_evidence_quotes_the_operation_message() {
         "quotes the message: {}",
         ev.message
     );
-    assert_eq!(h.watch(&w).reached_at, Some(t(5)));
+    assert_eq!(h.watch(&w).reached_at(), Some(t(5)));
     // Said once, not on every observation.
     let out = h.observe(&s, t(10));
     assert!(!kinds(&out).contains(&K::SyncFailed));
@@ -506,11 +513,11 @@ fn assert_unwatchable_at_once(s: Snap, needle: &str) {
     assert!(ev.message.contains(needle), "says why: {}", ev.message);
     assert_eq!(ev.state, Some(State::ErrorUnwatchable));
     assert_eq!(
-        h.watch(&w).finished_at,
+        h.watch(&w).finished_at(),
         Some(t(2)),
         "at once, not at a deadline"
     );
-    assert!(h.watch(&w).reason.contains(needle));
+    assert!(h.reason(&w).contains(needle));
     no_reverts(&h);
     assert_eq!(h.engine.next_wakeup(), None);
 }
@@ -611,7 +618,7 @@ fn an_unknown_app_is_waited_for_during_the_grace_then_unwatchable() {
     let out = h.tick(t(61));
     assert_eq!(kinds(&out), vec![K::Unwatchable]);
     assert_eq!(h.state(&w), State::ErrorUnwatchable);
-    assert!(h.watch(&w).reason.contains("does not exist"));
+    assert!(h.reason(&w).contains("does not exist"));
     no_reverts(&h);
 }
 
@@ -621,11 +628,11 @@ fn an_app_that_appears_during_the_grace_is_watched_normally() {
     h.absent("web", t(1));
     h.absent("web", t(20));
     let s = reach(&mut h, &w, 40, Health::Healthy);
-    assert_eq!(h.watch(&w).app_absent_since, None);
+    assert_eq!(h.watch(&w).app_absent_since(), None);
     let out = h.observe_every(&s, 50, 160, 10);
     assert!(!kinds(&out).contains(&K::Unwatchable));
     assert_eq!(h.state(&w), State::Confirmed);
-    assert_eq!(h.watch(&w).finished_at, Some(t(160)));
+    assert_eq!(h.watch(&w).finished_at(), Some(t(160)));
 }
 
 #[test]
@@ -679,15 +686,15 @@ fn the_health_condition_needs_all_of_synced_healthy_resources_no_operation_fresh
         let out = h.observe(&bad, t(5));
         assert!(kinds(&out).contains(&K::Reached), "{what}");
         assert!(!kinds(&out).contains(&K::HealthyStreakStarted), "{what}");
-        assert_eq!(h.watch(&w).healthy_since, None, "{what}");
+        assert_eq!(h.watch(&w).healthy_since(), None, "{what}");
         // Breaks one that is under way.
         let mut h = Harness::with_engine(h0.engine.clone());
         h.truth = probe.truth.clone();
         h.observe(&healthy, t(5));
-        assert_eq!(h.watch(&w).healthy_since, Some(t(5)), "{what}");
+        assert_eq!(h.watch(&w).healthy_since(), Some(t(5)), "{what}");
         let out = h.observe(&bad, t(10));
         assert_eq!(kinds(&out), vec![K::HealthyStreakBroken], "{what}");
-        assert_eq!(h.watch(&w).healthy_since, None, "{what}");
+        assert_eq!(h.watch(&w).healthy_since(), None, "{what}");
     }
 }
 
@@ -738,14 +745,14 @@ fn a_complete_stability_window_confirms_and_resets_the_breaker_count() {
     h.arrive(&c, t(0));
     let w = c.sha;
     let s = reach(&mut h, &w, 10, Health::Healthy);
-    assert_eq!(h.watch(&w).healthy_since, Some(t(10)));
+    assert_eq!(h.watch(&w).healthy_since(), Some(t(10)));
     let out = h.observe_every(&s, 20, 120, 10);
     assert!(!kinds(&out).contains(&K::Confirmed), "110 s is not 120 s");
     assert_eq!(h.state(&w), State::Judging);
     let out = h.observe(&s, t(130));
     assert_eq!(kinds(&out), vec![K::Confirmed]);
     assert_eq!(h.state(&w), State::Confirmed);
-    assert_eq!(h.watch(&w).finished_at, Some(t(130)));
+    assert_eq!(h.watch(&w).finished_at(), Some(t(130)));
     assert_eq!(h.engine.breaker().consecutive_reverts, 0);
     assert_eq!(
         h.engine.take_dirty().1.map(|b| b.consecutive_reverts),
@@ -767,7 +774,7 @@ fn the_window_end_is_a_wakeup_and_confirms_at_that_instant() {
         vec![K::Confirmed],
         "verdict at the window end itself"
     );
-    assert_eq!(h.watch(&w).finished_at, Some(t(130)));
+    assert_eq!(h.watch(&w).finished_at(), Some(t(130)));
 }
 
 #[test]
@@ -779,7 +786,7 @@ fn a_break_resets_the_window() {
     assert_eq!(kinds(&out), vec![K::HealthyStreakBroken]);
     let out = h.observe(&s, t(120));
     assert_eq!(kinds(&out), vec![K::HealthyStreakStarted]);
-    assert_eq!(h.watch(&w).healthy_since, Some(t(120)));
+    assert_eq!(h.watch(&w).healthy_since(), Some(t(120)));
     let out = h.observe_every(&s, 130, 230, 10);
     assert!(
         !kinds(&out).contains(&K::Confirmed),
@@ -801,7 +808,7 @@ fn a_gap_longer_than_stale_after_breaks_the_streak() {
         vec![K::HealthyStreakBroken, K::HealthyStreakStarted],
         "{out:?}"
     );
-    assert_eq!(h.watch(&w).healthy_since, Some(t(81)));
+    assert_eq!(h.watch(&w).healthy_since(), Some(t(81)));
     h.observe_every(&s, 91, 191, 10);
     assert_eq!(
         h.state(&w),
@@ -818,7 +825,7 @@ fn a_gap_of_exactly_stale_after_keeps_the_streak() {
     let s = reach(&mut h, &w, 10, Health::Healthy);
     let out = h.observe(&s, t(40));
     assert!(out.is_empty(), "{out:?}");
-    assert_eq!(h.watch(&w).healthy_since, Some(t(10)));
+    assert_eq!(h.watch(&w).healthy_since(), Some(t(10)));
 }
 
 #[test]
@@ -828,7 +835,7 @@ fn an_app_disappearing_breaks_the_streak() {
     h.observe(&s, t(20));
     let out = h.absent("web", t(30));
     assert!(kinds(&out).contains(&K::HealthyStreakBroken));
-    assert_eq!(h.watch(&w).healthy_since, None);
+    assert_eq!(h.watch(&w).healthy_since(), None);
 }
 
 // ------------------------------------------------------------ deadline (docs/verdicts.md#deadline)
@@ -851,7 +858,7 @@ fn at_the_deadline_without_a_streak_the_commit_fails_with_the_health_seen() {
     assert_eq!(ev.evidence.health.as_deref(), Some("Degraded"));
     assert!(ev.message.contains("Degraded"), "{}", ev.message);
     assert!(ev.message.contains("shadow"), "{}", ev.message);
-    assert_eq!(h.watch(&w).finished_at, Some(t(70)));
+    assert_eq!(h.watch(&w).finished_at(), Some(t(70)));
     no_reverts(&h);
 }
 
@@ -960,8 +967,8 @@ fn suspended_at_the_deadline_fails_without_a_revert() {
     let out = h.tick(t(70));
     assert_eq!(kinds(&out), vec![K::Failed]);
     assert_eq!(h.state(&w), State::Fail);
-    assert!(h.watch(&w).reason.contains("Suspended"));
-    assert!(!h.watch(&w).revert_pending);
+    assert!(h.reason(&w).contains("Suspended"));
+    assert!(!h.watch(&w).revert_pending());
     no_reverts(&h);
     assert_eq!(h.engine.breaker().consecutive_reverts, 0);
 }
@@ -1013,18 +1020,18 @@ fn a_vouched_quiet_stream_keeps_a_streak_observed_to_its_end() {
     // No change for 110 s, but the stream that delivered t(20) stayed connected.
     let out = h.engine.vouch(&web_key(), t(50));
     assert!(out.is_empty(), "{out:?}");
-    assert_eq!(h.watch(&w).healthy_since, Some(t(10)), "no gap: vouched");
+    assert_eq!(h.watch(&w).healthy_since(), Some(t(10)), "no gap: vouched");
     h.engine.vouch(&web_key(), t(100));
     let out = h.engine.vouch(&web_key(), t(130));
     assert_eq!(kinds(&out), vec![K::Confirmed]);
-    assert_eq!(h.watch(&w).finished_at, Some(t(130)));
+    assert_eq!(h.watch(&w).finished_at(), Some(t(130)));
 }
 
 #[test]
 fn vouching_for_another_app_or_a_never_observed_one_changes_nothing() {
     let (mut h, w) = started("deadline=60");
     assert!(h.engine.vouch(&web_key(), t(30)).is_empty());
-    assert_eq!(h.watch(&w).last_observed_at, None, "nothing to extend");
+    assert_eq!(h.watch(&w).last_observed_at(), None, "nothing to extend");
     h.tick(t(60));
     assert_eq!(h.state(&w), State::Inconclusive, "never observed");
     let (mut h, w) = started("deadline=60");
@@ -1034,7 +1041,7 @@ fn vouching_for_another_app_or_a_never_observed_one_changes_nothing() {
         name: "api".into(),
     };
     h.engine.vouch(&api, t(50));
-    assert_eq!(h.watch(&w).last_observed_at, Some(t(5)));
+    assert_eq!(h.watch(&w).last_observed_at(), Some(t(5)));
 }
 
 #[test]
@@ -1065,7 +1072,7 @@ fn not_reached_by_watch_start_plus_deadline_never_reverts() {
     let out = h.tick(t(60));
     assert_eq!(kinds(&out), vec![K::NotReached]);
     assert_eq!(h.state(&w), State::NotReached);
-    assert_eq!(h.watch(&w).finished_at, Some(t(60)));
+    assert_eq!(h.watch(&w).finished_at(), Some(t(60)));
     no_reverts(&h);
     assert_eq!(h.engine.next_wakeup(), None);
 }
@@ -1162,7 +1169,7 @@ fn a_stale_observation_at_the_health_deadline_is_inconclusive_never_a_revert() {
     let out = h.tick(t(70));
     assert_eq!(kinds(&out), vec![K::Inconclusive]);
     assert_eq!(h.state(&w), State::Inconclusive);
-    assert!(h.watch(&w).reason.contains("not reverted"));
+    assert!(h.reason(&w).contains("not reverted"));
     no_reverts(&h);
     assert_eq!(h.engine.breaker().consecutive_reverts, 0);
 }
@@ -1187,9 +1194,9 @@ fn a_later_commit_to_the_apps_paths_fails_without_revert_and_is_named() {
     let out = h.arrive(&later, t(20));
     assert_eq!(kinds(&out), vec![K::Attribution]);
     assert_eq!(h.state(&w), State::Fail);
-    let reason = &h.watch(&w).reason;
+    let reason = &h.reason(&w);
     assert!(
-        reason.contains(&later.sha[..8]),
+        reason.contains(later.sha.short()),
         "names the commit: {reason}"
     );
     h.observe(&s, t(30));
@@ -1242,12 +1249,12 @@ fn a_merge_that_brings_the_watched_commit_is_not_a_later_commit() {
     let feature = sha(300);
     h.ancestor(&w, &feature);
     let mut merge = plain(3, &["apps/web/deploy.yaml"]);
-    merge.parents = vec![sha(301), feature.clone()];
+    merge.parents = vec![commit_id(301), feature.parse().unwrap()];
     let q = h.engine.merge_questions(&merge);
-    assert!(q.contains(&(w.clone(), feature.clone())), "{q:?}");
+    assert!(q.contains(&(w.to_string(), feature.clone())), "{q:?}");
     let out = h.arrive(&merge, t(15));
     assert!(out.is_empty(), "{out:?}");
-    assert!(h.watch(&w).later_commits.is_empty());
+    assert!(h.watch(&w).later_commits().is_empty());
     h.observe_every(&s, 20, 60, 10);
     let out = h.tick(t(70));
     assert_eq!(reverts(&out).len(), 1);
@@ -1255,7 +1262,7 @@ fn a_merge_that_brings_the_watched_commit_is_not_a_later_commit() {
     let (mut h, w) = started("deadline=60 mode=arm");
     reach(&mut h, &w, 10, Health::Degraded);
     let mut merge = plain(4, &["apps/web/deploy.yaml"]);
-    merge.parents = vec![sha(301), w.clone()];
+    merge.parents = vec![commit_id(301), w.clone()];
     assert!(h.arrive(&merge, t(15)).is_empty());
     assert_eq!(h.state(&w), State::Judging);
 }
@@ -1265,10 +1272,10 @@ fn a_merge_that_does_not_bring_the_watched_commit_is_a_later_commit() {
     let (mut h, w) = started("deadline=60 mode=arm");
     reach(&mut h, &w, 10, Health::Degraded);
     let mut merge = plain(3, &["apps/web/deploy.yaml"]);
-    merge.parents = vec![sha(301), sha(302)];
+    merge.parents = vec![commit_id(301), commit_id(302)];
     let out = h.arrive(&merge, t(15));
     assert_eq!(kinds(&out), vec![K::Attribution]);
-    assert!(h.asked.contains(&(w.clone(), sha(302))));
+    assert!(h.asked.contains(&(w.to_string(), sha(302))));
     no_reverts(&h);
 }
 
@@ -1277,10 +1284,10 @@ fn merge_questions_are_only_for_merges_and_live_watches() {
     let (mut h, w) = started("deadline=60");
     assert!(h.engine.merge_questions(&plain(5, &["x"])).is_empty());
     let mut merge = plain(6, &["x"]);
-    merge.parents = vec![sha(1), sha(2), sha(3)];
+    merge.parents = vec![commit_id(1), commit_id(2), commit_id(3)];
     let mut q = h.engine.merge_questions(&merge);
     q.sort();
-    assert_eq!(q, vec![(w.clone(), sha(2)), (w.clone(), sha(3))]);
+    assert_eq!(q, vec![(w.to_string(), sha(2)), (w.to_string(), sha(3))]);
     h.tick(t(60));
     assert!(h.state(&w).is_terminal());
     assert!(h.engine.merge_questions(&merge).is_empty());
@@ -1290,14 +1297,14 @@ fn merge_questions_are_only_for_merges_and_live_watches() {
 fn merge_questions_skip_what_needs_no_git() {
     let (mut h, w) = started("deadline=60");
     let mut merge = plain(6, &["x"]);
-    merge.parents = vec![sha(1), w.clone()];
+    merge.parents = vec![commit_id(1), w.clone()];
     assert!(
         h.engine.merge_questions(&merge).is_empty(),
         "the parent is the watched commit: equality"
     );
     // A watched merge commit, delivered again: it is not later than itself.
     let mut m = watched(9, "api", "deadline=60");
-    m.parents = vec![sha(1), sha(2)];
+    m.parents = vec![commit_id(1), commit_id(2)];
     h.arrive(&m, t(1));
     let q = h.engine.merge_questions(&m);
     assert!(!q.iter().any(|(c, _)| *c == m.sha), "{q:?}");
@@ -1343,11 +1350,7 @@ fn a_commit_that_changes_nothing_under_the_apps_paths_cannot_arm() {
     let out = h.tick(t(70));
     assert_eq!(h.state(&w), State::Fail);
     assert!(reverts(&out).is_empty());
-    assert!(
-        h.watch(&w).reason.contains("nothing under"),
-        "{}",
-        h.watch(&w).reason
-    );
+    assert!(h.reason(&w).contains("nothing under"), "{}", h.reason(&w));
     no_reverts(&h);
     // Said once.
     assert_eq!(
@@ -1378,26 +1381,32 @@ fn failed_arm() -> (Harness, String, String) {
         !rs[0].reason.contains("Nav-Watchdog"),
         "a revert carries no watch trailer"
     );
-    assert!(h.watch(&w).revert_pending);
+    assert!(h.watch(&w).revert_pending());
     assert_eq!(h.state(&w), State::Fail);
-    (h, w, id)
+    (h, w.to_string(), id)
 }
 
 #[test]
 fn a_fail_verdict_records_its_time_even_while_the_revert_is_pending() {
     let (h, w, _) = failed_arm();
-    assert_eq!(h.watch(&w).finished_at, Some(t(70)));
+    assert_eq!(h.watch(&w).finished_at(), Some(t(70)));
 }
 
 #[test]
 fn arm_fail_requests_a_revert_and_a_pushed_revert_is_reverted() {
     let (mut h, w, id) = failed_arm();
     assert!(h.tick(t(80)).is_empty(), "at most one revert");
-    let out = h.finish_revert(&id, RevertOutcome::Pushed { revert: sha(900) }, t(75));
+    let out = h.finish_revert(
+        &id,
+        RevertOutcome::Pushed {
+            revert: commit_id(900),
+        },
+        t(75),
+    );
     assert_eq!(kinds(&out), vec![K::RevertPushed]);
     assert_eq!(h.state(&w), State::Reverted);
-    assert_eq!(h.watch(&w).revert_commit, Some(sha(900)));
-    assert!(!h.watch(&w).revert_pending);
+    assert_eq!(h.watch(&w).revert_commit(), Some(&commit_id(900)));
+    assert!(!h.watch(&w).revert_pending());
     assert_eq!(h.engine.breaker().consecutive_reverts, 1);
     // A second report for the same watch changes nothing.
     assert!(
@@ -1416,10 +1425,16 @@ fn arm_fail_requests_a_revert_and_a_pushed_revert_is_reverted() {
 #[test]
 fn an_adopted_revert_is_reverted_and_counts() {
     let (mut h, w, id) = failed_arm();
-    let out = h.finish_revert(&id, RevertOutcome::Adopted { revert: sha(901) }, t(75));
+    let out = h.finish_revert(
+        &id,
+        RevertOutcome::Adopted {
+            revert: commit_id(901),
+        },
+        t(75),
+    );
     assert_eq!(kinds(&out), vec![K::RevertAdopted]);
     assert_eq!(h.state(&w), State::Reverted);
-    assert_eq!(h.watch(&w).revert_commit, Some(sha(901)));
+    assert_eq!(h.watch(&w).revert_commit(), Some(&commit_id(901)));
     assert_eq!(h.engine.breaker().consecutive_reverts, 1);
 }
 
@@ -1435,22 +1450,42 @@ fn a_failed_revert_is_revert_failed_and_does_not_count() {
     );
     assert_eq!(kinds(&out), vec![K::RevertFailed]);
     assert_eq!(h.state(&w), State::RevertFailed);
-    assert!(
-        h.watch(&w)
-            .reason
-            .contains("conflict in apps/web/deploy.yaml")
-    );
+    assert!(h.reason(&w).contains("conflict in apps/web/deploy.yaml"));
     assert_eq!(h.engine.breaker(), &Breaker::default());
+}
+
+#[test]
+fn a_revert_git_names_by_something_that_is_not_a_commit_id_is_revert_failed() {
+    let (mut h, w, id) = failed_arm();
+    let out = h.finish_revert(&id, RevertOutcome::pushed("HEAD"), t(75));
+    assert_eq!(kinds(&out), vec![K::RevertFailed]);
+    assert_eq!(h.state(&w), State::RevertFailed);
+    assert!(h.reason(&w).contains("\"HEAD\""), "{}", h.reason(&w));
+    assert_eq!(h.watch(&w).revert_commit(), None);
+    assert_eq!(h.engine.breaker(), &Breaker::default(), "nothing landed");
+    // A well-formed id is the revert, lower-cased as git would print it.
+    assert_eq!(
+        RevertOutcome::adopted(&sha(900).to_uppercase()),
+        RevertOutcome::Adopted {
+            revert: commit_id(900)
+        }
+    );
 }
 
 #[test]
 fn revert_reports_for_unknown_watches_are_ignored() {
     let (mut h, w, _) = failed_arm();
     assert!(
-        h.finish_revert("nope:0", RevertOutcome::Pushed { revert: sha(1) }, t(80))
-            .is_empty()
+        h.finish_revert(
+            "nope:0",
+            RevertOutcome::Pushed {
+                revert: commit_id(1)
+            },
+            t(80)
+        )
+        .is_empty()
     );
-    assert!(h.watch(&w).revert_pending);
+    assert!(h.watch(&w).revert_pending());
 }
 
 #[test]
@@ -1501,14 +1536,8 @@ fn a_humans_revert_before_the_verdict_ends_the_watch_without_a_push() {
             matches!(st, State::Reverted | State::Fail),
             "{mode}: terminal, {st:?}"
         );
-        assert_eq!(
-            h.watch(&w).revert_commit.as_deref(),
-            Some(revert.sha.as_str())
-        );
-        assert!(
-            !h.watch(&w).reason.contains("attribution"),
-            "not an attribution"
-        );
+        assert_eq!(h.watch(&w).revert_commit(), Some(&revert.sha));
+        assert!(!h.reason(&w).contains("attribution"), "not an attribution");
         h.tick(t(100));
         no_reverts(&h);
         assert_eq!(
@@ -1522,7 +1551,7 @@ fn a_humans_revert_before_the_verdict_ends_the_watch_without_a_push() {
 // -------------------------------------------------------------- breaker (docs/verdicts.md#breaker)
 
 /// Start, reach and fail an arm watch for commit `n` at `at`; returns its revert requests.
-fn arm_fail(h: &mut Harness, n: u64, at: i64) -> (String, Vec<Effect>) {
+fn arm_fail(h: &mut Harness, n: u64, at: i64) -> (CommitId, Vec<Effect>) {
     let c = watched(n, "web", "deadline=60 mode=arm");
     h.arrive(&c, t(at));
     let r = sha(5000 + n);
@@ -1535,7 +1564,7 @@ fn arm_fail(h: &mut Harness, n: u64, at: i64) -> (String, Vec<Effect>) {
     (c.sha, out)
 }
 
-fn id_of(h: &Harness, c: &str) -> String {
+fn id_of(h: &Harness, c: &CommitId) -> String {
     h.watch(c).id.clone()
 }
 
@@ -1546,14 +1575,18 @@ fn two_reverts_open_the_breaker_and_the_third_fail_is_not_reverted() {
     assert_eq!(reverts(&out).len(), 1);
     h.finish_revert(
         &id_of(&h, &a),
-        RevertOutcome::Pushed { revert: sha(901) },
+        RevertOutcome::Pushed {
+            revert: commit_id(901),
+        },
         t(70),
     );
     let (b, out) = arm_fail(&mut h, 2, 100);
     assert_eq!(reverts(&out).len(), 1);
     let out = h.finish_revert(
         &id_of(&h, &b),
-        RevertOutcome::Pushed { revert: sha(902) },
+        RevertOutcome::Pushed {
+            revert: commit_id(902),
+        },
         t(170),
     );
     assert!(kinds(&out).contains(&K::BreakerOpened), "{out:?}");
@@ -1561,12 +1594,8 @@ fn two_reverts_open_the_breaker_and_the_third_fail_is_not_reverted() {
     let (c, out) = arm_fail(&mut h, 3, 200);
     assert!(reverts(&out).is_empty());
     assert!(kinds(&out).contains(&K::BreakerBlocked));
-    assert!(
-        h.watch(&c).reason.contains("breaker"),
-        "{}",
-        h.watch(&c).reason
-    );
-    assert!(!h.watch(&c).revert_pending);
+    assert!(h.reason(&c).contains("breaker"), "{}", h.reason(&c));
+    assert!(!h.watch(&c).revert_pending());
     // A human resets it: reverts are allowed again.
     let out = h.engine.reset_breaker(t(300));
     assert_eq!(kinds(&out), vec![K::BreakerReset]);
@@ -1586,7 +1615,7 @@ fn reverts_still_pending_count_toward_the_breaker() {
         reverts(&o3).is_empty(),
         "two pending reverts already fill the breaker"
     );
-    assert!(h.watch(&c).reason.contains("breaker"));
+    assert!(h.reason(&c).contains("breaker"));
 }
 
 #[test]
@@ -1595,7 +1624,9 @@ fn confirmed_resets_the_count_but_not_an_open_breaker() {
     let (a, _) = arm_fail(&mut h, 1, 0);
     h.finish_revert(
         &id_of(&h, &a),
-        RevertOutcome::Adopted { revert: sha(901) },
+        RevertOutcome::Adopted {
+            revert: commit_id(901),
+        },
         t(70),
     );
     assert_eq!(h.engine.breaker().consecutive_reverts, 1);
@@ -1610,7 +1641,9 @@ fn confirmed_resets_the_count_but_not_an_open_breaker() {
     let (b, _) = arm_fail(&mut h, 2, 300);
     h.finish_revert(
         &id_of(&h, &b),
-        RevertOutcome::Pushed { revert: sha(902) },
+        RevertOutcome::Pushed {
+            revert: commit_id(902),
+        },
         t(370),
     );
     assert!(!h.engine.breaker().open, "one in a row");
@@ -1618,7 +1651,9 @@ fn confirmed_resets_the_count_but_not_an_open_breaker() {
     let (d, _) = arm_fail(&mut h, 3, 400);
     h.finish_revert(
         &id_of(&h, &d),
-        RevertOutcome::Pushed { revert: sha(903) },
+        RevertOutcome::Pushed {
+            revert: commit_id(903),
+        },
         t(470),
     );
     assert!(h.engine.breaker().open);
@@ -1639,7 +1674,9 @@ fn a_confirmation_while_an_earlier_revert_is_being_pushed_counts_after_that_reve
     let (a, _) = arm_fail(&mut h, 1, 0);
     h.finish_revert(
         &id_of(&h, &a),
-        RevertOutcome::Pushed { revert: sha(901) },
+        RevertOutcome::Pushed {
+            revert: commit_id(901),
+        },
         t(70),
     );
     // The second revert in a row is decided; its push takes a while.
@@ -1655,7 +1692,9 @@ fn a_confirmation_while_an_earlier_revert_is_being_pushed_counts_after_that_reve
     // In the order of the verdicts the revert came first: it is the second in a row.
     let out = h.finish_revert(
         &id_of(&h, &b),
-        RevertOutcome::Pushed { revert: sha(902) },
+        RevertOutcome::Pushed {
+            revert: commit_id(902),
+        },
         t(300),
     );
     assert!(kinds(&out).contains(&K::BreakerOpened), "{out:?}");
@@ -1695,8 +1734,8 @@ fn shadow_never_reverts_and_does_not_count() {
     h.observe_every(&s, 20, 60, 10);
     h.tick(t(70));
     assert_eq!(h.state(&w), State::Fail);
-    assert!(h.watch(&w).reason.contains("shadow"));
-    assert!(!h.watch(&w).revert_pending);
+    assert!(h.reason(&w).contains("shadow"));
+    assert!(!h.watch(&w).revert_pending());
     no_reverts(&h);
     assert_eq!(h.engine.breaker(), &Breaker::default());
 }
@@ -1711,7 +1750,7 @@ fn config_dry_run_never_reverts_and_does_not_count() {
     h.observe_every(&s, 20, 60, 10);
     h.tick(t(70));
     assert_eq!(h.state(&w), State::Fail);
-    assert!(h.watch(&w).reason.contains("dry-run"));
+    assert!(h.reason(&w).contains("dry-run"));
     no_reverts(&h);
     assert_eq!(h.engine.breaker(), &Breaker::default());
 }
@@ -1813,7 +1852,13 @@ fn a_restart_with_a_pending_revert_reissues_it_once() {
     assert_eq!(rs[0].watch_id, id);
     assert_eq!(rs[0].commit, w);
     // The executor finds the revert it pushed before the crash and adopts it.
-    h.finish_revert(&id, RevertOutcome::Adopted { revert: sha(900) }, t(91));
+    h.finish_revert(
+        &id,
+        RevertOutcome::Adopted {
+            revert: commit_id(900),
+        },
+        t(91),
+    );
     assert_eq!(h.state(&w), State::Reverted);
     assert_eq!(h.engine.breaker().consecutive_reverts, 1);
     let mut h = restarted(&mut h);
@@ -1872,7 +1917,7 @@ fn time_not_observed_across_a_restart_does_not_count() {
         State::Judging,
         "the 100 s of downtime do not count"
     );
-    assert_eq!(h.watch(&w).healthy_since, Some(t(200)));
+    assert_eq!(h.watch(&w).healthy_since(), Some(t(200)));
 }
 
 #[test]
@@ -1881,11 +1926,11 @@ fn a_repeated_absence_is_handed_over_by_take_dirty() {
     h.absent("web", t(1));
     h.engine.take_dirty();
     h.absent("web", t(10));
-    assert_eq!(h.watch(&w).last_observed_at, Some(t(10)));
+    assert_eq!(h.watch(&w).last_observed_at(), Some(t(10)));
     let (ws, _) = h.engine.take_dirty();
     assert!(
         ws.iter()
-            .any(|x| x.commit == w && x.last_observed_at == Some(t(10))),
+            .any(|x| x.commit == w && x.last_observed_at() == Some(t(10))),
         "the store would keep last_observed_at = t(1): {ws:?}"
     );
 }
@@ -1894,12 +1939,18 @@ fn a_repeated_absence_is_handed_over_by_take_dirty() {
 fn take_dirty_hands_over_each_changed_watch_and_the_breaker() {
     let (mut h, w, id) = failed_arm();
     let (ws, _) = h.engine.take_dirty();
-    assert!(ws.iter().any(|x| x.commit == w && x.state == State::Fail));
+    assert!(ws.iter().any(|x| x.commit == w && x.state() == State::Fail));
     assert_eq!(h.engine.take_dirty().0.len(), 0, "handed over once");
-    h.finish_revert(&id, RevertOutcome::Pushed { revert: sha(1) }, t(80));
+    h.finish_revert(
+        &id,
+        RevertOutcome::Pushed {
+            revert: commit_id(1),
+        },
+        t(80),
+    );
     let (ws, b) = h.engine.take_dirty();
     assert_eq!(ws.len(), 1);
-    assert_eq!(ws[0].state, State::Reverted);
+    assert_eq!(ws[0].state(), State::Reverted);
     assert_eq!(b.map(|b| b.consecutive_reverts), Some(1));
 }
 
@@ -1939,7 +1990,7 @@ fn next_wakeup_is_the_earliest_due_moment_and_decides_there() {
     assert_eq!(h.state(&fast), State::NotReached);
     // web: observations every 10 s up to t(150) confirm it at the window end.
     assert_eq!(h.state(&slow), State::Confirmed);
-    assert_eq!(h.watch(&slow).finished_at, Some(t(150)));
+    assert_eq!(h.watch(&slow).finished_at(), Some(t(150)));
     assert_eq!(h.engine.next_wakeup(), None);
 }
 
@@ -1983,7 +2034,10 @@ fn event_json_lines_carry_time_event_commit_app_state_and_evidence() {
             assert!(v["evidence"].get(k).is_some(), "evidence.{k} in {line}");
         }
         let human = ev.human_line();
-        assert!(human.contains(&w[..8]) && !human.contains('\n'), "{human}");
+        assert!(
+            human.contains(w.short()) && !human.contains('\n'),
+            "{human}"
+        );
     }
 }
 
@@ -2015,9 +2069,5 @@ fn an_app_that_never_appears_before_a_short_deadline_is_not_reached_and_says_why
     h.absent("web", t(20));
     let out = h.tick(t(30));
     assert_eq!(kinds(&out), vec![K::NotReached]);
-    assert!(
-        h.watch(&w).reason.contains("does not exist"),
-        "{}",
-        h.watch(&w).reason
-    );
+    assert!(h.reason(&w).contains("does not exist"), "{}", h.reason(&w));
 }

@@ -1,12 +1,13 @@
 //! A seeded simulation of the judge: thousands of random scenarios (flapping health, outages,
-//! operations, later commits, merges, human reverts, restarts through serde, revert outcomes,
-//! clock jumps) checked against invariants that follow from the issue text, with an oracle for
-//! health and the breaker written here independently of the judge. A failure prints the seed and
-//! the last actions so it can be replayed with `GREENLIGHT_SIM_SEED=<seed>`.
+//! operations, later commits, merges, human reverts, restarts through the state file's record,
+//! revert outcomes, clock jumps) checked against invariants that follow from the issue text,
+//! with an oracle for health and the breaker written here independently of the judge. A failure
+//! prints the seed and the last actions so it can be replayed with `GREENLIGHT_SIM_SEED=<seed>`.
 
 mod support;
 
 use greenlight_core::breaker::Breaker;
+use greenlight_core::commit::CommitId;
 use greenlight_core::event::{Event, EventKind};
 use greenlight_core::judge::{
     Ancestry, CommitInfo, Effect, Engine, JudgeConfig, Observation, RevertOutcome, State, Watch,
@@ -18,7 +19,12 @@ use greenlight_core::snapshot::{
 use greenlight_core::time::Timestamp;
 use greenlight_testkit::TERMINAL_STATES;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use support::{BASE_MS, REPO, sha};
+use support::{BASE_MS, REPO, sha, through_the_store};
+
+/// The commit id of a SHA the model spelled.
+fn cid(sha: &str) -> CommitId {
+    CommitId::parse(sha).expect("the model spells full SHAs")
+}
 
 /// xorshift64*: small, seeded, reproducible.
 struct Rng(u64);
@@ -301,15 +307,15 @@ impl Sim {
     }
 
     fn push_commit(&mut self, c: CommitInfo) {
-        self.index.insert(c.sha.clone(), self.hist.len());
-        self.hist.push(c.sha.clone());
+        self.index.insert(c.sha.to_string(), self.hist.len());
+        self.hist.push(c.sha.to_string());
         let q = self.engine.merge_questions(&c);
         let anc = self.answer(q);
         let now = self.now;
         self.trace.push(format!(
             "{} arrive {} parents={} paths={:?} msg={:?}",
             now.0 - BASE_MS,
-            &c.sha[..8],
+            c.sha.short(),
             c.parents.len(),
             c.changed_paths,
             c.message.lines().last().unwrap_or_default()
@@ -317,12 +323,12 @@ impl Sim {
         // The attribution oracle: which live watches does this commit make unattributable?
         let mut human_reverted = Vec::new();
         for w in self.engine.watches() {
-            if w.state.is_terminal() || w.commit == c.sha {
+            if w.state().is_terminal() || w.commit == c.sha {
                 continue;
             }
-            let brings_it = c.parents[1..]
-                .iter()
-                .any(|p| *p == w.commit || self.side.contains(&(w.commit.clone(), p.clone())));
+            let brings_it = c.parents[1..].iter().any(|p| {
+                *p == w.commit || self.side.contains(&(w.commit.to_string(), p.to_string()))
+            });
             let reverts_it = c
                 .message
                 .contains(&format!("This reverts commit {}", w.commit));
@@ -336,16 +342,16 @@ impl Sim {
             };
             // A deadline already due may be decided first (its verdict came before the commit).
             let due = w
-                .reached_at
+                .reached_at()
                 .unwrap_or(w.watch_started_at)
                 .plus_ms(w.deadline_ms);
-            if due < now && !w.deadline_passed {
+            if due < now && !w.deadline_passed() {
                 continue;
             }
             if touches && !brings_it && !reverts_it {
                 self.touched_later.insert(w.id.clone());
             }
-            if reverts_it && !brings_it && !w.revert_pending {
+            if reverts_it && !brings_it && !w.revert_pending() {
                 human_reverted.push(w.id.clone());
             }
         }
@@ -354,10 +360,10 @@ impl Sim {
         // A human's revert of a watched commit before its verdict ends the watch, unpushed.
         for id in human_reverted {
             let w = self.engine.watches().iter().find(|w| w.id == id).unwrap();
-            if !w.state.is_terminal() || w.revert_pending {
+            if !w.state().is_terminal() || w.revert_pending() {
                 self.fail(&format!(
                     "{id} still {:?} after a human reverted it",
-                    w.state
+                    w.state()
                 ));
             }
             self.never_revert.insert(id);
@@ -403,8 +409,8 @@ impl Sim {
             trailers.join("\n")
         );
         self.push_commit(CommitInfo {
-            sha,
-            parents: vec![parent],
+            sha: cid(&sha),
+            parents: vec![cid(&parent)],
             subject: format!("change {app}"),
             message,
             changed_paths: paths,
@@ -420,8 +426,8 @@ impl Sim {
         let sha = self.new_commit_sha();
         let parent = self.hist.last().unwrap().clone();
         self.push_commit(CommitInfo {
-            sha,
-            parents: vec![parent],
+            sha: cid(&sha),
+            parents: vec![cid(&parent)],
             subject: "tweak".into(),
             message: "tweak\n\nno trailer here\n".into(),
             changed_paths: paths,
@@ -435,7 +441,7 @@ impl Sim {
             .engine
             .watches()
             .iter()
-            .map(|w| w.commit.clone())
+            .map(|w| w.commit.to_string())
             .collect();
         if !ws.is_empty() && self.rng.chance(60) {
             let w = self.rng.pick(&ws).clone();
@@ -445,8 +451,8 @@ impl Sim {
         let parent = self.hist.last().unwrap().clone();
         let paths = vec![self.app_path()];
         self.push_commit(CommitInfo {
-            sha,
-            parents: vec![parent, side],
+            sha: cid(&sha),
+            parents: vec![cid(&parent), cid(&side)],
             subject: "Merge branch 'feature'".into(),
             message: "Merge branch 'feature'\n".into(),
             changed_paths: paths,
@@ -458,7 +464,7 @@ impl Sim {
             .engine
             .watches()
             .iter()
-            .map(|w| (w.commit.clone(), w.app.name.clone()))
+            .map(|w| (w.commit.to_string(), w.app.name.clone()))
             .collect();
         if ws.is_empty() {
             return;
@@ -471,8 +477,8 @@ impl Sim {
         let sha = self.new_commit_sha();
         let parent = self.hist.last().unwrap().clone();
         self.push_commit(CommitInfo {
-            sha,
-            parents: vec![parent],
+            sha: cid(&sha),
+            parents: vec![cid(&parent)],
             subject: "Revert \"change\"".into(),
             message: format!("Revert \"change\"\n\nThis reverts commit {target}.\n"),
             changed_paths: vec![format!("apps/{app}/deploy.yaml")],
@@ -709,11 +715,14 @@ impl Sim {
                 .engine
                 .watches()
                 .iter()
-                .find(|w| w.app.name == a.name && !w.state.is_terminal())
+                .find(|w| w.app.name == a.name && !w.state().is_terminal())
         {
             self.fail(&format!(
                 "{} still {:?} after observing unwatchable app {} ({:?})",
-                w.id, w.state, a.name, a.defect
+                w.id,
+                w.state(),
+                a.name,
+                a.defect
             ));
         }
     }
@@ -771,10 +780,10 @@ impl Sim {
         let id = self.pending.remove(k);
         let outcome = match self.rng.below(10) {
             0..=5 => RevertOutcome::Pushed {
-                revert: self.new_commit_sha(),
+                revert: cid(&self.new_commit_sha()),
             },
             6..=7 => RevertOutcome::Adopted {
-                revert: self.new_commit_sha(),
+                revert: cid(&self.new_commit_sha()),
             },
             _ => RevertOutcome::Failed {
                 message: "conflict".into(),
@@ -794,7 +803,7 @@ impl Sim {
         if counts {
             self.model_breaker.record_revert_model();
         }
-        let still_pending = self.engine.watches().iter().any(|w| w.revert_pending);
+        let still_pending = self.engine.watches().iter().any(|w| w.revert_pending());
         if self.model_confirm_deferred && !still_pending {
             self.model_confirm_deferred = false;
             self.model_breaker.record_confirmed();
@@ -810,8 +819,8 @@ impl Sim {
                 .cloned()
                 .unwrap();
             let c = CommitInfo {
-                sha: w.revert_commit.clone().unwrap(),
-                parents: vec![self.hist.last().unwrap().clone()],
+                sha: w.revert_commit().cloned().unwrap(),
+                parents: vec![cid(self.hist.last().unwrap())],
                 subject: format!("Revert \"{}\"", w.subject),
                 message: format!(
                     "Revert \"{}\"\n\nThis reverts commit {}.\n\ngreenlight: judged FAIL\n",
@@ -837,8 +846,18 @@ impl Sim {
                 ));
             }
         }
-        let text = serde_json::to_string(&watches).unwrap();
-        let watches: Vec<Watch> = serde_json::from_str(&text).unwrap();
+        // Through the state file: each watch's flat record as JSON, read back. It must read
+        // back as exactly the watch that was written (reasons re-typed, nothing lost).
+        let restored = through_the_store(&watches);
+        for (before, after) in watches.iter().zip(&restored) {
+            if before != after || before.to_flat() != after.to_flat() {
+                self.fail(&format!(
+                    "watch {} does not read back as written:\nwritten {before:#?}\nread {after:#?}",
+                    before.id
+                ));
+            }
+        }
+        let watches = restored;
         let breaker: Breaker =
             serde_json::from_str(&serde_json::to_string(self.engine.breaker()).unwrap()).unwrap();
         // Downtime: the clock moves on while nothing is observed.
@@ -854,7 +873,7 @@ impl Sim {
         for e in &out {
             if let Effect::Revert(r) = e {
                 let w = self.engine.watches().iter().find(|w| w.id == r.watch_id);
-                if !w.is_some_and(|w| w.revert_pending) {
+                if !w.is_some_and(|w| w.revert_pending()) {
                     self.fail(&format!(
                         "resume re-issued a revert for a non-pending watch {r:?}"
                     ));
@@ -866,7 +885,7 @@ impl Sim {
             .engine
             .watches()
             .iter()
-            .filter(|w| w.revert_pending)
+            .filter(|w| w.revert_pending())
             .map(|w| w.id.clone())
             .collect();
         want.sort();
@@ -899,7 +918,7 @@ impl Sim {
             .engine
             .watches()
             .iter()
-            .filter(|w| w.revert_pending)
+            .filter(|w| w.revert_pending())
             .count();
         let mut requested_later = out
             .iter()
@@ -934,16 +953,18 @@ impl Sim {
                 // A deadline decided: the app must have been observed recently, or the
                 // verdict is INCONCLUSIVE.
                 for (i, w) in self.engine.watches().iter().enumerate() {
-                    let moved = before.get(i).map(|o| o.0) != Some(w.state);
+                    let moved = before.get(i).map(|o| o.0) != Some(w.state());
                     if moved
-                        && Some(&w.commit) == ev.commit.as_ref()
-                        && Some(w.state) == ev.state
-                        && w.last_observed_at
+                        && ev.commit.as_deref() == Some(w.commit.as_str())
+                        && Some(w.state()) == ev.state
+                        && w.last_observed_at()
                             .is_none_or(|l| now.ms_since(l) > self.cfg.stale_after_ms)
                     {
                         self.fail(&format!(
                             "{:?} for {} decided on a stale observation ({:?})",
-                            ev.event, w.id, w.last_observed_at
+                            ev.event,
+                            w.id,
+                            w.last_observed_at()
                         ));
                     }
                 }
@@ -969,7 +990,7 @@ impl Sim {
                         .watches()
                         .iter()
                         .filter(|w| {
-                            Some(&w.commit) == ev.commit.as_ref()
+                            ev.commit.as_deref() == Some(w.commit.as_str())
                                 && Some(w.app.to_string()) == ev.app
                         })
                         .collect();
@@ -982,8 +1003,8 @@ impl Sim {
                                 self.position(&w.id)
                                     .and_then(|i| before.get(i))
                                     .map(|o| o.0)
-                                    != Some(w.state)
-                                    && Some(w.state) == ev.state
+                                    != Some(w.state())
+                                    && Some(w.state()) == ev.state
                             })
                             .map(|w| w.id.clone())
                             .collect()
@@ -1012,13 +1033,13 @@ impl Sim {
                 Some("shadow")
             } else if w.dry_run || self.cfg.dry_run {
                 Some("dry-run")
-            } else if w.arm_blocked.is_some() {
+            } else if w.arm_blocked().is_some() {
                 Some("arm downgraded")
-            } else if w.reached_at.is_none() {
+            } else if w.reached_at().is_none() {
                 Some("unreached")
-            } else if w.state != State::Fail || !w.revert_pending {
+            } else if w.state() != State::Fail || !w.revert_pending() {
                 Some("not a pending FAIL")
-            } else if !resuming && !w.deadline_passed && self.suspended_at_deadline(w) {
+            } else if !resuming && !w.deadline_passed() && self.suspended_at_deadline(w) {
                 Some("Suspended at the deadline")
             } else if self.touched_later.contains(&w.id) {
                 Some("later commit touched the app (attribution)")
@@ -1059,39 +1080,45 @@ impl Sim {
             let old_state = old.map(|o| o.0);
             if let Some((o_state, o_pending)) = old
                 && o_state.is_terminal()
-                && o_state != w.state
+                && o_state != w.state()
             {
                 let allowed = o_state == State::Fail
                     && o_pending
-                    && matches!(w.state, State::Reverted | State::RevertFailed);
+                    && matches!(w.state(), State::Reverted | State::RevertFailed);
                 if !allowed {
                     self.fail(&format!(
                         "terminal {o_state:?} of {} became {:?}",
-                        w.id, w.state
+                        w.id,
+                        w.state()
                     ));
                 }
             }
-            if old_state != Some(w.state) {
+            if old_state != Some(w.state()) {
                 let has = evs.iter().any(|e| {
                     e.commit.as_deref() == Some(w.commit.as_str())
                         && e.app.as_deref() == Some(w.app.to_string().as_str())
-                        && e.state == Some(w.state)
+                        && e.state == Some(w.state())
                 });
                 if !has {
                     self.fail(&format!(
                         "{} went {old_state:?} -> {:?} without an event: {evs:#?}",
-                        w.id, w.state
+                        w.id,
+                        w.state()
                     ));
                 }
-                if w.state == State::Confirmed {
+                if w.state() == State::Confirmed {
                     self.check_confirmed(w);
                 }
-                if w.state == State::NotReached && w.reached_at.is_some() {
+                if w.state() == State::NotReached && w.reached_at().is_some() {
                     self.fail("NOT_REACHED with a reach time");
                 }
             }
-            if w.state.is_terminal() && w.state != State::Fail && w.revert_pending {
-                self.fail(&format!("{} is {:?} with a revert pending", w.id, w.state));
+            if w.state().is_terminal() && w.state() != State::Fail && w.revert_pending() {
+                self.fail(&format!(
+                    "{} is {:?} with a revert pending",
+                    w.id,
+                    w.state()
+                ));
             }
         }
         let opened = evs.iter().any(|e| e.event == EventKind::BreakerOpened);
@@ -1119,8 +1146,8 @@ impl Sim {
                 if let Some(stored) = self.store.get(&w.id)
                     && stored != w
                 {
-                    let a = serde_json::to_value(stored).unwrap();
-                    let b = serde_json::to_value(w).unwrap();
+                    let a = serde_json::to_value(stored.to_flat()).unwrap();
+                    let b = serde_json::to_value(w.to_flat()).unwrap();
                     let fields: Vec<String> = b
                         .as_object()
                         .unwrap()
@@ -1136,7 +1163,7 @@ impl Sim {
             }
         }
         for w in self.engine.watches() {
-            if self.store.get(&w.id).map(|s| s.state) != Some(w.state) {
+            if self.store.get(&w.id).map(|s| s.state()) != Some(w.state()) {
                 self.fail(&format!(
                     "state of {} changed but was not handed over",
                     w.id
@@ -1147,7 +1174,7 @@ impl Sim {
             .engine
             .watches()
             .iter()
-            .map(|w| (w.state, w.revert_pending))
+            .map(|w| (w.state(), w.revert_pending()))
             .collect();
         self.was_open = self.model_breaker.open;
         self.check_wakeup_covers_everything_due();
@@ -1155,7 +1182,7 @@ impl Sim {
 
     /// CONFIRMED only after at least stable_for of observed healthy time since reach.
     fn check_confirmed(&self, w: &Watch) {
-        let Some(reached) = w.reached_at else {
+        let Some(reached) = w.reached_at() else {
             self.fail("CONFIRMED without reach");
         };
         let seen = self
@@ -1204,14 +1231,15 @@ impl Sim {
     fn check_deadline_order(&self, ev: &Event, before: &[(State, bool)]) {
         let now = self.now;
         for (i, w) in self.engine.watches().iter().enumerate() {
-            if Some(&w.commit) != ev.commit.as_ref() || Some(w.app.to_string()) != ev.app {
+            if ev.commit.as_deref() != Some(w.commit.as_str()) || Some(w.app.to_string()) != ev.app
+            {
                 continue;
             }
-            let moved = before.get(i).map(|o| o.0) != Some(w.state);
+            let moved = before.get(i).map(|o| o.0) != Some(w.state());
             let reach_deadline = w.watch_started_at.plus_ms(w.deadline_ms);
-            let health_deadline = w.reached_at.map(|r| r.plus_ms(w.deadline_ms));
+            let health_deadline = w.reached_at().map(|r| r.plus_ms(w.deadline_ms));
             let decided_at = match ev.event {
-                EventKind::Reached if w.reached_at == Some(now) => {
+                EventKind::Reached if w.reached_at() == Some(now) => {
                     if now > reach_deadline {
                         self.fail(&format!(
                             "{} reached at {now:?}, after its reach deadline {reach_deadline:?}",
@@ -1221,7 +1249,7 @@ impl Sim {
                     None
                 }
                 EventKind::HealthyStreakStarted
-                    if health_deadline.is_some_and(|d| now > d) && !w.deadline_passed =>
+                    if health_deadline.is_some_and(|d| now > d) && !w.deadline_passed() =>
                 {
                     self.fail(&format!(
                         "{}: a streak started at {now:?}, after the deadline {health_deadline:?} that was never decided",
@@ -1231,9 +1259,9 @@ impl Sim {
                 EventKind::Attribution | EventKind::RevertedByHuman
                     if moved && self.strict.arrival_order =>
                 {
-                    let window_end = w.healthy_since.map(|h| h.plus_ms(self.cfg.stable_for_ms));
+                    let window_end = w.healthy_since().map(|h| h.plus_ms(self.cfg.stable_for_ms));
                     if self.strict.window_arrival
-                        && let (Some(e), Some(last)) = (window_end, w.last_observed_at)
+                        && let (Some(e), Some(last)) = (window_end, w.last_observed_at())
                         && e < now
                         && now.ms_since(last) <= self.cfg.stale_after_ms
                     {
@@ -1243,7 +1271,7 @@ impl Sim {
                         ));
                     }
                     let due = health_deadline.unwrap_or(reach_deadline);
-                    if due < now && !w.deadline_passed {
+                    if due < now && !w.deadline_passed() {
                         self.fail(&format!(
                             "{:?} for {} at {now:?} although its deadline {due:?} was due and undecided",
                             ev.event, w.id
@@ -1252,7 +1280,7 @@ impl Sim {
                     None
                 }
                 EventKind::Inconclusive
-                    if moved && self.strict.vouched_deadline && !w.deadline_passed =>
+                    if moved && self.strict.vouched_deadline && !w.deadline_passed() =>
                 {
                     let d = health_deadline.unwrap_or(reach_deadline);
                     let seen = self.seen.get(w.app.name.as_str());
@@ -1275,7 +1303,7 @@ impl Sim {
                     None
                 }
                 EventKind::NotReached if moved => Some(reach_deadline),
-                EventKind::Failed if moved && !w.deadline_passed => health_deadline,
+                EventKind::Failed if moved && !w.deadline_passed() => health_deadline,
                 _ => None,
             };
             let Some(d) = decided_at else { continue };
@@ -1307,7 +1335,7 @@ impl Sim {
     /// instant (the last observation at or before it) and, unless deadlines must be judged as
     /// of their instant, also in the latest observation (the order the judge used to follow).
     fn suspended_at_deadline(&self, w: &Watch) -> bool {
-        let Some(d) = w.reached_at.map(|r| r.plus_ms(w.deadline_ms)) else {
+        let Some(d) = w.reached_at().map(|r| r.plus_ms(w.deadline_ms)) else {
             return false;
         };
         let seen = self.seen.get(w.app.name.as_str());
@@ -1326,17 +1354,17 @@ impl Sim {
             .engine
             .watches()
             .iter()
-            .filter(|w| !w.state.is_terminal())
+            .filter(|w| !w.state().is_terminal())
         {
             let mut due = Vec::new();
-            if !w.deadline_passed {
+            if !w.deadline_passed() {
                 due.extend(w.deadline_at());
             }
             due.extend(
-                w.app_absent_since
+                w.app_absent_since()
                     .map(|a| a.plus_ms(self.cfg.unknown_app_grace_ms)),
             );
-            due.extend(w.healthy_since.map(|h| h.plus_ms(self.cfg.stable_for_ms)));
+            due.extend(w.healthy_since().map(|h| h.plus_ms(self.cfg.stable_for_ms)));
             for d in due {
                 if next.is_none_or(|n| n > d) {
                     self.fail(&format!(
@@ -1351,10 +1379,10 @@ impl Sim {
     /// After a tick at `now`, nothing that was due at `now` is left undecided.
     fn check_nothing_due(&self) {
         for w in self.engine.watches() {
-            if w.state.is_terminal() {
+            if w.state().is_terminal() {
                 continue;
             }
-            if !w.deadline_passed
+            if !w.deadline_passed()
                 && let Some(d) = w.deadline_at()
                 && d <= self.now
             {
@@ -1363,13 +1391,13 @@ impl Sim {
                     w.id, self.now
                 ));
             }
-            if let Some(a) = w.app_absent_since
+            if let Some(a) = w.app_absent_since()
                 && a.plus_ms(self.cfg.unknown_app_grace_ms) <= self.now
             {
                 self.fail(&format!("grace of {} left undecided", w.id));
             }
-            if w.deadline_passed
-                && w.last_observed_at
+            if w.deadline_passed()
+                && w.last_observed_at()
                     .is_some_and(|l| self.now.ms_since(l) > self.cfg.stale_after_ms)
             {
                 self.fail(&format!(
@@ -1378,7 +1406,7 @@ impl Sim {
                 ));
             }
             if self.strict.window
-                && let (Some(h), Some(last)) = (w.healthy_since, w.last_observed_at)
+                && let (Some(h), Some(last)) = (w.healthy_since(), w.last_observed_at())
                 && h.plus_ms(self.cfg.stable_for_ms) <= self.now
                 && self.now.ms_since(last) <= self.cfg.stale_after_ms
             {
@@ -1386,7 +1414,7 @@ impl Sim {
                     "stability window of {} ended at {:?} with a fresh healthy observation, still {:?} at {:?}",
                     w.id,
                     h.plus_ms(self.cfg.stable_for_ms),
-                    w.state,
+                    w.state(),
                     self.now
                 ));
             }
@@ -1460,7 +1488,7 @@ fn run(seed: u64, steps: usize, strict: Strict) -> Counters {
     }
     // Drain: let every watch reach a verdict, observing every app in turn.
     for _ in 0..400 {
-        if sim.engine.watches().iter().all(|w| w.state.is_terminal()) && sim.pending.is_empty() {
+        if sim.engine.watches().iter().all(|w| w.state().is_terminal()) && sim.pending.is_empty() {
             break;
         }
         sim.now = sim.now.plus_ms(5_000);
@@ -1473,7 +1501,7 @@ fn run(seed: u64, steps: usize, strict: Strict) -> Counters {
         }
     }
     for w in sim.engine.watches() {
-        *sim.counters.states.entry(w.state.as_str()).or_default() += 1;
+        *sim.counters.states.entry(w.state().as_str()).or_default() += 1;
     }
     sim.counters.clone()
 }

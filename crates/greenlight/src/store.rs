@@ -364,9 +364,10 @@ impl Store {
         let mut watches = Vec::new();
         for row in rows {
             let (id, body) = row?;
-            let r = WatchRecord::parse(&body)
+            let w = WatchRecord::parse(&body)
+                .and_then(|r| Ok(Watch::try_from(r)?))
                 .with_context(|| format!("watch {id} in {} cannot be read", self.path.display()))?;
-            watches.push(r.into());
+            watches.push(w);
         }
         Ok(watches)
     }

@@ -149,7 +149,10 @@ impl Repository for FakeRepo {
         s.fetches += 1;
         let new: Vec<CommitInfo> = s.remote_only.drain(..).collect();
         s.local.extend(new);
-        Ok(s.local.last().map(|c| c.sha.clone()).unwrap_or_default())
+        Ok(s.local
+            .last()
+            .map(|c| c.sha.to_string())
+            .unwrap_or_default())
     }
     fn commits_between(
         &self,
@@ -176,7 +179,10 @@ impl Repository for FakeRepo {
     }
     fn resolve(&self, rev: &str) -> anyhow::Result<Option<String>> {
         let s = self.state.lock().unwrap();
-        Ok(s.local.iter().find(|c| c.sha == rev).map(|c| c.sha.clone()))
+        Ok(s.local
+            .iter()
+            .find(|c| c.sha == rev)
+            .map(|c| c.sha.to_string()))
     }
 }
 
@@ -184,9 +190,7 @@ impl RevertExecutor for FakeRepo {
     fn revert(&self, req: &RevertRequest, _branch: &str) -> RevertOutcome {
         let mut reverts = self.reverts.lock().unwrap();
         reverts.push(req.clone());
-        RevertOutcome::Pushed {
-            revert: format!("{:040x}", 0xdead_0000_u64 + reverts.len() as u64),
-        }
+        RevertOutcome::pushed(&format!("{:040x}", 0xdead_0000_u64 + reverts.len() as u64))
     }
     fn adopt_only(&self, _commit: &str, _branch: &str) -> anyhow::Result<Option<String>> {
         Ok(None)
@@ -203,8 +207,12 @@ fn commit(n: u64, trailer: Option<&str>) -> CommitInfo {
         message.push_str(&format!("\n{t}\n"));
     }
     CommitInfo {
-        sha: sha(n),
-        parents: if n > 1 { vec![sha(n - 1)] } else { Vec::new() },
+        sha: sha(n).parse().unwrap(),
+        parents: if n > 1 {
+            vec![sha(n - 1).parse().unwrap()]
+        } else {
+            Vec::new()
+        },
         subject: format!("change {n}"),
         message,
         changed_paths: vec![format!("apps/{APP}/deployment.yaml")],
@@ -491,8 +499,8 @@ async fn an_armed_commit_degraded_at_its_deadline_is_reverted_once_by_a_job() {
     let store = Store::open_existing(&dir.path().join("state.db"), true).unwrap();
     let loaded = store.load().unwrap();
     let w = loaded.watches.iter().find(|w| w.commit == sha(2)).unwrap();
-    assert_eq!(w.state.as_str(), "REVERTED");
-    assert!(!w.revert_pending);
+    assert_eq!(w.state().as_str(), "REVERTED");
+    assert!(!w.revert_pending());
 }
 
 #[tokio::test(start_paused = true)]

@@ -5,6 +5,7 @@
 //! clock and never sleeps.
 #![allow(dead_code)]
 
+use greenlight_core::commit::CommitId;
 use greenlight_core::event::{Event, EventKind};
 use greenlight_core::judge::{
     Ancestry, CommitInfo, Effect, Engine, JudgeConfig, Observation, RevertOutcome, RevertRequest,
@@ -15,6 +16,7 @@ use greenlight_core::snapshot::{
     SourceFacts, SourcePaths, UnhealthyResource,
 };
 use greenlight_core::time::Timestamp;
+use greenlight_core::watch::FlatWatch;
 use std::collections::{BTreeSet, HashMap};
 
 pub const REPO: &str = "https://git.example.com/org/deploy.git";
@@ -41,6 +43,11 @@ pub fn sha(n: u64) -> String {
     )
 }
 
+/// The commit id `sha(n)`.
+pub fn commit_id(n: u64) -> CommitId {
+    CommitId::parse(&sha(n)).expect("sha() is 40 hex digits")
+}
+
 /// The default configuration of the command line (stable 120 s, stale 30 s, grace 60 s).
 pub fn config() -> JudgeConfig {
     JudgeConfig::new(REPO, BRANCH, true)
@@ -61,8 +68,8 @@ pub fn message(subject: &str, trailers: &[&str]) -> String {
 
 pub fn commit(n: u64, msg: &str, paths: &[&str]) -> CommitInfo {
     CommitInfo {
-        sha: sha(n),
-        parents: vec![sha(n + 100_000)],
+        sha: commit_id(n),
+        parents: vec![commit_id(n + 100_000)],
         subject: msg.lines().next().unwrap_or_default().to_string(),
         message: msg.to_string(),
         changed_paths: paths.iter().map(|p| p.to_string()).collect(),
@@ -324,9 +331,9 @@ impl Harness {
     }
 
     /// Record that `commit` is an ancestor of `revision`.
-    pub fn ancestor(&mut self, commit: &str, revision: &str) {
+    pub fn ancestor(&mut self, commit: impl AsRef<str>, revision: &str) {
         self.truth
-            .insert((commit.to_string(), revision.to_string()));
+            .insert((commit.as_ref().to_string(), revision.to_string()));
     }
 
     fn answer(&mut self, questions: Vec<(String, String)>) -> Ancestry {
@@ -388,7 +395,8 @@ impl Harness {
     }
 
     /// The watch of `commit` (its first trailer).
-    pub fn watch(&self, commit: &str) -> &Watch {
+    pub fn watch(&self, commit: impl AsRef<str>) -> &Watch {
+        let commit = commit.as_ref();
         self.engine
             .watches()
             .iter()
@@ -396,8 +404,13 @@ impl Harness {
             .unwrap_or_else(|| panic!("no watch for {commit}"))
     }
 
-    pub fn state(&self, commit: &str) -> State {
-        self.watch(commit).state
+    pub fn state(&self, commit: impl AsRef<str>) -> State {
+        self.watch(commit).state()
+    }
+
+    /// The words `status` shows for the watch of `commit`.
+    pub fn reason(&self, commit: impl AsRef<str>) -> String {
+        self.watch(commit).reason().to_string()
     }
 
     /// Observe the same snapshot every `every` seconds from `from` to `to` inclusive.
@@ -418,4 +431,16 @@ impl Harness {
     pub fn all_kinds(&self) -> Vec<EventKind> {
         kinds(&self.log)
     }
+}
+
+/// Watches as a restart reads them back: each written as the store writes its body (the flat
+/// record as JSON) and read back from that text.
+pub fn through_the_store(ws: &[Watch]) -> Vec<Watch> {
+    ws.iter()
+        .map(|w| {
+            let body = serde_json::to_string(&w.to_flat()).expect("a flat watch serializes");
+            let flat: FlatWatch = serde_json::from_str(&body).expect("a flat watch deserializes");
+            Watch::from_flat(flat).expect("a written watch reads back")
+        })
+        .collect()
 }

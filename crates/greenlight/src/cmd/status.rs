@@ -46,14 +46,14 @@ pub fn watch_json(w: &Watch) -> Value {
         "mode": w.mode.as_str(),
         "dry_run": w.dry_run,
         "deadline_s": w.deadline_ms / 1000,
-        "state": w.state.as_str(),
+        "state": w.state().as_str(),
         // Reasons quote URLs; a state file written before they were redacted must not leak.
-        "reason": greenlight_git::redact(&w.reason),
+        "reason": greenlight_git::redact(&w.reason().to_string()),
         "watch_started_at": ts(Some(w.watch_started_at)),
-        "reached_at": ts(w.reached_at),
-        "healthy_since": ts(w.healthy_since),
-        "finished_at": ts(w.finished_at),
-        "revert_commit": w.revert_commit,
+        "reached_at": ts(w.reached_at()),
+        "healthy_since": ts(w.healthy_since()),
+        "finished_at": ts(w.finished_at()),
+        "revert_commit": w.revert_commit(),
     })
 }
 
@@ -110,12 +110,12 @@ pub fn run(a: StatusArgs) -> Result<ExitCode> {
         };
         println!(
             "{:<10} {:<24} {:<7} {:<18} {:<21} {}",
-            &w.commit[..w.commit.len().min(10)],
+            &w.commit.as_str()[..10],
             w.app.to_string(),
             mode,
-            w.state.as_str(),
+            w.state().as_str(),
             w.watch_started_at.rfc3339(),
-            greenlight_git::redact(&w.reason)
+            greenlight_git::redact(&w.reason().to_string())
         );
     }
     if loaded.watches.iter().any(|w| w.dry_run) {

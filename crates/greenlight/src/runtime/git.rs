@@ -3,6 +3,7 @@
 
 use super::seams::{Repository, RevertExecutor};
 use anyhow::Result;
+use greenlight_core::commit::CommitId;
 use greenlight_core::judge::{CommitInfo, RevertOutcome, RevertRequest};
 use std::sync::Arc;
 
@@ -43,8 +44,12 @@ impl Repository for GitRepository {
             let data = self.repo.commit(&sha)?;
             commits.push(CommitInfo {
                 changed_paths: self.repo.changed_paths(&sha)?,
-                sha: data.sha,
-                parents: data.parents,
+                sha: CommitId::parse(&data.sha)?,
+                parents: data
+                    .parents
+                    .iter()
+                    .map(|p| CommitId::parse(p))
+                    .collect::<Result<_, _>>()?,
                 subject: data.subject,
                 message: data.message,
             });
@@ -64,7 +69,7 @@ impl Repository for GitRepository {
 impl RevertExecutor for GitRepository {
     fn revert(&self, r: &RevertRequest, branch: &str) -> RevertOutcome {
         let req = greenlight_git::RevertRequest {
-            commit: r.commit.clone(),
+            commit: r.commit.to_string(),
             branch: branch.to_string(),
             reason: r.reason.clone(),
             author_name: self.author_name.clone(),
@@ -73,10 +78,10 @@ impl RevertExecutor for GitRepository {
         };
         match self.repo.revert_and_push(&req) {
             Ok(greenlight_git::RevertOutcome::Pushed { revert, .. }) => {
-                RevertOutcome::Pushed { revert }
+                RevertOutcome::pushed(&revert)
             }
             Ok(greenlight_git::RevertOutcome::Adopted { revert }) => {
-                RevertOutcome::Adopted { revert }
+                RevertOutcome::adopted(&revert)
             }
             Ok(greenlight_git::RevertOutcome::Conflict { message, .. }) => RevertOutcome::Failed {
                 message: format!("conflict: {message}"),

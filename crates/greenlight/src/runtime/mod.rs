@@ -874,7 +874,7 @@ impl Runtime {
             .engine
             .watches()
             .iter()
-            .filter(|w| !w.state.is_terminal())
+            .filter(|w| w.is_live())
             .map(|w| w.app.clone())
             .collect();
         apps.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
@@ -948,8 +948,8 @@ impl Runtime {
                 }
                 // A revert decided before a restart in dry-run (never push): adopt one that
                 // reached the branch before the crash, push nothing.
-                match reverter.adopt_only(&r.commit, &branch) {
-                    Ok(Some(revert)) => RevertOutcome::Adopted { revert },
+                match reverter.adopt_only(r.commit.as_str(), &branch) {
+                    Ok(Some(revert)) => RevertOutcome::adopted(&revert),
                     Ok(None) => RevertOutcome::Failed {
                         message: format!(
                             "dry-run: the revert of {} decided before the restart was not pushed; revert it by hand if it is still wanted",

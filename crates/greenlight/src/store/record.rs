@@ -12,10 +12,12 @@
 
 use anyhow::{Result, bail};
 use greenlight_core::breaker::Breaker;
+use greenlight_core::commit::CommitId;
 use greenlight_core::directive::{AppRef, Mode};
-use greenlight_core::judge::{LaterCommit, Seen, State, Watch};
+use greenlight_core::judge::State;
 use greenlight_core::snapshot::{Health, ReachCandidate, ReachVia, SourcePaths};
 use greenlight_core::time::Timestamp;
+use greenlight_core::watch::{FlatError, FlatWatch, LaterCommit, Seen, Watch};
 use serde::{Deserialize, Serialize};
 
 /// The newest record format this build reads, and the one it writes.
@@ -188,10 +190,12 @@ fn ts(t: Option<Timestamp>) -> Option<i64> {
 
 impl From<&Watch> for WatchRecord {
     fn from(w: &Watch) -> WatchRecord {
+        // The judge's own flat view of a watch, then the disk shape of it.
+        let w = w.to_flat();
         WatchRecord {
             format: FORMAT,
             id: w.id.clone(),
-            commit: w.commit.clone(),
+            commit: w.commit.as_str().to_string(),
             subject: w.subject.clone(),
             app: AppRecord {
                 namespace: w.app.namespace.clone(),
@@ -209,7 +213,7 @@ impl From<&Watch> for WatchRecord {
             reached_at: ts(w.reached_at),
             healthy_since: ts(w.healthy_since),
             finished_at: ts(w.finished_at),
-            revert_commit: w.revert_commit.clone(),
+            revert_commit: w.revert_commit.as_ref().map(|c| c.as_str().to_string()),
             last_observed_at: ts(w.last_observed_at),
             app_absent_since: ts(w.app_absent_since),
             reach: w.reach.as_ref().map(|r| ReachRecord {
@@ -229,7 +233,7 @@ impl From<&Watch> for WatchRecord {
                 .later_commits
                 .iter()
                 .map(|c| LaterCommitRecord {
-                    sha: c.sha.clone(),
+                    sha: c.sha.as_str().to_string(),
                     changed_paths: c.changed_paths.clone(),
                 })
                 .collect(),
@@ -255,12 +259,46 @@ impl From<&Watch> for WatchRecord {
     }
 }
 
-impl From<WatchRecord> for Watch {
-    fn from(r: WatchRecord) -> Watch {
+/// A stored body that names something that is not a commit id, or whose fields contradict its
+/// state: no watch greenlight ran looks like it.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("watch {id}: {field} {value:?} is not a full commit id")]
+    CommitId {
+        id: String,
+        field: &'static str,
+        value: String,
+    },
+    #[error(transparent)]
+    Contradiction(#[from] FlatError),
+}
+
+impl TryFrom<WatchRecord> for Watch {
+    type Error = RecordError;
+
+    fn try_from(r: WatchRecord) -> Result<Watch, RecordError> {
         let t = |v: Option<i64>| v.map(Timestamp);
-        Watch {
+        let id = r.id.clone();
+        let commit_id = |field: &'static str, value: String| {
+            CommitId::parse(&value).map_err(|_| RecordError::CommitId {
+                id: id.clone(),
+                field,
+                value,
+            })
+        };
+        let later_commits = r
+            .later_commits
+            .into_iter()
+            .map(|c| {
+                Ok(LaterCommit {
+                    sha: commit_id("later_commits[].sha", c.sha)?,
+                    changed_paths: c.changed_paths,
+                })
+            })
+            .collect::<Result<Vec<_>, RecordError>>()?;
+        let flat = FlatWatch {
             id: r.id,
-            commit: r.commit,
+            commit: commit_id("commit", r.commit)?,
             subject: r.subject,
             app: r.app.into(),
             mode: match r.mode {
@@ -275,7 +313,10 @@ impl From<WatchRecord> for Watch {
             reached_at: t(r.reached_at),
             healthy_since: t(r.healthy_since),
             finished_at: t(r.finished_at),
-            revert_commit: r.revert_commit,
+            revert_commit: r
+                .revert_commit
+                .map(|c| commit_id("revert_commit", c))
+                .transpose()?,
             last_observed_at: t(r.last_observed_at),
             app_absent_since: t(r.app_absent_since),
             reach: r.reach.map(|c| ReachCandidate {
@@ -290,14 +331,7 @@ impl From<WatchRecord> for Watch {
                 },
             }),
             own_paths: r.own_paths,
-            later_commits: r
-                .later_commits
-                .into_iter()
-                .map(|c| LaterCommit {
-                    sha: c.sha,
-                    changed_paths: c.changed_paths,
-                })
-                .collect(),
+            later_commits,
             source_paths: r.source_paths.map(|p| match p {
                 SourcePathsRecord::Known(ps) => SourcePaths::Known(ps),
                 SourcePathsRecord::Unknown { why } => SourcePaths::Unknown { why },
@@ -316,7 +350,8 @@ impl From<WatchRecord> for Watch {
                 resource_health_source: r.seen.resource_health_source,
                 why_not_healthy: r.seen.why_not_healthy,
             },
-        }
+        };
+        Ok(Watch::from_flat(flat)?)
     }
 }
 
@@ -479,7 +514,7 @@ mod tests {
         assert_eq!(r.format, 1);
         assert!(r.is_live(), "a FAIL with its revert pending is live");
         // Through the in-memory type and back: nothing is lost or renamed.
-        let back = WatchRecord::from(&Watch::from(r));
+        let back = WatchRecord::from(&Watch::try_from(r).unwrap());
         let mut written: Value = serde_json::from_str(&back.to_body().unwrap()).unwrap();
         assert_eq!(written["format"], FORMAT);
         written.as_object_mut().unwrap().remove("format");
@@ -505,7 +540,8 @@ mod tests {
             old["seen"]["health"] = Value::Null;
             let r = WatchRecord::parse(&old.to_string()).unwrap();
             assert!(!r.is_live());
-            let mut written = serde_json::to_value(WatchRecord::from(&Watch::from(r))).unwrap();
+            let mut written =
+                serde_json::to_value(WatchRecord::from(&Watch::try_from(r).unwrap())).unwrap();
             written.as_object_mut().unwrap().remove("format");
             assert_eq!(written, old);
         }

@@ -119,17 +119,20 @@ fn every_watch_of_the_v1_file_written_by_the_old_code_comes_back_intact() {
         assert_eq!(b["mode"], w.mode.as_str());
         assert_eq!(b["dry_run"], w.dry_run);
         assert_eq!(b["deadline_ms"], w.deadline_ms);
-        assert_eq!(b["state"], w.state.as_str());
-        assert_eq!(b["reason"], w.reason.as_str());
+        assert_eq!(b["state"], w.state().as_str());
+        assert_eq!(b["reason"], w.reason().to_string());
         assert_eq!(b["watch_started_at"], w.watch_started_at.0);
-        assert_eq!(b["reached_at"].as_i64(), ms(w.reached_at));
-        assert_eq!(b["healthy_since"].as_i64(), ms(w.healthy_since));
-        assert_eq!(b["finished_at"].as_i64(), ms(w.finished_at));
-        assert_eq!(b["last_observed_at"].as_i64(), ms(w.last_observed_at));
-        assert_eq!(b["revert_commit"].as_str(), w.revert_commit.as_deref());
-        assert_eq!(b["revert_pending"], w.revert_pending);
-        assert_eq!(b["deadline_passed"], w.deadline_passed);
-        let later: Vec<&str> = w.later_commits.iter().map(|c| c.sha.as_str()).collect();
+        assert_eq!(b["reached_at"].as_i64(), ms(w.reached_at()));
+        assert_eq!(b["healthy_since"].as_i64(), ms(w.healthy_since()));
+        assert_eq!(b["finished_at"].as_i64(), ms(w.finished_at()));
+        assert_eq!(b["last_observed_at"].as_i64(), ms(w.last_observed_at()));
+        assert_eq!(
+            b["revert_commit"].as_str(),
+            w.revert_commit().map(|c| c.as_str())
+        );
+        assert_eq!(b["revert_pending"], w.revert_pending());
+        assert_eq!(b["deadline_passed"], w.deadline_passed());
+        let later: Vec<&str> = w.later_commits().iter().map(|c| c.sha.as_str()).collect();
         let want_later: Vec<&str> = b["later_commits"]
             .as_array()
             .unwrap()
@@ -139,7 +142,7 @@ fn every_watch_of_the_v1_file_written_by_the_old_code_comes_back_intact() {
         assert_eq!(later, want_later);
         assert_eq!(
             b["seen"]["health"].as_str(),
-            w.seen.health.map(|h| h.as_str())
+            w.seen().health.map(|h| h.as_str())
         );
         // And every other field: written back as a record, the watch is the old body, key
         // for key (the record adds only its format number).
@@ -153,9 +156,9 @@ fn every_watch_of_the_v1_file_written_by_the_old_code_comes_back_intact() {
     let judging = loaded
         .watches
         .iter()
-        .find(|w| w.state.as_str() == "JUDGING")
+        .find(|w| w.state().as_str() == "JUDGING")
         .unwrap();
-    assert!(judging.healthy_since.is_some(), "a streak under way");
+    assert!(judging.healthy_since().is_some(), "a streak under way");
 
     // The daemon's view: the live ones in full, the finished ones by id.
     let resume = store.load_live().unwrap();
@@ -405,30 +408,44 @@ fn a_breaker_reset_request_survives_until_the_write_that_applies_it() {
 
 /// A watch of app `app` on commit `n`, as a body of the current format would hold it.
 fn watch(n: u8, app: &str, state: &str, started: i64, finished: Option<i64>) -> Watch {
+    watch_with(n, app, state, started, finished, false)
+}
+
+/// A watch as its stored body says; a JUDGING one reached its app at `started`.
+fn watch_with(
+    n: u8,
+    app: &str,
+    state: &str,
+    started: i64,
+    finished: Option<i64>,
+    revert_pending: bool,
+) -> Watch {
     let sha = format!("{n:040x}");
+    let judging = state == "JUDGING";
     let body = json!({
         "id": format!("{sha}:0"), "commit": sha, "subject": "s",
         "app": {"namespace": null, "name": app}, "mode": "arm", "dry_run": false,
         "deadline_ms": 60000, "state": state, "reason": "r", "watch_started_at": started,
-        "reached_at": null, "healthy_since": null, "finished_at": finished,
+        "reached_at": judging.then_some(started), "healthy_since": null, "finished_at": finished,
         "revert_commit": null, "last_observed_at": null, "app_absent_since": null,
-        "reach": null, "own_paths": [], "later_commits": [], "source_paths": null,
-        "arm_blocked": null, "revert_pending": false, "deadline_passed": false,
+        "reach": judging.then(|| json!({"revision": sha, "via": "OperationSucceeded"})),
+        "own_paths": [], "later_commits": [], "source_paths": null,
+        "arm_blocked": null, "revert_pending": revert_pending, "deadline_passed": false,
         "warned_auto_sync_off": false, "reported_sync_failure": false,
         "seen": {"health": null, "sync": "", "revision": "", "operation": null,
                  "unhealthy_resources": [], "resource_health_source": null,
                  "why_not_healthy": null}
     });
-    WatchRecord::parse(&body.to_string()).unwrap().into()
+    Watch::try_from(WatchRecord::parse(&body.to_string()).unwrap()).unwrap()
 }
 
 fn event(time: i64, kind: EventKind, of: Option<&Watch>) -> Event {
     Event {
         time: Timestamp(time),
         event: kind,
-        commit: of.map(|w| w.commit.clone()),
+        commit: of.map(|w| w.commit.to_string()),
         app: of.map(|w| w.app.to_string()),
-        state: of.map(|w| w.state),
+        state: of.map(|w| w.state()),
         message: format!("at {time}"),
         evidence: Evidence::default(),
     }
@@ -449,8 +466,7 @@ fn prune_removes_finished_watches_past_the_cutoff_with_their_events_and_keeps_li
     let path = dir.path().join("state.db");
     let mut store = Store::open_or_create(&path).unwrap();
     let done_old = watch(1, "web", "CONFIRMED", 10, Some(100));
-    let mut pending_old = watch(2, "api", "FAIL", 20, Some(100));
-    pending_old.revert_pending = true;
+    let pending_old = watch_with(2, "api", "FAIL", 20, Some(100), true);
     let live_old = watch(3, "other", "JUDGING", 50, None);
     let done_new = watch(4, "web", "FAIL", 1500, Some(2000));
     // A rejected trailer of a retained watch's commit, for the same app: it stays with it.
@@ -514,9 +530,8 @@ fn prune_removes_finished_watches_past_the_cutoff_with_their_events_and_keeps_li
     assert_eq!(store.prune(Timestamp(1000)).unwrap(), Pruned::default());
 
     // A watch that finishes is written as finished, and goes once it is old enough.
-    let mut done = live_old.clone();
-    done.state = greenlight_core::judge::State::Inconclusive;
-    done.finished_at = Some(Timestamp(2500));
+    let done = watch(3, "other", "INCONCLUSIVE", 50, Some(2500));
+    assert_eq!(done.id, live_old.id);
     store
         .write(Write {
             watches: &[done],

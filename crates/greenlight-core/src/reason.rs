@@ -1,0 +1,1163 @@
+//! The catalogue of what greenlight says about a watch: every reason a watch states (`status`,
+//! the state file) and every message of the judge's events, as typed data, and the one place
+//! their words are written (the `Display` impls below). The judge decides which variant applies
+//! and never formats a sentence of its own; nothing here decides anything. Users and tests grep
+//! these words, so a sentence changes only when it was wrong.
+//!
+//! State files hold reasons as text. [`Verdict::retype`] and friends read such text back into
+//! the variant whose words it is, and keep it verbatim (`Recorded`) when no variant says
+//! exactly that, so an old file's reasons display unchanged.
+
+use crate::commit::{CommitId, NotACommitId};
+use crate::directive::{AppRef, DirectiveError, Mode};
+use crate::snapshot::{Health, ReachVia, ResourceHealthSource};
+use crate::time::{Timestamp, human_duration, parse_human_duration};
+use crate::watch::{LaterCommit, State};
+use std::fmt;
+
+/// What an observation of an absent app says about its health.
+pub const APP_DOES_NOT_EXIST: &str = "the app does not exist";
+/// The cause quoted when a streak under way at the deadline broke without a recorded reason.
+pub const HEALTH_BROKE: &str = "health broke";
+/// The cause quoted when the app was not healthy at the deadline without a recorded reason.
+pub const NOT_HEALTHY: &str = "not healthy";
+
+/// Why a watch is where it is: what `status` shows and the state file records. Borrowed from
+/// the watch's phase ([`crate::watch::Watch::reason`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason<'a> {
+    WaitingReach,
+    Judging,
+    /// FAIL in arm mode: the revert is requested and the executor has not reported back.
+    Reverting(&'a Failure),
+    Verdict(&'a Verdict),
+}
+
+/// A failure the judge saw in the app's health: the FAILs a revert may follow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// Not healthy by reach + deadline (`docs/verdicts.md#deadline`), with what was seen.
+    NotHealthy { deadline_ms: i64, why: String },
+    /// The streak under way at the deadline broke (`docs/verdicts.md#deadline`).
+    StreakBroke { why: String },
+    /// Words read back from a state file that no variant above says exactly.
+    Recorded(String),
+}
+
+/// Why a FAIL was not reverted (`docs/verdicts.md#safety`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NoRevert {
+    Shadow,
+    ArmBlocked(ArmBlocked),
+    DryRun,
+    BreakerOpen { after: u32 },
+}
+
+/// Why arm was downgraded to shadow for a watch (`docs/verdicts.md#attribution`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArmBlocked {
+    /// The commit changes nothing under the app's source paths.
+    NothingUnderPaths { app: AppRef },
+    /// Words read back from a state file that the variant above does not say exactly.
+    Recorded(String),
+}
+
+/// How a revert the judge requested landed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Landed {
+    Pushed,
+    Adopted,
+}
+
+/// `NOT_REACHED` (`docs/verdicts.md#not-reached`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotReached {
+    AppMissing {
+        deadline_ms: i64,
+        app: AppRef,
+    },
+    /// `sync` is empty when Argo CD never said.
+    NeverSynced {
+        deadline_ms: i64,
+        revision: String,
+        sync: String,
+    },
+}
+
+/// `ERROR_UNWATCHABLE` (`docs/verdicts.md#unwatchable`). `app` is the Application's name as
+/// observed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unwatchable {
+    /// Still absent after the unknown-app grace.
+    AppMissing {
+        app: AppRef,
+        grace_ms: i64,
+    },
+    NotFromRepo {
+        app: String,
+        repo: String,
+        sources: Vec<String>,
+    },
+    HelmChart {
+        app: String,
+        chart: String,
+    },
+    /// A revision that is not a git SHA (a chart version, an OCI digest).
+    NotGitRevision {
+        app: String,
+        revision: String,
+    },
+    /// `target` as shown: an empty `targetRevision` is `HEAD`.
+    OtherBranch {
+        app: String,
+        target: String,
+        branch: String,
+    },
+}
+
+/// Which deadline decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deadline {
+    /// Watch start + deadline.
+    Reach,
+    /// Reach + deadline.
+    Health,
+}
+
+/// `INCONCLUSIVE` (`docs/verdicts.md#inconclusive`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Inconclusive {
+    /// The last observation (if any) was older than stale-after when a deadline decided.
+    StaleAtDeadline {
+        deadline: Deadline,
+        last_observed: Option<Timestamp>,
+        stale_after_ms: i64,
+    },
+    /// The streak under way at the deadline went stale before it completed.
+    StreakWentStale {
+        last_observed: Option<Timestamp>,
+        stale_after_ms: i64,
+    },
+    /// The next observation of that streak came after a gap over stale-after.
+    StreakGap { gap_ms: i64 },
+}
+
+/// A verdict: how a watch ended (`docs/verdicts.md#states`). The state it reports is
+/// [`Verdict::state`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Confirmed {
+        stable_for_ms: i64,
+    },
+    /// FAIL, and why it was not reverted.
+    Failed {
+        failure: Failure,
+        not_reverted: NoRevert,
+    },
+    /// FAIL, never reverted: someone holds the app.
+    Suspended {
+        deadline_ms: i64,
+    },
+    /// FAIL, never reverted: later commits changed the app's paths.
+    Attribution {
+        culprits: Vec<CommitId>,
+        app: AppRef,
+    },
+    /// A human reverted the commit before a verdict: REVERTED for an armed watch, else FAIL.
+    RevertedByHuman {
+        revert: CommitId,
+        branch: String,
+        armed: bool,
+    },
+    /// REVERTED: greenlight's revert of a failure landed.
+    Reverted {
+        failure: Failure,
+        revert: CommitId,
+        landed: Landed,
+    },
+    /// REVERT_FAILED: the executor's words for why no revert landed.
+    RevertFailed {
+        message: String,
+    },
+    NotReached(NotReached),
+    Unwatchable(Unwatchable),
+    Inconclusive(Inconclusive),
+    /// A verdict read back from a state file that no variant above says exactly: its state,
+    /// words and revert commit as recorded.
+    Recorded {
+        state: State,
+        text: String,
+        revert_commit: Option<CommitId>,
+    },
+}
+
+impl Verdict {
+    /// The state a watch with this verdict reports (`status`, events).
+    pub fn state(&self) -> State {
+        match self {
+            Verdict::Confirmed { .. } => State::Confirmed,
+            Verdict::Failed { .. } | Verdict::Suspended { .. } | Verdict::Attribution { .. } => {
+                State::Fail
+            }
+            Verdict::RevertedByHuman { armed: true, .. } | Verdict::Reverted { .. } => {
+                State::Reverted
+            }
+            Verdict::RevertedByHuman { armed: false, .. } => State::Fail,
+            Verdict::RevertFailed { .. } => State::RevertFailed,
+            Verdict::NotReached(_) => State::NotReached,
+            Verdict::Unwatchable(_) => State::ErrorUnwatchable,
+            Verdict::Inconclusive(_) => State::Inconclusive,
+            Verdict::Recorded { state, .. } => *state,
+        }
+    }
+
+    /// The revert of the watched commit on the branch, when this verdict names one.
+    pub fn revert_commit(&self) -> Option<&CommitId> {
+        match self {
+            Verdict::RevertedByHuman { revert, .. } | Verdict::Reverted { revert, .. } => {
+                Some(revert)
+            }
+            Verdict::Recorded { revert_commit, .. } => revert_commit.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// An event's message. Verdict events say the verdict's own words ([`Message::Verdict`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message {
+    WatchStarted {
+        mode: Mode,
+        dry_run: bool,
+        deadline_ms: i64,
+        stable_for_ms: i64,
+    },
+    DirectiveRejected(DirectiveError),
+    /// A second trailer of the commit for an app it already watches.
+    DuplicateTrailer {
+        key: String,
+        app: AppRef,
+    },
+    /// `deadline` is the live watch's deadline, counted from `from`.
+    Resumed {
+        deadline: Option<Timestamp>,
+        from: Deadline,
+    },
+    AppNotFound {
+        app: AppRef,
+        grace_ms: i64,
+    },
+    ArmDowngraded(ArmBlocked),
+    AutoSyncOff {
+        app: AppRef,
+    },
+    Reached {
+        app: AppRef,
+        via: ReachVia,
+        revision: String,
+        deadline_ms: i64,
+    },
+    SyncFailed {
+        revision: String,
+        phase: String,
+        message: String,
+    },
+    StreakStarted {
+        source: ResourceHealthSource,
+        stable_for_ms: i64,
+    },
+    StreakBroken(StreakBreak),
+    DeadlinePassedStreakUnderWay,
+    Verdict(Verdict),
+    /// FAIL in arm mode, revert requested.
+    Reverting(Failure),
+    RevertPushed {
+        revert: CommitId,
+        branch: String,
+    },
+    RevertAdopted {
+        revert: CommitId,
+        branch: String,
+    },
+    BreakerOpened {
+        after: u32,
+    },
+    BreakerBlocked,
+    BreakerReset,
+}
+
+/// Why one observation of a reached app is not healthy (`docs/verdicts.md#health`). Watches
+/// record it as its words (`Seen::why_not_healthy`, a failure's `why`): they quote an
+/// observation, and are shown as seen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unhealthy {
+    OperationRunning,
+    /// Health computed before the last operation finished.
+    StaleHealth,
+    /// `sync` is empty when Argo CD did not say.
+    NotSynced {
+        sync: String,
+    },
+    /// `resources` are the Degraded or Missing top-level resources, labelled.
+    Health {
+        health: Health,
+        message: String,
+        resources: Vec<String>,
+    },
+    Resources {
+        resources: Vec<String>,
+    },
+}
+
+/// Why a healthy streak broke (`docs/verdicts.md#streak-breaks`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StreakBreak {
+    Unhealthy(Unhealthy),
+    Disappeared,
+    Unobserved { gap_ms: i64 },
+}
+
+/// The last paragraph of a revert commit's message: why greenlight reverted.
+pub fn revert_commit_reason(failure: &Failure, app: &AppRef) -> String {
+    format!("greenlight: {failure} (app {app})")
+}
+
+/// The executor's failure when git named a revert by something that is not a commit id.
+pub fn revert_not_a_commit(landed: Landed, e: &NotACommitId) -> String {
+    match landed {
+        Landed::Pushed => format!("git reported the pushed revert as {e}"),
+        Landed::Adopted => format!("git reported the existing revert as {e}"),
+    }
+}
+
+// ----------------------------------------------------------------------------- the words
+
+/// How messages quote a revision Argo CD reported: its first 8 characters.
+fn short(revision: &str) -> &str {
+    revision
+        .char_indices()
+        .nth(8)
+        .map_or(revision, |(i, _)| &revision[..i])
+}
+
+fn last_seen(f: &mut fmt::Formatter<'_>, last_observed: Option<Timestamp>) -> fmt::Result {
+    match last_observed {
+        Some(t) => write!(f, "the app was last observed at {t}"),
+        None => f.write_str("the app was never observed"),
+    }
+}
+
+const SHADOW: &str = "shadow mode: judged only, not reverted";
+const DRY_RUN: &str = "dry-run: would have reverted; nothing pushed";
+const REVERTING: &str = "; reverting";
+const SUSPENDED: &str = "the app is Suspended (someone is holding it, e.g. a blue/green awaiting promotion); not reverted";
+
+impl fmt::Display for Reason<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::WaitingReach => f.write_str("waiting for the commit to reach the app"),
+            Reason::Judging => f.write_str("reached; judging health"),
+            Reason::Reverting(failure) => write!(f, "{failure}{REVERTING}"),
+            Reason::Verdict(v) => v.fmt(f),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::NotHealthy { deadline_ms, why } => write!(
+                f,
+                "not healthy within {} after reach: {why}",
+                human_duration(*deadline_ms)
+            ),
+            Failure::StreakBroke { why } => {
+                write!(
+                    f,
+                    "the healthy streak under way at the deadline broke: {why}"
+                )
+            }
+            Failure::Recorded(text) => f.write_str(text),
+        }
+    }
+}
+
+impl fmt::Display for NoRevert {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NoRevert::Shadow => f.write_str(SHADOW),
+            NoRevert::ArmBlocked(b) => b.fmt(f),
+            NoRevert::DryRun => f.write_str(DRY_RUN),
+            NoRevert::BreakerOpen { after } => write!(
+                f,
+                "breaker open after {after} reverts in a row: not reverted; a human must look, then run `greenlight breaker reset`"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for ArmBlocked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArmBlocked::NothingUnderPaths { app } => write!(
+                f,
+                "commit changes nothing under app {app}'s source paths: judged as shadow, it cannot arm a revert for this app"
+            ),
+            ArmBlocked::Recorded(text) => f.write_str(text),
+        }
+    }
+}
+
+impl fmt::Display for NotReached {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NotReached::AppMissing { deadline_ms, app } => write!(
+                f,
+                "not reached within {} of the watch start: Application {app} does not exist; check the trailer's app name; nothing reverted",
+                human_duration(*deadline_ms)
+            ),
+            NotReached::NeverSynced {
+                deadline_ms,
+                revision,
+                sync,
+            } => write!(
+                f,
+                "not reached within {} of the watch start (app at revision {revision:?}, sync {}): the commit was never deployed; check the sync pipeline, nothing reverted",
+                human_duration(*deadline_ms),
+                if sync.is_empty() { "unknown" } else { sync }
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Unwatchable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unwatchable::AppMissing { app, grace_ms } => write!(
+                f,
+                "Application {app} does not exist after waiting {}: check the trailer's app name (`app=<name>` or `app=<namespace>/<name>`)",
+                human_duration(*grace_ms)
+            ),
+            Unwatchable::NotFromRepo { app, repo, sources } => write!(
+                f,
+                "app {app} does not deploy from {repo} (its sources: {}): this commit can never reach it; name the app that deploys this repo",
+                if sources.is_empty() {
+                    "none".to_string()
+                } else {
+                    sources.join(", ")
+                }
+            ),
+            Unwatchable::HelmChart { app, chart } => write!(
+                f,
+                "app {app} deploys Helm chart {chart:?}: its revision is a chart version, not a git commit, so reach cannot be proven by ancestry; watch the git-sourced app that pins the chart version instead"
+            ),
+            Unwatchable::NotGitRevision { app, revision } => write!(
+                f,
+                "app {app} reports revision {revision:?}, {}: reach cannot be proven by git ancestry; watch a git-sourced app, or verify digests instead",
+                if revision.starts_with("sha256:") {
+                    "an OCI digest"
+                } else {
+                    "not a git SHA (a Helm chart version?)"
+                }
+            ),
+            Unwatchable::OtherBranch {
+                app,
+                target,
+                branch,
+            } => write!(
+                f,
+                "app {app} tracks targetRevision {target:?}, not the watched branch {branch:?}: a commit on {branch} does not deploy through it; watch the branch it tracks"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Inconclusive {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Inconclusive::StaleAtDeadline {
+                deadline,
+                last_observed,
+                stale_after_ms,
+            } => {
+                let which = match deadline {
+                    Deadline::Reach => "the reach deadline",
+                    Deadline::Health => "the deadline",
+                };
+                write!(f, "inconclusive: {which} passed but ")?;
+                last_seen(f, *last_observed)?;
+                write!(
+                    f,
+                    " (older than {}); not reverted",
+                    human_duration(*stale_after_ms)
+                )
+            }
+            Inconclusive::StreakWentStale {
+                last_observed,
+                stale_after_ms,
+            } => {
+                f.write_str(
+                    "inconclusive: the healthy streak under way at the deadline went unobserved (",
+                )?;
+                last_seen(f, *last_observed)?;
+                write!(
+                    f,
+                    ", older than {}); not reverted",
+                    human_duration(*stale_after_ms)
+                )
+            }
+            Inconclusive::StreakGap { gap_ms } => write!(
+                f,
+                "inconclusive: the healthy streak under way at the deadline went unobserved for {}; not reverted",
+                human_duration(*gap_ms)
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::Confirmed { stable_for_ms } => write!(
+                f,
+                "confirmed: reached and healthy without a break for {}",
+                human_duration(*stable_for_ms)
+            ),
+            Verdict::Failed {
+                failure,
+                not_reverted,
+            } => write!(f, "{failure}; {not_reverted}"),
+            Verdict::Suspended { deadline_ms } => write!(
+                f,
+                "not healthy within {} after reach: {SUSPENDED}",
+                human_duration(*deadline_ms)
+            ),
+            Verdict::Attribution { culprits, app } => write!(
+                f,
+                "attribution: later commit(s) {} changed app {app}'s source paths before a verdict, so the app's state can no longer be attributed to this commit alone; not reverted",
+                culprits
+                    .iter()
+                    .map(CommitId::short)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Verdict::RevertedByHuman { revert, branch, .. } => write!(
+                f,
+                "reverted by {} on {branch} before a verdict (not made by greenlight): the commit is no longer deployed, so judging stops; nothing pushed",
+                revert.short()
+            ),
+            Verdict::Reverted {
+                failure,
+                revert,
+                landed: Landed::Pushed,
+            } => write!(f, "{failure}{REVERTING}; revert {} pushed", revert.short()),
+            Verdict::Reverted {
+                failure,
+                revert,
+                landed: Landed::Adopted,
+            } => write!(
+                f,
+                "{failure}{REVERTING}; existing revert {} adopted",
+                revert.short()
+            ),
+            Verdict::RevertFailed { message } => write!(
+                f,
+                "revert failed, nothing forced: {message}; a human must revert or fix forward"
+            ),
+            Verdict::NotReached(n) => n.fmt(f),
+            Verdict::Unwatchable(u) => u.fmt(f),
+            Verdict::Inconclusive(i) => i.fmt(f),
+            Verdict::Recorded { text, .. } => f.write_str(text),
+        }
+    }
+}
+
+impl fmt::Display for Unhealthy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unhealthy::OperationRunning => f.write_str("an operation is running"),
+            Unhealthy::StaleHealth => f.write_str(
+                "health is stale (reconciledAt is before the last operation's finishedAt)",
+            ),
+            Unhealthy::NotSynced { sync } => write!(
+                f,
+                "sync status is {}",
+                if sync.is_empty() { "unknown" } else { sync }
+            ),
+            Unhealthy::Health {
+                health,
+                message,
+                resources,
+            } => {
+                write!(f, "health={}", health.as_str())?;
+                if !message.is_empty() {
+                    write!(f, " ({message})")?;
+                }
+                if !resources.is_empty() {
+                    write!(f, " resources: {}", resources.join(", "))?;
+                }
+                Ok(())
+            }
+            Unhealthy::Resources { resources } => {
+                write!(f, "resources not healthy: {}", resources.join(", "))
+            }
+        }
+    }
+}
+
+impl fmt::Display for StreakBreak {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StreakBreak::Unhealthy(why) => write!(f, "healthy streak broken: {why}"),
+            StreakBreak::Disappeared => f.write_str("healthy streak broken: the app disappeared"),
+            StreakBreak::Unobserved { gap_ms } => write!(
+                f,
+                "healthy streak broken: the app was not observed for {}; unobserved time does not count",
+                human_duration(*gap_ms)
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Message::WatchStarted {
+                mode,
+                dry_run,
+                deadline_ms,
+                stable_for_ms,
+            } => write!(
+                f,
+                "watch started mode={}{} deadline={} (healthy within the deadline after reach, stable for {})",
+                mode.as_str(),
+                if *dry_run { " dry-run" } else { "" },
+                human_duration(*deadline_ms),
+                human_duration(*stable_for_ms),
+            ),
+            Message::DirectiveRejected(e) => write!(f, "no watch started: {e}"),
+            Message::DuplicateTrailer { key, app } => write!(
+                f,
+                "no watch started: this commit already has a {key} trailer for app {app}; only the first counts"
+            ),
+            Message::Resumed { deadline, from } => write!(
+                f,
+                "resumed after a restart; deadline {} (from the recorded {} time); unobserved time does not count toward stability",
+                deadline.map(Timestamp::rfc3339).unwrap_or_default(),
+                match from {
+                    Deadline::Health => "reach",
+                    Deadline::Reach => "watch start",
+                }
+            ),
+            Message::AppNotFound { app, grace_ms } => write!(
+                f,
+                "Application {app} does not exist (yet): waiting up to {} for it (the commit may create it)",
+                human_duration(*grace_ms)
+            ),
+            Message::ArmDowngraded(b) => b.fmt(f),
+            Message::AutoSyncOff { app } => write!(
+                f,
+                "warning: app {app} has automated sync off: a revert pushed to git will not deploy by itself; someone must sync it"
+            ),
+            Message::Reached {
+                app,
+                via,
+                revision,
+                deadline_ms,
+            } => write!(
+                f,
+                "reached app {app} via {} at revision {} (deadline {} from now)",
+                via.describe(),
+                short(revision),
+                human_duration(*deadline_ms)
+            ),
+            Message::SyncFailed {
+                revision,
+                phase,
+                message,
+            } => write!(
+                f,
+                "sync of revision {} containing this commit ended {phase}: \"{message}\"",
+                short(revision)
+            ),
+            Message::StreakStarted {
+                source,
+                stable_for_ms,
+            } => write!(
+                f,
+                "healthy (Synced, Healthy, no Degraded/Missing resource, no operation; resource health from {}): stability window of {} started",
+                source.as_str(),
+                human_duration(*stable_for_ms)
+            ),
+            Message::StreakBroken(b) => b.fmt(f),
+            Message::DeadlinePassedStreakUnderWay => f.write_str(
+                "deadline passed during a healthy streak: judging goes on until the streak completes or breaks",
+            ),
+            Message::Verdict(v) => v.fmt(f),
+            Message::Reverting(failure) => write!(f, "{failure}; arm: reverting"),
+            Message::RevertPushed { revert, branch } => {
+                write!(f, "revert {} pushed to {branch}", revert.short())
+            }
+            Message::RevertAdopted { revert, branch } => write!(
+                f,
+                "a revert of this commit ({}) is already on {branch}: adopted, not duplicated",
+                revert.short()
+            ),
+            Message::BreakerOpened { after } => write!(
+                f,
+                "breaker opened after {after} reverts in a row: no more reverts until a human runs `greenlight breaker reset`; human attention needed"
+            ),
+            Message::BreakerBlocked => {
+                f.write_str("revert withheld: the breaker is open; human attention needed")
+            }
+            Message::BreakerReset => {
+                f.write_str("breaker reset by a human: reverts are allowed again")
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------- reading recorded words back
+
+/// What the rest of a watch's record says, for reading its reason text back: a reason quotes
+/// commits by their short form and the record holds them in full.
+#[derive(Clone, Copy, Debug)]
+pub struct Recorded<'a> {
+    pub deadline_ms: i64,
+    pub app: &'a AppRef,
+    pub arm_blocked: Option<&'a ArmBlocked>,
+    pub later_commits: &'a [LaterCommit],
+    pub revert_commit: Option<&'a CommitId>,
+}
+
+impl Failure {
+    /// The failure whose words `text` is, or the text kept as recorded.
+    pub fn retype(text: &str, rec: &Recorded<'_>) -> Failure {
+        let not_healthy = format!(
+            "not healthy within {} after reach: ",
+            human_duration(rec.deadline_ms)
+        );
+        let candidate = if let Some(why) = text.strip_prefix(&not_healthy) {
+            Some(Failure::NotHealthy {
+                deadline_ms: rec.deadline_ms,
+                why: why.to_string(),
+            })
+        } else {
+            text.strip_prefix("the healthy streak under way at the deadline broke: ")
+                .map(|why| Failure::StreakBroke {
+                    why: why.to_string(),
+                })
+        };
+        candidate
+            .filter(|c| c.to_string() == text)
+            .unwrap_or_else(|| Failure::Recorded(text.to_string()))
+    }
+
+    /// A FAIL with its revert pending reads `<failure>; reverting`.
+    pub fn retype_reverting(text: &str, rec: &Recorded<'_>) -> Failure {
+        Failure::retype(text.strip_suffix(REVERTING).unwrap_or(text), rec)
+    }
+}
+
+impl ArmBlocked {
+    pub fn retype(text: &str, app: &AppRef) -> ArmBlocked {
+        let candidate = ArmBlocked::NothingUnderPaths { app: app.clone() };
+        if candidate.to_string() == text {
+            candidate
+        } else {
+            ArmBlocked::Recorded(text.to_string())
+        }
+    }
+}
+
+impl Verdict {
+    /// The verdict of a finished watch whose state and reason text a state file recorded: the
+    /// variant that says exactly `text` (and names the recorded revert commit), else the text
+    /// kept as recorded.
+    pub fn retype(state: State, text: &str, rec: &Recorded<'_>) -> Verdict {
+        let candidates = match state {
+            State::Confirmed => retype_confirmed(text).into_iter().collect(),
+            State::Fail => retype_fail(text, rec),
+            State::Reverted => retype_reverted(text, rec),
+            State::RevertFailed => text
+                .strip_prefix("revert failed, nothing forced: ")
+                .and_then(|t| t.strip_suffix("; a human must revert or fix forward"))
+                .map(|message| Verdict::RevertFailed {
+                    message: message.to_string(),
+                })
+                .into_iter()
+                .collect(),
+            State::NotReached => retype_not_reached(text, rec),
+            State::ErrorUnwatchable => retype_unwatchable(text, rec)
+                .into_iter()
+                .map(Verdict::Unwatchable)
+                .collect(),
+            State::Inconclusive => retype_inconclusive(text)
+                .into_iter()
+                .map(Verdict::Inconclusive)
+                .collect(),
+            State::WaitingReach | State::Judging => Vec::new(),
+        };
+        candidates
+            .into_iter()
+            .find(|v: &Verdict| {
+                v.state() == state
+                    && v.revert_commit() == rec.revert_commit
+                    && v.to_string() == text
+            })
+            .unwrap_or_else(|| Verdict::Recorded {
+                state,
+                text: text.to_string(),
+                revert_commit: rec.revert_commit.cloned(),
+            })
+    }
+}
+
+fn retype_confirmed(text: &str) -> Option<Verdict> {
+    let d = text.strip_prefix("confirmed: reached and healthy without a break for ")?;
+    Some(Verdict::Confirmed {
+        stable_for_ms: parse_human_duration(d)?,
+    })
+}
+
+fn human_revert(text: &str, rec: &Recorded<'_>, armed: bool) -> Option<Verdict> {
+    let revert = rec.revert_commit?.clone();
+    let rest = text.strip_prefix(&format!("reverted by {} on ", revert.short()))?;
+    let (branch, _) = rest.split_once(" before a verdict (not made by greenlight)")?;
+    Some(Verdict::RevertedByHuman {
+        revert,
+        branch: branch.to_string(),
+        armed,
+    })
+}
+
+fn retype_fail(text: &str, rec: &Recorded<'_>) -> Vec<Verdict> {
+    let mut out = vec![Verdict::Suspended {
+        deadline_ms: rec.deadline_ms,
+    }];
+    if let Some(rest) = text.strip_prefix("attribution: later commit(s) ")
+        && let Some((shorts, _)) = rest.split_once(" changed app ")
+    {
+        let culprits: Option<Vec<CommitId>> = shorts
+            .split(", ")
+            .map(|s| {
+                rec.later_commits
+                    .iter()
+                    .find(|c| c.sha.short() == s)
+                    .map(|c| c.sha.clone())
+            })
+            .collect();
+        if let Some(culprits) = culprits {
+            out.push(Verdict::Attribution {
+                culprits,
+                app: rec.app.clone(),
+            });
+        }
+    }
+    out.extend(human_revert(text, rec, false));
+    let breaker = text
+        .rfind("; breaker open after ")
+        .and_then(|i| {
+            let n = &text[i + "; breaker open after ".len()..];
+            let digits = n.split(' ').next()?;
+            digits.parse::<u32>().ok()
+        })
+        .map(|after| NoRevert::BreakerOpen { after });
+    let withheld = [Some(NoRevert::Shadow), Some(NoRevert::DryRun), breaker]
+        .into_iter()
+        .chain(std::iter::once(
+            rec.arm_blocked.cloned().map(NoRevert::ArmBlocked),
+        ))
+        .flatten();
+    for not_reverted in withheld {
+        let suffix = format!("; {not_reverted}");
+        if let Some(failure) = text.strip_suffix(&suffix) {
+            out.push(Verdict::Failed {
+                failure: Failure::retype(failure, rec),
+                not_reverted,
+            });
+        }
+    }
+    out
+}
+
+fn retype_reverted(text: &str, rec: &Recorded<'_>) -> Vec<Verdict> {
+    let mut out: Vec<Verdict> = human_revert(text, rec, true).into_iter().collect();
+    if let Some(revert) = rec.revert_commit {
+        for (landed, suffix) in [
+            (
+                Landed::Pushed,
+                format!("{REVERTING}; revert {} pushed", revert.short()),
+            ),
+            (
+                Landed::Adopted,
+                format!("{REVERTING}; existing revert {} adopted", revert.short()),
+            ),
+        ] {
+            if let Some(failure) = text.strip_suffix(&suffix) {
+                out.push(Verdict::Reverted {
+                    failure: Failure::retype(failure, rec),
+                    revert: revert.clone(),
+                    landed,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn retype_not_reached(text: &str, rec: &Recorded<'_>) -> Vec<Verdict> {
+    let mut out = vec![Verdict::NotReached(NotReached::AppMissing {
+        deadline_ms: rec.deadline_ms,
+        app: rec.app.clone(),
+    })];
+    let prefix = format!(
+        "not reached within {} of the watch start (app at revision ",
+        human_duration(rec.deadline_ms)
+    );
+    if let Some(rest) = text.strip_prefix(&prefix)
+        && let Some((revision, rest)) = debug_quoted(rest)
+        && let Some(rest) = rest.strip_prefix(", sync ")
+        && let Some((sync, _)) = rest.split_once("): the commit was never deployed")
+    {
+        out.push(Verdict::NotReached(NotReached::NeverSynced {
+            deadline_ms: rec.deadline_ms,
+            revision,
+            sync: if sync == "unknown" { "" } else { sync }.to_string(),
+        }));
+    }
+    out
+}
+
+fn retype_unwatchable(text: &str, rec: &Recorded<'_>) -> Vec<Unwatchable> {
+    let mut out = Vec::new();
+    if let Some(rest) = text.strip_prefix(&format!(
+        "Application {} does not exist after waiting ",
+        rec.app
+    )) && let Some((grace, _)) = rest.split_once(": check the trailer's app name")
+        && let Some(grace_ms) = parse_human_duration(grace)
+    {
+        out.push(Unwatchable::AppMissing {
+            app: rec.app.clone(),
+            grace_ms,
+        });
+    }
+    // An Application's name has no spaces.
+    let Some((app, rest)) = text.strip_prefix("app ").and_then(|t| t.split_once(' ')) else {
+        return out;
+    };
+    let app = app.to_string();
+    if let Some(rest) = rest.strip_prefix("does not deploy from ")
+        && let Some((repo, rest)) = rest.split_once(" (its sources: ")
+        && let Some((sources, _)) = rest.split_once("): this commit can never reach it")
+    {
+        out.push(Unwatchable::NotFromRepo {
+            app: app.clone(),
+            repo: repo.to_string(),
+            sources: if sources == "none" {
+                Vec::new()
+            } else {
+                sources.split(", ").map(str::to_string).collect()
+            },
+        });
+    }
+    if let Some(rest) = rest.strip_prefix("deploys Helm chart ")
+        && let Some((chart, _)) = debug_quoted(rest)
+    {
+        out.push(Unwatchable::HelmChart {
+            app: app.clone(),
+            chart,
+        });
+    }
+    if let Some(rest) = rest.strip_prefix("reports revision ")
+        && let Some((revision, _)) = debug_quoted(rest)
+    {
+        out.push(Unwatchable::NotGitRevision {
+            app: app.clone(),
+            revision,
+        });
+    }
+    if let Some(rest) = rest.strip_prefix("tracks targetRevision ")
+        && let Some((target, rest)) = debug_quoted(rest)
+        && let Some(rest) = rest.strip_prefix(", not the watched branch ")
+        && let Some((branch, _)) = debug_quoted(rest)
+    {
+        out.push(Unwatchable::OtherBranch {
+            app,
+            target,
+            branch,
+        });
+    }
+    out
+}
+
+fn retype_inconclusive(text: &str) -> Vec<Inconclusive> {
+    let mut out = Vec::new();
+    let Some(rest) = text.strip_prefix("inconclusive: ") else {
+        return out;
+    };
+    let last_seen = |s: &str| -> Option<Option<Timestamp>> {
+        if s == "the app was never observed" {
+            return Some(None);
+        }
+        let t = s.strip_prefix("the app was last observed at ")?;
+        Timestamp::parse_rfc3339(t).map(Some)
+    };
+    for (deadline, prefix) in [
+        (Deadline::Reach, "the reach deadline passed but "),
+        (Deadline::Health, "the deadline passed but "),
+    ] {
+        if let Some(r) = rest.strip_prefix(prefix)
+            && let Some(r) = r.strip_suffix("); not reverted")
+            && let Some((seen, stale)) = r.rsplit_once(" (older than ")
+            && let Some(last_observed) = last_seen(seen)
+            && let Some(stale_after_ms) = parse_human_duration(stale)
+        {
+            out.push(Inconclusive::StaleAtDeadline {
+                deadline,
+                last_observed,
+                stale_after_ms,
+            });
+        }
+    }
+    if let Some(r) =
+        rest.strip_prefix("the healthy streak under way at the deadline went unobserved ")
+    {
+        if let Some(r) = r.strip_prefix('(')
+            && let Some(r) = r.strip_suffix("); not reverted")
+            && let Some((seen, stale)) = r.rsplit_once(", older than ")
+            && let Some(last_observed) = last_seen(seen)
+            && let Some(stale_after_ms) = parse_human_duration(stale)
+        {
+            out.push(Inconclusive::StreakWentStale {
+                last_observed,
+                stale_after_ms,
+            });
+        }
+        if let Some(r) = r.strip_prefix("for ")
+            && let Some(gap) = r.strip_suffix("; not reverted")
+            && let Some(gap_ms) = parse_human_duration(gap)
+        {
+            out.push(Inconclusive::StreakGap { gap_ms });
+        }
+    }
+    out
+}
+
+/// A string as `{:?}` writes it, at the start of `s`: its value and the text after it. Only the
+/// escapes `{:?}` writes for printable text and common controls are read; anything else is not
+/// a match (the caller then keeps the words as recorded).
+fn debug_quoted(s: &str) -> Option<(String, &str)> {
+    let mut chars = s.strip_prefix('"')?.char_indices();
+    let mut out = String::new();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some((out, &s[1 + i + 1..])),
+            '\\' => {
+                let (_, e) = chars.next()?;
+                out.push(match e {
+                    '"' => '"',
+                    '\\' => '\\',
+                    '\'' => '\'',
+                    'n' => '\n',
+                    't' => '\t',
+                    'r' => '\r',
+                    '0' => '\0',
+                    _ => return None,
+                });
+            }
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app() -> AppRef {
+        AppRef {
+            namespace: None,
+            name: "web".into(),
+        }
+    }
+
+    fn rec<'a>(app: &'a AppRef, revert: Option<&'a CommitId>) -> Recorded<'a> {
+        Recorded {
+            deadline_ms: 60_000,
+            app,
+            arm_blocked: None,
+            later_commits: &[],
+            revert_commit: revert,
+        }
+    }
+
+    #[test]
+    fn debug_quoted_reads_what_debug_writes() {
+        for s in [
+            "",
+            "1.2.3",
+            "a \"quoted\" \\ word",
+            "tab\there",
+            "line\nbreak",
+            "é ü",
+        ] {
+            let text = format!("{s:?} and after");
+            assert_eq!(
+                debug_quoted(&text),
+                Some((s.to_string(), " and after")),
+                "{text}"
+            );
+        }
+        assert_eq!(debug_quoted("no quote"), None);
+        assert_eq!(debug_quoted("\"unterminated"), None);
+    }
+
+    #[test]
+    fn words_no_variant_says_exactly_are_kept_as_recorded() {
+        let a = app();
+        let r = rec(&a, None);
+        for (state, text) in [
+            (State::Fail, "something an older greenlight said"),
+            (
+                State::Confirmed,
+                "confirmed: reached and healthy without a break for ever",
+            ),
+            (
+                State::Inconclusive,
+                "inconclusive: the deadline passed but who knows",
+            ),
+            // The right words for another app: not this watch's verdict.
+            (
+                State::NotReached,
+                "not reached within 60s of the watch start: Application api does not exist; check the trailer's app name; nothing reverted",
+            ),
+        ] {
+            let v = Verdict::retype(state, text, &r);
+            assert!(matches!(v, Verdict::Recorded { .. }), "{text}: {v:?}");
+            assert_eq!(v.to_string(), text);
+            assert_eq!(v.state(), state);
+        }
+    }
+
+    #[test]
+    fn a_human_revert_needs_the_recorded_revert_commit() {
+        let a = app();
+        let revert = CommitId::parse(&"ab".repeat(20)).unwrap();
+        let v = Verdict::RevertedByHuman {
+            revert: revert.clone(),
+            branch: "main".into(),
+            armed: true,
+        };
+        let text = v.to_string();
+        assert_eq!(
+            Verdict::retype(State::Reverted, &text, &rec(&a, Some(&revert))),
+            v
+        );
+        assert!(matches!(
+            Verdict::retype(State::Reverted, &text, &rec(&a, None)),
+            Verdict::Recorded { .. }
+        ));
+    }
+}

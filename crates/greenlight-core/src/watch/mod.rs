@@ -1,0 +1,570 @@
+//! One watched (commit, app) pair through its life (`docs/verdicts.md#states`): the data that
+//! means something in each phase lives in that phase, and the methods here are the only way
+//! from one phase to the next. The judge decides *when* a watch moves; this module makes sure
+//! it can only move as the states table allows and that no phase carries another's leftovers
+//! (a pending revert is its own phase, not a flag on a verdict). It never decides a verdict,
+//! reads a clock or words a reason (that is [`crate::reason`]).
+
+mod flat;
+
+pub use flat::{FlatError, FlatWatch};
+
+use crate::commit::CommitId;
+use crate::directive::{AppRef, Directive, Mode};
+use crate::event::Evidence;
+use crate::judge::{CommitInfo, RevertOutcome};
+use crate::reason::{ArmBlocked, Failure, Landed, Reason, Verdict};
+use crate::snapshot::{Health, ReachCandidate, SourcePaths};
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// What `status`, the state file and every event report about a watch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum State {
+    WaitingReach,
+    Judging,
+    Confirmed,
+    Fail,
+    Reverted,
+    NotReached,
+    ErrorUnwatchable,
+    Inconclusive,
+    RevertFailed,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::WaitingReach => "WAITING_REACH",
+            State::Judging => "JUDGING",
+            State::Confirmed => "CONFIRMED",
+            State::Fail => "FAIL",
+            State::Reverted => "REVERTED",
+            State::NotReached => "NOT_REACHED",
+            State::ErrorUnwatchable => "ERROR_UNWATCHABLE",
+            State::Inconclusive => "INCONCLUSIVE",
+            State::RevertFailed => "REVERT_FAILED",
+        }
+    }
+    pub fn parse(s: &str) -> Option<State> {
+        [
+            State::WaitingReach,
+            State::Judging,
+            State::Confirmed,
+            State::Fail,
+            State::Reverted,
+            State::NotReached,
+            State::ErrorUnwatchable,
+            State::Inconclusive,
+            State::RevertFailed,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
+    }
+    /// A verdict was reached (a FAIL whose revert is pending included).
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, State::WaitingReach | State::Judging)
+    }
+}
+
+/// What greenlight last saw of the app, kept for messages and `status`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seen {
+    pub health: Option<Health>,
+    pub sync: String,
+    pub revision: String,
+    pub operation: Option<String>,
+    pub unhealthy_resources: Vec<String>,
+    pub resource_health_source: Option<String>,
+    pub why_not_healthy: Option<String>,
+}
+
+impl Seen {
+    pub(crate) fn evidence(&self) -> Evidence {
+        Evidence {
+            health: self.health.map(|h| h.as_str().to_string()),
+            sync: (!self.sync.is_empty()).then(|| self.sync.clone()),
+            revision: (!self.revision.is_empty()).then(|| self.revision.clone()),
+            operation: self.operation.clone(),
+            unhealthy_resources: self.unhealthy_resources.clone(),
+            resource_health_source: self.resource_health_source.clone(),
+        }
+    }
+}
+
+/// A commit that arrived after a watched one, kept for attribution.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaterCommit {
+    pub sha: CommitId,
+    pub changed_paths: Vec<String>,
+}
+
+/// Where a watch is in its life, and what is known there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// `WAITING_REACH`.
+    WaitingReach(Waiting),
+    /// `JUDGING`.
+    Judging(Judging),
+    /// `FAIL` in arm mode with its revert requested and not yet reported back; a restart
+    /// issues it again (`docs/verdicts.md#adoption`).
+    Reverting(Reverting),
+    /// A verdict; nothing changes this watch any more.
+    Finished(Finished),
+}
+
+/// Waiting for reach.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Waiting {
+    /// Since when the app has been absent (the unknown-app grace counts from here).
+    pub absent_since: Option<Timestamp>,
+}
+
+/// Reached; health and stability are being judged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Judging {
+    /// When greenlight observed the reach: the health deadline counts from here.
+    pub reached_at: Timestamp,
+    pub reach: ReachCandidate,
+    pub absent_since: Option<Timestamp>,
+    pub streak: Streak,
+    /// A failed sync containing the commit was reported (once per watch).
+    pub reported_sync_failure: bool,
+}
+
+/// The healthy streak (`docs/verdicts.md#stability`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Streak {
+    NotUnderWay,
+    UnderWay {
+        since: Timestamp,
+    },
+    /// The health deadline passed during this streak: it may still complete; a break fails.
+    UnderWayAtDeadline {
+        since: Timestamp,
+    },
+    /// The streak under way at the deadline broke: the FAIL is due (the judge decides it in
+    /// the same step).
+    BrokeAfterDeadline,
+}
+
+impl Streak {
+    pub fn since(self) -> Option<Timestamp> {
+        match self {
+            Streak::UnderWay { since } | Streak::UnderWayAtDeadline { since } => Some(since),
+            Streak::NotUnderWay | Streak::BrokeAfterDeadline => None,
+        }
+    }
+    pub fn deadline_passed(self) -> bool {
+        matches!(
+            self,
+            Streak::UnderWayAtDeadline { .. } | Streak::BrokeAfterDeadline
+        )
+    }
+}
+
+/// FAIL, revert requested.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reverting {
+    pub failure: Failure,
+    /// The verdict's time (the revert's own outcome is in the event log).
+    pub at: Timestamp,
+    /// What was known when the verdict came.
+    pub judged: Judging,
+}
+
+/// A verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finished {
+    pub verdict: Verdict,
+    /// The verdict's time.
+    pub at: Timestamp,
+    /// The live phase as it was when the verdict came, kept for `status` and the state file;
+    /// the judge never reads it.
+    pub ended: Live,
+}
+
+/// A live phase, as a finished watch remembers it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Live {
+    WaitingReach(Waiting),
+    Judging(Judging),
+}
+
+/// One watched (commit, app) pair and everything the judge needs to resume it after a restart.
+/// The identity is public (it never changes after the start); the rest is read through
+/// accessors and changed only by the transitions below.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Watch {
+    /// `<commit>:<index of the trailer in the commit>`.
+    pub id: String,
+    pub commit: CommitId,
+    pub subject: String,
+    pub app: AppRef,
+    pub mode: Mode,
+    /// Started in dry-run: judged only, whatever a later start says (`docs/verdicts.md#dry-run`).
+    pub dry_run: bool,
+    pub deadline_ms: i64,
+    pub watch_started_at: Timestamp,
+    /// Files the watched commit changed.
+    pub own_paths: Vec<String>,
+    phase: Phase,
+    /// The last time the app was successfully observed (present or absent).
+    last_observed_at: Option<Timestamp>,
+    seen: Seen,
+    later_commits: Vec<LaterCommit>,
+    source_paths: Option<SourcePaths>,
+    /// Why arm was downgraded to shadow for this watch, once known.
+    arm_blocked: Option<ArmBlocked>,
+    warned_auto_sync_off: bool,
+}
+
+impl Watch {
+    // ----------------------------------------------------------------------- reading
+
+    pub fn phase(&self) -> &Phase {
+        &self.phase
+    }
+
+    pub fn state(&self) -> State {
+        match &self.phase {
+            Phase::WaitingReach(_) => State::WaitingReach,
+            Phase::Judging(_) => State::Judging,
+            Phase::Reverting(_) => State::Fail,
+            Phase::Finished(f) => f.verdict.state(),
+        }
+    }
+
+    /// Why the watch is where it is; `to_string()` gives the words `status` shows.
+    pub fn reason(&self) -> Reason<'_> {
+        match &self.phase {
+            Phase::WaitingReach(_) => Reason::WaitingReach,
+            Phase::Judging(_) => Reason::Judging,
+            Phase::Reverting(r) => Reason::Reverting(&r.failure),
+            Phase::Finished(f) => Reason::Verdict(&f.verdict),
+        }
+    }
+
+    /// Still waiting for reach or being judged: observations, commits and time can move it.
+    pub fn is_live(&self) -> bool {
+        matches!(self.phase, Phase::WaitingReach(_) | Phase::Judging(_))
+    }
+
+    /// The deadline that decides next: watch start + deadline while waiting, reach + deadline
+    /// while judging; none once a verdict is in.
+    pub fn deadline_at(&self) -> Option<Timestamp> {
+        match &self.phase {
+            Phase::WaitingReach(_) => Some(self.watch_started_at.plus_ms(self.deadline_ms)),
+            Phase::Judging(j) => Some(j.reached_at.plus_ms(self.deadline_ms)),
+            Phase::Reverting(_) | Phase::Finished(_) => None,
+        }
+    }
+
+    /// The judging data: live, or as it was when the verdict came.
+    fn judged(&self) -> Option<&Judging> {
+        match &self.phase {
+            Phase::Judging(j)
+            | Phase::Reverting(Reverting { judged: j, .. })
+            | Phase::Finished(Finished {
+                ended: Live::Judging(j),
+                ..
+            }) => Some(j),
+            Phase::WaitingReach(_)
+            | Phase::Finished(Finished {
+                ended: Live::WaitingReach(_),
+                ..
+            }) => None,
+        }
+    }
+
+    fn waiting_absent_since(&self) -> Option<Timestamp> {
+        match &self.phase {
+            Phase::WaitingReach(w)
+            | Phase::Finished(Finished {
+                ended: Live::WaitingReach(w),
+                ..
+            }) => w.absent_since,
+            _ => None,
+        }
+    }
+
+    // The accessors below answer for a finished watch as it was when its verdict came.
+
+    pub fn reached_at(&self) -> Option<Timestamp> {
+        self.judged().map(|j| j.reached_at)
+    }
+    pub fn reach(&self) -> Option<&ReachCandidate> {
+        self.judged().map(|j| &j.reach)
+    }
+    pub fn healthy_since(&self) -> Option<Timestamp> {
+        self.judged().and_then(|j| j.streak.since())
+    }
+    /// The health deadline passed while a healthy streak was under way.
+    pub fn deadline_passed(&self) -> bool {
+        self.judged().is_some_and(|j| j.streak.deadline_passed())
+    }
+    pub fn reported_sync_failure(&self) -> bool {
+        self.judged().is_some_and(|j| j.reported_sync_failure)
+    }
+    pub fn app_absent_since(&self) -> Option<Timestamp> {
+        self.judged()
+            .map(|j| j.absent_since)
+            .unwrap_or_else(|| self.waiting_absent_since())
+    }
+
+    /// The failure whose revert is requested and not yet reported back.
+    pub fn reverting(&self) -> Option<&Failure> {
+        match &self.phase {
+            Phase::Reverting(r) => Some(&r.failure),
+            _ => None,
+        }
+    }
+    pub fn revert_pending(&self) -> bool {
+        self.reverting().is_some()
+    }
+    pub fn verdict(&self) -> Option<&Verdict> {
+        match &self.phase {
+            Phase::Finished(f) => Some(&f.verdict),
+            _ => None,
+        }
+    }
+    /// When the verdict came (for a revert, when it was decided).
+    pub fn finished_at(&self) -> Option<Timestamp> {
+        match &self.phase {
+            Phase::Reverting(r) => Some(r.at),
+            Phase::Finished(f) => Some(f.at),
+            _ => None,
+        }
+    }
+    /// The revert of this commit on the branch: greenlight's (pushed or adopted) or a human's.
+    pub fn revert_commit(&self) -> Option<&CommitId> {
+        self.verdict().and_then(Verdict::revert_commit)
+    }
+
+    pub fn last_observed_at(&self) -> Option<Timestamp> {
+        self.last_observed_at
+    }
+    pub fn seen(&self) -> &Seen {
+        &self.seen
+    }
+    pub fn later_commits(&self) -> &[LaterCommit] {
+        &self.later_commits
+    }
+    pub fn source_paths(&self) -> Option<&SourcePaths> {
+        self.source_paths.as_ref()
+    }
+    pub fn arm_blocked(&self) -> Option<&ArmBlocked> {
+        self.arm_blocked.as_ref()
+    }
+    pub fn warned_auto_sync_off(&self) -> bool {
+        self.warned_auto_sync_off
+    }
+
+    // ------------------------------------------------------------------- transitions
+
+    pub(crate) fn start(
+        id: String,
+        commit: &CommitInfo,
+        d: Directive,
+        dry_run: bool,
+        now: Timestamp,
+    ) -> Watch {
+        Watch {
+            id,
+            commit: commit.sha.clone(),
+            subject: commit.subject.clone(),
+            app: d.app,
+            mode: d.mode,
+            dry_run,
+            deadline_ms: d.deadline_ms,
+            watch_started_at: now,
+            own_paths: commit.changed_paths.clone(),
+            phase: Phase::WaitingReach(Waiting::default()),
+            last_observed_at: None,
+            seen: Seen::default(),
+            later_commits: Vec::new(),
+            source_paths: None,
+            arm_blocked: None,
+            warned_auto_sync_off: false,
+        }
+    }
+
+    /// Observed at `at` (present or absent), or vouched for up to then.
+    pub(crate) fn observed(&mut self, at: Timestamp) {
+        self.last_observed_at = Some(at);
+    }
+    pub(crate) fn saw(&mut self, seen: Seen) {
+        self.seen = seen;
+    }
+    pub(crate) fn saw_health(&mut self, why_not_healthy: Option<String>) {
+        self.seen.why_not_healthy = why_not_healthy;
+    }
+    pub(crate) fn learned_source_paths(&mut self, paths: SourcePaths) {
+        self.source_paths = Some(paths);
+    }
+    pub(crate) fn later_commit(&mut self, c: LaterCommit) {
+        self.later_commits.push(c);
+    }
+    pub(crate) fn block_arm(&mut self, why: ArmBlocked) {
+        self.arm_blocked = Some(why);
+    }
+    pub(crate) fn warned_auto_sync(&mut self) {
+        self.warned_auto_sync_off = true;
+    }
+
+    fn live_absent_since(&mut self) -> Option<&mut Option<Timestamp>> {
+        match &mut self.phase {
+            Phase::WaitingReach(w) => Some(&mut w.absent_since),
+            Phase::Judging(j) => Some(&mut j.absent_since),
+            Phase::Reverting(_) | Phase::Finished(_) => None,
+        }
+    }
+
+    /// The app was found absent; true when it was not absent before (the grace starts now).
+    pub(crate) fn absent(&mut self, at: Timestamp) -> bool {
+        match self.live_absent_since() {
+            Some(since @ None) => {
+                *since = Some(at);
+                true
+            }
+            _ => false,
+        }
+    }
+    pub(crate) fn present(&mut self) {
+        if let Some(since) = self.live_absent_since() {
+            *since = None;
+        }
+    }
+
+    /// WAITING_REACH → JUDGING.
+    pub(crate) fn reached(&mut self, reach: ReachCandidate, at: Timestamp) -> bool {
+        let Phase::WaitingReach(Waiting { absent_since }) = self.phase else {
+            return false;
+        };
+        self.phase = Phase::Judging(Judging {
+            reached_at: at,
+            reach,
+            absent_since,
+            streak: Streak::NotUnderWay,
+            reported_sync_failure: false,
+        });
+        true
+    }
+
+    pub(crate) fn reported_sync_failure_now(&mut self) {
+        if let Phase::Judging(j) = &mut self.phase {
+            j.reported_sync_failure = true;
+        }
+    }
+
+    /// A healthy observation while judging; true when it starts a streak. A streak that broke
+    /// after the deadline is not restarted: its FAIL is due.
+    pub(crate) fn healthy_at(&mut self, at: Timestamp) -> bool {
+        match &mut self.phase {
+            Phase::Judging(j) if j.streak == Streak::NotUnderWay => {
+                j.streak = Streak::UnderWay { since: at };
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The streak under way (if any) broke; true when there was one.
+    pub(crate) fn streak_broke(&mut self) -> bool {
+        let Phase::Judging(j) = &mut self.phase else {
+            return false;
+        };
+        match j.streak {
+            Streak::UnderWay { .. } => j.streak = Streak::NotUnderWay,
+            Streak::UnderWayAtDeadline { .. } => j.streak = Streak::BrokeAfterDeadline,
+            Streak::NotUnderWay | Streak::BrokeAfterDeadline => return false,
+        }
+        true
+    }
+
+    /// The health deadline passed during the streak under way.
+    pub(crate) fn streak_outlived_deadline(&mut self) -> bool {
+        match &mut self.phase {
+            Phase::Judging(j) => match j.streak {
+                Streak::UnderWay { since } => {
+                    j.streak = Streak::UnderWayAtDeadline { since };
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    fn take_live(&mut self) -> Option<Live> {
+        let placeholder = Phase::WaitingReach(Waiting::default());
+        match std::mem::replace(&mut self.phase, placeholder) {
+            Phase::WaitingReach(w) => Some(Live::WaitingReach(w)),
+            Phase::Judging(j) => Some(Live::Judging(j)),
+            other => {
+                self.phase = other;
+                None
+            }
+        }
+    }
+
+    /// A live watch gets its verdict. False (and nothing changes) when it already had one.
+    pub(crate) fn finish(&mut self, verdict: Verdict, at: Timestamp) -> bool {
+        let Some(ended) = self.take_live() else {
+            return false;
+        };
+        self.phase = Phase::Finished(Finished { verdict, at, ended });
+        true
+    }
+
+    /// JUDGING → FAIL with a revert requested.
+    pub(crate) fn revert_requested(&mut self, failure: Failure, at: Timestamp) -> bool {
+        let Phase::Judging(_) = &self.phase else {
+            return false;
+        };
+        let Some(Live::Judging(judged)) = self.take_live() else {
+            return false;
+        };
+        self.phase = Phase::Reverting(Reverting {
+            failure,
+            at,
+            judged,
+        });
+        true
+    }
+
+    /// The executor reported back on the requested revert: REVERTED or REVERT_FAILED, with the
+    /// verdict's time kept. False when no revert was pending.
+    pub(crate) fn revert_done(&mut self, outcome: &RevertOutcome) -> bool {
+        let placeholder = Phase::WaitingReach(Waiting::default());
+        let r = match std::mem::replace(&mut self.phase, placeholder) {
+            Phase::Reverting(r) => r,
+            other => {
+                self.phase = other;
+                return false;
+            }
+        };
+        let verdict = match outcome {
+            RevertOutcome::Pushed { revert } => Verdict::Reverted {
+                failure: r.failure,
+                revert: revert.clone(),
+                landed: Landed::Pushed,
+            },
+            RevertOutcome::Adopted { revert } => Verdict::Reverted {
+                failure: r.failure,
+                revert: revert.clone(),
+                landed: Landed::Adopted,
+            },
+            RevertOutcome::Failed { message } => Verdict::RevertFailed {
+                message: message.clone(),
+            },
+        };
+        self.phase = Phase::Finished(Finished {
+            verdict,
+            at: r.at,
+            ended: Live::Judging(r.judged),
+        });
+        true
+    }
+}
