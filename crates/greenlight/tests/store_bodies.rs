@@ -81,13 +81,18 @@ fn recorded_watch_bodies_load_and_are_written_back_byte_for_byte() {
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .unwrap();
+        // The record format comes first; the rest is the body as greenlight always wrote it.
+        let written = written
+            .strip_prefix("{\"format\":1,")
+            .map(|rest| format!("{{{rest}"))
+            .unwrap_or(written);
         assert_eq!(&written, body, "{label}");
         assert_eq!(state, v["state"].as_str().unwrap(), "{label}");
     }
 }
 
 #[test]
-fn a_body_that_contradicts_its_state_is_reported_as_corrupt_naming_the_watch() {
+fn a_body_that_contradicts_its_state_is_refused_naming_the_watch() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     let store = Store::open_or_create(&path).unwrap();
@@ -104,7 +109,7 @@ fn a_body_that_contradicts_its_state_is_reported_as_corrupt_naming_the_watch() {
     .unwrap();
     let err = format!("{:#}", store.load().err().expect("refused"));
     assert!(
-        err.contains("watch w in") && err.contains("corrupt"),
+        err.contains("watch w in") && err.contains("cannot be read"),
         "{err}"
     );
     assert!(err.contains("JUDGING"), "says what contradicts: {err}");

@@ -421,13 +421,15 @@ fn watch_with(
     revert_pending: bool,
 ) -> Watch {
     let sha = format!("{n:040x}");
-    let judging = state == "JUDGING";
+    // A JUDGING watch, and a FAIL whose revert is pending, reached their app.
+    let judging = state == "JUDGING" || revert_pending;
     let body = json!({
         "id": format!("{sha}:0"), "commit": sha, "subject": "s",
         "app": {"namespace": null, "name": app}, "mode": "arm", "dry_run": false,
         "deadline_ms": 60000, "state": state, "reason": "r", "watch_started_at": started,
         "reached_at": judging.then_some(started), "healthy_since": null, "finished_at": finished,
-        "revert_commit": null, "last_observed_at": null, "app_absent_since": null,
+        "revert_commit": null, "last_observed_at": judging.then_some(started),
+        "app_absent_since": null,
         "reach": judging.then(|| json!({"revision": sha, "via": "OperationSucceeded"})),
         "own_paths": [], "later_commits": [], "source_paths": null,
         "arm_blocked": null, "revert_pending": revert_pending, "deadline_passed": false,
