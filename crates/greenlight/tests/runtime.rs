@@ -356,6 +356,16 @@ impl Harness {
         self.tx.send(msg).await.unwrap();
     }
 
+    /// The stream connects, `web` is healthy at the base commit, and commit 2 with `trailer`
+    /// is pushed: its watch's `watch_started` event.
+    async fn connected_and_watching(&mut self, repo: &FakeRepo, trailer: &str) -> Event {
+        self.send(SourceMsg::Connected).await;
+        self.app_now(deployed(&sha(1), Health::Healthy)).await;
+        repo.push(commit(2, Some(trailer)));
+        self.expect(EventKind::WatchStarted, Duration::from_secs(11))
+            .await
+    }
+
     /// The app changes in Argo CD, and the stream says so.
     async fn app_now(&self, snap: AppSnapshot) {
         *self.world.lock().unwrap() = Some(snap.clone());
@@ -439,12 +449,7 @@ async fn a_commit_that_reaches_and_stays_healthy_is_confirmed_with_the_stream_vo
     let dir = tempfile::tempdir().unwrap();
     let repo = repo_with_base();
     let mut h = Harness::start(repo.clone(), config(dir.path())).await;
-    h.send(SourceMsg::Connected).await;
-    h.app_now(deployed(&sha(1), Health::Healthy)).await;
-    repo.push(commit(2, Some(&trailer(300, "arm"))));
-    let started = h
-        .expect(EventKind::WatchStarted, Duration::from_secs(11))
-        .await;
+    let started = h.connected_and_watching(&repo, &trailer(300, "arm")).await;
     assert_eq!(started.commit.as_deref(), Some(sha(2).as_str()));
     // The source is told what is watched, and the watch's app is read afresh at once.
     assert_eq!(h.log.lock().unwrap().watched[0].name, APP);
@@ -471,11 +476,7 @@ async fn an_armed_commit_degraded_at_its_deadline_is_reverted_once_by_a_job() {
     let dir = tempfile::tempdir().unwrap();
     let repo = repo_with_base();
     let mut h = Harness::start(repo.clone(), config(dir.path())).await;
-    h.send(SourceMsg::Connected).await;
-    h.app_now(deployed(&sha(1), Health::Healthy)).await;
-    repo.push(commit(2, Some(&trailer(60, "arm"))));
-    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
-        .await;
+    h.connected_and_watching(&repo, &trailer(60, "arm")).await;
     h.app_now(deployed(&sha(2), Health::Degraded)).await;
     let reached = h.expect(EventKind::Reached, Duration::from_secs(1)).await;
     let failed = h.expect(EventKind::Failed, Duration::from_secs(61)).await;
@@ -651,10 +652,7 @@ async fn a_revision_the_clone_does_not_have_yet_is_fetched_before_reach_is_decid
     let dir = tempfile::tempdir().unwrap();
     let repo = repo_with_base();
     let mut h = Harness::start(repo.clone(), config(dir.path())).await;
-    h.send(SourceMsg::Connected).await;
-    h.app_now(deployed(&sha(1), Health::Healthy)).await;
-    repo.push(commit(2, Some(&trailer(300, "shadow"))));
-    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+    h.connected_and_watching(&repo, &trailer(300, "shadow"))
         .await;
     // Argo CD already synced a later commit the watchdog has not fetched.
     repo.push(commit(3, None));
@@ -675,10 +673,7 @@ async fn a_restart_resumes_the_watch_from_its_recorded_times() {
     let dir = tempfile::tempdir().unwrap();
     let repo = repo_with_base();
     let mut h = Harness::start(repo.clone(), config(dir.path())).await;
-    h.send(SourceMsg::Connected).await;
-    h.app_now(deployed(&sha(1), Health::Healthy)).await;
-    repo.push(commit(2, Some(&trailer(60, "shadow"))));
-    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+    h.connected_and_watching(&repo, &trailer(60, "shadow"))
         .await;
     h.app_now(deployed(&sha(2), Health::Degraded)).await;
     let reached = h.expect(EventKind::Reached, Duration::from_secs(1)).await;

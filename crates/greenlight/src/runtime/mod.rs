@@ -784,17 +784,7 @@ impl Runtime {
                     .observe(Observation::Present(&snapshot), &ancestry, at);
                 self.apply(effects, None)?;
             }
-            SourceMsg::Absent { app, .. } => {
-                let effects = self.engine.observe(
-                    Observation::Absent {
-                        namespace: app.namespace.as_deref(),
-                        name: &app.name,
-                    },
-                    &Ancestry::default(),
-                    at,
-                );
-                self.apply(effects, None)?;
-            }
+            SourceMsg::Absent { app, .. } => self.observe_absent(&app, at)?,
             SourceMsg::Listed {
                 ticket,
                 present,
@@ -816,15 +806,7 @@ impl Runtime {
                 };
                 self.freshness.forget(ticket);
                 for app in missing {
-                    let effects = self.engine.observe(
-                        Observation::Absent {
-                            namespace: app.namespace.as_deref(),
-                            name: &app.name,
-                        },
-                        &Ancestry::default(),
-                        at,
-                    );
-                    self.apply(effects, None)?;
+                    self.observe_absent(&app, at)?;
                 }
             }
             SourceMsg::ListingFailed { ticket, why } => {
@@ -845,6 +827,16 @@ impl Runtime {
             }
         }
         Ok(Step::Done)
+    }
+
+    /// The app does not exist (deleted, not found, or missing from a complete listing).
+    fn observe_absent(&mut self, app: &AppRef, at: Timestamp) -> Result<()> {
+        let absent = Observation::Absent {
+            namespace: app.namespace.as_deref(),
+            name: &app.name,
+        };
+        let effects = self.engine.observe(absent, &Ancestry::default(), at);
+        self.apply(effects, None)
     }
 
     fn problem(&mut self, why: String) {
