@@ -3,14 +3,20 @@
 # Prints the wall-time ratio, greenlight's MB/s on one core and both peak RSS figures.
 # Not part of the test suite.
 #
-#   bench/lint.sh [DIR]      (default: ../shared/corpus/manifests beside the repository)
+#   bench/lint.sh [DIR]      (default: $GREENLIGHT_CORPUS, else ../shared/corpus/manifests
+#                             beside the repository, as the corpus tests look for it)
 #
 # checkov is installed with pip into a virtualenv when it is not on PATH
 # (CHECKOV_VENV, default /var/tmp/greenlight-checkov-venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/greenlight-target}"
-DIR="$(cd "${1:-../shared/corpus/manifests}" && pwd)"
+WANT="${1:-${GREENLIGHT_CORPUS:-../shared/corpus/manifests}}"
+if [ ! -d "$WANT" ]; then
+  echo "bench/lint.sh: no manifest directory at $WANT; give one: bench/lint.sh DIR (or set GREENLIGHT_CORPUS)" >&2
+  exit 2
+fi
+DIR="$(cd "$WANT" && pwd)"
 RUNS="${RUNS:-3}"
 
 command -v /usr/bin/time >/dev/null || { apt-get update -qq && apt-get install -y -qq time; }
