@@ -156,6 +156,17 @@ pub struct ArgoClient {
     options: ClientOptions,
 }
 
+/// Argo CD reads a bearer token only when it has the shape of a JWT: three non-empty parts
+/// separated by dots (`jwtutil.IsValid`). Any other token is ignored, and the answer is
+/// `401 no session information`.
+pub fn looks_like_jwt(token: &str) -> bool {
+    let parts: Vec<&str> = token.trim().split('.').collect();
+    parts.len() == 3 && parts.iter().all(|p| !p.is_empty())
+}
+
+/// The warning for a token that is not JWT-shaped; it never quotes the token.
+pub const NOT_A_JWT: &str = "the Argo CD token is not JWT-shaped (three dot-separated parts): real Argo CD ignores such a bearer token and answers 401 \"no session information\"; use an account token from `argocd account generate-token`";
+
 impl ArgoClient {
     /// `base_url` is where Argo CD's API server answers (`https://argocd.example.com`, or with a
     /// `--rootpath` prefix). `token` is sent as `Authorization: Bearer`.
@@ -657,6 +668,15 @@ mod tests {
             c.url(&["api", "v1", "applications"], Some("")).as_str(),
             "http://127.0.0.1:1/argocd/api/v1/applications"
         );
+    }
+
+    #[test]
+    fn only_three_dot_separated_parts_look_like_a_jwt() {
+        assert!(looks_like_jwt("aaa.bbb.ccc"));
+        assert!(looks_like_jwt(" aaa.bbb.ccc\n"));
+        for t in ["", "plain-token", "a.b", "a..c", "a.b.c.d", ".b.c"] {
+            assert!(!looks_like_jwt(t), "{t}");
+        }
     }
 
     #[test]

@@ -7,7 +7,9 @@ pub mod model;
 pub mod snapshot;
 pub mod source;
 
-pub use client::{ArgoClient, ArgoError, ClientOptions, EventKind, ItemError, StreamEvent};
+pub use client::{
+    ArgoClient, ArgoError, ClientOptions, EventKind, ItemError, NOT_A_JWT, StreamEvent, looks_like_jwt,
+};
 pub use model::{Application, ResourceTree};
 pub use snapshot::{needs_resource_tree, snapshot};
 pub use source::{ArgoSource, repo_spelling};

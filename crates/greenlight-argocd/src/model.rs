@@ -53,6 +53,9 @@ pub struct ApplicationSpec {
     #[serde(deserialize_with = "nullable")]
     pub sources: Vec<ApplicationSource>,
     pub sync_policy: Option<SyncPolicy>,
+    /// Set when the app syncs from a branch that Argo CD's source hydrator writes; its content
+    /// does not matter to greenlight, only that it is there.
+    pub source_hydrator: Option<serde_json::Value>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
@@ -216,12 +219,18 @@ pub struct Operation {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 pub struct SyncOperation {
     #[serde(deserialize_with = "nullable")]
     pub revision: String,
     #[serde(deserialize_with = "nullable")]
     pub revisions: Vec<String>,
+    /// A dry run applies nothing, yet its operation ends `Succeeded`.
+    #[serde(deserialize_with = "nullable")]
+    pub dry_run: bool,
+    /// A partial sync (only these resources); it too ends `Succeeded`.
+    #[serde(deserialize_with = "nullable")]
+    pub resources: Vec<ResourceRef>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]

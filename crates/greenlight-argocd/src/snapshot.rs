@@ -9,7 +9,7 @@ use greenlight_core::paths::normalize_path;
 use greenlight_core::repo_url::RepoUrl;
 use greenlight_core::snapshot::{
     AppSnapshot, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
-    SourceFacts, SourcePaths, UnhealthyResource,
+    SourceFacts, SourcePaths, UnhealthyResource, is_git_sha,
 };
 use greenlight_core::time::Timestamp;
 use std::collections::BTreeSet;
@@ -25,6 +25,8 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
     let status = &app.status;
     let spec = layout(app.spec.source.as_ref(), &app.spec.sources);
 
+    // What Argo CD reports before it resolved a revision: the requested `HEAD` or branch.
+    let unresolved = unresolved_names(spec.as_ref(), &repo);
     let op = status.operation_state.as_ref();
     let operation_running = app.operation.as_ref().is_some_and(|v| !v.is_null())
         || op.is_some_and(|o| matches!(o.phase.as_str(), "Running" | "Terminating"));
@@ -36,6 +38,7 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
             &status.sync.revision,
             &status.sync.revisions,
             &repo,
+            &unresolved,
         )
     });
     let result_revs = match (op.and_then(|o| o.sync_result.as_ref()), spec.as_ref()) {
@@ -45,9 +48,13 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
             &r.revision,
             &r.revisions,
             &repo,
+            &unresolved,
         ),
         _ => Vec::new(),
     };
+    let requested = op.and_then(|o| o.operation.as_ref()).and_then(|o| o.sync.as_ref());
+    let dry_run = requested.is_some_and(|s| s.dry_run);
+    let partial = requested.is_some_and(|s| !s.resources.is_empty());
 
     let mut reach_candidates = Vec::new();
     let mut push = |revision: &str, via: ReachVia| {
@@ -59,7 +66,9 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
             reach_candidates.push(c);
         }
     };
-    if let Some(o) = op {
+    // A dry run or a partial sync ends `Succeeded` without applying the revision: neither its
+    // success nor its failure says anything about the commit as a whole.
+    if let Some(o) = op.filter(|_| !dry_run && !partial) {
         match o.phase.as_str() {
             "Succeeded" => result_revs
                 .iter()
@@ -92,6 +101,7 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
                 &h.revision,
                 &h.revisions,
                 &repo,
+                &unresolved,
             );
             for r in revs {
                 push(&r, ReachVia::History { id: h.id });
@@ -145,6 +155,8 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
         revision: result_revs.first().cloned().unwrap_or_default(),
         started_at: Timestamp::parse_rfc3339(&o.started_at),
         finished_at: Timestamp::parse_rfc3339(&o.finished_at),
+        dry_run,
+        partial,
     });
 
     let (unhealthy_resources, resource_health_source) = unhealthy_resources(app, tree);
@@ -153,7 +165,21 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
     // operation finished describes the cluster before that sync.
     let reconciled = Timestamp::parse_rfc3339(&status.reconciled_at);
     let finished = op.and_then(|o| Timestamp::parse_rfc3339(&o.finished_at));
-    let health_stale = matches!((reconciled, finished), (Some(r), Some(f)) if r < f);
+    // Both are whole seconds. Equal, the reconcile may have started before the operation ended
+    // (Argo CD publishes `Succeeded` with the previous reconcile's sync and health): when that
+    // comparison was at another revision than the operation applied, it is that earlier one.
+    let compared_elsewhere = op.is_some_and(|o| o.phase == "Succeeded")
+        && matches!((sync_revs.first(), result_revs.first()), (Some(c), Some(a)) if c != a);
+    let health_stale = match (reconciled, finished) {
+        (Some(r), Some(f)) => r < f || (r == f && compared_elsewhere),
+        _ => false,
+    };
+    let comparison_error = status
+        .conditions
+        .iter()
+        .find(|c| c.kind == "ComparisonError")
+        .map(|c| c.message.clone());
+    let source_hydrator = app.spec.source_hydrator.as_ref().is_some_and(|v| !v.is_null());
 
     let automated_sync = app
         .spec
@@ -177,7 +203,28 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
         health_stale,
         automated_sync,
         reach_candidates,
+        comparison_error,
+        source_hydrator,
     }
+}
+
+/// The names a revision field holds before Argo CD resolved it to a commit: `HEAD`, and the
+/// `targetRevision` of each source from the watched repository (a branch or tag name).
+fn unresolved_names(spec: Option<&Layout<'_>>, repo: &RepoUrl) -> Vec<String> {
+    let mut names = vec!["HEAD".to_string()];
+    for s in spec.map(Layout::sources).unwrap_or_default() {
+        let t = s.target_revision.trim();
+        // A chart version is what a Helm repository source resolves to, not a request.
+        if same_repo(s, repo)
+            && s.chart.is_empty()
+            && !t.is_empty()
+            && !is_git_sha(t)
+            && !names.iter().any(|n| n == t)
+        {
+            names.push(t.to_string());
+        }
+    }
+    names
 }
 
 /// Whether per-resource health must come from the resource tree: Argo CD ≥ 3.0 says so with
@@ -307,6 +354,7 @@ fn record_revisions(
     single: &str,
     multi: &[String],
     repo: &RepoUrl,
+    unresolved: &[String],
 ) -> Vec<String> {
     let revs: Vec<String> = match own.as_ref().unwrap_or(spec) {
         Layout::Single(s) if same_repo(s, repo) => vec![single.to_string()],
@@ -319,7 +367,10 @@ fn record_revisions(
             .collect(),
     };
     let mut out: Vec<String> = Vec::new();
-    for r in revs.into_iter().filter(|r| !r.is_empty()) {
+    for r in revs
+        .into_iter()
+        .filter(|r| !r.is_empty() && !unresolved.contains(r))
+    {
         if !out.contains(&r) {
             out.push(r);
         }

@@ -204,6 +204,13 @@ impl Worker {
                 })
                 .await
             }
+            Err(e) if e.http_status() == Some(403) => {
+                let why = format!(
+                    "Application {app} is absent or not permitted to this token (Argo CD answers 403 permission denied for both); a listing decides whether it exists"
+                );
+                self.send(SourceMsg::Problem(Problem::AbsentOrForbidden { app, why }))
+                    .await
+            }
             Err(e) => {
                 let why = format!("reading Application {} failed: {e}", app.name);
                 self.send(SourceMsg::Problem(Problem::ReadFailed {

@@ -15,6 +15,7 @@ pub enum EventKind {
     AppNotFound,
     ArmDowngraded,
     AutoSyncOff,
+    ComparisonError,
     Reached,
     SyncFailed,
     HealthyStreakStarted,
@@ -44,6 +45,7 @@ impl EventKind {
             EventKind::AppNotFound => "app_not_found",
             EventKind::ArmDowngraded => "arm_downgraded",
             EventKind::AutoSyncOff => "auto_sync_off",
+            EventKind::ComparisonError => "comparison_error",
             EventKind::Reached => "reached",
             EventKind::SyncFailed => "sync_failed",
             EventKind::HealthyStreakStarted => "healthy_streak_started",
@@ -65,6 +67,20 @@ impl EventKind {
         }
     }
 
+    /// `warn` for what an operator should look at (the human line's `!` and the breaker),
+    /// `info` for the ordinary course of a watch.
+    pub fn level(self) -> &'static str {
+        match self.marker() {
+            "   !" | "BRKR" => "warn",
+            _ => match self {
+                EventKind::AutoSyncOff | EventKind::ArmDowngraded | EventKind::AppNotFound => {
+                    "warn"
+                }
+                _ => "info",
+            },
+        }
+    }
+
     /// A short marker for the human line, so outcomes can be told apart at a glance.
     fn marker(self) -> &'static str {
         match self {
@@ -80,6 +96,7 @@ impl EventKind {
             | EventKind::Unwatchable
             | EventKind::Inconclusive
             | EventKind::RevertFailed
+            | EventKind::ComparisonError
             | EventKind::DirectiveRejected => "   !",
             EventKind::BreakerOpened | EventKind::BreakerBlocked | EventKind::BreakerReset => {
                 "BRKR"
@@ -142,11 +159,12 @@ impl Event {
         line
     }
 
-    /// One JSON object: `time` (RFC 3339 UTC), `event`, `commit`, `app`, `state`, `message`,
-    /// `evidence` {health, sync, revision, …}.
+    /// One JSON object: `time` (RFC 3339 UTC), `level` (`info` or `warn`), `event`, `commit`,
+    /// `app`, `state`, `message`, `evidence` {health, sync, revision, …}.
     pub fn json_line(&self) -> String {
         serde_json::json!({
             "time": self.time.rfc3339(),
+            "level": self.event.level(),
             "event": self.event.as_str(),
             "commit": self.commit,
             "app": self.app,

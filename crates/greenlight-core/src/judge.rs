@@ -676,10 +676,17 @@ impl Engine {
         }
         let w = &mut self.watches[i];
         w.observed(now);
+        let render_broke = w.seen().comparison_error.is_none() && snap.comparison_error.is_some();
         w.saw(seen_of(snap));
-
         if let SourceFacts::FromRepo { paths, .. } = &snap.source {
             w.learned_source_paths(paths.clone());
+        }
+        if render_broke && w.state() == State::WaitingReach {
+            let msg = Message::ComparisonError {
+                app: w.app.clone(),
+                message: snap.comparison_error.clone().unwrap_or_default(),
+            };
+            out.push(self.emit(i, EventKind::ComparisonError, msg, now));
         }
         out.extend(self.check_arm(i, snap, now));
         out.extend(self.check_attribution(i, now));
@@ -724,6 +731,9 @@ impl Engine {
     /// once, never after a deadline.
     fn unwatchable(&self, snap: &AppSnapshot) -> Option<Unwatchable> {
         let app = snap.name.clone();
+        if snap.source_hydrator {
+            return Some(Unwatchable::SourceHydrator { app });
+        }
         match &snap.source {
             SourceFacts::NotFromRepo { repos } => Some(Unwatchable::NotFromRepo {
                 app,
@@ -944,6 +954,11 @@ impl Engine {
                         deadline_ms: w.deadline_ms,
                         app: w.app.clone(),
                     }
+                } else if let Some(message) = &w.seen().comparison_error {
+                    NotReached::ComparisonError {
+                        deadline_ms: w.deadline_ms,
+                        message: message.clone(),
+                    }
                 } else {
                     NotReached::NeverSynced {
                         deadline_ms: w.deadline_ms,
@@ -1145,6 +1160,7 @@ fn seen_of(s: &AppSnapshot) -> Seen {
         unhealthy_resources: s.unhealthy_resources.iter().map(|r| r.label()).collect(),
         resource_health_source: Some(s.resource_health_source.as_str().to_string()),
         why_not_healthy: healthy(s).err().map(|why| why.to_string()),
+        comparison_error: s.comparison_error.clone(),
     }
 }
 

@@ -82,6 +82,12 @@ pub enum NotReached {
         revision: String,
         sync: String,
     },
+    /// Argo CD could not render the app's manifests when the deadline came (a `ComparisonError`
+    /// condition): it compared nothing and synced nothing.
+    ComparisonError {
+        deadline_ms: i64,
+        message: String,
+    },
 }
 
 /// `ERROR_UNWATCHABLE` (`docs/verdicts.md#unwatchable`). `app` is the Application's name as
@@ -112,6 +118,10 @@ pub enum Unwatchable {
         app: String,
         target: String,
         branch: String,
+    },
+    /// `spec.sourceHydrator`: the app deploys a branch the hydrator writes.
+    SourceHydrator {
+        app: String,
     },
 }
 
@@ -250,6 +260,11 @@ pub enum Message {
     ArmDowngraded(ArmBlocked),
     AutoSyncOff {
         app: AppRef,
+    },
+    /// A `ComparisonError` appeared while the watch waits for reach.
+    ComparisonError {
+        app: AppRef,
+        message: String,
     },
     Reached {
         app: AppRef,
@@ -426,6 +441,14 @@ impl fmt::Display for NotReached {
                 human_duration(*deadline_ms),
                 if sync.is_empty() { "unknown" } else { sync }
             ),
+            NotReached::ComparisonError {
+                deadline_ms,
+                message,
+            } => write!(
+                f,
+                "not reached within {} of the watch start: Argo CD cannot render the app's manifests (ComparisonError: {message}), so it compared and synced nothing; fix the manifests in a later commit, nothing reverted",
+                human_duration(*deadline_ms)
+            ),
         }
     }
 }
@@ -467,6 +490,10 @@ impl fmt::Display for Unwatchable {
             } => write!(
                 f,
                 "app {app} tracks targetRevision {target:?}, not the watched branch {branch:?}: a commit on {branch} does not deploy through it; watch the branch it tracks"
+            ),
+            Unwatchable::SourceHydrator { app } => write!(
+                f,
+                "app {app} syncs through Argo CD's source hydrator (spec.sourceHydrator): it deploys the hydrated branch, not the commits of the watched branch, so reach cannot be proven by ancestry"
             ),
         }
     }
@@ -658,6 +685,10 @@ impl fmt::Display for Message {
             Message::AutoSyncOff { app } => write!(
                 f,
                 "warning: app {app} has automated sync off: a revert pushed to git will not deploy by itself; someone must sync it"
+            ),
+            Message::ComparisonError { app, message } => write!(
+                f,
+                "warning: Argo CD cannot render app {app} (ComparisonError: {message}): no commit reaches it until the manifests render again"
             ),
             Message::Reached {
                 app,
@@ -926,6 +957,18 @@ fn retype_not_reached(text: &str, rec: &Recorded<'_>) -> Vec<Verdict> {
             sync: if sync == "unknown" { "" } else { sync }.to_string(),
         }));
     }
+    let prefix = format!(
+        "not reached within {} of the watch start: Argo CD cannot render the app's manifests (ComparisonError: ",
+        human_duration(rec.deadline_ms)
+    );
+    if let Some(rest) = text.strip_prefix(&prefix)
+        && let Some((message, _)) = rest.rsplit_once("), so it compared and synced nothing")
+    {
+        out.push(Verdict::NotReached(NotReached::ComparisonError {
+            deadline_ms: rec.deadline_ms,
+            message: message.to_string(),
+        }));
+    }
     out
 }
 
@@ -976,6 +1019,9 @@ fn retype_unwatchable(text: &str, rec: &Recorded<'_>) -> Vec<Unwatchable> {
             app: app.clone(),
             revision,
         });
+    }
+    if rest.starts_with("syncs through Argo CD's source hydrator") {
+        out.push(Unwatchable::SourceHydrator { app: app.clone() });
     }
     if let Some(rest) = rest.strip_prefix("tracks targetRevision ")
         && let Some((target, rest)) = debug_quoted(rest)

@@ -162,6 +162,19 @@ pub struct OperationFacts {
     pub revision: String,
     pub started_at: Option<Timestamp>,
     pub finished_at: Option<Timestamp>,
+    /// `operation.sync.dryRun`: nothing was applied, whatever the phase says.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// `operation.sync.resources` named some resources: only those were applied.
+    #[serde(default)]
+    pub partial: bool,
+}
+
+impl OperationFacts {
+    /// A dry run or a partial sync: its `Succeeded` does not mean the revision was applied.
+    pub fn applies_nothing_whole(&self) -> bool {
+        self.dry_run || self.partial
+    }
 }
 
 /// One Application, reduced to what the judge reads.
@@ -186,6 +199,14 @@ pub struct AppSnapshot {
     /// `spec.syncPolicy.automated` present with `enabled` not false.
     pub automated_sync: bool,
     pub reach_candidates: Vec<ReachCandidate>,
+    /// The message of a `ComparisonError` condition: Argo CD could not render the app's
+    /// manifests, so it compared nothing and will sync nothing until a commit fixes them.
+    #[serde(default)]
+    pub comparison_error: Option<String>,
+    /// `spec.sourceHydrator` is set: the app syncs from a branch Argo CD's source hydrator
+    /// writes, not from the commits pushed to the watched branch.
+    #[serde(default)]
+    pub source_hydrator: bool,
 }
 
 impl AppSnapshot {

@@ -34,6 +34,10 @@ pub enum Problem {
     Incomplete { app: AppKey, why: String },
     /// Reading one app failed.
     ReadFailed { app: String, why: String },
+    /// Argo CD refused to read one app: it answers `403 permission denied` both for an app the
+    /// token may not see and for one that does not exist. Whether it exists is for a listing to
+    /// say, never for this answer.
+    AbsentOrForbidden { app: AppRef, why: String },
 }
 
 /// One message from a source, in the order the source learnt it.
@@ -284,6 +288,8 @@ mod tests {
             health_stale: false,
             automated_sync: true,
             reach_candidates: Vec::new(),
+            comparison_error: None,
+            source_hydrator: false,
         };
         SourceMsg::Observed {
             snapshot: Box::new(snapshot),

@@ -640,6 +640,8 @@ impl Sim {
                 revision: rev(a.op_rev),
                 started_at: None,
                 finished_at: None,
+                dry_run: false,
+                partial: false,
             }),
             unhealthy_resources: if a.bad_resource {
                 vec![UnhealthyResource {
@@ -656,6 +658,8 @@ impl Sim {
             health_stale: a.stale,
             automated_sync: a.automated,
             reach_candidates: candidates,
+            comparison_error: None,
+            source_hydrator: false,
         }
     }
 

@@ -245,6 +245,8 @@ fn deployed(rev: &str, health: Health) -> AppSnapshot {
             revision: rev.into(),
             started_at: None,
             finished_at: None,
+            dry_run: false,
+            partial: false,
         }),
         unhealthy_resources: Vec::new(),
         resource_health_source: ResourceHealthSource::Application,
@@ -254,6 +256,8 @@ fn deployed(rev: &str, health: Health) -> AppSnapshot {
             candidate(ReachVia::OperationSucceeded),
             candidate(ReachVia::SyncedRevision),
         ],
+        comparison_error: None,
+        source_hydrator: false,
     }
 }
 

@@ -78,6 +78,9 @@ pub struct Seen {
     pub unhealthy_resources: Vec<String>,
     pub resource_health_source: Option<String>,
     pub why_not_healthy: Option<String>,
+    /// Argo CD's `ComparisonError` message while it stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison_error: Option<String>,
 }
 
 impl Seen {

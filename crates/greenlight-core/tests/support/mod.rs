@@ -119,6 +119,8 @@ impl Snap {
             health_stale: false,
             automated_sync: true,
             reach_candidates: Vec::new(),
+            comparison_error: None,
+            source_hydrator: false,
         })
     }
 
@@ -149,6 +151,8 @@ impl Snap {
             revision: rev.into(),
             started_at: None,
             finished_at: None,
+            dry_run: false,
+            partial: false,
         });
         self.candidate(rev, ReachVia::OperationSucceeded)
             .candidate(rev, ReachVia::SyncedRevision)
@@ -163,6 +167,8 @@ impl Snap {
             revision: rev.into(),
             started_at: None,
             finished_at: None,
+            dry_run: false,
+            partial: false,
         });
         self.candidate(rev, ReachVia::OperationSucceeded)
     }
@@ -186,6 +192,8 @@ impl Snap {
             revision: rev.into(),
             started_at: None,
             finished_at: None,
+            dry_run: false,
+            partial: false,
         });
         self.0.sync_status = "OutOfSync".into();
         self.0.health = Health::Degraded;
@@ -275,6 +283,8 @@ impl Snap {
             revision: rev.into(),
             started_at: None,
             finished_at: None,
+            dry_run: false,
+            partial: false,
         });
         self.candidate(rev, ReachVia::OperationSucceeded)
             .candidate(rev, ReachVia::SyncedRevision)

@@ -288,6 +288,13 @@ impl Runtime {
             ctx.out
                 .plain(&format!("watching {} {} from {}", cfg.repo, s.branch, from));
         }
+        if cfg
+            .argocd_token
+            .as_deref()
+            .is_some_and(|t| !greenlight_argocd::looks_like_jwt(t))
+        {
+            ctx.out.warn(now, greenlight_argocd::NOT_A_JWT);
+        }
         let (jobs_tx, jobs_rx) = mpsc::channel(64);
         Ok(Runtime {
             cfg,
@@ -816,8 +823,18 @@ impl Runtime {
                 self.ctx.out.warn(at, &why);
                 self.problem(why);
             }
+            SourceMsg::Problem(Problem::AbsentOrForbidden { why, .. }) => {
+                // Not a failure of the source: the listing that follows says whether it exists.
+                self.ctx.out.warn(at, &why);
+                if self.listing.is_none() {
+                    let ticket = self.freshness.ticket();
+                    self.listing = Some(ticket);
+                    self.ctx.source.request_listing(ticket);
+                }
+            }
             SourceMsg::Problem(p) => {
                 let why = match p {
+                    Problem::AbsentOrForbidden { why, .. } => why,
                     Problem::Unreadable(why) => why,
                     Problem::Incomplete { why, .. } => why,
                     Problem::ReadFailed { why, .. } => why,

@@ -142,6 +142,9 @@ pub struct SeenRecord {
     pub unhealthy_resources: Vec<String>,
     pub resource_health_source: Option<String>,
     pub why_not_healthy: Option<String>,
+    /// Absent from bodies written before greenlight read Argo CD's conditions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison_error: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -254,6 +257,7 @@ impl From<&Watch> for WatchRecord {
                 unhealthy_resources: w.seen.unhealthy_resources.clone(),
                 resource_health_source: w.seen.resource_health_source.clone(),
                 why_not_healthy: w.seen.why_not_healthy.clone(),
+                comparison_error: w.seen.comparison_error.clone(),
             },
         }
     }
@@ -349,6 +353,7 @@ impl TryFrom<WatchRecord> for Watch {
                 unhealthy_resources: r.seen.unhealthy_resources,
                 resource_health_source: r.seen.resource_health_source,
                 why_not_healthy: r.seen.why_not_healthy,
+                comparison_error: r.seen.comparison_error,
             },
         };
         Ok(Watch::from_flat(flat)?)
