@@ -8,7 +8,8 @@ pub mod snapshot;
 pub mod source;
 
 pub use client::{
-    ArgoClient, ArgoError, ClientOptions, EventKind, ItemError, NOT_A_JWT, StreamEvent, looks_like_jwt,
+    ArgoClient, ArgoError, ClientOptions, EventKind, ItemError, NOT_A_JWT, StreamEvent,
+    looks_like_jwt,
 };
 pub use model::{Application, ResourceTree};
 pub use snapshot::{needs_resource_tree, snapshot};

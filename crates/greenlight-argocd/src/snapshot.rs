@@ -52,7 +52,9 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
         ),
         _ => Vec::new(),
     };
-    let requested = op.and_then(|o| o.operation.as_ref()).and_then(|o| o.sync.as_ref());
+    let requested = op
+        .and_then(|o| o.operation.as_ref())
+        .and_then(|o| o.sync.as_ref());
     let dry_run = requested.is_some_and(|s| s.dry_run);
     let partial = requested.is_some_and(|s| !s.resources.is_empty());
 
@@ -179,7 +181,11 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
         .iter()
         .find(|c| c.kind == "ComparisonError")
         .map(|c| c.message.clone());
-    let source_hydrator = app.spec.source_hydrator.as_ref().is_some_and(|v| !v.is_null());
+    let source_hydrator = app
+        .spec
+        .source_hydrator
+        .as_ref()
+        .is_some_and(|v| !v.is_null());
 
     let automated_sync = app
         .spec

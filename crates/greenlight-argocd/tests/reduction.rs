@@ -558,3 +558,129 @@ fn every_fixture_decodes_and_round_trips_through_the_model() {
     }
     assert!(count >= 15, "{count} fixtures");
 }
+
+// ------------------------------------------------- Argo CD's real behaviours (docs/sandbox-fidelity.md)
+
+/// `out-of-sync-new-revision.json` edited as JSON: `edit` receives the whole Application.
+fn edited(edit: impl FnOnce(&mut serde_json::Value)) -> AppSnapshot {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&fixture("out-of-sync-new-revision.json")).unwrap();
+    edit(&mut v);
+    snapshot(&model::decode(v).unwrap(), None, WATCHED)
+}
+
+#[test]
+fn a_render_failure_reports_the_condition_and_no_revision_of_its_own() {
+    let why = "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = Manifest generation error (cached): apps/web/d.yaml: yaml: line 2: did not find expected key";
+    let s = edited(|v| {
+        v["status"]["sync"]["status"] = "Unknown".into();
+        v["status"]["sync"]["revision"] = "main".into();
+        v["status"]["conditions"] = serde_json::json!([
+            {"type": "ComparisonError", "message": why, "lastTransitionTime": "2026-12-02T09:30:40Z"}
+        ]);
+    });
+    assert_eq!(s.comparison_error.as_deref(), Some(why));
+    assert_eq!(s.sync_status, "Unknown");
+    assert_eq!(s.sync_revision, "", "`main` is the request, not a revision");
+    assert!(!from_repo(&s).2.iter().any(|r| r == "main"));
+    // What was deployed before is still evidence: the last operation and the history.
+    assert_eq!(candidate_revisions(&s), vec![B, A, B]);
+}
+
+#[test]
+fn head_and_the_target_branch_are_unresolved_wherever_they_appear() {
+    for requested in ["HEAD", "main"] {
+        let s = edited(|v| {
+            let op = &mut v["status"]["operationState"];
+            op["phase"] = "Running".into();
+            op["operation"]["sync"]["revision"] = requested.into();
+            op["syncResult"]["revision"] = requested.into();
+            v["status"]["sync"]["revision"] = requested.into();
+        });
+        assert_eq!(
+            s.last_operation.as_ref().unwrap().revision,
+            "",
+            "{requested}"
+        );
+        assert_eq!(s.sync_revision, "", "{requested}");
+        assert!(
+            !from_repo(&s).2.iter().any(|r| r == requested),
+            "{requested}"
+        );
+    }
+    // A target pinned to a commit is a resolved revision, reported as such.
+    let s = edited(|v| {
+        v["spec"]["source"]["targetRevision"] = B.into();
+        v["status"]["sync"]["revision"] = B.into();
+    });
+    assert_eq!(s.sync_revision, B);
+}
+
+#[test]
+fn a_dry_run_or_partial_sync_that_succeeded_reaches_nothing() {
+    let dry = edited(|v| {
+        let op = &mut v["status"]["operationState"];
+        op["operation"]["sync"]["dryRun"] = true.into();
+        op["syncResult"]["revision"] = C.into();
+    });
+    let partial = edited(|v| {
+        let op = &mut v["status"]["operationState"];
+        op["operation"]["sync"]["resources"] =
+            serde_json::json!([{"group": "apps", "kind": "Deployment", "name": "web"}]);
+        op["syncResult"]["revision"] = C.into();
+    });
+    for (label, s) in [("dry run", dry), ("partial", partial)] {
+        assert!(
+            !s.reach_candidates
+                .contains(&cand(C, ReachVia::OperationSucceeded)),
+            "{label}: {:?}",
+            s.reach_candidates
+        );
+        assert!(
+            s.last_operation.as_ref().unwrap().applies_nothing_whole(),
+            "{label}"
+        );
+    }
+    let full = edited(|v| v["status"]["operationState"]["syncResult"]["revision"] = C.into());
+    assert!(
+        full.reach_candidates
+            .contains(&cand(C, ReachVia::OperationSucceeded))
+    );
+}
+
+#[test]
+fn succeeded_in_the_same_second_as_an_older_comparison_is_stale_health() {
+    // Argo CD publishes `Succeeded` with the previous reconcile's sync and health; timestamps
+    // have whole seconds, so that reconcile may carry the operation's own second.
+    let stage = |compared: &str| {
+        edited(|v| {
+            v["status"]["sync"]["status"] = "Synced".into();
+            v["status"]["sync"]["revision"] = compared.into();
+            v["status"]["operationState"]["syncResult"]["revision"] = C.into();
+            v["status"]["operationState"]["finishedAt"] = "2026-12-02T09:30:40Z".into();
+            v["status"]["reconciledAt"] = "2026-12-02T09:30:40Z".into();
+        })
+    };
+    assert!(
+        stage(B).health_stale,
+        "compared at B, applied C: before the sync"
+    );
+    assert!(
+        !stage(C).health_stale,
+        "compared at what was applied: fresh"
+    );
+}
+
+#[test]
+fn an_app_with_a_source_hydrator_says_so() {
+    let s = edited(|v| {
+        let source = v["spec"]["source"].take();
+        v["spec"].as_object_mut().unwrap().remove("source");
+        v["spec"]["sourceHydrator"] = serde_json::json!({
+            "drySource": source,
+            "syncSource": {"targetBranch": "environment/web", "path": "apps/web"}
+        });
+    });
+    assert!(s.source_hydrator);
+    assert!(!snap("out-of-sync-new-revision.json").source_hydrator);
+}

@@ -1161,6 +1161,21 @@ mod tests {
     }
 
     #[test]
+    fn a_render_failure_and_a_source_hydrator_read_back_as_themselves() {
+        let a = app();
+        let r = rec(&a, None);
+        for v in [
+            Verdict::NotReached(NotReached::ComparisonError {
+                deadline_ms: 60_000,
+                message: "rpc error: code = Unknown desc = yaml: line 3 (cached), twice)".into(),
+            }),
+            Verdict::Unwatchable(Unwatchable::SourceHydrator { app: "web".into() }),
+        ] {
+            assert_eq!(Verdict::retype(v.state(), &v.to_string(), &r), v);
+        }
+    }
+
+    #[test]
     fn words_no_variant_says_exactly_are_kept_as_recorded() {
         let a = app();
         let r = rec(&a, None);

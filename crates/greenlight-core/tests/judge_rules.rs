@@ -1078,6 +1078,60 @@ fn not_reached_by_watch_start_plus_deadline_never_reverts() {
 }
 
 #[test]
+fn a_manifest_that_does_not_render_keeps_the_watch_waiting_then_not_reached_with_argo_cds_words() {
+    const WHY: &str = "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = yaml: line 3: mapping values are not allowed in this context";
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let broken = Snap::new("web").comparison_error(WHY);
+    let out = h.observe(&broken, t(5));
+    assert_eq!(kinds(&out), vec![K::ComparisonError], "{out:?}");
+    let warning = &events(&out)[0];
+    assert!(warning.message.contains(WHY), "{}", warning.message);
+    assert_eq!(K::ComparisonError.level(), "warn");
+    // Said once while it stands, not on every observation.
+    assert!(h.observe(&broken, t(15)).is_empty());
+    h.observe_every(&broken, 25, 55, 10);
+    assert_eq!(h.state(&w), State::WaitingReach);
+    let out = h.tick(t(60));
+    assert_eq!(kinds(&out), vec![K::NotReached]);
+    let verdict = &events(&out)[0];
+    assert!(verdict.message.contains(WHY), "{}", verdict.message);
+    assert!(
+        verdict.message.contains("nothing reverted"),
+        "{}",
+        verdict.message
+    );
+    assert_eq!(K::NotReached.level(), "warn");
+    no_reverts(&h);
+}
+
+#[test]
+fn a_later_commit_that_fixes_the_render_still_reaches_the_watch() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    h.observe(&Snap::new("web").comparison_error("bad yaml"), t(5));
+    let fixed = containing(&mut h, &w, 2);
+    let out = h.observe(
+        &Snap::new("web")
+            .deployed(&fixed)
+            .health(Health::Progressing),
+        t(20),
+    );
+    assert!(kinds(&out).contains(&K::Reached), "{out:?}");
+    assert_eq!(h.state(&w), State::Judging);
+    assert_eq!(h.watch(&w).seen().comparison_error, None);
+}
+
+#[test]
+fn an_app_that_syncs_through_the_source_hydrator_is_unwatchable_at_once() {
+    let (mut h, w) = started("deadline=600 mode=arm");
+    let out = h.observe(&Snap::new("web").source_hydrator(), t(1));
+    assert_eq!(kinds(&out), vec![K::Unwatchable], "{out:?}");
+    assert_eq!(h.state(&w), State::ErrorUnwatchable);
+    let message = &events(&out)[0].message;
+    assert!(message.contains("source hydrator"), "{message}");
+    no_reverts(&h);
+}
+
+#[test]
 fn a_commit_arriving_after_a_due_deadline_does_not_replace_its_verdict() {
     let (mut h, w) = started("deadline=60 mode=arm");
     let s = reach(&mut h, &w, 10, Health::Degraded);

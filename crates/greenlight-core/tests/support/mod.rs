@@ -212,6 +212,21 @@ impl Snap {
         self
     }
 
+    /// Argo CD cannot render the app: sync `Unknown`, the comparison's revision unresolved (so
+    /// not reported), and the condition's message.
+    pub fn comparison_error(mut self, message: &str) -> Snap {
+        self.0.sync_status = "Unknown".into();
+        self.0.sync_revision = String::new();
+        self.0.comparison_error = Some(message.into());
+        self
+    }
+
+    /// `spec.sourceHydrator` is set.
+    pub fn source_hydrator(mut self) -> Snap {
+        self.0.source_hydrator = true;
+        self
+    }
+
     pub fn health(mut self, h: Health) -> Snap {
         self.0.health = h;
         self
