@@ -30,6 +30,21 @@ impl Response {
 
 /// Sends `method` to `url` (`http://host:port/path?query`) with `headers` and no body.
 pub fn http_request(method: &str, url: &str, headers: &[(&str, &str)]) -> io::Result<Response> {
+    http_send(method, url, headers, "")
+}
+
+/// POSTs `json` to `url` as `application/json`.
+pub fn http_post_json(url: &str, json: &str) -> io::Result<Response> {
+    http_send("POST", url, &[("Content-Type", "application/json")], json)
+}
+
+/// Sends `method` to `url` with `headers` and `body` (no body when empty).
+pub fn http_send(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> io::Result<Response> {
     let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
     let rest = url
         .strip_prefix("http://")
@@ -44,7 +59,10 @@ pub fn http_request(method: &str, url: &str, headers: &[(&str, &str)]) -> io::Re
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
-    req.push_str("Content-Length: 0\r\nConnection: close\r\n\r\n");
+    req.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
     stream.write_all(req.as_bytes())?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
