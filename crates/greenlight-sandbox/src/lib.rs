@@ -70,11 +70,91 @@ pub use engine::{Sandbox, start};
 
 /// The namespace every sandbox Application lives in.
 pub const APP_NAMESPACE: &str = "argocd";
+/// The project every sandbox Application is in.
+pub const APP_PROJECT: &str = "default";
 /// The object annotation that overrides the modelled health of one resource.
 pub const HEALTH_ANNOTATION: &str = "sandbox.greenlight.dev/health";
+/// The object annotation that makes applying the object fail (value `fail`), so that a sync
+/// operation fails and is retried.
+pub const APPLY_ANNOTATION: &str = "sandbox.greenlight.dev/apply";
 
 /// Receives one human-readable line per sync or health transition.
 pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The Argo CD release whose behaviour the sandbox imitates where releases differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum ArgoCdVersion {
+    /// Resource health inline in `status.resources[]`; a Missing resource makes the app Missing.
+    V2_14,
+    /// Resource health in the tree (`resourceHealthSource: appTree`); Missing still counts.
+    V3_0,
+    /// Missing (not yet created) resources no longer make the app Missing.
+    V3_4,
+    /// The default.
+    #[default]
+    V3_5,
+}
+
+impl ArgoCdVersion {
+    /// Every version `--argocd-version` accepts, oldest first.
+    pub const ALL: [ArgoCdVersion; 4] = [
+        ArgoCdVersion::V2_14,
+        ArgoCdVersion::V3_0,
+        ArgoCdVersion::V3_4,
+        ArgoCdVersion::V3_5,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArgoCdVersion::V2_14 => "2.14",
+            ArgoCdVersion::V3_0 => "3.0",
+            ArgoCdVersion::V3_4 => "3.4",
+            ArgoCdVersion::V3_5 => "3.5",
+        }
+    }
+
+    /// Before 3.0 the controller persists each resource's health in `status.resources[]`.
+    pub(crate) fn inline_resource_health(self) -> bool {
+        self < ArgoCdVersion::V3_0
+    }
+
+    /// Before 3.4 a managed resource that does not exist makes the app Missing.
+    pub(crate) fn missing_counts_in_app_health(self) -> bool {
+        self < ArgoCdVersion::V3_4
+    }
+
+    /// Up to 3.1 `ignore-healthcheck` is read from the object in git, from 3.2 on from the live one.
+    pub(crate) fn ignore_healthcheck_on_live(self) -> bool {
+        self >= ArgoCdVersion::V3_4
+    }
+}
+
+impl std::fmt::Display for ArgoCdVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ArgoCdVersion {
+    type Err = ArgoCdVersionError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim();
+        let wanted = wanted.strip_prefix('v').unwrap_or(wanted);
+        ArgoCdVersion::ALL
+            .into_iter()
+            .find(|v| v.as_str() == wanted)
+            .ok_or_else(|| ArgoCdVersionError {
+                text: s.to_string(),
+            })
+    }
+}
+
+/// An `--argocd-version` value the sandbox does not imitate.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("unsupported Argo CD version {text:?} (accepted: 2.14, 3.0, 3.4, 3.5)")]
+pub struct ArgoCdVersionError {
+    pub text: String,
+}
 
 /// Everything the sandbox needs to run. Build it with [`SandboxConfig::new`] and adjust the
 /// public fields; the defaults match the `greenlight sandbox` command line.
@@ -99,6 +179,15 @@ pub struct SandboxConfig {
     pub token: Option<String>,
     /// Start with syncing paused: apps are never synced until `POST /sandbox/v1/resume`.
     pub start_paused: bool,
+    /// The Argo CD release to imitate (default 3.5).
+    pub argocd_version: ArgoCdVersion,
+    /// How long a manifest that fails to render stays hidden after it first fails: the app keeps
+    /// its previous sync status and shows no ComparisonError until then, as Argo CD does on
+    /// polled refreshes (default 0: shown at once). An explicit refresh shows it at once.
+    pub repo_error_grace: Duration,
+    /// The base back-off of the apps' sync retry policy (`spec.syncPolicy.retry.backoff.duration`,
+    /// default 5 s; the maximum scales with it: 36 times the base, 3 m for 5 s). Must be above zero.
+    pub retry_backoff: Duration,
     /// Where transition lines go; `None` keeps the sandbox silent. [`SandboxConfig::new`] logs to stderr.
     pub log: Option<LogSink>,
 }
@@ -115,6 +204,9 @@ impl SandboxConfig {
             registry: None,
             token: None,
             start_paused: false,
+            argocd_version: ArgoCdVersion::default(),
+            repo_error_grace: Duration::ZERO,
+            retry_backoff: Duration::from_secs(5),
             log: Some(Arc::new(|line: &str| eprintln!("{line}"))),
         }
     }
@@ -133,6 +225,9 @@ impl std::fmt::Debug for SandboxConfig {
             .field("registry", &self.registry)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("start_paused", &self.start_paused)
+            .field("argocd_version", &self.argocd_version)
+            .field("repo_error_grace", &self.repo_error_grace)
+            .field("retry_backoff", &self.retry_backoff)
             .finish_non_exhaustive()
     }
 }
@@ -150,10 +245,15 @@ pub enum AppSpec {
         chart: String,
         version: String,
     },
+    /// An app with a source hydrator (`name=hydrator:path`): `spec.sourceHydrator` whose dry
+    /// source is `path` on the tracked branch and whose sync source is `path` on the branch
+    /// `environment/<name>`; no `spec.source`. The sandbox does not hydrate: it renders `path`
+    /// from the tracked branch and reports that branch's commits as the revisions.
+    Hydrator { name: String, path: String },
 }
 
 impl AppSpec {
-    /// Parses `name=path` or `name=helm:<chart>@<version>`.
+    /// Parses `name=path`, `name=helm:<chart>@<version>` or `name=hydrator:<path>`.
     pub fn parse(text: &str) -> Result<AppSpec, AppSpecError> {
         let bad = |why: String| AppSpecError {
             text: text.to_string(),
@@ -161,7 +261,8 @@ impl AppSpec {
         };
         let Some((name, target)) = text.split_once('=') else {
             return Err(bad(
-                "expected <name>=<path> or <name>=helm:<chart>@<version>".into(),
+                "expected <name>=<path>, <name>=helm:<chart>@<version> or <name>=hydrator:<path>"
+                    .into(),
             ));
         };
         check_app_name(name).map_err(bad)?;
@@ -182,13 +283,19 @@ impl AppSpec {
                 version: version.to_string(),
             });
         }
+        if let Some(path) = target.strip_prefix("hydrator:") {
+            let path = normalize_path(path).map_err(bad)?;
+            return Ok(AppSpec::Hydrator { name, path });
+        }
         let path = normalize_path(target).map_err(bad)?;
         Ok(AppSpec::Path { name, path })
     }
 
     pub fn name(&self) -> &str {
         match self {
-            AppSpec::Path { name, .. } | AppSpec::Helm { name, .. } => name,
+            AppSpec::Path { name, .. }
+            | AppSpec::Helm { name, .. }
+            | AppSpec::Hydrator { name, .. } => name,
         }
     }
 }
