@@ -64,12 +64,26 @@ fn permission_denied() -> Response {
 // from one that does not exist: a missing app is 403 too, unless the request names a project the
 // caller may see (every sandbox app is in `default`); then it is 404. An app asked for in
 // another project is not in it: 403.
-fn access(exists: bool, name: &str, project: Option<&str>) -> Result<(), Response> {
+fn access(exists: bool, project: Option<&str>) -> Result<(), Denied> {
     match (exists, project.filter(|p| !p.is_empty())) {
         (true, None) => Ok(()),
         (true, Some(p)) if p == APP_PROJECT => Ok(()),
-        (false, Some(p)) if p == APP_PROJECT => Err(not_found(name)),
-        _ => Err(permission_denied()),
+        (false, Some(p)) if p == APP_PROJECT => Err(Denied::NotFound),
+        _ => Err(Denied::Forbidden),
+    }
+}
+
+enum Denied {
+    Forbidden,
+    NotFound,
+}
+
+impl Denied {
+    fn answer(self, name: &str) -> Response {
+        match self {
+            Denied::Forbidden => permission_denied(),
+            Denied::NotFound => not_found(name),
+        }
     }
 }
 
@@ -153,7 +167,7 @@ async fn one(
     let found = {
         let world = shared.world();
         let exists = !other_namespace(&q) && world.has(&name);
-        access(exists, &name, q.project.as_deref()).map(|()| world.application(&name))
+        access(exists, q.project.as_deref()).map(|()| world.application(&name))
     };
     match found {
         Ok(Some(app)) => {
@@ -161,7 +175,7 @@ async fn one(
             axum::Json(app).into_response()
         }
         Ok(None) => not_found(&name),
-        Err(denied) => denied,
+        Err(denied) => denied.answer(&name),
     }
 }
 
@@ -172,8 +186,8 @@ async fn tree(
 ) -> Response {
     let world = shared.world();
     let exists = !other_namespace(&q) && world.has(&name);
-    if let Err(denied) = access(exists, &name, q.project.as_deref()) {
-        return denied;
+    if let Err(denied) = access(exists, q.project.as_deref()) {
+        return denied.answer(&name);
     }
     match world.resource_tree(&name) {
         Some(tree) => axum::Json(tree).into_response(),
@@ -214,16 +228,14 @@ fn invalid_argument(message: &str) -> Response {
 }
 
 impl SyncBody {
-    fn into_request(self) -> Result<SyncRequest, Response> {
+    fn into_request(self) -> Result<SyncRequest, String> {
         let mut resources = Vec::new();
         for (i, r) in self.resources.unwrap_or_default().into_iter().enumerate() {
             let (Some(kind), Some(name)) = (
                 r.kind.filter(|k| !k.is_empty()),
                 r.name.filter(|n| !n.is_empty()),
             ) else {
-                return Err(invalid_argument(&format!(
-                    "resources[{i}]: kind and name are required"
-                )));
+                return Err(format!("resources[{i}]: kind and name are required"));
             };
             resources.push(SyncResource {
                 group: r.group.unwrap_or_default(),
@@ -262,13 +274,13 @@ async fn sync(
     let project = parsed.project.clone().or(q.project.clone());
     let request = match parsed.into_request() {
         Ok(request) => request,
-        Err(bad) => return bad,
+        Err(bad) => return invalid_argument(&bad),
     };
     let answer = {
         let mut world = shared.world();
         let exists = !other_namespace(&q) && world.has(&name);
-        if let Err(denied) = access(exists, &name, project.as_deref()) {
-            return denied;
+        if let Err(denied) = access(exists, project.as_deref()) {
+            return denied.answer(&name);
         }
         world.request_sync(&name, request)
     };

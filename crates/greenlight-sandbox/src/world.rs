@@ -384,13 +384,13 @@ fn short(rev: &str) -> &str {
 /// A duration as Go's `time.ParseDuration` reads it (`5s`, `3m`, `200ms`).
 fn go_duration(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms == 0 || ms % 1000 != 0 {
+    if ms == 0 || !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
     let s = ms / 1000;
-    if s % 3600 == 0 {
+    if s.is_multiple_of(3600) {
         format!("{}h", s / 3600)
-    } else if s % 60 == 0 {
+    } else if s.is_multiple_of(60) {
         format!("{}m", s / 60)
     } else {
         format!("{s}s")
