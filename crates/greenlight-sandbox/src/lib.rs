@@ -43,14 +43,16 @@
 //! stream event); an update that would change nothing publishes nothing.
 //! - A *reconcile* (a new tip of the branch, an explicit refresh, the end of an operation)
 //!   compares git with the live objects: `status.sync` {status, revision = the commit},
-//!   `status.resources`, app health, `reconciledAt` = the reconcile's start. Only reconciles move
-//!   `reconciledAt`; a rollout ending or the registry changing changes health alone.
+//!   `status.resources`, app health, `summary`, `reconciledAt` = the reconcile's start. Only
+//!   reconciles move `reconciledAt`; a look at the live objects after they changed (a rollout
+//!   ending, the registry changing, objects applied while an operation backs off) updates
+//!   health and `summary` alone.
 //! - *Automated sync* of an OutOfSync app with no operation, in stages: (a) the reconcile,
 //!   OutOfSync at the new commit; (b) `operation` set and `operationState` Running with
 //!   `startedAt` and `syncResult.revision` = the commit; (c) a new `history[]` entry while still
 //!   Running; (d) `Succeeded`, `operation` removed, `finishedAt`, `syncResult.resources`, with
-//!   `status.sync`, health and `reconciledAt` still those of (a); (e) the refresh: Synced, the new
-//!   health (Progressing for changed workloads). A commit that leaves the rendered objects as
+//!   `status.sync`, health, `summary` and `reconciledAt` still those of (a); (e) the refresh:
+//!   Synced, the new health (Progressing for changed workloads). A commit that leaves the rendered objects as
 //!   they are is one reconcile, Synced at the new commit, no operation.
 //! - A *requested sync* (`POST …/sync`, initiated by `{"username":"admin"}`) records the revision
 //!   as requested (`main`, `HEAD`, a commit; empty = the target revision). The sync loop resolves

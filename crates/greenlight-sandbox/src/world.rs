@@ -206,13 +206,15 @@ struct Entry {
     health: Option<Assessment>,
 }
 
-/// What the last full reconciliation showed: `status.sync` and `status.resources`.
+/// What the last full reconciliation showed: `status.sync` and `status.resources`; and what the
+/// last look at the live objects showed: `status.summary.images`.
 #[derive(Default)]
 struct Shown {
     /// `None`: never compared.
     code: Option<SyncCode>,
     revision: Option<String>,
     entries: Vec<Entry>,
+    images: Vec<String>,
 }
 
 /// The newest commit (or chart version) the controller knows for an app, and what it rendered to.
@@ -613,6 +615,7 @@ impl World {
             code: Some(code),
             revision: Some(target.revision.clone()),
             entries,
+            images: std::mem::take(&mut app.shown.images),
         };
         app.set_condition("ComparisonError", None, now);
         // Argo CD's autoSync: only an OutOfSync app without an operation, and never twice for
@@ -709,6 +712,7 @@ impl World {
             code: Some(SyncCode::Unknown),
             revision: Some(target_revision.clone()),
             entries,
+            images: std::mem::take(&mut app.shown.images),
         };
         app.set_condition(
             "ComparisonError",
@@ -1165,14 +1169,20 @@ impl World {
         changed
     }
 
-    // App health from the managed resources of the last comparison, each with its live object's
-    // current health (Missing when it does not exist); logs a change.
+    // What a look at the live objects shows (Argo CD refreshes it on reconciles and on resource
+    // changes): the images of the summary, and app health from the managed resources of the last
+    // comparison, each with its live object's current health (Missing when it does not exist).
+    // Logs a health change.
     fn update_app_health(&mut self, name: &str, now: Now) {
         let version = self.cfg.version;
         let app = self.apps.get_mut(name).expect("known app");
         if app.shown.code.is_none() {
             return; // never compared: nothing is known yet
         }
+        let mut images: Vec<String> = app.live.iter().flat_map(|l| l.images.clone()).collect();
+        images.sort();
+        images.dedup();
+        app.shown.images = images;
         let missing = health::missing();
         for e in &mut app.shown.entries {
             match app.live.iter().find(|l| l.key == e.key) {
@@ -1398,15 +1408,12 @@ impl World {
         }
         let health =
             json!({"status": app.health.as_str(), "lastTransitionTime": rfc3339(app.health_since)});
-        let mut images: Vec<&String> = app.live.iter().flat_map(|l| l.images.iter()).collect();
-        images.sort();
-        images.dedup();
         let mut status = json!({
             "resources": resources,
             "sync": sync,
             "health": health,
             "sourceType": match app.source { Source::Helm { .. } => "Helm", _ => "Directory" },
-            "summary": {"images": images},
+            "summary": {"images": app.shown.images},
             "controllerNamespace": APP_NAMESPACE,
         });
         if !version.inline_resource_health() {
@@ -1691,6 +1698,8 @@ mod tests {
         assert_eq!(d["status"]["sync"], a["status"]["sync"]);
         assert_eq!(d["status"]["health"], a["status"]["health"]);
         assert_eq!(d["status"]["health"]["status"], "Healthy");
+        assert_eq!(d["status"]["summary"], json!({"images": ["nginx:1"]}));
+        assert_eq!(e["status"]["summary"], json!({"images": ["nginx:2"]}));
         assert_eq!(d["status"]["reconciledAt"], reconciled_t2);
         // e: the refresh.
         assert_eq!(e["status"]["sync"]["status"], "Synced");

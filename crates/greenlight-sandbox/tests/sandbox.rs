@@ -418,6 +418,7 @@ async fn a_sync_lands_in_stages_each_its_own_update_then_rolls_out() {
     assert!(!op["syncResult"]["resources"].as_array().unwrap().is_empty());
     assert_eq!(d["status"]["sync"], a["status"]["sync"]);
     assert_eq!(d["status"]["health"], a["status"]["health"]);
+    assert_eq!(d["status"]["summary"], a["status"]["summary"]);
     assert_eq!(health(d), "Healthy");
     assert_eq!(d["status"]["reconciledAt"], a["status"]["reconciledAt"]);
 
