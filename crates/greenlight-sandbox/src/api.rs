@@ -1,6 +1,6 @@
-//! The HTTP surface: the Argo CD REST subset under `/api/v1` (list, get, resource-tree, the
-//! application stream) in Argo CD's JSON shapes and error bodies, behind the outage switch and
-//! the optional bearer token; and the unauthenticated control API under `/sandbox/v1`.
+//! The HTTP surface: the Argo CD REST subset under `/api/v1` (list, get, resource-tree, sync,
+//! the application stream) in Argo CD's JSON shapes and error bodies, behind the outage switch
+//! and the optional bearer token; and the unauthenticated control API under `/sandbox/v1`.
 //! The token is compared, never logged or echoed.
 
 use std::collections::HashMap;
@@ -18,8 +18,9 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::APP_NAMESPACE;
 use crate::engine::{Shared, stopped};
+use crate::world::{SyncRequest, SyncResource};
+use crate::{APP_NAMESPACE, APP_PROJECT};
 
 type Sandbox = State<Arc<Shared>>;
 
@@ -28,6 +29,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/api/v1/applications", get(list))
         .route("/api/v1/applications/{name}", get(one))
         .route("/api/v1/applications/{name}/resource-tree", get(tree))
+        .route("/api/v1/applications/{name}/sync", post(sync))
         .route("/api/v1/stream/applications", get(stream))
         .route_layer(middleware::from_fn_with_state(shared.clone(), gate));
     let control = Router::new()
@@ -52,6 +54,37 @@ fn not_found(name: &str) -> Response {
         5,
         &format!("applications.argoproj.io \"{name}\" not found"),
     )
+}
+
+fn permission_denied() -> Response {
+    grpc_error(StatusCode::FORBIDDEN, 7, "permission denied")
+}
+
+// Argo CD answers "permission denied" for an app the caller may not see, and cannot tell that
+// from one that does not exist: a missing app is 403 too, unless the request names a project the
+// caller may see (every sandbox app is in `default`); then it is 404. An app asked for in
+// another project is not in it: 403.
+fn access(exists: bool, project: Option<&str>) -> Result<(), Denied> {
+    match (exists, project.filter(|p| !p.is_empty())) {
+        (true, None) => Ok(()),
+        (true, Some(p)) if p == APP_PROJECT => Ok(()),
+        (false, Some(p)) if p == APP_PROJECT => Err(Denied::NotFound),
+        _ => Err(Denied::Forbidden),
+    }
+}
+
+enum Denied {
+    Forbidden,
+    NotFound,
+}
+
+impl Denied {
+    fn answer(self, name: &str) -> Response {
+        match self {
+            Denied::Forbidden => permission_denied(),
+            Denied::NotFound => not_found(name),
+        }
+    }
 }
 
 async fn gate(State(shared): Sandbox, request: Request, next: Next) -> Response {
@@ -92,14 +125,16 @@ struct AppQuery {
     name: Option<String>,
     #[serde(rename = "appNamespace")]
     app_namespace: Option<String>,
-    /// `normal` or `hard`: Argo CD re-reads git; the sandbox fetches at once instead of at the
-    /// next tick (the answer does not wait for it, which Argo CD's does).
+    /// `normal` or `hard`: Argo CD re-reads git and reconciles; the sandbox fetches and
+    /// reconciles at once instead of at the next tick (the answer does not wait for it, which
+    /// Argo CD's does).
     refresh: Option<String>,
+    project: Option<String>,
 }
 
-fn refresh_requested(shared: &Shared, q: &AppQuery) {
+fn refresh_requested(shared: &Shared, q: &AppQuery, name: Option<&str>) {
     if q.refresh.as_deref().is_some_and(|r| !r.is_empty()) {
-        shared.request_sync();
+        shared.request_refresh(name);
     }
 }
 
@@ -110,7 +145,7 @@ fn other_namespace(q: &AppQuery) -> bool {
 }
 
 async fn list(State(shared): Sandbox, Query(q): Query<AppQuery>) -> Response {
-    refresh_requested(&shared, &q);
+    refresh_requested(&shared, &q, None);
     let world = shared.world();
     let items = if other_namespace(&q) {
         Vec::new()
@@ -129,15 +164,18 @@ async fn one(
     Path(name): Path<String>,
     Query(q): Query<AppQuery>,
 ) -> Response {
-    refresh_requested(&shared, &q);
-    let found = if other_namespace(&q) {
-        None
-    } else {
-        shared.world().application(&name)
+    let found = {
+        let world = shared.world();
+        let exists = !other_namespace(&q) && world.has(&name);
+        access(exists, q.project.as_deref()).map(|()| world.application(&name))
     };
     match found {
-        Some(app) => axum::Json(app).into_response(),
-        None => not_found(&name),
+        Ok(Some(app)) => {
+            refresh_requested(&shared, &q, Some(&name));
+            axum::Json(app).into_response()
+        }
+        Ok(None) => not_found(&name),
+        Err(denied) => denied.answer(&name),
     }
 }
 
@@ -146,13 +184,112 @@ async fn tree(
     Path(name): Path<String>,
     Query(q): Query<AppQuery>,
 ) -> Response {
-    let found = if other_namespace(&q) {
-        None
-    } else {
-        shared.world().resource_tree(&name)
-    };
-    match found {
+    let world = shared.world();
+    let exists = !other_namespace(&q) && world.has(&name);
+    if let Err(denied) = access(exists, q.project.as_deref()) {
+        return denied.answer(&name);
+    }
+    match world.resource_tree(&name) {
         Some(tree) => axum::Json(tree).into_response(),
+        None => not_found(&name),
+    }
+}
+
+/// Argo CD's `ApplicationSyncRequest` JSON (the fields the sandbox honours; others are ignored).
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct SyncBody {
+    revision: Option<String>,
+    dry_run: Option<bool>,
+    prune: Option<bool>,
+    resources: Option<Vec<SyncResourceBody>>,
+    sync_options: Option<SyncOptionsBody>,
+    strategy: Option<Value>,
+    project: Option<String>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct SyncResourceBody {
+    group: Option<String>,
+    kind: Option<String>,
+    name: Option<String>,
+    namespace: Option<String>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct SyncOptionsBody {
+    items: Option<Vec<String>>,
+}
+
+fn invalid_argument(message: &str) -> Response {
+    grpc_error(StatusCode::BAD_REQUEST, 3, message)
+}
+
+impl SyncBody {
+    fn into_request(self) -> Result<SyncRequest, String> {
+        let mut resources = Vec::new();
+        for (i, r) in self.resources.unwrap_or_default().into_iter().enumerate() {
+            let (Some(kind), Some(name)) = (
+                r.kind.filter(|k| !k.is_empty()),
+                r.name.filter(|n| !n.is_empty()),
+            ) else {
+                return Err(format!("resources[{i}]: kind and name are required"));
+            };
+            resources.push(SyncResource {
+                group: r.group.unwrap_or_default(),
+                kind,
+                name,
+                namespace: r.namespace.unwrap_or_default(),
+            });
+        }
+        Ok(SyncRequest {
+            revision: self.revision.unwrap_or_default().trim().to_string(),
+            dry_run: self.dry_run.unwrap_or(false),
+            prune: self.prune.unwrap_or(false),
+            resources,
+            sync_options: self.sync_options.and_then(|o| o.items).unwrap_or_default(),
+            strategy: self.strategy.filter(|s| !s.is_null()),
+        })
+    }
+}
+
+/// `POST /api/v1/applications/{name}/sync`: sets the operation and answers the Application; the
+/// sync loop starts it (Argo CD's controller picks it up the same way).
+async fn sync(
+    State(shared): Sandbox,
+    Path(name): Path<String>,
+    Query(q): Query<AppQuery>,
+    body: Bytes,
+) -> Response {
+    let parsed: SyncBody = if body.iter().all(u8::is_ascii_whitespace) {
+        SyncBody::default()
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(parsed) => parsed,
+            Err(e) => return invalid_argument(&format!("invalid sync request: {e}")),
+        }
+    };
+    let project = parsed.project.clone().or(q.project.clone());
+    let request = match parsed.into_request() {
+        Ok(request) => request,
+        Err(bad) => return invalid_argument(&bad),
+    };
+    let answer = {
+        let mut world = shared.world();
+        let exists = !other_namespace(&q) && world.has(&name);
+        if let Err(denied) = access(exists, project.as_deref()) {
+            return denied.answer(&name);
+        }
+        world.request_sync(&name, request)
+    };
+    match answer {
+        Some(Ok(app)) => {
+            shared.request_sync();
+            axum::Json(app).into_response()
+        }
+        Some(Err(refusal)) => grpc_error(StatusCode::BAD_REQUEST, 9, &refusal.to_string()),
         None => not_found(&name),
     }
 }

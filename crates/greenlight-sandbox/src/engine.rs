@@ -1,10 +1,12 @@
 //! The running sandbox: starts it (validates the configuration, clones, first sync, binds),
 //! and owns its three tasks: the HTTP server, the sync loop (fetch every `sync_interval`,
-//! render, hand the tip to the world) and the health clock (wakes exactly when the next
-//! rollout finishes, so that time-driven health changes reach stream subscribers when they
-//! happen). It never decides what a sync or a health status means; the world does.
+//! render, hand the tip to the world; resolve and render requested syncs and start them) and
+//! the clock (wakes exactly when the world's next deadline comes: a rollout finishing, a retry
+//! back-off ending, a hidden render error's grace ending, so that those changes reach stream
+//! subscribers when they happen). It never decides what a sync or a health status means; the
+//! world does.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -17,7 +19,7 @@ use tokio::task::JoinHandle;
 use crate::health::ImagePolicy;
 use crate::manifests::{self, RenderError};
 use crate::repo::{self, Mirror};
-use crate::world::{Now, RenderResult, World};
+use crate::world::{Now, RenderResult, World, WorldConfig};
 use crate::{LogSink, SandboxConfig, SandboxError};
 
 /// State shared by the tasks and the HTTP handlers.
@@ -30,6 +32,8 @@ pub(crate) struct Shared {
     pub(crate) shutdown: watch::Sender<bool>,
     wake_sync: Notify,
     wake_health: Notify,
+    /// Refreshes asked for through the API, done by the next sync round.
+    refresh: Mutex<Refresh>,
     // Held by the sync loop for a whole fetch-and-sync round, so that `pause` returns only once
     // no sync is in flight.
     sync_gate: tokio::sync::Mutex<()>,
@@ -65,9 +69,27 @@ impl Shared {
         self.wake_sync.notify_one();
     }
 
-    /// Fetch now rather than at the next tick (a no-op while paused).
+    /// Fetch now rather than at the next tick (a no-op while paused); requested syncs start then.
     pub(crate) fn request_sync(&self) {
         self.wake_sync.notify_one();
+    }
+
+    /// An explicit refresh of one app (`None`: every app): fetched and reconciled at once.
+    pub(crate) fn request_refresh(&self, name: Option<&str>) {
+        {
+            let mut refresh = self.refresh.lock().unwrap_or_else(|p| p.into_inner());
+            match name {
+                Some(name) => {
+                    refresh.apps.insert(name.to_string());
+                }
+                None => refresh.all = true,
+            }
+        }
+        self.wake_sync.notify_one();
+    }
+
+    fn take_refresh(&self) -> Refresh {
+        std::mem::take(&mut *self.refresh.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     pub(crate) fn start_outage(self: &Arc<Self>, length: Duration) {
@@ -94,6 +116,18 @@ impl Shared {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .is_some_and(|until| Instant::now() < until)
+    }
+}
+
+#[derive(Default)]
+struct Refresh {
+    all: bool,
+    apps: BTreeSet<String>,
+}
+
+impl Refresh {
+    fn wants(&self, name: &str) -> bool {
+        self.all || self.apps.contains(name)
     }
 }
 
@@ -182,6 +216,12 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
     if config.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
         return Err(SandboxError::config("--token-file", "the token is empty"));
     }
+    if config.retry_backoff.is_zero() {
+        return Err(SandboxError::config(
+            "--retry-backoff",
+            "must be above zero",
+        ));
+    }
     let policy = match &config.registry {
         Some(path) => ImagePolicy::load(path).map_err(|e| SandboxError::config("--registry", e))?,
         None => ImagePolicy::TagHeuristic,
@@ -222,10 +262,22 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
         .local_addr()
         .map_err(|e| SandboxError::Runtime(format!("listening socket: {e}")))?;
 
+    if let (Some(token), Some(log)) = (&config.token, &config.log)
+        && !jwt_shaped(token)
+    {
+        log(
+            "sandbox: the token is not JWT-shaped (three non-empty dot-separated parts); the sandbox accepts it, but real Argo CD would refuse it: it uses a bearer token only when it looks like a JWT",
+        );
+    }
     let world = World::new(
-        RepoUrl::new(config.repo.as_str()).redacted(),
-        branch,
-        config.rollout_time,
+        WorldConfig {
+            repo_url: RepoUrl::new(config.repo.as_str()).redacted(),
+            branch,
+            rollout_time: config.rollout_time,
+            version: config.argocd_version,
+            repo_error_grace: config.repo_error_grace,
+            retry_backoff: config.retry_backoff,
+        },
         policy,
         &config.apps,
         config.log.clone(),
@@ -239,6 +291,7 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
         shutdown: watch::channel(false).0,
         wake_sync: Notify::new(),
         wake_health: Notify::new(),
+        refresh: Mutex::new(Refresh::default()),
         sync_gate: tokio::sync::Mutex::new(()),
         token: config.token.clone(),
         log: config.log.clone(),
@@ -246,7 +299,7 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
 
     let mut last_tip = None;
     if !config.start_paused {
-        sync_to(&shared, &mirror, &tip)
+        sync_to(&shared, &mirror, &tip, &Refresh::default())
             .await
             .map_err(SandboxError::Runtime)?;
         last_tip = Some(tip);
@@ -275,26 +328,74 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
     })
 }
 
-// Renders every directory app at `tip` (outside the world's lock: git runs here), then lets the
+/// Argo CD reads a bearer token only when it has three non-empty dot-separated parts.
+fn jwt_shaped(token: &str) -> bool {
+    let parts: Vec<&str> = token.trim().split('.').collect();
+    parts.len() == 3 && parts.iter().all(|p| !p.is_empty())
+}
+
+async fn render_at(mirror: &Mirror, commit: &str, path: &str) -> Result<RenderResult, String> {
+    Ok(match mirror.manifest_files(commit, path).await? {
+        Some(files) => manifests::render(&files, "default"),
+        None => Err(RenderError {
+            message: format!("{path}: app path does not exist"),
+        }),
+    })
+}
+
+// Renders every git app at `tip` (outside the world's lock: git runs here), then lets the
 // world reconcile them all at once.
-async fn sync_to(shared: &Shared, mirror: &Mirror, tip: &str) -> Result<(), String> {
-    let apps = shared.world().directory_apps();
+async fn sync_to(
+    shared: &Shared,
+    mirror: &Mirror,
+    tip: &str,
+    refresh: &Refresh,
+) -> Result<(), String> {
+    let apps = shared.world().git_apps();
     let mut renders: BTreeMap<String, RenderResult> = BTreeMap::new();
     let mut by_path: BTreeMap<String, RenderResult> = BTreeMap::new();
     for (name, path) in apps {
         if !by_path.contains_key(&path) {
-            let render = match mirror.manifest_files(tip, &path).await? {
-                Some(files) => manifests::render(&files, "default"),
-                None => Err(RenderError {
-                    message: format!("{path}: app path does not exist"),
-                }),
-            };
+            let render = render_at(mirror, tip, &path).await?;
             by_path.insert(path.clone(), render);
         }
         renders.insert(name, by_path[&path].clone());
     }
-    shared.world().observe_tip(tip, &renders, Now::current());
+    shared
+        .world()
+        .observe_tip(tip, &renders, &|name| refresh.wants(name), Now::current());
     shared.wake_health.notify_one();
+    Ok(())
+}
+
+// Starts the syncs requested through the API: resolves each revision in the mirror (the
+// tracked branch's tip for the target revision, the branch or HEAD; a commit that exists in the
+// mirror otherwise) and renders it there.
+async fn start_requested(shared: &Shared, mirror: &Mirror, tip: &str) -> Result<(), String> {
+    let pending = shared.world().pending();
+    for p in pending {
+        let resolved = match &p.path {
+            None => None,
+            Some(path) => {
+                let commit = if p.means_tip {
+                    Some(tip.to_string())
+                } else {
+                    mirror.resolve(&p.revision).await?
+                };
+                match commit {
+                    Some(commit) => {
+                        let render = render_at(mirror, &commit, path).await?;
+                        Some((commit, render))
+                    }
+                    None => None,
+                }
+            }
+        };
+        shared
+            .world()
+            .start_pending(&p.name, resolved, Now::current());
+        shared.wake_health.notify_one();
+    }
     Ok(())
 }
 
@@ -342,12 +443,31 @@ async fn sync_loop(
         if shared.paused.load(Ordering::SeqCst) {
             continue;
         }
+        let refresh = shared.take_refresh();
         let outcome = match mirror.fetch().await {
-            Ok(tip) if last_tip.as_ref() == Some(&tip) => Ok(()),
-            Ok(tip) => sync_to(&shared, &mirror, &tip)
-                .await
-                .map(|()| last_tip = Some(tip)),
-            Err(e) => Err(e),
+            Ok(tip) => {
+                let moved = last_tip.as_ref() != Some(&tip);
+                let reconciled = if moved {
+                    sync_to(&shared, &mirror, &tip, &refresh)
+                        .await
+                        .map(|()| last_tip = Some(tip.clone()))
+                } else {
+                    shared
+                        .world()
+                        .refresh_matching(&|name| refresh.wants(name), Now::current());
+                    shared.wake_health.notify_one();
+                    Ok(())
+                };
+                match (reconciled, &last_tip) {
+                    (Ok(()), Some(tip)) => start_requested(&shared, &mirror, tip).await,
+                    (other, _) => other,
+                }
+            }
+            // The remote is away: requested syncs still start, at the last tip seen.
+            Err(e) => match &last_tip {
+                Some(tip) => start_requested(&shared, &mirror, tip).await.and(Err(e)),
+                None => Err(e),
+            },
         };
         // One line per distinct problem, not one per tick.
         match outcome {
@@ -388,6 +508,6 @@ async fn health_clock(shared: Arc<Shared>) {
             _ = shared.wake_health.notified() => {}
             _ = stopped(&mut stop) => return,
         }
-        shared.world().refresh_health(Now::current());
+        shared.world().tick(Now::current());
     }
 }

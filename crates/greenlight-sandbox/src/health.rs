@@ -273,19 +273,50 @@ pub(crate) fn assess(subject: &Subject, policy: &ImagePolicy) -> Option<Assessme
     Some(Assessment::new(Health::Degraded, message))
 }
 
-/// App health: the worst resource health; `Missing` when there is nothing to assess.
-pub(crate) fn aggregate<'a>(resources: impl Iterator<Item = Option<&'a Assessment>>) -> Health {
-    let mut any = false;
+/// One managed resource as the app's health sees it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Contribution<'a> {
+    /// The object exists in the cluster (a resource in git that was never created does not).
+    pub live: bool,
+    /// Carries `argocd.argoproj.io/ignore-healthcheck: "true"`.
+    pub ignored: bool,
+    /// Its health: the live object's, `Missing` for one not created, `None` for kinds without one.
+    pub health: Option<&'a Assessment>,
+}
+
+/// App health, as Argo CD's controller aggregates it: the worst health of the managed resources,
+/// leaving out ignored ones; `Healthy` when there is nothing to assess. With `missing_counts`
+/// (before 3.4) a resource that was never created makes the app at least Missing; from 3.4 on
+/// such resources are left out, unless no managed resource exists at all (then `Missing`).
+pub(crate) fn aggregate<'a>(
+    resources: impl Iterator<Item = Contribution<'a>>,
+    missing_counts: bool,
+) -> Health {
     let mut worst = Health::Healthy;
-    for assessment in resources {
+    let (mut any, mut any_live) = (false, false);
+    for r in resources {
         any = true;
-        if let Some(a) = assessment
-            && a.status.is_worse_than(worst)
-        {
+        any_live |= r.live;
+        if r.ignored {
+            continue;
+        }
+        let Some(a) = r.health else { continue };
+        if !r.live && a.status == Health::Missing && !missing_counts {
+            continue;
+        }
+        if a.status.is_worse_than(worst) {
             worst = a.status;
         }
     }
-    if any { worst } else { Health::Missing }
+    if !missing_counts && any && !any_live && Health::Missing.is_worse_than(worst) {
+        worst = Health::Missing;
+    }
+    worst
+}
+
+/// The health of a managed resource that does not exist in the cluster.
+pub(crate) fn missing() -> Assessment {
+    Assessment::new(Health::Missing, "")
 }
 
 #[cfg(test)]
@@ -411,22 +442,76 @@ mod tests {
         assert!(ignored_by_app_health(&ignored) && !ignored_by_app_health(&both));
     }
 
+    fn live(health: &Assessment) -> Contribution<'_> {
+        Contribution {
+            live: true,
+            ignored: false,
+            health: Some(health),
+        }
+    }
+
     #[test]
-    fn aggregate_is_the_worst_and_missing_when_empty() {
+    fn aggregate_is_the_worst_and_healthy_when_empty() {
         let h = Assessment::new(Health::Healthy, "");
         let s = Assessment::new(Health::Suspended, "");
-        let m = Assessment::new(Health::Missing, "");
+        let m = missing();
         let d = Assessment::new(Health::Degraded, "");
+        let no_health = Contribution {
+            live: true,
+            ignored: false,
+            health: None,
+        };
+        for missing_counts in [true, false] {
+            assert_eq!(
+                aggregate([live(&h), no_health, live(&s)].into_iter(), missing_counts),
+                Health::Suspended
+            );
+            assert_eq!(
+                aggregate([live(&d), live(&m)].into_iter(), missing_counts),
+                Health::Degraded,
+                "a live object reporting Missing counts in every version"
+            );
+            assert_eq!(
+                aggregate([no_health].into_iter(), missing_counts),
+                Health::Healthy
+            );
+            assert_eq!(
+                aggregate(std::iter::empty(), missing_counts),
+                Health::Healthy
+            );
+            let ignored = Contribution {
+                ignored: true,
+                ..live(&d)
+            };
+            assert_eq!(
+                aggregate([live(&h), ignored].into_iter(), missing_counts),
+                Health::Healthy
+            );
+        }
+    }
+
+    #[test]
+    fn a_resource_never_created_counts_before_3_4_only() {
+        let h = Assessment::new(Health::Healthy, "");
+        let m = missing();
+        let not_created = Contribution {
+            live: false,
+            ignored: false,
+            health: Some(&m),
+        };
         assert_eq!(
-            aggregate([Some(&h), None, Some(&s)].into_iter()),
-            Health::Suspended
+            aggregate([live(&h), not_created].into_iter(), true),
+            Health::Missing
         );
         assert_eq!(
-            aggregate([Some(&d), Some(&m)].into_iter()),
-            Health::Degraded
+            aggregate([live(&h), not_created].into_iter(), false),
+            Health::Healthy
         );
-        assert_eq!(aggregate([None].into_iter()), Health::Healthy);
-        assert_eq!(aggregate(std::iter::empty()), Health::Missing);
+        // From 3.4 on, nothing created at all is still Missing.
+        assert_eq!(
+            aggregate([not_created, not_created].into_iter(), false),
+            Health::Missing
+        );
     }
 
     #[test]

@@ -1,22 +1,85 @@
 //! The sandbox: a local Argo CD stand-in that greenlight is demonstrated and tested against.
 //!
 //! It keeps a private clone of a git remote, fetches the tracked branch every `sync_interval`,
-//! renders each application's manifests straight from the fetched commit, "syncs" them the way
-//! Argo CD's automated sync does (OutOfSync → operation Running → Succeeded, history, reconciledAt),
-//! models workload health over time (Progressing for `rollout_time`, then Healthy or Degraded
-//! depending on whether the images exist), and serves the Argo CD REST subset greenlight reads:
+//! renders each application's manifests straight from the fetched commit, reconciles and syncs
+//! them the way Argo CD's controller does with automated sync (below), models workload health
+//! over time (Progressing for `rollout_time`, then Healthy or Degraded depending on whether the
+//! images exist), and serves the Argo CD REST subset greenlight uses:
 //!
 //! | route | answer |
 //! |---|---|
-//! | `GET /api/v1/applications[?name=]` | `{"metadata":{"resourceVersion"},"items":[Application…]}` |
-//! | `GET /api/v1/applications/{name}[?appNamespace=]` | one Application, or 404 with Argo CD's error JSON |
-//! | `GET /api/v1/applications/{name}/resource-tree` | `{"nodes":[{group,version,kind,namespace,name,uid,resourceVersion,health}]}` |
+//! | `GET /api/v1/applications[?name=&refresh=]` | `{"metadata":{"resourceVersion"},"items":[Application…]}` |
+//! | `GET /api/v1/applications/{name}[?appNamespace=&project=&refresh=]` | one Application (see *unknown apps*) |
+//! | `GET /api/v1/applications/{name}/resource-tree[?project=]` | `{"nodes":[{group,version,kind,namespace,name,uid,resourceVersion,images,health,createdAt}]}` |
+//! | `POST /api/v1/applications/{name}/sync` | body `{"revision","dryRun","prune","resources":[{group,kind,name,namespace}],"syncOptions":{"items"},"strategy","project"}` (all optional); answers the Application with `operation` set |
 //! | `GET /api/v1/stream/applications[?name=]` | newline-delimited `{"result":{"type","application"}}` (SSE frames with `Accept: text/event-stream`) |
 //! | `POST /sandbox/v1/pause`, `POST /sandbox/v1/resume` | stop / restart syncing (no auth) |
 //! | `POST /sandbox/v1/outage?seconds=N` | every `/api/v1` route answers 503 and open streams are cut for N seconds (no auth) |
 //!
-//! The Application JSON has Argo CD ≥ 3.0's shape: `status.resourceHealthSource: "appTree"`, no
-//! `health` in `status.resources[]`; per-resource health lives in the resource tree.
+//! Errors have Argo CD's body `{"error":m,"code":grpc,"message":m}`. *Unknown apps*: an app that
+//! does not exist (or is asked for in another `appNamespace`) is 403 code 7 `permission denied`,
+//! as Argo CD cannot tell it from one the caller may not see, unless `?project=default` is given
+//! (every sandbox app is in project `default`): then 404 code 5. An existing app asked for with
+//! another project is 403. A sync while an operation is requested or running, or to a revision
+//! other than the app's target revision (compared as text, `HEAD` included; dry runs exempt) is
+//! 400 code 9 (`another operation is already in progress`, `Cannot sync to <rev>: auto-sync
+//! currently set to <target>`); a body that is not JSON is 400 code 3. `refresh=normal|hard`
+//! fetches and reconciles at once. With a token, every `/api/v1` route wants
+//! `Authorization: Bearer <token>` (401 code 16 otherwise); a token that is not JWT-shaped (three
+//! non-empty dot-separated parts) is accepted but pointed out once at start: Argo CD would not
+//! use it.
+//!
+//! The Application JSON follows [`SandboxConfig::argocd_version`]: from 3.0 on
+//! `status.resourceHealthSource: "appTree"` and no `health` in `status.resources[]` (resource
+//! health lives in the resource tree); with 2.14 no `resourceHealthSource` and each entry of
+//! `status.resources[]` carries `health` {status, message} (none for kinds without health, such
+//! as ConfigMap, nor for resources annotated `argocd.argoproj.io/ignore-healthcheck: "true"`; a
+//! resource not created yet is `Missing`). Every app is in project `default`, with
+//! `spec.syncPolicy` `{"automated":{"prune":false,"selfHeal":true},"retry":{"limit":2,"backoff":
+//! {"duration":<retry_backoff>,"factor":2,"maxDuration":<36 × retry_backoff>}}}`. Timestamps are
+//! whole seconds (`metav1.Time`).
+//!
+//! The controller model. Every step below is one observable update (resourceVersion bump and a
+//! stream event); an update that would change nothing publishes nothing.
+//! - A *reconcile* (a new tip of the branch, an explicit refresh, the end of an operation)
+//!   compares git with the live objects: `status.sync` {status, revision = the commit},
+//!   `status.resources`, app health, `summary`, `reconciledAt` = the reconcile's start. Only
+//!   reconciles move `reconciledAt`; a look at the live objects after they changed (a rollout
+//!   ending, the registry changing, objects applied while an operation backs off) updates
+//!   health and `summary` alone.
+//! - *Automated sync* of an OutOfSync app with no operation, in stages: (a) the reconcile,
+//!   OutOfSync at the new commit; (b) `operation` set and `operationState` Running with
+//!   `startedAt` and `syncResult.revision` = the commit; (c) a new `history[]` entry while still
+//!   Running; (d) `Succeeded`, `operation` removed, `finishedAt`, `syncResult.resources`, with
+//!   `status.sync`, health, `summary` and `reconciledAt` still those of (a); (e) the refresh:
+//!   Synced, the new health (Progressing for changed workloads). A commit that leaves the rendered objects as
+//!   they are is one reconcile, Synced at the new commit, no operation.
+//! - A *requested sync* (`POST …/sync`, initiated by `{"username":"admin"}`) records the revision
+//!   as requested (`main`, `HEAD`, a commit; empty = the target revision). The sync loop resolves
+//!   it (the branch's tip for the target revision, the branch or `HEAD`; a commit id the mirror
+//!   has; nothing else) and runs it like (b)–(e), `syncResult.revision` moving from the requested
+//!   revision to the commit while Running. Dry runs apply nothing, record no history and run no
+//!   refresh; partial syncs (`resources`) apply only the named objects and record no history;
+//!   both finish `Succeeded`. A revision that does not resolve, or does not render, ends in phase
+//!   `Error` with Argo CD's ComparisonError message (after the retries). While syncing is paused
+//!   a requested sync waits.
+//! - *Failures and retries*: applying an object annotated [`APPLY_ANNOTATION`]`: fail` fails (the
+//!   other objects are applied). The operation then backs off (Running, `Retrying attempt #N at
+//!   <time>.`, `finishedAt` set, `syncResult` kept, `retryCount`), and when the back-off ends the
+//!   retry starts (`finishedAt` removed: its own update, driven by the sandbox's clock). Argo CD's
+//!   arithmetic is kept: the message announces `duration × factor^(N-1)` but the retry starts
+//!   `duration × factor^N` after `finishedAt`. After the limit: `Failed`, `one or more objects
+//!   failed to apply, reason: <detail> (retried 2 times).`, no history, still OutOfSync; the
+//!   refresh that follows shows a `SyncError` condition (`Failed last sync attempt to [<sha>]:
+//!   …`) and automated sync does not try that commit again; a new commit starts a new operation.
+//! - A manifest that *fails to render* (bad YAML, the app path missing) runs no operation: the
+//!   reconcile shows `Unknown` at the unresolved target revision (`main`) with a
+//!   `ComparisonError` condition (`Failed to load target state: failed to generate manifest for
+//!   source 1 of 1: rpc error: code = Unknown desc = Manifest generation error (cached):
+//!   <detail>`) and every live resource `Unknown`; operation state, history, live objects and so
+//!   health stay. For [`SandboxConfig::repo_error_grace`] after it first fails, the app shows
+//!   nothing of it (no update at all), as Argo CD on polled refreshes; then the sandbox's clock
+//!   publishes it. An explicit refresh shows it at once. A commit that renders clears it.
 //!
 //! In-process use (the `demo` command and tests):
 //!
@@ -42,15 +105,21 @@
 //! (`Deployment "x" exceeded its progress deadline`). A Service is Healthy; other kinds have no
 //! health. A paused Deployment or Rollout and a suspended CronJob are Suspended. The object
 //! annotation [`HEALTH_ANNOTATION`] (`Healthy|Progressing|Degraded|Missing|Suspended`) overrides
-//! all of this. App health is the worst resource health (Healthy < Suspended < Progressing <
-//! Missing < Degraded < Unknown), leaving out resources annotated
-//! `argocd.argoproj.io/ignore-healthcheck: "true"`; `Missing` when the app has no resources.
+//! all of this. App health is the worst health of the managed resources (Healthy < Suspended <
+//! Progressing < Missing < Degraded < Unknown), leaving out resources annotated
+//! `argocd.argoproj.io/ignore-healthcheck: "true"` (read from git up to 3.0, from the live object
+//! from 3.4); a resource in git that does not exist is Missing and, before 3.4, makes the app
+//! Missing; from 3.4 it is left out unless no managed resource exists at all. An app with no
+//! resources is Healthy.
 //!
-//! Deviations from Argo CD, on purpose: resources removed from git are dropped after the next
-//! sync (as if pruned) so that the app can become Synced again; a manifest that fails to parse,
-//! or an app path that does not exist, fails the sync operation (Argo CD reports a
-//! ComparisonError with sync status Unknown) and the app stays OutOfSync; a single Missing
-//! resource makes the app Missing (Argo CD ≥ 3.4 ignores it unless all are missing).
+//! Deviations from Argo CD, on purpose: resources removed from git are dropped by the next full
+//! sync (as if pruned) so that the app can become Synced again, and a partial sync never prunes;
+//! self-heal is not modelled (live objects only change through syncs); an app never reconciled
+//! yet (started paused) shows OutOfSync and Missing with no revision, where Argo CD leaves those
+//! fields empty; a hydrator app is not hydrated: it renders its path from the tracked branch and
+//! reports that branch's commits as its revisions, where Argo CD would report the commits of
+//! `environment/<name>`; a helm app's chart is never fetched: it renders one Deployment named
+//! after the chart, at the chart version given, and is reconciled at start and on refresh only.
 
 mod api;
 mod engine;
@@ -70,11 +139,91 @@ pub use engine::{Sandbox, start};
 
 /// The namespace every sandbox Application lives in.
 pub const APP_NAMESPACE: &str = "argocd";
+/// The project every sandbox Application is in.
+pub const APP_PROJECT: &str = "default";
 /// The object annotation that overrides the modelled health of one resource.
 pub const HEALTH_ANNOTATION: &str = "sandbox.greenlight.dev/health";
+/// The object annotation that makes applying the object fail (value `fail`), so that a sync
+/// operation fails and is retried.
+pub const APPLY_ANNOTATION: &str = "sandbox.greenlight.dev/apply";
 
 /// Receives one human-readable line per sync or health transition.
 pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The Argo CD release whose behaviour the sandbox imitates where releases differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum ArgoCdVersion {
+    /// Resource health inline in `status.resources[]`; a Missing resource makes the app Missing.
+    V2_14,
+    /// Resource health in the tree (`resourceHealthSource: appTree`); Missing still counts.
+    V3_0,
+    /// Missing (not yet created) resources no longer make the app Missing.
+    V3_4,
+    /// The default.
+    #[default]
+    V3_5,
+}
+
+impl ArgoCdVersion {
+    /// Every version `--argocd-version` accepts, oldest first.
+    pub const ALL: [ArgoCdVersion; 4] = [
+        ArgoCdVersion::V2_14,
+        ArgoCdVersion::V3_0,
+        ArgoCdVersion::V3_4,
+        ArgoCdVersion::V3_5,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArgoCdVersion::V2_14 => "2.14",
+            ArgoCdVersion::V3_0 => "3.0",
+            ArgoCdVersion::V3_4 => "3.4",
+            ArgoCdVersion::V3_5 => "3.5",
+        }
+    }
+
+    /// Before 3.0 the controller persists each resource's health in `status.resources[]`.
+    pub(crate) fn inline_resource_health(self) -> bool {
+        self < ArgoCdVersion::V3_0
+    }
+
+    /// Before 3.4 a managed resource that does not exist makes the app Missing.
+    pub(crate) fn missing_counts_in_app_health(self) -> bool {
+        self < ArgoCdVersion::V3_4
+    }
+
+    /// Up to 3.1 `ignore-healthcheck` is read from the object in git, from 3.2 on from the live one.
+    pub(crate) fn ignore_healthcheck_on_live(self) -> bool {
+        self >= ArgoCdVersion::V3_4
+    }
+}
+
+impl std::fmt::Display for ArgoCdVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ArgoCdVersion {
+    type Err = ArgoCdVersionError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim();
+        let wanted = wanted.strip_prefix('v').unwrap_or(wanted);
+        ArgoCdVersion::ALL
+            .into_iter()
+            .find(|v| v.as_str() == wanted)
+            .ok_or_else(|| ArgoCdVersionError {
+                text: s.to_string(),
+            })
+    }
+}
+
+/// An `--argocd-version` value the sandbox does not imitate.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("unsupported Argo CD version {text:?} (accepted: 2.14, 3.0, 3.4, 3.5)")]
+pub struct ArgoCdVersionError {
+    pub text: String,
+}
 
 /// Everything the sandbox needs to run. Build it with [`SandboxConfig::new`] and adjust the
 /// public fields; the defaults match the `greenlight sandbox` command line.
@@ -99,6 +248,15 @@ pub struct SandboxConfig {
     pub token: Option<String>,
     /// Start with syncing paused: apps are never synced until `POST /sandbox/v1/resume`.
     pub start_paused: bool,
+    /// The Argo CD release to imitate (default 3.5).
+    pub argocd_version: ArgoCdVersion,
+    /// How long a manifest that fails to render stays hidden after it first fails: the app keeps
+    /// its previous sync status and shows no ComparisonError until then, as Argo CD does on
+    /// polled refreshes (default 0: shown at once). An explicit refresh shows it at once.
+    pub repo_error_grace: Duration,
+    /// The base back-off of the apps' sync retry policy (`spec.syncPolicy.retry.backoff.duration`,
+    /// default 5 s; the maximum scales with it: 36 times the base, 3 m for 5 s). Must be above zero.
+    pub retry_backoff: Duration,
     /// Where transition lines go; `None` keeps the sandbox silent. [`SandboxConfig::new`] logs to stderr.
     pub log: Option<LogSink>,
 }
@@ -115,6 +273,9 @@ impl SandboxConfig {
             registry: None,
             token: None,
             start_paused: false,
+            argocd_version: ArgoCdVersion::default(),
+            repo_error_grace: Duration::ZERO,
+            retry_backoff: Duration::from_secs(5),
             log: Some(Arc::new(|line: &str| eprintln!("{line}"))),
         }
     }
@@ -133,6 +294,9 @@ impl std::fmt::Debug for SandboxConfig {
             .field("registry", &self.registry)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("start_paused", &self.start_paused)
+            .field("argocd_version", &self.argocd_version)
+            .field("repo_error_grace", &self.repo_error_grace)
+            .field("retry_backoff", &self.retry_backoff)
             .finish_non_exhaustive()
     }
 }
@@ -150,10 +314,15 @@ pub enum AppSpec {
         chart: String,
         version: String,
     },
+    /// An app with a source hydrator (`name=hydrator:path`): `spec.sourceHydrator` whose dry
+    /// source is `path` on the tracked branch and whose sync source is `path` on the branch
+    /// `environment/<name>`; no `spec.source`. The sandbox does not hydrate: it renders `path`
+    /// from the tracked branch and reports that branch's commits as the revisions.
+    Hydrator { name: String, path: String },
 }
 
 impl AppSpec {
-    /// Parses `name=path` or `name=helm:<chart>@<version>`.
+    /// Parses `name=path`, `name=helm:<chart>@<version>` or `name=hydrator:<path>`.
     pub fn parse(text: &str) -> Result<AppSpec, AppSpecError> {
         let bad = |why: String| AppSpecError {
             text: text.to_string(),
@@ -161,7 +330,8 @@ impl AppSpec {
         };
         let Some((name, target)) = text.split_once('=') else {
             return Err(bad(
-                "expected <name>=<path> or <name>=helm:<chart>@<version>".into(),
+                "expected <name>=<path>, <name>=helm:<chart>@<version> or <name>=hydrator:<path>"
+                    .into(),
             ));
         };
         check_app_name(name).map_err(bad)?;
@@ -182,13 +352,19 @@ impl AppSpec {
                 version: version.to_string(),
             });
         }
+        if let Some(path) = target.strip_prefix("hydrator:") {
+            let path = normalize_path(path).map_err(bad)?;
+            return Ok(AppSpec::Hydrator { name, path });
+        }
         let path = normalize_path(target).map_err(bad)?;
         Ok(AppSpec::Path { name, path })
     }
 
     pub fn name(&self) -> &str {
         match self {
-            AppSpec::Path { name, .. } | AppSpec::Helm { name, .. } => name,
+            AppSpec::Path { name, .. }
+            | AppSpec::Helm { name, .. }
+            | AppSpec::Hydrator { name, .. } => name,
         }
     }
 }
@@ -298,6 +474,48 @@ mod tests {
                 version: "65.5.0".into()
             }
         );
+    }
+
+    #[test]
+    fn parses_hydrator_apps() {
+        assert_eq!(
+            AppSpec::parse("web=hydrator:./apps/web").unwrap(),
+            AppSpec::Hydrator {
+                name: "web".into(),
+                path: "apps/web".into()
+            }
+        );
+        let err = AppSpec::parse("web=hydrator:../x").unwrap_err().to_string();
+        assert!(err.contains("'..'"), "{err}");
+    }
+
+    #[test]
+    fn argo_cd_versions_parse_and_refuse_others_naming_the_accepted_ones() {
+        assert_eq!(
+            "2.14".parse::<ArgoCdVersion>().unwrap(),
+            ArgoCdVersion::V2_14
+        );
+        assert_eq!(
+            "v3.0".parse::<ArgoCdVersion>().unwrap(),
+            ArgoCdVersion::V3_0
+        );
+        assert_eq!(
+            " 3.4 ".parse::<ArgoCdVersion>().unwrap(),
+            ArgoCdVersion::V3_4
+        );
+        assert_eq!(ArgoCdVersion::default(), ArgoCdVersion::V3_5);
+        for v in ArgoCdVersion::ALL {
+            assert_eq!(v.to_string().parse::<ArgoCdVersion>().unwrap(), v);
+        }
+        let err = "3.3".parse::<ArgoCdVersion>().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "unsupported Argo CD version \"3.3\" (accepted: 2.14, 3.0, 3.4, 3.5)"
+        );
+        assert!(ArgoCdVersion::V2_14.inline_resource_health());
+        assert!(!ArgoCdVersion::V3_0.inline_resource_health());
+        assert!(ArgoCdVersion::V3_0.missing_counts_in_app_health());
+        assert!(!ArgoCdVersion::V3_4.missing_counts_in_app_health());
     }
 
     #[test]

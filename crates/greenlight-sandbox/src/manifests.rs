@@ -1,5 +1,5 @@
 //! Rendering: turns an application's manifest files into the set of objects Argo CD would manage,
-//! and a digest of that set so that a commit which does not change them can be recognized.
+//! each with a digest of its content so that an object a commit does not change can be recognized.
 //! YAML is parsed multi-document with saphyr, JSON with serde_json. This module never reads git
 //! or the clock; it is handed the files.
 
@@ -31,7 +31,14 @@ pub(crate) struct Manifest {
 #[derive(Debug, Clone)]
 pub(crate) struct Rendered {
     pub manifests: Vec<Manifest>,
-    pub digest: Digest,
+}
+
+impl Rendered {
+    /// The digests of every object, in order: equal when nothing would be applied.
+    #[cfg(test)]
+    pub(crate) fn digests(&self) -> Vec<Digest> {
+        self.manifests.iter().map(|m| m.digest).collect()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -73,14 +80,7 @@ pub(crate) fn render(files: &[RepoFile], default_namespace: &str) -> Result<Rend
         });
     }
     manifests.sort_by(|a, b| a.key.cmp(&b.key));
-    let mut hasher = Sha256::new();
-    for m in &manifests {
-        hasher.update(m.digest);
-    }
-    Ok(Rendered {
-        manifests,
-        digest: hasher.finalize().into(),
-    })
+    Ok(Rendered { manifests })
 }
 
 fn parse_file(file: &RepoFile) -> Result<Vec<Value>, String> {
@@ -303,13 +303,13 @@ mod tests {
         let a = render(&[file("a.yaml", DEPLOY)], "default").unwrap();
         let reordered = "# a comment\nkind: Deployment\napiVersion: apps/v1\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      initContainers:\n      - {image: 'busybox:1.36', name: init}\n      containers:\n      - {name: web, image: 'nginx:1.27'}\n";
         let b = render(&[file("other-name.yaml", reordered)], "default").unwrap();
-        assert_eq!(a.digest, b.digest);
+        assert_eq!(a.digests(), b.digests());
         let c = render(
             &[file("a.yaml", &DEPLOY.replace("1.27", "1.28"))],
             "default",
         )
         .unwrap();
-        assert_ne!(a.digest, c.digest);
+        assert_ne!(a.digests(), c.digests());
     }
 
     #[test]

@@ -156,6 +156,33 @@ impl Mirror {
         Ok(String::from_utf8_lossy(&out).trim().to_string())
     }
 
+    /// The commit a hexadecimal commit id (4 to 40 digits) names in the mirror, if it has it.
+    /// Nothing else resolves: the mirror holds the tracked branch only, and a revision from a
+    /// request never reaches git as anything but a hexadecimal id.
+    pub(crate) async fn resolve(&self, revision: &str) -> Result<Option<String>, String> {
+        let hex =
+            (4..=40).contains(&revision.len()) && revision.bytes().all(|b| b.is_ascii_hexdigit());
+        if !hex {
+            return Ok(None);
+        }
+        let mut cmd = git(Some(self.dir.path()));
+        cmd.args([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{revision}^{{commit}}"),
+        ]);
+        let out = tokio::time::timeout(GIT_TIMEOUT, cmd.output())
+            .await
+            .map_err(|_| format!("git rev-parse: no answer within {}s", GIT_TIMEOUT.as_secs()))?
+            .map_err(|e| format!("git rev-parse: cannot run git: {e}"))?;
+        Ok(out
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+            .filter(|sha| sha.len() == 40))
+    }
+
     /// Every `*.yaml`, `*.yml` and `*.json` file under `path` ("" = the whole tree) at `commit`;
     /// `None` when nothing exists under `path` at that commit.
     pub(crate) async fn manifest_files(

@@ -1,8 +1,12 @@
-//! The simulated cluster and controller: every Application's state, the sync operation Argo CD's
-//! automated sync would run for a new tip, the live resources with their health over time, and
-//! the Application / resource-tree JSON in Argo CD's wire format. Every change is one observable
-//! update: it bumps the resourceVersion counter and is published to stream subscribers.
-//! It is handed the time (`Now`) and the rendered manifests; it never runs git or sleeps.
+//! The simulated cluster and controller: every Application's state, the reconciliations and the
+//! sync operations Argo CD's controller would run, the live resources with their health over
+//! time, and the Application / resource-tree JSON in Argo CD's wire format. Every change is one
+//! observable update: it bumps the resourceVersion counter and is published to stream
+//! subscribers (a change that leaves the Application JSON as it was publishes nothing, as an
+//! empty patch bumps nothing in Kubernetes).
+//! It is handed the time (`Now`) and the rendered manifests; it never runs git or sleeps. Timers
+//! (rollouts ending, retry back-offs, hidden render errors) are reported by `next_deadline` and
+//! fired by `tick`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,15 +16,22 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use tokio::sync::broadcast;
 
-use crate::health::{self, Assessment, Health, ImagePolicy, Subject};
+use crate::health::{self, Assessment, Contribution, Health, ImagePolicy, Subject};
 use crate::manifests::{self, Digest, RenderError, Rendered, ResourceKey};
+use crate::repo::RepoFile;
 use crate::timefmt::rfc3339;
-use crate::{APP_NAMESPACE, AppSpec, LogSink};
+use crate::{APP_NAMESPACE, APP_PROJECT, APPLY_ANNOTATION, AppSpec, ArgoCdVersion, LogSink};
 
 const DESTINATION_SERVER: &str = "https://kubernetes.default.svc";
 const DESTINATION_NAMESPACE: &str = "default";
 const HISTORY_LIMIT: usize = 10;
 const SUCCEEDED_MESSAGE: &str = "successfully synced (all tasks run)";
+/// `spec.syncPolicy.retry.limit` of every sandbox app.
+const RETRY_LIMIT: u32 = 2;
+const RETRY_FACTOR: u32 = 2;
+/// `maxDuration` over `duration`: Argo CD's 3m over 5s.
+const RETRY_MAX_OVER_BASE: u32 = 36;
+const MANIFEST_ERROR_PREFIX: &str = "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = ";
 
 /// One moment, on both clocks: wall time for timestamps, monotonic time for deadlines.
 #[derive(Debug, Clone, Copy)]
@@ -45,12 +56,109 @@ pub(crate) struct Change {
     pub application: Arc<Value>,
 }
 
-/// What the manifests of a directory app rendered to at a tip.
+/// What the manifests of a directory app rendered to at a commit.
 pub(crate) type RenderResult = Result<Rendered, RenderError>;
+
+/// What the world needs from the controller's settings.
+#[derive(Debug, Clone)]
+pub(crate) struct WorldConfig {
+    pub repo_url: String,
+    pub branch: String,
+    pub rollout_time: Duration,
+    pub version: ArgoCdVersion,
+    pub repo_error_grace: Duration,
+    pub retry_backoff: Duration,
+}
+
+/// A resource named in a partial sync (`resources` of a sync request); an empty namespace
+/// matches any namespace, as in Argo CD.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SyncResource {
+    pub group: String,
+    pub kind: String,
+    pub name: String,
+    pub namespace: String,
+}
+
+impl SyncResource {
+    fn matches(&self, key: &ResourceKey) -> bool {
+        self.group == key.group
+            && self.kind == key.kind
+            && self.name == key.name
+            && (self.namespace.is_empty() || self.namespace == key.namespace)
+    }
+
+    fn to_json(&self) -> Value {
+        let mut r = json!({"kind": self.kind, "name": self.name});
+        if !self.group.is_empty() {
+            r["group"] = json!(self.group);
+        }
+        if !self.namespace.is_empty() {
+            r["namespace"] = json!(self.namespace);
+        }
+        r
+    }
+}
+
+/// `POST /api/v1/applications/{name}/sync`, as the API parsed it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SyncRequest {
+    /// Empty: the app's target revision.
+    pub revision: String,
+    pub dry_run: bool,
+    pub prune: bool,
+    /// Empty: every resource.
+    pub resources: Vec<SyncResource>,
+    pub sync_options: Vec<String>,
+    pub strategy: Option<Value>,
+}
+
+/// Why a sync request was refused (both are gRPC FailedPrecondition in Argo CD).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SyncRefusal {
+    InProgress,
+    Revision { requested: String, target: String },
+}
+
+impl std::fmt::Display for SyncRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SyncRefusal::InProgress => f.write_str("another operation is already in progress"),
+            SyncRefusal::Revision { requested, target } => write!(
+                f,
+                "Cannot sync to {requested}: auto-sync currently set to {target}"
+            ),
+        }
+    }
+}
+
+/// A requested sync the engine must resolve (git) before it can start.
+#[derive(Debug, Clone)]
+pub(crate) struct PendingSync {
+    pub name: String,
+    pub revision: String,
+    /// The revision names the tracked branch's tip (the target revision, the branch, `HEAD`).
+    pub means_tip: bool,
+    /// The app's path in the repository; `None` for a helm app (nothing to resolve).
+    pub path: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Why {
+    /// The branch moved (a polled refresh).
+    Tip,
+    /// A refresh was asked for explicitly.
+    Refresh,
+    /// A completed operation asks for a refresh.
+    AfterOperation,
+    /// A hidden render error's grace ended.
+    Deadline,
+}
 
 enum Source {
     Path { path: String },
     Helm { chart: String, version: String },
+    Hydrator { path: String },
 }
 
 struct Live {
@@ -69,33 +177,188 @@ struct Live {
     assessment: Option<Assessment>,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SyncCode {
+    Synced,
+    OutOfSync,
+    Unknown,
+}
+
+impl SyncCode {
+    fn as_str(self) -> &'static str {
+        match self {
+            SyncCode::Synced => "Synced",
+            SyncCode::OutOfSync => "OutOfSync",
+            SyncCode::Unknown => "Unknown",
+        }
+    }
+}
+
+/// One entry of `status.resources[]`, as the last comparison left it.
+struct Entry {
+    key: ResourceKey,
+    version: String,
+    status: SyncCode,
+    requires_pruning: bool,
+    /// The object existed when last looked at.
+    live: bool,
+    ignored: bool,
+    health: Option<Assessment>,
+}
+
+/// What the last full reconciliation showed: `status.sync` and `status.resources`; and what the
+/// last look at the live objects showed: `status.summary.images`.
+#[derive(Default)]
+struct Shown {
+    /// `None`: never compared.
+    code: Option<SyncCode>,
+    revision: Option<String>,
+    entries: Vec<Entry>,
+    images: Vec<String>,
+}
+
+/// The newest commit (or chart version) the controller knows for an app, and what it rendered to.
+#[derive(Clone)]
+struct Target {
+    revision: String,
+    render: RenderResult,
+}
+
+struct RenderFailure {
+    since: Instant,
+    shown: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Running,
+    Succeeded,
+    Failed,
+    Error,
+}
+
+impl Phase {
+    fn as_str(self) -> &'static str {
+        match self {
+            Phase::Running => "Running",
+            Phase::Succeeded => "Succeeded",
+            Phase::Failed => "Failed",
+            Phase::Error => "Error",
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Request {
+    /// As requested: a commit, a branch, `HEAD`.
+    revision: String,
+    dry_run: bool,
+    resources: Option<Vec<SyncResource>>,
+    /// The `operation` JSON.
+    operation: Value,
+}
+
+impl Request {
+    fn initiated_by(&self) -> Value {
+        self.operation["initiatedBy"].clone()
+    }
+
+    fn records_history(&self) -> bool {
+        !self.dry_run && self.resources.is_none()
+    }
+}
+
+/// `status.operationState` and what the controller keeps to run it.
+struct OpRun {
+    request: Request,
+    started: SystemTime,
+    phase: Phase,
+    message: String,
+    finished: Option<SystemTime>,
+    sync_result: Option<Value>,
+    retry_count: u32,
+    /// While backing off: when the next attempt starts.
+    retry_at: Option<Instant>,
+    /// What the operation applies: the resolved commit and its manifests, or why there is none.
+    prepared: Result<(String, Rendered), String>,
+}
+
+impl OpRun {
+    fn to_json(&self) -> Value {
+        let mut state = json!({
+            "operation": self.request.operation,
+            "phase": self.phase.as_str(),
+            "startedAt": rfc3339(self.started),
+        });
+        if !self.message.is_empty() {
+            state["message"] = json!(self.message);
+        }
+        if let Some(result) = &self.sync_result {
+            state["syncResult"] = result.clone();
+        }
+        if let Some(t) = self.finished {
+            state["finishedAt"] = json!(rfc3339(t));
+        }
+        if self.retry_count > 0 {
+            state["retryCount"] = json!(self.retry_count);
+        }
+        state
+    }
+}
+
 struct App {
     name: String,
     uid: String,
     created: SystemTime,
     source: Source,
     resource_version: u64,
-    /// Digest of the manifests the live resources were last synced from.
-    synced_digest: Option<Digest>,
-    synced: bool,
-    revision: Option<String>,
-    /// While OutOfSync after a comparison: what git wants, with its digest per object.
-    desired: Option<Vec<(ResourceKey, String, Digest)>>,
+    /// The JSON last published, without its resourceVersion.
+    published: Option<Value>,
     live: Vec<Live>,
-    operation: Option<Value>,
-    operation_state: Option<Value>,
-    history: Vec<Value>,
-    next_history_id: u64,
-    conditions: Vec<Value>,
-    reconciled_at: Option<SystemTime>,
+    target: Option<Target>,
+    shown: Shown,
     health: Health,
     health_since: SystemTime,
+    reconciled_at: Option<SystemTime>,
+    conditions: Vec<Value>,
+    /// The top-level `operation`: requested or running.
+    operation: Option<Value>,
+    /// A requested sync not started yet (waiting for the engine to resolve its revision).
+    pending: Option<Request>,
+    op: Option<OpRun>,
+    history: Vec<Value>,
+    next_history_id: u64,
+    render_failure: Option<RenderFailure>,
+}
+
+impl App {
+    fn git_path(&self) -> Option<&str> {
+        match &self.source {
+            Source::Path { path } | Source::Hydrator { path } => Some(path),
+            Source::Helm { .. } => None,
+        }
+    }
+
+    fn set_condition(&mut self, kind: &str, message: Option<String>, now: Now) {
+        let previous = self.conditions.iter().find(|c| c["type"] == kind).cloned();
+        self.conditions.retain(|c| c["type"] != kind);
+        if let Some(message) = message {
+            // An unchanged condition keeps its transition time, as Argo CD's SetConditions does.
+            let since = previous
+                .filter(|c| c["message"] == message.as_str())
+                .map(|c| c["lastTransitionTime"].clone())
+                .unwrap_or_else(|| json!(rfc3339(now.wall)));
+            self.conditions.push(json!({
+                "type": kind,
+                "message": message,
+                "lastTransitionTime": since,
+            }));
+        }
+    }
 }
 
 pub(crate) struct World {
-    repo_url: String,
-    branch: String,
-    rollout_time: Duration,
+    cfg: WorldConfig,
     pub(crate) policy: ImagePolicy,
     counter: u64,
     apps: BTreeMap<String, App>,
@@ -120,11 +383,71 @@ fn short(rev: &str) -> &str {
     if rev.len() == 40 { &rev[..7] } else { rev }
 }
 
+/// A duration as Go's `time.ParseDuration` reads it (`5s`, `3m`, `200ms`).
+fn go_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms == 0 || !ms.is_multiple_of(1000) {
+        return format!("{ms}ms");
+    }
+    let s = ms / 1000;
+    if s.is_multiple_of(3600) {
+        format!("{}h", s / 3600)
+    } else if s.is_multiple_of(60) {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// Go's `time.Kitchen` (`3:04PM`), in UTC.
+fn kitchen(t: SystemTime) -> String {
+    let text = rfc3339(t); // 2026-05-28T20:26:40Z
+    let hour: u32 = text.get(11..13).and_then(|h| h.parse().ok()).unwrap_or(0);
+    let minute = text.get(14..16).unwrap_or("00");
+    let (h12, half) = match hour {
+        0 => (12, "AM"),
+        1..=11 => (hour, "AM"),
+        12 => (12, "PM"),
+        _ => (hour - 12, "PM"),
+    };
+    format!("{h12}:{minute}{half}")
+}
+
+/// The object carries the annotation that makes applying it fail.
+fn apply_fails(object: &Value) -> bool {
+    object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(APPLY_ANNOTATION))
+        .and_then(Value::as_str)
+        == Some("fail")
+}
+
+// kubectl's wording: `deployment.apps/web`.
+fn kubectl_name(key: &ResourceKey) -> String {
+    let group = if key.group.is_empty() {
+        String::new()
+    } else {
+        format!(".{}", key.group)
+    };
+    format!("{}{group}/{}", key.kind.to_lowercase(), key.name)
+}
+
+/// What a helm app renders to: one Deployment named after the chart.
+fn helm_render(chart: &str) -> RenderResult {
+    let object =
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": chart}});
+    manifests::render(
+        &[RepoFile {
+            path: "chart.json".into(),
+            bytes: object.to_string().into_bytes(),
+        }],
+        DESTINATION_NAMESPACE,
+    )
+}
+
 impl World {
     pub(crate) fn new(
-        repo_url: String,
-        branch: String,
-        rollout_time: Duration,
+        cfg: WorldConfig,
         policy: ImagePolicy,
         specs: &[AppSpec],
         log: Option<LogSink>,
@@ -140,6 +463,7 @@ impl World {
                     chart: chart.clone(),
                     version: version.clone(),
                 },
+                AppSpec::Hydrator { path, .. } => Source::Hydrator { path: path.clone() },
             };
             let name = spec.name().to_string();
             apps.insert(
@@ -150,26 +474,25 @@ impl World {
                     created: now.wall,
                     source,
                     resource_version: 0,
-                    synced_digest: None,
-                    synced: false,
-                    revision: None,
-                    desired: None,
+                    published: None,
                     live: Vec::new(),
-                    operation: None,
-                    operation_state: None,
-                    history: Vec::new(),
-                    next_history_id: 0,
-                    conditions: Vec::new(),
-                    reconciled_at: None,
+                    target: None,
+                    shown: Shown::default(),
                     health: Health::Missing,
                     health_since: now.wall,
+                    reconciled_at: None,
+                    conditions: Vec::new(),
+                    operation: None,
+                    pending: None,
+                    op: None,
+                    history: Vec::new(),
+                    next_history_id: 0,
+                    render_failure: None,
                 },
             );
         }
         let mut world = World {
-            repo_url,
-            branch,
-            rollout_time,
+            cfg,
             policy,
             counter: 0,
             apps,
@@ -189,295 +512,638 @@ impl World {
         }
     }
 
-    /// The directory apps and their paths, which the engine renders at each new tip.
-    pub(crate) fn directory_apps(&self) -> Vec<(String, String)> {
+    fn app(&mut self, name: &str) -> &mut App {
+        self.apps.get_mut(name).expect("known app")
+    }
+
+    /// The apps rendered from git and their paths, which the engine renders at each new tip.
+    pub(crate) fn git_apps(&self) -> Vec<(String, String)> {
         self.apps
             .values()
-            .filter_map(|a| match &a.source {
-                Source::Path { path } => Some((a.name.clone(), path.clone())),
-                Source::Helm { .. } => None,
-            })
+            .filter_map(|a| a.git_path().map(|p| (a.name.clone(), p.to_string())))
             .collect()
     }
 
-    /// Reconciles every app against a new tip of the tracked branch.
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.apps.contains_key(name)
+    }
+
+    /// `spec.source.targetRevision` (for a hydrator app, the sync source's branch).
+    fn target_revision(&self, app: &App) -> String {
+        match &app.source {
+            Source::Path { .. } => self.cfg.branch.clone(),
+            Source::Helm { version, .. } => version.clone(),
+            Source::Hydrator { .. } => format!("environment/{}", app.name),
+        }
+    }
+
+    /// A new tip of the tracked branch: every git app is reconciled against it (a helm app only
+    /// when it was never compared, or when `refreshed` says a refresh was asked for it).
     pub(crate) fn observe_tip(
         &mut self,
         tip: &str,
         renders: &BTreeMap<String, RenderResult>,
+        refreshed: &dyn Fn(&str) -> bool,
         now: Now,
     ) {
         let names: Vec<String> = self.apps.keys().cloned().collect();
         for name in names {
-            let helm_version = match &self.apps[&name].source {
-                Source::Helm { version, .. } => Some(version.clone()),
-                Source::Path { .. } => None,
-            };
-            if let Some(version) = helm_version {
-                // A chart repository does not move with the git branch: synced once, at its version.
-                if self.apps[&name].history.is_empty() {
-                    self.run_operation(&name, &version, Ok(None), now);
-                }
-                continue;
-            }
-            let Some(render) = renders.get(&name) else {
-                continue;
-            };
-            match render {
-                Ok(rendered) if self.apps[&name].synced_digest == Some(rendered.digest) => {
-                    self.move_without_changes(&name, tip, now);
-                }
-                Ok(rendered) => self.run_operation(&name, tip, Ok(Some(rendered)), now),
-                Err(err) => {
-                    let app = &self.apps[&name];
-                    let already_failed_here = app.revision.as_deref() == Some(tip) && !app.synced;
-                    if !already_failed_here {
-                        self.run_operation(&name, tip, Err(err), now);
+            let explicit = refreshed(&name);
+            let why = if explicit { Why::Refresh } else { Why::Tip };
+            let app = &self.apps[&name];
+            let target = match &app.source {
+                Source::Helm { chart, version } => {
+                    if app.target.is_some() {
+                        if explicit {
+                            self.reconcile(&name, now, why);
+                        }
+                        continue;
+                    }
+                    Target {
+                        revision: version.clone(),
+                        render: helm_render(chart),
                     }
                 }
-            }
+                Source::Path { .. } | Source::Hydrator { .. } => {
+                    let Some(render) = renders.get(&name) else {
+                        continue;
+                    };
+                    Target {
+                        revision: tip.to_string(),
+                        render: render.clone(),
+                    }
+                }
+            };
+            self.app(&name).target = Some(target);
+            self.reconcile(&name, now, why);
         }
     }
 
-    // A commit that leaves the rendered manifests alone: Argo CD compares, finds nothing to do,
-    // and reports the new revision as Synced without running an operation.
-    fn move_without_changes(&mut self, name: &str, tip: &str, now: Now) {
-        let app = self.apps.get_mut(name).expect("known app");
-        if app.synced && app.revision.as_deref() == Some(tip) {
+    /// An explicit refresh of the apps `wanted` names, at the tip each last saw.
+    pub(crate) fn refresh_matching(&mut self, wanted: &dyn Fn(&str) -> bool, now: Now) {
+        let names: Vec<String> = self.apps.keys().filter(|n| wanted(n)).cloned().collect();
+        for name in names {
+            self.reconcile(&name, now, Why::Refresh);
+        }
+    }
+
+    // A full reconciliation (Argo CD's CompareWithLatest): compares the target with the live
+    // objects, publishes sync status, resources, health, conditions and reconciledAt (its start),
+    // then runs the automated sync if the app is OutOfSync.
+    fn reconcile(&mut self, name: &str, now: Now, why: Why) {
+        let Some(target) = self.apps[name].target.clone() else {
+            return;
+        };
+        let rendered = match &target.render {
+            Ok(rendered) => rendered,
+            Err(err) => {
+                self.show_render_error(name, &err.message, now, why);
+                return;
+            }
+        };
+        let version = self.cfg.version;
+        let app = self.app(name);
+        app.render_failure = None;
+        let entries = compare(rendered, &app.live, version);
+        let code = if entries.iter().all(|e| e.status == SyncCode::Synced) {
+            SyncCode::Synced
+        } else {
+            SyncCode::OutOfSync
+        };
+        let before = (app.shown.code, app.shown.revision.clone());
+        app.shown = Shown {
+            code: Some(code),
+            revision: Some(target.revision.clone()),
+            entries,
+            images: std::mem::take(&mut app.shown.images),
+        };
+        app.set_condition("ComparisonError", None, now);
+        // Argo CD's autoSync: only an OutOfSync app without an operation, and never twice for
+        // the same commit after a failed attempt.
+        let mut auto = false;
+        let mut sync_error = None;
+        if code == SyncCode::OutOfSync && app.operation.is_none() {
+            match app.op.as_ref().filter(|op| {
+                !op.request.dry_run
+                    && op.sync_result.as_ref().map(|r| &r["revision"])
+                        == Some(&json!(target.revision))
+            }) {
+                Some(op) if op.phase != Phase::Succeeded => {
+                    sync_error = Some(format!(
+                        "Failed last sync attempt to [{}]: {}",
+                        target.revision, op.message
+                    ));
+                }
+                Some(_) => {} // the most recent sync is already to this commit
+                None => auto = true,
+            }
+        }
+        let skipped = sync_error.is_some();
+        app.set_condition("SyncError", sync_error, now);
+        app.reconciled_at = Some(now.wall);
+        let after = (app.shown.code, app.shown.revision.clone());
+        self.update_app_health(name, now);
+        if before != after {
+            let extra = match (code, why) {
+                (SyncCode::Synced, Why::Tip | Why::Refresh) => {
+                    " (manifests unchanged, no operation)"
+                }
+                (SyncCode::OutOfSync, _) if skipped => {
+                    " (auto-sync skipped: the last sync attempt to it failed)"
+                }
+                _ => "",
+            };
+            self.log(format!(
+                "app {name}: {} at {}{extra}",
+                code.as_str(),
+                short(&target.revision)
+            ));
+        }
+        self.commit(name);
+        if auto {
+            let Ok(rendered) = target.render else {
+                unreachable!("rendered above")
+            };
+            let operation = json!({
+                "sync": {"revision": target.revision, "syncStrategy": {"hook": {}}},
+                "initiatedBy": {"automated": true},
+                "retry": self.retry_json(),
+            });
+            let request = Request {
+                revision: target.revision.clone(),
+                dry_run: false,
+                resources: None,
+                operation,
+            };
+            self.begin_operation(name, request, Ok((target.revision, rendered)), now);
+        }
+    }
+
+    // A target that does not render: no operation; sync status Unknown at the unresolved target
+    // revision with a ComparisonError, the live objects (and so health) untouched. Hidden for
+    // `repo_error_grace` after it first fails, unless the refresh was asked for.
+    fn show_render_error(&mut self, name: &str, detail: &str, now: Now, why: Why) {
+        let grace = self.cfg.repo_error_grace;
+        let target_revision = self.target_revision(&self.apps[name]);
+        let app = self.app(name);
+        let failure = app.render_failure.get_or_insert(RenderFailure {
+            since: now.mono,
+            shown: false,
+        });
+        if !failure.shown && why != Why::Refresh && now.mono < failure.since + grace {
             return;
         }
-        app.synced = true;
-        app.revision = Some(tip.to_string());
-        app.desired = None;
-        app.conditions.clear();
+        failure.shown = true;
+        let before = (app.shown.code, app.conditions.clone());
+        let entries = app
+            .live
+            .iter()
+            .map(|l| Entry {
+                key: l.key.clone(),
+                version: l.version.clone(),
+                status: SyncCode::Unknown,
+                requires_pruning: true,
+                live: true,
+                ignored: l.ignored,
+                health: l.assessment.clone(),
+            })
+            .collect();
+        app.shown = Shown {
+            code: Some(SyncCode::Unknown),
+            revision: Some(target_revision.clone()),
+            entries,
+            images: std::mem::take(&mut app.shown.images),
+        };
+        app.set_condition(
+            "ComparisonError",
+            Some(format!(
+                "{MANIFEST_ERROR_PREFIX}Manifest generation error (cached): {detail}"
+            )),
+            now,
+        );
+        app.set_condition("SyncError", None, now);
         app.reconciled_at = Some(now.wall);
-        self.log(format!(
-            "app {name}: Synced at {} (manifests unchanged, no operation)",
-            short(tip)
-        ));
+        let changed = before != (app.shown.code, app.conditions.clone());
+        self.update_app_health(name, now);
+        if changed {
+            self.log(format!(
+                "app {name}: Unknown at {target_revision}: ComparisonError: {detail}"
+            ));
+        }
         self.commit(name);
     }
 
-    // Argo CD's automated sync, one observable update per step: the comparison (OutOfSync at the
-    // new revision), the operation starting (Running), the operation finishing.
-    fn run_operation(
+    fn retry_json(&self) -> Value {
+        let base = self.cfg.retry_backoff;
+        json!({
+            "limit": RETRY_LIMIT,
+            "backoff": {
+                "duration": go_duration(base),
+                "factor": RETRY_FACTOR,
+                "maxDuration": go_duration(base * RETRY_MAX_OVER_BASE),
+            },
+        })
+    }
+
+    // Argo CD's RetryStrategy.NextRetryAt: duration * factor^count, at most maxDuration.
+    fn backoff(&self, count: u32) -> Duration {
+        let base = self.cfg.retry_backoff;
+        let factor = RETRY_FACTOR.saturating_pow(count);
+        base.saturating_mul(factor)
+            .min(base.saturating_mul(RETRY_MAX_OVER_BASE))
+    }
+
+    /// `POST /api/v1/applications/{name}/sync`: sets the operation (one update) and answers the
+    /// Application; the engine starts it once it has resolved the revision. `None`: no such app.
+    pub(crate) fn request_sync(
         &mut self,
         name: &str,
-        revision: &str,
-        render: Result<Option<&Rendered>, &RenderError>,
+        req: SyncRequest,
+    ) -> Option<Result<Value, SyncRefusal>> {
+        let app = self.apps.get(name)?;
+        if app.operation.is_some() {
+            return Some(Err(SyncRefusal::InProgress));
+        }
+        let target = self.target_revision(app);
+        // The sandbox's apps all run automated sync: Argo CD refuses any other revision,
+        // compared as text, unless it is a dry run.
+        let effective_target = if target.is_empty() {
+            "HEAD".to_string()
+        } else {
+            target.clone()
+        };
+        if !req.dry_run && !req.revision.is_empty() && req.revision != effective_target {
+            return Some(Err(SyncRefusal::Revision {
+                requested: req.revision,
+                target,
+            }));
+        }
+        let revision = if req.revision.is_empty() {
+            target
+        } else {
+            req.revision
+        };
+        let mut sync = json!({"revision": revision});
+        if req.prune {
+            sync["prune"] = json!(true);
+        }
+        if req.dry_run {
+            sync["dryRun"] = json!(true);
+        }
+        if let Some(strategy) = &req.strategy {
+            sync["syncStrategy"] = strategy.clone();
+        }
+        if !req.resources.is_empty() {
+            sync["resources"] = req.resources.iter().map(SyncResource::to_json).collect();
+        }
+        if !req.sync_options.is_empty() {
+            sync["syncOptions"] = json!(req.sync_options);
+        }
+        let operation = json!({
+            "sync": sync,
+            "initiatedBy": {"username": "admin"},
+            "retry": self.retry_json(),
+        });
+        let request = Request {
+            revision: revision.clone(),
+            dry_run: req.dry_run,
+            resources: (!req.resources.is_empty()).then_some(req.resources),
+            operation: operation.clone(),
+        };
+        let app = self.app(name);
+        app.operation = Some(operation);
+        app.pending = Some(request);
+        self.log(format!(
+            "app {name}: sync to {} requested by admin",
+            short(&revision)
+        ));
+        self.commit(name);
+        Some(Ok(self.application_json(&self.apps[name])))
+    }
+
+    /// The requested syncs waiting to start.
+    pub(crate) fn pending(&self) -> Vec<PendingSync> {
+        self.apps
+            .values()
+            .filter_map(|app| {
+                let request = app.pending.as_ref()?;
+                let rev = request.revision.as_str();
+                Some(PendingSync {
+                    name: app.name.clone(),
+                    revision: rev.to_string(),
+                    means_tip: rev == self.target_revision(app)
+                        || rev == self.cfg.branch
+                        || rev == "HEAD",
+                    path: app.git_path().map(str::to_string),
+                })
+            })
+            .collect()
+    }
+
+    /// Starts a requested sync with what the engine resolved: the commit and its render, or
+    /// `None` when the revision does not resolve. A helm app resolves by itself.
+    pub(crate) fn start_pending(
+        &mut self,
+        name: &str,
+        resolved: Option<(String, RenderResult)>,
+        now: Now,
+    ) {
+        let Some(request) = self.apps.get_mut(name).and_then(|a| a.pending.take()) else {
+            return;
+        };
+        let resolved = match &self.apps[name].source {
+            Source::Helm { chart, version } => {
+                (request.revision == *version).then(|| (version.clone(), helm_render(chart)))
+            }
+            Source::Path { .. } | Source::Hydrator { .. } => resolved,
+        };
+        let prepared = match resolved {
+            None => Err(format!(
+                "ComparisonError: {MANIFEST_ERROR_PREFIX}unable to resolve '{}' to a commit SHA",
+                request.revision
+            )),
+            Some((_, Err(err))) => Err(format!(
+                "ComparisonError: {MANIFEST_ERROR_PREFIX}Manifest generation error (cached): {}",
+                err.message
+            )),
+            Some((sha, Ok(rendered))) => Ok((sha, rendered)),
+        };
+        self.begin_operation(name, request, prepared, now);
+    }
+
+    // The operation starts (Running, the requested revision), then its first attempt.
+    fn begin_operation(
+        &mut self,
+        name: &str,
+        request: Request,
+        prepared: Result<(String, Rendered), String>,
         now: Now,
     ) {
         let source = self.source_json(&self.apps[name]);
-        {
-            let app = self.apps.get_mut(name).expect("known app");
-            app.synced = false;
-            app.revision = Some(revision.to_string());
-            app.desired = match render {
-                Ok(Some(rendered)) => Some(
-                    rendered
-                        .manifests
-                        .iter()
-                        .map(|m| (m.key.clone(), m.version.clone(), m.digest))
-                        .collect(),
-                ),
-                _ => None,
-            };
-            app.reconciled_at = Some(now.wall);
-        }
-        self.log(format!("app {name}: OutOfSync at {}", short(revision)));
-        self.commit(name);
-
-        let operation = json!({
-            "sync": {"revision": revision, "syncStrategy": {"hook": {}}},
-            "initiatedBy": {"automated": true},
-            "retry": {"limit": 5},
+        let revision = request.revision.clone();
+        let app = self.app(name);
+        app.operation = Some(request.operation.clone());
+        app.op = Some(OpRun {
+            sync_result: Some(json!({"revision": request.revision, "source": source})),
+            request,
+            started: now.wall,
+            phase: Phase::Running,
+            message: String::new(),
+            finished: None,
+            retry_count: 0,
+            retry_at: None,
+            prepared,
         });
-        {
-            let app = self.apps.get_mut(name).expect("known app");
-            app.operation = Some(operation.clone());
-            app.operation_state = Some(json!({
-                "operation": operation,
-                "phase": "Running",
-                "message": "",
-                "startedAt": rfc3339(now.wall),
-            }));
-        }
         self.log(format!(
             "app {name}: operation Running at {}",
-            short(revision)
+            short(&revision)
         ));
         self.commit(name);
+        self.attempt(name, now, true);
+    }
 
-        let started = rfc3339(now.wall);
-        let finished = rfc3339(SystemTime::now().max(now.wall));
-        match render {
-            Err(err) => {
-                let message = format!(
-                    "ComparisonError: Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = Manifest generation error (cached): {}",
-                    err.message
-                );
-                let app = self.apps.get_mut(name).expect("known app");
-                app.operation = None;
-                app.operation_state = Some(json!({
-                    "operation": operation,
-                    "phase": "Failed",
-                    "message": message,
-                    "syncResult": {"revision": revision, "source": source},
-                    "startedAt": started,
-                    "finishedAt": finished,
-                }));
-                app.conditions = vec![json!({
-                    "type": "ComparisonError",
-                    "message": message,
-                    "lastTransitionTime": finished,
-                })];
-                app.reconciled_at = Some(SystemTime::now().max(now.wall));
-                self.log(format!(
-                    "app {name}: operation Failed at {}: {}",
-                    short(revision),
-                    err.message
-                ));
+    fn op(&mut self, name: &str) -> &mut OpRun {
+        self.app(name).op.as_mut().expect("an operation")
+    }
+
+    // One attempt of the running operation: compare (the revision becomes the commit), apply,
+    // then succeed, back off for a retry, or fail.
+    fn attempt(&mut self, name: &str, now: Now, first: bool) {
+        let source = self.source_json(&self.apps[name]);
+        let op = self.op(name);
+        let request = op.request.clone();
+        let (sha, rendered) = match op.prepared.clone() {
+            Ok(prepared) => prepared,
+            Err(message) => {
+                let result = json!({"revision": request.revision, "source": source});
+                self.attempt_failed(name, Phase::Error, message, result, now);
+                return;
             }
-            Ok(rendered) => {
-                let changed = self.apply(name, rendered, now);
-                let app = self.apps.get_mut(name).expect("known app");
-                let results: Vec<Value> = app
-                    .live
-                    .iter()
-                    .map(|l| {
-                        let verb = if changed.contains(&l.key) {
-                            "configured"
-                        } else {
-                            "unchanged"
-                        };
-                        let mut r = resource_ref(&l.key, &l.version);
-                        r["status"] = json!("Synced");
-                        // kubectl's wording: `deployment.apps/web configured`.
-                        let group = if l.key.group.is_empty() {
-                            String::new()
-                        } else {
-                            format!(".{}", l.key.group)
-                        };
-                        r["message"] = json!(format!(
-                            "{}{group}/{} {verb}",
-                            l.key.kind.to_lowercase(),
-                            l.key.name
-                        ));
-                        r["hookPhase"] = json!("Running");
-                        r["syncPhase"] = json!("Sync");
-                        r
-                    })
-                    .collect();
-                app.operation = None;
-                app.operation_state = Some(json!({
-                    "operation": operation,
-                    "phase": "Succeeded",
-                    "message": SUCCEEDED_MESSAGE,
-                    "syncResult": {"resources": results, "revision": revision, "source": source},
-                    "startedAt": started,
-                    "finishedAt": finished,
-                }));
-                app.history.push(json!({
-                    "id": app.next_history_id,
-                    "revision": revision,
-                    "deployStartedAt": started,
-                    "deployedAt": finished,
-                    "source": source,
-                    "initiatedBy": {"automated": true},
-                }));
-                app.next_history_id += 1;
-                if app.history.len() > HISTORY_LIMIT {
-                    app.history.remove(0);
-                }
-                app.synced = true;
-                app.desired = None;
-                app.conditions.clear();
-                // reconciledAt is never earlier than finishedAt: the health that follows is fresh.
-                app.reconciled_at = Some(SystemTime::now().max(now.wall));
-                self.log(format!(
-                    "app {name}: operation Succeeded at {} ({} of {} resources changed)",
-                    short(revision),
-                    changed.len(),
-                    self.apps[name].live.len()
-                ));
-            }
+        };
+        if first {
+            // The comparison resolved the revision: syncResult names the commit from now on.
+            op.sync_result = Some(json!({"revision": sha, "source": source}));
+            self.commit(name);
         }
-        self.settle_health(name, now);
+        let outcome = self.apply(
+            name,
+            &rendered,
+            request.resources.as_deref(),
+            request.dry_run,
+            now,
+        );
+        let result = json!({"resources": outcome.results, "revision": sha, "source": source});
+        if outcome.failures.is_empty() {
+            self.succeed(name, &sha, result, outcome.changed, now);
+        } else {
+            let message = format!(
+                "one or more objects failed to apply, reason: {}",
+                outcome.failures.join(",")
+            );
+            self.attempt_failed(name, Phase::Failed, message, result, now);
+        }
+    }
+
+    fn succeed(&mut self, name: &str, sha: &str, result: Value, changed: usize, now: Now) {
+        let source = self.source_json(&self.apps[name]);
+        let op = self.op(name);
+        let request = op.request.clone();
+        let started = op.started;
+        if request.records_history() {
+            // History is written in its own update while the operation is still Running.
+            let app = self.app(name);
+            app.history.push(json!({
+                "id": app.next_history_id,
+                "revision": sha,
+                "deployStartedAt": rfc3339(started),
+                "deployedAt": rfc3339(now.wall),
+                "source": source,
+                "initiatedBy": request.initiated_by(),
+            }));
+            app.next_history_id += 1;
+            if app.history.len() > HISTORY_LIMIT {
+                app.history.remove(0);
+            }
+            self.commit(name);
+        }
+        let op = self.op(name);
+        op.phase = Phase::Succeeded;
+        op.message = SUCCEEDED_MESSAGE.to_string();
+        op.finished = Some(now.wall);
+        op.retry_at = None;
+        op.sync_result = Some(result);
+        self.app(name).operation = None;
+        let kind = if request.dry_run {
+            " (dry run)"
+        } else if request.resources.is_some() {
+            " (partial)"
+        } else {
+            ""
+        };
+        let total = self.apps[name].live.len();
+        self.log(format!(
+            "app {name}: operation Succeeded at {}{kind} ({changed} of {total} resources changed)",
+            short(sha)
+        ));
         self.commit(name);
+        // A completed operation (not a dry run) asks for a refresh: status and health follow.
+        if !request.dry_run {
+            self.reconcile(name, now, Why::AfterOperation);
+        }
     }
 
-    // Replaces the live resources by the rendered ones (a helm app: one Deployment named after
-    // the chart); returns the keys that were created or changed.
-    fn apply(&mut self, name: &str, rendered: Option<&Rendered>, now: Now) -> Vec<ResourceKey> {
-        let rollout_until = (!self.rollout_time.is_zero()).then(|| now.mono + self.rollout_time);
+    // A failed attempt: back off and retry while the policy allows (Running, `finishedAt` set,
+    // "Retrying attempt #N"), else fail the operation.
+    fn attempt_failed(
+        &mut self,
+        name: &str,
+        phase: Phase,
+        message: String,
+        result: Value,
+        now: Now,
+    ) {
+        let op = self.op(name);
+        let count = op.retry_count;
+        op.sync_result = Some(result);
+        op.finished = Some(now.wall);
+        if count < RETRY_LIMIT {
+            // As Argo CD: the message names now + duration*factor^count, while the retry is
+            // scheduled from finishedAt with the count already incremented.
+            let announced = now.wall + self.backoff(count);
+            let wait = self.backoff(count + 1);
+            let op = self.op(name);
+            op.phase = Phase::Running;
+            op.retry_count = count + 1;
+            op.message = format!(
+                "{message}. Retrying attempt #{} at {}.",
+                count + 1,
+                kitchen(announced)
+            );
+            op.retry_at = Some(now.mono + wait);
+            self.log(format!(
+                "app {name}: operation attempt {} failed: {message}; retrying in {}",
+                count + 1,
+                humantime::format_duration(wait)
+            ));
+            self.commit(name);
+            return;
+        }
+        let op = self.op(name);
+        op.phase = phase;
+        op.message = if count > 0 {
+            format!("{message} (retried {count} times).")
+        } else {
+            message.clone()
+        };
+        let dry_run = op.request.dry_run;
+        let revision = op.request.revision.clone();
+        self.app(name).operation = None;
+        self.log(format!(
+            "app {name}: operation {} at {}: {message}",
+            phase.as_str(),
+            short(&revision)
+        ));
+        self.commit(name);
+        if !dry_run {
+            self.reconcile(name, now, Why::AfterOperation);
+        }
+    }
+
+    // Applies the selected manifests (all of them unless a partial sync names some): objects
+    // created or changed roll out, objects annotated to fail are left as they were. A full sync
+    // also drops live objects no longer in git. A dry run changes nothing.
+    fn apply(
+        &mut self,
+        name: &str,
+        rendered: &Rendered,
+        only: Option<&[SyncResource]>,
+        dry_run: bool,
+        now: Now,
+    ) -> ApplyOutcome {
+        let rollout_until =
+            (!self.cfg.rollout_time.is_zero()).then(|| now.mono + self.cfg.rollout_time);
+        let mut counter = self.counter;
         let app = self.apps.get_mut(name).expect("known app");
-        let mut old: BTreeMap<ResourceKey, Live> =
-            app.live.drain(..).map(|l| (l.key.clone(), l)).collect();
-        let mut changed = Vec::new();
-        let mut live = Vec::new();
-        match rendered {
-            Some(rendered) => {
-                for m in &rendered.manifests {
-                    if let Some(existing) = old.remove(&m.key).filter(|l| l.digest == m.digest) {
-                        live.push(existing);
-                        continue;
-                    }
-                    changed.push(m.key.clone());
-                    self.counter += 1;
-                    let workload = health::is_workload(&m.key.group, &m.key.kind);
-                    live.push(Live {
-                        uid: uuid_from(&format!("{}/{:?}", app.uid, m.key)),
-                        key: m.key.clone(),
-                        version: m.version.clone(),
-                        resource_version: self.counter,
-                        digest: m.digest,
-                        images: manifests::images(&m.key.kind, &m.object),
-                        replicas: m
-                            .object
-                            .pointer("/spec/replicas")
-                            .and_then(Value::as_i64)
-                            .unwrap_or(1),
-                        forced: health::fixed_health(&m.key.group, &m.key.kind, &m.object),
-                        ignored: health::ignored_by_app_health(&m.object),
-                        rolling_until: if workload { rollout_until } else { None },
-                        assessment: None,
-                    });
-                }
+        let rolls_out = !matches!(app.source, Source::Helm { .. });
+        let mut outcome = ApplyOutcome::default();
+        let mut live: Vec<Live> = std::mem::take(&mut app.live);
+        if only.is_none() && !dry_run {
+            live.retain(|l| rendered.manifests.iter().any(|m| m.key == l.key));
+        }
+        for m in &rendered.manifests {
+            if only.is_some_and(|rs| !rs.iter().any(|r| r.matches(&m.key))) {
+                continue;
             }
-            None => {
-                let Source::Helm { chart, .. } = &app.source else {
-                    unreachable!("only helm apps render nothing")
-                };
-                let key = ResourceKey {
-                    group: "apps".into(),
-                    kind: "Deployment".into(),
-                    namespace: DESTINATION_NAMESPACE.into(),
-                    name: chart.clone(),
-                };
-                changed.push(key.clone());
-                self.counter += 1;
-                live.push(Live {
-                    uid: uuid_from(&format!("{}/{key:?}", app.uid)),
-                    key,
-                    version: "v1".into(),
-                    resource_version: self.counter,
-                    digest: [0; 32],
-                    images: Vec::new(),
-                    replicas: 1,
-                    forced: None,
-                    ignored: false,
-                    rolling_until: None,
-                    assessment: None,
-                });
+            let mut result = resource_ref(&m.key, &m.version);
+            result["syncPhase"] = json!("Sync");
+            if apply_fails(&m.object) {
+                let detail = format!(
+                    "admission webhook \"apply.sandbox.greenlight.dev\" denied the request: {} is annotated {APPLY_ANNOTATION}: fail",
+                    kubectl_name(&m.key)
+                );
+                result["status"] = json!("SyncFailed");
+                result["message"] = json!(detail);
+                result["hookPhase"] = json!("Failed");
+                outcome.failures.push(detail);
+                outcome.results.push(result);
+                continue;
+            }
+            let existing = live.iter().position(|l| l.key == m.key);
+            let verb = match existing {
+                None => "created",
+                Some(i) if live[i].digest == m.digest => "unchanged",
+                Some(_) => "configured",
+            };
+            result["status"] = json!("Synced");
+            result["hookPhase"] = json!("Running");
+            result["message"] = json!(format!(
+                "{} {verb}{}",
+                kubectl_name(&m.key),
+                if dry_run { " (dry run)" } else { "" }
+            ));
+            outcome.results.push(result);
+            if verb == "unchanged" {
+                continue;
+            }
+            outcome.changed += 1;
+            if dry_run {
+                continue;
+            }
+            counter += 1;
+            let workload = rolls_out && health::is_workload(&m.key.group, &m.key.kind);
+            let fresh = Live {
+                uid: uuid_from(&format!("{}/{:?}", app.uid, m.key)),
+                key: m.key.clone(),
+                version: m.version.clone(),
+                resource_version: counter,
+                digest: m.digest,
+                images: manifests::images(&m.key.kind, &m.object),
+                replicas: m
+                    .object
+                    .pointer("/spec/replicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1),
+                forced: health::fixed_health(&m.key.group, &m.key.kind, &m.object),
+                ignored: health::ignored_by_app_health(&m.object),
+                rolling_until: if workload { rollout_until } else { None },
+                assessment: None,
+            };
+            match existing {
+                Some(i) => live[i] = fresh,
+                None => live.push(fresh),
             }
         }
+        live.sort_by(|a, b| a.key.cmp(&b.key));
         app.live = live;
-        app.synced_digest = rendered.map(|r| r.digest).or(Some([0; 32]));
-        changed
+        self.counter = counter;
+        if !dry_run {
+            self.settle_live(name, now);
+        }
+        outcome
     }
 
-    // Recomputes every resource's health and the app's; returns whether anything changed.
-    fn settle_health(&mut self, name: &str, now: Now) -> bool {
+    // Recomputes every live resource's health; returns whether any changed.
+    fn settle_live(&mut self, name: &str, now: Now) -> bool {
         let app = self.apps.get_mut(name).expect("known app");
         let mut changed = false;
         for l in &mut app.live {
@@ -500,67 +1166,151 @@ impl World {
                 changed = true;
             }
         }
-        let status = health::aggregate(app.live.iter().map(|l| {
-            if l.ignored {
-                None
-            } else {
-                l.assessment.as_ref()
-            }
-        }));
-        // The log names what made the app this status: the first resource reporting it.
-        let cause = app
-            .live
-            .iter()
-            .filter(|l| !l.ignored)
-            .filter_map(|l| l.assessment.as_ref().map(|a| (l, a)))
-            .find(|(_, a)| a.status == status && !a.message.is_empty())
-            .map(|(l, a)| format!("{}/{}: {}", l.key.kind, l.key.name, a.message))
-            .unwrap_or_default();
-        if status != app.health {
-            let line = format!(
-                "app {name}: health {} -> {}{}",
-                app.health.as_str(),
-                status.as_str(),
-                if cause.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({cause})")
-                }
-            );
-            app.health = status;
-            app.health_since = now.wall;
-            changed = true;
-            self.log(line);
-        }
         changed
     }
 
-    /// Time-driven (rollouts finishing) and registry-driven health changes, one update per app
-    /// that changed.
+    // What a look at the live objects shows (Argo CD refreshes it on reconciles and on resource
+    // changes): the images of the summary, and app health from the managed resources of the last
+    // comparison, each with its live object's current health (Missing when it does not exist).
+    // Logs a health change.
+    fn update_app_health(&mut self, name: &str, now: Now) {
+        let version = self.cfg.version;
+        let app = self.apps.get_mut(name).expect("known app");
+        if app.shown.code.is_none() {
+            return; // never compared: nothing is known yet
+        }
+        let mut images: Vec<String> = app.live.iter().flat_map(|l| l.images.clone()).collect();
+        images.sort();
+        images.dedup();
+        app.shown.images = images;
+        let missing = health::missing();
+        for e in &mut app.shown.entries {
+            match app.live.iter().find(|l| l.key == e.key) {
+                Some(l) => {
+                    e.live = true;
+                    e.health = l.assessment.clone();
+                    if version.ignore_healthcheck_on_live() {
+                        e.ignored = l.ignored;
+                    }
+                }
+                None => {
+                    e.live = false;
+                    e.health = Some(missing.clone());
+                }
+            }
+        }
+        let status = health::aggregate(
+            app.shown.entries.iter().map(|e| Contribution {
+                live: e.live,
+                ignored: e.ignored,
+                health: e.health.as_ref(),
+            }),
+            version.missing_counts_in_app_health(),
+        );
+        if status == app.health {
+            return;
+        }
+        // The log names what made the app this status: the first resource reporting it.
+        let cause = app
+            .shown
+            .entries
+            .iter()
+            .filter(|e| !e.ignored)
+            .filter_map(|e| e.health.as_ref().map(|h| (e, h)))
+            .find(|(_, h)| h.status == status && !h.message.is_empty())
+            .map(|(e, h)| format!(" ({}/{}: {})", e.key.kind, e.key.name, h.message))
+            .unwrap_or_default();
+        let line = format!(
+            "app {name}: health {} -> {}{cause}",
+            app.health.as_str(),
+            status.as_str()
+        );
+        app.health = status;
+        app.health_since = now.wall;
+        self.log(line);
+    }
+
+    /// Time-driven (rollouts finishing) and registry-driven health changes: one update per app
+    /// whose JSON changed. Not a reconciliation: reconciledAt stays.
     pub(crate) fn refresh_health(&mut self, now: Now) {
         let names: Vec<String> = self.apps.keys().cloned().collect();
         for name in names {
-            if self.settle_health(&name, now) {
-                self.apps.get_mut(&name).expect("known app").reconciled_at = Some(now.wall);
-                self.commit(&name);
-            }
+            self.settle_live(&name, now);
+            self.update_app_health(&name, now);
+            self.commit(&name);
         }
     }
 
-    /// When the next rollout finishes, if one is under way.
+    /// Fires whatever is due: retries whose back-off ended, render errors whose grace ended,
+    /// rollouts that finished.
+    pub(crate) fn tick(&mut self, now: Now) {
+        let names: Vec<String> = self.apps.keys().cloned().collect();
+        for name in &names {
+            let due = self.apps[name]
+                .op
+                .as_ref()
+                .and_then(|op| op.retry_at)
+                .is_some_and(|at| at <= now.mono);
+            if due {
+                // The retry starts: finishedAt goes (its own update), then the attempt.
+                let op = self.op(name);
+                op.retry_at = None;
+                op.finished = None;
+                self.log(format!(
+                    "app {name}: retrying the operation (attempt {})",
+                    self.apps[name].op.as_ref().map_or(0, |op| op.retry_count) + 1
+                ));
+                self.commit(name);
+                self.attempt(name, now, false);
+            }
+        }
+        let grace = self.cfg.repo_error_grace;
+        for name in &names {
+            let due = self.apps[name]
+                .render_failure
+                .as_ref()
+                .is_some_and(|f| !f.shown && f.since + grace <= now.mono);
+            if due {
+                self.reconcile(name, now, Why::Deadline);
+            }
+        }
+        self.refresh_health(now);
+    }
+
+    /// The next moment `tick` has something to do.
     pub(crate) fn next_deadline(&self, now: Now) -> Option<Instant> {
-        self.apps
+        let grace = self.cfg.repo_error_grace;
+        let rollouts = self
+            .apps
             .values()
             .flat_map(|a| a.live.iter())
             .filter_map(|l| l.rolling_until)
-            .filter(|until| *until > now.mono)
-            .min()
+            .filter(|until| *until > now.mono);
+        let retries = self
+            .apps
+            .values()
+            .filter_map(|a| a.op.as_ref().and_then(|op| op.retry_at));
+        let render_errors = self
+            .apps
+            .values()
+            .filter_map(|a| a.render_failure.as_ref())
+            .filter(|f| !f.shown)
+            .map(|f| f.since + grace);
+        rollouts.chain(retries).chain(render_errors).min()
     }
 
+    // Publishes the app if its JSON changed: bumps the resourceVersion and tells subscribers.
     fn commit(&mut self, name: &str) {
+        let mut unversioned = self.application_json(&self.apps[name]);
+        unversioned["metadata"]["resourceVersion"] = json!("");
+        if self.apps[name].published.as_ref() == Some(&unversioned) {
+            return;
+        }
         self.counter += 1;
-        let app = self.apps.get_mut(name).expect("known app");
-        app.resource_version = self.counter;
+        let counter = self.counter;
+        let app = self.app(name);
+        app.resource_version = counter;
+        app.published = Some(unversioned);
         let application = Arc::new(self.application_json(&self.apps[name]));
         // No subscriber is not an error: the update is still visible through GET.
         let _ = self.events.send(Change {
@@ -591,83 +1341,84 @@ impl World {
             .collect()
     }
 
+    /// The source the app is compared to (`status.sync.comparedTo.source`), which is also
+    /// `spec.source` except for a hydrator app.
     fn source_json(&self, app: &App) -> Value {
+        let path = |p: &str| {
+            if p.is_empty() {
+                ".".to_string()
+            } else {
+                p.to_string()
+            }
+        };
         match &app.source {
-            Source::Path { path } => json!({
-                "repoURL": self.repo_url,
-                "path": if path.is_empty() { "." } else { path.as_str() },
-                "targetRevision": self.branch,
+            Source::Path { path: p } => json!({
+                "repoURL": self.cfg.repo_url,
+                "path": path(p),
+                "targetRevision": self.cfg.branch,
                 "directory": {"recurse": true},
             }),
             Source::Helm { chart, version } => json!({
-                "repoURL": self.repo_url,
+                "repoURL": self.cfg.repo_url,
                 "chart": chart,
                 "targetRevision": version,
+            }),
+            Source::Hydrator { path: p } => json!({
+                "repoURL": self.cfg.repo_url,
+                "path": path(p),
+                "targetRevision": self.target_revision(app),
             }),
         }
     }
 
     fn application_json(&self, app: &App) -> Value {
+        let version = self.cfg.version;
         let source = self.source_json(app);
         let destination = json!({"server": DESTINATION_SERVER, "namespace": DESTINATION_NAMESPACE});
-        let resources: Vec<Value> = match &app.desired {
-            Some(desired) => {
-                let mut out: Vec<Value> = desired
-                    .iter()
-                    .map(|(key, version, digest)| {
-                        let same = app
-                            .live
-                            .iter()
-                            .any(|l| &l.key == key && &l.digest == digest);
-                        let mut r = resource_ref(key, version);
-                        r["status"] = json!(if same { "Synced" } else { "OutOfSync" });
-                        r
-                    })
-                    .collect();
-                for l in app
-                    .live
-                    .iter()
-                    .filter(|l| !desired.iter().any(|(k, _, _)| k == &l.key))
-                {
-                    let mut r = resource_ref(&l.key, &l.version);
-                    r["status"] = json!("OutOfSync");
+        let resources: Vec<Value> = app
+            .shown
+            .entries
+            .iter()
+            .map(|e| {
+                let mut r = resource_ref(&e.key, &e.version);
+                r["status"] = json!(e.status.as_str());
+                if e.requires_pruning {
                     r["requiresPruning"] = json!(true);
-                    out.push(r);
                 }
-                out
-            }
-            None => app
-                .live
-                .iter()
-                .map(|l| {
-                    let mut r = resource_ref(&l.key, &l.version);
-                    r["status"] = json!("Synced");
-                    r
-                })
-                .collect(),
-        };
+                if version.inline_resource_health()
+                    && !e.ignored
+                    && let Some(h) = &e.health
+                {
+                    let mut health = json!({"status": h.status.as_str()});
+                    if !h.message.is_empty() {
+                        health["message"] = json!(h.message);
+                    }
+                    r["health"] = health;
+                }
+                r
+            })
+            .collect();
         let mut sync = json!({
-            "status": if app.synced { "Synced" } else { "OutOfSync" },
+            "status": app.shown.code.unwrap_or(SyncCode::OutOfSync).as_str(),
             "comparedTo": {"source": source, "destination": destination},
         });
         // Argo CD omits an empty revision (never compared yet).
-        if let Some(rev) = &app.revision {
+        if let Some(rev) = &app.shown.revision {
             sync["revision"] = json!(rev);
         }
         let health =
             json!({"status": app.health.as_str(), "lastTransitionTime": rfc3339(app.health_since)});
-        let mut images: Vec<&String> = app.live.iter().flat_map(|l| l.images.iter()).collect();
-        images.sort();
-        images.dedup();
         let mut status = json!({
             "resources": resources,
             "sync": sync,
             "health": health,
-            "sourceType": match app.source { Source::Path { .. } => "Directory", Source::Helm { .. } => "Helm" },
-            "summary": {"images": images},
-            "resourceHealthSource": "appTree",
+            "sourceType": match app.source { Source::Helm { .. } => "Helm", _ => "Directory" },
+            "summary": {"images": app.shown.images},
             "controllerNamespace": APP_NAMESPACE,
         });
+        if !version.inline_resource_health() {
+            status["resourceHealthSource"] = json!("appTree");
+        }
         if !app.history.is_empty() {
             status["history"] = json!(app.history);
         }
@@ -677,8 +1428,33 @@ impl World {
         if let Some(t) = app.reconciled_at {
             status["reconciledAt"] = json!(rfc3339(t));
         }
-        if let Some(op) = &app.operation_state {
-            status["operationState"] = op.clone();
+        if let Some(op) = &app.op {
+            status["operationState"] = op.to_json();
+        }
+        let mut spec = json!({
+            "project": APP_PROJECT,
+            "destination": destination,
+            "syncPolicy": {
+                "automated": {"prune": false, "selfHeal": true},
+                "retry": self.retry_json(),
+            },
+        });
+        match &app.source {
+            Source::Hydrator { path } => {
+                let path = if path.is_empty() { "." } else { path.as_str() };
+                spec["sourceHydrator"] = json!({
+                    "drySource": {
+                        "repoURL": self.cfg.repo_url,
+                        "path": path,
+                        "targetRevision": self.cfg.branch,
+                    },
+                    "syncSource": {
+                        "targetBranch": self.target_revision(app),
+                        "path": path,
+                    },
+                });
+            }
+            Source::Path { .. } | Source::Helm { .. } => spec["source"] = source,
         }
         let mut out = json!({
             "apiVersion": "argoproj.io/v1alpha1",
@@ -690,12 +1466,7 @@ impl World {
                 "resourceVersion": app.resource_version.to_string(),
                 "creationTimestamp": rfc3339(app.created),
             },
-            "spec": {
-                "project": "default",
-                "source": source,
-                "destination": destination,
-                "syncPolicy": {"automated": {"prune": false, "selfHeal": true}},
-            },
+            "spec": spec,
             "status": status,
         });
         if let Some(op) = &app.operation {
@@ -732,6 +1503,62 @@ impl World {
     }
 }
 
+#[derive(Default)]
+struct ApplyOutcome {
+    results: Vec<Value>,
+    changed: usize,
+    failures: Vec<String>,
+}
+
+// `status.resources[]` of a comparison: every object in git (Synced when the live one has the
+// same content, OutOfSync otherwise, not created yet included), then live objects git no longer
+// has (OutOfSync, requiresPruning); sorted as Argo CD sorts them.
+fn compare(rendered: &Rendered, live: &[Live], version: ArgoCdVersion) -> Vec<Entry> {
+    let mut entries: Vec<Entry> = rendered
+        .manifests
+        .iter()
+        .map(|m| {
+            let l = live.iter().find(|l| l.key == m.key);
+            Entry {
+                key: m.key.clone(),
+                version: m.version.clone(),
+                status: if l.is_some_and(|l| l.digest == m.digest) {
+                    SyncCode::Synced
+                } else {
+                    SyncCode::OutOfSync
+                },
+                requires_pruning: false,
+                live: l.is_some(),
+                ignored: if version.ignore_healthcheck_on_live() {
+                    l.is_some_and(|l| l.ignored)
+                } else {
+                    health::ignored_by_app_health(&m.object)
+                },
+                health: match l {
+                    Some(l) => l.assessment.clone(),
+                    None => Some(health::missing()),
+                },
+            }
+        })
+        .collect();
+    for l in live
+        .iter()
+        .filter(|l| !rendered.manifests.iter().any(|m| m.key == l.key))
+    {
+        entries.push(Entry {
+            key: l.key.clone(),
+            version: l.version.clone(),
+            status: SyncCode::OutOfSync,
+            requires_pruning: true,
+            live: true,
+            ignored: version.ignore_healthcheck_on_live() && l.ignored,
+            health: l.assessment.clone(),
+        });
+    }
+    entries.sort_by(|a, b| a.key.cmp(&b.key));
+    entries
+}
+
 // Argo CD leaves empty group and namespace out (`omitempty`).
 fn resource_ref(key: &ResourceKey, version: &str) -> Value {
     let mut r = json!({"version": version, "kind": key.kind, "name": key.name});
@@ -747,30 +1574,53 @@ fn resource_ref(key: &ResourceKey, version: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::repo::RepoFile;
+
+    const MAIN: &str = "main";
+
+    fn config(rollout: Duration, version: ArgoCdVersion) -> WorldConfig {
+        WorldConfig {
+            repo_url: "/srv/origin.git".into(),
+            branch: MAIN.into(),
+            rollout_time: rollout,
+            version,
+            repo_error_grace: Duration::ZERO,
+            retry_backoff: Duration::from_secs(5),
+        }
+    }
+
+    fn world_with(cfg: WorldConfig, now: Now) -> World {
+        let specs = [AppSpec::parse("web=apps/web").unwrap()];
+        World::new(cfg, ImagePolicy::TagHeuristic, &specs, None, now)
+    }
 
     fn world(rollout: Duration, now: Now) -> World {
-        let specs = [AppSpec::parse("web=apps/web").unwrap()];
-        World::new(
-            "/srv/origin.git".into(),
-            "main".into(),
-            rollout,
-            ImagePolicy::TagHeuristic,
-            &specs,
-            None,
-            now,
+        world_with(config(rollout, ArgoCdVersion::default()), now)
+    }
+
+    fn files(text: &str) -> RenderResult {
+        let files = [RepoFile {
+            path: "apps/web/d.yaml".into(),
+            bytes: text.as_bytes().to_vec(),
+        }];
+        manifests::render(&files, "default")
+    }
+
+    fn deployment(image: &str, annotations: &str) -> String {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  annotations: {{{annotations}}}\nspec:\n  template:\n    spec:\n      containers: [{{name: web, image: '{image}'}}]\n"
         )
     }
 
     fn rendered(image: &str) -> BTreeMap<String, RenderResult> {
-        let text = format!(
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  template:\n    spec:\n      containers: [{{name: web, image: '{image}'}}]\n"
-        );
-        let files = [RepoFile {
-            path: "apps/web/d.yaml".into(),
-            bytes: text.into_bytes(),
-        }];
-        BTreeMap::from([("web".to_string(), manifests::render(&files, "default"))])
+        BTreeMap::from([("web".to_string(), files(&deployment(image, "")))])
+    }
+
+    fn broken() -> BTreeMap<String, RenderResult> {
+        BTreeMap::from([("web".to_string(), files("kind: [unclosed\n"))])
+    }
+
+    fn no_refresh(_: &str) -> bool {
+        false
     }
 
     fn at(start: Now, offset: Duration) -> Now {
@@ -787,31 +1637,131 @@ mod tests {
             .to_string()
     }
 
+    fn drain(updates: &mut broadcast::Receiver<Change>) -> Vec<Value> {
+        let mut out = Vec::new();
+        while let Ok(change) = updates.try_recv() {
+            out.push((*change.application).clone());
+        }
+        out
+    }
+
+    fn sha(c: char) -> String {
+        c.to_string().repeat(40)
+    }
+
     #[test]
-    fn a_rollout_ends_exactly_at_its_deadline_and_is_published() {
+    fn a_sync_lands_in_stages_each_its_own_update() {
+        let t0 = Now::current();
+        let mut w = world(Duration::from_secs(5), t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let t1 = at(t0, Duration::from_secs(10));
+        w.refresh_health(t1); // the first rollout ends
+        assert_eq!(health_of(&w), "Healthy");
+        let before = w.application("web").unwrap();
+        let mut updates = w.subscribe();
+        let t2 = at(t0, Duration::from_secs(20));
+        w.observe_tip(&sha('b'), &rendered("nginx:2"), &no_refresh, t2);
+        let stages = drain(&mut updates);
+        assert_eq!(stages.len(), 5, "{stages:#?}");
+        let reconciled_t2 = json!(rfc3339(t2.wall));
+        let (a, b, c, d, e) = (&stages[0], &stages[1], &stages[2], &stages[3], &stages[4]);
+
+        // a: the comparison, no operation yet.
+        assert_eq!(a["status"]["sync"]["status"], "OutOfSync");
+        assert_eq!(a["status"]["sync"]["revision"], sha('b'));
+        assert_eq!(a["status"]["reconciledAt"], reconciled_t2);
+        assert!(a.get("operation").is_none());
+        assert_eq!(
+            a["status"]["operationState"],
+            before["status"]["operationState"]
+        );
+        // b: the operation starts.
+        assert_eq!(b["operation"]["sync"]["revision"], sha('b'));
+        assert_eq!(b["operation"]["initiatedBy"], json!({"automated": true}));
+        let op = &b["status"]["operationState"];
+        assert_eq!(op["phase"], "Running");
+        assert_eq!(op["startedAt"], reconciled_t2);
+        assert_eq!(op["syncResult"]["revision"], sha('b'));
+        assert!(op.get("finishedAt").is_none());
+        // c: history while still Running.
+        assert_eq!(c["status"]["history"].as_array().unwrap().len(), 2);
+        assert_eq!(c["status"]["history"][1]["revision"], sha('b'));
+        assert_eq!(c["status"]["operationState"]["phase"], "Running");
+        // d: Succeeded, but status and health are still the comparison's.
+        assert!(d.get("operation").is_none());
+        assert_eq!(d["status"]["operationState"]["phase"], "Succeeded");
+        assert_eq!(d["status"]["operationState"]["finishedAt"], reconciled_t2);
+        assert_eq!(
+            d["status"]["operationState"]["syncResult"]["resources"][0]["message"],
+            "deployment.apps/web configured"
+        );
+        assert_eq!(d["status"]["sync"], a["status"]["sync"]);
+        assert_eq!(d["status"]["health"], a["status"]["health"]);
+        assert_eq!(d["status"]["health"]["status"], "Healthy");
+        assert_eq!(d["status"]["summary"], json!({"images": ["nginx:1"]}));
+        assert_eq!(e["status"]["summary"], json!({"images": ["nginx:2"]}));
+        assert_eq!(d["status"]["reconciledAt"], reconciled_t2);
+        // e: the refresh.
+        assert_eq!(e["status"]["sync"]["status"], "Synced");
+        assert_eq!(e["status"]["sync"]["revision"], sha('b'));
+        assert_eq!(e["status"]["health"]["status"], "Progressing");
+        assert_eq!(e["status"]["reconciledAt"], reconciled_t2);
+        let versions: Vec<u64> = stages
+            .iter()
+            .map(|s| {
+                s["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        assert!(versions.windows(2).all(|v| v[0] < v[1]), "{versions:?}");
+    }
+
+    #[test]
+    fn a_rollout_ends_exactly_at_its_deadline_without_moving_reconciled_at() {
         let t0 = Now::current();
         let rollout = Duration::from_secs(5);
         let mut w = world(rollout, t0);
         let mut updates = w.subscribe();
-        w.observe_tip(&"a".repeat(40), &rendered("nginx:does-not-exist"), t0);
-        // Compare, start, finish: three updates.
-        for phase in [None, Some("Running"), Some("Succeeded")] {
-            let change = updates.try_recv().unwrap();
-            let op = &change.application["status"]["operationState"]["phase"];
-            assert_eq!(op.as_str(), phase);
-        }
+        w.observe_tip(
+            &sha('a'),
+            &rendered("nginx:does-not-exist"),
+            &no_refresh,
+            t0,
+        );
+        let phases: Vec<Value> = drain(&mut updates)
+            .iter()
+            .map(|a| a["status"]["operationState"]["phase"].clone())
+            .collect();
+        assert_eq!(
+            phases,
+            [
+                Value::Null,
+                json!("Running"),
+                json!("Running"),
+                json!("Succeeded"),
+                json!("Succeeded")
+            ]
+        );
         assert_eq!(health_of(&w), "Progressing");
         assert_eq!(w.next_deadline(t0), Some(t0.mono + rollout));
 
-        w.refresh_health(at(t0, rollout - Duration::from_millis(1)));
+        w.tick(at(t0, rollout - Duration::from_millis(1)));
         assert!(
             updates.try_recv().is_err(),
             "nothing changes before the deadline"
         );
-        w.refresh_health(at(t0, rollout));
-        assert_eq!(health_of(&w), "Degraded");
+        w.tick(at(t0, rollout + Duration::from_secs(3)));
         let change = updates.try_recv().unwrap();
-        assert_eq!(change.application["status"]["health"]["status"], "Degraded");
+        let app = &change.application;
+        assert_eq!(app["status"]["health"]["status"], "Degraded");
+        assert_eq!(
+            app["status"]["reconciledAt"],
+            json!(rfc3339(t0.wall)),
+            "a health change is not a reconciliation"
+        );
         assert_eq!(w.next_deadline(at(t0, rollout)), None);
     }
 
@@ -819,22 +1769,310 @@ mod tests {
     fn an_unchanged_render_at_a_new_tip_is_one_update_without_an_operation() {
         let t0 = Now::current();
         let mut w = world(Duration::ZERO, t0);
-        w.observe_tip(&"a".repeat(40), &rendered("nginx:1"), t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
         assert_eq!(health_of(&w), "Healthy", "no rollout time: healthy at once");
         let mut updates = w.subscribe();
         w.observe_tip(
-            &"b".repeat(40),
+            &sha('b'),
             &rendered("nginx:1"),
+            &no_refresh,
             at(t0, Duration::from_secs(1)),
         );
-        let change = updates.try_recv().unwrap();
-        assert!(updates.try_recv().is_err());
-        let app = &change.application;
-        assert_eq!(app["status"]["sync"]["revision"], "b".repeat(40));
+        let changes = drain(&mut updates);
+        assert_eq!(changes.len(), 1);
+        let app = &changes[0];
+        assert_eq!(app["status"]["sync"]["revision"], sha('b'));
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
         assert_eq!(
             app["status"]["operationState"]["syncResult"]["revision"],
-            "a".repeat(40)
+            sha('a')
         );
         assert_eq!(app["status"]["history"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_render_error_is_hidden_for_the_grace_then_published_by_the_clock() {
+        let t0 = Now::current();
+        let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
+        cfg.repo_error_grace = Duration::from_secs(30);
+        let mut w = world_with(cfg, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let good = w.application("web").unwrap();
+        let mut updates = w.subscribe();
+        let t1 = at(t0, Duration::from_secs(5));
+        w.observe_tip(&sha('b'), &broken(), &no_refresh, t1);
+        assert!(drain(&mut updates).is_empty(), "hidden during the grace");
+        assert_eq!(w.next_deadline(t1), Some(t1.mono + Duration::from_secs(30)));
+        // Another failing commit does not restart the grace.
+        let t2 = at(t0, Duration::from_secs(20));
+        w.observe_tip(&sha('c'), &broken(), &no_refresh, t2);
+        assert!(drain(&mut updates).is_empty());
+        w.tick(at(t1, Duration::from_secs(29)));
+        assert!(drain(&mut updates).is_empty());
+
+        let t3 = at(t1, Duration::from_secs(30));
+        w.tick(t3);
+        let shown = drain(&mut updates);
+        assert_eq!(shown.len(), 1);
+        let app = &shown[0];
+        assert_eq!(app["status"]["sync"]["status"], "Unknown");
+        assert_eq!(app["status"]["sync"]["revision"], MAIN);
+        assert_eq!(app["status"]["reconciledAt"], json!(rfc3339(t3.wall)));
+        let condition = &app["status"]["conditions"][0];
+        assert_eq!(condition["type"], "ComparisonError");
+        assert!(
+            condition["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = Manifest generation error (cached): "),
+            "{condition}"
+        );
+        assert!(app.get("operation").is_none());
+        for field in ["operationState", "history", "health"] {
+            assert_eq!(app["status"][field], good["status"][field], "{field}");
+        }
+        assert_eq!(w.next_deadline(t3), None);
+
+        // A commit that renders again clears it and syncs.
+        let t4 = at(t3, Duration::from_secs(1));
+        w.observe_tip(&sha('d'), &rendered("nginx:2"), &no_refresh, t4);
+        let app = w.application("web").unwrap();
+        assert!(app["status"].get("conditions").is_none(), "{app}");
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
+        assert_eq!(app["status"]["sync"]["revision"], sha('d'));
+    }
+
+    #[test]
+    fn a_failing_apply_backs_off_retries_then_fails_and_is_not_retried_for_the_same_commit() {
+        let t0 = Now::current();
+        let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
+        cfg.retry_backoff = Duration::from_secs(1);
+        let mut w = world_with(cfg, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let mut updates = w.subscribe();
+        let failing = BTreeMap::from([(
+            "web".to_string(),
+            files(&deployment("nginx:2", "sandbox.greenlight.dev/apply: fail")),
+        )]);
+        w.observe_tip(&sha('b'), &failing, &no_refresh, t0);
+        let stages = drain(&mut updates);
+        let backoff = stages.last().unwrap();
+        let op = &backoff["status"]["operationState"];
+        assert_eq!(op["phase"], "Running");
+        assert_eq!(op["retryCount"], 1);
+        assert!(
+            op["message"].as_str().unwrap().starts_with(
+                "one or more objects failed to apply, reason: admission webhook \"apply.sandbox.greenlight.dev\" denied the request: deployment.apps/web is annotated sandbox.greenlight.dev/apply: fail. Retrying attempt #1 at "
+            ),
+            "{op}"
+        );
+        assert_eq!(op["finishedAt"], json!(rfc3339(t0.wall)));
+        assert_eq!(op["syncResult"]["revision"], sha('b'));
+        assert_eq!(op["syncResult"]["resources"][0]["status"], "SyncFailed");
+        assert!(backoff.get("operation").is_some());
+        assert_eq!(backoff["status"]["history"].as_array().unwrap().len(), 1);
+        // Argo CD schedules retry #1 at finishedAt + duration * factor^1.
+        assert_eq!(w.next_deadline(t0), Some(t0.mono + Duration::from_secs(2)));
+
+        let t1 = at(t0, Duration::from_secs(2));
+        w.tick(t1);
+        let retry = drain(&mut updates);
+        let start = &retry[0]["status"]["operationState"];
+        assert!(start.get("finishedAt").is_none(), "{start}");
+        assert_eq!(start["phase"], "Running");
+        let op = &retry.last().unwrap()["status"]["operationState"];
+        assert_eq!(op["retryCount"], 2);
+        assert!(
+            op["message"]
+                .as_str()
+                .unwrap()
+                .contains("Retrying attempt #2 at")
+        );
+        assert_eq!(w.next_deadline(t1), Some(t1.mono + Duration::from_secs(4)));
+
+        let t2 = at(t1, Duration::from_secs(4));
+        w.tick(t2);
+        let failed = drain(&mut updates);
+        let end = failed.last().unwrap();
+        let op = &end["status"]["operationState"];
+        assert_eq!(op["phase"], "Failed");
+        assert!(
+            op["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("apply: fail (retried 2 times)."),
+            "{op}"
+        );
+        assert_eq!(op["finishedAt"], json!(rfc3339(t2.wall)));
+        assert_eq!(op["syncResult"]["revision"], sha('b'));
+        assert!(end.get("operation").is_none());
+        assert_eq!(end["status"]["history"].as_array().unwrap().len(), 1);
+        assert_eq!(end["status"]["sync"]["status"], "OutOfSync");
+        assert_eq!(end["status"]["conditions"][0]["type"], "SyncError");
+        assert_eq!(w.next_deadline(t2), None);
+
+        // A refresh at the same commit starts nothing; a new commit does.
+        w.refresh_matching(&|_| true, at(t2, Duration::from_secs(1)));
+        assert!(w.application("web").unwrap().get("operation").is_none());
+        w.observe_tip(&sha('c'), &rendered("nginx:3"), &no_refresh, t2);
+        let app = w.application("web").unwrap();
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
+        assert!(app["status"].get("conditions").is_none());
+    }
+
+    #[test]
+    fn versions_differ_in_inline_resource_health_and_missing_resources() {
+        let t0 = Now::current();
+        let two = format!(
+            "{}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  annotations: {{sandbox.greenlight.dev/apply: fail}}\n",
+            deployment("nginx:1", "")
+        );
+        let renders = BTreeMap::from([("web".to_string(), files(&two))]);
+        for (version, inline, app_health) in [
+            (ArgoCdVersion::V2_14, true, "Missing"),
+            (ArgoCdVersion::V3_0, false, "Missing"),
+            (ArgoCdVersion::V3_4, false, "Healthy"),
+            (ArgoCdVersion::V3_5, false, "Healthy"),
+        ] {
+            let mut w = world_with(config(Duration::ZERO, version), t0);
+            // The ConfigMap never gets created (its operation backs off): it stays Missing.
+            w.observe_tip(&sha('a'), &renders, &no_refresh, t0);
+            w.tick(t0); // the resource-driven refresh after the Deployment was applied
+            let app = w.application("web").unwrap();
+            assert_eq!(health_of(&w), app_health, "{version}");
+            assert_eq!(
+                app["status"].get("resourceHealthSource").is_none(),
+                inline,
+                "{version}"
+            );
+            let resources = app["status"]["resources"].as_array().unwrap();
+            let of = |kind: &str| resources.iter().find(|r| r["kind"] == kind).unwrap();
+            if inline {
+                assert_eq!(of("Deployment")["health"], json!({"status": "Healthy"}));
+                assert_eq!(of("ConfigMap")["health"], json!({"status": "Missing"}));
+            } else {
+                assert_eq!(app["status"]["resourceHealthSource"], "appTree");
+                assert!(resources.iter().all(|r| r.get("health").is_none()));
+            }
+        }
+    }
+
+    #[test]
+    fn an_app_without_resources_is_healthy() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        assert_eq!(health_of(&w), "Missing", "never compared yet");
+        let empty = BTreeMap::from([("web".to_string(), files("# nothing\n"))]);
+        w.observe_tip(&sha('a'), &empty, &no_refresh, t0);
+        assert_eq!(health_of(&w), "Healthy");
+        assert_eq!(
+            w.application("web").unwrap()["status"]["sync"]["status"],
+            "Synced"
+        );
+    }
+
+    #[test]
+    fn requested_syncs_dry_run_partial_and_refused() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let refused = w
+            .request_sync(
+                "web",
+                SyncRequest {
+                    revision: sha('a'),
+                    ..SyncRequest::default()
+                },
+            )
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            format!(
+                "Cannot sync to {}: auto-sync currently set to main",
+                sha('a')
+            )
+        );
+        assert!(w.request_sync("nope", SyncRequest::default()).is_none());
+
+        let answered = w
+            .request_sync(
+                "web",
+                SyncRequest {
+                    dry_run: true,
+                    ..SyncRequest::default()
+                },
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(answered["operation"]["sync"]["revision"], MAIN);
+        assert_eq!(
+            answered["operation"]["initiatedBy"],
+            json!({"username": "admin"})
+        );
+        assert_eq!(
+            w.request_sync("web", SyncRequest::default())
+                .unwrap()
+                .unwrap_err(),
+            SyncRefusal::InProgress
+        );
+        let pending = w.pending();
+        assert_eq!((pending.len(), pending[0].means_tip), (1, true));
+        let before = w.application("web").unwrap();
+        w.start_pending(
+            "web",
+            Some((sha('a'), rendered("nginx:2")["web"].clone())),
+            t0,
+        );
+        let app = w.application("web").unwrap();
+        let op = &app["status"]["operationState"];
+        assert_eq!(op["phase"], "Succeeded");
+        assert_eq!(op["operation"]["sync"]["dryRun"], true);
+        assert_eq!(op["syncResult"]["revision"], sha('a'));
+        assert_eq!(
+            op["syncResult"]["resources"][0]["message"],
+            "deployment.apps/web configured (dry run)"
+        );
+        assert_eq!(app["status"]["history"], before["status"]["history"]);
+        assert_eq!(app["status"]["sync"], before["status"]["sync"]);
+        assert_eq!(app["status"]["summary"], before["status"]["summary"]);
+
+        // An unknown revision: the operation errors (after its retries).
+        w.request_sync(
+            "web",
+            SyncRequest {
+                revision: "0123abc".into(),
+                dry_run: true,
+                ..SyncRequest::default()
+            },
+        )
+        .unwrap()
+        .unwrap();
+        assert!(!w.pending()[0].means_tip);
+        w.start_pending("web", None, t0);
+        let op = w.application("web").unwrap()["status"]["operationState"].clone();
+        assert_eq!(op["phase"], "Running");
+        assert!(
+            op["message"]
+                .as_str()
+                .unwrap()
+                .contains("unable to resolve '0123abc' to a commit SHA"),
+            "{op}"
+        );
+        assert_eq!(op["syncResult"]["revision"], "0123abc");
+    }
+
+    #[test]
+    fn go_durations_and_kitchen_times() {
+        assert_eq!(go_duration(Duration::from_secs(5)), "5s");
+        assert_eq!(go_duration(Duration::from_secs(180)), "3m");
+        assert_eq!(go_duration(Duration::from_millis(200)), "200ms");
+        assert_eq!(go_duration(Duration::from_millis(7200)), "7200ms");
+        let t = std::time::UNIX_EPOCH + Duration::from_secs(1_780_000_000);
+        assert_eq!(kitchen(t), "8:26PM");
+        assert_eq!(
+            kitchen(std::time::UNIX_EPOCH + Duration::from_secs(60)),
+            "12:01AM"
+        );
     }
 }

@@ -96,6 +96,18 @@ async fn post(base: &str, path: &str) -> u16 {
         .as_u16()
 }
 
+async fn post_json(base: &str, path: &str, body: &str) -> (u16, Value) {
+    let response = client()
+        .post(format!("{base}{path}"))
+        .header("Content-Type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
 /// Polls `probe` until it yields a value; fails the test naming `what` after `WAIT`.
 async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
 where
@@ -323,11 +335,11 @@ async fn a_commit_that_leaves_the_manifests_alone_moves_the_revision_without_an_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_changed_manifest_goes_out_of_sync_then_runs_an_operation_and_rolls_out() {
+async fn a_sync_lands_in_stages_each_its_own_update_then_rolls_out() {
     let (remote, first) = web_remote("nginx:1.27");
     let (config, log) = config(&remote.repo(), &["web=apps/web"]);
     let s = start(config, log).await;
-    app_where(&s.base, "web", "Healthy", |a| health(a) == "Healthy").await;
+    let before = app_where(&s.base, "web", "Healthy", |a| health(a) == "Healthy").await;
     let mut events = Events::open(&s.base, "").await;
     let added = events.next().await.unwrap();
     assert_eq!(added["result"]["type"], "ADDED");
@@ -336,19 +348,33 @@ async fn a_changed_manifest_goes_out_of_sync_then_runs_an_operation_and_rolls_ou
     remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
     let second = remote.commit_push("web: nginx 1.28");
     let seen = events
-        .until("the sync to finish", |a| synced_at(a, &second))
+        .until("the refresh after the sync", |a| {
+            synced_at(a, &second) && sync_status(a) == "Synced"
+        })
         .await;
     let steps: Vec<&Value> = seen.iter().filter(|a| revision(a) == second).collect();
-    assert_eq!(steps.len(), 3, "compare, start, finish: {steps:#?}");
-
-    let compared = steps[0];
-    assert_eq!(sync_status(compared), "OutOfSync");
-    assert!(compared.get("operation").is_none());
     assert_eq!(
-        compared["status"]["operationState"]["syncResult"]["revision"], first,
+        steps.len(),
+        5,
+        "compare, start, history, finish, refresh: {steps:#?}"
+    );
+    let (a, b, c, d, e) = (steps[0], steps[1], steps[2], steps[3], steps[4]);
+    let whole_seconds = |t: &Value| {
+        let t = t.as_str().unwrap_or_else(|| panic!("a timestamp: {t}"));
+        assert!(t.len() == 20 && t.ends_with('Z'), "{t}");
+        t.to_string()
+    };
+
+    // a: the comparison.
+    assert_eq!(sync_status(a), "OutOfSync");
+    assert!(a.get("operation").is_none());
+    assert_eq!(
+        a["status"]["operationState"], before["status"]["operationState"],
         "still the old operation"
     );
-    let deploy = compared["status"]["resources"]
+    let reconciled = whole_seconds(&a["status"]["reconciledAt"]);
+    assert!(reconciled >= whole_seconds(&before["status"]["reconciledAt"]));
+    let deploy = a["status"]["resources"]
         .as_array()
         .unwrap()
         .iter()
@@ -356,29 +382,55 @@ async fn a_changed_manifest_goes_out_of_sync_then_runs_an_operation_and_rolls_ou
         .unwrap();
     assert_eq!(deploy["status"], "OutOfSync");
 
-    let running = steps[1];
-    assert_eq!(phase(running), "Running");
-    assert_eq!(running["operation"]["sync"]["revision"], second);
-    assert!(running["status"]["operationState"]["startedAt"].is_string());
-    assert_eq!(sync_status(running), "OutOfSync");
-
-    let done = steps[2];
-    assert!(
-        done.get("operation").is_none(),
-        "the operation is cleared when it finishes"
+    // b: the operation starts.
+    assert_eq!(b["operation"]["sync"]["revision"], second);
+    assert_eq!(
+        b["operation"]["initiatedBy"],
+        serde_json::json!({"automated": true})
     );
-    assert_eq!(sync_status(done), "Synced");
-    let op = &done["status"]["operationState"];
+    let op = &b["status"]["operationState"];
+    assert_eq!(phase(b), "Running");
     assert_eq!(op["syncResult"]["revision"], second);
-    assert_eq!(op["message"], "successfully synced (all tasks run)");
-    let finished = op["finishedAt"].as_str().unwrap();
-    assert!(done["status"]["reconciledAt"].as_str().unwrap() >= finished);
-    assert_eq!(history_len(done), 2);
-    let entry = &done["status"]["history"][1];
+    let started = whole_seconds(&op["startedAt"]);
+    assert!(started >= reconciled);
+    assert!(op.get("finishedAt").is_none());
+    assert_eq!(sync_status(b), "OutOfSync");
+
+    // c: history while the operation is still Running.
+    assert_eq!(phase(c), "Running");
+    assert!(c.get("operation").is_some());
+    assert_eq!(history_len(c), 2);
+    let entry = &c["status"]["history"][1];
     assert_eq!(entry["id"], 1);
     assert_eq!(entry["revision"], second);
-    assert!(entry["deployStartedAt"].is_string() && entry["deployedAt"].is_string());
+    assert_eq!(whole_seconds(&entry["deployStartedAt"]), started);
+    whole_seconds(&entry["deployedAt"]);
     assert_eq!(entry["source"]["path"], "apps/web");
+    assert_eq!(entry["initiatedBy"], serde_json::json!({"automated": true}));
+
+    // d: Succeeded, with the comparison's sync status, health and reconciledAt.
+    assert!(d.get("operation").is_none(), "cleared when it finishes");
+    let op = &d["status"]["operationState"];
+    assert_eq!(op["phase"], "Succeeded");
+    assert_eq!(op["syncResult"]["revision"], second);
+    assert_eq!(op["message"], "successfully synced (all tasks run)");
+    let finished = whole_seconds(&op["finishedAt"]);
+    assert!(!op["syncResult"]["resources"].as_array().unwrap().is_empty());
+    assert_eq!(d["status"]["sync"], a["status"]["sync"]);
+    assert_eq!(d["status"]["health"], a["status"]["health"]);
+    assert_eq!(d["status"]["summary"], a["status"]["summary"]);
+    assert_eq!(health(d), "Healthy");
+    assert_eq!(d["status"]["reconciledAt"], a["status"]["reconciledAt"]);
+
+    // e: the refresh that follows.
+    assert_eq!(sync_status(e), "Synced");
+    assert_eq!(health(e), "Progressing");
+    assert_eq!(e["status"]["operationState"], d["status"]["operationState"]);
+    let refreshed = whole_seconds(&e["status"]["reconciledAt"]);
+    assert!(refreshed >= finished, "{refreshed} < {finished}");
+    assert_eq!(history_len(e), 2);
+    assert_ne!(first, second);
+
     let versions: Vec<u64> = steps
         .iter()
         .map(|a| {
@@ -391,12 +443,14 @@ async fn a_changed_manifest_goes_out_of_sync_then_runs_an_operation_and_rolls_ou
         .collect();
     assert!(versions.windows(2).all(|w| w[0] < w[1]), "{versions:?}");
 
-    // The rollout's end is pushed to the stream by the sandbox's timer: no client polls.
-    assert_eq!(health(done), "Progressing");
+    // The rollout's end is pushed to the stream by the sandbox's timer: no client polls. It is
+    // not a reconciliation: reconciledAt stays.
     let rollout = events.until("Healthy", |a| health(a) == "Healthy").await;
+    let healthy = rollout.last().unwrap();
+    assert_eq!(healthy["status"]["operationState"], op.clone());
     assert_eq!(
-        rollout.last().unwrap()["status"]["operationState"],
-        done["status"]["operationState"]
+        healthy["status"]["reconciledAt"],
+        e["status"]["reconciledAt"]
     );
     s.sandbox.shutdown().await;
 }
@@ -418,7 +472,7 @@ async fn a_missing_image_progresses_then_degrades_and_a_revert_heals_it() {
     let seen = events.until("Degraded", |a| health(a) == "Degraded").await;
     let synced = seen
         .iter()
-        .position(|a| synced_at(a, &bad))
+        .position(|a| synced_at(a, &bad) && sync_status(a) == "Synced")
         .expect("the sync");
     assert_eq!(health(&seen[synced]), "Progressing");
     assert_eq!(seen.last().unwrap()["status"]["sync"]["status"], "Synced");
@@ -577,43 +631,104 @@ async fn the_health_annotation_overrides_the_model() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_manifest_that_does_not_parse_fails_the_operation_quoting_the_error() {
+async fn a_manifest_that_does_not_render_is_a_comparison_error_without_an_operation() {
     let (remote, first) = web_remote("nginx:1.27");
     let (config, log) = config(&remote.repo(), &["web=apps/web"]);
     let s = start(config, log).await;
+    let good = app_where(&s.base, "web", "Healthy", |a| health(a) == "Healthy").await;
+    let mut events = Events::open(&s.base, "?name=web").await;
+    events.next().await;
 
     remote.write(
         "apps/web/broken.yaml",
         "kind: ConfigMap\nmetadata: [unclosed\n",
     );
-    let bad = remote.commit_push("web: broken yaml");
-    let failed = app_where(&s.base, "web", "the failed operation", |a| {
-        phase(a) == "Failed"
-    })
-    .await;
-    assert_eq!(revision(&failed), bad);
-    assert_eq!(sync_status(&failed), "OutOfSync");
-    assert_eq!(history_len(&failed), 1, "no history for a failed sync");
+    remote.commit_push("web: broken yaml");
+    let seen = events
+        .until("the comparison error", |a| sync_status(a) == "Unknown")
+        .await;
+    assert_eq!(seen.len(), 1, "one update, no operation: {seen:#?}");
+    let failed = &seen[0];
+    assert_eq!(revision(failed), "main", "the unresolved target revision");
     assert!(failed.get("operation").is_none());
-    let op = &failed["status"]["operationState"];
-    assert_eq!(op["syncResult"]["revision"], bad);
-    let message = op["message"].as_str().unwrap();
+    for field in ["operationState", "history", "health", "summary"] {
+        assert_eq!(failed["status"][field], good["status"][field], "{field}");
+    }
+    assert_eq!(failed["status"]["history"][0]["revision"], first);
+    assert!(
+        failed["status"]["reconciledAt"].as_str().unwrap()
+            >= good["status"]["reconciledAt"].as_str().unwrap()
+    );
+    let conditions = failed["status"]["conditions"].as_array().unwrap();
+    assert_eq!(conditions.len(), 1);
+    assert_eq!(conditions[0]["type"], "ComparisonError");
+    let message = conditions[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = Manifest generation error (cached): "),
+        "{message}"
+    );
     assert!(
         message.contains("apps/web/broken.yaml") && message.contains("line"),
         "{message}"
     );
-    assert_eq!(failed["status"]["conditions"][0]["type"], "ComparisonError");
-    assert_eq!(failed["status"]["history"][0]["revision"], first);
+    assert!(conditions[0]["lastTransitionTime"].is_string());
+    for r in failed["status"]["resources"].as_array().unwrap() {
+        assert_eq!(r["status"], "Unknown", "{r}");
+    }
+    let log = s.log.lock().unwrap().join("\n");
+    assert!(!log.contains("operation Running at main"), "{log}");
 
     remote.write(
         "apps/web/broken.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fixed\n",
     );
     let fixed = remote.commit_push("web: fix the yaml");
-    let ok = app_where(&s.base, "web", "the fix synced", |a| synced_at(a, &fixed)).await;
-    assert_eq!(sync_status(&ok), "Synced");
+    let seen = events
+        .until("the fix synced", |a| {
+            synced_at(a, &fixed) && sync_status(a) == "Synced"
+        })
+        .await;
+    let ok = seen.last().unwrap();
     assert!(ok["status"].get("conditions").is_none());
-    assert_eq!(history_len(&ok), 2);
+    assert_eq!(history_len(ok), 2);
+    assert!(seen.iter().any(|a| phase(a) == "Running"));
+    s.sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_render_error_stays_hidden_for_the_grace_then_the_sandbox_publishes_it() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (mut config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let grace = Duration::from_millis(1500);
+    config.repo_error_grace = grace;
+    let s = start(config, log).await;
+    let good = app_where(&s.base, "web", "Healthy", |a| health(a) == "Healthy").await;
+    let mut events = Events::open(&s.base, "?name=web").await;
+    events.next().await;
+
+    remote.write("apps/web/broken.yaml", "kind: [unclosed\n");
+    remote.commit_push("web: broken yaml");
+    let pushed = Instant::now();
+    // Nothing is published during the grace: the next update is the error, at its end, sent by
+    // the sandbox's own timer (the stream is the only reader here).
+    let seen = events
+        .until("the comparison error", |a| sync_status(a) == "Unknown")
+        .await;
+    assert!(
+        pushed.elapsed() >= grace,
+        "shown after {:?}",
+        pushed.elapsed()
+    );
+    assert_eq!(seen.len(), 1, "{seen:#?}");
+    assert_eq!(
+        seen[0]["status"]["conditions"][0]["type"],
+        "ComparisonError"
+    );
+    assert_eq!(revision(&seen[0]), "main");
+    assert_ne!(
+        seen[0]["status"]["reconciledAt"],
+        good["status"]["reconciledAt"]
+    );
     s.sandbox.shutdown().await;
 }
 
@@ -815,6 +930,30 @@ async fn the_token_is_checked_on_every_api_route_only_when_configured() {
     );
     let log = s.log.lock().unwrap().join("\n");
     assert!(!log.contains("s3cret"), "{log}");
+    assert_eq!(
+        log.matches("the token is not JWT-shaped").count(),
+        1,
+        "said once, at start: {log}"
+    );
+    assert!(log.contains("real Argo CD would refuse it"), "{log}");
+    s.sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jwt_shaped_token_is_not_warned_about() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (mut config, log) = config(&remote.repo(), &["web=apps/web"]);
+    config.token = Some("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZG1pbiJ9.c2lnbmF0dXJl".into());
+    let s = start(config, log).await;
+    let response = client()
+        .get(format!("{}/api/v1/applications/web", s.base))
+        .bearer_auth("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZG1pbiJ9.c2lnbmF0dXJl")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let log = s.log.lock().unwrap().join("\n");
+    assert!(!log.contains("JWT"), "{log}");
     s.sandbox.shutdown().await;
 }
 
@@ -822,26 +961,60 @@ async fn the_token_is_checked_on_every_api_route_only_when_configured() {
 // API details and configuration errors
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unknown_apps_get_argo_cds_not_found_and_filters_are_honoured() {
+async fn unknown_apps_are_permission_denied_unless_a_project_is_named() {
     let (remote, _) = web_remote("nginx:1.27");
     remote.write("apps/api/d.yaml", &deployment("api", "nginx:1.27"));
     remote.commit_push("api");
     let (config, log) = config(&remote.repo(), &["web=apps/web", "api=apps/api"]);
     let s = start(config, log).await;
+    let denied = serde_json::json!({"error": "permission denied", "code": 7, "message": "permission denied"});
+    let not_found = serde_json::json!({"error": "applications.argoproj.io \"nope\" not found", "code": 5,
+        "message": "applications.argoproj.io \"nope\" not found"});
 
-    let (status, body) = get(&s.base, "/api/v1/applications/nope").await;
-    assert_eq!(status, 404);
-    assert_eq!(
-        body,
-        serde_json::json!({"error": "applications.argoproj.io \"nope\" not found", "code": 5,
-            "message": "applications.argoproj.io \"nope\" not found"})
-    );
-    assert_eq!(
-        get(&s.base, "/api/v1/applications/nope/resource-tree")
-            .await
-            .0,
-        404
-    );
+    for path in [
+        "/api/v1/applications/nope",
+        "/api/v1/applications/nope/resource-tree",
+    ] {
+        assert_eq!(get(&s.base, path).await, (403, denied.clone()), "{path}");
+        let (status, body) = get(&s.base, &format!("{path}?project=default")).await;
+        assert_eq!((status, &body), (404, &not_found), "{path}");
+        assert_eq!(
+            get(&s.base, &format!("{path}?project=team")).await,
+            (403, denied.clone())
+        );
+    }
+    let (status, body) = post_json(&s.base, "/api/v1/applications/nope/sync", "{}").await;
+    assert_eq!((status, &body), (403, &denied));
+    let (status, body) = post_json(
+        &s.base,
+        "/api/v1/applications/nope/sync",
+        r#"{"project":"default"}"#,
+    )
+    .await;
+    assert_eq!((status, &body), (404, &not_found));
+
+    // An existing app is in project default only.
+    for path in [
+        "/api/v1/applications/web",
+        "/api/v1/applications/web/resource-tree",
+    ] {
+        assert_eq!(get(&s.base, path).await.0, 200, "{path}");
+        assert_eq!(
+            get(&s.base, &format!("{path}?project=default")).await.0,
+            200
+        );
+        assert_eq!(
+            get(&s.base, &format!("{path}?project=team")).await,
+            (403, denied.clone())
+        );
+    }
+    let (status, _) = post_json(
+        &s.base,
+        "/api/v1/applications/web/sync",
+        r#"{"project":"team"}"#,
+    )
+    .await;
+    assert_eq!(status, 403);
     assert_eq!(
         get(&s.base, "/api/v1/applications/web?appNamespace=argocd")
             .await
@@ -852,7 +1025,7 @@ async fn unknown_apps_get_argo_cds_not_found_and_filters_are_honoured() {
         get(&s.base, "/api/v1/applications/web?appNamespace=team-a")
             .await
             .0,
-        404
+        403
     );
 
     let (_, list) = get(&s.base, "/api/v1/applications?name=api").await;
@@ -865,6 +1038,8 @@ async fn unknown_apps_get_argo_cds_not_found_and_filters_are_honoured() {
     assert_eq!(names, ["api"]);
     let (_, all) = get(&s.base, "/api/v1/applications").await;
     assert_eq!(all["items"].as_array().unwrap().len(), 2);
+    let (status, none) = get(&s.base, "/api/v1/applications?name=nope").await;
+    assert_eq!((status, none["items"].as_array().unwrap().len()), (200, 0));
 
     let mut only_api = Events::open(&s.base, "?name=api").await;
     assert_eq!(
@@ -904,6 +1079,13 @@ async fn configuration_errors_name_the_flag() {
     let (c, _) = config(&remote.repo(), &["web=apps/web", "web=apps/other"]);
     assert_eq!(flag_of(greenlight_sandbox::start(c).await).0, "--app");
 
+    let (mut c, _) = config(&remote.repo(), &["web=apps/web"]);
+    c.retry_backoff = Duration::ZERO;
+    assert_eq!(
+        flag_of(greenlight_sandbox::start(c).await).0,
+        "--retry-backoff"
+    );
+
     let empty = Remote::new("main");
     let (c, _) = config(&empty.repo(), &["web=apps/web"]);
     let (flag, message) = flag_of(greenlight_sandbox::start(c).await);
@@ -934,28 +1116,31 @@ async fn an_explicit_branch_and_a_non_bare_remote_work() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_app_whose_path_does_not_exist_yet_fails_until_a_commit_creates_it() {
+async fn an_app_whose_path_does_not_exist_yet_is_a_comparison_error_until_a_commit_creates_it() {
     let (remote, _) = web_remote("nginx:1.27");
     let (config, log) = config(&remote.repo(), &["web=apps/web", "later=apps/later"]);
     let s = start(config, log).await;
     let later = s.sandbox.application("later").unwrap();
-    assert_eq!(phase(&later), "Failed");
-    let message = later["status"]["operationState"]["message"]
+    assert!(later["status"].get("operationState").is_none(), "{later}");
+    assert_eq!(sync_status(&later), "Unknown");
+    assert_eq!(revision(&later), "main");
+    let message = later["status"]["conditions"][0]["message"]
         .as_str()
         .unwrap();
     assert!(
-        message.contains("apps/later: app path does not exist"),
+        message
+            .ends_with("Manifest generation error (cached): apps/later: app path does not exist"),
         "{message}"
     );
-    assert_eq!(
-        (sync_status(&later), health(&later)),
-        ("OutOfSync", "Missing")
-    );
+    assert_eq!(health(&later), "Healthy", "no resources: Healthy");
 
     remote.write("apps/later/d.yaml", &deployment("later", "nginx:1.27"));
     let tip = remote.commit_push("create the later app");
-    let created = app_where(&s.base, "later", "created", |a| synced_at(a, &tip)).await;
-    assert_eq!(sync_status(&created), "Synced");
+    let created = app_where(&s.base, "later", "created", |a| {
+        synced_at(a, &tip) && sync_status(a) == "Synced"
+    })
+    .await;
+    assert!(created["status"].get("conditions").is_none());
     assert_eq!(history_len(&created), 1);
     s.sandbox.shutdown().await;
 }
@@ -1061,5 +1246,511 @@ async fn an_unreachable_remote_is_logged_once_and_syncing_resumes_when_it_is_bac
         synced_at(a, &tip)
     })
     .await;
+    s.sandbox.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Argo CD versions
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn argo_cd_versions_differ_in_resource_health_and_missing_resources() {
+    let remote = Remote::new("main");
+    remote.write("apps/web/web.yaml", &web_manifests("nginx:1.27"));
+    remote.write(
+        "apps/web/ignored.yaml",
+        &deployment("ignored", "nginx:does-not-exist").replace(
+            "  name: ignored\n",
+            "  name: ignored\n  annotations:\n    argocd.argoproj.io/ignore-healthcheck: \"true\"\n",
+        ),
+    );
+    // A ConfigMap whose apply fails: it is never created, so it stays Missing.
+    remote.write(
+        "apps/held/held.yaml",
+        &format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  annotations:\n    sandbox.greenlight.dev/apply: fail\n---\n{}",
+            deployment("held", "nginx:1.27")
+        ),
+    );
+    remote.write("apps/empty/README.md", "nothing to deploy yet\n");
+    remote.commit_push("apps");
+    for (version, inline, held_health) in [
+        ("2.14", true, "Missing"),
+        ("3.0", false, "Missing"),
+        ("3.4", false, "Healthy"),
+        ("3.5", false, "Healthy"),
+    ] {
+        let (mut config, log) = config(
+            &remote.repo(),
+            &["web=apps/web", "held=apps/held", "empty=apps/empty"],
+        );
+        config.argocd_version = version.parse().unwrap();
+        config.rollout_time = Duration::ZERO;
+        let s = start(config, log).await;
+
+        let web = app(&s.base, "web").await;
+        assert_eq!(
+            health(&web),
+            "Healthy",
+            "{version}: the ignored Degraded one is left out"
+        );
+        assert_eq!(
+            web["status"].get("resourceHealthSource").cloned(),
+            (!inline).then(|| serde_json::json!("appTree")),
+            "{version}"
+        );
+        let resources = web["status"]["resources"].as_array().unwrap().clone();
+        let of = |name: &str, kind: &str| {
+            resources
+                .iter()
+                .find(|r| r["name"] == name && r["kind"] == kind)
+                .unwrap_or_else(|| panic!("{name} in {resources:?}"))
+                .get("health")
+                .cloned()
+        };
+        if inline {
+            let healthy = Some(serde_json::json!({"status": "Healthy"}));
+            assert_eq!(of("web", "Deployment"), healthy, "{version}");
+            assert_eq!(of("web", "Service"), healthy, "{version}");
+            assert_eq!(
+                of("web-config", "ConfigMap"),
+                None,
+                "no health for a ConfigMap"
+            );
+            assert_eq!(
+                of("ignored", "Deployment"),
+                None,
+                "ignore-healthcheck: none inline"
+            );
+        } else {
+            assert!(
+                resources.iter().all(|r| r.get("health").is_none()),
+                "{version}: {resources:?}"
+            );
+        }
+        // The tree has every live resource's health, in every version.
+        let (_, tree) = get(&s.base, "/api/v1/applications/web/resource-tree").await;
+        let ignored = tree["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == "ignored")
+            .unwrap()
+            .clone();
+        assert_eq!(ignored["health"]["status"], "Degraded", "{version}");
+
+        // held: the Deployment exists, the ConfigMap never does.
+        let held = app_where(&s.base, "held", "the Deployment assessed", |a| {
+            let (_, expected) = (version, held_health);
+            health(a) == expected
+                && a["status"]["operationState"]["syncResult"]["resources"].is_array()
+        })
+        .await;
+        assert_eq!(phase(&held), "Running", "{version}: backing off");
+        if inline {
+            let held = app_where(&s.base, "held", "inline health refreshed", |a| {
+                a["status"]["resources"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|r| r["kind"] == "Deployment" && r["health"]["status"] == "Healthy")
+            })
+            .await;
+            let cm = held["status"]["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["kind"] == "ConfigMap")
+                .unwrap()
+                .clone();
+            assert_eq!(cm["health"], serde_json::json!({"status": "Missing"}));
+            assert_eq!(health(&held), "Missing");
+        }
+
+        // No resources at all: Healthy.
+        let empty = app(&s.base, "empty").await;
+        assert_eq!(
+            (sync_status(&empty), health(&empty)),
+            ("Synced", "Healthy"),
+            "{version}"
+        );
+        assert_eq!(empty["status"]["resources"], serde_json::json!([]));
+        s.sandbox.shutdown().await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operations
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requested_sync_runs_as_admin_and_resolves_the_branch_once_compared() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (mut config, log) = config(&remote.repo(), &["web=apps/web"]);
+    // Only the sync request makes the sandbox fetch within the test's time.
+    config.sync_interval = Duration::from_secs(120);
+    let s = start(config, log).await;
+    let mut events = Events::open(&s.base, "?name=web").await;
+    events.next().await;
+    remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
+    let tip = remote.commit_push("web: 1.28");
+
+    let (status, answer) = post_json(&s.base, "/api/v1/applications/web/sync", "{}").await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["metadata"]["name"], "web");
+    let operation = &answer["operation"];
+    assert_eq!(
+        operation["sync"]["revision"], "main",
+        "the target revision, unresolved"
+    );
+    assert_eq!(
+        operation["initiatedBy"],
+        serde_json::json!({"username": "admin"})
+    );
+    assert_eq!(operation["retry"]["limit"], 2);
+
+    let seen = events
+        .until("the requested sync done", |a| {
+            synced_at(a, &tip) && sync_status(a) == "Synced"
+        })
+        .await;
+    let running: Vec<&Value> = seen.iter().filter(|a| phase(a) == "Running").collect();
+    assert!(!running.is_empty(), "{seen:#?}");
+    assert_eq!(
+        running[0]["status"]["operationState"]["syncResult"]["revision"], "main",
+        "the requested revision until the sync compared"
+    );
+    assert_eq!(
+        running[0]["status"]["operationState"]["operation"]["initiatedBy"]["username"],
+        "admin"
+    );
+    assert!(
+        running
+            .iter()
+            .any(|a| a["status"]["operationState"]["syncResult"]["revision"] == tip),
+        "then the commit"
+    );
+    let done = seen.last().unwrap();
+    let op = &done["status"]["operationState"];
+    assert_eq!(op["operation"]["sync"]["revision"], "main");
+    assert_eq!(op["syncResult"]["revision"], tip);
+    let last = done["status"]["history"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["revision"], tip);
+    assert_eq!(
+        last["initiatedBy"],
+        serde_json::json!({"username": "admin"})
+    );
+    s.sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_requests_are_refused_as_argo_cd_refuses_them() {
+    let (remote, first) = web_remote("nginx:1.27");
+    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let s = start(config, log).await;
+    let sync = |body: &'static str| post_json(&s.base, "/api/v1/applications/web/sync", body);
+
+    // Auto-sync apps accept no other revision than the target, compared as text.
+    for revision in [first.as_str(), "HEAD", "release"] {
+        let body = serde_json::json!({"revision": revision}).to_string();
+        let (status, answer) = post_json(&s.base, "/api/v1/applications/web/sync", &body).await;
+        let message = format!("Cannot sync to {revision}: auto-sync currently set to main");
+        assert_eq!(
+            (status, answer),
+            (
+                400,
+                serde_json::json!({"error": message, "code": 9, "message": message})
+            )
+        );
+    }
+    let (status, answer) = sync("{not json").await;
+    assert_eq!(
+        (status, answer["code"].clone()),
+        (400, serde_json::json!(3))
+    );
+
+    // While an operation is requested or running, another is refused.
+    assert_eq!(post(&s.base, "/sandbox/v1/pause").await, 200);
+    let (status, answer) = sync(r#"{"revision":"main","prune":true}"#).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["operation"]["sync"]["prune"], true);
+    let (status, answer) = sync("{}").await;
+    let message = "another operation is already in progress";
+    assert_eq!(
+        (status, answer),
+        (
+            400,
+            serde_json::json!({"error": message, "code": 9, "message": message})
+        )
+    );
+    // Paused, nothing runs it; resumed, it runs.
+    assert!(phase(&app(&s.base, "web").await) == "Succeeded");
+    assert_eq!(post(&s.base, "/sandbox/v1/resume").await, 200);
+    app_where(&s.base, "web", "the requested sync done", |a| {
+        a.get("operation").is_none() && history_len(a) == 2
+    })
+    .await;
+    s.sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_and_partial_syncs_succeed_without_history() {
+    let (remote, first) = web_remote("nginx:1.27");
+    remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
+    let second = remote.commit_push("web: 1.28");
+    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let s = start(config, log).await;
+    let before = app_where(&s.base, "web", "Healthy", |a| health(a) == "Healthy").await;
+    assert_eq!(revision(&before), second);
+
+    // A dry run may name another commit: it resolves in the mirror, applies nothing.
+    let body = serde_json::json!({"revision": first, "dryRun": true}).to_string();
+    let (status, _) = post_json(&s.base, "/api/v1/applications/web/sync", &body).await;
+    assert_eq!(status, 200);
+    let dry = app_where(&s.base, "web", "the dry run done", |a| {
+        a.get("operation").is_none()
+            && a["status"]["operationState"]["operation"]["sync"]["dryRun"] == true
+    })
+    .await;
+    let op = &dry["status"]["operationState"];
+    assert_eq!(op["phase"], "Succeeded");
+    assert_eq!(op["syncResult"]["revision"], first);
+    let messages: Vec<&str> = op["syncResult"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages.contains(&"deployment.apps/web configured (dry run)"),
+        "{messages:?}"
+    );
+    assert_eq!(dry["status"]["history"], before["status"]["history"]);
+    assert_eq!(dry["status"]["sync"], before["status"]["sync"]);
+    assert_eq!(dry["status"]["summary"], before["status"]["summary"]);
+
+    // A partial sync: only the named objects.
+    let body = r#"{"resources":[{"group":"","kind":"ConfigMap","name":"web-config","namespace":"default"}]}"#;
+    let (status, _) = post_json(&s.base, "/api/v1/applications/web/sync", body).await;
+    assert_eq!(status, 200);
+    let partial = app_where(&s.base, "web", "the partial sync done", |a| {
+        a.get("operation").is_none()
+            && a["status"]["operationState"]["operation"]["sync"]["resources"].is_array()
+    })
+    .await;
+    let op = &partial["status"]["operationState"];
+    assert_eq!(op["phase"], "Succeeded");
+    assert_eq!(
+        op["operation"]["sync"]["resources"],
+        serde_json::json!([{"kind": "ConfigMap", "name": "web-config", "namespace": "default"}])
+    );
+    let results = op["syncResult"]["resources"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["message"], "configmap/web-config unchanged");
+    assert_eq!(op["syncResult"]["revision"], second);
+    assert_eq!(history_len(&partial), history_len(&before));
+
+    // An unknown commit fails the operation with Argo CD's message (dry run: no auto-sync check).
+    let (status, _) = post_json(
+        &s.base,
+        "/api/v1/applications/web/sync",
+        r#"{"revision":"0123456789abcdef0123456789abcdef01234567","dryRun":true}"#,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let errored = app_where(&s.base, "web", "the unknown revision reported", |a| {
+        a["status"]["operationState"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unable to resolve"))
+    })
+    .await;
+    let op = &errored["status"]["operationState"];
+    assert!(
+        op["message"].as_str().unwrap().contains(
+            "unable to resolve '0123456789abcdef0123456789abcdef01234567' to a commit SHA"
+        ),
+        "{op}"
+    );
+    s.sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_apply_is_retried_with_back_off_then_fails_and_is_not_retried_for_the_same_commit()
+ {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (mut config, log) = config(&remote.repo(), &["web=apps/web"]);
+    config.retry_backoff = Duration::from_millis(100);
+    config.rollout_time = Duration::ZERO;
+    let s = start(config, log).await;
+    let good = app(&s.base, "web").await;
+    assert_eq!(
+        good["spec"]["syncPolicy"]["retry"],
+        serde_json::json!({"limit": 2, "backoff": {"duration": "100ms", "factor": 2, "maxDuration": "3600ms"}})
+    );
+    let mut events = Events::open(&s.base, "?name=web").await;
+    events.next().await;
+
+    let failing = web_manifests("nginx:1.28").replace(
+        "  name: web\nspec:",
+        "  name: web\n  annotations:\n    sandbox.greenlight.dev/apply: fail\nspec:",
+    );
+    remote.write("apps/web/web.yaml", &failing);
+    let bad = remote.commit_push("web: an object the cluster refuses");
+    let seen = events
+        .until("the operation failed", |a| phase(a) == "Failed")
+        .await;
+    let ops: Vec<&Value> = seen
+        .iter()
+        .filter(|a| revision(a) == bad)
+        .map(|a| &a["status"]["operationState"])
+        .collect();
+    // Back-off #1, retry start, back-off #2, retry start, Failed: each its own update.
+    let backoffs: Vec<&&Value> = ops
+        .iter()
+        .filter(|op| {
+            op["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("Retrying attempt #"))
+        })
+        .collect();
+    let first_backoff = ops
+        .iter()
+        .position(|op| {
+            op["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("Retrying attempt #1 at "))
+        })
+        .expect("a back-off");
+    let backoff = ops[first_backoff];
+    assert_eq!(backoff["phase"], "Running");
+    assert!(backoff["finishedAt"].is_string(), "{backoff}");
+    assert_eq!(backoff["retryCount"], 1);
+    assert_eq!(backoff["syncResult"]["revision"], bad);
+    let failed_result = backoff["syncResult"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "Deployment")
+        .unwrap()
+        .clone();
+    assert_eq!(failed_result["status"], "SyncFailed");
+    let retry_start = ops[first_backoff + 1];
+    assert_eq!(retry_start["phase"], "Running");
+    assert!(retry_start.get("finishedAt").is_none(), "{retry_start}");
+    assert!(
+        backoffs.iter().any(|op| op["message"]
+            .as_str()
+            .unwrap()
+            .contains("Retrying attempt #2 at ")),
+        "{ops:#?}"
+    );
+    let failed = seen.last().unwrap();
+    let op = &failed["status"]["operationState"];
+    let message = op["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("one or more objects failed to apply, reason: ")
+            && message.ends_with(" (retried 2 times)."),
+        "{message}"
+    );
+    assert!(
+        message.contains("sandbox.greenlight.dev/apply"),
+        "{message}"
+    );
+    assert!(op["finishedAt"].is_string());
+    assert_eq!(op["syncResult"]["revision"], bad);
+    assert!(failed.get("operation").is_none());
+    assert_eq!(history_len(failed), 1, "no history for a failed sync");
+
+    // The refresh that follows: still OutOfSync, and auto-sync does not try that commit again.
+    let after = events
+        .until("the refresh", |a| {
+            a["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty())
+        })
+        .await;
+    let after = after.last().unwrap();
+    assert_eq!(sync_status(after), "OutOfSync");
+    assert!(after.get("operation").is_none());
+    let condition = &after["status"]["conditions"][0];
+    assert_eq!(condition["type"], "SyncError");
+    assert!(
+        condition["message"].as_str().unwrap().starts_with(&format!(
+            "Failed last sync attempt to [{bad}]: one or more objects failed to apply"
+        )),
+        "{condition}"
+    );
+    let (status, refreshed) = get(&s.base, "/api/v1/applications/web?refresh=normal").await;
+    assert_eq!(status, 200);
+    assert!(refreshed.get("operation").is_none());
+
+    // A partial sync of what does apply: Succeeded, no history, still OutOfSync.
+    let (status, _) = post_json(
+        &s.base,
+        "/api/v1/applications/web/sync",
+        r#"{"resources":[{"kind":"Service","name":"web"}]}"#,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let partial = events
+        .until("the partial sync", |a| {
+            a.get("operation").is_none()
+                && phase(a) == "Succeeded"
+                && a["status"]["operationState"]["operation"]["sync"]["resources"].is_array()
+        })
+        .await;
+    let partial = partial.last().unwrap();
+    assert_eq!(history_len(partial), 1);
+    assert_eq!(sync_status(partial), "OutOfSync");
+
+    // A new commit starts a new operation.
+    remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
+    let fixed = remote.commit_push("web: without the refusal");
+    let done = events
+        .until("the fix synced", |a| {
+            synced_at(a, &fixed) && sync_status(a) == "Synced"
+        })
+        .await;
+    let done = done.last().unwrap();
+    assert_eq!(history_len(done), 2);
+    assert!(done["status"].get("conditions").is_none());
+    s.sandbox.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Source hydrator
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hydrator_app_has_a_source_hydrator_and_no_source() {
+    let (remote, first) = web_remote("nginx:1.27");
+    let (config, log) = config(&remote.repo(), &["web=hydrator:apps/web"]);
+    let s = start(config, log).await;
+    let web = app(&s.base, "web").await;
+    assert!(web["spec"].get("source").is_none(), "{}", web["spec"]);
+    assert_eq!(
+        web["spec"]["sourceHydrator"],
+        serde_json::json!({
+            "drySource": {"repoURL": remote.repo(), "path": "apps/web", "targetRevision": "main"},
+            "syncSource": {"targetBranch": "environment/web", "path": "apps/web"},
+        })
+    );
+    assert_eq!(
+        web["status"]["sync"]["comparedTo"]["source"],
+        serde_json::json!({"repoURL": remote.repo(), "path": "apps/web", "targetRevision": "environment/web"})
+    );
+    // The sandbox does not hydrate: the tracked branch's commits stand for the hydrated ones.
+    assert_eq!(revision(&web), first);
+    assert_eq!(sync_status(&web), "Synced");
+    let message = "Cannot sync to main: auto-sync currently set to environment/web";
+    let (status, answer) = post_json(
+        &s.base,
+        "/api/v1/applications/web/sync",
+        r#"{"revision":"main"}"#,
+    )
+    .await;
+    assert_eq!((status, answer["message"].as_str()), (400, Some(message)));
     s.sandbox.shutdown().await;
 }

@@ -77,6 +77,59 @@ fn sandbox_serves_the_argo_cd_api_and_stops_cleanly_on_sigterm() {
         !output.contains("cli-s3cret"),
         "the token reached the log:\n{output}"
     );
+    assert!(
+        output.contains("the token is not JWT-shaped"),
+        "a token Argo CD would refuse is pointed out:\n{output}"
+    );
+}
+
+#[test]
+fn sandbox_flags_choose_the_argo_cd_version_and_the_retry_back_off() {
+    let (remote, _) = remote();
+    let mut sb = Sandbox::spawn(
+        BIN,
+        Some(remote.root()),
+        &[
+            "sandbox",
+            "--repo",
+            "origin.git",
+            "--listen",
+            "127.0.0.1:0",
+            "--app",
+            "web=apps/web",
+            "--app",
+            "dry=hydrator:apps/web",
+            "--argocd-version",
+            "2.14",
+            "--repo-error-grace",
+            "2s",
+            "--retry-backoff",
+            "200ms",
+        ],
+    );
+    let web = http_request("GET", &format!("{}/api/v1/applications/web", sb.url), &[]).unwrap();
+    assert_eq!(web.status, 200, "{}", web.body);
+    let web: serde_json::Value = serde_json::from_str(&web.body).unwrap();
+    assert!(
+        web["status"].get("resourceHealthSource").is_none(),
+        "2.14 keeps resource health inline: {}",
+        web["status"]
+    );
+    assert_eq!(
+        web["spec"]["syncPolicy"]["retry"]["backoff"]["duration"],
+        "200ms"
+    );
+    let dry = http_request("GET", &format!("{}/api/v1/applications/dry", sb.url), &[]).unwrap();
+    let dry: serde_json::Value = serde_json::from_str(&dry.body).unwrap();
+    assert_eq!(
+        dry["spec"]["sourceHydrator"]["syncSource"]["targetBranch"],
+        "environment/dry"
+    );
+    let missing =
+        http_request("GET", &format!("{}/api/v1/applications/nope", sb.url), &[]).unwrap();
+    assert_eq!(missing.status, 403, "{}", missing.body);
+    sb.proc.sigterm();
+    assert!(sb.proc.wait_exit(Duration::from_secs(10)).success());
 }
 
 #[test]
@@ -104,6 +157,19 @@ fn bad_flags_exit_2_naming_the_flag() {
             "--token-file",
         ),
         (&["--app", "web=apps/web", "--branch", "nope"], "--branch"),
+        (
+            &["--app", "web=apps/web", "--argocd-version", "2.9"],
+            "--argocd-version",
+        ),
+        (
+            &["--app", "web=apps/web", "--repo-error-grace", "later"],
+            "--repo-error-grace",
+        ),
+        (
+            &["--app", "web=apps/web", "--retry-backoff", "0s"],
+            "--retry-backoff",
+        ),
+        (&["--app", "web=hydrator:/abs"], "--app"),
     ];
     for (extra, flag) in cases {
         let out = Command::new(BIN)
@@ -118,6 +184,9 @@ fn bad_flags_exit_2_naming_the_flag() {
             stderr.contains(flag),
             "{extra:?} should name {flag}: {stderr}"
         );
+        if *flag == "--argocd-version" {
+            assert!(stderr.contains("2.14, 3.0, 3.4, 3.5"), "{stderr}");
+        }
     }
     for (args, flag) in [
         (

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use greenlight_sandbox::{AppSpec, SandboxConfig, SandboxError};
+use greenlight_sandbox::{AppSpec, ArgoCdVersion, SandboxConfig, SandboxError};
 
 #[derive(Args)]
 pub struct SandboxArgs {
@@ -17,7 +17,8 @@ pub struct SandboxArgs {
     /// Where to serve the Argo CD API, e.g. 127.0.0.1:8080 (port 0 picks a free one).
     #[arg(long, value_name = "ADDR:PORT")]
     listen: String,
-    /// An Application: <name>=<path> or <name>=helm:<chart>@<version>. Repeatable.
+    /// An Application: <name>=<path>, <name>=helm:<chart>@<version> or <name>=hydrator:<path>
+    /// (spec.sourceHydrator instead of spec.source). Repeatable.
     #[arg(long = "app", value_name = "NAME=PATH", required = true)]
     apps: Vec<String>,
     /// The tracked branch (default: the remote's HEAD branch).
@@ -38,6 +39,16 @@ pub struct SandboxArgs {
     /// Start with syncing paused: apps stay never-synced until POST /sandbox/v1/resume.
     #[arg(long)]
     start_paused: bool,
+    /// The Argo CD release to imitate where releases differ: 2.14, 3.0, 3.4 or 3.5.
+    #[arg(long, value_name = "VERSION", default_value = "3.5")]
+    argocd_version: String,
+    /// How long a manifest that fails to render stays hidden (previous sync status, no
+    /// ComparisonError), as Argo CD hides repo errors on polled refreshes; 0s shows it at once.
+    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    repo_error_grace: String,
+    /// The base back-off between retries of a failed sync (spec.syncPolicy.retry.backoff.duration).
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    retry_backoff: String,
 }
 
 fn parse_listen(text: &str) -> anyhow::Result<SocketAddr> {
@@ -73,6 +84,12 @@ fn config_from(args: SandboxArgs) -> anyhow::Result<SandboxConfig> {
         .map(|p| super::secret_file("--token-file", p).map(|s| s.expose().to_owned()))
         .transpose()?;
     config.start_paused = args.start_paused;
+    config.argocd_version = args
+        .argocd_version
+        .parse::<ArgoCdVersion>()
+        .map_err(|e| super::usage(format!("--argocd-version: {e}")))?;
+    config.repo_error_grace = super::duration_flag("--repo-error-grace", &args.repo_error_grace)?;
+    config.retry_backoff = super::positive_duration_flag("--retry-backoff", &args.retry_backoff)?;
     Ok(config)
 }
 
