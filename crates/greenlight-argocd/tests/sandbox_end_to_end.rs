@@ -59,7 +59,15 @@ async fn the_sandbox_read_through_the_client() {
         (app.metadata.namespace.as_str(), app.metadata.name.as_str()),
         ("argocd", "web")
     );
-    assert!(client.get("argocd", "no-such-app").await.unwrap().is_none());
+    // Argo CD answers 403 for an app that does not exist, as for one the token may not see:
+    // a read cannot tell absence, only a listing can.
+    let err = client.get("argocd", "no-such-app").await.unwrap_err();
+    assert_eq!(err.http_status(), Some(403), "{err}");
+    assert!(
+        err.to_string()
+            .contains("the token lacks access, or the application does not exist"),
+        "{err}"
+    );
 
     // Watched as a file:// URL with a trailing slash: the same repository.
     let watched = format!("file://{repo}/");

@@ -216,6 +216,16 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
     if config.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
         return Err(SandboxError::config("--token-file", "the token is empty"));
     }
+    if let Some(name) = config
+        .manual_sync
+        .iter()
+        .find(|n| !config.apps.iter().any(|a| a.name() == n.as_str()))
+    {
+        return Err(SandboxError::config(
+            "--manual-sync",
+            format!("{name:?} is not one of the --app names"),
+        ));
+    }
     if config.retry_backoff.is_zero() {
         return Err(SandboxError::config(
             "--retry-backoff",
@@ -277,6 +287,7 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
             version: config.argocd_version,
             repo_error_grace: config.repo_error_grace,
             retry_backoff: config.retry_backoff,
+            manual_sync: config.manual_sync.iter().cloned().collect(),
         },
         policy,
         &config.apps,

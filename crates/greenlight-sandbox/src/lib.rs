@@ -257,6 +257,9 @@ pub struct SandboxConfig {
     /// The base back-off of the apps' sync retry policy (`spec.syncPolicy.retry.backoff.duration`,
     /// default 5 s; the maximum scales with it: 36 times the base, 3 m for 5 s). Must be above zero.
     pub retry_backoff: Duration,
+    /// Apps without automated sync (`spec.syncPolicy.automated` absent): compared at every
+    /// tip, synced only through `POST /api/v1/applications/{name}/sync`. Each must name an app.
+    pub manual_sync: Vec<String>,
     /// Where transition lines go; `None` keeps the sandbox silent. [`SandboxConfig::new`] logs to stderr.
     pub log: Option<LogSink>,
 }
@@ -276,6 +279,7 @@ impl SandboxConfig {
             argocd_version: ArgoCdVersion::default(),
             repo_error_grace: Duration::ZERO,
             retry_backoff: Duration::from_secs(5),
+            manual_sync: Vec::new(),
             log: Some(Arc::new(|line: &str| eprintln!("{line}"))),
         }
     }
@@ -297,6 +301,7 @@ impl std::fmt::Debug for SandboxConfig {
             .field("argocd_version", &self.argocd_version)
             .field("repo_error_grace", &self.repo_error_grace)
             .field("retry_backoff", &self.retry_backoff)
+            .field("manual_sync", &self.manual_sync)
             .finish_non_exhaustive()
     }
 }

@@ -68,6 +68,8 @@ pub(crate) struct WorldConfig {
     pub version: ArgoCdVersion,
     pub repo_error_grace: Duration,
     pub retry_backoff: Duration,
+    /// Apps without automated sync: compared, never synced unless asked through the API.
+    pub manual_sync: std::collections::BTreeSet<String>,
 }
 
 /// A resource named in a partial sync (`resources` of a sync request); an empty namespace
@@ -308,6 +310,8 @@ impl OpRun {
 
 struct App {
     name: String,
+    /// `spec.syncPolicy.automated` is set: a comparison that finds it OutOfSync syncs it.
+    automated: bool,
     uid: String,
     created: SystemTime,
     source: Source,
@@ -469,6 +473,7 @@ impl World {
             apps.insert(
                 name.clone(),
                 App {
+                    automated: !cfg.manual_sync.contains(&name),
                     uid: uuid_from(&format!("{seed}/{name}")),
                     name,
                     created: now.wall,
@@ -622,7 +627,7 @@ impl World {
         // the same commit after a failed attempt.
         let mut auto = false;
         let mut sync_error = None;
-        if code == SyncCode::OutOfSync && app.operation.is_none() {
+        if code == SyncCode::OutOfSync && app.operation.is_none() && app.automated {
             match app.op.as_ref().filter(|op| {
                 !op.request.dry_run
                     && op.sync_result.as_ref().map(|r| &r["revision"])
@@ -765,14 +770,16 @@ impl World {
             return Some(Err(SyncRefusal::InProgress));
         }
         let target = self.target_revision(app);
-        // The sandbox's apps all run automated sync: Argo CD refuses any other revision,
-        // compared as text, unless it is a dry run.
+        let automated = app.automated;
+        // An app with automated sync: Argo CD refuses any other revision, compared as text,
+        // unless it is a dry run.
         let effective_target = if target.is_empty() {
             "HEAD".to_string()
         } else {
             target.clone()
         };
-        if !req.dry_run && !req.revision.is_empty() && req.revision != effective_target {
+        if automated && !req.dry_run && !req.revision.is_empty() && req.revision != effective_target
+        {
             return Some(Err(SyncRefusal::Revision {
                 requested: req.revision,
                 target,
@@ -1434,11 +1441,11 @@ impl World {
         let mut spec = json!({
             "project": APP_PROJECT,
             "destination": destination,
-            "syncPolicy": {
-                "automated": {"prune": false, "selfHeal": true},
-                "retry": self.retry_json(),
-            },
+            "syncPolicy": {"retry": self.retry_json()},
         });
+        if app.automated {
+            spec["syncPolicy"]["automated"] = json!({"prune": false, "selfHeal": true});
+        }
         match &app.source {
             Source::Hydrator { path } => {
                 let path = if path.is_empty() { "." } else { path.as_str() };
@@ -1585,6 +1592,7 @@ mod tests {
             version,
             repo_error_grace: Duration::ZERO,
             retry_backoff: Duration::from_secs(5),
+            manual_sync: Default::default(),
         }
     }
 
@@ -2060,6 +2068,45 @@ mod tests {
             "{op}"
         );
         assert_eq!(op["syncResult"]["revision"], "0123abc");
+    }
+
+    #[test]
+    fn an_app_without_automated_sync_is_compared_and_synced_only_on_request() {
+        let t0 = Now::current();
+        let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
+        cfg.manual_sync.insert("web".into());
+        let mut w = world_with(cfg, t0);
+        let mut updates = w.subscribe();
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let app = w.application("web").unwrap();
+        assert!(
+            app["spec"]["syncPolicy"].get("automated").is_none(),
+            "{app}"
+        );
+        assert_eq!(app["status"]["sync"]["status"], "OutOfSync");
+        assert_eq!(app["status"]["sync"]["revision"], sha('a'));
+        assert!(app["status"].get("operationState").is_none(), "{app}");
+        assert_eq!(drain(&mut updates).len(), 1, "one comparison, no operation");
+        // Any revision may be requested of an app without automated sync.
+        let answered = w
+            .request_sync(
+                "web",
+                SyncRequest {
+                    revision: sha('a'),
+                    ..SyncRequest::default()
+                },
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(answered["operation"]["sync"]["revision"], sha('a'));
+        w.start_pending(
+            "web",
+            Some((sha('a'), rendered("nginx:1")["web"].clone())),
+            t0,
+        );
+        let app = w.application("web").unwrap();
+        assert_eq!(app["status"]["operationState"]["phase"], "Succeeded");
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
     }
 
     #[test]

@@ -238,8 +238,10 @@ fn tokens_never_reach_output() {
         &[],
     );
     // Real Argo CD would ignore this token (not JWT-shaped); both sides say so, neither quotes it.
-    wd.proc
-        .wait_line("the Argo CD token is not JWT-shaped", Duration::from_secs(30));
+    wd.proc.wait_line(
+        "the Argo CD token is not JWT-shaped",
+        Duration::from_secs(30),
+    );
     let c = repo.set_image(
         "web",
         GOOD2,

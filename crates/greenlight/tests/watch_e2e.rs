@@ -1,14 +1,15 @@
 //! End to end: `greenlight sandbox`, `greenlight watch` and `greenlight status` as a user runs
 //! them, over real git repositories. Each test waits on the `watching …` line and on recorded
-//! states, never on fixed sleeps.
+//! states, never on fixed sleeps. Every test runs twice: against the sandbox standing in for
+//! Argo CD 3.5 (per-resource health in the resource tree) and for 2.14 (health inline).
 
+#[macro_use]
 mod common;
 use common::*;
 use std::time::Duration;
 
 const T: Duration = Duration::from_secs(60);
 
-#[test]
 fn canary_commit_is_reverted_and_the_app_recovers() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
@@ -51,7 +52,6 @@ fn canary_commit_is_reverted_and_the_app_recovers() {
     }
 }
 
-#[test]
 fn a_good_commit_is_confirmed() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
@@ -68,7 +68,6 @@ fn a_good_commit_is_confirmed() {
     assert_eq!(st["breaker"]["consecutive_reverts"], 0);
 }
 
-#[test]
 fn shadow_fails_without_pushing() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
@@ -89,7 +88,6 @@ fn shadow_fails_without_pushing() {
     assert!(w["revert_commit"].is_null());
 }
 
-#[test]
 fn dry_run_never_pushes_even_armed() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
@@ -110,7 +108,6 @@ fn dry_run_never_pushes_even_armed() {
     assert_eq!(wd.status()["breaker"]["consecutive_reverts"], 0);
 }
 
-#[test]
 fn a_helm_chart_app_is_unwatchable_at_once() {
     let repo = Repo::new();
     let sb = sandbox(
@@ -137,7 +134,6 @@ fn a_helm_chart_app_is_unwatchable_at_once() {
     );
 }
 
-#[test]
 fn a_never_synced_app_is_waited_for_then_reached() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &["--start-paused"]);
@@ -162,7 +158,6 @@ fn a_never_synced_app_is_waited_for_then_reached() {
     assert!(w["reached_at"].is_string());
 }
 
-#[test]
 fn the_breaker_opens_after_two_reverts() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web", "other=apps/other"], &[]);
@@ -204,7 +199,6 @@ fn the_breaker_opens_after_two_reverts() {
     assert_eq!(wd.status()["breaker"]["open"], false);
 }
 
-#[test]
 fn a_kill_9_mid_watch_resumes_from_recorded_times() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
@@ -227,7 +221,6 @@ fn a_kill_9_mid_watch_resumes_from_recorded_times() {
     assert_eq!(count_reverts_of(&repo, &bad), 1);
 }
 
-#[test]
 fn a_second_daemon_on_the_same_state_is_refused() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
@@ -242,7 +235,6 @@ fn a_second_daemon_on_the_same_state_is_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("already runs"));
 }
 
-#[test]
 fn a_merge_commit_is_reverted_against_its_first_parent() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
@@ -262,7 +254,6 @@ fn a_merge_commit_is_reverted_against_its_first_parent() {
     assert!(file.contains(GOOD), "{file}");
 }
 
-#[test]
 fn an_outage_through_the_deadline_is_inconclusive() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
@@ -283,7 +274,6 @@ fn an_outage_through_the_deadline_is_inconclusive() {
     assert_eq!(repo.remote_tip(), bad, "never a revert");
 }
 
-#[test]
 fn a_later_commit_to_the_same_app_fails_without_revert() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &["--start-paused"]);
@@ -307,7 +297,6 @@ fn a_later_commit_to_the_same_app_fails_without_revert() {
     assert_eq!(repo.remote_tip(), later);
 }
 
-#[test]
 fn a_humans_revert_is_adopted_not_duplicated() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
@@ -327,7 +316,6 @@ fn a_humans_revert_is_adopted_not_duplicated() {
     assert_eq!(repo.remote_tip(), human);
 }
 
-#[test]
 fn once_fails_on_a_bad_argocd_url_and_passes_on_a_good_one() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
@@ -358,3 +346,20 @@ fn once_fails_on_a_bad_argocd_url_and_passes_on_a_good_one() {
     assert!(String::from_utf8_lossy(&good.stderr).contains("self-check passed"));
     assert!(!state.exists(), "--once writes no state");
 }
+
+on_every_argocd_version!(
+    canary_commit_is_reverted_and_the_app_recovers,
+    a_good_commit_is_confirmed,
+    shadow_fails_without_pushing,
+    dry_run_never_pushes_even_armed,
+    a_helm_chart_app_is_unwatchable_at_once,
+    a_never_synced_app_is_waited_for_then_reached,
+    the_breaker_opens_after_two_reverts,
+    a_kill_9_mid_watch_resumes_from_recorded_times,
+    a_second_daemon_on_the_same_state_is_refused,
+    a_merge_commit_is_reverted_against_its_first_parent,
+    an_outage_through_the_deadline_is_inconclusive,
+    a_later_commit_to_the_same_app_fails_without_revert,
+    a_humans_revert_is_adopted_not_duplicated,
+    once_fails_on_a_bad_argocd_url_and_passes_on_a_good_one,
+);

@@ -49,6 +49,10 @@ pub struct SandboxArgs {
     /// The base back-off between retries of a failed sync (spec.syncPolicy.retry.backoff.duration).
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     retry_backoff: String,
+    /// An app (by name) without automated sync: compared at every commit, synced only through
+    /// POST /api/v1/applications/{name}/sync. Repeatable.
+    #[arg(long = "manual-sync", value_name = "APP")]
+    manual_sync: Vec<String>,
 }
 
 fn parse_listen(text: &str) -> anyhow::Result<SocketAddr> {
@@ -90,6 +94,7 @@ fn config_from(args: SandboxArgs) -> anyhow::Result<SandboxConfig> {
         .map_err(|e| super::usage(format!("--argocd-version: {e}")))?;
     config.repo_error_grace = super::duration_flag("--repo-error-grace", &args.repo_error_grace)?;
     config.retry_backoff = super::positive_duration_flag("--retry-backoff", &args.retry_backoff)?;
+    config.manual_sync = args.manual_sync;
     Ok(config)
 }
 

@@ -2,7 +2,7 @@
 //! sandbox and watchdog bound to this crate's `greenlight` binary, and the deployment repository
 //! these tests deploy from. Waits are on printed lines and recorded states, never fixed sleeps.
 // Each test file uses part of this module (and of what it re-exports).
-#![allow(dead_code, unused_imports)]
+#![allow(dead_code, unused_imports, unused_macros)]
 
 use greenlight_testkit as kit;
 pub use greenlight_testkit::{Proc, Remote, Sandbox, Watchdog, git, healthy_at, watch_of};
@@ -52,10 +52,40 @@ impl Repo {
     }
 }
 
-/// `greenlight sandbox` over `repo` with the kit's test timings.
+thread_local! {
+    /// The Argo CD version the sandboxes of this test thread stand in for; `None` is the
+    /// sandbox's default.
+    static ARGOCD_VERSION: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `test` with every sandbox it starts standing in for Argo CD `version`.
+pub fn on_argocd(version: &'static str, test: fn()) {
+    ARGOCD_VERSION.with(|v| v.set(Some(version)));
+    test();
+}
+
+/// Declares each named test function once per Argo CD version the sandbox stands in for
+/// (modules `argocd_3_5` and `argocd_2_14`): the watchdog must hold against both.
+macro_rules! on_every_argocd_version {
+    ($($name:ident),* $(,)?) => {
+        mod argocd_3_5 {
+            $( #[test] fn $name() { crate::common::on_argocd("3.5", super::$name) } )*
+        }
+        mod argocd_2_14 {
+            $( #[test] fn $name() { crate::common::on_argocd("2.14", super::$name) } )*
+        }
+    };
+}
+
+/// `greenlight sandbox` over `repo` with the kit's test timings (and the Argo CD version this
+/// test thread runs against, see [`on_argocd`]).
 #[track_caller]
 pub fn sandbox(repo: &Repo, apps: &[&str], extra: &[&str]) -> Sandbox {
-    Sandbox::start(BIN, &repo.repo(), apps, extra)
+    let mut args = extra.to_vec();
+    if let Some(v) = ARGOCD_VERSION.with(|v| v.get()) {
+        args.extend(["--argocd-version", v]);
+    }
+    Sandbox::start(BIN, &repo.repo(), apps, &args)
 }
 
 /// The arguments of `greenlight watch` over `repo` with the kit's test timings.
