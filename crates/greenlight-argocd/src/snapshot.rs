@@ -8,8 +8,8 @@ use crate::model::{Application, ApplicationSource, ComparedTo, ResourceStatus, R
 use greenlight_core::paths::normalize_path;
 use greenlight_core::repo_url::RepoUrl;
 use greenlight_core::snapshot::{
-    AppSnapshot, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
-    SourceFacts, SourcePaths, UnhealthyResource, is_git_sha,
+    AppSnapshot, ComparedElsewhere, Health, OperationFacts, ReachCandidate, ReachVia,
+    ResourceHealthSource, SourceFacts, SourcePaths, UnhealthyResource, is_git_sha,
 };
 use greenlight_core::time::Timestamp;
 use std::collections::BTreeSet;
@@ -167,14 +167,24 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
     // operation finished describes the cluster before that sync.
     let reconciled = Timestamp::parse_rfc3339(&status.reconciled_at);
     let finished = op.and_then(|o| Timestamp::parse_rfc3339(&o.finished_at));
-    // Both are whole seconds. Equal, the reconcile may have started before the operation ended
-    // (Argo CD publishes `Succeeded` with the previous reconcile's sync and health): when that
-    // comparison was at another revision than the operation applied, it is that earlier one.
-    let compared_elsewhere = op.is_some_and(|o| o.phase == "Succeeded")
-        && matches!((sync_revs.first(), result_revs.first()), (Some(c), Some(a)) if c != a);
-    let health_stale = match (reconciled, finished) {
-        (Some(r), Some(f)) => r < f || (r == f && compared_elsewhere),
-        _ => false,
+    // Both are whole seconds and `reconciledAt` is a reconcile's start: equal, the reconcile may
+    // have begun before the operation ended (Argo CD publishes `Succeeded` with the previous
+    // reconcile's sync and health). Whether it did is for git to say, when the two revisions differ.
+    let health_stale = matches!((reconciled, finished), (Some(r), Some(f)) if r < f);
+    let compared_elsewhere = match (reconciled, finished, sync_revs.first(), result_revs.first()) {
+        (Some(r), Some(f), Some(compared), Some(applied))
+            if r == f
+                && op.is_some_and(|o| o.phase == "Succeeded")
+                && compared != applied
+                && is_git_sha(compared)
+                && is_git_sha(applied) =>
+        {
+            Some(ComparedElsewhere {
+                applied: applied.clone(),
+                compared: compared.clone(),
+            })
+        }
+        _ => None,
     };
     let comparison_error = status
         .conditions
@@ -209,6 +219,7 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
         health_stale,
         automated_sync,
         reach_candidates,
+        compared_elsewhere,
         comparison_error,
         source_hydrator,
     }

@@ -5,7 +5,8 @@
 use greenlight_argocd::model::{self, Application, ResourceTree};
 use greenlight_argocd::{needs_resource_tree, snapshot};
 use greenlight_core::snapshot::{
-    AppSnapshot, Health, ReachCandidate, ReachVia, ResourceHealthSource, SourceFacts, SourcePaths,
+    AppSnapshot, ComparedElsewhere, Health, ReachCandidate, ReachVia, ResourceHealthSource,
+    SourceFacts, SourcePaths,
 };
 use greenlight_core::time::Timestamp;
 
@@ -649,9 +650,10 @@ fn a_dry_run_or_partial_sync_that_succeeded_reaches_nothing() {
 }
 
 #[test]
-fn succeeded_in_the_same_second_as_an_older_comparison_is_stale_health() {
+fn succeeded_in_the_same_second_as_a_comparison_of_another_revision_is_for_git_to_order() {
     // Argo CD publishes `Succeeded` with the previous reconcile's sync and health; timestamps
-    // have whole seconds, so that reconcile may carry the operation's own second.
+    // have whole seconds, so that reconcile may carry the operation's own second. So may a
+    // later reconcile of a newer commit: which one it was, only ancestry tells.
     let stage = |compared: &str| {
         edited(|v| {
             v["status"]["sync"]["status"] = "Synced".into();
@@ -661,14 +663,25 @@ fn succeeded_in_the_same_second_as_an_older_comparison_is_stale_health() {
             v["status"]["reconciledAt"] = "2026-12-02T09:30:40Z".into();
         })
     };
-    assert!(
-        stage(B).health_stale,
-        "compared at B, applied C: before the sync"
+    let other = stage(B);
+    assert!(!other.health_stale);
+    assert_eq!(
+        other.compared_elsewhere,
+        Some(ComparedElsewhere {
+            applied: C.into(),
+            compared: B.into()
+        })
     );
-    assert!(
-        !stage(C).health_stale,
-        "compared at what was applied: fresh"
-    );
+    let same = stage(C);
+    assert!(!same.health_stale && same.compared_elsewhere.is_none());
+    // A second apart, the order is plain.
+    let later = edited(|v| {
+        v["status"]["sync"]["revision"] = B.into();
+        v["status"]["operationState"]["syncResult"]["revision"] = C.into();
+        v["status"]["operationState"]["finishedAt"] = "2026-12-02T09:30:39Z".into();
+        v["status"]["reconciledAt"] = "2026-12-02T09:30:40Z".into();
+    });
+    assert!(!later.health_stale && later.compared_elsewhere.is_none());
 }
 
 #[test]

@@ -386,6 +386,14 @@ impl Engine {
     /// revision (only git SHAs; equality needs no question).
     pub fn reach_questions(&self, snap: &AppSnapshot) -> Vec<(String, String)> {
         let mut q = Vec::new();
+        // Whether the health is the one after the last sync (see `fresh_comparison`).
+        if let Some(c) = &snap.compared_elsewhere
+            && self
+                .live()
+                .any(|w| w.app.matches(&snap.namespace, &snap.name))
+        {
+            q.push((c.applied.clone(), c.compared.clone()));
+        }
         for w in self.live() {
             let judging = w.state() != State::WaitingReach;
             if (judging && w.reported_sync_failure()) || !w.app.matches(&snap.namespace, &snap.name)
@@ -701,7 +709,7 @@ impl Engine {
         }
 
         if self.watches[i].state() == State::Judging {
-            let verdict = healthy(snap);
+            let verdict = healthy(snap).and_then(|()| fresh_comparison(snap, ancestry));
             let w = &mut self.watches[i];
             w.saw_health(verdict.as_ref().err().map(ToString::to_string));
             match verdict {
@@ -1119,6 +1127,17 @@ fn admissible(snap: &AppSnapshot, c: &ReachCandidate) -> bool {
     match c.via {
         ReachVia::SyncedRevision => snap.sync_status == "Synced" && !snap.operation_running,
         _ => true,
+    }
+}
+
+/// A finished sync published in the same whole second as the reconcile that compared another
+/// revision: the health is the one after the sync only when that comparison is newer than what
+/// the sync applied (a later commit compared), not older (the previous reconcile, published
+/// before the refresh). Git decides; no answer counts as older.
+fn fresh_comparison(s: &AppSnapshot, ancestry: &Ancestry) -> Result<(), Unhealthy> {
+    match &s.compared_elsewhere {
+        Some(c) if !ancestry.contains(&c.applied, &c.compared) => Err(Unhealthy::StaleHealth),
+        _ => Ok(()),
     }
 }
 

@@ -177,6 +177,15 @@ impl OperationFacts {
     }
 }
 
+/// See [`AppSnapshot::compared_elsewhere`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComparedElsewhere {
+    /// `operationState.syncResult.revision`: what the operation applied.
+    pub applied: String,
+    /// `status.sync.revision`: what the last reconcile compared.
+    pub compared: String,
+}
+
 /// One Application, reduced to what the judge reads.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppSnapshot {
@@ -199,6 +208,13 @@ pub struct AppSnapshot {
     /// `spec.syncPolicy.automated` present with `enabled` not false.
     pub automated_sync: bool,
     pub reach_candidates: Vec<ReachCandidate>,
+    /// The last operation `Succeeded` in the same whole second as the last reconcile started,
+    /// and that reconcile compared another revision than the operation applied. Argo CD
+    /// publishes a finished sync with the *previous* reconcile's sync and health, so the health
+    /// is the state after the sync only when that comparison is newer than what was applied:
+    /// the judge asks git (`docs/verdicts.md#health`).
+    #[serde(default)]
+    pub compared_elsewhere: Option<ComparedElsewhere>,
     /// The message of a `ComparisonError` condition: Argo CD could not render the app's
     /// manifests, so it compared nothing and will sync nothing until a commit fixes them.
     #[serde(default)]

@@ -288,6 +288,7 @@ mod tests {
             health_stale: false,
             automated_sync: true,
             reach_candidates: Vec::new(),
+            compared_elsewhere: None,
             comparison_error: None,
             source_hydrator: false,
         };

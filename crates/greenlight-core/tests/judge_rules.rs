@@ -1121,6 +1121,44 @@ fn a_later_commit_that_fixes_the_render_still_reaches_the_watch() {
 }
 
 #[test]
+fn a_sync_published_with_an_older_comparison_in_the_same_second_starts_no_streak() {
+    // Reached at r1; a sync of r2 (containing the commit) finished in the very second of the
+    // reconcile that compared r1: Argo CD's `Succeeded` with the previous reconcile's health.
+    let (mut h, w) = started("deadline=600 mode=arm");
+    let r1 = containing(&mut h, &w, 1);
+    let r2 = containing(&mut h, &w, 2);
+    h.observe(
+        &Snap::new("web").deployed(&r1).health(Health::Progressing),
+        t(1),
+    );
+    let stage2 = Snap::new("web")
+        .deployed(&r1)
+        .via_operation(&r2)
+        .health(Health::Healthy)
+        .compared_elsewhere(&r2, &r1);
+    let out = h.observe(&stage2, t(2));
+    assert!(!kinds(&out).contains(&K::HealthyStreakStarted), "{out:?}");
+    assert!(h.watch(&w).healthy_since().is_none());
+}
+
+#[test]
+fn a_newer_comparison_in_the_same_second_as_the_sync_is_fresh_health() {
+    // The reconcile of a later commit (one that left this app alone) started in the second the
+    // sync finished: its health is after the sync.
+    let (mut h, w) = started("deadline=600 mode=arm");
+    let applied = containing(&mut h, &w, 1);
+    let later = containing(&mut h, &w, 2);
+    h.ancestor(&applied, &later);
+    let s = Snap::new("web")
+        .deployed(&later)
+        .via_operation(&applied)
+        .health(Health::Healthy)
+        .compared_elsewhere(&applied, &later);
+    let out = h.observe(&s, t(2));
+    assert!(kinds(&out).contains(&K::HealthyStreakStarted), "{out:?}");
+}
+
+#[test]
 fn an_app_that_syncs_through_the_source_hydrator_is_unwatchable_at_once() {
     let (mut h, w) = started("deadline=600 mode=arm");
     let out = h.observe(&Snap::new("web").source_hydrator(), t(1));

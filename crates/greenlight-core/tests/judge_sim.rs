@@ -658,6 +658,7 @@ impl Sim {
             health_stale: a.stale,
             automated_sync: a.automated,
             reach_candidates: candidates,
+            compared_elsewhere: None,
             comparison_error: None,
             source_hydrator: false,
         }

@@ -20,8 +20,9 @@
 //! does not exist (or is asked for in another `appNamespace`) is 403 code 7 `permission denied`,
 //! as Argo CD cannot tell it from one the caller may not see, unless `?project=default` is given
 //! (every sandbox app is in project `default`): then 404 code 5. An existing app asked for with
-//! another project is 403. A sync while an operation is requested or running, or to a revision
-//! other than the app's target revision (compared as text, `HEAD` included; dry runs exempt) is
+//! another project is 403. A sync while an operation is requested or running, or (for an app with
+//! automated sync) to a revision other than its target revision (compared as text, `HEAD`
+//! included; dry runs exempt) is
 //! 400 code 9 (`another operation is already in progress`, `Cannot sync to <rev>: auto-sync
 //! currently set to <target>`); a body that is not JSON is 400 code 3. `refresh=normal|hard`
 //! fetches and reconciles at once. With a token, every `/api/v1` route wants
@@ -36,8 +37,9 @@
 //! as ConfigMap, nor for resources annotated `argocd.argoproj.io/ignore-healthcheck: "true"`; a
 //! resource not created yet is `Missing`). Every app is in project `default`, with
 //! `spec.syncPolicy` `{"automated":{"prune":false,"selfHeal":true},"retry":{"limit":2,"backoff":
-//! {"duration":<retry_backoff>,"factor":2,"maxDuration":<36 × retry_backoff>}}}`. Timestamps are
-//! whole seconds (`metav1.Time`).
+//! {"duration":<retry_backoff>,"factor":2,"maxDuration":<36 × retry_backoff>}}}`, except the apps
+//! named in [`SandboxConfig::manual_sync`]: no `automated` (they are compared at every tip and
+//! synced only on request, to any revision). Timestamps are whole seconds (`metav1.Time`).
 //!
 //! The controller model. Every step below is one observable update (resourceVersion bump and a
 //! stream event); an update that would change nothing publishes nothing.

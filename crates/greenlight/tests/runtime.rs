@@ -256,6 +256,7 @@ fn deployed(rev: &str, health: Health) -> AppSnapshot {
             candidate(ReachVia::OperationSucceeded),
             candidate(ReachVia::SyncedRevision),
         ],
+        compared_elsewhere: None,
         comparison_error: None,
         source_hydrator: false,
     }

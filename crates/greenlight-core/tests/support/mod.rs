@@ -12,8 +12,8 @@ use greenlight_core::judge::{
     State, Watch,
 };
 use greenlight_core::snapshot::{
-    AppSnapshot, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
-    SourceFacts, SourcePaths, UnhealthyResource,
+    AppSnapshot, ComparedElsewhere, Health, OperationFacts, ReachCandidate, ReachVia,
+    ResourceHealthSource, SourceFacts, SourcePaths, UnhealthyResource,
 };
 use greenlight_core::time::Timestamp;
 use greenlight_core::watch::FlatWatch;
@@ -119,6 +119,7 @@ impl Snap {
             health_stale: false,
             automated_sync: true,
             reach_candidates: Vec::new(),
+            compared_elsewhere: None,
             comparison_error: None,
             source_hydrator: false,
         })
@@ -218,6 +219,16 @@ impl Snap {
         self.0.sync_status = "Unknown".into();
         self.0.sync_revision = String::new();
         self.0.comparison_error = Some(message.into());
+        self
+    }
+
+    /// The sync that applied `applied` finished in the second the last reconcile (comparing
+    /// `compared`) started.
+    pub fn compared_elsewhere(mut self, applied: &str, compared: &str) -> Snap {
+        self.0.compared_elsewhere = Some(ComparedElsewhere {
+            applied: applied.into(),
+            compared: compared.into(),
+        });
         self
     }
 
