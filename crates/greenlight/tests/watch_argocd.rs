@@ -87,11 +87,14 @@ fn a_commit_that_fixes_the_render_still_reaches_the_waiting_watch() {
     wd.proc.wait_line("cannot render app web", T);
     let fix = repo.set_image("web", GOOD2, "web: fix the typo");
     sb.wait_app("web", T, |a| healthy_at(a, &fix));
-    // The fix touched the app, so the verdict is not the watched commit's to carry; what
-    // matters here is that it left WAITING_REACH without a revert or a NOT_REACHED.
+    // The watch left WAITING_REACH: the fix's sync reached it (a revision containing it). The
+    // fix also changed the app, so the verdict cannot be the watched commit's alone: FAIL by
+    // attribution, never reverted, never NOT_REACHED.
     let w = wait_until_finished(&wd, &broken);
-    assert_ne!(w["state"], "NOT_REACHED", "{w}");
-    assert_ne!(w["state"], "REVERTED", "{w}");
+    assert_eq!(w["state"], "FAIL", "{w}");
+    let reason = w["reason"].as_str().unwrap();
+    assert!(reason.starts_with("attribution:"), "{reason}");
+    assert!(reason.contains(&fix[..8]), "{reason}");
     assert_eq!(count_reverts_of(&repo, &broken), 0);
     assert_eq!(repo.remote_tip(), fix);
 }
