@@ -135,6 +135,14 @@ pub struct StreamEvent {
     pub application: Application,
 }
 
+/// What the stream delivers: an event, or a sign of life. Argo CD sends a `:` heartbeat every
+/// 15 s on a server-sent-events stream, and nothing between events on a plain JSON one.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StreamItem {
+    Event(Box<StreamEvent>),
+    Heartbeat,
+}
+
 /// Kept apart so that no derive or format can show it.
 #[derive(Clone)]
 struct Token(String);
@@ -289,16 +297,19 @@ impl ArgoClient {
         self.fetch_decoded(url).await
     }
 
-    /// `GET /api/v1/stream/applications`: every Application change until the server closes the
-    /// stream (the end of the returned Stream). An `{"error":…}` message or an undecodable line
-    /// is an error item; the stream goes on after it. A broken connection is a last error item.
+    /// `GET /api/v1/stream/applications` as server-sent events (`Accept: text/event-stream`, so
+    /// that Argo CD sends heartbeats): every Application change, and every heartbeat, until the
+    /// server closes the stream (the end of the returned Stream). An `{"error":…}` message or an
+    /// undecodable line is an error item; the stream goes on after it. A broken connection is a
+    /// last error item.
     pub async fn stream(
         &self,
-    ) -> Result<impl Stream<Item = Result<StreamEvent, ArgoError>> + Send + 'static, ArgoError>
-    {
+    ) -> Result<impl Stream<Item = Result<StreamItem, ArgoError>> + Send + 'static, ArgoError> {
         let url = self.url(&["api", "v1", "stream", "applications"], None);
         let endpoint = url.to_string();
-        let response = self.send(&self.stream_http, url).await?;
+        let response = self
+            .send_accepting(&self.stream_http, url, "text/event-stream")
+            .await?;
         let response = self.check(response, &endpoint).await?;
         let Some(response) = response else {
             return Err(ArgoError::Status {
@@ -327,9 +338,21 @@ impl ArgoClient {
         client: &reqwest::Client,
         url: Url,
     ) -> Result<reqwest::Response, ArgoError> {
+        self.send_accepting(client, url, "application/json").await
+    }
+
+    async fn send_accepting(
+        &self,
+        client: &reqwest::Client,
+        url: Url,
+        accept: &'static str,
+    ) -> Result<reqwest::Response, ArgoError> {
         let endpoint = url.to_string();
         let after = self.options.request_timeout;
-        match tokio::time::timeout(after, client.get(url).send()).await {
+        let request = client
+            .get(url)
+            .header(ACCEPT, HeaderValue::from_static(accept));
+        match tokio::time::timeout(after, request.send()).await {
             Err(_) => Err(ArgoError::Timeout { endpoint, after }),
             Ok(Err(e)) if e.is_timeout() => Err(ArgoError::Timeout { endpoint, after }),
             Ok(Err(e)) if e.is_connect() => Err(ArgoError::Transport {
@@ -490,12 +513,13 @@ struct Lines<S> {
     done: bool,
 }
 
-/// Newline-delimited JSON messages, one event or error each. Blank lines and `:` keepalives (the
-/// server-sent-events variant) are skipped, and a `data:` prefix is tolerated.
+/// Newline-delimited JSON messages, one event or error each, or their server-sent-events
+/// framing: a `data:` prefix is read past, blank lines are skipped, and a `:` line is a
+/// heartbeat.
 fn ndjson<S, B>(
     body: S,
     endpoint: String,
-) -> impl Stream<Item = Result<StreamEvent, ArgoError>> + Send + 'static
+) -> impl Stream<Item = Result<StreamItem, ArgoError>> + Send + 'static
 where
     S: Stream<Item = reqwest::Result<B>> + Send + Unpin + 'static,
     B: AsRef<[u8]>,
@@ -572,11 +596,14 @@ where
     })
 }
 
-fn parse_line(line: &[u8], endpoint: &str) -> Option<Result<StreamEvent, ArgoError>> {
+fn parse_line(line: &[u8], endpoint: &str) -> Option<Result<StreamItem, ArgoError>> {
     let text = String::from_utf8_lossy(line);
     let text = text.trim();
-    if text.is_empty() || text.starts_with(':') {
+    if text.is_empty() {
         return None;
+    }
+    if text.starts_with(':') {
+        return Some(Ok(StreamItem::Heartbeat));
     }
     let text = text.strip_prefix("data:").map_or(text, str::trim_start);
     let err = |path: String, message: String| ArgoError::Decode {
@@ -603,7 +630,7 @@ fn parse_line(line: &[u8], endpoint: &str) -> Option<Result<StreamEvent, ArgoErr
         };
         return Some(
             model::decode::<Application>(app.clone())
-                .map(|application| StreamEvent { kind, application })
+                .map(|application| StreamItem::Event(Box::new(StreamEvent { kind, application })))
                 .map_err(|e| {
                     let path = if e.path == "." {
                         "result.application".into()
@@ -708,12 +735,17 @@ mod tests {
     #[test]
     fn stream_lines() {
         assert!(parse_line(b"\n", "e").is_none());
-        assert!(parse_line(b":\n", "e").is_none());
+        assert_eq!(
+            parse_line(b":\n", "e").unwrap().unwrap(),
+            StreamItem::Heartbeat
+        );
         let ok = parse_line(
             br#"data: {"result":{"type":"DELETED","application":{"metadata":{"name":"a"}}}}"#,
             "e",
         );
-        let ev = ok.unwrap().unwrap();
+        let StreamItem::Event(ev) = ok.unwrap().unwrap() else {
+            panic!("an event")
+        };
         assert_eq!(ev.kind, EventKind::Deleted);
         assert_eq!(ev.application.metadata.name, "a");
         let bad = parse_line(

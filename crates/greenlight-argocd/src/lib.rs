@@ -8,7 +8,7 @@ pub mod snapshot;
 pub mod source;
 
 pub use client::{
-    ArgoClient, ArgoError, ClientOptions, EventKind, ItemError, NOT_A_JWT, StreamEvent,
+    ArgoClient, ArgoError, ClientOptions, EventKind, ItemError, NOT_A_JWT, StreamEvent, StreamItem,
     looks_like_jwt,
 };
 pub use model::{Application, ResourceTree};

@@ -4,7 +4,7 @@
 //! Everything here runs in tasks of its own and reports, in order, on one channel of
 //! [`SourceMsg`]s; the watchdog's loop never waits on Argo CD. It judges nothing.
 
-use crate::client::{ArgoClient, EventKind};
+use crate::client::{ArgoClient, EventKind, StreamItem};
 use crate::model::Application;
 use crate::snapshot::{needs_resource_tree, snapshot};
 use greenlight_core::directive::AppRef;
@@ -234,11 +234,16 @@ impl Worker {
                     let mut stream = std::pin::pin!(stream);
                     loop {
                         match stream.next().await {
-                            Some(Ok(ev)) => {
+                            Some(Ok(StreamItem::Event(ev))) => {
                                 // Only a stream that delivers resets the back-off: one that is
                                 // accepted and closed at once is retried ever more slowly.
                                 backoff = Duration::from_millis(250);
                                 if !self.on_event(ev.kind, ev.application).await {
+                                    return;
+                                }
+                            }
+                            Some(Ok(StreamItem::Heartbeat)) => {
+                                if !self.send(SourceMsg::Heartbeat).await {
                                     return;
                                 }
                             }

@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures_util::StreamExt;
-use greenlight_argocd::{ArgoClient, ArgoError, ClientOptions, EventKind, StreamEvent};
+use greenlight_argocd::{ArgoClient, ArgoError, ClientOptions, EventKind, StreamEvent, StreamItem};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -400,12 +400,21 @@ async fn nothing_listening_is_a_transport_error_naming_the_endpoint() {
     assert_no_token(&text);
 }
 
+/// The next event or error, past heartbeats.
 async fn next_item(
-    s: &mut (impl futures_util::Stream<Item = Result<StreamEvent, ArgoError>> + Unpin),
+    s: &mut (impl futures_util::Stream<Item = Result<StreamItem, ArgoError>> + Unpin),
 ) -> Option<Result<StreamEvent, ArgoError>> {
-    tokio::time::timeout(WAIT, s.next())
-        .await
-        .expect("the stream produced nothing in time")
+    loop {
+        let item = tokio::time::timeout(WAIT, s.next())
+            .await
+            .expect("the stream produced nothing in time");
+        match item {
+            Some(Ok(StreamItem::Heartbeat)) => continue,
+            Some(Ok(StreamItem::Event(e))) => return Some(Ok(*e)),
+            Some(Err(e)) => return Some(Err(e)),
+            None => return None,
+        }
+    }
 }
 
 fn line(kind: &str, name: &str) -> String {

@@ -135,7 +135,10 @@ async fn the_sandbox_read_through_the_client() {
             .await
             .unwrap_or_else(|_| panic!("no Degraded state for {bad} within {WAIT:?}"))
             .expect("the stream stays open");
-        let event = item.unwrap_or_else(|e| panic!("stream item: {e}"));
+        let event = match item.unwrap_or_else(|e| panic!("stream item: {e}")) {
+            greenlight_argocd::StreamItem::Event(event) => *event,
+            greenlight_argocd::StreamItem::Heartbeat => continue,
+        };
         if event.application.metadata.name != "web" {
             continue;
         }

@@ -425,6 +425,28 @@ impl Engine {
         ancestry: &Ancestry,
         now: Timestamp,
     ) -> Vec<Effect> {
+        self.observe_inner(obs, ancestry, now, false)
+    }
+
+    /// Feed one observation that shows the source lost updates of the app since its last
+    /// delivery (a read or listing newer than the stream's last word): the time since the
+    /// previous observation counts as unobserved, however short (`docs/verdicts.md#ordering`).
+    pub fn observe_after_gap(
+        &mut self,
+        obs: Observation<'_>,
+        ancestry: &Ancestry,
+        now: Timestamp,
+    ) -> Vec<Effect> {
+        self.observe_inner(obs, ancestry, now, true)
+    }
+
+    fn observe_inner(
+        &mut self,
+        obs: Observation<'_>,
+        ancestry: &Ancestry,
+        now: Timestamp,
+        gap: bool,
+    ) -> Vec<Effect> {
         let mut out = Vec::new();
         for i in 0..self.watches.len() {
             let w = &self.watches[i];
@@ -447,14 +469,14 @@ impl Engine {
             // A deadline that fell due before this observation is decided on what was known
             // then: an update that arrives after the deadline cannot rescue the watch. The
             // streak is not extended to `now` here: this very observation may contradict it.
-            out.extend(self.decide_as_of(i, now, false));
+            out.extend(self.decide_as_of(i, now, false, gap));
             if !self.watches[i].is_live() {
                 continue;
             }
             match obs {
                 Observation::Absent { .. } => out.extend(self.observe_absent(i, now)),
                 Observation::Present(snap) => {
-                    out.extend(self.observe_present(i, snap, ancestry, now))
+                    out.extend(self.observe_present(i, snap, ancestry, now, gap))
                 }
             }
         }
@@ -468,9 +490,10 @@ impl Engine {
         let mut out = Vec::new();
         for i in 0..self.watches.len() {
             let w = &self.watches[i];
+            // An observation after `now` already says more than this vouching could.
             if !w.is_live()
                 || !w.app.matches(&app.namespace, &app.name)
-                || w.last_observed_at().is_none()
+                || w.last_observed_at().is_none_or(|t| t > now)
             {
                 continue;
             }
@@ -656,6 +679,7 @@ impl Engine {
         snap: &AppSnapshot,
         ancestry: &Ancestry,
         now: Timestamp,
+        after_gap: bool,
     ) -> Vec<Effect> {
         let mut out = Vec::new();
         self.watches[i].present();
@@ -669,6 +693,14 @@ impl Engine {
         // A gap in observation breaks a streak: unobserved time does not count (`docs/verdicts.md#streak-breaks`).
         let gap = self.watches[i].last_observed_at().map(|t| now.ms_since(t));
         let gap_ms = gap.unwrap_or_default();
+        // A known loss of updates is unobserved time, whatever its length.
+        let gap = gap.map(|g| {
+            if after_gap {
+                g.max(self.config.stale_after_ms + 1)
+            } else {
+                g
+            }
+        });
         if gap.is_some_and(|g| g > self.config.stale_after_ms)
             && self.watches[i].deadline_passed()
             && self.watches[i].healthy_since().is_some()
@@ -920,18 +952,21 @@ impl Engine {
 
     /// Deadlines, stability and grace: the verdicts that time alone can bring.
     fn decide(&mut self, i: usize, now: Timestamp) -> Vec<Effect> {
-        self.decide_as_of(i, now, true)
+        self.decide_as_of(i, now, true, false)
     }
 
     /// `extend`: whether a fresh last observation vouches for the app's state up to `now`
     /// (true for the passage of time; false just before applying a new observation).
-    fn decide_as_of(&mut self, i: usize, now: Timestamp, extend: bool) -> Vec<Effect> {
+    /// `gap`: updates were lost since the last observation, so it vouches for nothing after
+    /// itself.
+    fn decide_as_of(&mut self, i: usize, now: Timestamp, extend: bool, gap: bool) -> Vec<Effect> {
         let w = &self.watches[i];
         if !w.is_live() {
             return Vec::new();
         }
         let last_observed = w.last_observed_at();
-        let stale = last_observed.is_none_or(|t| now.ms_since(t) > self.config.stale_after_ms);
+        let stale =
+            gap || last_observed.is_none_or(|t| now.ms_since(t) > self.config.stale_after_ms);
         let stale_at = |deadline| Inconclusive::StaleAtDeadline {
             deadline,
             last_observed,
@@ -984,7 +1019,7 @@ impl Engine {
                 let deadline = j.reached_at.plus_ms(w.deadline_ms);
                 // A streak counts through `now` while the last observation is fresh: the
                 // source reports every change, and silence past stale-after is not observation.
-                let fresh = now.ms_since(last) <= self.config.stale_after_ms;
+                let fresh = !gap && now.ms_since(last) <= self.config.stale_after_ms;
                 if let Some(h) = streak.since() {
                     let observed = if fresh && extend {
                         now.ms_since(h)

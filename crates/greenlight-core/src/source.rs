@@ -43,8 +43,12 @@ pub enum Problem {
 /// One message from a source, in the order the source learnt it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SourceMsg {
-    /// The change stream is connected: from now on it delivers every change.
+    /// The change stream is connected. Argo CD does not promise that it delivers every change
+    /// (the initial burst is sent before it subscribes; a slow reader's events are dropped), so
+    /// only a complete listing asked for after this makes the stream's silence mean anything.
     Connected,
+    /// The stream is alive though nothing changed (a server-sent-events heartbeat).
+    Heartbeat,
     /// The change stream is down; the source reconnects on its own.
     Lost(String),
     /// The stream could not deliver a message: any app may have changed.
@@ -78,31 +82,63 @@ pub enum SourceMsg {
 }
 
 /// Ordering and freshness of one source's deliveries. Vouching is the basis of stability over
-/// long windows: Argo CD streams every change, so while the connection that delivered an app
-/// stays up, its silence means "unchanged". That holds only while the source was heard from
-/// lately (a peer that vanished without closing the connection looks connected for minutes),
-/// no message was skipped since, and no change of the app is half-delivered.
-#[derive(Clone, Debug, Default)]
+/// long windows: while the stream is connected and alive, its silence about an app means
+/// "unchanged" — but Argo CD's stream may lose updates (between the initial burst and its
+/// subscription, and when a reader falls behind), so the source vouches only when all hold:
+///
+/// - the stream is connected, and a *complete listing* asked for after the last suspected gap
+///   (a (re)connection, a skipped message, a silence past stale-after) has answered: the
+///   listing is the baseline the stream's later silence builds on;
+/// - the stream showed life (a message or a heartbeat) within stale-after;
+/// - the app was delivered (by the stream, a read or a listing) since the connection, nothing
+///   of it is half-delivered, and no read or listing found it changed behind the stream's back.
+///
+/// A read or listing that brings a resource version newer than the stream's last delivery of an
+/// app is a dropped update: a gap, reported by [`Freshness::take_missed`].
+#[derive(Clone, Debug)]
 pub struct Freshness {
+    stale_after_ms: i64,
     connected: bool,
     /// Incremented at every (re)connection of the stream.
     generation: u64,
-    /// The stream connection that last delivered each app.
+    /// The stream connection in which each app was last delivered.
     delivered_by: HashMap<AppKey, u64>,
-    /// The last time the source answered anything.
-    last_contact: Option<Timestamp>,
+    /// The last sign of life of the stream (a message or a heartbeat).
+    last_life: Option<Timestamp>,
+    /// Incremented at every suspected gap in the stream; a complete listing asked for within the
+    /// current one closes it.
+    gap_epoch: u64,
+    listed_epoch: Option<u64>,
     /// A counter of admitted stream deliveries, and per app the value at its last one.
     seq: u64,
     stream_seq_of: HashMap<AppKey, u64>,
-    /// The stream counter when each outstanding read or listing was requested.
-    tickets: HashMap<u64, u64>,
+    /// The stream counter and gap epoch when each outstanding read or listing was requested.
+    tickets: HashMap<u64, (u64, u64)>,
     next_ticket: u64,
     resource_version: HashMap<AppKey, u64>,
+    /// Apps a read or listing found changed behind the stream's back, not yet taken.
+    missed: Vec<AppKey>,
 }
 
 impl Freshness {
-    pub fn new() -> Freshness {
-        Freshness::default()
+    /// `stale_after_ms`: how long the stream may stay silent (no message, no heartbeat) before
+    /// it is suspected of a gap.
+    pub fn new(stale_after_ms: i64) -> Freshness {
+        Freshness {
+            stale_after_ms,
+            connected: false,
+            generation: 0,
+            delivered_by: HashMap::new(),
+            last_life: None,
+            gap_epoch: 0,
+            listed_epoch: None,
+            seq: 0,
+            stream_seq_of: HashMap::new(),
+            tickets: HashMap::new(),
+            next_ticket: 0,
+            resource_version: HashMap::new(),
+            missed: Vec::new(),
+        }
     }
 
     /// A ticket for a read or listing about to be requested. Only the latest
@@ -110,7 +146,8 @@ impl Freshness {
     /// stream (reads are never forgotten otherwise, since several answers share a ticket).
     pub fn ticket(&mut self) -> u64 {
         self.next_ticket += 1;
-        self.tickets.insert(self.next_ticket, self.seq);
+        self.tickets
+            .insert(self.next_ticket, (self.seq, self.gap_epoch));
         let oldest_kept = self.next_ticket.saturating_sub(TICKETS_KEPT);
         if self.tickets.len() as u64 > TICKETS_KEPT {
             self.tickets.retain(|t, _| *t > oldest_kept);
@@ -123,6 +160,32 @@ impl Freshness {
         self.connected
     }
 
+    /// Whether a complete listing asked for since the last suspected gap has answered.
+    pub fn baselined(&self) -> bool {
+        self.listed_epoch == Some(self.gap_epoch)
+    }
+
+    /// The apps whose last read or listing found them changed behind the stream's back (a
+    /// dropped update), each once.
+    pub fn take_missed(&mut self) -> Vec<AppKey> {
+        std::mem::take(&mut self.missed)
+    }
+
+    fn gap(&mut self) {
+        self.gap_epoch += 1;
+    }
+
+    /// A sign of life of the stream at `now`; after a silence past stale-after, a gap.
+    fn life(&mut self, now: Timestamp) {
+        if self
+            .last_life
+            .is_some_and(|t| now.ms_since(t) > self.stale_after_ms)
+        {
+            self.gap();
+        }
+        self.last_life = Some(now);
+    }
+
     /// Take one message in, as received at `now`. Returns it when it is current, `None` when a
     /// later delivery already superseded it (an answer to a read that a stream update overtook,
     /// an older resource version). Bookkeeping messages are always returned.
@@ -130,6 +193,7 @@ impl Freshness {
         match &msg {
             SourceMsg::Lost(_) => {
                 self.connected = false;
+                self.gap();
                 return Some(msg);
             }
             SourceMsg::ListingFailed { ticket, .. } => {
@@ -139,21 +203,27 @@ impl Freshness {
             SourceMsg::Problem(_) => return Some(msg),
             _ => {}
         }
-        self.last_contact = Some(now);
         match &msg {
             SourceMsg::Connected => {
                 self.connected = true;
                 self.generation += 1;
+                self.gap();
+                self.last_life = Some(now);
             }
+            SourceMsg::Heartbeat => self.life(now),
             SourceMsg::Skipped(_) => {
-                // The skipped message may be any app's: vouch for none until each is delivered again.
+                // The skipped message may be any app's: vouch for none until a listing again.
+                self.life(now);
                 self.delivered_by.clear();
+                self.gap();
             }
             SourceMsg::Changing(key) => {
+                self.life(now);
                 self.delivered_by.remove(key);
                 self.stream_delivery(key);
             }
             SourceMsg::Unwatched(key) => {
+                self.life(now);
                 self.stream_delivery(key);
                 self.delivered_by.insert(key.clone(), self.generation);
             }
@@ -163,23 +233,37 @@ impl Freshness {
                 resource_version,
             } => {
                 let key = snapshot.key();
-                if let (Some(rv), Some(have)) = (resource_version, self.resource_version.get(&key))
-                    && rv < have
+                let known = self.resource_version.get(&key).copied();
+                if let (Some(rv), Some(have)) = (resource_version, known)
+                    && *rv < have
                 {
                     return None;
                 }
                 if self.superseded(&key, *origin) {
                     return None;
                 }
+                if *origin == Origin::Stream {
+                    self.life(now);
+                    self.stream_delivery(&key);
+                } else if let (Some(rv), Some(have)) = (resource_version, known)
+                    && *rv > have
+                    && self.connected
+                    && self.delivered_by.get(&key) == Some(&self.generation)
+                {
+                    // Newer than what the connected stream last delivered, and the stream did
+                    // not deliver it since this was asked: the stream lost an update.
+                    self.missed.push(key.clone());
+                    self.gap();
+                }
                 if let Some(rv) = resource_version {
                     self.resource_version.insert(key.clone(), *rv);
                 }
-                if *origin == Origin::Stream {
-                    self.stream_delivery(&key);
-                    self.delivered_by.insert(key, self.generation);
-                }
+                self.delivered_by.insert(key, self.generation);
             }
             SourceMsg::Absent { app, origin } => {
+                if *origin == Origin::Stream {
+                    self.life(now);
+                }
                 let keys: Vec<AppKey> = self
                     .stream_seq_of
                     .keys()
@@ -199,9 +283,17 @@ impl Freshness {
                     }
                 }
             }
-            SourceMsg::Listed { ticket, .. } => {
+            SourceMsg::Listed {
+                ticket, complete, ..
+            } => {
                 // The ticket stays known for `absent_is_current` until the caller is done.
-                let _ = ticket;
+                if let Some((_, epoch)) = self.tickets.get(ticket)
+                    && *complete
+                    && self.connected
+                    && *epoch == self.gap_epoch
+                {
+                    self.listed_epoch = Some(*epoch);
+                }
             }
             _ => {}
         }
@@ -224,11 +316,11 @@ impl Freshness {
     }
 
     /// The apps the source vouches are unchanged since their last delivered observation.
-    pub fn vouched(&self, now: Timestamp, stale_after_ms: i64) -> Vec<AppKey> {
-        let heard_lately = self
-            .last_contact
-            .is_some_and(|t| now.ms_since(t) <= stale_after_ms);
-        if !self.connected || !heard_lately {
+    pub fn vouched(&mut self, now: Timestamp) -> Vec<AppKey> {
+        let alive = self
+            .last_life
+            .is_some_and(|t| now.ms_since(t) <= self.stale_after_ms);
+        if !self.connected || !alive || !self.baselined() {
             return Vec::new();
         }
         let mut keys: Vec<AppKey> = self
@@ -241,13 +333,18 @@ impl Freshness {
         keys
     }
 
+    /// The resource version of an app's last admitted delivery, when the source has one.
+    pub fn resource_version(&self, key: &AppKey) -> Option<u64> {
+        self.resource_version.get(key).copied()
+    }
+
     /// Whether an answer of `origin` about `key` is older than the app's last stream delivery.
     fn superseded(&self, key: &AppKey, origin: Origin) -> bool {
         let ticket = match origin {
             Origin::Stream => return false,
             Origin::Read(t) | Origin::Listing(t) => t,
         };
-        let Some(asked_at) = self.tickets.get(&ticket) else {
+        let Some((asked_at, _)) = self.tickets.get(&ticket) else {
             // An unknown ticket cannot be placed in time: it is not trusted over the stream.
             return self.stream_seq_of.contains_key(key);
         };
@@ -301,42 +398,135 @@ mod tests {
 
     const T: Timestamp = Timestamp(1_000_000);
 
-    #[test]
-    fn the_stream_vouches_only_for_apps_its_current_connection_delivered() {
-        let mut f = Freshness::new();
-        f.admit(SourceMsg::Connected, T);
-        f.admit(observed("web", Origin::Stream, None), T);
-        assert_eq!(f.vouched(T.plus_ms(1000), 30_000), vec![key("web")]);
-        // A reconnection: what the old connection delivered is no longer vouched for.
-        f.admit(SourceMsg::Lost("closed".into()), T.plus_ms(2000));
-        assert!(f.vouched(T.plus_ms(2000), 30_000).is_empty());
-        f.admit(SourceMsg::Connected, T.plus_ms(3000));
-        assert!(f.vouched(T.plus_ms(3000), 30_000).is_empty());
-        f.admit(observed("web", Origin::Stream, None), T.plus_ms(3500));
-        assert_eq!(f.vouched(T.plus_ms(4000), 30_000), vec![key("web")]);
+    const STALE: i64 = 30_000;
+
+    /// A complete listing asked for and answered at `at`.
+    fn listed(f: &mut Freshness, at: Timestamp) {
+        let ticket = f.ticket();
+        let msg = SourceMsg::Listed {
+            ticket,
+            present: Vec::new(),
+            complete: true,
+        };
+        assert!(f.admit(msg, at).is_some());
+        f.forget(ticket);
     }
 
     #[test]
-    fn a_silent_peer_a_skipped_message_or_a_half_delivered_change_vouches_for_nothing() {
-        let mut f = Freshness::new();
+    fn the_stream_vouches_only_after_a_listing_asked_for_since_it_connected() {
+        let mut f = Freshness::new(STALE);
+        // A listing from before the connection is no baseline for it.
+        let early = f.ticket();
         f.admit(SourceMsg::Connected, T);
         f.admit(observed("web", Origin::Stream, None), T);
-        // Not heard from within stale-after: the peer may be gone without closing.
-        assert!(f.vouched(T.plus_ms(30_001), 30_000).is_empty());
-        assert_eq!(f.vouched(T.plus_ms(30_000), 30_000), vec![key("web")]);
+        let msg = SourceMsg::Listed {
+            ticket: early,
+            present: Vec::new(),
+            complete: true,
+        };
+        f.admit(msg, T);
+        assert!(
+            f.vouched(T.plus_ms(1000)).is_empty(),
+            "the burst may have a gap"
+        );
+        listed(&mut f, T.plus_ms(1000));
+        assert_eq!(f.vouched(T.plus_ms(1000)), vec![key("web")]);
+        // A reconnection: nothing is vouched for until a listing after it.
+        f.admit(SourceMsg::Lost("closed".into()), T.plus_ms(2000));
+        assert!(f.vouched(T.plus_ms(2000)).is_empty());
+        f.admit(SourceMsg::Connected, T.plus_ms(3000));
+        f.admit(observed("web", Origin::Stream, None), T.plus_ms(3500));
+        assert!(f.vouched(T.plus_ms(4000)).is_empty());
+        listed(&mut f, T.plus_ms(4000));
+        assert_eq!(f.vouched(T.plus_ms(4000)), vec![key("web")]);
+        // An incomplete listing is no baseline.
+        f.admit(SourceMsg::Connected, T.plus_ms(5000));
+        let ticket = f.ticket();
+        let partial = SourceMsg::Listed {
+            ticket,
+            present: Vec::new(),
+            complete: false,
+        };
+        f.admit(partial, T.plus_ms(5000));
+        assert!(f.vouched(T.plus_ms(5000)).is_empty());
+    }
+
+    #[test]
+    fn heartbeats_keep_the_stream_alive_and_a_silence_past_stale_after_is_a_gap() {
+        let mut f = Freshness::new(STALE);
+        f.admit(SourceMsg::Connected, T);
+        f.admit(observed("web", Origin::Stream, None), T);
+        listed(&mut f, T);
+        for s in 1..=4 {
+            f.admit(SourceMsg::Heartbeat, T.plus_ms(s * 15_000));
+        }
+        assert_eq!(f.vouched(T.plus_ms(75_000)), vec![key("web")]);
+        // Not heard from within stale-after: the peer may be gone, or events lost.
+        assert!(f.vouched(T.plus_ms(90_001)).is_empty());
+        // Life again after the silence: still nothing until a listing.
+        f.admit(SourceMsg::Heartbeat, T.plus_ms(100_000));
+        assert!(f.vouched(T.plus_ms(100_000)).is_empty());
+        listed(&mut f, T.plus_ms(100_000));
+        assert_eq!(f.vouched(T.plus_ms(100_000)), vec![key("web")]);
+        // Answers to reads and listings are no sign of the stream's life.
+        f.admit(
+            observed("web", Origin::Read(f.next_ticket), None),
+            T.plus_ms(120_000),
+        );
+        assert!(f.vouched(T.plus_ms(130_001)).is_empty());
+    }
+
+    #[test]
+    fn a_skipped_message_or_a_half_delivered_change_vouches_for_nothing() {
+        let mut f = Freshness::new(STALE);
+        f.admit(SourceMsg::Connected, T);
+        f.admit(observed("web", Origin::Stream, None), T);
+        listed(&mut f, T);
+        assert_eq!(f.vouched(T.plus_ms(30_000)), vec![key("web")]);
 
         f.admit(SourceMsg::Skipped("bad line".into()), T.plus_ms(100));
-        assert!(f.vouched(T.plus_ms(200), 30_000).is_empty());
         f.admit(observed("web", Origin::Stream, None), T.plus_ms(300));
-        assert_eq!(f.vouched(T.plus_ms(400), 30_000), vec![key("web")]);
+        assert!(
+            f.vouched(T.plus_ms(400)).is_empty(),
+            "a gap until a listing"
+        );
+        listed(&mut f, T.plus_ms(400));
+        assert_eq!(f.vouched(T.plus_ms(400)), vec![key("web")]);
 
         f.admit(SourceMsg::Changing(key("web")), T.plus_ms(500));
-        assert!(f.vouched(T.plus_ms(600), 30_000).is_empty());
+        assert!(f.vouched(T.plus_ms(600)).is_empty());
+    }
+
+    #[test]
+    fn a_read_newer_than_the_streams_last_delivery_is_a_dropped_update() {
+        let mut f = Freshness::new(STALE);
+        f.admit(SourceMsg::Connected, T);
+        f.admit(observed("web", Origin::Stream, Some(7)), T);
+        listed(&mut f, T);
+        // The same version read back: nothing was missed.
+        let t1 = f.ticket();
+        assert!(
+            f.admit(observed("web", Origin::Read(t1), Some(7)), T)
+                .is_some()
+        );
+        assert!(f.take_missed().is_empty());
+        assert_eq!(f.vouched(T), vec![key("web")]);
+        // A newer one the stream never delivered: it lost an update.
+        let t2 = f.ticket();
+        assert!(
+            f.admit(observed("web", Origin::Read(t2), Some(9)), T)
+                .is_some()
+        );
+        assert_eq!(f.take_missed(), vec![key("web")]);
+        assert!(f.take_missed().is_empty(), "said once");
+        assert!(f.vouched(T).is_empty(), "a gap until a listing");
+        listed(&mut f, T);
+        assert_eq!(f.vouched(T), vec![key("web")]);
     }
 
     #[test]
     fn a_read_answered_after_a_newer_stream_delivery_is_dropped() {
-        let mut f = Freshness::new();
+        let mut f = Freshness::new(STALE);
         f.admit(SourceMsg::Connected, T);
         let ticket = f.ticket();
         // The stream delivers the app after the read was requested, before its answer.
@@ -360,7 +550,7 @@ mod tests {
 
     #[test]
     fn only_recent_tickets_are_remembered_and_an_unknown_one_is_not_trusted_over_the_stream() {
-        let mut f = Freshness::new();
+        let mut f = Freshness::new(STALE);
         let first = f.ticket();
         for _ in 0..TICKETS_KEPT + 10 {
             f.ticket();
@@ -377,7 +567,7 @@ mod tests {
 
     #[test]
     fn an_older_resource_version_is_dropped_and_a_newer_one_kept() {
-        let mut f = Freshness::new();
+        let mut f = Freshness::new(STALE);
         assert!(
             f.admit(observed("web", Origin::Stream, Some(7)), T)
                 .is_some()
@@ -395,7 +585,7 @@ mod tests {
 
     #[test]
     fn a_listing_does_not_call_absent_an_app_the_stream_delivered_since_it_was_asked() {
-        let mut f = Freshness::new();
+        let mut f = Freshness::new(STALE);
         let app = AppRef {
             namespace: None,
             name: "web".into(),
@@ -415,7 +605,7 @@ mod tests {
 
     #[test]
     fn a_stream_deletion_ends_vouching_for_the_app() {
-        let mut f = Freshness::new();
+        let mut f = Freshness::new(STALE);
         f.admit(SourceMsg::Connected, T);
         f.admit(observed("web", Origin::Stream, Some(3)), T);
         let deleted = SourceMsg::Absent {
@@ -426,7 +616,7 @@ mod tests {
             origin: Origin::Stream,
         };
         assert!(f.admit(deleted, T).is_some());
-        assert!(f.vouched(T, 30_000).is_empty());
+        assert!(f.vouched(T).is_empty());
         // A re-created app starts its resource versions afresh.
         assert!(
             f.admit(observed("web", Origin::Stream, Some(1)), T)

@@ -1159,6 +1159,36 @@ fn a_newer_comparison_in_the_same_second_as_the_sync_is_fresh_health() {
 }
 
 #[test]
+fn a_deadline_inside_a_gap_of_lost_updates_is_inconclusive_however_short_the_gap() {
+    // Observed Degraded 5 s before the health deadline; then a read shows the stream lost
+    // updates in between: what the app was at the deadline is unknown, so no FAIL, no revert.
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    h.observe(&s, t(65));
+    let out = h.observe_after_gap(&s.clone().health(Health::Healthy), t(71));
+    assert_eq!(kinds(&out), vec![K::Inconclusive], "{out:?}");
+    assert_eq!(h.state(&w), State::Inconclusive);
+    no_reverts(&h);
+
+    // The same without a gap: the deadline is decided on the last observation (FAIL).
+    let (mut h, w) = started("deadline=60 mode=shadow");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    h.observe(&s, t(65));
+    h.observe(&s.clone().health(Health::Healthy), t(71));
+    assert_eq!(h.state(&w), State::Fail);
+}
+
+#[test]
+fn a_streak_across_a_gap_of_lost_updates_starts_again() {
+    let (mut h, w) = started("deadline=600 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Healthy);
+    assert_eq!(h.watch(&w).healthy_since(), Some(t(10)));
+    let out = h.observe_after_gap(&s, t(15));
+    assert!(kinds(&out).contains(&K::HealthyStreakBroken), "{out:?}");
+    assert_eq!(h.watch(&w).healthy_since(), Some(t(15)));
+}
+
+#[test]
 fn an_app_that_syncs_through_the_source_hydrator_is_unwatchable_at_once() {
     let (mut h, w) = started("deadline=600 mode=arm");
     let out = h.observe(&Snap::new("web").source_hydrator(), t(1));

@@ -262,11 +262,28 @@ fn deployed(rev: &str, health: Health) -> AppSnapshot {
     }
 }
 
+thread_local! {
+    /// The last state delivered on this test's thread and its resource version: a delivery of
+    /// the same state carries the same version, a changed one the next (each test runs its
+    /// runtime on its own thread).
+    static VERSION: std::cell::RefCell<(String, u64)> = const { std::cell::RefCell::new((String::new(), 0)) };
+}
+
+/// A delivery of `snap`, with a resource version that changes when (and only when) the state
+/// does, as Argo CD's does.
 fn observed(snap: AppSnapshot, origin: Origin) -> SourceMsg {
+    let state = format!("{snap:?}");
+    let rv = VERSION.with(|v| {
+        let mut v = v.borrow_mut();
+        if v.0 != state {
+            *v = (state, v.1 + 1);
+        }
+        v.1
+    });
     SourceMsg::Observed {
         snapshot: Box::new(snap),
         origin,
-        resource_version: None,
+        resource_version: Some(rv),
     }
 }
 
@@ -294,6 +311,8 @@ fn config(dir: &Path) -> DaemonConfig {
 
 /// One running runtime and its fakes.
 struct Harness {
+    /// Reads already handed to the test by `next_read`.
+    reads_answered: usize,
     tx: mpsc::Sender<SourceMsg>,
     log: Arc<Mutex<SourceLog>>,
     world: World,
@@ -347,6 +366,7 @@ impl Harness {
             let _ = stopped.await;
         }));
         Harness {
+            reads_answered: 0,
             tx,
             log,
             world,
@@ -410,6 +430,41 @@ impl Harness {
             got.push(e);
         }
         got
+    }
+
+    /// How many listings the runtime has asked for so far.
+    fn listings(&self) -> usize {
+        self.log.lock().unwrap().listings.len()
+    }
+
+    /// The ticket of the first listing asked for after `before` of them.
+    async fn listing_after(&self, before: usize) -> u64 {
+        for _ in 0..1000 {
+            if let Some(t) = self.log.lock().unwrap().listings.get(before).copied() {
+                return t;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no listing asked for")
+    }
+
+    /// Leaves the reads asked for so far unanswered: `next_read` waits for a later one.
+    fn skip_reads(&mut self) {
+        self.reads_answered = self.log.lock().unwrap().reads.len();
+    }
+
+    /// The ticket of the next read the runtime asks for, after those already seen.
+    async fn next_read(&mut self) -> u64 {
+        let before = self.reads_answered;
+        for _ in 0..1000 {
+            let reads = self.log.lock().unwrap().reads.len();
+            if reads > before {
+                self.reads_answered = reads;
+                return self.log.lock().unwrap().reads[reads - 1].0;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no read asked for")
     }
 
     fn last_read_ticket(&self) -> u64 {
@@ -749,25 +804,90 @@ fn other_app(rev: &str) -> AppSnapshot {
 async fn the_stream_vouches_for_a_quiet_app_while_argo_cd_is_heard_from() {
     let dir = tempfile::tempdir().unwrap();
     let repo = repo_with_base();
-    // Listings are never answered: only the stream observes, and only vouching can carry the
-    // quiet app's one observation through the 120 s window.
+    // The test answers by hand: one listing (the baseline after the connection) and the reads
+    // that confirm the app at the window's end. Later listings stay unanswered, so only vouching
+    // can carry the quiet app's observation through the 120 s window.
     let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
+    let before = h.listings();
     h.send(SourceMsg::Connected).await;
+    let snap = deployed(&sha(2), Health::Healthy);
+    *h.world.lock().unwrap() = Some(snap.clone());
+    let baseline = h.listing_after(before).await;
+    h.send(observed(snap.clone(), Origin::Listing(baseline)))
+        .await;
+    h.send(SourceMsg::Listed {
+        ticket: baseline,
+        present: vec![snap.key()],
+        complete: true,
+    })
+    .await;
     repo.push(commit(2, Some(&trailer(300, "shadow"))));
     h.expect(EventKind::WatchStarted, Duration::from_secs(11))
         .await;
-    h.send(observed(deployed(&sha(2), Health::Healthy), Origin::Stream))
-        .await;
+    h.skip_reads();
+    h.send(observed(snap.clone(), Origin::Stream)).await;
     let streak = h
         .expect(EventKind::HealthyStreakStarted, Duration::from_secs(1))
         .await;
-    // Another app's updates every 10 s: Argo CD is alive, and `web` has not changed.
-    for _ in 0..14 {
+    // Heartbeats every 10 s: the stream is alive, and `web` has not changed. Each wake-up asks
+    // Argo CD to confirm the version the stream last delivered; it is the same.
+    for _ in 0..12 {
         tokio::time::sleep(Duration::from_secs(10)).await;
-        h.send(SourceMsg::Unwatched(other_app(&sha(1)).key())).await;
+        h.send(SourceMsg::Heartbeat).await;
     }
+    let confirm = h.next_read().await;
+    h.send(observed(snap, Origin::Read(confirm))).await;
     let confirmed = h.expect(EventKind::Confirmed, Duration::from_secs(1)).await;
     assert_eq!(confirmed.time.ms_since(streak.time), 120_000);
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_update_the_stream_lost_before_a_window_ends_is_unobserved_time_not_a_confirmation() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
+    let before = h.listings();
+    h.send(SourceMsg::Connected).await;
+    let healthy = deployed(&sha(2), Health::Healthy);
+    *h.world.lock().unwrap() = Some(healthy.clone());
+    let baseline = h.listing_after(before).await;
+    h.send(observed(healthy.clone(), Origin::Listing(baseline)))
+        .await;
+    h.send(SourceMsg::Listed {
+        ticket: baseline,
+        present: vec![healthy.key()],
+        complete: true,
+    })
+    .await;
+    repo.push(commit(2, Some(&trailer(300, "arm"))));
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    h.skip_reads();
+    h.send(observed(healthy.clone(), Origin::Stream)).await;
+    h.expect(EventKind::HealthyStreakStarted, Duration::from_secs(1))
+        .await;
+    // The app went Degraded and back to Healthy; the stream lost both updates (Argo CD drops
+    // events for a reader that falls behind). Heartbeats go on.
+    let _lost = observed(deployed(&sha(2), Health::Degraded), Origin::Stream);
+    let mut again = healthy.clone();
+    again.health_message = "recovered".into();
+    let _lost = observed(again.clone(), Origin::Stream);
+    for _ in 0..12 {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        h.send(SourceMsg::Heartbeat).await;
+    }
+    // The window's end: the confirming read finds a newer version than the stream delivered.
+    let confirm = h.next_read().await;
+    h.send(observed(again, Origin::Read(confirm))).await;
+    h.expect(EventKind::HealthyStreakBroken, Duration::from_secs(1))
+        .await;
+    assert!(
+        h.seen.iter().all(|e| e.event != EventKind::Confirmed),
+        "confirmed on a window with a lost update: {:#?}",
+        h.seen
+    );
+    assert!(repo.reverts.lock().unwrap().is_empty());
     h.stop().await;
 }
 

@@ -403,6 +403,16 @@ impl Harness {
         self.record(out)
     }
 
+    /// An observation that shows the source lost updates since the last one.
+    pub fn observe_after_gap(&mut self, s: &Snap, at: Timestamp) -> Vec<Effect> {
+        let q = self.engine.reach_questions(s.snap());
+        let anc = self.answer(q);
+        let out = self
+            .engine
+            .observe_after_gap(Observation::Present(s.snap()), &anc, at);
+        self.record(out)
+    }
+
     pub fn absent(&mut self, name: &str, at: Timestamp) -> Vec<Effect> {
         let out = self.engine.observe(
             Observation::Absent {

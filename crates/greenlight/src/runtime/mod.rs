@@ -31,7 +31,8 @@ use greenlight_core::event::Event;
 use greenlight_core::judge::{
     Ancestry, CommitInfo, Effect, Engine, Observation, RevertOutcome, RevertRequest,
 };
-use greenlight_core::source::{Freshness, Problem, SourceMsg};
+use greenlight_core::snapshot::AppKey;
+use greenlight_core::source::{Freshness, Origin, Problem, SourceMsg};
 use greenlight_core::time::Timestamp;
 use seams::{Context, Jobs, Repository as _};
 use std::collections::{HashMap, VecDeque};
@@ -48,6 +49,8 @@ enum Work {
         msg: SourceMsg,
         at: Timestamp,
         asked: bool,
+        /// The source lost updates of this app before this delivery (see `Freshness`).
+        gap: bool,
     },
     /// New commits from one fetch, oldest first; the tip is stored with the watches they start.
     Commits {
@@ -90,6 +93,18 @@ struct Asking {
     give_up_at: Timestamp,
 }
 
+/// Before the stream's silence extends an app's last observation to a due moment (and a verdict
+/// is built on it), one read per app confirms that Argo CD still has the version the stream last
+/// delivered: the stream may have lost an update (`docs/verdicts.md#ordering`).
+struct Confirming {
+    ticket: u64,
+    /// The due moment.
+    at: Timestamp,
+    /// The apps not yet confirmed, with the resource version of their last delivery.
+    apps: Vec<(AppKey, Option<u64>)>,
+    give_up_at: Timestamp,
+}
+
 /// The runtime: the judge, the store and the seams, and the order of things.
 pub struct Runtime {
     cfg: DaemonConfig,
@@ -119,6 +134,8 @@ pub struct Runtime {
     reverting: bool,
     /// A wake-up came while the queue waited for answers: it is handled after them.
     tick_due: bool,
+    /// A due moment waits for Argo CD to confirm the apps the stream vouches for.
+    confirming: Option<Confirming>,
     /// The last wake-up handled, so a moment that stays due is not handled in a loop.
     last_wake: Timestamp,
     /// The next store write also clears the breaker-reset request it applies.
@@ -296,6 +313,7 @@ impl Runtime {
             ctx.out.warn(now, greenlight_argocd::NOT_A_JWT);
         }
         let (jobs_tx, jobs_rx) = mpsc::channel(64);
+        let stale_after_ms = cfg.stale_after_ms;
         Ok(Runtime {
             cfg,
             ctx,
@@ -304,7 +322,7 @@ impl Runtime {
             branch: s.branch,
             tip: from,
             deliveries: s.deliveries,
-            freshness: Freshness::new(),
+            freshness: Freshness::new(stale_after_ms),
             jobs_tx,
             jobs_rx,
             git_lane: Arc::new(Semaphore::new(1)),
@@ -318,6 +336,7 @@ impl Runtime {
             reverts: VecDeque::new(),
             reverting: false,
             tick_due: false,
+            confirming: None,
             last_wake: Timestamp(i64::MIN),
             clear_reset_request: false,
             watched: Vec::new(),
@@ -351,8 +370,13 @@ impl Runtime {
                 None => Duration::from_secs(3600),
             };
             let give_up_in = self.asking.as_ref().map(|a| ms(a.give_up_at.ms_since(now)));
+            let confirm_in = self
+                .confirming
+                .as_ref()
+                .map(|c| ms(c.give_up_at.ms_since(now)));
             tokio::select! {
                 _ = &mut shutdown => return Ok(()),
+                _ = tokio::time::sleep(confirm_in.unwrap_or_default()), if confirm_in.is_some() => {}
                 msg = self.deliveries.recv() => {
                     let Some(msg) = msg else { return Err(anyhow!("the Application source stopped")) };
                     self.receive(msg);
@@ -450,12 +474,34 @@ impl Runtime {
                 &format!("Argo CD application stream lost: {why}; reconnecting"),
             );
         }
-        if let Some(msg) = self.freshness.admit(msg, now) {
-            self.work.push_back(Work::Source {
-                msg,
-                at: now,
-                asked: false,
-            });
+        let read = match &msg {
+            SourceMsg::Observed {
+                snapshot,
+                origin: Origin::Read(t),
+                ..
+            } => Some((*t, snapshot.key())),
+            _ => None,
+        };
+        match self.freshness.admit(msg, now) {
+            Some(msg) => {
+                let missed = self.freshness.take_missed();
+                let gap = match &msg {
+                    SourceMsg::Observed { snapshot, .. } => missed.contains(&snapshot.key()),
+                    _ => false,
+                };
+                self.work.push_back(Work::Source {
+                    msg,
+                    at: now,
+                    asked: false,
+                    gap,
+                });
+            }
+            // A read the stream overtook: the stream's delivery is the newer word.
+            None => {
+                if let Some((ticket, key)) = read {
+                    self.unconfirmed(ticket, &key);
+                }
+            }
         }
     }
 
@@ -632,6 +678,7 @@ impl Runtime {
             self.tick_due = false;
             self.wake()?;
         }
+        self.finish_confirming()?;
         self.start_revert();
         Ok(())
     }
@@ -693,7 +740,12 @@ impl Runtime {
     /// One input to the judge. An input that needs answers goes back to the queue's front.
     fn judge(&mut self, work: Work) -> Result<Step> {
         match work {
-            Work::Source { msg, at, asked } => self.judge_source(msg, at, asked),
+            Work::Source {
+                msg,
+                at,
+                asked,
+                gap,
+            } => self.judge_source(msg, at, asked, gap),
             Work::Commits {
                 mut commits,
                 tip,
@@ -749,13 +801,28 @@ impl Runtime {
         }
     }
 
-    fn judge_source(&mut self, msg: SourceMsg, at: Timestamp, asked: bool) -> Result<Step> {
+    fn judge_source(
+        &mut self,
+        msg: SourceMsg,
+        at: Timestamp,
+        asked: bool,
+        gap: bool,
+    ) -> Result<Step> {
         match msg {
             SourceMsg::Connected => {
                 self.ctx
                     .out
                     .info(at, "Argo CD application stream connected");
+                // Argo CD sends the initial burst before it subscribes to changes: only a
+                // listing asked for from now on is a baseline the stream's silence builds on,
+                // so one is asked for now, even when an older one is still on its way.
+                if !self.strict {
+                    let ticket = self.freshness.ticket();
+                    self.listing = Some(ticket);
+                    self.ctx.source.request_listing(ticket);
+                }
             }
+            SourceMsg::Heartbeat => {}
             SourceMsg::Lost(_) | SourceMsg::Changing(_) | SourceMsg::Unwatched(_) => {}
             SourceMsg::Skipped(why) => {
                 // The skipped update may be any app's: until each app is delivered again, the
@@ -782,16 +849,41 @@ impl Runtime {
                             },
                             at,
                             asked: false,
+                            gap,
                         });
                         return Ok(Step::NeedAnswers(open));
                     }
                 };
-                let effects = self
-                    .engine
-                    .observe(Observation::Present(&snapshot), &ancestry, at);
+                if let Origin::Read(ticket) = origin {
+                    self.confirmed(ticket, &snapshot.key(), resource_version)?;
+                }
+                let effects = if gap {
+                    self.ctx.out.warn(
+                        at,
+                        &format!(
+                            "Argo CD's stream lost an update of app {}/{}: Argo CD has a newer version than the stream delivered; the time since its last observation counts as unobserved, and the stream vouches for nothing until the next listing",
+                            snapshot.namespace, snapshot.name
+                        ),
+                    );
+                    if self.listing.is_none() {
+                        let ticket = self.freshness.ticket();
+                        self.listing = Some(ticket);
+                        self.ctx.source.request_listing(ticket);
+                    }
+                    self.engine
+                        .observe_after_gap(Observation::Present(&snapshot), &ancestry, at)
+                } else {
+                    self.engine
+                        .observe(Observation::Present(&snapshot), &ancestry, at)
+                };
                 self.apply(effects, None)?;
             }
-            SourceMsg::Absent { app, .. } => self.observe_absent(&app, at)?,
+            SourceMsg::Absent { app, origin } => {
+                if let Origin::Read(ticket) = origin {
+                    self.unconfirmed_where(|k| app.matches(&k.namespace, &k.name), Some(ticket));
+                }
+                self.observe_absent(&app, at)?
+            }
             SourceMsg::Listed {
                 ticket,
                 present,
@@ -823,7 +915,8 @@ impl Runtime {
                 self.ctx.out.warn(at, &why);
                 self.problem(why);
             }
-            SourceMsg::Problem(Problem::AbsentOrForbidden { why, .. }) => {
+            SourceMsg::Problem(Problem::AbsentOrForbidden { why, app }) => {
+                self.unconfirmed_where(|k| app.matches(&k.namespace, &k.name), None);
                 // Not a failure of the source: the listing that follows says whether it exists.
                 self.ctx.out.warn(at, &why);
                 if self.listing.is_none() {
@@ -833,6 +926,13 @@ impl Runtime {
                 }
             }
             SourceMsg::Problem(p) => {
+                match &p {
+                    Problem::Incomplete { app, .. } => self.unconfirmed_where(|k| k == app, None),
+                    Problem::ReadFailed { app, .. } => {
+                        self.unconfirmed_where(|k| k.name == *app, None)
+                    }
+                    _ => {}
+                }
                 let why = match p {
                     Problem::AbsentOrForbidden { why, .. } => why,
                     Problem::Unreadable(why) => why,
@@ -865,15 +965,90 @@ impl Runtime {
     /// A deadline or window end: extend the observations the source vouches for, then tick.
     fn wake(&mut self) -> Result<()> {
         let now = self.now();
-        let live = self.live_apps();
-        for key in self.freshness.vouched(now, self.cfg.stale_after_ms) {
-            if live.iter().any(|a| a.matches(&key.namespace, &key.name)) {
-                let effects = self.engine.vouch(&key, now);
-                self.apply(effects, None)?;
-            }
-        }
         self.last_wake = now;
-        let effects = self.engine.tick(now);
+        if self.confirming.is_some() {
+            // The confirmation under way decides what is due, this moment included.
+            return Ok(());
+        }
+        let live = self.live_apps();
+        let vouched: Vec<AppKey> = self
+            .freshness
+            .vouched(now)
+            .into_iter()
+            .filter(|key| live.iter().any(|a| a.matches(&key.namespace, &key.name)))
+            .collect();
+        if vouched.is_empty() {
+            let effects = self.engine.tick(now);
+            return self.apply(effects, None);
+        }
+        let ticket = self.freshness.ticket();
+        let apps: Vec<AppRef> = vouched
+            .iter()
+            .map(|k| AppRef {
+                namespace: Some(k.namespace.clone()),
+                name: k.name.clone(),
+            })
+            .collect();
+        self.confirming = Some(Confirming {
+            ticket,
+            at: now,
+            apps: vouched
+                .into_iter()
+                .map(|k| {
+                    let rv = self.freshness.resource_version(&k);
+                    (k, rv)
+                })
+                .collect(),
+            give_up_at: now.plus_ms(self.cfg.stale_after_ms),
+        });
+        self.ctx.source.request_read(ticket, apps);
+        Ok(())
+    }
+
+    /// A confirming read answered: the same version as the last delivery vouches for the app up
+    /// to the due moment; any other leaves it unvouched.
+    fn confirmed(&mut self, ticket: u64, key: &AppKey, rv: Option<u64>) -> Result<()> {
+        let Some(c) = self.confirming.as_mut().filter(|c| c.ticket == ticket) else {
+            return Ok(());
+        };
+        let Some(pos) = c.apps.iter().position(|(k, _)| k == key) else {
+            return Ok(());
+        };
+        let (_, before) = c.apps.remove(pos);
+        let at = c.at;
+        if before.is_some() && before == rv {
+            let effects = self.engine.vouch(key, at);
+            self.apply(effects, None)?;
+        }
+        self.finish_confirming()
+    }
+
+    /// A confirming read that brought no observation (overtaken, failed, refused).
+    fn unconfirmed(&mut self, ticket: u64, key: &AppKey) {
+        self.unconfirmed_where(|k| k == key, Some(ticket));
+    }
+
+    fn unconfirmed_where(&mut self, which: impl Fn(&AppKey) -> bool, ticket: Option<u64>) {
+        if let Some(c) = self
+            .confirming
+            .as_mut()
+            .filter(|c| ticket.is_none_or(|t| t == c.ticket))
+        {
+            c.apps.retain(|(k, _)| !which(k));
+        }
+    }
+
+    /// Every app answered, or it is time to give up: decide what is due.
+    fn finish_confirming(&mut self) -> Result<()> {
+        let done = self
+            .confirming
+            .as_ref()
+            .is_some_and(|c| c.apps.is_empty() || self.now() >= c.give_up_at);
+        if !done {
+            return Ok(());
+        }
+        self.confirming = None;
+        let effects = self.engine.tick(self.now());
         self.apply(effects, None)
     }
 
