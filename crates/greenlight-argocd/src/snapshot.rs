@@ -244,20 +244,20 @@ fn unresolved_names(spec: Option<&Layout<'_>>, repo: &RepoUrl) -> Vec<String> {
     names
 }
 
-/// Whether per-resource health must come from the resource tree: Argo CD ≥ 3.0 says so with
-/// `resourceHealthSource: appTree`; an Application whose managed resources carry no health at all
-/// (an unknown future value, a stand-in that omits the field) is read the same way.
+/// Whether per-resource health must come from the resource tree. With inline health (Argo CD
+/// 2.x, or `persist-resource-health`) it is in `status.resources[]`. With `resourceHealthSource:
+/// appTree` (3.0+) the stored Application and the List carry none, but Get and the stream
+/// (Watch) re-fill it from the tree: an Application that carries health for any managed resource
+/// needs no tree; one that carries none (from a listing, or of an unknown future shape) does.
 ///
 /// With inline health, Argo CD leaves health off hooks and `ignore-healthcheck` resources on
 /// purpose; consulting the tree then would bring their health back, so it is not consulted.
 pub fn needs_resource_tree(app: &Application) -> bool {
-    match app.status.resource_health_source.as_str() {
-        "appTree" => true,
-        _ => {
-            let mut managed = managed_resources(app).peekable();
-            managed.peek().is_some() && managed.all(|r| health_status(r).is_none())
-        }
+    let mut managed = managed_resources(app).peekable();
+    if managed.peek().is_none() {
+        return app.status.resource_health_source == "appTree";
     }
+    managed.all(|r| health_status(r).is_none())
 }
 
 fn managed_resources(app: &Application) -> impl Iterator<Item = &ResourceStatus> {

@@ -357,6 +357,33 @@ fn argocd_3_resource_health_comes_from_the_tree() {
 }
 
 #[test]
+fn argocd_3_health_refilled_by_get_or_the_stream_needs_no_tree() {
+    // Argo CD ≥ 3.0 answers Get and Watch with `status.resources[].health` re-filled from the
+    // tree; the List has none. The re-filled health is read, and the tree is not asked for.
+    let mut v: serde_json::Value = serde_json::from_str(&fixture("apptree.json")).unwrap();
+    let listed = model::decode::<Application>(v.clone()).unwrap();
+    assert!(needs_resource_tree(&listed), "a listed item carries no health");
+    for r in v["status"]["resources"].as_array_mut().unwrap() {
+        if r["kind"] == "Deployment" {
+            r["health"] = serde_json::json!({"status": "Degraded", "message": "Deployment \"nav-canary\" exceeded its progress deadline"});
+        } else if r["kind"] == "Service" {
+            r["health"] = serde_json::json!({"status": "Healthy"});
+        }
+    }
+    let got = model::decode::<Application>(v).unwrap();
+    assert!(!needs_resource_tree(&got));
+    let s = snapshot(&got, None, WATCHED);
+    assert_eq!(s.resource_health_source, ResourceHealthSource::Application);
+    assert_eq!(
+        s.unhealthy_resources
+            .iter()
+            .map(|r| r.label())
+            .collect::<Vec<_>>(),
+        vec!["Deployment/web/nav-canary=Degraded"]
+    );
+}
+
+#[test]
 fn a_tree_is_ignored_when_the_application_carries_health() {
     // Inline health is authoritative: Argo CD leaves ignored resources' health out of it.
     let a = app("synced-healthy.json");
