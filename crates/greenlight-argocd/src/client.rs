@@ -8,7 +8,6 @@ use crate::model::{self, Application, DecodeError, ResourceTree};
 use futures_util::{Stream, StreamExt};
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
 use reqwest::{StatusCode, Url};
-use serde::Deserialize;
 use std::fmt;
 use std::time::Duration;
 
@@ -24,6 +23,9 @@ pub struct ClientOptions {
     /// A whole request/response for list, get and resource-tree; for the stream, until the
     /// response headers arrive.
     pub request_timeout: Duration,
+    /// The most a listing's body may hold, after field selection; beyond it the listing fails
+    /// with [`ArgoError::TooLarge`] rather than take the memory.
+    pub max_listing_bytes: usize,
 }
 
 impl Default for ClientOptions {
@@ -31,9 +33,44 @@ impl Default for ClientOptions {
         ClientOptions {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
+            max_listing_bytes: 128 << 20,
         }
     }
 }
+
+/// The fields of each listed Application that greenlight reads (Argo CD's `fields=` selection,
+/// as its own UI lists applications): the rest — managed fields, inline Helm values, the
+/// summary, the sync result's resource list — never crosses the network.
+pub const LISTING_FIELDS: &[&str] = &[
+    "metadata.resourceVersion",
+    "items.metadata.name",
+    "items.metadata.namespace",
+    "items.metadata.annotations",
+    "items.metadata.resourceVersion",
+    "items.spec.source",
+    "items.spec.sources",
+    "items.spec.syncPolicy",
+    "items.spec.sourceHydrator",
+    "items.operation",
+    "items.status.sync",
+    "items.status.health",
+    "items.status.resources",
+    "items.status.operationState.operation",
+    "items.status.operationState.phase",
+    "items.status.operationState.message",
+    "items.status.operationState.startedAt",
+    "items.status.operationState.finishedAt",
+    "items.status.operationState.syncResult.revision",
+    "items.status.operationState.syncResult.revisions",
+    "items.status.operationState.syncResult.source",
+    "items.status.operationState.syncResult.sources",
+    "items.status.history",
+    "items.status.conditions",
+    "items.status.reconciledAt",
+    "items.status.resourceHealthSource",
+    "items.status.sourceType",
+    "items.status.sourceTypes",
+];
 
 /// What went wrong talking to Argo CD, and where. `endpoint` is the request URL, which never
 /// carries credentials (a base URL with user info is refused).
@@ -63,6 +100,8 @@ pub enum ArgoError {
     },
     #[error("GET {endpoint}: Argo CD reported an error in the stream: {message}")]
     Stream { endpoint: String, message: String },
+    #[error("GET {endpoint}: the answer exceeds {} MiB even with only the fields greenlight reads; it was not read (raise --listing-limit-mib)", limit >> 20)]
+    TooLarge { endpoint: String, limit: usize },
 }
 
 fn colon(message: &str) -> String {
@@ -242,34 +281,62 @@ impl ArgoClient {
     /// `GET /api/v1/applications`. One item that does not decode is reported in its place and
     /// does not hide the others.
     pub async fn list(&self) -> Result<Vec<Result<Application, ItemError>>, ArgoError> {
-        #[derive(Deserialize)]
-        struct List {
-            #[serde(default)]
-            items: Option<Vec<serde_json::Value>>,
-        }
-        let url = self.url(&["api", "v1", "applications"], None);
-        let endpoint = url.to_string();
-        let Some(body) = self.fetch(url).await? else {
+        let mut url = self.url(&["api", "v1", "applications"], None);
+        url.query_pairs_mut()
+            .append_pair("fields", &LISTING_FIELDS.join(","));
+        let endpoint = shown(&url);
+        let response = self.send(&self.http, url).await?;
+        let Some(response) = self.check(response, &endpoint).await? else {
             return Err(ArgoError::Status {
                 endpoint,
                 status: 404,
                 message: "no applications API here".into(),
             });
         };
-        let list: List = model::decode_str(&body).map_err(|e| decode_error(&endpoint, e))?;
-        Ok(list
-            .items
-            .unwrap_or_default()
-            .into_iter()
-            .enumerate()
-            .map(|(index, item)| {
-                let name = item
-                    .pointer("/metadata/name")
-                    .and_then(|v| v.as_str())
-                    .map(str::to_string);
-                model::decode::<Application>(item).map_err(|error| ItemError { index, name, error })
-            })
-            .collect())
+        let body = self.bounded_body(response, &endpoint).await?;
+        decode_items(&body).map_err(|e| decode_error(&endpoint, e))
+    }
+
+    /// The whole body, refused past [`ClientOptions::max_listing_bytes`] as it arrives.
+    async fn bounded_body(
+        &self,
+        mut response: reqwest::Response,
+        endpoint: &str,
+    ) -> Result<Vec<u8>, ArgoError> {
+        let limit = self.options.max_listing_bytes;
+        if response.content_length().is_some_and(|n| n > limit as u64) {
+            return Err(ArgoError::TooLarge {
+                endpoint: endpoint.to_string(),
+                limit,
+            });
+        }
+        let mut body = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > limit {
+                        return Err(ArgoError::TooLarge {
+                            endpoint: endpoint.to_string(),
+                            limit,
+                        });
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => return Ok(body),
+                Err(e) if e.is_timeout() => {
+                    return Err(ArgoError::Timeout {
+                        endpoint: endpoint.to_string(),
+                        after: self.options.request_timeout,
+                    });
+                }
+                Err(e) => {
+                    return Err(ArgoError::Transport {
+                        endpoint: endpoint.to_string(),
+                        what: chain(&e.without_url()),
+                    });
+                }
+            }
+        }
     }
 
     /// `GET /api/v1/applications/{name}?appNamespace=`; `None` when Argo CD says 404.
@@ -347,7 +414,7 @@ impl ArgoClient {
         url: Url,
         accept: &'static str,
     ) -> Result<reqwest::Response, ArgoError> {
-        let endpoint = url.to_string();
+        let endpoint = shown(&url);
         let after = self.options.request_timeout;
         let request = client
             .get(url)
@@ -427,6 +494,105 @@ impl ArgoClient {
                 .map_err(|e| decode_error(&endpoint, e)),
         }
     }
+}
+
+/// A request URL as errors name it: a `fields=` selection is shortened to `fields=…`, the list
+/// of paths saying nothing to a reader.
+fn shown(url: &Url) -> String {
+    if !url.query_pairs().any(|(k, _)| k == "fields") {
+        return url.to_string();
+    }
+    let mut short = url.clone();
+    let kept: Vec<(String, String)> = url
+        .query_pairs()
+        .filter(|(k, _)| k != "fields")
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    short.set_query(None);
+    for (k, v) in &kept {
+        short.query_pairs_mut().append_pair(k, v);
+    }
+    match short.query() {
+        Some(q) if !q.is_empty() => format!("{short}&fields=…"),
+        _ => format!("{short}?fields=…"),
+    }
+}
+
+/// A listing's items, decoded one at a time as the parser reaches them: at no moment is the
+/// whole listing held as a JSON tree, only the body and the Applications decoded so far.
+fn decode_items(body: &[u8]) -> Result<Vec<Result<Application, ItemError>>, DecodeError> {
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    type Items = Vec<Result<Application, ItemError>>;
+
+    struct ListVisitor;
+    impl<'de> Visitor<'de> for ListVisitor {
+        type Value = Items;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an application list object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Items, A::Error> {
+            let mut items = Vec::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if key == "items" {
+                    items = map.next_value_seed(ItemsSeed)?;
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(items)
+        }
+    }
+
+    struct ItemsSeed;
+    impl<'de> DeserializeSeed<'de> for ItemsSeed {
+        type Value = Items;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Items, D::Error> {
+            d.deserialize_any(ItemsVisitor)
+        }
+    }
+
+    struct ItemsVisitor;
+    impl<'de> Visitor<'de> for ItemsVisitor {
+        type Value = Items;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list of applications or null")
+        }
+        fn visit_unit<E>(self) -> Result<Items, E> {
+            Ok(Vec::new())
+        }
+        fn visit_none<E>(self) -> Result<Items, E> {
+            Ok(Vec::new())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Items, A::Error> {
+            let mut out = Vec::new();
+            while let Some(item) = seq.next_element::<serde_json::Value>()? {
+                let index = out.len();
+                let name = item
+                    .pointer("/metadata/name")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string);
+                out.push(
+                    model::decode::<Application>(item).map_err(|error| ItemError {
+                        index,
+                        name,
+                        error,
+                    }),
+                );
+            }
+            Ok(out)
+        }
+    }
+
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let items = de.deserialize_map(ListVisitor).map_err(|e| DecodeError {
+        path: ".".into(),
+        message: e.to_string(),
+    })?;
+    de.end().map_err(|e| DecodeError {
+        path: ".".into(),
+        message: e.to_string(),
+    })?;
+    Ok(items)
 }
 
 fn parse_base(base_url: &str) -> Result<Url, ArgoError> {

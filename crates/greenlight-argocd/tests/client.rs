@@ -79,10 +79,15 @@ fn gate(fake: &Fake, headers: &HeaderMap) -> Option<Response> {
     None
 }
 
-async fn list(State(fake): State<Shared>, headers: HeaderMap) -> Response {
+async fn list(
+    State(fake): State<Shared>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
     if let Some(r) = gate(&fake, &headers) {
         return r;
     }
+    fake.queries.lock().unwrap().push(q);
     let mut bad = app_json("broken");
     bad["status"]["history"][0]["id"] = "eight".into();
     let body = serde_json::json!({
@@ -206,6 +211,90 @@ async fn list_reports_a_malformed_item_in_place_and_keeps_the_others() {
         &[Some(format!("Bearer {TOKEN}"))]
     );
     let _ = base;
+}
+
+#[tokio::test]
+async fn list_asks_only_for_the_fields_greenlight_reads() {
+    let (fake, _, client) = setup().await;
+    client.list().await.unwrap();
+    let queries = fake.queries.lock().unwrap().clone();
+    let fields = queries[0].get("fields").expect("a fields= selection");
+    let asked: Vec<&str> = fields.split(',').collect();
+    assert_eq!(asked, greenlight_argocd::client::LISTING_FIELDS);
+    for path in [
+        "items.metadata.name",
+        "items.status.sync",
+        "items.status.history",
+    ] {
+        assert!(asked.contains(&path), "{path}");
+    }
+    assert!(
+        !asked
+            .iter()
+            .any(|p| p.contains("managedFields") || p.contains("summary"))
+    );
+}
+
+#[tokio::test]
+async fn a_listing_past_the_bound_is_refused_as_too_large_not_read() {
+    provider();
+    // 2 MiB of applications, against a bound of 1 MiB: refused whether or not the server says
+    // its length up front.
+    let big: Vec<serde_json::Value> = (0..2000)
+        .map(|i| {
+            let mut a = app_json(&format!("app-{i}"));
+            a["metadata"]["annotations"] = serde_json::json!({"note": "x".repeat(1000)});
+            a
+        })
+        .collect();
+    let body = serde_json::json!({"metadata": {}, "items": big}).to_string();
+    assert!(body.len() > 2 << 20);
+    let fits = body.len() + 1;
+    let chunked = body.clone();
+    let app = Router::new()
+        .route(
+            "/known/api/v1/applications",
+            get(move || {
+                let body = body.clone();
+                async move { ([(header::CONTENT_TYPE, "application/json")], body) }
+            }),
+        )
+        .route(
+            "/chunked/api/v1/applications",
+            get(move || {
+                let body = chunked.clone();
+                async move {
+                    let chunks: Vec<Result<String, std::io::Error>> = body
+                        .as_bytes()
+                        .chunks(64 << 10)
+                        .map(|c| Ok(String::from_utf8_lossy(c).into_owned()))
+                        .collect();
+                    axum::body::Body::from_stream(futures_util::stream::iter(chunks))
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    for base in ["known", "chunked"] {
+        let opts = ClientOptions {
+            max_listing_bytes: 1 << 20,
+            ..ClientOptions::default()
+        };
+        let client =
+            ArgoClient::with_options(&format!("http://{addr}/{base}"), None, opts).unwrap();
+        let err = client.list().await.unwrap_err();
+        assert!(matches!(err, ArgoError::TooLarge { .. }), "{base}: {err}");
+        assert!(err.to_string().contains("exceeds 1 MiB"), "{err}");
+        // Within the bound, the same listing reads.
+        let opts = ClientOptions {
+            max_listing_bytes: fits,
+            ..ClientOptions::default()
+        };
+        let client =
+            ArgoClient::with_options(&format!("http://{addr}/{base}"), None, opts).unwrap();
+        assert_eq!(client.list().await.unwrap().len(), 2000, "{base}");
+    }
 }
 
 #[tokio::test]
@@ -364,6 +453,7 @@ async fn a_server_that_does_not_answer_times_out() {
     let opts = ClientOptions {
         connect_timeout: Duration::from_secs(2),
         request_timeout: Duration::from_millis(300),
+        ..ClientOptions::default()
     };
     let client = ArgoClient::with_options(&format!("{base}/slow"), None, opts).unwrap();
     let started = std::time::Instant::now();
@@ -390,7 +480,7 @@ async fn nothing_listening_is_a_transport_error_naming_the_endpoint() {
     assert!(matches!(err, ArgoError::Transport { .. }), "{err}");
     let text = err.to_string();
     assert!(
-        text.starts_with(&format!("GET http://{addr}/api/v1/applications: ")),
+        text.starts_with(&format!("GET http://{addr}/api/v1/applications?fields=…: ")),
         "{text}"
     );
     assert!(
@@ -529,6 +619,7 @@ async fn an_idle_stream_is_not_timed_out() {
     let opts = ClientOptions {
         connect_timeout: Duration::from_secs(2),
         request_timeout: Duration::from_millis(200),
+        ..ClientOptions::default()
     };
     let client =
         ArgoClient::with_options(&format!("http://{addr}"), Some(TOKEN.into()), opts).unwrap();

@@ -362,7 +362,10 @@ fn argocd_3_health_refilled_by_get_or_the_stream_needs_no_tree() {
     // tree; the List has none. The re-filled health is read, and the tree is not asked for.
     let mut v: serde_json::Value = serde_json::from_str(&fixture("apptree.json")).unwrap();
     let listed = model::decode::<Application>(v.clone()).unwrap();
-    assert!(needs_resource_tree(&listed), "a listed item carries no health");
+    assert!(
+        needs_resource_tree(&listed),
+        "a listed item carries no health"
+    );
     for r in v["status"]["resources"].as_array_mut().unwrap() {
         if r["kind"] == "Deployment" {
             r["health"] = serde_json::json!({"status": "Degraded", "message": "Deployment \"nav-canary\" exceeded its progress deadline"});

@@ -306,6 +306,7 @@ fn config(dir: &Path) -> DaemonConfig {
         since: None,
         trailer_key: "Nav-Watchdog".into(),
         retain_ms: 30 * 86_400_000,
+        listing_limit_bytes: 128 << 20,
     }
 }
 

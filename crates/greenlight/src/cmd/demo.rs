@@ -202,6 +202,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         trailer_key: greenlight_core::directive::DEFAULT_TRAILER_KEY.into(),
         // `--retain`'s default; the demo's state file is temporary anyway.
         retain_ms: 30 * 86_400_000,
+        listing_limit_bytes: 128 << 20,
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let d = runtime::start(cfg, out, clock)

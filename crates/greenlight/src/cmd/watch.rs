@@ -53,6 +53,10 @@ pub struct WatchArgs {
     /// How often to fetch the branch (and re-list apps as a safety net).
     #[arg(long = "fetch-interval", default_value = "10s")]
     pub fetch_interval: String,
+    /// The most an application listing may hold, in MiB, after greenlight's field selection;
+    /// a larger one is refused with a warning (the stream and reads still observe).
+    #[arg(long = "listing-limit-mib", default_value_t = 128)]
+    pub listing_limit_mib: u32,
     /// Judge only, whatever the mode (also GREENLIGHT_DRY_RUN=true or DRY_RUN=true).
     #[arg(long = "dry-run")]
     pub dry_run: bool,
@@ -147,6 +151,10 @@ pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
         since: a.since.clone(),
         trailer_key: a.trailer_key.clone(),
         retain_ms: positive_duration_flag("--retain", &a.retain)?.as_millis() as i64,
+        listing_limit_bytes: match a.listing_limit_mib {
+            0 => return Err(super::usage("--listing-limit-mib: must be above zero")),
+            mib => (mib as usize) << 20,
+        },
     })
 }
 

@@ -27,6 +27,8 @@ pub struct DaemonConfig {
     pub trailer_key: String,
     /// How long finished watches and their events stay in the state file.
     pub retain_ms: i64,
+    /// The most an application listing may hold (after field selection) before it is refused.
+    pub listing_limit_bytes: usize,
 }
 
 impl DaemonConfig {
@@ -70,6 +72,7 @@ mod tests {
             since: None,
             trailer_key: "Nav-Watchdog".into(),
             retain_ms: 1,
+            listing_limit_bytes: 1 << 20,
         };
         // The judge quotes its repository in reasons (stored, shown by `status`).
         let j = cfg.judge_config("main", true);

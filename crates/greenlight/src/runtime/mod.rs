@@ -169,8 +169,15 @@ pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Res
         let (r, b) = (repo.clone(), branch.clone());
         tokio::task::spawn_blocking(move || seams::Repository::fetch(&*r, &b)).await??
     };
-    let argo = greenlight_argocd::ArgoClient::new(&cfg.argocd_url, cfg.argocd_token.clone())
-        .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
+    let argo = greenlight_argocd::ArgoClient::with_options(
+        &cfg.argocd_url,
+        cfg.argocd_token.clone(),
+        greenlight_argocd::ClientOptions {
+            max_listing_bytes: cfg.listing_limit_bytes,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
     let (tx, deliveries) = mpsc::channel(256);
     let source = greenlight_argocd::ArgoSource::new(argo, cfg.repo.expose(), tx);
     let ctx = Context {
@@ -207,8 +214,15 @@ pub async fn once(cfg: DaemonConfig, out: Output) -> Result<OnceSummary> {
             .await?
             .context("self-check: the repository")?
     };
-    let argo = greenlight_argocd::ArgoClient::new(&cfg.argocd_url, cfg.argocd_token.clone())
-        .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
+    let argo = greenlight_argocd::ArgoClient::with_options(
+        &cfg.argocd_url,
+        cfg.argocd_token.clone(),
+        greenlight_argocd::ClientOptions {
+            max_listing_bytes: cfg.listing_limit_bytes,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
     let (tx, deliveries) = mpsc::channel(256);
     let source = greenlight_argocd::ArgoSource::new(argo, cfg.repo.expose(), tx);
     let ctx = Context {
