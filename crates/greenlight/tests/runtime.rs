@@ -844,6 +844,62 @@ async fn the_stream_vouches_for_a_quiet_app_while_argo_cd_is_heard_from() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_reconnection_asks_for_a_listing_at_once_and_nothing_is_vouched_until_it_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
+    let snap = deployed(&sha(2), Health::Healthy);
+    *h.world.lock().unwrap() = Some(snap.clone());
+    let before = h.listings();
+    h.send(SourceMsg::Connected).await;
+    let first = h.listing_after(before).await;
+    h.send(observed(snap.clone(), Origin::Listing(first))).await;
+    h.send(SourceMsg::Listed {
+        ticket: first,
+        present: vec![snap.key()],
+        complete: true,
+    })
+    .await;
+    repo.push(commit(2, Some(&trailer(300, "shadow"))));
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    h.skip_reads();
+    h.send(observed(snap.clone(), Origin::Stream)).await;
+    let streak = h
+        .expect(EventKind::HealthyStreakStarted, Duration::from_secs(1))
+        .await;
+    // The stream drops and comes back 20 s into the window: a listing is asked for at once.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.send(SourceMsg::Heartbeat).await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    h.send(SourceMsg::Lost("connection reset".into())).await;
+    let before = h.listings();
+    h.send(SourceMsg::Connected).await;
+    let relisting = h.listing_after(before).await;
+    // The burst: the app as it is. Not yet vouched for: the burst may have had a gap.
+    h.send(observed(snap.clone(), Origin::Stream)).await;
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        h.send(SourceMsg::Heartbeat).await;
+    }
+    // The window ended 120 s after the streak began, with no listing since the reconnection:
+    // nothing carried the observation, no confirmation read was even asked for.
+    assert_eq!(h.log.lock().unwrap().reads.len(), h.reads_answered);
+    assert!(h.seen.iter().all(|e| e.event != EventKind::Confirmed));
+    // The listing answers: from now on the stream's silence counts again.
+    h.send(observed(snap.clone(), Origin::Listing(relisting)))
+        .await;
+    h.send(SourceMsg::Listed {
+        ticket: relisting,
+        present: vec![snap.key()],
+        complete: true,
+    })
+    .await;
+    let _ = streak;
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_update_the_stream_lost_before_a_window_ends_is_unobserved_time_not_a_confirmation() {
     let dir = tempfile::tempdir().unwrap();
     let repo = repo_with_base();
