@@ -1,0 +1,114 @@
+//! The watchdog against Argo CD's application stream as it really is (docs/sandbox-fidelity.md):
+//! server-sent events with heartbeats, no response headers before the first event, and a
+//! stream whose silence means nothing without a listing behind it. The real binary over real
+//! git and the sandbox; waits on recorded states and printed lines, never on fixed sleeps.
+
+#[macro_use]
+mod common;
+use common::*;
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(60);
+
+/// A commit to `web` reached and healthy before the watchdog starts (`--since` the base), then
+/// nothing changes: only the stream's heartbeats can carry the one observation through the
+/// stability window, since the fetch interval (60 s) brings no listing meanwhile.
+fn a_quiet_app_after_reach(heartbeat: &str) -> (Repo, Sandbox, Watchdog, String) {
+    let repo = Repo::new();
+    let base = repo.remote_tip();
+    let sb = sandbox(&repo, &["web=apps/web"], &["--heartbeat", heartbeat]);
+    sb.wait_app("web", T, |a| healthy_at(a, &base));
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1.0\n\n{}", trailer("web", "15", "shadow")),
+    );
+    sb.wait_app("web", T, |a| healthy_at(a, &c));
+    let mut args = vec!["--since", base.as_str()];
+    args.extend(["--fetch-interval", "60s", "--stable-for", "6s"]);
+    let wd = watchdog(&repo, &sb.url, &args, &[]);
+    (repo, sb, wd, c)
+}
+
+fn heartbeats_keep_a_quiet_app_fresh() {
+    let (_repo, _sb, wd, c) = a_quiet_app_after_reach("500ms");
+    let w = wd.wait_state(&c, "CONFIRMED", T);
+    assert!(w["healthy_since"].is_string(), "{w}");
+}
+
+fn without_heartbeats_a_quiet_app_goes_stale() {
+    let (_repo, _sb, wd, c) = a_quiet_app_after_reach("1h");
+    let w = wd.wait_state(&c, "INCONCLUSIVE", T);
+    assert!(w["reason"].as_str().unwrap().contains("inconclusive"), "{w}");
+}
+
+/// A proxy to the sandbox that accepts stream requests and never answers them, as Argo CD
+/// does while no application is visible (no headers before the first event).
+struct StreamlessProxy {
+    url: String,
+}
+
+impl StreamlessProxy {
+    fn start(upstream: &str) -> StreamlessProxy {
+        use std::io::{Read, Write};
+        use std::net::{TcpListener, TcpStream};
+        let up = upstream.strip_prefix("http://").unwrap().to_string();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut client) = conn else { return };
+                let up = up.clone();
+                std::thread::spawn(move || {
+                    let mut head = vec![0u8; 8192];
+                    let Ok(n) = client.read(&mut head) else { return };
+                    head.truncate(n);
+                    if String::from_utf8_lossy(&head).contains("/api/v1/stream/") {
+                        // Hold the connection open and say nothing.
+                        let mut sink = [0u8; 1024];
+                        while matches!(client.read(&mut sink), Ok(n) if n > 0) {}
+                        return;
+                    }
+                    let Ok(mut server) = TcpStream::connect(&up) else {
+                        return;
+                    };
+                    if server.write_all(&head).is_err() {
+                        return;
+                    }
+                    let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut c2, &mut s2);
+                        let _ = s2.shutdown(std::net::Shutdown::Write);
+                    });
+                    let _ = std::io::copy(&mut server, &mut client);
+                    let _ = client.shutdown(std::net::Shutdown::Write);
+                });
+            }
+        });
+        StreamlessProxy { url }
+    }
+}
+
+fn a_stream_that_sends_no_headers_is_quiet_and_listings_still_judge() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let proxy = StreamlessProxy::start(&sb.url);
+    let wd = watchdog(&repo, &proxy.url, &[], &[]);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1.0\n\n{}", trailer("web", "30", "shadow")),
+    );
+    wd.wait_state(&c, "CONFIRMED", T);
+    let out = wd.proc.output();
+    for noise in ["stream lost", "outage", "unavailable"] {
+        assert!(!out.contains(noise), "{noise:?} in:\n{out}");
+    }
+    assert!(!out.contains("stream connected"), "{out}");
+}
+
+on_every_argocd_version!(
+    heartbeats_keep_a_quiet_app_fresh,
+    without_heartbeats_a_quiet_app_goes_stale,
+    a_stream_that_sends_no_headers_is_quiet_and_listings_still_judge,
+);
