@@ -125,6 +125,7 @@
 
 mod api;
 mod engine;
+mod fields;
 mod health;
 mod manifests;
 mod repo;
@@ -262,6 +263,17 @@ pub struct SandboxConfig {
     /// Apps without automated sync (`spec.syncPolicy.automated` absent): compared at every
     /// tip, synced only through `POST /api/v1/applications/{name}/sync`. Each must name an app.
     pub manual_sync: Vec<String>,
+    /// How long a new stream waits between sending its ADDED burst and subscribing to updates
+    /// (default 0). Argo CD has this gap too, only shorter: an update in it is never sent on
+    /// that stream. A longer one lets tests make it happen on purpose.
+    pub stream_subscribe_delay: Duration,
+    /// How many updates each stream subscription holds while its client is not keeping up
+    /// (default 1000, Argo CD's `ARGOCD_WATCH_API_BUFFER_SIZE`); further updates are dropped for
+    /// that stream, silently. Must be above zero.
+    pub stream_buffer: usize,
+    /// How often an SSE stream (`Accept: text/event-stream`) gets a `:` heartbeat line, from its
+    /// first message on (default 15 s, as Argo CD). Must be above zero.
+    pub heartbeat: Duration,
     /// Where transition lines go; `None` keeps the sandbox silent. [`SandboxConfig::new`] logs to stderr.
     pub log: Option<LogSink>,
 }
@@ -282,6 +294,9 @@ impl SandboxConfig {
             repo_error_grace: Duration::ZERO,
             retry_backoff: Duration::from_secs(5),
             manual_sync: Vec::new(),
+            stream_subscribe_delay: Duration::ZERO,
+            stream_buffer: 1000,
+            heartbeat: Duration::from_secs(15),
             log: Some(Arc::new(|line: &str| eprintln!("{line}"))),
         }
     }
@@ -304,6 +319,9 @@ impl std::fmt::Debug for SandboxConfig {
             .field("repo_error_grace", &self.repo_error_grace)
             .field("retry_backoff", &self.retry_backoff)
             .field("manual_sync", &self.manual_sync)
+            .field("stream_subscribe_delay", &self.stream_subscribe_delay)
+            .field("stream_buffer", &self.stream_buffer)
+            .field("heartbeat", &self.heartbeat)
             .finish_non_exhaustive()
     }
 }

@@ -159,6 +159,17 @@ fn history_len(app: &Value) -> usize {
     app["status"]["history"].as_array().map_or(0, Vec::len)
 }
 
+/// The resource tree's node of `kind` named `name` (`Value::Null` when there is none).
+fn node(tree: &Value, kind: &str, name: &str) -> Value {
+    tree["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|n| n["kind"] == kind && n["name"] == name)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
 /// The stream's events, one parsed JSON line each; `None` marks the end of the stream (or an
 /// error cutting it).
 struct Events {
@@ -258,11 +269,16 @@ async fn first_sync_is_finished_when_start_returns_and_speaks_argo_cds_shape() {
     let resources = a["status"]["resources"].as_array().unwrap();
     assert_eq!(resources.len(), 3);
     for r in resources {
-        assert!(
-            r.get("health").is_none(),
-            "Argo CD >= 3.0 keeps resource health out of the CR: {r}"
-        );
         assert_eq!(r["status"], "Synced");
+        // Argo CD >= 3.0 keeps resource health in the tree; Get re-fills it from there.
+        let expected = match r["kind"].as_str().unwrap() {
+            "Deployment" => {
+                serde_json::json!({"status": "Progressing", "message": "Waiting for rollout to finish: 0 of 2 updated replicas are available..."})
+            }
+            "Service" => serde_json::json!({"status": "Healthy"}),
+            _ => Value::Null,
+        };
+        assert_eq!(r["health"], expected, "{r}");
     }
     let deploy = resources
         .iter()
@@ -278,6 +294,9 @@ async fn first_sync_is_finished_when_start_returns_and_speaks_argo_cds_shape() {
     let (status, list) = get(&s.base, "/api/v1/applications").await;
     assert_eq!(status, 200);
     assert_eq!(list["items"].as_array().unwrap().len(), 1);
+    for r in list["items"][0]["status"]["resources"].as_array().unwrap() {
+        assert!(r.get("health").is_none(), "the list is as stored: {r}");
+    }
     assert!(
         list["metadata"]["resourceVersion"]
             .as_str()
@@ -598,9 +617,10 @@ async fn the_health_annotation_overrides_the_model() {
     assert_eq!(health(&s.sandbox.application("forced").unwrap()), "Healthy");
     assert_eq!(health(&s.sandbox.application("gone").unwrap()), "Missing");
     let (_, tree) = get(&s.base, "/api/v1/applications/gone/resource-tree").await;
-    assert_eq!(tree["nodes"][0]["health"]["status"], "Missing");
+    let gone = node(&tree, "ConfigMap", "gone");
+    assert_eq!(gone["health"]["status"], "Missing");
     assert!(
-        tree["nodes"][0]["health"]["message"]
+        gone["health"]["message"]
             .as_str()
             .unwrap()
             .contains("sandbox.greenlight.dev/health")
@@ -611,12 +631,11 @@ async fn the_health_annotation_overrides_the_model() {
         "spec.paused, as Argo CD"
     );
     // ignore-healthcheck: the resource reports Degraded in the tree, the app leaves it out.
-    let tree = eventually("the ignored resource Degraded", || async {
+    eventually("the ignored resource Degraded", || async {
         let (_, tree) = get(&s.base, "/api/v1/applications/ignored/resource-tree").await;
-        (tree["nodes"][0]["health"]["status"] == "Degraded").then_some(tree)
+        (node(&tree, "Deployment", "ignored")["health"]["status"] == "Degraded").then_some(tree)
     })
     .await;
-    assert_eq!(tree["nodes"][0]["name"], "ignored");
     assert_eq!(health(&app(&s.base, "ignored").await), "Healthy");
 
     remote.write("apps/held/d.yaml", &deployment("held", "nginx:1.27"));
@@ -754,8 +773,8 @@ async fn a_helm_app_reports_its_chart_version_as_the_revision() {
     assert_eq!(mon["status"]["sourceType"], "Helm");
     assert_eq!((sync_status(&mon), health(&mon)), ("Synced", "Healthy"));
     let (_, tree) = get(&s.base, "/api/v1/applications/mon/resource-tree").await;
-    assert_eq!(tree["nodes"][0]["name"], "kube-prometheus-stack");
-    assert_eq!(tree["nodes"][0]["health"]["status"], "Healthy");
+    let chart = node(&tree, "Deployment", "kube-prometheus-stack");
+    assert_eq!(chart["health"]["status"], "Healthy");
 
     // A git commit moves the directory app, not the chart.
     remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
@@ -1322,20 +1341,26 @@ async fn argo_cd_versions_differ_in_resource_health_and_missing_resources() {
                 "ignore-healthcheck: none inline"
             );
         } else {
+            // Get re-fills each resource's health from the tree, as it is there: no health for a
+            // ConfigMap, and the ignored one Degraded (ignore-healthcheck is for the app only).
+            let healthy = Some(serde_json::json!({"status": "Healthy"}));
+            assert_eq!(of("web", "Deployment"), healthy, "{version}");
+            assert_eq!(of("web", "Service"), healthy, "{version}");
+            assert_eq!(of("web-config", "ConfigMap"), None, "{version}");
+            let ignored = of("ignored", "Deployment").unwrap();
+            assert_eq!(ignored["status"], "Degraded", "{version}");
+            // The list is the stored object: no resource health at all.
+            let (_, list) = get(&s.base, "/api/v1/applications?name=web").await;
+            let listed = list["items"][0]["status"]["resources"].as_array().unwrap();
+            assert_eq!(listed.len(), resources.len());
             assert!(
-                resources.iter().all(|r| r.get("health").is_none()),
-                "{version}: {resources:?}"
+                listed.iter().all(|r| r.get("health").is_none()),
+                "{version}: {listed:?}"
             );
         }
         // The tree has every live resource's health, in every version.
         let (_, tree) = get(&s.base, "/api/v1/applications/web/resource-tree").await;
-        let ignored = tree["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|n| n["name"] == "ignored")
-            .unwrap()
-            .clone();
+        let ignored = node(&tree, "Deployment", "ignored");
         assert_eq!(ignored["health"]["status"], "Degraded", "{version}");
 
         // held: the Deployment exists, the ConfigMap never does.
@@ -1346,6 +1371,36 @@ async fn argo_cd_versions_differ_in_resource_health_and_missing_resources() {
         })
         .await;
         assert_eq!(phase(&held), "Running", "{version}: backing off");
+        // The ConfigMap never created: a Missing node, and Missing re-filled (or inline).
+        let (_, tree) = get(&s.base, "/api/v1/applications/held/resource-tree").await;
+        let cm = node(&tree, "ConfigMap", "held");
+        assert_eq!(cm["health"], serde_json::json!({"status": "Missing"}));
+        assert!(
+            cm.get("uid").is_none() && cm.get("resourceVersion").is_none(),
+            "{cm}"
+        );
+        if !inline {
+            let refilled = app_where(&s.base, "held", "the Deployment's health re-filled", |a| {
+                a["status"]["resources"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|r| r["kind"] == "Deployment" && r["health"]["status"] == "Healthy")
+            })
+            .await;
+            let cm = refilled["status"]["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["kind"] == "ConfigMap")
+                .unwrap()
+                .clone();
+            assert_eq!(
+                cm["health"],
+                serde_json::json!({"status": "Missing"}),
+                "{version}"
+            );
+        }
         if inline {
             let held = app_where(&s.base, "held", "inline health refreshed", |a| {
                 a["status"]["resources"]
