@@ -2419,6 +2419,200 @@ mod tests {
     }
 
     #[test]
+    fn a_subscriber_whose_buffer_is_full_misses_updates_silently() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let mut slow = w.subscribe(2);
+        let mut roomy = w.subscribe(1024);
+        w.observe_tip(&sha('b'), &rendered("nginx:2"), &no_refresh, t0);
+        let all = drain(&mut roomy);
+        assert_eq!(all.len(), 5, "the five stages of a sync");
+        let kept = drain(&mut slow);
+        assert_eq!(
+            kept,
+            all[..2],
+            "the first two fit, the other three were dropped"
+        );
+        // Nothing is caught up later: the next update is the next thing the slow one gets.
+        w.observe_tip(
+            &sha('c'),
+            &rendered("nginx:2"),
+            &no_refresh,
+            at(t0, Duration::from_secs(1)),
+        );
+        let next = drain(&mut slow);
+        assert_eq!(next.len(), 1);
+        assert_eq!(next[0]["status"]["sync"]["revision"], sha('c'));
+        // A subscriber that went away is forgotten.
+        drop(slow);
+        w.observe_tip(
+            &sha('d'),
+            &rendered("nginx:2"),
+            &no_refresh,
+            at(t0, Duration::from_secs(2)),
+        );
+        assert_eq!(w.subscribers.len(), 1);
+    }
+
+    fn two_deployments(version: ArgoCdVersion) -> (World, Now) {
+        let t0 = Now::current();
+        let mut w = world_with(config(Duration::from_secs(5), version), t0);
+        let stuck = deployment("nginx:1", "sandbox.greenlight.dev/health: Progressing")
+            .replace("name: web", "name: stuck");
+        let both = format!("{}---\n{stuck}", deployment("nginx:1", ""));
+        w.observe_tip(
+            &sha('a'),
+            &BTreeMap::from([("web".to_string(), files(&both))]),
+            &no_refresh,
+            t0,
+        );
+        (w, t0)
+    }
+
+    fn resource_health(app: &Value, name: &str) -> Value {
+        app["status"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["kind"] == "Deployment" && r["name"] == name)
+            .unwrap()["health"]
+            .clone()
+    }
+
+    #[test]
+    fn under_app_tree_a_resource_only_health_change_is_no_update_but_get_shows_it() {
+        let (mut w, t0) = two_deployments(ArgoCdVersion::V3_5);
+        assert_eq!(health_of(&w), "Progressing");
+        let before = w.application("web").unwrap();
+        let served = w.application_served("web").unwrap();
+        assert_eq!(resource_health(&served, "web")["status"], "Progressing");
+        let mut updates = w.subscribe(1024);
+        // web's rollout ends; stuck keeps the app Progressing.
+        w.tick(at(t0, Duration::from_secs(5)));
+        assert!(drain(&mut updates).is_empty(), "nothing app-level changed");
+        assert_eq!(
+            w.application("web").unwrap(),
+            before,
+            "no resourceVersion bump"
+        );
+        let served = w.application_served("web").unwrap();
+        assert_eq!(
+            resource_health(&served, "web"),
+            json!({"status": "Healthy"})
+        );
+        assert_eq!(resource_health(&served, "stuck")["status"], "Progressing");
+        assert_eq!(
+            resource_health(&before, "web"),
+            Value::Null,
+            "stored without health"
+        );
+    }
+
+    #[test]
+    fn inline_a_resource_only_health_change_is_an_update() {
+        let (mut w, t0) = two_deployments(ArgoCdVersion::V2_14);
+        let mut updates = w.subscribe(1024);
+        w.tick(at(t0, Duration::from_secs(5)));
+        let changes = drain(&mut updates);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0]["status"]["health"]["status"], "Progressing");
+        assert_eq!(
+            resource_health(&changes[0], "web"),
+            json!({"status": "Healthy"})
+        );
+        // No re-fill under 2.14: Get serves what is stored.
+        assert_eq!(
+            w.application_served("web").unwrap(),
+            w.application("web").unwrap()
+        );
+    }
+
+    #[test]
+    fn the_tree_has_children_missing_nodes_and_each_resources_own_health() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        let text = format!(
+            "{}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  annotations: {{sandbox.greenlight.dev/apply: fail}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n",
+            deployment(
+                "nginx:does-not-exist",
+                "argocd.argoproj.io/ignore-healthcheck: 'true'"
+            )
+        );
+        w.observe_tip(
+            &sha('a'),
+            &BTreeMap::from([("web".to_string(), files(&text))]),
+            &no_refresh,
+            t0,
+        );
+        let tree = w.resource_tree("web").unwrap();
+        assert_eq!(
+            tree.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["nodes"],
+            "empty orphanedNodes and hosts are left out"
+        );
+        let nodes = tree["nodes"].as_array().unwrap();
+        let names: Vec<String> = nodes
+            .iter()
+            .map(|n| {
+                format!(
+                    "{}/{}",
+                    n["kind"].as_str().unwrap(),
+                    n["name"].as_str().unwrap()
+                )
+            })
+            .collect();
+        let deploy = nodes.iter().find(|n| n["kind"] == "Deployment").unwrap();
+        let rs = nodes.iter().find(|n| n["kind"] == "ReplicaSet").unwrap();
+        let pod = nodes.iter().find(|n| n["kind"] == "Pod").unwrap();
+        let rs_name = rs["name"].as_str().unwrap();
+        assert!(
+            rs_name.starts_with("web-") && rs_name.len() == 14,
+            "{rs_name}"
+        );
+        assert_eq!(
+            names,
+            [
+                "ConfigMap/cfg".to_string(),
+                "ConfigMap/held".to_string(),
+                format!("Pod/{}", pod["name"].as_str().unwrap()),
+                "Deployment/web".to_string(),
+                format!("ReplicaSet/{rs_name}"),
+            ],
+            "sorted by group/kind/namespace/name"
+        );
+        // ignore-healthcheck is not applied in the tree.
+        assert_eq!(deploy["health"]["status"], "Degraded");
+        assert_eq!(
+            rs["parentRefs"],
+            json!([{"group": "apps", "kind": "Deployment", "namespace": "default", "name": "web", "uid": deploy["uid"]}])
+        );
+        assert_eq!(rs["health"], json!({"status": "Degraded"}));
+        assert_eq!(
+            pod["parentRefs"],
+            json!([{"group": "apps", "kind": "ReplicaSet", "namespace": "default", "name": rs_name, "uid": rs["uid"]}])
+        );
+        assert!(pod.get("group").is_none());
+        assert_eq!(pod["images"], json!(["nginx:does-not-exist"]));
+        // A ConfigMap has no health check; one not created is a synthesized Missing node.
+        let cfg = nodes.iter().find(|n| n["name"] == "cfg").unwrap();
+        assert!(cfg.get("health").is_none() && cfg.get("uid").is_some());
+        let held = nodes.iter().find(|n| n["name"] == "held").unwrap();
+        assert_eq!(
+            held,
+            &json!({"version": "v1", "kind": "ConfigMap", "namespace": "default", "name": "held", "health": {"status": "Missing"}})
+        );
+        // Get's re-fill copies the tree, ignored or not.
+        let served = w.application_served("web").unwrap();
+        assert_eq!(resource_health(&served, "web")["status"], "Degraded");
+        assert_eq!(
+            health_of(&w),
+            "Missing",
+            "3.5: the ignored one left out; held not created"
+        );
+    }
+
+    #[test]
     fn go_durations_and_kitchen_times() {
         assert_eq!(go_duration(Duration::from_secs(5)), "5s");
         assert_eq!(go_duration(Duration::from_secs(180)), "3m");
