@@ -1384,7 +1384,11 @@ impl World {
         else {
             return;
         };
-        let tree = self.tree_nodes(app);
+        let health: std::collections::HashMap<ResourceKey, Value> = self
+            .tree_nodes(app)
+            .into_iter()
+            .filter_map(|n| Some((n.key, n.json.get("health")?.clone())))
+            .collect();
         let Some(resources) = application
             .pointer_mut("/status/resources")
             .and_then(Value::as_array_mut)
@@ -1404,10 +1408,7 @@ impl World {
                 namespace: text("namespace"),
                 name: text("name"),
             };
-            let health = tree
-                .iter()
-                .find(|n| n.key == key)
-                .and_then(|n| n.json.get("health").cloned());
+            let health = health.get(&key).cloned();
             let Some(entry) = r.as_object_mut() else {
                 continue;
             };
@@ -1589,8 +1590,10 @@ impl World {
                 nodes.extend(deployment_children(l));
             }
         }
+        let live: std::collections::BTreeSet<&ResourceKey> =
+            app.live.iter().map(|l| &l.key).collect();
         for e in &app.shown.entries {
-            if e.target.is_some() && !app.live.iter().any(|l| l.key == e.key) {
+            if e.target.is_some() && !live.contains(&e.key) {
                 let mut node = resource_ref(&e.key, &e.version);
                 node["health"] = json!({"status": Health::Missing.as_str()});
                 nodes.push(TreeNode {
