@@ -280,7 +280,7 @@ impl Raw {
     }
 
     /// Reads to the end of the stream; returns everything received.
-    async fn to_end(&mut self) -> String {
+    async fn read_to_end(&mut self) -> String {
         while !self.ended {
             match tokio::time::timeout(WAIT, self.rx.recv()).await {
                 Ok(Some(Some(chunk))) => self.text.push_str(std::str::from_utf8(&chunk).unwrap()),
@@ -938,10 +938,10 @@ async fn an_outage_answers_503_and_ends_open_streams_with_the_error_chunk() {
     assert_eq!(post(&s.base, "/sandbox/v1/outage?seconds=2").await, 200);
     // Open streams end with grpc-gateway's error chunk: no delimiter after it.
     let chunk = r#"{"error":{"grpc_code":14,"http_code":503,"message":"the Argo CD API is unavailable (sandbox outage)","http_status":"Service Unavailable"}}"#;
-    let text = plain.to_end().await;
+    let text = plain.read_to_end().await;
     let (_, tail) = text.split_once('\n').unwrap();
     assert_eq!(tail, chunk, "{text}");
-    let text = sse.to_end().await;
+    let text = sse.read_to_end().await;
     let (_, tail) = text.split_once(" \n\n\n").unwrap();
     assert_eq!(tail, format!("data: {chunk} \n\n"), "{text}");
     // Before anything was written, the status is the error's and the body the usual one.
