@@ -1,7 +1,8 @@
-//! The HTTP surface: the Argo CD REST subset under `/api/v1` (list, get, resource-tree, sync,
-//! the application stream) in Argo CD's JSON shapes and error bodies, behind the outage switch
-//! and the optional bearer token; and the unauthenticated control API under `/sandbox/v1`.
-//! The token is compared, never logged or echoed.
+//! The HTTP surface: the Argo CD REST subset under `/api/v1` (list, get, resource-tree,
+//! managed-resources, sync, the application stream) in Argo CD's JSON shapes and error bodies,
+//! written the way its gRPC gateway writes them (stream framing, `fields=`), behind the outage
+//! switch and the optional bearer token; and the unauthenticated control API under
+//! `/sandbox/v1`. The token is compared, never logged or echoed.
 
 use std::collections::HashMap;
 use std::convert::Infallible;

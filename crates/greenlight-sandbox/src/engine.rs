@@ -179,7 +179,7 @@ impl Sandbox {
         self.shared.resume();
     }
 
-    /// Makes every `/api/v1` route answer 503 and cuts open streams for `length`.
+    /// Makes every `/api/v1` route answer 503 for `length`; open streams end with an error.
     pub fn outage(&self, length: Duration) {
         self.shared.start_outage(length);
     }

@@ -1,9 +1,10 @@
 //! The simulated cluster and controller: every Application's state, the reconciliations and the
 //! sync operations Argo CD's controller would run, the live resources with their health over
-//! time, and the Application / resource-tree JSON in Argo CD's wire format. Every change is one
-//! observable update: it bumps the resourceVersion counter and is published to stream
-//! subscribers (a change that leaves the Application JSON as it was publishes nothing, as an
-//! empty patch bumps nothing in Kubernetes).
+//! time, and the Application / resource-tree / managed-resources JSON in Argo CD's wire format.
+//! Every change is one observable update: it bumps the resourceVersion counter and is offered to
+//! each stream subscriber's bounded buffer, dropped for a subscriber whose buffer is full (a
+//! change that leaves the stored Application JSON as it was publishes nothing, as an empty patch
+//! bumps nothing in Kubernetes: from 3.0 on, a resource's health alone is not in it).
 //! It is handed the time (`Now`) and the rendered manifests; it never runs git or sleeps. Timers
 //! (rollouts ending, retry back-offs, hidden render errors) are reported by `next_deadline` and
 //! fired by `tick`.
