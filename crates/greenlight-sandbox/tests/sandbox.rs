@@ -1201,6 +1201,17 @@ async fn configuration_errors_name_the_flag() {
         "--retry-backoff"
     );
 
+    let (mut c, _) = config(&remote.repo(), &["web=apps/web"]);
+    c.stream_buffer = 0;
+    assert_eq!(
+        flag_of(greenlight_sandbox::start(c).await).0,
+        "--stream-buffer"
+    );
+
+    let (mut c, _) = config(&remote.repo(), &["web=apps/web"]);
+    c.heartbeat = Duration::ZERO;
+    assert_eq!(flag_of(greenlight_sandbox::start(c).await).0, "--heartbeat");
+
     let empty = Remote::new("main");
     let (c, _) = config(&empty.repo(), &["web=apps/web"]);
     let (flag, message) = flag_of(greenlight_sandbox::start(c).await);
