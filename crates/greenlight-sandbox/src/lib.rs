@@ -192,7 +192,8 @@
 //! fields empty; a hydrator app is not hydrated: it renders its path from the tracked branch and
 //! reports that branch's commits as its revisions, where Argo CD would report the commits of
 //! `environment/<name>`; a helm app's chart is never fetched: it renders one Deployment named
-//! after the chart, at the chart version given, and is reconciled at start and on refresh only.
+//! after the chart, at the chart version given, and is reconciled at start and on refresh only;
+//! the `selector` query parameter is not read (sandbox apps have no labels).
 
 mod api;
 mod engine;
