@@ -1,9 +1,11 @@
-//! The HTTP surface: the Argo CD REST subset under `/api/v1` (list, get, resource-tree, sync,
-//! the application stream) in Argo CD's JSON shapes and error bodies, behind the outage switch
-//! and the optional bearer token; and the unauthenticated control API under `/sandbox/v1`.
-//! The token is compared, never logged or echoed.
+//! The HTTP surface: the Argo CD REST subset under `/api/v1` (list, get, resource-tree,
+//! managed-resources, sync, the application stream) in Argo CD's JSON shapes and error bodies,
+//! written the way its gRPC gateway writes them (stream framing, `fields=`), behind the outage
+//! switch and the optional bearer token; and the unauthenticated control API under
+//! `/sandbox/v1`. The token is compared, never logged or echoed.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,11 +16,13 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{mpsc, watch};
 
 use crate::engine::{Shared, stopped};
+use crate::fields::{FieldSelection, select_list};
 use crate::world::{SyncRequest, SyncResource};
 use crate::{APP_NAMESPACE, APP_PROJECT};
 
@@ -29,6 +33,10 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/api/v1/applications", get(list))
         .route("/api/v1/applications/{name}", get(one))
         .route("/api/v1/applications/{name}/resource-tree", get(tree))
+        .route(
+            "/api/v1/applications/{name}/managed-resources",
+            get(managed_resources),
+        )
         .route("/api/v1/applications/{name}/sync", post(sync))
         .route("/api/v1/stream/applications", get(stream))
         .route_layer(middleware::from_fn_with_state(shared.clone(), gate));
@@ -122,7 +130,6 @@ async fn gate(State(shared): Sandbox, request: Request, next: Next) -> Response 
 
 #[derive(serde::Deserialize)]
 struct AppQuery {
-    name: Option<String>,
     #[serde(rename = "appNamespace")]
     app_namespace: Option<String>,
     /// `normal` or `hard`: Argo CD re-reads git and reconciles; the sandbox fetches and
@@ -144,19 +151,33 @@ fn other_namespace(q: &AppQuery) -> bool {
         .is_some_and(|ns| !ns.is_empty() && ns != APP_NAMESPACE)
 }
 
-async fn list(State(shared): Sandbox, Query(q): Query<AppQuery>) -> Response {
-    refresh_requested(&shared, &q, None);
+/// `GET /api/v1/applications`: every app (`name`, `appNamespace`, `projects` narrow it), as
+/// stored: from 3.0 on without resource health. `fields` selects from Argo CD's fixed list.
+async fn list(State(shared): Sandbox, Query(params): Query<Vec<(String, String)>>) -> Response {
+    let params = Params(params);
+    if params.given("refresh").is_some() {
+        shared.request_refresh(None);
+    }
+    let projects = params.projects();
     let world = shared.world();
-    let items = if other_namespace(&q) {
+    let items: Vec<Value> = if params
+        .given("appNamespace")
+        .is_some_and(|ns| ns != APP_NAMESPACE)
+    {
         Vec::new()
     } else {
-        world.applications(q.name.as_deref())
+        world
+            .applications(params.given("name"))
+            .into_iter()
+            .filter(|app| in_projects(&projects, app))
+            .collect()
     };
-    axum::Json(json!({
-        "metadata": {"resourceVersion": world.resource_version().to_string()},
-        "items": items,
-    }))
-    .into_response()
+    let metadata = json!({"resourceVersion": world.resource_version().to_string()});
+    drop(world);
+    match params.fields() {
+        Some(selection) => axum::Json(select_list(&items, metadata, &selection)).into_response(),
+        None => axum::Json(json!({"metadata": metadata, "items": items})).into_response(),
+    }
 }
 
 async fn one(
@@ -167,7 +188,7 @@ async fn one(
     let found = {
         let world = shared.world();
         let exists = !other_namespace(&q) && world.has(&name);
-        access(exists, q.project.as_deref()).map(|()| world.application(&name))
+        access(exists, q.project.as_deref()).map(|()| world.application_served(&name))
     };
     match found {
         Ok(Some(app)) => {
@@ -193,6 +214,51 @@ async fn tree(
         Some(tree) => axum::Json(tree).into_response(),
         None => not_found(&name),
     }
+}
+
+/// `GET /api/v1/applications/{name}/managed-resources[?group=&kind=&namespace=&name=&fields=]`:
+/// the app's managed resources, narrowed by the resource's group, kind, namespace and name.
+async fn managed_resources(
+    State(shared): Sandbox,
+    Path(app_name): Path<String>,
+    Query(params): Query<Vec<(String, String)>>,
+) -> Response {
+    let params = Params(params);
+    let items = {
+        let world = shared.world();
+        let exists = params
+            .given("appNamespace")
+            .is_none_or(|ns| ns == APP_NAMESPACE)
+            && world.has(&app_name);
+        if let Err(denied) = access(exists, params.given("project")) {
+            return denied.answer(&app_name);
+        }
+        world.managed_resources(&app_name)
+    };
+    let Some(items) = items else {
+        return not_found(&app_name);
+    };
+    let matches = |item: &Value, field: &str| {
+        params
+            .given(field)
+            .is_none_or(|want| text_at(item, &format!("/{field}")) == want)
+    };
+    let items: Vec<Value> = items
+        .into_iter()
+        .filter(|item| {
+            ["group", "kind", "namespace", "name"]
+                .iter()
+                .all(|f| matches(item, f))
+        })
+        .collect();
+    let mut answer = json!({});
+    if !items.is_empty() {
+        answer["items"] = json!(items);
+    }
+    if let Some(selection) = params.fields() {
+        selection.apply(&mut answer);
+    }
+    axum::Json(answer).into_response()
 }
 
 /// Argo CD's `ApplicationSyncRequest` JSON (the fields the sandbox honours; others are ignored).
@@ -294,93 +360,366 @@ async fn sync(
     }
 }
 
-fn frame(kind: &str, application: &Value, sse: bool) -> Bytes {
-    let event = json!({"result": {"type": kind, "application": application}});
-    Bytes::from(if sse {
-        format!("data: {event}\n\n")
-    } else {
-        format!("{event}\n")
-    })
-}
+/// The query parameters of a request, in order, repeated ones included.
+struct Params(Vec<(String, String)>);
 
-type Chunk = Result<Bytes, std::io::Error>;
+impl Params {
+    /// The first value of `key` (Go's `url.Values.Get`).
+    fn first(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
 
-async fn stream(State(shared): Sandbox, Query(q): Query<AppQuery>, headers: HeaderMap) -> Response {
-    let sse = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("text/event-stream"));
-    let only = if other_namespace(&q) {
-        Some(String::new())
-    } else {
-        q.name.clone().filter(|n| !n.is_empty())
-    };
-    // Subscribe and snapshot under one lock: no update is missed or delivered twice.
-    let (updates, snapshot) = {
-        let world = shared.world();
-        (world.subscribe(), world.applications(only.as_deref()))
-    };
-    let (tx, rx) = mpsc::channel::<Chunk>(64);
-    tokio::spawn(forward(shared.clone(), updates, snapshot, only, sse, tx));
-    let body = Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|chunk| (chunk, rx))
-    }));
-    let content_type = if sse {
-        "text/event-stream"
-    } else {
-        "application/json"
-    };
-    let mut response = Response::new(body);
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
-}
+    /// The first non-empty value of `key`.
+    fn given(&self, key: &str) -> Option<&str> {
+        self.first(key).filter(|v| !v.is_empty())
+    }
 
-// Feeds one stream: ADDED for every app that exists, then MODIFIED per update, until the client
-// goes away, an outage cuts it (an aborted connection, as when the server dies) or the sandbox stops.
-async fn forward(
-    shared: Arc<Shared>,
-    mut updates: broadcast::Receiver<crate::world::Change>,
-    snapshot: Vec<Value>,
-    only: Option<String>,
-    sse: bool,
-    tx: mpsc::Sender<Chunk>,
-) {
-    let mut outage = shared.outage_epoch.subscribe();
-    let mut stop = shared.shutdown.subscribe();
-    for app in &snapshot {
-        if tx.send(Ok(frame("ADDED", app, sse))).await.is_err() {
-            return;
+    fn all(&self, key: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// `projects` (repeatable), or the legacy `project` when `projects` is absent.
+    fn projects(&self) -> Vec<String> {
+        let projects = self.all("projects");
+        if projects.is_empty() {
+            self.all("project")
+        } else {
+            projects
         }
     }
+
+    fn fields(&self) -> Option<FieldSelection> {
+        self.first("fields").and_then(FieldSelection::parse)
+    }
+}
+
+fn in_projects(projects: &[String], app: &Value) -> bool {
+    projects.is_empty()
+        || app
+            .pointer("/spec/project")
+            .and_then(Value::as_str)
+            .is_some_and(|p| projects.iter().any(|want| want == p))
+}
+
+fn text_at<'a>(app: &'a Value, pointer: &str) -> &'a str {
+    app.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// What a stream is allowed to see (Argo CD's `isApplicationPermitted`).
+struct StreamFilter {
+    name: Option<String>,
+    namespace: String,
+    projects: Vec<String>,
+    /// `resourceVersion`: apps older than this are not sent (not a resume: nothing is replayed).
+    min_version: i64,
+    /// Send the ADDED burst: no `resourceVersion`, or a `name`.
+    burst: bool,
+}
+
+impl StreamFilter {
+    fn from(params: &Params) -> StreamFilter {
+        let version = params.given("resourceVersion");
+        let name = params.given("name").map(str::to_string);
+        StreamFilter {
+            burst: version.is_none() || name.is_some(),
+            // Argo CD ignores a resourceVersion that is not a number.
+            min_version: version.and_then(|v| v.parse().ok()).unwrap_or(0),
+            namespace: params
+                .given("appNamespace")
+                .unwrap_or(APP_NAMESPACE)
+                .to_string(),
+            name,
+            projects: params.projects(),
+        }
+    }
+
+    fn permits(&self, app: &Value) -> bool {
+        if !in_projects(&self.projects, app) {
+            return false;
+        }
+        let version = text_at(app, "/metadata/resourceVersion").parse::<i64>();
+        if version.is_ok_and(|v| v < self.min_version) {
+            return false;
+        }
+        // `appNamespace` only narrows a stream that names an app.
+        self.name.as_ref().is_none_or(|name| {
+            text_at(app, "/metadata/name") == name
+                && text_at(app, "/metadata/namespace") == self.namespace
+        })
+    }
+}
+
+/// What the stream's feeder hands the response: a chunk to write, or (before anything was
+/// written) an error to answer with instead.
+enum Out {
+    Chunk(Bytes),
+    Refuse {
+        status: StatusCode,
+        code: u32,
+        message: String,
+    },
+}
+
+/// Why a stream ends.
+enum End {
+    /// The client went away, or the sandbox stops.
+    Gone,
+    /// An outage began.
+    Outage,
+}
+
+const OUTAGE_MESSAGE: &str = "the Argo CD API is unavailable (sandbox outage)";
+
+/// Writes one stream the way Argo CD's HTTP gateway does: each message marshalled (with the
+/// `fields` selection, SSE framing when asked for) and compared with the last one sent for the
+/// same app, which suppresses an identical one; then written with its `\n` delimiter.
+struct Writer {
+    tx: mpsc::Sender<Out>,
+    sse: bool,
+    fields: Option<FieldSelection>,
+    last_sent: HashMap<String, Vec<u8>>,
+    wrote: bool,
+    stop: watch::Receiver<bool>,
+}
+
+impl Writer {
+    fn marshal(&self, mut message: Value, go_order: Option<String>) -> Vec<u8> {
+        let json = match (&self.fields, go_order) {
+            (None, Some(text)) => text,
+            (Some(fields), _) => {
+                fields.apply(&mut message);
+                message.to_string()
+            }
+            (None, None) => message.to_string(),
+        };
+        if self.sse {
+            format!("data: {json} \n\n").into_bytes()
+        } else {
+            json.into_bytes()
+        }
+    }
+
+    async fn send(&mut self, out: Out) -> Result<(), End> {
+        tokio::select! {
+            sent = self.tx.send(out) => sent.map_err(|_| End::Gone),
+            _ = stopped(&mut self.stop) => Err(End::Gone),
+        }
+    }
+
+    async fn message(&mut self, kind: &str, name: &str, application: Value) -> Result<(), End> {
+        let event = json!({"result": {"type": kind, "application": application}});
+        let mut bytes = self.marshal(event, None);
+        if self.last_sent.get(name) == Some(&bytes) {
+            return Ok(());
+        }
+        self.last_sent.insert(name.to_string(), bytes.clone());
+        bytes.push(b'\n');
+        self.send(Out::Chunk(Bytes::from(bytes))).await?;
+        self.wrote = true;
+        Ok(())
+    }
+
+    async fn heartbeat(&mut self) -> Result<(), End> {
+        self.send(Out::Chunk(Bytes::from_static(b":\n"))).await
+    }
+
+    /// An error ends the stream: before anything was written it is the answer (status and the
+    /// usual error body, as Argo CD answers when the stream fails before its headers); after, it
+    /// is the stream's error chunk, without a delimiter.
+    async fn fail(&mut self, status: StatusCode, code: u32, message: &str) {
+        let out = if self.wrote {
+            let chunk = json!({"error": {
+                "grpc_code": code,
+                "http_code": status.as_u16(),
+                "message": message,
+                "http_status": status.canonical_reason().unwrap_or(""),
+            }});
+            // grpc-gateway's field order, unless a selection re-marshals it.
+            let go_order = format!(
+                r#"{{"error":{{"grpc_code":{code},"http_code":{},"message":{},"http_status":{}}}}}"#,
+                status.as_u16(),
+                Value::from(message),
+                Value::from(status.canonical_reason().unwrap_or("")),
+            );
+            Out::Chunk(Bytes::from(self.marshal(chunk, Some(go_order))))
+        } else {
+            Out::Refuse {
+                status,
+                code,
+                message: message.to_string(),
+            }
+        };
+        let _ = self.send(out).await;
+    }
+}
+
+async fn tick(heartbeat: &mut Option<tokio::time::Interval>) {
+    match heartbeat {
+        Some(interval) => {
+            interval.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// `GET /api/v1/stream/applications`. The response (status and headers) waits for the first
+/// message, as Argo CD's gateway waits for the gRPC stream's header.
+async fn stream(
+    State(shared): Sandbox,
+    Query(params): Query<Vec<(String, String)>>,
+    headers: HeaderMap,
+) -> Response {
+    let params = Params(params);
+    // Argo CD speaks SSE only when Accept is exactly this.
+    let sse = headers
+        .get(header::ACCEPT)
+        .is_some_and(|v| v.as_bytes() == b"text/event-stream");
+    let (tx, mut rx) = mpsc::channel::<Out>(1);
+    let writer = Writer {
+        tx,
+        sse,
+        fields: params.fields(),
+        last_sent: HashMap::new(),
+        wrote: false,
+        stop: shared.shutdown.subscribe(),
+    };
+    tokio::spawn(feed(shared.clone(), StreamFilter::from(&params), writer));
+    let first = match rx.recv().await {
+        Some(Out::Chunk(first)) => first,
+        Some(Out::Refuse {
+            status,
+            code,
+            message,
+        }) => return grpc_error(status, code, &message),
+        None => {
+            return grpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                14,
+                "the sandbox is stopping",
+            );
+        }
+    };
+    let rest = futures_util::stream::unfold(rx, |mut rx| async move {
+        match rx.recv().await {
+            Some(Out::Chunk(chunk)) => Some((Ok::<Bytes, Infallible>(chunk), rx)),
+            Some(Out::Refuse { .. }) | None => None,
+        }
+    });
+    let body = Body::from_stream(futures_util::stream::once(async { Ok(first) }).chain(rest));
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    if sse {
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        headers.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+    } else {
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+    }
+    response
+}
+
+// Feeds one stream as Argo CD's Watch does: the ADDED burst of every permitted app (sorted by
+// qualified name) is sent *before* subscribing, so an update in between is lost for this
+// stream; then each update the subscription's buffer held (an update that found it full was
+// dropped), re-filled with the tree's resource health at the moment it is sent. SSE streams get
+// a heartbeat every `heartbeat` from the first message on. An outage ends the stream with an
+// error; the client going away or the sandbox stopping ends it silently.
+async fn feed(shared: Arc<Shared>, filter: StreamFilter, mut writer: Writer) {
+    let mut outage = shared.outage_epoch.subscribe();
+    outage.mark_unchanged();
+    let ended = run_feed(&shared, &filter, &mut writer, &mut outage).await;
+    if let Err(End::Outage) = ended {
+        writer
+            .fail(StatusCode::SERVICE_UNAVAILABLE, 14, OUTAGE_MESSAGE)
+            .await;
+    }
+}
+
+async fn run_feed(
+    shared: &Shared,
+    filter: &StreamFilter,
+    writer: &mut Writer,
+    outage: &mut watch::Receiver<u64>,
+) -> Result<(), End> {
+    let settings = shared.stream;
+    // Heartbeats start with the first message written (Argo CD's keep-alive lives in the
+    // gateway's forwarder, which runs once the stream has its first message).
+    let mut heartbeat: Option<tokio::time::Interval> = None;
+    let start_heartbeat = |heartbeat: &mut Option<tokio::time::Interval>, writer: &Writer| {
+        if writer.sse && writer.wrote && heartbeat.is_none() {
+            let every = settings.heartbeat;
+            *heartbeat = Some(tokio::time::interval_at(
+                tokio::time::Instant::now() + every,
+                every,
+            ));
+        }
+    };
+    if filter.burst {
+        let burst: Vec<(String, Value)> = {
+            let world = shared.world();
+            world
+                .applications(None)
+                .into_iter()
+                .filter(|app| filter.permits(app))
+                .map(|mut app| {
+                    world.refill_resource_health(&mut app);
+                    (text_at(&app, "/metadata/name").to_string(), app)
+                })
+                .collect()
+        };
+        for (name, app) in burst {
+            if outage.has_changed().unwrap_or(false) {
+                return Err(End::Outage);
+            }
+            writer.message("ADDED", &name, app).await?;
+        }
+    }
+    start_heartbeat(&mut heartbeat, writer);
+    if !settings.subscribe_delay.is_zero() {
+        let delay = tokio::time::sleep(settings.subscribe_delay);
+        tokio::pin!(delay);
+        loop {
+            tokio::select! {
+                _ = &mut delay => break,
+                _ = tick(&mut heartbeat) => writer.heartbeat().await?,
+                _ = outage.changed() => return Err(End::Outage),
+                _ = writer.tx.closed() => return Err(End::Gone),
+                _ = stopped(&mut writer.stop) => return Err(End::Gone),
+            }
+        }
+    }
+    let mut updates = shared.world().subscribe(settings.buffer);
     loop {
-        let chunk = tokio::select! {
-            update = updates.recv() => match update {
-                Ok(change) if only.as_ref().is_none_or(|n| *n == change.name) => Ok(frame("MODIFIED", &change.application, sse)),
-                Ok(_) => continue,
-                // Too slow a reader: send the current state of everything rather than a gap.
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    let apps = shared.world().applications(only.as_deref());
-                    for app in &apps {
-                        if tx.send(Ok(frame("MODIFIED", app, sse))).await.is_err() {
-                            return;
-                        }
-                    }
+        tokio::select! {
+            change = updates.recv() => {
+                let Some(change) = change else { return Err(End::Gone) };
+                if !filter.permits(&change.application) {
                     continue;
                 }
-                Err(broadcast::error::RecvError::Closed) => return,
-            },
-            _ = outage.changed() => Err(std::io::Error::other("sandbox outage: stream cut")),
-            _ = stopped(&mut stop) => return,
-            _ = tx.closed() => return,
-        };
-        let cut = chunk.is_err();
-        if tx.send(chunk).await.is_err() || cut {
-            return;
+                let mut app = (*change.application).clone();
+                shared.world().refill_resource_health(&mut app);
+                writer.message("MODIFIED", &change.name, app).await?;
+                start_heartbeat(&mut heartbeat, writer);
+            }
+            _ = tick(&mut heartbeat) => writer.heartbeat().await?,
+            _ = outage.changed() => return Err(End::Outage),
+            _ = writer.tx.closed() => return Err(End::Gone),
+            _ = stopped(&mut writer.stop) => return Err(End::Gone),
         }
     }
 }

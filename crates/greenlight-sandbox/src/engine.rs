@@ -38,7 +38,16 @@ pub(crate) struct Shared {
     // no sync is in flight.
     sync_gate: tokio::sync::Mutex<()>,
     pub(crate) token: Option<String>,
+    pub(crate) stream: StreamSettings,
     log: Option<LogSink>,
+}
+
+/// How the application stream behaves (see [`SandboxConfig`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StreamSettings {
+    pub subscribe_delay: Duration,
+    pub buffer: usize,
+    pub heartbeat: Duration,
 }
 
 impl Shared {
@@ -149,9 +158,10 @@ impl Sandbox {
         format!("http://{}", self.addr)
     }
 
-    /// The Application JSON the API serves for `name`, if there is such an app.
+    /// The Application JSON `GET /api/v1/applications/{name}` serves, if there is such an app
+    /// (from 3.0 on, resource health re-filled from the tree).
     pub fn application(&self, name: &str) -> Option<serde_json::Value> {
-        self.shared.world().application(name)
+        self.shared.world().application_served(name)
     }
 
     /// `GET /api/v1/applications/{name}/resource-tree`, in process.
@@ -169,7 +179,7 @@ impl Sandbox {
         self.shared.resume();
     }
 
-    /// Makes every `/api/v1` route answer 503 and cuts open streams for `length`.
+    /// Makes every `/api/v1` route answer 503 for `length`; open streams end with an error.
     pub fn outage(&self, length: Duration) {
         self.shared.start_outage(length);
     }
@@ -225,6 +235,15 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
             "--manual-sync",
             format!("{name:?} is not one of the --app names"),
         ));
+    }
+    if config.stream_buffer == 0 {
+        return Err(SandboxError::config(
+            "--stream-buffer",
+            "must be above zero",
+        ));
+    }
+    if config.heartbeat.is_zero() {
+        return Err(SandboxError::config("--heartbeat", "must be above zero"));
     }
     if config.retry_backoff.is_zero() {
         return Err(SandboxError::config(
@@ -305,6 +324,11 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
         refresh: Mutex::new(Refresh::default()),
         sync_gate: tokio::sync::Mutex::new(()),
         token: config.token.clone(),
+        stream: StreamSettings {
+            subscribe_delay: config.stream_subscribe_delay,
+            buffer: config.stream_buffer,
+            heartbeat: config.heartbeat,
+        },
         log: config.log.clone(),
     });
 

@@ -8,13 +8,14 @@
 //!
 //! | route | answer |
 //! |---|---|
-//! | `GET /api/v1/applications[?name=&refresh=]` | `{"metadata":{"resourceVersion"},"items":[Application…]}` |
-//! | `GET /api/v1/applications/{name}[?appNamespace=&project=&refresh=]` | one Application (see *unknown apps*) |
-//! | `GET /api/v1/applications/{name}/resource-tree[?project=]` | `{"nodes":[{group,version,kind,namespace,name,uid,resourceVersion,images,health,createdAt}]}` |
+//! | `GET /api/v1/applications[?name=&appNamespace=&projects=&refresh=&fields=]` | `{"metadata":{"resourceVersion"},"items":[Application…]}`, as stored (see *resource health*) |
+//! | `GET /api/v1/applications/{name}[?appNamespace=&project=&refresh=]` | one Application (see *unknown apps*), resource health re-filled |
+//! | `GET /api/v1/applications/{name}/resource-tree[?project=]` | `{"nodes":[…]}` (see *the resource tree*) |
+//! | `GET /api/v1/applications/{name}/managed-resources[?project=&group=&kind=&namespace=&name=&fields=]` | `{"items":[ResourceDiff…]}` (see *managed resources*) |
 //! | `POST /api/v1/applications/{name}/sync` | body `{"revision","dryRun","prune","resources":[{group,kind,name,namespace}],"syncOptions":{"items"},"strategy","project"}` (all optional); answers the Application with `operation` set |
-//! | `GET /api/v1/stream/applications[?name=]` | newline-delimited `{"result":{"type","application"}}` (SSE frames with `Accept: text/event-stream`) |
+//! | `GET /api/v1/stream/applications[?name=&appNamespace=&projects=&resourceVersion=&fields=]` | `{"result":{"type","application"}}` messages (see *the stream*) |
 //! | `POST /sandbox/v1/pause`, `POST /sandbox/v1/resume` | stop / restart syncing (no auth) |
-//! | `POST /sandbox/v1/outage?seconds=N` | every `/api/v1` route answers 503 and open streams are cut for N seconds (no auth) |
+//! | `POST /sandbox/v1/outage?seconds=N` | for N seconds every `/api/v1` route answers 503 code 14 and open streams end with an error (no auth) |
 //!
 //! Errors have Argo CD's body `{"error":m,"code":grpc,"message":m}`. *Unknown apps*: an app that
 //! does not exist (or is asked for in another `appNamespace`) is 403 code 7 `permission denied`,
@@ -30,16 +31,86 @@
 //! non-empty dot-separated parts) is accepted but pointed out once at start: Argo CD would not
 //! use it.
 //!
-//! The Application JSON follows [`SandboxConfig::argocd_version`]: from 3.0 on
-//! `status.resourceHealthSource: "appTree"` and no `health` in `status.resources[]` (resource
-//! health lives in the resource tree); with 2.14 no `resourceHealthSource` and each entry of
-//! `status.resources[]` carries `health` {status, message} (none for kinds without health, such
-//! as ConfigMap, nor for resources annotated `argocd.argoproj.io/ignore-healthcheck: "true"`; a
-//! resource not created yet is `Missing`). Every app is in project `default`, with
+//! *Resource health* follows [`SandboxConfig::argocd_version`]. From 3.0 on the stored
+//! Application has `status.resourceHealthSource: "appTree"` and no `health` in
+//! `status.resources[]`: the list serves it so; Get and the stream re-fill each entry's `health`
+//! from the resource tree as it is when they answer (an entry whose node has no health gets
+//! none; ignore-healthcheck is not applied, the tree's health is copied). A change of one
+//! resource's health that changes nothing app-level is then no update at all (no resourceVersion
+//! bump, nothing on the stream), though Get shows it. With 2.14 there is no
+//! `resourceHealthSource` and each entry of `status.resources[]` carries `health` {status,
+//! message} in the stored object (none for kinds without health, such as ConfigMap, nor for
+//! resources annotated `argocd.argoproj.io/ignore-healthcheck: "true"`; a resource not created
+//! yet is `Missing`), so a resource's health change is an update. Every app is in project `default`, with
 //! `spec.syncPolicy` `{"automated":{"prune":false,"selfHeal":true},"retry":{"limit":2,"backoff":
 //! {"duration":<retry_backoff>,"factor":2,"maxDuration":<36 × retry_backoff>}}}`, except the apps
 //! named in [`SandboxConfig::manual_sync`]: no `automated` (they are compared at every tip and
 //! synced only on request, to any revision). Timestamps are whole seconds (`metav1.Time`).
+//!
+//! *The stream*, as Argo CD's Watch and its HTTP gateway serve it:
+//! - Each message is `{"result":{"type":"ADDED|MODIFIED","application":{…}}}` followed by `\n`.
+//!   With `Accept: text/event-stream` exactly (not merely containing it) a message is framed
+//!   `data: {…} \n\n` (a space before the blank line) and then the same `\n`, and a heartbeat
+//!   line `:\n` is written every [`SandboxConfig::heartbeat`] from the first message on;
+//!   plain JSON gets no heartbeats.
+//! - The response (status line and headers) is held back until the first message is ready: a
+//!   stream that sees nothing (`?name=nope`, another project, every app filtered out) sends
+//!   nothing at all, heartbeats included, so a client's header timeout fires.
+//! - Unless `resourceVersion` is given without `name`, the stream starts with ADDED for every
+//!   app it may see, sorted by `namespace/name`, and only then subscribes to updates (after
+//!   [`SandboxConfig::stream_subscribe_delay`]): an update in between is never sent on it.
+//!   `resourceVersion=N` leaves out apps whose resourceVersion is below N, burst and updates
+//!   alike; nothing is replayed (it is no resume). `name` (with `appNamespace`, default `argocd`)
+//!   and `projects` (repeatable; or `project`) narrow what it sees; `appNamespace` alone does not.
+//! - Each stream's subscription holds [`SandboxConfig::stream_buffer`] updates (of every app)
+//!   not yet taken; an update that finds it full is dropped for that stream, silently, and never
+//!   sent later. A sync's stages are published together, so a buffer smaller than five loses
+//!   some of them even for a client that reads.
+//! - A message byte for byte identical (after `fields` and framing) to the last one sent on the
+//!   stream for the same app name is not sent.
+//! - An outage ends a stream that has written something with grpc-gateway's error chunk
+//!   `{"error":{"grpc_code":14,"http_code":503,"message":"…","http_status":"Service Unavailable"}}`
+//!   (SSE-framed on an SSE stream, `fields` applied, no `\n` after it), then the response ends.
+//!   A stream that has written nothing yet answers instead with the status and the usual error
+//!   body, as Argo CD does when its gRPC stream fails before its header: so do an outage before
+//!   the first message, a missing or wrong token (401 code 16) and a stream opened during an
+//!   outage (503 code 14).
+//!
+//! *`fields=`* (`a.b,c.d`; a leading `-` means all but those): on the stream and on managed
+//! resources it is argoproj/pkg's generic selection from the root of each message: a key whose
+//! dotted path is listed is kept whole, a key whose path is a textual prefix of a listed path is
+//! kept and walked into, any other key is removed; arrays are walked through (`items.name`
+//! applies to each item); with `-`, listed paths are removed and everything else kept. The
+//! stream's paths start at `result` (`result.type`, `result.application.metadata.name`); the
+//! stream error chunk goes through it too. On the list it is Argo CD's own selection: the
+//! list's `metadata` is always whole, and each item holds only those of `metadata.name`,
+//! `metadata.namespace`, `metadata.annotations`, `metadata.labels`,
+//! `metadata.creationTimestamp`, `metadata.deletionTimestamp`, `spec`, `status.sourceHydrator`,
+//! `status.sync.status`, `status.health`, `status.summary`, `status.resources` (when not empty),
+//! `status.operationState.{startedAt,finishedAt,phase}`, `status.operationState.operation.sync`
+//! (which Argo CD fills with the operation's `syncResult`) and `operation.sync` that are listed
+//! as `items.<field>` (with `-`: not listed); anything else, such as `items.status.sync.revision`,
+//! is absent; `items` is `null` when there are none.
+//!
+//! *The resource tree*: `{"nodes":[…]}` sorted by `group/kind/namespace/name`, each node
+//! `{group,version,kind,namespace,name,uid,resourceVersion,images,health,createdAt,parentRefs}`
+//! with empty fields left out, as are the empty `orphanedNodes` and `hosts` (Argo CD's
+//! `omitempty`; no project here enables orphaned resources). A live object has the health of its
+//! own check (none for kinds without one, such as ConfigMap; ignore-healthcheck not applied).
+//! Each Deployment has a ReplicaSet child `<deployment>-<hash of its template>` and that one
+//! Pod per replica (at most 10) `<replicaset>-<suffix>`, each with `parentRefs`
+//! `[{group,kind,namespace,name,uid}]` naming its owner and the Deployment's health status. A
+//! resource in git not created yet is a node `{version,kind,namespace,name,health:{"status":
+//! "Missing"}}` without uid, resourceVersion or createdAt.
+//!
+//! *Managed resources*: one `ResourceDiff` per resource of the last comparison,
+//! `{group,kind,namespace,name,targetState,liveState,normalizedLiveState,predictedLiveState,
+//! resourceVersion,modified}` where the four states are JSON strings of objects: the object in
+//! git (namespace set), the live one (as applied from git, annotations included, with
+//! `metadata.uid`, `resourceVersion`, `creationTimestamp`), the live one again, and what applying
+//! the target would leave; `"null"` where there is no object. Fields at their zero value are left
+//! out (`omitempty`): `hook` (no hooks are modelled), `modified` when in sync, `resourceVersion`
+//! when not created. No health. A Secret's values are masked. Same 403/404 rules as Get.
 //!
 //! The controller model. Every step below is one observable update (resourceVersion bump and a
 //! stream event); an update that would change nothing publishes nothing.
@@ -121,10 +192,12 @@
 //! fields empty; a hydrator app is not hydrated: it renders its path from the tracked branch and
 //! reports that branch's commits as its revisions, where Argo CD would report the commits of
 //! `environment/<name>`; a helm app's chart is never fetched: it renders one Deployment named
-//! after the chart, at the chart version given, and is reconciled at start and on refresh only.
+//! after the chart, at the chart version given, and is reconciled at start and on refresh only;
+//! the `selector` query parameter is not read (sandbox apps have no labels).
 
 mod api;
 mod engine;
+mod fields;
 mod health;
 mod manifests;
 mod repo;
@@ -262,6 +335,17 @@ pub struct SandboxConfig {
     /// Apps without automated sync (`spec.syncPolicy.automated` absent): compared at every
     /// tip, synced only through `POST /api/v1/applications/{name}/sync`. Each must name an app.
     pub manual_sync: Vec<String>,
+    /// How long a new stream waits between sending its ADDED burst and subscribing to updates
+    /// (default 0). Argo CD has this gap too, only shorter: an update in it is never sent on
+    /// that stream. A longer one lets tests make it happen on purpose.
+    pub stream_subscribe_delay: Duration,
+    /// How many updates each stream subscription holds while its client is not keeping up
+    /// (default 1000, Argo CD's `ARGOCD_WATCH_API_BUFFER_SIZE`); further updates are dropped for
+    /// that stream, silently. Must be above zero.
+    pub stream_buffer: usize,
+    /// How often an SSE stream (`Accept: text/event-stream`) gets a `:` heartbeat line, from its
+    /// first message on (default 15 s, as Argo CD). Must be above zero.
+    pub heartbeat: Duration,
     /// Where transition lines go; `None` keeps the sandbox silent. [`SandboxConfig::new`] logs to stderr.
     pub log: Option<LogSink>,
 }
@@ -282,6 +366,9 @@ impl SandboxConfig {
             repo_error_grace: Duration::ZERO,
             retry_backoff: Duration::from_secs(5),
             manual_sync: Vec::new(),
+            stream_subscribe_delay: Duration::ZERO,
+            stream_buffer: 1000,
+            heartbeat: Duration::from_secs(15),
             log: Some(Arc::new(|line: &str| eprintln!("{line}"))),
         }
     }
@@ -304,6 +391,9 @@ impl std::fmt::Debug for SandboxConfig {
             .field("repo_error_grace", &self.repo_error_grace)
             .field("retry_backoff", &self.retry_backoff)
             .field("manual_sync", &self.manual_sync)
+            .field("stream_subscribe_delay", &self.stream_subscribe_delay)
+            .field("stream_buffer", &self.stream_buffer)
+            .field("heartbeat", &self.heartbeat)
             .finish_non_exhaustive()
     }
 }

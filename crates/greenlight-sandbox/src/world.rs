@@ -1,9 +1,10 @@
 //! The simulated cluster and controller: every Application's state, the reconciliations and the
 //! sync operations Argo CD's controller would run, the live resources with their health over
-//! time, and the Application / resource-tree JSON in Argo CD's wire format. Every change is one
-//! observable update: it bumps the resourceVersion counter and is published to stream
-//! subscribers (a change that leaves the Application JSON as it was publishes nothing, as an
-//! empty patch bumps nothing in Kubernetes).
+//! time, and the Application / resource-tree / managed-resources JSON in Argo CD's wire format.
+//! Every change is one observable update: it bumps the resourceVersion counter and is offered to
+//! each stream subscriber's bounded buffer, dropped for a subscriber whose buffer is full (a
+//! change that leaves the stored Application JSON as it was publishes nothing, as an empty patch
+//! bumps nothing in Kubernetes: from 3.0 on, a resource's health alone is not in it).
 //! It is handed the time (`Now`) and the rendered manifests; it never runs git or sleeps. Timers
 //! (rollouts ending, retry back-offs, hidden render errors) are reported by `next_deadline` and
 //! fired by `tick`.
@@ -14,7 +15,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
-use tokio::sync::broadcast;
+use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
 
 use crate::health::{self, Assessment, Contribution, Health, ImagePolicy, Subject};
 use crate::manifests::{self, Digest, RenderError, Rendered, ResourceKey};
@@ -177,6 +179,12 @@ struct Live {
     ignored: bool,
     rolling_until: Option<Instant>,
     assessment: Option<Assessment>,
+    /// The object as applied (the manifest from git).
+    object: Value,
+    /// When the object was first created.
+    created: SystemTime,
+    /// When it was last applied with a change (its ReplicaSet's and Pods' creation).
+    applied: SystemTime,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,6 +214,9 @@ struct Entry {
     live: bool,
     ignored: bool,
     health: Option<Assessment>,
+    /// The object in git this entry was compared with; `None` for a live object git does not
+    /// have (or when the manifests did not render).
+    target: Option<Value>,
 }
 
 /// What the last full reconciliation showed: `status.sync` and `status.resources`; and what the
@@ -366,7 +377,9 @@ pub(crate) struct World {
     pub(crate) policy: ImagePolicy,
     counter: u64,
     apps: BTreeMap<String, App>,
-    events: broadcast::Sender<Change>,
+    /// Stream subscribers, each with its bounded buffer: an update that does not fit is
+    /// dropped for that subscriber (Argo CD's broadcaster does the same).
+    subscribers: Vec<mpsc::Sender<Change>>,
     log: Option<LogSink>,
 }
 
@@ -457,7 +470,6 @@ impl World {
         log: Option<LogSink>,
         now: Now,
     ) -> World {
-        let (events, _) = broadcast::channel(1024);
         let seed = format!("{}-{:?}", std::process::id(), now.wall);
         let mut apps = BTreeMap::new();
         for spec in specs {
@@ -501,7 +513,7 @@ impl World {
             policy,
             counter: 0,
             apps,
-            events,
+            subscribers: Vec::new(),
             log,
         };
         let names: Vec<String> = world.apps.keys().cloned().collect();
@@ -711,6 +723,7 @@ impl World {
                 live: true,
                 ignored: l.ignored,
                 health: l.assessment.clone(),
+                target: None,
             })
             .collect();
         app.shown = Shown {
@@ -1134,6 +1147,9 @@ impl World {
                 ignored: health::ignored_by_app_health(&m.object),
                 rolling_until: if workload { rollout_until } else { None },
                 assessment: None,
+                object: m.object.clone(),
+                created: existing.map_or(now.wall, |i| live[i].created),
+                applied: now.wall,
             };
             match existing {
                 Some(i) => live[i] = fresh,
@@ -1318,26 +1334,94 @@ impl World {
         let app = self.app(name);
         app.resource_version = counter;
         app.published = Some(unversioned);
-        let application = Arc::new(self.application_json(&self.apps[name]));
-        // No subscriber is not an error: the update is still visible through GET.
-        let _ = self.events.send(Change {
+        let change = Change {
             name: name.to_string(),
-            application,
-        });
+            application: Arc::new(self.application_json(&self.apps[name])),
+        };
+        // No subscriber is not an error: the update is still visible through GET. A subscriber
+        // whose buffer is full misses this update, silently (Argo CD's broadcaster:
+        // `select { case ch <- event: default: }`); one that went away is forgotten.
+        self.subscribers
+            .retain(|s| !matches!(s.try_send(change.clone()), Err(TrySendError::Closed(_))));
     }
 
     pub(crate) fn resource_version(&self) -> u64 {
         self.counter
     }
 
-    /// Subscribes to updates; called with the world locked so that the snapshot taken under the
-    /// same lock and the updates that follow neither overlap nor leave a gap.
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Change> {
-        self.events.subscribe()
+    /// Subscribes to every app's updates from now on, with room for `buffer` updates not yet
+    /// taken: those that do not fit are dropped for this subscriber.
+    pub(crate) fn subscribe(&mut self, buffer: usize) -> mpsc::Receiver<Change> {
+        let (tx, rx) = mpsc::channel(buffer.max(1));
+        self.subscribers.push(tx);
+        rx
     }
 
+    /// The Application as stored (and listed): from 3.0 on without resource health.
     pub(crate) fn application(&self, name: &str) -> Option<Value> {
         self.apps.get(name).map(|a| self.application_json(a))
+    }
+
+    /// The Application as Get answers it: from 3.0 on (`resourceHealthSource: appTree`)
+    /// `status.resources[].health` re-filled from the resource tree as it is now.
+    pub(crate) fn application_served(&self, name: &str) -> Option<Value> {
+        let mut app = self.application(name)?;
+        self.refill_resource_health(&mut app);
+        Some(app)
+    }
+
+    /// Argo CD's API server (`inferResourcesStatusHealth`, for Get and Watch): when the
+    /// Application says `resourceHealthSource: appTree`, each `status.resources[]` entry gets the
+    /// health of its node in the current resource tree, or none when the node has none.
+    /// ignore-healthcheck plays no part: the tree's health is copied as it is.
+    pub(crate) fn refill_resource_health(&self, application: &mut Value) {
+        if application.pointer("/status/resourceHealthSource") != Some(&json!("appTree")) {
+            return;
+        }
+        let Some(app) = application
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .and_then(|n| self.apps.get(n))
+        else {
+            return;
+        };
+        let health: std::collections::HashMap<ResourceKey, Value> = self
+            .tree_nodes(app)
+            .into_iter()
+            .filter_map(|n| Some((n.key, n.json.get("health")?.clone())))
+            .collect();
+        let Some(resources) = application
+            .pointer_mut("/status/resources")
+            .and_then(Value::as_array_mut)
+        else {
+            return;
+        };
+        for r in resources {
+            let text = |field: &str| {
+                r.get(field)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let key = ResourceKey {
+                group: text("group"),
+                kind: text("kind"),
+                namespace: text("namespace"),
+                name: text("name"),
+            };
+            let health = health.get(&key).cloned();
+            let Some(entry) = r.as_object_mut() else {
+                continue;
+            };
+            match health {
+                Some(h) => {
+                    entry.insert("health".into(), h);
+                }
+                None => {
+                    entry.remove("health");
+                }
+            }
+        }
     }
 
     pub(crate) fn applications(&self, only: Option<&str>) -> Vec<Value> {
@@ -1482,32 +1566,259 @@ impl World {
         out
     }
 
-    /// `GET /api/v1/applications/{name}/resource-tree`: the live resources with their health.
+    /// The resource tree's nodes: every live object (health from its own health check, none for
+    /// kinds without one; ignore-healthcheck plays no part), each Deployment's ReplicaSet and
+    /// that ReplicaSet's Pods, and a `Missing` node (no uid, resourceVersion, createdAt) for each
+    /// resource in git not created yet. Sorted as Argo CD sorts them (`group/kind/namespace/name`).
+    fn tree_nodes(&self, app: &App) -> Vec<TreeNode> {
+        let mut nodes = Vec::new();
+        for l in &app.live {
+            let mut node = resource_ref(&l.key, &l.version);
+            node["uid"] = json!(l.uid);
+            node["resourceVersion"] = json!(l.resource_version.to_string());
+            if !l.images.is_empty() {
+                node["images"] = json!(l.images);
+            }
+            if let Some(a) = &l.assessment {
+                node["health"] = assessment_json(a);
+            }
+            node["createdAt"] = json!(rfc3339(l.created));
+            nodes.push(TreeNode {
+                key: l.key.clone(),
+                json: node,
+            });
+            if l.key.group == "apps" && l.key.kind == "Deployment" {
+                nodes.extend(deployment_children(l));
+            }
+        }
+        let live: std::collections::BTreeSet<&ResourceKey> =
+            app.live.iter().map(|l| &l.key).collect();
+        for e in &app.shown.entries {
+            if e.target.is_some() && !live.contains(&e.key) {
+                let mut node = resource_ref(&e.key, &e.version);
+                node["health"] = json!({"status": Health::Missing.as_str()});
+                nodes.push(TreeNode {
+                    key: e.key.clone(),
+                    json: node,
+                });
+            }
+        }
+        nodes.sort_by_key(|n| full_name(&n.key));
+        nodes
+    }
+
+    /// `GET /api/v1/applications/{name}/resource-tree`. Empty lists are left out, as Argo CD's
+    /// `omitempty` does: there are never `orphanedNodes` (no project here enables them) nor
+    /// `hosts` (no Kubernetes nodes are modelled).
     pub(crate) fn resource_tree(&self, name: &str) -> Option<Value> {
         let app = self.apps.get(name)?;
-        let nodes: Vec<Value> = app
-            .live
+        let nodes: Vec<Value> = self.tree_nodes(app).into_iter().map(|n| n.json).collect();
+        let mut tree = json!({});
+        if !nodes.is_empty() {
+            tree["nodes"] = json!(nodes);
+        }
+        Some(tree)
+    }
+
+    /// `GET /api/v1/applications/{name}/managed-resources`: one `ResourceDiff` per managed
+    /// resource of the last comparison, with the objects as JSON strings (`"null"` for none).
+    /// No hooks are modelled and no health is given. Fields at their zero value are left out
+    /// (`omitempty`): `hook` always, `modified` when false, `resourceVersion` when not created.
+    pub(crate) fn managed_resources(&self, name: &str) -> Option<Vec<Value>> {
+        let app = self.apps.get(name)?;
+        let items = app
+            .shown
+            .entries
             .iter()
-            .map(|l| {
-                let mut node = resource_ref(&l.key, &l.version);
-                node["uid"] = json!(l.uid);
-                node["resourceVersion"] = json!(l.resource_version.to_string());
-                if !l.images.is_empty() {
-                    node["images"] = json!(l.images);
+            .map(|e| {
+                let live = app.live.iter().find(|l| l.key == e.key);
+                let live_state = live.map(live_object);
+                let target_state = e
+                    .target
+                    .as_ref()
+                    .map(|t| hide_secret_data(&e.key, t.clone()));
+                let target_state = target_state.map(|t| with_namespace(t, &e.key));
+                let live_state = live_state.map(|l| hide_secret_data(&e.key, l));
+                // What applying the target would leave live: the target with the server's fields.
+                let predicted = match (&target_state, live) {
+                    (Some(t), Some(l)) => Some(with_server_fields(t.clone(), l)),
+                    (Some(t), None) => Some(t.clone()),
+                    (None, _) => None,
+                };
+                let modified = match (&live_state, &target_state) {
+                    (Some(_), Some(_)) => e.status != SyncCode::Synced,
+                    _ => true,
+                };
+                let text = |v: &Option<Value>| {
+                    v.as_ref()
+                        .map_or_else(|| "null".to_string(), Value::to_string)
+                };
+                let mut item = json!({
+                    "kind": e.key.kind,
+                    "name": e.key.name,
+                    "targetState": text(&target_state),
+                    "liveState": text(&live_state),
+                    "normalizedLiveState": text(&live_state),
+                    "predictedLiveState": text(&predicted),
+                });
+                if !e.key.group.is_empty() {
+                    item["group"] = json!(e.key.group);
                 }
-                if let Some(a) = &l.assessment {
-                    let mut h = json!({"status": a.status.as_str()});
-                    if !a.message.is_empty() {
-                        h["message"] = json!(a.message);
-                    }
-                    node["health"] = h;
+                if !e.key.namespace.is_empty() {
+                    item["namespace"] = json!(e.key.namespace);
                 }
-                node["createdAt"] = json!(rfc3339(app.created));
-                node
+                if let Some(l) = live {
+                    item["resourceVersion"] = json!(l.resource_version.to_string());
+                }
+                if modified {
+                    item["modified"] = json!(true);
+                }
+                item
             })
             .collect();
-        Some(json!({"nodes": nodes}))
+        Some(items)
     }
+}
+
+/// One node of a resource tree, with the key the Get/Watch re-fill looks it up by.
+struct TreeNode {
+    key: ResourceKey,
+    json: Value,
+}
+
+fn full_name(key: &ResourceKey) -> String {
+    format!("{}/{}/{}/{}", key.group, key.kind, key.namespace, key.name)
+}
+
+fn assessment_json(a: &Assessment) -> Value {
+    let mut h = json!({"status": a.status.as_str()});
+    if !a.message.is_empty() {
+        h["message"] = json!(a.message);
+    }
+    h
+}
+
+/// Kubernetes' alphabet for generated name suffixes (no vowels, no look-alikes).
+const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+fn name_suffix(seed: &[u8], len: usize) -> String {
+    let digest = Sha256::digest(seed);
+    digest
+        .iter()
+        .take(len)
+        .map(|b| NAME_ALPHABET[usize::from(*b) % NAME_ALPHABET.len()] as char)
+        .collect()
+}
+
+/// At most this many Pods are shown under a Deployment's ReplicaSet.
+const MAX_PODS_SHOWN: i64 = 10;
+
+// A Deployment's current ReplicaSet (named after its pod template, as `pod-template-hash`) and
+// one Pod per replica: health the Deployment's status, owners in `parentRefs`.
+fn deployment_children(l: &Live) -> Vec<TreeNode> {
+    let namespace = l.key.namespace.clone();
+    let rs_name = format!("{}-{}", l.key.name, name_suffix(&l.digest, 10));
+    let rs_uid = uuid_from(&format!("{}/replicaset/{rs_name}", l.uid));
+    let health = l
+        .assessment
+        .as_ref()
+        .map(|a| json!({"status": a.status.as_str()}));
+    let child = |key: ResourceKey, uid: &str, parent: Value| {
+        let mut node = resource_ref(&key, "v1");
+        node["uid"] = json!(uid);
+        node["resourceVersion"] = json!(l.resource_version.to_string());
+        node["parentRefs"] = json!([parent]);
+        if !l.images.is_empty() {
+            node["images"] = json!(l.images);
+        }
+        if let Some(h) = &health {
+            node["health"] = h.clone();
+        }
+        node["createdAt"] = json!(rfc3339(l.applied));
+        TreeNode { key, json: node }
+    };
+    let owner = |group: &str, kind: &str, name: &str, uid: &str| {
+        let mut r = json!({"kind": kind, "name": name, "uid": uid});
+        if !group.is_empty() {
+            r["group"] = json!(group);
+        }
+        if !namespace.is_empty() {
+            r["namespace"] = json!(namespace);
+        }
+        r
+    };
+    let rs_key = ResourceKey {
+        group: "apps".into(),
+        kind: "ReplicaSet".into(),
+        namespace: namespace.clone(),
+        name: rs_name.clone(),
+    };
+    let mut nodes = vec![child(
+        rs_key,
+        &rs_uid,
+        owner("apps", "Deployment", &l.key.name, &l.uid),
+    )];
+    for i in 0..l.replicas.clamp(0, MAX_PODS_SHOWN) {
+        let pod_name = format!(
+            "{rs_name}-{}",
+            name_suffix(format!("{rs_uid}/{i}").as_bytes(), 5)
+        );
+        let pod_uid = uuid_from(&format!("{rs_uid}/pod/{i}"));
+        let key = ResourceKey {
+            group: String::new(),
+            kind: "Pod".into(),
+            namespace: namespace.clone(),
+            name: pod_name,
+        };
+        nodes.push(child(
+            key,
+            &pod_uid,
+            owner("apps", "ReplicaSet", &rs_name, &rs_uid),
+        ));
+    }
+    nodes
+}
+
+fn with_namespace(mut object: Value, key: &ResourceKey) -> Value {
+    if !key.namespace.is_empty()
+        && let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        meta.insert("namespace".into(), json!(key.namespace));
+    }
+    object
+}
+
+// The fields the API server sets on a live object.
+fn with_server_fields(object: Value, l: &Live) -> Value {
+    let mut object = with_namespace(object, &l.key);
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("uid".into(), json!(l.uid));
+        meta.insert(
+            "resourceVersion".into(),
+            json!(l.resource_version.to_string()),
+        );
+        meta.insert("creationTimestamp".into(), json!(rfc3339(l.created)));
+    }
+    object
+}
+
+/// The live object: as applied from git (annotations included), with the server's fields.
+fn live_object(l: &Live) -> Value {
+    with_server_fields(l.object.clone(), l)
+}
+
+// Argo CD masks a Secret's values in managed resources.
+fn hide_secret_data(key: &ResourceKey, mut object: Value) -> Value {
+    if key.group.is_empty() && key.kind == "Secret" {
+        for field in ["data", "stringData"] {
+            if let Some(values) = object.get_mut(field).and_then(Value::as_object_mut) {
+                for v in values.values_mut() {
+                    *v = json!("++++++++");
+                }
+            }
+        }
+    }
+    object
 }
 
 #[derive(Default)]
@@ -1545,6 +1856,7 @@ fn compare(rendered: &Rendered, live: &[Live], version: ArgoCdVersion) -> Vec<En
                     Some(l) => l.assessment.clone(),
                     None => Some(health::missing()),
                 },
+                target: Some(m.object.clone()),
             }
         })
         .collect();
@@ -1560,6 +1872,7 @@ fn compare(rendered: &Rendered, live: &[Live], version: ArgoCdVersion) -> Vec<En
             live: true,
             ignored: version.ignore_healthcheck_on_live() && l.ignored,
             health: l.assessment.clone(),
+            target: None,
         });
     }
     entries.sort_by(|a, b| a.key.cmp(&b.key));
@@ -1645,7 +1958,7 @@ mod tests {
             .to_string()
     }
 
-    fn drain(updates: &mut broadcast::Receiver<Change>) -> Vec<Value> {
+    fn drain(updates: &mut mpsc::Receiver<Change>) -> Vec<Value> {
         let mut out = Vec::new();
         while let Ok(change) = updates.try_recv() {
             out.push((*change.application).clone());
@@ -1666,7 +1979,7 @@ mod tests {
         w.refresh_health(t1); // the first rollout ends
         assert_eq!(health_of(&w), "Healthy");
         let before = w.application("web").unwrap();
-        let mut updates = w.subscribe();
+        let mut updates = w.subscribe(1024);
         let t2 = at(t0, Duration::from_secs(20));
         w.observe_tip(&sha('b'), &rendered("nginx:2"), &no_refresh, t2);
         let stages = drain(&mut updates);
@@ -1732,7 +2045,7 @@ mod tests {
         let t0 = Now::current();
         let rollout = Duration::from_secs(5);
         let mut w = world(rollout, t0);
-        let mut updates = w.subscribe();
+        let mut updates = w.subscribe(1024);
         w.observe_tip(
             &sha('a'),
             &rendered("nginx:does-not-exist"),
@@ -1779,7 +2092,7 @@ mod tests {
         let mut w = world(Duration::ZERO, t0);
         w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
         assert_eq!(health_of(&w), "Healthy", "no rollout time: healthy at once");
-        let mut updates = w.subscribe();
+        let mut updates = w.subscribe(1024);
         w.observe_tip(
             &sha('b'),
             &rendered("nginx:1"),
@@ -1806,7 +2119,7 @@ mod tests {
         let mut w = world_with(cfg, t0);
         w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
         let good = w.application("web").unwrap();
-        let mut updates = w.subscribe();
+        let mut updates = w.subscribe(1024);
         let t1 = at(t0, Duration::from_secs(5));
         w.observe_tip(&sha('b'), &broken(), &no_refresh, t1);
         assert!(drain(&mut updates).is_empty(), "hidden during the grace");
@@ -1857,7 +2170,7 @@ mod tests {
         cfg.retry_backoff = Duration::from_secs(1);
         let mut w = world_with(cfg, t0);
         w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
-        let mut updates = w.subscribe();
+        let mut updates = w.subscribe(1024);
         let failing = BTreeMap::from([(
             "web".to_string(),
             files(&deployment("nginx:2", "sandbox.greenlight.dev/apply: fail")),
@@ -2076,7 +2389,7 @@ mod tests {
         let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
         cfg.manual_sync.insert("web".into());
         let mut w = world_with(cfg, t0);
-        let mut updates = w.subscribe();
+        let mut updates = w.subscribe(1024);
         w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
         let app = w.application("web").unwrap();
         assert!(
@@ -2107,6 +2420,200 @@ mod tests {
         let app = w.application("web").unwrap();
         assert_eq!(app["status"]["operationState"]["phase"], "Succeeded");
         assert_eq!(app["status"]["sync"]["status"], "Synced");
+    }
+
+    #[test]
+    fn a_subscriber_whose_buffer_is_full_misses_updates_silently() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let mut slow = w.subscribe(2);
+        let mut roomy = w.subscribe(1024);
+        w.observe_tip(&sha('b'), &rendered("nginx:2"), &no_refresh, t0);
+        let all = drain(&mut roomy);
+        assert_eq!(all.len(), 5, "the five stages of a sync");
+        let kept = drain(&mut slow);
+        assert_eq!(
+            kept,
+            all[..2],
+            "the first two fit, the other three were dropped"
+        );
+        // Nothing is caught up later: the next update is the next thing the slow one gets.
+        w.observe_tip(
+            &sha('c'),
+            &rendered("nginx:2"),
+            &no_refresh,
+            at(t0, Duration::from_secs(1)),
+        );
+        let next = drain(&mut slow);
+        assert_eq!(next.len(), 1);
+        assert_eq!(next[0]["status"]["sync"]["revision"], sha('c'));
+        // A subscriber that went away is forgotten.
+        drop(slow);
+        w.observe_tip(
+            &sha('d'),
+            &rendered("nginx:2"),
+            &no_refresh,
+            at(t0, Duration::from_secs(2)),
+        );
+        assert_eq!(w.subscribers.len(), 1);
+    }
+
+    fn two_deployments(version: ArgoCdVersion) -> (World, Now) {
+        let t0 = Now::current();
+        let mut w = world_with(config(Duration::from_secs(5), version), t0);
+        let stuck = deployment("nginx:1", "sandbox.greenlight.dev/health: Progressing")
+            .replace("name: web", "name: stuck");
+        let both = format!("{}---\n{stuck}", deployment("nginx:1", ""));
+        w.observe_tip(
+            &sha('a'),
+            &BTreeMap::from([("web".to_string(), files(&both))]),
+            &no_refresh,
+            t0,
+        );
+        (w, t0)
+    }
+
+    fn resource_health(app: &Value, name: &str) -> Value {
+        app["status"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["kind"] == "Deployment" && r["name"] == name)
+            .unwrap()["health"]
+            .clone()
+    }
+
+    #[test]
+    fn under_app_tree_a_resource_only_health_change_is_no_update_but_get_shows_it() {
+        let (mut w, t0) = two_deployments(ArgoCdVersion::V3_5);
+        assert_eq!(health_of(&w), "Progressing");
+        let before = w.application("web").unwrap();
+        let served = w.application_served("web").unwrap();
+        assert_eq!(resource_health(&served, "web")["status"], "Progressing");
+        let mut updates = w.subscribe(1024);
+        // web's rollout ends; stuck keeps the app Progressing.
+        w.tick(at(t0, Duration::from_secs(5)));
+        assert!(drain(&mut updates).is_empty(), "nothing app-level changed");
+        assert_eq!(
+            w.application("web").unwrap(),
+            before,
+            "no resourceVersion bump"
+        );
+        let served = w.application_served("web").unwrap();
+        assert_eq!(
+            resource_health(&served, "web"),
+            json!({"status": "Healthy"})
+        );
+        assert_eq!(resource_health(&served, "stuck")["status"], "Progressing");
+        assert_eq!(
+            resource_health(&before, "web"),
+            Value::Null,
+            "stored without health"
+        );
+    }
+
+    #[test]
+    fn inline_a_resource_only_health_change_is_an_update() {
+        let (mut w, t0) = two_deployments(ArgoCdVersion::V2_14);
+        let mut updates = w.subscribe(1024);
+        w.tick(at(t0, Duration::from_secs(5)));
+        let changes = drain(&mut updates);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0]["status"]["health"]["status"], "Progressing");
+        assert_eq!(
+            resource_health(&changes[0], "web"),
+            json!({"status": "Healthy"})
+        );
+        // No re-fill under 2.14: Get serves what is stored.
+        assert_eq!(
+            w.application_served("web").unwrap(),
+            w.application("web").unwrap()
+        );
+    }
+
+    #[test]
+    fn the_tree_has_children_missing_nodes_and_each_resources_own_health() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        let text = format!(
+            "{}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  annotations: {{sandbox.greenlight.dev/apply: fail}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n",
+            deployment(
+                "nginx:does-not-exist",
+                "argocd.argoproj.io/ignore-healthcheck: 'true'"
+            )
+        );
+        w.observe_tip(
+            &sha('a'),
+            &BTreeMap::from([("web".to_string(), files(&text))]),
+            &no_refresh,
+            t0,
+        );
+        let tree = w.resource_tree("web").unwrap();
+        assert_eq!(
+            tree.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["nodes"],
+            "empty orphanedNodes and hosts are left out"
+        );
+        let nodes = tree["nodes"].as_array().unwrap();
+        let names: Vec<String> = nodes
+            .iter()
+            .map(|n| {
+                format!(
+                    "{}/{}",
+                    n["kind"].as_str().unwrap(),
+                    n["name"].as_str().unwrap()
+                )
+            })
+            .collect();
+        let deploy = nodes.iter().find(|n| n["kind"] == "Deployment").unwrap();
+        let rs = nodes.iter().find(|n| n["kind"] == "ReplicaSet").unwrap();
+        let pod = nodes.iter().find(|n| n["kind"] == "Pod").unwrap();
+        let rs_name = rs["name"].as_str().unwrap();
+        assert!(
+            rs_name.starts_with("web-") && rs_name.len() == 14,
+            "{rs_name}"
+        );
+        assert_eq!(
+            names,
+            [
+                "ConfigMap/cfg".to_string(),
+                "ConfigMap/held".to_string(),
+                format!("Pod/{}", pod["name"].as_str().unwrap()),
+                "Deployment/web".to_string(),
+                format!("ReplicaSet/{rs_name}"),
+            ],
+            "sorted by group/kind/namespace/name"
+        );
+        // ignore-healthcheck is not applied in the tree.
+        assert_eq!(deploy["health"]["status"], "Degraded");
+        assert_eq!(
+            rs["parentRefs"],
+            json!([{"group": "apps", "kind": "Deployment", "namespace": "default", "name": "web", "uid": deploy["uid"]}])
+        );
+        assert_eq!(rs["health"], json!({"status": "Degraded"}));
+        assert_eq!(
+            pod["parentRefs"],
+            json!([{"group": "apps", "kind": "ReplicaSet", "namespace": "default", "name": rs_name, "uid": rs["uid"]}])
+        );
+        assert!(pod.get("group").is_none());
+        assert_eq!(pod["images"], json!(["nginx:does-not-exist"]));
+        // A ConfigMap has no health check; one not created is a synthesized Missing node.
+        let cfg = nodes.iter().find(|n| n["name"] == "cfg").unwrap();
+        assert!(cfg.get("health").is_none() && cfg.get("uid").is_some());
+        let held = nodes.iter().find(|n| n["name"] == "held").unwrap();
+        assert_eq!(
+            held,
+            &json!({"version": "v1", "kind": "ConfigMap", "namespace": "default", "name": "held", "health": {"status": "Missing"}})
+        );
+        // Get's re-fill copies the tree, ignored or not.
+        let served = w.application_served("web").unwrap();
+        assert_eq!(resource_health(&served, "web")["status"], "Degraded");
+        assert_eq!(
+            health_of(&w),
+            "Missing",
+            "3.5: the ignored one left out; held not created"
+        );
     }
 
     #[test]

@@ -159,31 +159,51 @@ fn history_len(app: &Value) -> usize {
     app["status"]["history"].as_array().map_or(0, Vec::len)
 }
 
+/// The resource tree's node of `kind` named `name` (`Value::Null` when there is none).
+fn node(tree: &Value, kind: &str, name: &str) -> Value {
+    tree["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|n| n["kind"] == kind && n["name"] == name)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
 /// The stream's events, one parsed JSON line each; `None` marks the end of the stream (or an
 /// error cutting it).
 struct Events {
     rx: mpsc::UnboundedReceiver<Option<Value>>,
 }
 
+type Body =
+    std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<axum::body::Bytes>> + Send>>;
+
+fn stream_url(base: &str, query: &str) -> String {
+    format!("{base}/api/v1/stream/applications{query}")
+}
+
 impl Events {
     async fn open(base: &str, query: &str) -> Events {
-        let response = client()
-            .get(format!("{base}/api/v1/stream/applications{query}"))
-            .send()
-            .await
-            .unwrap();
+        let response = client().get(stream_url(base, query)).send().await.unwrap();
         assert_eq!(response.status().as_u16(), 200);
+        Events::read(Box::pin(response.bytes_stream()), Vec::new())
+    }
+
+    /// Parses `body` (after the bytes already taken, `pending`) line by line from now on.
+    fn read(mut body: Body, mut pending: Vec<u8>) -> Events {
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(async move {
-            let mut body = response.bytes_stream();
-            let mut pending: Vec<u8> = Vec::new();
-            while let Some(Ok(chunk)) = body.next().await {
-                pending.extend_from_slice(&chunk);
+            loop {
                 while let Some(nl) = pending.iter().position(|b| *b == b'\n') {
                     let line: Vec<u8> = pending.drain(..=nl).collect();
                     let _ = tx.send(Some(
                         serde_json::from_slice(&line).expect("each line is JSON"),
                     ));
+                }
+                match body.next().await {
+                    Some(Ok(chunk)) => pending.extend_from_slice(&chunk),
+                    _ => break,
                 }
             }
             let _ = tx.send(None);
@@ -216,6 +236,71 @@ impl Events {
             }
         }
     }
+}
+
+/// A stream's bytes as they arrive, for the exact wire format.
+struct Raw {
+    rx: mpsc::UnboundedReceiver<Option<axum::body::Bytes>>,
+    text: String,
+    ended: bool,
+}
+
+impl Raw {
+    fn read(response: reqwest::Response) -> Raw {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut body = response.bytes_stream();
+            while let Some(Ok(chunk)) = body.next().await {
+                let _ = tx.send(Some(chunk));
+            }
+            let _ = tx.send(None);
+        });
+        Raw {
+            rx,
+            text: String::new(),
+            ended: false,
+        }
+    }
+
+    /// Reads until the text received so far satisfies `done`; returns it.
+    async fn until(&mut self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        while !done(&self.text) {
+            assert!(
+                !self.ended,
+                "the stream ended before {what}: {:?}",
+                self.text
+            );
+            match tokio::time::timeout(WAIT, self.rx.recv()).await {
+                Ok(Some(Some(chunk))) => self.text.push_str(std::str::from_utf8(&chunk).unwrap()),
+                Ok(_) => self.ended = true,
+                Err(_) => panic!("timed out waiting for {what}: {:?}", self.text),
+            }
+        }
+        self.text.clone()
+    }
+
+    /// Reads to the end of the stream; returns everything received.
+    async fn read_to_end(&mut self) -> String {
+        while !self.ended {
+            match tokio::time::timeout(WAIT, self.rx.recv()).await {
+                Ok(Some(Some(chunk))) => self.text.push_str(std::str::from_utf8(&chunk).unwrap()),
+                Ok(_) => self.ended = true,
+                Err(_) => panic!("the stream did not end: {:?}", self.text),
+            }
+        }
+        self.text.clone()
+    }
+}
+
+async fn open_raw(base: &str, query: &str, accept: &str) -> reqwest::Response {
+    let response = client()
+        .get(stream_url(base, query))
+        .header("Accept", accept)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    response
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -258,11 +343,16 @@ async fn first_sync_is_finished_when_start_returns_and_speaks_argo_cds_shape() {
     let resources = a["status"]["resources"].as_array().unwrap();
     assert_eq!(resources.len(), 3);
     for r in resources {
-        assert!(
-            r.get("health").is_none(),
-            "Argo CD >= 3.0 keeps resource health out of the CR: {r}"
-        );
         assert_eq!(r["status"], "Synced");
+        // Argo CD >= 3.0 keeps resource health in the tree; Get re-fills it from there.
+        let expected = match r["kind"].as_str().unwrap() {
+            "Deployment" => {
+                serde_json::json!({"status": "Progressing", "message": "Waiting for rollout to finish: 0 of 2 updated replicas are available..."})
+            }
+            "Service" => serde_json::json!({"status": "Healthy"}),
+            _ => Value::Null,
+        };
+        assert_eq!(r["health"], expected, "{r}");
     }
     let deploy = resources
         .iter()
@@ -278,6 +368,9 @@ async fn first_sync_is_finished_when_start_returns_and_speaks_argo_cds_shape() {
     let (status, list) = get(&s.base, "/api/v1/applications").await;
     assert_eq!(status, 200);
     assert_eq!(list["items"].as_array().unwrap().len(), 1);
+    for r in list["items"][0]["status"]["resources"].as_array().unwrap() {
+        assert!(r.get("health").is_none(), "the list is as stored: {r}");
+    }
     assert!(
         list["metadata"]["resourceVersion"]
             .as_str()
@@ -598,9 +691,10 @@ async fn the_health_annotation_overrides_the_model() {
     assert_eq!(health(&s.sandbox.application("forced").unwrap()), "Healthy");
     assert_eq!(health(&s.sandbox.application("gone").unwrap()), "Missing");
     let (_, tree) = get(&s.base, "/api/v1/applications/gone/resource-tree").await;
-    assert_eq!(tree["nodes"][0]["health"]["status"], "Missing");
+    let gone = node(&tree, "ConfigMap", "gone");
+    assert_eq!(gone["health"]["status"], "Missing");
     assert!(
-        tree["nodes"][0]["health"]["message"]
+        gone["health"]["message"]
             .as_str()
             .unwrap()
             .contains("sandbox.greenlight.dev/health")
@@ -611,12 +705,11 @@ async fn the_health_annotation_overrides_the_model() {
         "spec.paused, as Argo CD"
     );
     // ignore-healthcheck: the resource reports Degraded in the tree, the app leaves it out.
-    let tree = eventually("the ignored resource Degraded", || async {
+    eventually("the ignored resource Degraded", || async {
         let (_, tree) = get(&s.base, "/api/v1/applications/ignored/resource-tree").await;
-        (tree["nodes"][0]["health"]["status"] == "Degraded").then_some(tree)
+        (node(&tree, "Deployment", "ignored")["health"]["status"] == "Degraded").then_some(tree)
     })
     .await;
-    assert_eq!(tree["nodes"][0]["name"], "ignored");
     assert_eq!(health(&app(&s.base, "ignored").await), "Healthy");
 
     remote.write("apps/held/d.yaml", &deployment("held", "nginx:1.27"));
@@ -754,8 +847,8 @@ async fn a_helm_app_reports_its_chart_version_as_the_revision() {
     assert_eq!(mon["status"]["sourceType"], "Helm");
     assert_eq!((sync_status(&mon), health(&mon)), ("Synced", "Healthy"));
     let (_, tree) = get(&s.base, "/api/v1/applications/mon/resource-tree").await;
-    assert_eq!(tree["nodes"][0]["name"], "kube-prometheus-stack");
-    assert_eq!(tree["nodes"][0]["health"]["status"], "Healthy");
+    let chart = node(&tree, "Deployment", "kube-prometheus-stack");
+    assert_eq!(chart["health"]["status"], "Healthy");
 
     // A git commit moves the directory app, not the chart.
     remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
@@ -829,26 +922,42 @@ async fn start_paused_apps_are_never_synced_until_resumed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_outage_answers_503_and_cuts_open_streams() {
+async fn an_outage_answers_503_and_ends_open_streams_with_the_error_chunk() {
     let (remote, _) = web_remote("nginx:1.27");
     let (config, log) = config(&remote.repo(), &["web=apps/web"]);
     let s = start(config, log).await;
-    let mut events = Events::open(&s.base, "").await;
-    assert_eq!(events.next().await.unwrap()["result"]["type"], "ADDED");
+    let mut plain = Raw::read(open_raw(&s.base, "?name=web", "application/json").await);
+    let mut sse = Raw::read(open_raw(&s.base, "?name=web", "text/event-stream").await);
+    plain.until("the ADDED line", |t| t.contains('\n')).await;
+    sse.until("the ADDED frame", |t| t.contains(" \n\n\n"))
+        .await;
+    // A stream still waiting for its first message (nothing visible) when the outage begins.
+    let waiting = tokio::spawn(client().get(stream_url(&s.base, "?name=nope")).send());
 
     let started = Instant::now();
     assert_eq!(post(&s.base, "/sandbox/v1/outage?seconds=2").await, 200);
-    // The stream ends (the connection is aborted) even though nothing changed.
-    loop {
-        match events.next().await {
-            None => break,
-            Some(event) => assert_eq!(event["result"]["type"], "MODIFIED"),
-        }
-    }
+    // Open streams end with grpc-gateway's error chunk: no delimiter after it.
+    let chunk = r#"{"error":{"grpc_code":14,"http_code":503,"message":"the Argo CD API is unavailable (sandbox outage)","http_status":"Service Unavailable"}}"#;
+    let text = plain.read_to_end().await;
+    let (_, tail) = text.split_once('\n').unwrap();
+    assert_eq!(tail, chunk, "{text}");
+    let text = sse.read_to_end().await;
+    let (_, tail) = text.split_once(" \n\n\n").unwrap();
+    assert_eq!(tail, format!("data: {chunk} \n\n"), "{text}");
+    // Before anything was written, the status is the error's and the body the usual one.
+    let refused = tokio::time::timeout(WAIT, waiting)
+        .await
+        .expect("answered")
+        .unwrap()
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 503);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["code"], 14, "{body}");
     for path in [
         "/api/v1/applications",
         "/api/v1/applications/web",
         "/api/v1/applications/web/resource-tree",
+        "/api/v1/applications/web/managed-resources",
         "/api/v1/stream/applications",
     ] {
         let (status, body) = get(&s.base, path).await;
@@ -907,7 +1016,13 @@ async fn the_token_is_checked_on_every_api_route_only_when_configured() {
         let none = client().get(&url).send().await.unwrap();
         assert_eq!(none.status().as_u16(), 401, "{path}");
         let body: Value = none.json().await.unwrap();
-        assert_eq!(body["code"], 16);
+        // The stream too: its auth check fails before the stream's headers, so the answer is
+        // the usual error body, not a stream error chunk.
+        assert_eq!(
+            body,
+            serde_json::json!({"error": "no session information", "code": 16, "message": "no session information"}),
+            "{path}"
+        );
         let wrong = client()
             .get(&url)
             .bearer_auth("s3cret-token-valuX")
@@ -1086,6 +1201,17 @@ async fn configuration_errors_name_the_flag() {
         "--retry-backoff"
     );
 
+    let (mut c, _) = config(&remote.repo(), &["web=apps/web"]);
+    c.stream_buffer = 0;
+    assert_eq!(
+        flag_of(greenlight_sandbox::start(c).await).0,
+        "--stream-buffer"
+    );
+
+    let (mut c, _) = config(&remote.repo(), &["web=apps/web"]);
+    c.heartbeat = Duration::ZERO;
+    assert_eq!(flag_of(greenlight_sandbox::start(c).await).0, "--heartbeat");
+
     let empty = Remote::new("main");
     let (c, _) = config(&empty.repo(), &["web=apps/web"]);
     let (flag, message) = flag_of(greenlight_sandbox::start(c).await);
@@ -1146,32 +1272,59 @@ async fn an_app_whose_path_does_not_exist_yet_is_a_comparison_error_until_a_comm
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_stream_speaks_server_sent_events_when_asked() {
+async fn the_stream_speaks_server_sent_events_with_heartbeats_only_when_asked_exactly() {
     let (remote, _) = web_remote("nginx:1.27");
-    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let (mut config, log) = config(&remote.repo(), &["web=apps/web"]);
+    config.rollout_time = Duration::ZERO;
+    config.heartbeat = Duration::from_millis(200);
     let s = start(config, log).await;
-    let response = client()
-        .get(format!("{}/api/v1/stream/applications?name=web", s.base))
-        .header("Accept", "text/event-stream")
-        .send()
-        .await
-        .unwrap();
+    let response = open_raw(&s.base, "?name=web", "text/event-stream").await;
     assert_eq!(response.headers()["content-type"], "text/event-stream");
-    let mut body = response.bytes_stream();
-    let mut text = String::new();
-    while !text.contains("\n\n") {
-        let chunk = tokio::time::timeout(WAIT, body.next())
-            .await
-            .expect("a frame")
-            .expect("open")
-            .unwrap();
-        text.push_str(std::str::from_utf8(&chunk).unwrap());
-    }
-    let frame = text.split("\n\n").next().unwrap();
+    assert_eq!(response.headers()["x-content-type-options"], "nosniff");
+    let mut sse = Raw::read(response);
+    let plain_response =
+        open_raw(&s.base, "?name=web", "text/event-stream, application/json").await;
+    assert_eq!(
+        plain_response.headers()["content-type"],
+        "application/json",
+        "SSE only for exactly text/event-stream"
+    );
+    let mut plain = Raw::read(plain_response);
+    // One frame, `data: <json> \n\n` then the gateway's `\n` delimiter; then heartbeats.
+    let text = sse
+        .until("three heartbeats", |t| t.matches(":\n").count() >= 3)
+        .await;
+    let (frame, rest) = text.split_once(" \n\n\n").expect("a data frame");
     let event: Value =
         serde_json::from_str(frame.strip_prefix("data: ").expect("an SSE data frame")).unwrap();
     assert_eq!(event["result"]["type"], "ADDED");
     assert_eq!(event["result"]["application"]["metadata"]["name"], "web");
+    assert_eq!(
+        rest,
+        ":\n".repeat(rest.len() / 2),
+        "nothing but heartbeats while nothing changes"
+    );
+    // Plain JSON gets no heartbeats: only lines of JSON up to the next update.
+    remote.write("README.md", "marker\n");
+    let marker = remote.commit_push("marker");
+    let text = plain
+        .until("the marker", |t| t.contains(&marker) && t.ends_with('\n'))
+        .await;
+    for line in text.lines() {
+        let event: Value = serde_json::from_str(line).expect("a JSON line, not a heartbeat");
+        assert!(event.get("result").is_some(), "{line}");
+    }
+    // With nothing to send, an SSE stream sends nothing at all, heartbeats included: they start
+    // with the first message.
+    let nothing = tokio::time::timeout(
+        Duration::from_millis(1000),
+        client()
+            .get(stream_url(&s.base, "?name=nope"))
+            .header("Accept", "text/event-stream")
+            .send(),
+    )
+    .await;
+    assert!(nothing.is_err(), "headers with no message: {nothing:?}");
     s.sandbox.shutdown().await;
 }
 
@@ -1322,20 +1475,26 @@ async fn argo_cd_versions_differ_in_resource_health_and_missing_resources() {
                 "ignore-healthcheck: none inline"
             );
         } else {
+            // Get re-fills each resource's health from the tree, as it is there: no health for a
+            // ConfigMap, and the ignored one Degraded (ignore-healthcheck is for the app only).
+            let healthy = Some(serde_json::json!({"status": "Healthy"}));
+            assert_eq!(of("web", "Deployment"), healthy, "{version}");
+            assert_eq!(of("web", "Service"), healthy, "{version}");
+            assert_eq!(of("web-config", "ConfigMap"), None, "{version}");
+            let ignored = of("ignored", "Deployment").unwrap();
+            assert_eq!(ignored["status"], "Degraded", "{version}");
+            // The list is the stored object: no resource health at all.
+            let (_, list) = get(&s.base, "/api/v1/applications?name=web").await;
+            let listed = list["items"][0]["status"]["resources"].as_array().unwrap();
+            assert_eq!(listed.len(), resources.len());
             assert!(
-                resources.iter().all(|r| r.get("health").is_none()),
-                "{version}: {resources:?}"
+                listed.iter().all(|r| r.get("health").is_none()),
+                "{version}: {listed:?}"
             );
         }
         // The tree has every live resource's health, in every version.
         let (_, tree) = get(&s.base, "/api/v1/applications/web/resource-tree").await;
-        let ignored = tree["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|n| n["name"] == "ignored")
-            .unwrap()
-            .clone();
+        let ignored = node(&tree, "Deployment", "ignored");
         assert_eq!(ignored["health"]["status"], "Degraded", "{version}");
 
         // held: the Deployment exists, the ConfigMap never does.
@@ -1346,6 +1505,36 @@ async fn argo_cd_versions_differ_in_resource_health_and_missing_resources() {
         })
         .await;
         assert_eq!(phase(&held), "Running", "{version}: backing off");
+        // The ConfigMap never created: a Missing node, and Missing re-filled (or inline).
+        let (_, tree) = get(&s.base, "/api/v1/applications/held/resource-tree").await;
+        let cm = node(&tree, "ConfigMap", "held");
+        assert_eq!(cm["health"], serde_json::json!({"status": "Missing"}));
+        assert!(
+            cm.get("uid").is_none() && cm.get("resourceVersion").is_none(),
+            "{cm}"
+        );
+        if !inline {
+            let refilled = app_where(&s.base, "held", "the Deployment's health re-filled", |a| {
+                a["status"]["resources"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|r| r["kind"] == "Deployment" && r["health"]["status"] == "Healthy")
+            })
+            .await;
+            let cm = refilled["status"]["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["kind"] == "ConfigMap")
+                .unwrap()
+                .clone();
+            assert_eq!(
+                cm["health"],
+                serde_json::json!({"status": "Missing"}),
+                "{version}"
+            );
+        }
         if inline {
             let held = app_where(&s.base, "held", "inline health refreshed", |a| {
                 a["status"]["resources"]
@@ -1752,5 +1941,681 @@ async fn a_hydrator_app_has_a_source_hydrator_and_no_source() {
     )
     .await;
     assert_eq!((status, answer["message"].as_str()), (400, Some(message)));
+    s.sandbox.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The stream as Argo CD's gateway writes it
+
+/// Waits until the app's revision is `rev` and its operation for it is over, Synced.
+async fn landed(base: &str, name: &str, rev: &str) -> Value {
+    app_where(base, name, "the commit landed", |a| {
+        synced_at(a, rev) && revision(a) == rev && sync_status(a) == "Synced"
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_sends_its_burst_before_subscribing_so_an_update_in_between_is_lost() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (mut config, log) = config(&remote.repo(), &["web=apps/web"]);
+    config.rollout_time = Duration::ZERO;
+    let gap = Duration::from_secs(4);
+    config.stream_subscribe_delay = gap;
+    let s = start(config, log).await;
+    let opened = Instant::now();
+    let mut events = Events::open(&s.base, "?name=web").await;
+    assert_eq!(events.next().await.unwrap()["result"]["type"], "ADDED");
+
+    // A whole sync lands between the burst and the subscription.
+    remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
+    let lost = remote.commit_push("in the gap");
+    landed(&s.base, "web", &lost).await;
+    assert!(
+        opened.elapsed() < gap,
+        "the commit took longer than the gap to land: nothing to conclude"
+    );
+    // Then README-only commits (one update each), one at a time, until one comes through.
+    let deadline = Instant::now() + gap + WAIT;
+    let mut marker = lost.clone();
+    let first = loop {
+        if let Ok(event) = events.rx.try_recv() {
+            break event.expect("the stream is open");
+        }
+        assert!(Instant::now() < deadline, "no update ever came through");
+        if revision(&app(&s.base, "web").await) == marker {
+            remote.write("README.md", &format!("after {marker}\n"));
+            marker = remote.commit_push("after the gap");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(first["result"]["type"], "MODIFIED");
+    let application = &first["result"]["application"];
+    assert_ne!(revision(application), lost, "an update of the gap was sent");
+    assert_eq!(sync_status(application), "Synced");
+    assert!(
+        synced_at(application, &lost),
+        "the gap's sync happened, unseen on this stream: {application}"
+    );
+    s.sandbox.shutdown().await;
+}
+
+/// An HTTP/1.1 stream read off a socket by hand, so that the test decides when (and whether)
+/// anything is read: the status line and headers, and the de-chunked body.
+struct Wire {
+    socket: tokio::net::TcpStream,
+    buf: Vec<u8>,
+    pos: usize,
+    head: Option<String>,
+    body: Vec<u8>,
+}
+
+impl Wire {
+    /// Connects with a small receive buffer (so that little waits in the kernel for a client
+    /// that does not read) and sends `GET <path>`.
+    async fn get(addr: std::net::SocketAddr, path: &str) -> Wire {
+        use tokio::io::AsyncWriteExt as _;
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(16 * 1024).unwrap();
+        let mut socket = socket.connect(addr).await.unwrap();
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\n\r\n");
+        socket.write_all(request.as_bytes()).await.unwrap();
+        Wire {
+            socket,
+            buf: Vec::new(),
+            pos: 0,
+            head: None,
+            body: Vec::new(),
+        }
+    }
+
+    async fn read_some(&mut self) -> bool {
+        use tokio::io::AsyncReadExt as _;
+        let mut chunk = vec![0u8; 64 * 1024];
+        let n = tokio::time::timeout(WAIT, self.socket.read(&mut chunk))
+            .await
+            .expect("data within the timeout")
+            .unwrap();
+        self.buf.extend_from_slice(&chunk[..n]);
+        self.decode();
+        n > 0
+    }
+
+    /// Reads up to the end of the status line and headers.
+    async fn head(&mut self) -> String {
+        while self.head.is_none() {
+            assert!(self.read_some().await, "closed before the headers");
+        }
+        self.head.clone().unwrap()
+    }
+
+    /// From now on, reads everything as it comes: the body's lines, parsed.
+    fn into_events(mut self) -> Events {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            loop {
+                while let Some(nl) = self.body.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = self.body.drain(..=nl).collect();
+                    let _ = tx.send(Some(
+                        serde_json::from_slice(&line).expect("each line is JSON"),
+                    ));
+                }
+                if !self.read_some().await {
+                    break;
+                }
+            }
+            let _ = tx.send(None);
+        });
+        Events { rx }
+    }
+
+    fn decode(&mut self) {
+        let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+        if self.head.is_none() {
+            let Some(end) = find(&self.buf, b"\r\n\r\n") else {
+                return;
+            };
+            self.head = Some(String::from_utf8_lossy(&self.buf[..end]).into_owned());
+            self.pos = end + 4;
+        }
+        loop {
+            let rest = &self.buf[self.pos..];
+            let Some(nl) = find(rest, b"\r\n") else {
+                return;
+            };
+            let size =
+                usize::from_str_radix(std::str::from_utf8(&rest[..nl]).unwrap(), 16).unwrap();
+            if size == 0 || rest.len() < nl + 2 + size + 2 {
+                return;
+            }
+            self.body.extend_from_slice(&rest[nl + 2..nl + 2 + size]);
+            self.pos += nl + 2 + size + 2;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_whose_client_does_not_read_loses_updates_silently() {
+    // An app of a thousand objects: each update of it is a few hundred kB on the wire, so that
+    // a client not reading soon fills what the sockets hold, then the stream's buffer.
+    let remote = Remote::new("main");
+    let mut manifests = deployment("big", "nginx:1");
+    for i in 0..1000 {
+        manifests.push_str(&format!(
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings-{i}\n"
+        ));
+    }
+    remote.write("apps/big/all.yaml", &manifests);
+    remote.commit_push("big");
+    let (mut config, log) = config(&remote.repo(), &["big=apps/big"]);
+    config.rollout_time = Duration::ZERO;
+    // Room for a whole sync (five updates) and one more.
+    config.stream_buffer = 6;
+    let s = start(config, log).await;
+    let mut reading = Events::open(&s.base, "?name=big").await;
+    assert_eq!(reading.next().await.unwrap()["result"]["type"], "ADDED");
+    let mut idle = Wire::get(s.sandbox.addr(), "/api/v1/stream/applications?name=big").await;
+    assert!(idle.head().await.starts_with("HTTP/1.1 200"));
+
+    // Twelve syncs land while `idle` reads nothing; `reading` takes each as it comes.
+    let mut commits = Vec::new();
+    let mut kept = 0;
+    for i in 2..14 {
+        remote.write(
+            "apps/big/all.yaml",
+            &manifests.replace("nginx:1", &format!("nginx:{i}")),
+        );
+        let commit = remote.commit_push(&format!("big: nginx:{i}"));
+        kept += reading
+            .until("the sync", |a| {
+                synced_at(a, &commit) && sync_status(a) == "Synced"
+            })
+            .await
+            .len();
+        commits.push(commit);
+    }
+    assert_eq!(
+        kept,
+        commits.len() * 5,
+        "a client that reads gets every update"
+    );
+
+    // `idle` reads again: what the sockets and its buffer kept, then (one at a time, until one
+    // comes through) README-only commits made from now on.
+    let mut idle = idle.into_events();
+    let mut seen: Vec<Value> = Vec::new();
+    let mut markers: Vec<String> = Vec::new();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        while let Ok(event) = idle.rx.try_recv() {
+            seen.push(event.expect("the stream is open")["result"]["application"].clone());
+        }
+        if seen
+            .iter()
+            .any(|a| markers.iter().any(|m| revision(a) == m))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no update after reading again");
+        let last = markers.last().cloned().unwrap_or_default();
+        if markers.is_empty() || revision(&app(&s.base, "big").await) == last {
+            remote.write("README.md", &format!("marker {}\n", markers.len()));
+            markers.push(remote.commit_push("marker"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let of_the_syncs = seen
+        .iter()
+        .filter(|a| commits.iter().any(|c| revision(a) == c))
+        .count();
+    assert!(
+        of_the_syncs < commits.len() * 5,
+        "{of_the_syncs} of {} updates: none dropped",
+        commits.len() * 5
+    );
+    // Silently: no error, no catch-up; what was dropped is not sent later, nothing twice.
+    let versions: Vec<u64> = seen
+        .iter()
+        .map(|a| {
+            a["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(versions.windows(2).all(|v| v[0] < v[1]), "{versions:?}");
+    s.sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_identical_to_the_last_one_sent_for_its_app_is_not_sent_again() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (mut config, log) = config(&remote.repo(), &["web=apps/web"]);
+    config.rollout_time = Duration::ZERO;
+    let s = start(config, log).await;
+    let fields = "?name=web&fields=result.type,result.application.metadata.name,result.application.status.sync.status";
+    let mut events = Events::open(&s.base, fields).await;
+    let message = |kind: &str, sync: &str| serde_json::json!({"result": {"type": kind, "application": {"metadata": {"name": "web"}, "status": {"sync": {"status": sync}}}}});
+    assert_eq!(events.next().await.unwrap(), message("ADDED", "Synced"));
+    for image in ["nginx:1.28", "nginx:1.29"] {
+        // Five updates each: OutOfSync four times (comparison, operation, history, Succeeded),
+        // then Synced. Selected down to the sync status, they are sent as two messages.
+        remote.write("apps/web/web.yaml", &web_manifests(image));
+        let commit = remote.commit_push(image);
+        assert_eq!(
+            events.next().await.unwrap(),
+            message("MODIFIED", "OutOfSync")
+        );
+        assert_eq!(events.next().await.unwrap(), message("MODIFIED", "Synced"));
+        landed(&s.base, "web", &commit).await;
+    }
+    s.sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_sends_no_headers_before_its_first_message() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (mut config, log) = config(&remote.repo(), &["web=apps/web"]);
+    config.rollout_time = Duration::ZERO;
+    let s = start(config, log).await;
+    // Nothing visible: no status line, no headers, however long the client waits.
+    for query in [
+        "?name=nope",
+        "?projects=elsewhere",
+        "?project=elsewhere",
+        "?name=web&appNamespace=elsewhere",
+    ] {
+        let answer = tokio::time::timeout(
+            Duration::from_millis(300),
+            client().get(stream_url(&s.base, query)).send(),
+        )
+        .await;
+        assert!(answer.is_err(), "{query}: an answer before any message");
+    }
+    // `resourceVersion` skips the burst (it is no resume): the first message is the next update.
+    let (_, list) = get(&s.base, "/api/v1/applications").await;
+    let version = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut no_burst = tokio::spawn(
+        client()
+            .get(stream_url(&s.base, &format!("?resourceVersion={version}")))
+            .send(),
+    );
+    // With a name the burst is sent, but an app older than resourceVersion is left out of it.
+    let newer = version.parse::<u64>().unwrap() + 1;
+    let mut filtered = tokio::spawn(
+        client()
+            .get(stream_url(
+                &s.base,
+                &format!("?name=web&resourceVersion={newer}"),
+            ))
+            .send(),
+    );
+    for waiting in [&mut no_burst, &mut filtered] {
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), waiting)
+                .await
+                .is_err(),
+            "an answer before any message"
+        );
+    }
+    remote.write("README.md", "news\n");
+    let news = remote.commit_push("news");
+    for waiting in [no_burst, filtered] {
+        let response = tokio::time::timeout(WAIT, waiting)
+            .await
+            .expect("headers with the first message")
+            .unwrap()
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        let mut events = Events::read(Box::pin(response.bytes_stream()), Vec::new());
+        let first = events.next().await.unwrap();
+        assert_eq!(first["result"]["type"], "MODIFIED", "no ADDED burst");
+        assert_eq!(revision(&first["result"]["application"]), news);
+    }
+    s.sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fields_select_what_the_list_and_the_stream_carry() {
+    let (remote, first) = web_remote("nginx:1.27");
+    let (config, log) = config(&remote.repo(), &["web=apps/web", "copy=apps/web"]);
+    let s = start(config, log).await;
+    let (_, all) = get(&s.base, "/api/v1/applications").await;
+    let version = all["metadata"]["resourceVersion"].clone();
+
+    // The list selects from Argo CD's fixed set of item fields; the list's metadata stays whole.
+    // `items.status.sync.revision` is not in that set: it is not there.
+    let (status, list) = get(
+        &s.base,
+        "/api/v1/applications?fields=metadata.resourceVersion,items.metadata.name,items.status.sync.status,items.status.sync.revision",
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        list,
+        serde_json::json!({"metadata": {"resourceVersion": version}, "items": [
+            {"metadata": {"name": "copy"}, "status": {"sync": {"status": "Synced"}}},
+            {"metadata": {"name": "web"}, "status": {"sync": {"status": "Synced"}}},
+        ]})
+    );
+    // A leading `-` excludes: every field of the set but those listed.
+    let (_, list) = get(
+        &s.base,
+        "/api/v1/applications?name=web&fields=-items.status.resources,items.spec",
+    )
+    .await;
+    let item = &list["items"][0];
+    assert!(
+        item.get("spec").is_none() && item["status"].get("resources").is_none(),
+        "{item}"
+    );
+    assert_eq!(
+        item["status"]["health"],
+        all["items"][1]["status"]["health"]
+    );
+    assert_eq!(item["status"]["operationState"]["phase"], "Succeeded");
+    assert_eq!(
+        item["status"]["operationState"]["operation"]["sync"]["revision"], first,
+        "Argo CD answers syncResult under this name"
+    );
+    assert!(item["status"]["sync"].get("revision").is_none(), "{item}");
+    let (_, none) = get(
+        &s.base,
+        "/api/v1/applications?name=nope&fields=items.metadata.name",
+    )
+    .await;
+    assert_eq!(none["items"], Value::Null);
+
+    // The stream selects any path from the message's root, arrays walked through.
+    let mut events = Events::open(
+        &s.base,
+        "?name=web&fields=result.type,result.application.metadata.name,result.application.status.resources.kind",
+    )
+    .await;
+    assert_eq!(
+        events.next().await.unwrap(),
+        serde_json::json!({"result": {"type": "ADDED", "application": {
+            "metadata": {"name": "web"},
+            "status": {"resources": [{"kind": "ConfigMap"}, {"kind": "Service"}, {"kind": "Deployment"}]},
+        }}})
+    );
+    let mut events = Events::open(
+        &s.base,
+        "?name=web&fields=-result.application.status,result.application.spec",
+    )
+    .await;
+    let event = events.next().await.unwrap();
+    let application = event["result"]["application"].as_object().unwrap();
+    assert_eq!(
+        application.keys().collect::<Vec<_>>(),
+        ["apiVersion", "kind", "metadata"]
+    );
+    assert_eq!(event["result"]["type"], "ADDED");
+    s.sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_app_tree_a_resource_only_health_change_is_not_an_update() {
+    for version in ["3.5", "2.14"] {
+        let remote = Remote::new("main");
+        // `stuck` keeps the app Degraded whatever `web` does.
+        remote.write(
+            "apps/web/web.yaml",
+            &format!(
+                "{}---\n{}",
+                deployment("web", "registry.local/web:1.0"),
+                deployment("stuck", "registry.local/web:1.0").replace(
+                    "  name: stuck\n",
+                    "  name: stuck\n  annotations:\n    sandbox.greenlight.dev/health: Degraded\n"
+                )
+            ),
+        );
+        remote.commit_push("web and stuck");
+        let dir = tempfile::tempdir().unwrap();
+        let registry = dir.path().join("registry.txt");
+        std::fs::write(&registry, "registry.local/web:1.0\n").unwrap();
+        let (mut config, log) = config(&remote.repo(), &["web=apps/web"]);
+        config.registry = Some(registry.clone());
+        config.rollout_time = Duration::ZERO;
+        config.argocd_version = version.parse().unwrap();
+        let s = start(config, log).await;
+        let web_health = |a: &Value| {
+            a["status"]["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["kind"] == "Deployment" && r["name"] == "web")
+                .unwrap()["health"]["status"]
+                .clone()
+        };
+        let before = app_where(&s.base, "web", "web Healthy", |a| {
+            web_health(a) == "Healthy"
+        })
+        .await;
+        assert_eq!(health(&before), "Degraded");
+        let mut events = Events::open(&s.base, "?name=web").await;
+        assert_eq!(events.next().await.unwrap()["result"]["type"], "ADDED");
+
+        // web's image goes away: web turns Degraded; the app was Degraded already.
+        std::fs::write(&registry, "# nothing pushed\n").unwrap();
+        let after = app_where(&s.base, "web", "web Degraded", |a| {
+            web_health(a) == "Degraded"
+        })
+        .await;
+        remote.write("README.md", "marker\n");
+        let marker = remote.commit_push("marker");
+        let seen = events.until("the marker", |a| revision(a) == marker).await;
+        if version == "3.5" {
+            assert_eq!(
+                after["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"],
+                "{version}: no update of the Application"
+            );
+            assert_eq!(seen.len(), 1, "{version}: only the marker: {seen:?}");
+            // The marker's message is re-filled with the tree's health as it is when sent.
+            assert_eq!(web_health(&seen[0]), "Degraded");
+        } else {
+            assert_ne!(
+                after["metadata"]["resourceVersion"],
+                before["metadata"]["resourceVersion"]
+            );
+            assert_eq!(
+                seen.len(),
+                2,
+                "{version}: the inline change, then the marker"
+            );
+            assert_eq!(web_health(&seen[0]), "Degraded");
+            assert_eq!(health(&seen[0]), "Degraded");
+        }
+        s.sandbox.shutdown().await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resource tree and managed resources
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_resource_tree_shows_each_deployments_replica_set_and_pods() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let s = start(config, log).await;
+    let (status, tree) = get(&s.base, "/api/v1/applications/web/resource-tree").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        tree.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["nodes"],
+        "empty orphanedNodes and hosts are left out, as Argo CD's omitempty does"
+    );
+    let nodes = tree["nodes"].as_array().unwrap();
+    let of_kind = |kind: &str| {
+        nodes
+            .iter()
+            .filter(|n| n["kind"] == kind)
+            .collect::<Vec<_>>()
+    };
+    let deploy = node(&tree, "Deployment", "web");
+    assert_eq!(deploy["health"]["status"], "Progressing");
+    assert!(deploy.get("parentRefs").is_none());
+    let rs = of_kind("ReplicaSet");
+    assert_eq!(rs.len(), 1);
+    assert_eq!(rs[0]["parentRefs"][0]["uid"], deploy["uid"]);
+    assert_eq!(rs[0]["parentRefs"][0]["kind"], "Deployment");
+    assert_eq!(
+        rs[0]["health"],
+        serde_json::json!({"status": "Progressing"})
+    );
+    let pods = of_kind("Pod");
+    assert_eq!(pods.len(), 2, "one per replica");
+    for pod in &pods {
+        assert_eq!(pod["parentRefs"][0]["uid"], rs[0]["uid"]);
+        assert_eq!(pod["parentRefs"][0]["name"], rs[0]["name"]);
+        assert_eq!(pod["images"], serde_json::json!(["nginx:1.27"]));
+        assert!(
+            pod["name"]
+                .as_str()
+                .unwrap()
+                .starts_with(rs[0]["name"].as_str().unwrap())
+        );
+    }
+    assert!(
+        node(&tree, "ConfigMap", "web-config")
+            .get("health")
+            .is_none()
+    );
+    assert_eq!(node(&tree, "Service", "web")["health"]["status"], "Healthy");
+    // The children follow the Deployment's health.
+    let tree = eventually("the rollout over", || async {
+        let (_, tree) = get(&s.base, "/api/v1/applications/web/resource-tree").await;
+        (node(&tree, "Deployment", "web")["health"]["status"] == "Healthy").then_some(tree)
+    })
+    .await;
+    for n in tree["nodes"].as_array().unwrap() {
+        if n["kind"] == "Pod" || n["kind"] == "ReplicaSet" {
+            assert_eq!(n["health"], serde_json::json!({"status": "Healthy"}), "{n}");
+        }
+    }
+    s.sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn managed_resources_carry_the_objects_as_json_strings() {
+    let remote = Remote::new("main");
+    remote.write(
+        "apps/web/web.yaml",
+        &format!(
+            "{}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  annotations:\n    sandbox.greenlight.dev/apply: fail\ndata:\n  a: b\n",
+            deployment("web", "nginx:1.27").replace(
+                "  name: web\n",
+                "  name: web\n  annotations:\n    team: checkout\n"
+            )
+        ),
+    );
+    remote.commit_push("web and a ConfigMap that is never created");
+    let (mut config, log) = config(&remote.repo(), &["web=apps/web"]);
+    config.retry_backoff = Duration::from_millis(50);
+    let s = start(config, log).await;
+    // The operation fails (after its retries); the refresh after it compares again.
+    app_where(&s.base, "web", "the operation failed", |a| {
+        phase(a) == "Failed"
+    })
+    .await;
+    let path = "/api/v1/applications/web/managed-resources";
+    let (status, answer) = get(&s.base, path).await;
+    assert_eq!(status, 200, "{answer}");
+    let items = answer["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2);
+    let (cm, deploy) = (&items[0], &items[1]);
+    for item in items {
+        for absent in ["hook", "health", "diff"] {
+            assert!(item.get(absent).is_none(), "{absent}: {item}");
+        }
+    }
+    assert_eq!(
+        (
+            deploy["group"].as_str(),
+            deploy["kind"].as_str(),
+            deploy["namespace"].as_str(),
+            deploy["name"].as_str()
+        ),
+        (
+            Some("apps"),
+            Some("Deployment"),
+            Some("default"),
+            Some("web")
+        )
+    );
+    assert!(deploy.get("modified").is_none(), "in sync: {deploy}");
+    let parse = |field: &str, item: &Value| -> Value {
+        serde_json::from_str(
+            item[field]
+                .as_str()
+                .unwrap_or_else(|| panic!("{field} is a string: {item}")),
+        )
+        .unwrap()
+    };
+    let live = parse("liveState", deploy);
+    assert_eq!(
+        live["metadata"]["annotations"],
+        serde_json::json!({"team": "checkout"})
+    );
+    assert_eq!(live["metadata"]["namespace"], "default");
+    assert_eq!(
+        live["metadata"]["resourceVersion"].as_str(),
+        deploy["resourceVersion"].as_str()
+    );
+    assert!(live["metadata"]["uid"].is_string());
+    let target = parse("targetState", deploy);
+    assert_eq!(target["spec"], live["spec"]);
+    assert_eq!(parse("normalizedLiveState", deploy), live);
+    assert_eq!(parse("predictedLiveState", deploy), live);
+    // Not created: live "null", modified, no resourceVersion.
+    assert_eq!(cm["kind"], "ConfigMap");
+    assert!(cm.get("group").is_none());
+    assert_eq!(cm["liveState"], "null");
+    assert_eq!(cm["normalizedLiveState"], "null");
+    assert_eq!(cm["modified"], true);
+    assert!(cm.get("resourceVersion").is_none());
+    assert_eq!(
+        parse("targetState", cm)["data"],
+        serde_json::json!({"a": "b"})
+    );
+    assert_eq!(parse("predictedLiveState", cm), parse("targetState", cm));
+
+    // Narrowed by the resource's kind (or group, namespace, name); fields select.
+    let (_, only) = get(&s.base, &format!("{path}?kind=ConfigMap")).await;
+    assert_eq!(only["items"].as_array().unwrap().len(), 1);
+    let (_, none) = get(&s.base, &format!("{path}?name=nothing")).await;
+    assert_eq!(none, serde_json::json!({}));
+    let (_, names) = get(&s.base, &format!("{path}?fields=items.name")).await;
+    assert_eq!(
+        names,
+        serde_json::json!({"items": [{"name": "held"}, {"name": "web"}]})
+    );
+    // The same access rules as the other per-app routes.
+    for (query, status) in [
+        ("/api/v1/applications/nope/managed-resources", 403),
+        (
+            "/api/v1/applications/nope/managed-resources?project=default",
+            404,
+        ),
+        (
+            "/api/v1/applications/web/managed-resources?project=other",
+            403,
+        ),
+        (
+            "/api/v1/applications/web/managed-resources?appNamespace=other",
+            403,
+        ),
+        (
+            "/api/v1/applications/web/managed-resources?project=default",
+            200,
+        ),
+    ] {
+        assert_eq!(get(&s.base, query).await.0, status, "{query}");
+    }
     s.sandbox.shutdown().await;
 }

@@ -133,6 +133,54 @@ fn sandbox_flags_choose_the_argo_cd_version_and_the_retry_back_off() {
 }
 
 #[test]
+fn sandbox_stream_flags_set_the_sse_heartbeat_and_are_accepted() {
+    use std::io::{Read, Write};
+    let (remote, _) = remote();
+    let mut sb = Sandbox::spawn(
+        BIN,
+        Some(remote.root()),
+        &[
+            "sandbox",
+            "--repo",
+            "origin.git",
+            "--listen",
+            "127.0.0.1:0",
+            "--app",
+            "web=apps/web",
+            "--heartbeat",
+            "200ms",
+            "--stream-buffer",
+            "5",
+            "--stream-subscribe-delay",
+            "10ms",
+        ],
+    );
+    let addr = sb.url.trim_start_matches("http://").to_string();
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    conn.set_read_timeout(Some(T)).unwrap();
+    write!(
+        conn,
+        "GET /api/v1/stream/applications?name=web HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
+    // The headers, the ADDED frame, then a heartbeat line, all within the read timeout.
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 8192];
+    while !String::from_utf8_lossy(&seen).contains("\r\n:\n\r\n") {
+        let n = conn.read(&mut buf).expect("the stream within the timeout");
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&seen);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("content-type: text/event-stream"), "{text}");
+    assert!(text.contains("data: {\"result\":"), "{text}");
+    drop(conn);
+    sb.proc.sigterm();
+    assert!(sb.proc.wait_exit(Duration::from_secs(10)).success());
+}
+
+#[test]
 fn bad_flags_exit_2_naming_the_flag() {
     let (remote, _) = remote();
     let dir = remote.root();
@@ -170,6 +218,18 @@ fn bad_flags_exit_2_naming_the_flag() {
             "--retry-backoff",
         ),
         (&["--app", "web=hydrator:/abs"], "--app"),
+        (
+            &["--app", "web=apps/web", "--stream-buffer", "0"],
+            "--stream-buffer",
+        ),
+        (
+            &["--app", "web=apps/web", "--heartbeat", "0s"],
+            "--heartbeat",
+        ),
+        (
+            &["--app", "web=apps/web", "--stream-subscribe-delay", "soon"],
+            "--stream-subscribe-delay",
+        ),
     ];
     for (extra, flag) in cases {
         let out = Command::new(BIN)

@@ -53,6 +53,26 @@ pub struct SandboxArgs {
     /// POST /api/v1/applications/{name}/sync. Repeatable.
     #[arg(long = "manual-sync", value_name = "APP")]
     manual_sync: Vec<String>,
+    /// How long a new application stream waits between its ADDED burst and subscribing to
+    /// updates: an update in that gap is never sent on it (Argo CD has the gap, only shorter).
+    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    stream_subscribe_delay: String,
+    /// How many updates a stream holds for a client that is not keeping up; further ones are
+    /// dropped for it, silently (Argo CD's ARGOCD_WATCH_API_BUFFER_SIZE).
+    #[arg(long, value_name = "N", default_value = "1000")]
+    stream_buffer: String,
+    /// How often an SSE stream (Accept: text/event-stream) gets a ":" heartbeat line.
+    #[arg(long, value_name = "DURATION", default_value = "15s")]
+    heartbeat: String,
+}
+
+fn parse_stream_buffer(text: &str) -> anyhow::Result<usize> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(super::usage(format!(
+            "--stream-buffer {text:?}: expected a whole number above zero"
+        ))),
+    }
 }
 
 fn parse_listen(text: &str) -> anyhow::Result<SocketAddr> {
@@ -95,6 +115,10 @@ fn config_from(args: SandboxArgs) -> anyhow::Result<SandboxConfig> {
     config.repo_error_grace = super::duration_flag("--repo-error-grace", &args.repo_error_grace)?;
     config.retry_backoff = super::positive_duration_flag("--retry-backoff", &args.retry_backoff)?;
     config.manual_sync = args.manual_sync;
+    config.stream_subscribe_delay =
+        super::duration_flag("--stream-subscribe-delay", &args.stream_subscribe_delay)?;
+    config.stream_buffer = parse_stream_buffer(&args.stream_buffer)?;
+    config.heartbeat = super::positive_duration_flag("--heartbeat", &args.heartbeat)?;
     Ok(config)
 }
 
@@ -132,6 +156,15 @@ async fn serve(config: SandboxConfig) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stream_buffer_is_a_count_above_zero() {
+        assert_eq!(parse_stream_buffer("1000").unwrap(), 1000);
+        for bad in ["0", "-1", "many", ""] {
+            let err = parse_stream_buffer(bad).unwrap_err().to_string();
+            assert!(err.starts_with("--stream-buffer"), "{bad}: {err}");
+        }
+    }
 
     #[test]
     fn listen_needs_an_address_and_a_port() {
