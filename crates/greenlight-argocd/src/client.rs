@@ -24,7 +24,8 @@ pub struct ClientOptions {
     /// response headers arrive.
     pub request_timeout: Duration,
     /// The most a listing's body may hold, after field selection; beyond it the listing fails
-    /// with [`ArgoError::TooLarge`] rather than take the memory.
+    /// with [`ArgoError::TooLarge`] rather than take the memory (a server that ignores the
+    /// selection sends every Application whole).
     pub max_listing_bytes: usize,
 }
 
@@ -38,40 +39,12 @@ impl Default for ClientOptions {
     }
 }
 
-/// The fields of each listed Application that greenlight reads (Argo CD's `fields=` selection,
-/// as its own UI lists applications): the rest — managed fields, inline Helm values, the
-/// summary, the sync result's resource list — never crosses the network.
-pub const LISTING_FIELDS: &[&str] = &[
-    "metadata.resourceVersion",
-    "items.metadata.name",
-    "items.metadata.namespace",
-    "items.metadata.annotations",
-    "items.metadata.resourceVersion",
-    "items.spec.source",
-    "items.spec.sources",
-    "items.spec.syncPolicy",
-    "items.spec.sourceHydrator",
-    "items.operation",
-    "items.status.sync",
-    "items.status.health",
-    "items.status.resources",
-    "items.status.operationState.operation",
-    "items.status.operationState.phase",
-    "items.status.operationState.message",
-    "items.status.operationState.startedAt",
-    "items.status.operationState.finishedAt",
-    "items.status.operationState.syncResult.revision",
-    "items.status.operationState.syncResult.revisions",
-    "items.status.operationState.syncResult.source",
-    "items.status.operationState.syncResult.sources",
-    "items.status.history",
-    "items.status.conditions",
-    "items.status.reconciledAt",
-    "items.status.resourceHealthSource",
-    "items.status.sourceType",
-    "items.status.sourceTypes",
-];
-
+/// What greenlight asks a listing for (Argo CD's `fields=` selection, as its own UI lists
+/// applications): each Application's name and namespace, and nothing else — not the managed
+/// fields, inline Helm values, summaries or resource lists that make a fleet's listing hundreds
+/// of megabytes. Argo CD's list selects from a fixed set of item fields only (no revisions, no
+/// history, no conditions), so the watched apps are then read one by one, in full.
+pub const LISTING_FIELDS: &[&str] = &["items.metadata.name", "items.metadata.namespace"];
 /// What went wrong talking to Argo CD, and where. `endpoint` is the request URL, which never
 /// carries credentials (a base URL with user info is refused).
 #[derive(Debug, thiserror::Error)]
@@ -278,8 +251,9 @@ impl ArgoClient {
         self.base.as_str()
     }
 
-    /// `GET /api/v1/applications`. One item that does not decode is reported in its place and
-    /// does not hide the others.
+    /// `GET /api/v1/applications?fields=…`: every Application's name and namespace only
+    /// ([`LISTING_FIELDS`]); read a watched one with [`ArgoClient::get`]. One item that does not
+    /// decode is reported in its place and does not hide the others.
     pub async fn list(&self) -> Result<Vec<Result<Application, ItemError>>, ArgoError> {
         let mut url = self.url(&["api", "v1", "applications"], None);
         url.query_pairs_mut()

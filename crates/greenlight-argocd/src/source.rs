@@ -161,15 +161,15 @@ impl Worker {
         let mut complete = true;
         for item in items {
             match item {
-                Ok(app) => {
-                    let (ns, name) = (&app.metadata.namespace, &app.metadata.name);
+                Ok(item) => {
+                    let (ns, name) = (&item.metadata.namespace, &item.metadata.name);
                     present.push(AppKey {
                         namespace: ns.clone(),
                         name: name.clone(),
                     });
-                    if self.is_watched(ns, name)
-                        && !self.deliver(&app, Origin::Listing(ticket)).await
-                    {
+                    // The listing names the apps; a watched one is read whole (and with its
+                    // resource health, which Argo CD re-fills on a read).
+                    if self.is_watched(ns, name) && !self.read_listed(ticket, ns, name).await {
                         return;
                     }
                 }
@@ -191,6 +191,25 @@ impl Worker {
             complete,
         })
         .await;
+    }
+
+    /// One watched app of a listing, read in full and delivered as part of the listing. A read
+    /// that fails is said; the listing's word on which apps exist stands.
+    async fn read_listed(&self, ticket: u64, ns: &str, name: &str) -> bool {
+        match self.client.get(ns, name).await {
+            Ok(Some(app)) => self.deliver(&app, Origin::Listing(ticket)).await,
+            // Gone between the listing and the read: the next listing says so.
+            Ok(None) => true,
+            Err(e) if e.http_status() == Some(403) => true,
+            Err(e) => {
+                let why = format!("reading listed Application {ns}/{name} failed: {e}");
+                self.send(SourceMsg::Problem(Problem::ReadFailed {
+                    app: name.to_string(),
+                    why,
+                }))
+                .await
+            }
+        }
     }
 
     async fn read(&self, ticket: u64, app: AppRef) -> bool {

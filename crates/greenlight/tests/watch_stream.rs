@@ -13,7 +13,7 @@ const T: Duration = Duration::from_secs(60);
 /// A commit to `web` reached and healthy before the watchdog starts (`--since` the base), then
 /// nothing changes: only the stream's heartbeats can carry the one observation through the
 /// stability window, since the fetch interval (60 s) brings no listing meanwhile.
-fn a_quiet_app_after_reach(heartbeat: &str) -> (Repo, Sandbox, Watchdog, String) {
+fn a_quiet_app_after_reach(heartbeat: &str) -> (Repo, Sandbox, Proc, std::path::PathBuf, String) {
     let repo = Repo::new();
     let base = repo.remote_tip();
     let sb = sandbox(&repo, &["web=apps/web"], &["--heartbeat", heartbeat]);
@@ -24,22 +24,31 @@ fn a_quiet_app_after_reach(heartbeat: &str) -> (Repo, Sandbox, Watchdog, String)
         &format!("web: 1.1.0\n\n{}", trailer("web", "15", "shadow")),
     );
     sb.wait_app("web", T, |a| healthy_at(a, &c));
-    let mut args = vec!["--since", base.as_str()];
-    args.extend(["--fetch-interval", "60s", "--stable-for", "6s"]);
-    let wd = watchdog(&repo, &sb.url, &args, &[]);
-    (repo, sb, wd, c)
+    let state = repo.path("state/greenlight.db");
+    let mut args = watch_args(&repo, &sb.url, &state, &["--since", base.as_str()]);
+    for (flag, value) in [("--fetch-interval", "60s"), ("--stable-for", "6s")] {
+        let i = args.iter().position(|a| a == flag).unwrap();
+        args[i + 1] = value.into();
+    }
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let proc = Proc::spawn(BIN, &argv, &[]);
+    proc.wait_line("watching ", T);
+    (repo, sb, proc, state, c)
 }
 
 fn heartbeats_keep_a_quiet_app_fresh() {
-    let (_repo, _sb, wd, c) = a_quiet_app_after_reach("500ms");
-    let w = wd.wait_state(&c, "CONFIRMED", T);
+    let (_repo, _sb, proc, state, c) = a_quiet_app_after_reach("500ms");
+    let w = wait_state(&state, &c, "CONFIRMED", T, &proc);
     assert!(w["healthy_since"].is_string(), "{w}");
 }
 
 fn without_heartbeats_a_quiet_app_goes_stale() {
-    let (_repo, _sb, wd, c) = a_quiet_app_after_reach("1h");
-    let w = wd.wait_state(&c, "INCONCLUSIVE", T);
-    assert!(w["reason"].as_str().unwrap().contains("inconclusive"), "{w}");
+    let (_repo, _sb, proc, state, c) = a_quiet_app_after_reach("1h");
+    let w = wait_state(&state, &c, "INCONCLUSIVE", T, &proc);
+    assert!(
+        w["reason"].as_str().unwrap().contains("inconclusive"),
+        "{w}"
+    );
 }
 
 /// A proxy to the sandbox that accepts stream requests and never answers them, as Argo CD
@@ -61,7 +70,9 @@ impl StreamlessProxy {
                 let up = up.clone();
                 std::thread::spawn(move || {
                     let mut head = vec![0u8; 8192];
-                    let Ok(n) = client.read(&mut head) else { return };
+                    let Ok(n) = client.read(&mut head) else {
+                        return;
+                    };
                     head.truncate(n);
                     if String::from_utf8_lossy(&head).contains("/api/v1/stream/") {
                         // Hold the connection open and say nothing.
@@ -75,7 +86,8 @@ impl StreamlessProxy {
                     if server.write_all(&head).is_err() {
                         return;
                     }
-                    let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                    let (mut c2, mut s2) =
+                        (client.try_clone().unwrap(), server.try_clone().unwrap());
                     std::thread::spawn(move || {
                         let _ = std::io::copy(&mut c2, &mut s2);
                         let _ = s2.shutdown(std::net::Shutdown::Write);
