@@ -322,6 +322,22 @@ impl ArgoClient {
         self.fetch_decoded(url).await
     }
 
+    /// `GET /api/v1/applications/{name}/managed-resources`; `None` when Argo CD says 404.
+    pub async fn managed_resources(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<crate::model::ManagedResources>, ArgoError> {
+        if name.is_empty() {
+            return Err(ArgoError::EmptyName);
+        }
+        let url = self.url(
+            &["api", "v1", "applications", name, "managed-resources"],
+            Some(namespace),
+        );
+        self.fetch_decoded(url).await
+    }
+
     /// `GET /api/v1/applications/{name}/resource-tree`; `None` when Argo CD says 404.
     pub async fn resource_tree(
         &self,

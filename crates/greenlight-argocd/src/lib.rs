@@ -12,5 +12,5 @@ pub use client::{
     looks_like_jwt,
 };
 pub use model::{Application, ResourceTree};
-pub use snapshot::{needs_resource_tree, snapshot};
+pub use snapshot::{leave_out_ignored, needs_managed_resources, needs_resource_tree, snapshot};
 pub use source::{ArgoSource, repo_spelling};

@@ -270,6 +270,32 @@ pub struct ApplicationCondition {
     pub message: String,
 }
 
+/// `GET /api/v1/applications/{name}/managed-resources`: the live and target object of every
+/// managed resource, each as a JSON *string* (`"null"` when there is none).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct ManagedResources {
+    #[serde(deserialize_with = "nullable")]
+    pub items: Vec<ResourceDiff>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ResourceDiff {
+    #[serde(deserialize_with = "nullable")]
+    pub group: String,
+    #[serde(deserialize_with = "nullable")]
+    pub kind: String,
+    #[serde(deserialize_with = "nullable")]
+    pub namespace: String,
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+    #[serde(deserialize_with = "nullable")]
+    pub live_state: String,
+    #[serde(deserialize_with = "nullable")]
+    pub target_state: String,
+}
+
 /// `GET /api/v1/applications/{name}/resource-tree`.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(default)]

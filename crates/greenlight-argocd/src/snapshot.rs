@@ -4,7 +4,9 @@
 //! lives, when health is stale. It must never decide a verdict, and never call out: it is a pure
 //! function of the JSON it is given.
 
-use crate::model::{Application, ApplicationSource, ComparedTo, ResourceStatus, ResourceTree};
+use crate::model::{
+    Application, ApplicationSource, ComparedTo, ManagedResources, ResourceStatus, ResourceTree,
+};
 use greenlight_core::paths::normalize_path;
 use greenlight_core::repo_url::RepoUrl;
 use greenlight_core::snapshot::{
@@ -223,6 +225,42 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
         comparison_error,
         source_hydrator,
     }
+}
+
+/// The annotation with which Argo CD leaves a resource out of the app's health.
+pub const IGNORE_HEALTHCHECK: &str = "argocd.argoproj.io/ignore-healthcheck";
+
+/// Whether the judge must see the managed resources' annotations: some top-level resource is
+/// unhealthy and its health did not come inline (Argo CD applies `ignore-healthcheck` when it
+/// persists inline health, never in the tree or in the health Get and Watch re-fill).
+pub fn needs_managed_resources(app: &Application, snap: &AppSnapshot) -> bool {
+    let not_inline = app.status.resource_health_source == "appTree"
+        || snap.resource_health_source == ResourceHealthSource::ResourceTree;
+    not_inline && !snap.unhealthy_resources.is_empty()
+}
+
+/// Leave out of `snap` the unhealthy resources annotated `ignore-healthcheck: "true"`, as Argo
+/// CD leaves them out of the app's health: the live object's annotation (Argo CD ≥ 3.2), else
+/// the target's (a resource not created yet; Argo CD ≤ 3.1 reads the target). A resource
+/// Argo CD leaves out of the app's health never fails a watch.
+pub fn leave_out_ignored(snap: &mut AppSnapshot, managed: &ManagedResources) {
+    let ignored = |d: &crate::model::ResourceDiff| {
+        let annotation = |state: &str| -> Option<String> {
+            let v: serde_json::Value = serde_json::from_str(state).ok()?;
+            v.pointer("/metadata/annotations")?
+                .get(IGNORE_HEALTHCHECK)?
+                .as_str()
+                .map(str::to_string)
+        };
+        annotation(&d.live_state)
+            .or_else(|| annotation(&d.target_state))
+            .is_some_and(|a| a == "true")
+    };
+    snap.unhealthy_resources.retain(|r| {
+        !managed.items.iter().any(|d| {
+            d.kind == r.kind && d.namespace == r.namespace && d.name == r.name && ignored(d)
+        })
+    });
 }
 
 /// The names a revision field holds before Argo CD resolved it to a commit: `HEAD`, and the

@@ -6,7 +6,7 @@
 
 use crate::client::{ArgoClient, EventKind, StreamItem};
 use crate::model::Application;
-use crate::snapshot::{needs_resource_tree, snapshot};
+use crate::snapshot::{leave_out_ignored, needs_managed_resources, needs_resource_tree, snapshot};
 use greenlight_core::directive::AppRef;
 use greenlight_core::snapshot::AppKey;
 use greenlight_core::source::{Origin, Problem, SourceMsg};
@@ -139,7 +139,27 @@ impl Worker {
             None
         };
         let spelling = repo_spelling(&self.repo, app);
-        let snap = snapshot(app, tree.as_ref(), spelling);
+        let mut snap = snapshot(app, tree.as_ref(), spelling);
+        if needs_managed_resources(app, &snap) {
+            match self.client.managed_resources(ns, name).await {
+                Ok(Some(managed)) => leave_out_ignored(&mut snap, &managed),
+                Ok(None) => {}
+                Err(e) => {
+                    let key = AppKey {
+                        namespace: ns.clone(),
+                        name: name.clone(),
+                    };
+                    return self
+                        .send(SourceMsg::Problem(Problem::Incomplete {
+                            app: key,
+                            why: format!(
+                                "managed resources of {ns}/{name} unavailable (needed to leave out ignore-healthcheck resources): {e}"
+                            ),
+                        }))
+                        .await;
+                }
+            }
+        }
         self.send(SourceMsg::Observed {
             snapshot: Box::new(snap),
             origin,

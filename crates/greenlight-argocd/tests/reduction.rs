@@ -2,8 +2,11 @@
 //! situation from Argo CD's documented behaviour, and each test states what the judge must be
 //! told about it.
 
-use greenlight_argocd::model::{self, Application, ResourceTree};
-use greenlight_argocd::{needs_resource_tree, snapshot};
+use greenlight_argocd::model::{self, Application, ManagedResources, ResourceDiff, ResourceTree};
+use greenlight_argocd::snapshot::IGNORE_HEALTHCHECK;
+use greenlight_argocd::{
+    leave_out_ignored, needs_managed_resources, needs_resource_tree, snapshot,
+};
 use greenlight_core::snapshot::{
     AppSnapshot, ComparedElsewhere, Health, ReachCandidate, ReachVia, ResourceHealthSource,
     SourceFacts, SourcePaths,
@@ -384,6 +387,63 @@ fn argocd_3_health_refilled_by_get_or_the_stream_needs_no_tree() {
             .collect::<Vec<_>>(),
         vec!["Deployment/web/nav-canary=Degraded"]
     );
+}
+
+#[test]
+fn an_ignore_healthcheck_resource_never_counts_against_the_app() {
+    // Argo CD leaves it out of the app's health, but neither the tree nor the health Get and
+    // Watch re-fill apply the annotation: the managed resources' objects say it.
+    let a = app("apptree.json");
+    let t = tree("apptree-resource-tree.json");
+    let mut s = snapshot(&a, Some(&t), WATCHED);
+    assert!(needs_managed_resources(&a, &s));
+    let live = |annotations: serde_json::Value| {
+        serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "nav-canary", "namespace": "web", "annotations": annotations}})
+        .to_string()
+    };
+    let diff = |live_state: String, target_state: String| ResourceDiff {
+        group: "apps".into(),
+        kind: "Deployment".into(),
+        namespace: "web".into(),
+        name: "nav-canary".into(),
+        live_state,
+        target_state,
+    };
+    // Not annotated: it counts.
+    let plain = ManagedResources {
+        items: vec![diff(live(serde_json::json!({})), "null".into())],
+    };
+    leave_out_ignored(&mut s, &plain);
+    assert_eq!(s.unhealthy_resources.len(), 1);
+    // Annotated on the live object, or (not created yet) on the target: left out.
+    for (live_state, target_state) in [
+        (
+            live(serde_json::json!({IGNORE_HEALTHCHECK: "true"})),
+            "null".to_string(),
+        ),
+        (
+            "null".to_string(),
+            live(serde_json::json!({IGNORE_HEALTHCHECK: "true"})),
+        ),
+    ] {
+        let mut s = snapshot(&a, Some(&t), WATCHED);
+        let managed = ManagedResources {
+            items: vec![diff(live_state, target_state)],
+        };
+        leave_out_ignored(&mut s, &managed);
+        assert!(
+            s.unhealthy_resources.is_empty(),
+            "{:?}",
+            s.unhealthy_resources
+        );
+    }
+    // Inline health (2.x) already leaves them out: no request needed.
+    let inline = app("synced-healthy.json");
+    assert!(!needs_managed_resources(
+        &inline,
+        &snap("synced-healthy.json")
+    ));
 }
 
 #[test]

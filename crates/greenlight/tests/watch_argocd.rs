@@ -251,7 +251,48 @@ fn an_app_that_syncs_through_the_source_hydrator_is_unwatchable() {
     assert!(reason.contains("source hydrator"), "{reason}");
 }
 
+/// A Deployment annotated `argocd.argoproj.io/ignore-healthcheck: "true"` that never becomes
+/// healthy: Argo CD leaves it out of the app's health (from 3.0 on, the tree and the health a
+/// Get re-fills still show it Degraded). It never fails the watch.
+fn an_ignore_healthcheck_resource_never_fails_a_watch() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let good = repo.remote_tip();
+    sb.wait_app("web", T, |a| healthy_at(a, &good));
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    let ignored = deployment("sidecar", BAD).replace(
+        "  namespace: apps\n",
+        "  namespace: apps\n  annotations:\n    argocd.argoproj.io/ignore-healthcheck: \"true\"\n",
+    );
+    repo.write("apps/web/sidecar.yaml", &ignored);
+    let c = repo.commit_push(&format!(
+        "web: a sidecar nobody waits for\n\n{}",
+        trailer("web", "10", "arm")
+    ));
+    let sidecar_health = |a: &Value| -> Value {
+        a["status"]["resources"]
+            .as_array()
+            .and_then(|rs| rs.iter().find(|r| r["name"] == "sidecar"))
+            .map(|r| r["health"]["status"].clone())
+            .unwrap_or(Value::Null)
+    };
+    let w = wd.wait_state(&c, "CONFIRMED", T);
+    assert!(w["revert_commit"].is_null(), "{w}");
+    assert_eq!(repo.remote_tip(), c, "nothing pushed");
+    let app = sb.app("web");
+    assert_eq!(app["status"]["health"]["status"], "Healthy", "{app}");
+    // From 3.0 on Argo CD's Get shows the ignored resource Degraded (what greenlight had to see
+    // through); 2.x leaves its health out of the Application.
+    let want = if argocd_version() == Some("2.14") {
+        Value::Null
+    } else {
+        Value::from("Degraded")
+    };
+    assert_eq!(sidecar_health(&app), want, "{app}");
+}
+
 on_every_argocd_version!(
+    an_ignore_healthcheck_resource_never_fails_a_watch,
     a_manifest_that_fails_to_render_is_not_reached_and_never_reverted,
     a_commit_that_fixes_the_render_still_reaches_the_waiting_watch,
     a_watch_of_an_app_argo_cd_answers_403_for_comes_from_the_listing,

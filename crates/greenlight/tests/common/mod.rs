@@ -58,6 +58,11 @@ thread_local! {
     static ARGOCD_VERSION: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
 }
 
+/// The Argo CD version this test thread's sandboxes stand in for (`None`: the default, 3.5).
+pub fn argocd_version() -> Option<&'static str> {
+    ARGOCD_VERSION.with(|v| v.get())
+}
+
 /// Runs `test` with every sandbox it starts standing in for Argo CD `version`.
 pub fn on_argocd(version: &'static str, test: fn()) {
     ARGOCD_VERSION.with(|v| v.set(Some(version)));
