@@ -875,7 +875,7 @@ impl Runtime {
                     self.ctx.out.warn(
                         at,
                         &format!(
-                            "Argo CD's stream lost an update of app {}/{}: Argo CD has a newer version than the stream delivered; the time since its last observation counts as unobserved, and the stream vouches for nothing until the next listing",
+                            "a read of app {}/{} found a newer version than Argo CD's stream had delivered: the updates in between were not observed (the stream lost them, or had not sent them yet), so the time since the last observation counts as unobserved and the stream vouches for nothing until the next listing",
                             snapshot.namespace, snapshot.name
                         ),
                     );
