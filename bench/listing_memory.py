@@ -99,7 +99,10 @@ def serve(listing: dict, honour_fields: bool) -> ThreadingHTTPServer:
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client refused a body past its bound and closed
 
         def log_message(self, *args):
             pass
