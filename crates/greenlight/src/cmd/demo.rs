@@ -194,7 +194,8 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         state: root.join("state/greenlight.db"),
         data_dir: root.join("state/data"),
         stable_for_ms: 3_000,
-        stale_after_ms: 10_000,
+        // Above Argo CD's 15 s stream heartbeat, as a real deployment's should be.
+        stale_after_ms: 20_000,
         unknown_app_grace_ms: 10_000,
         fetch_interval: Duration::from_millis(300),
         dry_run: false,

@@ -93,6 +93,9 @@ struct Asking {
     give_up_at: Timestamp,
 }
 
+/// How often Argo CD sends a heartbeat on a server-sent-events stream.
+const ARGOCD_HEARTBEAT_MS: i64 = 15_000;
+
 /// Before the stream's silence extends an app's last observation to a due moment (and a verdict
 /// is built on it), one read per app confirms that Argo CD still has the version the stream last
 /// delivered: the stream may have lost an update (`docs/verdicts.md#ordering`).
@@ -325,6 +328,16 @@ impl Runtime {
             .is_some_and(|t| !greenlight_argocd::looks_like_jwt(t))
         {
             ctx.out.warn(now, greenlight_argocd::NOT_A_JWT);
+        }
+        if cfg.stale_after_ms < ARGOCD_HEARTBEAT_MS && s.announce {
+            ctx.out.info(
+                now,
+                &format!(
+                    "--stale-after {} is shorter than Argo CD's stream heartbeat ({}): between listings (every --fetch-interval) the stream cannot vouch for an app that does not change",
+                    greenlight_core::time::human_duration(cfg.stale_after_ms),
+                    greenlight_core::time::human_duration(ARGOCD_HEARTBEAT_MS),
+                ),
+            );
         }
         let (jobs_tx, jobs_rx) = mpsc::channel(64);
         let stale_after_ms = cfg.stale_after_ms;
