@@ -115,6 +115,16 @@ impl Worker {
         self.tx.send(msg).await.is_ok()
     }
 
+    /// An observation of `ns/name` that could not be completed: said, never delivered.
+    async fn incomplete(&self, ns: &str, name: &str, why: String) -> bool {
+        let app = AppKey {
+            namespace: ns.to_string(),
+            name: name.to_string(),
+        };
+        self.send(SourceMsg::Problem(Problem::Incomplete { app, why }))
+            .await
+    }
+
     /// Complete an app with its resource tree where needed and deliver it. An incomplete
     /// observation is reported as a problem, never delivered as if it were whole.
     async fn deliver(&self, app: &Application, origin: Origin) -> bool {
@@ -123,16 +133,8 @@ impl Worker {
             match self.client.resource_tree(ns, name).await {
                 Ok(t) => t,
                 Err(e) => {
-                    let key = AppKey {
-                        namespace: ns.clone(),
-                        name: name.clone(),
-                    };
-                    return self
-                        .send(SourceMsg::Problem(Problem::Incomplete {
-                            app: key,
-                            why: format!("resource tree of {ns}/{name} unavailable: {e}"),
-                        }))
-                        .await;
+                    let why = format!("resource tree of {ns}/{name} unavailable: {e}");
+                    return self.incomplete(ns, name, why).await;
                 }
             }
         } else {
@@ -145,18 +147,10 @@ impl Worker {
                 Ok(Some(managed)) => leave_out_ignored(&mut snap, &managed),
                 Ok(None) => {}
                 Err(e) => {
-                    let key = AppKey {
-                        namespace: ns.clone(),
-                        name: name.clone(),
-                    };
-                    return self
-                        .send(SourceMsg::Problem(Problem::Incomplete {
-                            app: key,
-                            why: format!(
-                                "managed resources of {ns}/{name} unavailable (needed to leave out ignore-healthcheck resources): {e}"
-                            ),
-                        }))
-                        .await;
+                    let why = format!(
+                        "managed resources of {ns}/{name} unavailable (needed to leave out ignore-healthcheck resources): {e}"
+                    );
+                    return self.incomplete(ns, name, why).await;
                 }
             }
         }

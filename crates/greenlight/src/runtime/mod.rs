@@ -172,17 +172,7 @@ pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Res
         let (r, b) = (repo.clone(), branch.clone());
         tokio::task::spawn_blocking(move || seams::Repository::fetch(&*r, &b)).await??
     };
-    let argo = greenlight_argocd::ArgoClient::with_options(
-        &cfg.argocd_url,
-        cfg.argocd_token.clone(),
-        greenlight_argocd::ClientOptions {
-            max_listing_bytes: cfg.listing_limit_bytes,
-            ..Default::default()
-        },
-    )
-    .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
-    let (tx, deliveries) = mpsc::channel(256);
-    let source = greenlight_argocd::ArgoSource::new(argo, cfg.repo.expose(), tx);
+    let (source, deliveries) = argo_source(&cfg)?;
     let ctx = Context {
         source: Box::new(source),
         repo: repo.clone(),
@@ -217,17 +207,7 @@ pub async fn once(cfg: DaemonConfig, out: Output) -> Result<OnceSummary> {
             .await?
             .context("self-check: the repository")?
     };
-    let argo = greenlight_argocd::ArgoClient::with_options(
-        &cfg.argocd_url,
-        cfg.argocd_token.clone(),
-        greenlight_argocd::ClientOptions {
-            max_listing_bytes: cfg.listing_limit_bytes,
-            ..Default::default()
-        },
-    )
-    .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
-    let (tx, deliveries) = mpsc::channel(256);
-    let source = greenlight_argocd::ArgoSource::new(argo, cfg.repo.expose(), tx);
+    let (source, deliveries) = argo_source(&cfg)?;
     let ctx = Context {
         source: Box::new(source),
         repo: repo.clone(),
@@ -256,6 +236,24 @@ pub async fn once(cfg: DaemonConfig, out: Output) -> Result<OnceSummary> {
     };
     let runtime = Runtime::start_with(cfg, ctx, start).await?;
     runtime.once(commits, tip, branch).await
+}
+
+/// The Argo CD REST API as the Application source, and the channel its messages arrive on.
+fn argo_source(
+    cfg: &DaemonConfig,
+) -> Result<(greenlight_argocd::ArgoSource, mpsc::Receiver<SourceMsg>)> {
+    let argo = greenlight_argocd::ArgoClient::with_options(
+        &cfg.argocd_url,
+        cfg.argocd_token.clone(),
+        greenlight_argocd::ClientOptions {
+            max_listing_bytes: cfg.listing_limit_bytes,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
+    let (tx, deliveries) = mpsc::channel(256);
+    let source = greenlight_argocd::ArgoSource::new(argo, cfg.repo.expose(), tx);
+    Ok((source, deliveries))
 }
 
 /// Clone (or open) the watched repository and settle the branch: the given one or the remote's HEAD.
