@@ -239,7 +239,11 @@ impl Freshness {
                 {
                     return None;
                 }
-                if self.superseded(&key, *origin) {
+                // Asked before the stream's last delivery of the app, an answer is older news —
+                // unless its resource version says it is newer: then the stream missed it.
+                let newer =
+                    matches!((resource_version, known), (Some(rv), Some(have)) if *rv > have);
+                if !newer && self.superseded(&key, *origin) {
                     return None;
                 }
                 if *origin == Origin::Stream {
@@ -522,6 +526,28 @@ mod tests {
         assert!(f.vouched(T).is_empty(), "a gap until a listing");
         listed(&mut f, T);
         assert_eq!(f.vouched(T), vec![key("web")]);
+    }
+
+    #[test]
+    fn a_listing_asked_before_a_stream_delivery_but_newer_than_it_is_a_dropped_update() {
+        let mut f = Freshness::new(STALE);
+        f.admit(SourceMsg::Connected, T);
+        let ticket = f.ticket();
+        // The burst after the (re)connection, then the listing's answer: asked earlier, yet
+        // Argo CD had moved on since the burst — an update between them never reached the stream.
+        f.admit(observed("web", Origin::Stream, Some(7)), T);
+        assert!(
+            f.admit(observed("web", Origin::Listing(ticket), Some(9)), T)
+                .is_some()
+        );
+        assert_eq!(f.take_missed(), vec![key("web")]);
+        // The same version as the burst: older news, dropped.
+        let again = f.ticket();
+        f.admit(observed("web", Origin::Stream, Some(10)), T);
+        assert_eq!(
+            f.admit(observed("web", Origin::Listing(again), Some(10)), T),
+            None
+        );
     }
 
     #[test]

@@ -287,6 +287,20 @@ fn observed(snap: AppSnapshot, origin: Origin) -> SourceMsg {
     }
 }
 
+/// `msg` (an observation) carrying resource version `rv` instead of its state's.
+fn at_version(msg: SourceMsg, rv: u64) -> SourceMsg {
+    match msg {
+        SourceMsg::Observed {
+            snapshot, origin, ..
+        } => SourceMsg::Observed {
+            snapshot,
+            origin,
+            resource_version: Some(rv),
+        },
+        other => other,
+    }
+}
+
 fn config(dir: &Path) -> DaemonConfig {
     DaemonConfig {
         repo: RepoUrl::new("https://git.example.com/platform/deploy.git"),
@@ -433,6 +447,28 @@ impl Harness {
         got
     }
 
+    /// The stream connects with `snap` as the app in Argo CD, and the listing the runtime asks
+    /// for at once (the baseline the stream's silence builds on) is answered with it.
+    async fn connect_with_baseline(&mut self, snap: &AppSnapshot) {
+        *self.world.lock().unwrap() = Some(snap.clone());
+        let before = self.listings();
+        self.send(SourceMsg::Connected).await;
+        let ticket = self.listing_after(before).await;
+        self.answer_listing(ticket, snap).await;
+    }
+
+    /// Answers listing `ticket`: `snap`, and a complete listing holding it.
+    async fn answer_listing(&self, ticket: u64, snap: &AppSnapshot) {
+        self.send(observed(snap.clone(), Origin::Listing(ticket)))
+            .await;
+        self.send(SourceMsg::Listed {
+            ticket,
+            present: vec![snap.key()],
+            complete: true,
+        })
+        .await;
+    }
+
     /// How many listings the runtime has asked for so far.
     fn listings(&self) -> usize {
         self.log.lock().unwrap().listings.len()
@@ -575,16 +611,17 @@ async fn a_read_overtaken_by_a_stream_update_is_not_judged() {
     h.expect(EventKind::WatchStarted, Duration::from_secs(11))
         .await;
     let ticket = h.last_read_ticket();
-    // The stream reports the app Degraded; the read's older answer says Healthy and arrives
-    // after it. Judging the read would start a healthy streak on stale news.
-    h.send(observed(
-        deployed(&sha(2), Health::Degraded),
-        Origin::Stream,
+    // The stream reports the app Degraded; the read's older answer (an older resource version)
+    // says Healthy and arrives after it. Judging the read would start a healthy streak on stale
+    // news.
+    h.send(at_version(
+        observed(deployed(&sha(2), Health::Degraded), Origin::Stream),
+        1_000,
     ))
     .await;
-    h.send(observed(
-        deployed(&sha(2), Health::Healthy),
-        Origin::Read(ticket),
+    h.send(at_version(
+        observed(deployed(&sha(2), Health::Healthy), Origin::Read(ticket)),
+        999,
     ))
     .await;
     let events = h.quiet_for(Duration::from_secs(5)).await;
@@ -598,10 +635,14 @@ async fn a_read_overtaken_by_a_stream_update_is_not_judged() {
             .all(|e| e.event != EventKind::HealthyStreakStarted),
         "{events:#?}"
     );
-    // A read asked after the stream update is current news.
-    h.send(observed(
-        deployed(&sha(2), Health::Healthy),
-        Origin::Read(ticket + 100),
+    // A read of a ticket nobody asked for, at the stream's own version: not placed in time,
+    // so not trusted over the stream.
+    h.send(at_version(
+        observed(
+            deployed(&sha(2), Health::Healthy),
+            Origin::Read(ticket + 100),
+        ),
+        1_000,
     ))
     .await;
     let events = h.quiet_for(Duration::from_secs(1)).await;
@@ -809,19 +850,8 @@ async fn the_stream_vouches_for_a_quiet_app_while_argo_cd_is_heard_from() {
     // that confirm the app at the window's end. Later listings stay unanswered, so only vouching
     // can carry the quiet app's observation through the 120 s window.
     let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
-    let before = h.listings();
-    h.send(SourceMsg::Connected).await;
     let snap = deployed(&sha(2), Health::Healthy);
-    *h.world.lock().unwrap() = Some(snap.clone());
-    let baseline = h.listing_after(before).await;
-    h.send(observed(snap.clone(), Origin::Listing(baseline)))
-        .await;
-    h.send(SourceMsg::Listed {
-        ticket: baseline,
-        present: vec![snap.key()],
-        complete: true,
-    })
-    .await;
+    h.connect_with_baseline(&snap).await;
     repo.push(commit(2, Some(&trailer(300, "shadow"))));
     h.expect(EventKind::WatchStarted, Duration::from_secs(11))
         .await;
@@ -849,17 +879,7 @@ async fn a_reconnection_asks_for_a_listing_at_once_and_nothing_is_vouched_until_
     let repo = repo_with_base();
     let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
     let snap = deployed(&sha(2), Health::Healthy);
-    *h.world.lock().unwrap() = Some(snap.clone());
-    let before = h.listings();
-    h.send(SourceMsg::Connected).await;
-    let first = h.listing_after(before).await;
-    h.send(observed(snap.clone(), Origin::Listing(first))).await;
-    h.send(SourceMsg::Listed {
-        ticket: first,
-        present: vec![snap.key()],
-        complete: true,
-    })
-    .await;
+    h.connect_with_baseline(&snap).await;
     repo.push(commit(2, Some(&trailer(300, "shadow"))));
     h.expect(EventKind::WatchStarted, Duration::from_secs(11))
         .await;
@@ -886,16 +906,19 @@ async fn a_reconnection_asks_for_a_listing_at_once_and_nothing_is_vouched_until_
     // nothing carried the observation, no confirmation read was even asked for.
     assert_eq!(h.log.lock().unwrap().reads.len(), h.reads_answered);
     assert!(h.seen.iter().all(|e| e.event != EventKind::Confirmed));
-    // The listing answers: from now on the stream's silence counts again.
-    h.send(observed(snap.clone(), Origin::Listing(relisting)))
-        .await;
-    h.send(SourceMsg::Listed {
-        ticket: relisting,
-        present: vec![snap.key()],
-        complete: true,
-    })
-    .await;
-    let _ = streak;
+    // The listing answers with the version the burst brought: nothing was lost at the connection,
+    // and the stream's silence counts again. The next due moment (the health deadline, the
+    // streak still under way) is confirmed by a read and decides on it.
+    h.answer_listing(relisting, &snap).await;
+    h.skip_reads();
+    for _ in 0..18 {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        h.send(SourceMsg::Heartbeat).await;
+    }
+    let confirm = h.next_read().await;
+    h.send(observed(snap, Origin::Read(confirm))).await;
+    let confirmed = h.expect(EventKind::Confirmed, Duration::from_secs(1)).await;
+    assert_eq!(confirmed.time.ms_since(streak.time), 300_000);
     h.stop().await;
 }
 
@@ -904,19 +927,8 @@ async fn an_update_the_stream_lost_before_a_window_ends_is_unobserved_time_not_a
     let dir = tempfile::tempdir().unwrap();
     let repo = repo_with_base();
     let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
-    let before = h.listings();
-    h.send(SourceMsg::Connected).await;
     let healthy = deployed(&sha(2), Health::Healthy);
-    *h.world.lock().unwrap() = Some(healthy.clone());
-    let baseline = h.listing_after(before).await;
-    h.send(observed(healthy.clone(), Origin::Listing(baseline)))
-        .await;
-    h.send(SourceMsg::Listed {
-        ticket: baseline,
-        present: vec![healthy.key()],
-        complete: true,
-    })
-    .await;
+    h.connect_with_baseline(&healthy).await;
     repo.push(commit(2, Some(&trailer(300, "arm"))));
     h.expect(EventKind::WatchStarted, Duration::from_secs(11))
         .await;
