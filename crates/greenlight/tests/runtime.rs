@@ -451,6 +451,8 @@ impl Harness {
     /// for at once (the baseline the stream's silence builds on) is answered with it.
     async fn connect_with_baseline(&mut self, snap: &AppSnapshot) {
         *self.world.lock().unwrap() = Some(snap.clone());
+        // The listing of the runtime's first fetch tick is asked for before the connection.
+        tokio::time::sleep(Duration::from_millis(1)).await;
         let before = self.listings();
         self.send(SourceMsg::Connected).await;
         let ticket = self.listing_after(before).await;
@@ -485,21 +487,25 @@ impl Harness {
         panic!("no listing asked for")
     }
 
-    /// Leaves the reads asked for so far unanswered: `next_read` waits for a later one.
-    fn skip_reads(&mut self) {
+    /// Leaves the reads asked for so far unanswered: `next_read` waits for a later one. The
+    /// runtime first handles what it has (a millisecond of runtime time): a new watch's read is
+    /// asked after its `watch_started` event reaches the test.
+    async fn skip_reads(&mut self) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
         self.reads_answered = self.log.lock().unwrap().reads.len();
     }
 
-    /// The ticket of the next read the runtime asks for, after those already seen.
+    /// The ticket of the next read the runtime asks for, after those already seen (within 30 s
+    /// of runtime time).
     async fn next_read(&mut self) -> u64 {
         let before = self.reads_answered;
-        for _ in 0..1000 {
+        for _ in 0..30_000 {
             let reads = self.log.lock().unwrap().reads.len();
             if reads > before {
                 self.reads_answered = reads;
                 return self.log.lock().unwrap().reads[reads - 1].0;
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
         panic!("no read asked for")
     }
@@ -855,7 +861,7 @@ async fn the_stream_vouches_for_a_quiet_app_while_argo_cd_is_heard_from() {
     repo.push(commit(2, Some(&trailer(300, "shadow"))));
     h.expect(EventKind::WatchStarted, Duration::from_secs(11))
         .await;
-    h.skip_reads();
+    h.skip_reads().await;
     h.send(observed(snap.clone(), Origin::Stream)).await;
     let streak = h
         .expect(EventKind::HealthyStreakStarted, Duration::from_secs(1))
@@ -873,6 +879,85 @@ async fn the_stream_vouches_for_a_quiet_app_while_argo_cd_is_heard_from() {
     h.stop().await;
 }
 
+/// The stream connects with a baseline, a shadow watch of `web` starts, and the stream delivers
+/// `web` healthy: the streak's `healthy_streak_started` event and the runtime time it arrived.
+async fn quiet_healthy_streak(h: &mut Harness, repo: &FakeRepo) -> (Event, tokio::time::Instant) {
+    let snap = deployed(&sha(2), Health::Healthy);
+    h.connect_with_baseline(&snap).await;
+    repo.push(commit(2, Some(&trailer(300, "shadow"))));
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    h.skip_reads().await;
+    h.send(observed(snap, Origin::Stream)).await;
+    let streak = h
+        .expect(EventKind::HealthyStreakStarted, Duration::from_secs(1))
+        .await;
+    (streak, tokio::time::Instant::now())
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_confirming_read_is_asked_just_before_the_window_ends_and_the_verdict_waits_for_the_end()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
+    let (streak, began) = quiet_healthy_streak(&mut h, &repo).await;
+    for _ in 0..11 {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        h.send(SourceMsg::Heartbeat).await;
+    }
+    // 119.8 s into the 120 s window: not asked yet (at most 100 ms ahead).
+    tokio::time::sleep(Duration::from_millis(9_800)).await;
+    assert_eq!(h.log.lock().unwrap().reads.len(), h.reads_answered);
+    let confirm = h.next_read().await;
+    let asked = began.elapsed();
+    assert!(
+        asked < Duration::from_secs(120) && asked >= Duration::from_millis(119_900),
+        "asked {asked:?} into the window"
+    );
+    // Answered at once with the version the stream delivered: the verdict still waits for the
+    // window's end, and comes exactly then.
+    h.send(observed(
+        deployed(&sha(2), Health::Healthy),
+        Origin::Read(confirm),
+    ))
+    .await;
+    tokio::task::yield_now().await;
+    assert!(h.seen.iter().all(|e| e.event != EventKind::Confirmed));
+    let confirmed = h.expect(EventKind::Confirmed, Duration::from_secs(1)).await;
+    assert_eq!(confirmed.time.ms_since(streak.time), 120_000);
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_early_confirmation_that_finds_a_newer_version_breaks_the_streak_before_the_window_ends()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
+    let (_, began) = quiet_healthy_streak(&mut h, &repo).await;
+    for _ in 0..11 {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        h.send(SourceMsg::Heartbeat).await;
+    }
+    // The app went Degraded and back; the stream lost both. The early read finds a newer
+    // version than the stream delivered.
+    let _lost = observed(deployed(&sha(2), Health::Degraded), Origin::Stream);
+    let mut again = deployed(&sha(2), Health::Healthy);
+    again.health_message = "recovered".into();
+    let confirm = h.next_read().await;
+    h.send(observed(again, Origin::Read(confirm))).await;
+    h.expect(EventKind::HealthyStreakBroken, Duration::from_millis(50))
+        .await;
+    assert!(began.elapsed() < Duration::from_secs(120));
+    let events = h.quiet_for(Duration::from_secs(5)).await;
+    assert!(
+        h.seen.iter().all(|e| e.event != EventKind::Confirmed),
+        "confirmed on a window with a lost update: {events:#?}"
+    );
+    h.stop().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_reconnection_asks_for_a_listing_at_once_and_nothing_is_vouched_until_it_answers() {
     let dir = tempfile::tempdir().unwrap();
@@ -883,7 +968,7 @@ async fn a_reconnection_asks_for_a_listing_at_once_and_nothing_is_vouched_until_
     repo.push(commit(2, Some(&trailer(300, "shadow"))));
     h.expect(EventKind::WatchStarted, Duration::from_secs(11))
         .await;
-    h.skip_reads();
+    h.skip_reads().await;
     h.send(observed(snap.clone(), Origin::Stream)).await;
     let streak = h
         .expect(EventKind::HealthyStreakStarted, Duration::from_secs(1))
@@ -910,7 +995,7 @@ async fn a_reconnection_asks_for_a_listing_at_once_and_nothing_is_vouched_until_
     // and the stream's silence counts again. The next due moment (the health deadline, the
     // streak still under way) is confirmed by a read and decides on it.
     h.answer_listing(relisting, &snap).await;
-    h.skip_reads();
+    h.skip_reads().await;
     for _ in 0..18 {
         tokio::time::sleep(Duration::from_secs(10)).await;
         h.send(SourceMsg::Heartbeat).await;
@@ -932,7 +1017,7 @@ async fn an_update_the_stream_lost_before_a_window_ends_is_unobserved_time_not_a
     repo.push(commit(2, Some(&trailer(300, "arm"))));
     h.expect(EventKind::WatchStarted, Duration::from_secs(11))
         .await;
-    h.skip_reads();
+    h.skip_reads().await;
     h.send(observed(healthy.clone(), Origin::Stream)).await;
     h.expect(EventKind::HealthyStreakStarted, Duration::from_secs(1))
         .await;

@@ -98,15 +98,29 @@ const ARGOCD_HEARTBEAT_MS: i64 = 15_000;
 
 /// Before the stream's silence extends an app's last observation to a due moment (and a verdict
 /// is built on it), one read per app confirms that Argo CD still has the version the stream last
-/// delivered: the stream may have lost an update (`docs/verdicts.md#ordering`).
+/// delivered: the stream may have lost an update (`docs/verdicts.md#observed-time`).
+///
+/// The read is asked slightly before the moment — early by about twice the last confirmation's
+/// round trip, within [`CONFIRM_LEAD_MIN_MS`, `CONFIRM_LEAD_MAX_MS`] — so that the verdict does not
+/// wait for it; an answer that comes after the moment is waited for, as it would be without the
+/// lead.
 struct Confirming {
     ticket: u64,
     /// The due moment.
     at: Timestamp,
+    /// When the read was asked, for the round trip.
+    asked_at: Timestamp,
     /// The apps not yet confirmed, with the resource version of their last delivery.
     apps: Vec<(AppKey, Option<u64>)>,
     give_up_at: Timestamp,
 }
+
+/// How early a confirming read may be asked before its due moment, at least and at most. An
+/// update the stream loses within this margin before the moment is not seen by the verdict.
+const CONFIRM_LEAD_MIN_MS: i64 = 2;
+const CONFIRM_LEAD_MAX_MS: i64 = 100;
+/// The round trip assumed before the first confirmation has measured one.
+const CONFIRM_RTT_GUESS_MS: i64 = 5;
 
 /// The runtime: the judge, the store and the seams, and the order of things.
 pub struct Runtime {
@@ -139,6 +153,10 @@ pub struct Runtime {
     tick_due: bool,
     /// A due moment waits for Argo CD to confirm the apps the stream vouches for.
     confirming: Option<Confirming>,
+    /// The due moment a confirmation was last asked for ahead of time, so it is asked once.
+    confirmed_ahead: Option<Timestamp>,
+    /// The last confirmation's round trip (ms), which sets how early the next one is asked.
+    confirm_rtt_ms: i64,
     /// The last wake-up handled, so a moment that stays due is not handled in a loop.
     last_wake: Timestamp,
     /// The next store write also clears the breaker-reset request it applies.
@@ -362,6 +380,8 @@ impl Runtime {
             reverting: false,
             tick_due: false,
             confirming: None,
+            confirmed_ahead: None,
+            confirm_rtt_ms: CONFIRM_RTT_GUESS_MS,
             last_wake: Timestamp(i64::MIN),
             clear_reset_request: false,
             watched: Vec::new(),
@@ -390,18 +410,30 @@ impl Runtime {
         tokio::pin!(shutdown);
         loop {
             let now = self.now();
-            let wake_in = match self.engine.next_wakeup_after(self.last_wake) {
+            let due = self.engine.next_wakeup_after(self.last_wake);
+            let wake_in = match due {
                 Some(t) => ms(t.ms_since(now)),
                 None => Duration::from_secs(3600),
             };
+            let ahead_in = due
+                .filter(|d| self.confirming.is_none() && self.confirmed_ahead != Some(*d))
+                .map(|d| ms(d.plus_ms(-self.confirm_lead_ms()).ms_since(now)));
             let give_up_in = self.asking.as_ref().map(|a| ms(a.give_up_at.ms_since(now)));
-            let confirm_in = self
-                .confirming
-                .as_ref()
-                .map(|c| ms(c.give_up_at.ms_since(now)));
+            // A confirmation answered ahead waits for its moment; one not answered, for its
+            // answers until it gives up.
+            let confirm_in = self.confirming.as_ref().map(|c| {
+                let until = if now < c.at { c.at } else { c.give_up_at };
+                ms(until.ms_since(now))
+            });
             tokio::select! {
                 _ = &mut shutdown => return Ok(()),
                 _ = tokio::time::sleep(confirm_in.unwrap_or_default()), if confirm_in.is_some() => {}
+                _ = tokio::time::sleep(ahead_in.unwrap_or_default()), if ahead_in.is_some() => {
+                    if let Some(due) = due {
+                        self.drain_deliveries();
+                        self.confirm_ahead(due);
+                    }
+                }
                 msg = self.deliveries.recv() => {
                     let Some(msg) = msg else { return Err(anyhow!("the Application source stopped")) };
                     self.receive(msg);
@@ -991,10 +1023,39 @@ impl Runtime {
     fn wake(&mut self) -> Result<()> {
         let now = self.now();
         self.last_wake = now;
-        if self.confirming.is_some() {
-            // The confirmation under way decides what is due, this moment included.
-            return Ok(());
+        if let Some(c) = &self.confirming {
+            if c.at <= now {
+                // The confirmation under way decides what is due, this moment included.
+                return Ok(());
+            }
+            // Asked ahead for a later moment; this earlier one is confirmed on its own.
+            self.confirming = None;
         }
+        if !self.start_confirming(now) {
+            let effects = self.engine.tick(now);
+            return self.apply(effects, None);
+        }
+        Ok(())
+    }
+
+    /// Shortly before the due moment `due`: ask Argo CD to confirm the apps the stream vouches
+    /// for now, so the answer is in by the moment.
+    fn confirm_ahead(&mut self, due: Timestamp) {
+        self.confirmed_ahead = Some(due);
+        if self.confirming.is_none() {
+            self.start_confirming(due);
+        }
+    }
+
+    /// How early a confirmation is asked before its due moment.
+    fn confirm_lead_ms(&self) -> i64 {
+        (2 * self.confirm_rtt_ms).clamp(CONFIRM_LEAD_MIN_MS, CONFIRM_LEAD_MAX_MS)
+    }
+
+    /// Asks one read of every live app the stream vouches for now, to confirm it up to `at`;
+    /// false when there is none.
+    fn start_confirming(&mut self, at: Timestamp) -> bool {
+        let now = self.now();
         let live = self.live_apps();
         let vouched: Vec<AppKey> = self
             .freshness
@@ -1003,8 +1064,7 @@ impl Runtime {
             .filter(|key| live.iter().any(|a| a.matches(&key.namespace, &key.name)))
             .collect();
         if vouched.is_empty() {
-            let effects = self.engine.tick(now);
-            return self.apply(effects, None);
+            return false;
         }
         let ticket = self.freshness.ticket();
         let apps: Vec<AppRef> = vouched
@@ -1016,7 +1076,8 @@ impl Runtime {
             .collect();
         self.confirming = Some(Confirming {
             ticket,
-            at: now,
+            at,
+            asked_at: now,
             apps: vouched
                 .into_iter()
                 .map(|k| {
@@ -1024,15 +1085,17 @@ impl Runtime {
                     (k, rv)
                 })
                 .collect(),
-            give_up_at: now.plus_ms(self.cfg.stale_after_ms),
+            give_up_at: at.max(now).plus_ms(self.cfg.stale_after_ms),
         });
         self.ctx.source.request_read(ticket, apps);
-        Ok(())
+        true
     }
 
     /// A confirming read answered: the same version as the last delivery vouches for the app up
-    /// to the due moment; any other leaves it unvouched.
+    /// to the due moment (once it comes, if the answer came before it); any other leaves it
+    /// unvouched.
     fn confirmed(&mut self, ticket: u64, key: &AppKey, rv: Option<u64>) -> Result<()> {
+        let now = self.now();
         let Some(c) = self.confirming.as_mut().filter(|c| c.ticket == ticket) else {
             return Ok(());
         };
@@ -1040,9 +1103,14 @@ impl Runtime {
             return Ok(());
         };
         let (_, before) = c.apps.remove(pos);
+        if c.apps.is_empty() {
+            self.confirm_rtt_ms = now.ms_since(c.asked_at).max(0);
+        }
         let at = c.at;
         if before.is_some() && before == rv {
-            let effects = self.engine.vouch(key, at);
+            // Unchanged since the last delivery, up to the moment or, answered ahead of it, up
+            // to the answer — itself judged next, as an observation fresh at the moment.
+            let effects = self.engine.vouch(key, at.min(now));
             self.apply(effects, None)?;
         }
         self.finish_confirming()
@@ -1063,17 +1131,22 @@ impl Runtime {
         }
     }
 
-    /// Every app answered, or it is time to give up: decide what is due.
+    /// The due moment has come and every app answered, or it is time to give up: decide what is
+    /// due.
     fn finish_confirming(&mut self) -> Result<()> {
+        let now = self.now();
         let done = self
             .confirming
             .as_ref()
-            .is_some_and(|c| c.apps.is_empty() || self.now() >= c.give_up_at);
+            .is_some_and(|c| now >= c.at && (c.apps.is_empty() || now >= c.give_up_at));
         if !done {
             return Ok(());
         }
-        self.confirming = None;
-        let effects = self.engine.tick(self.now());
+        let Some(c) = self.confirming.take() else {
+            return Ok(());
+        };
+        self.last_wake = self.last_wake.max(c.at);
+        let effects = self.engine.tick(now);
         self.apply(effects, None)
     }
 
