@@ -1092,8 +1092,8 @@ impl Runtime {
     }
 
     /// A confirming read answered: the same version as the last delivery vouches for the app up
-    /// to the due moment (once it comes, if the answer came before it); any other leaves it
-    /// unvouched.
+    /// to the due moment, or up to the answer when it came ahead of the moment (the answer is
+    /// then the observation the moment is decided on); any other version leaves it unvouched.
     fn confirmed(&mut self, ticket: u64, key: &AppKey, rv: Option<u64>) -> Result<()> {
         let now = self.now();
         let Some(c) = self.confirming.as_mut().filter(|c| c.ticket == ticket) else {
