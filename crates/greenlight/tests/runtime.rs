@@ -495,6 +495,14 @@ impl Harness {
         self.reads_answered = self.log.lock().unwrap().reads.len();
     }
 
+    /// `n` heartbeats of the stream, 10 s apart (the first 10 s from now).
+    async fn heartbeats(&self, n: usize) {
+        for _ in 0..n {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            self.send(SourceMsg::Heartbeat).await;
+        }
+    }
+
     /// The ticket of the next read the runtime asks for, after those already seen (within 30 s
     /// of runtime time).
     async fn next_read(&mut self) -> u64 {
@@ -868,10 +876,7 @@ async fn the_stream_vouches_for_a_quiet_app_while_argo_cd_is_heard_from() {
         .await;
     // Heartbeats every 10 s: the stream is alive, and `web` has not changed. Each wake-up asks
     // Argo CD to confirm the version the stream last delivered; it is the same.
-    for _ in 0..12 {
-        tokio::time::sleep(Duration::from_secs(10)).await;
-        h.send(SourceMsg::Heartbeat).await;
-    }
+    h.heartbeats(12).await;
     let confirm = h.next_read().await;
     h.send(observed(snap, Origin::Read(confirm))).await;
     let confirmed = h.expect(EventKind::Confirmed, Duration::from_secs(1)).await;
@@ -902,10 +907,7 @@ async fn the_confirming_read_is_asked_just_before_the_window_ends_and_the_verdic
     let repo = repo_with_base();
     let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
     let (streak, began) = quiet_healthy_streak(&mut h, &repo).await;
-    for _ in 0..11 {
-        tokio::time::sleep(Duration::from_secs(10)).await;
-        h.send(SourceMsg::Heartbeat).await;
-    }
+    h.heartbeats(11).await;
     // 119.8 s into the 120 s window: not asked yet (at most 100 ms ahead).
     tokio::time::sleep(Duration::from_millis(9_800)).await;
     assert_eq!(h.log.lock().unwrap().reads.len(), h.reads_answered);
@@ -922,8 +924,12 @@ async fn the_confirming_read_is_asked_just_before_the_window_ends_and_the_verdic
         Origin::Read(confirm),
     ))
     .await;
-    tokio::task::yield_now().await;
-    assert!(h.seen.iter().all(|e| e.event != EventKind::Confirmed));
+    let early = h.quiet_for(Duration::from_millis(3)).await;
+    assert!(began.elapsed() < Duration::from_secs(120));
+    assert!(
+        early.iter().all(|e| e.event != EventKind::Confirmed),
+        "confirmed before the window's end: {early:#?}"
+    );
     let confirmed = h.expect(EventKind::Confirmed, Duration::from_secs(1)).await;
     assert_eq!(confirmed.time.ms_since(streak.time), 120_000);
     h.stop().await;
@@ -936,10 +942,7 @@ async fn an_early_confirmation_that_finds_a_newer_version_breaks_the_streak_befo
     let repo = repo_with_base();
     let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
     let (_, began) = quiet_healthy_streak(&mut h, &repo).await;
-    for _ in 0..11 {
-        tokio::time::sleep(Duration::from_secs(10)).await;
-        h.send(SourceMsg::Heartbeat).await;
-    }
+    h.heartbeats(11).await;
     // The app went Degraded and back; the stream lost both. The early read finds a newer
     // version than the stream delivered.
     let _lost = observed(deployed(&sha(2), Health::Degraded), Origin::Stream);
@@ -983,10 +986,7 @@ async fn a_reconnection_asks_for_a_listing_at_once_and_nothing_is_vouched_until_
     let relisting = h.listing_after(before).await;
     // The burst: the app as it is. Not yet vouched for: the burst may have had a gap.
     h.send(observed(snap.clone(), Origin::Stream)).await;
-    for _ in 0..10 {
-        tokio::time::sleep(Duration::from_secs(10)).await;
-        h.send(SourceMsg::Heartbeat).await;
-    }
+    h.heartbeats(10).await;
     // The window ended 120 s after the streak began, with no listing since the reconnection:
     // nothing carried the observation, no confirmation read was even asked for.
     assert_eq!(h.log.lock().unwrap().reads.len(), h.reads_answered);
@@ -996,10 +996,7 @@ async fn a_reconnection_asks_for_a_listing_at_once_and_nothing_is_vouched_until_
     // streak still under way) is confirmed by a read and decides on it.
     h.answer_listing(relisting, &snap).await;
     h.skip_reads().await;
-    for _ in 0..18 {
-        tokio::time::sleep(Duration::from_secs(10)).await;
-        h.send(SourceMsg::Heartbeat).await;
-    }
+    h.heartbeats(18).await;
     let confirm = h.next_read().await;
     h.send(observed(snap, Origin::Read(confirm))).await;
     let confirmed = h.expect(EventKind::Confirmed, Duration::from_secs(1)).await;
@@ -1027,10 +1024,7 @@ async fn an_update_the_stream_lost_before_a_window_ends_is_unobserved_time_not_a
     let mut again = healthy.clone();
     again.health_message = "recovered".into();
     let _lost = observed(again.clone(), Origin::Stream);
-    for _ in 0..12 {
-        tokio::time::sleep(Duration::from_secs(10)).await;
-        h.send(SourceMsg::Heartbeat).await;
-    }
+    h.heartbeats(12).await;
     // The window's end: the confirming read finds a newer version than the stream delivered.
     let confirm = h.next_read().await;
     h.send(observed(again, Origin::Read(confirm))).await;
