@@ -27,7 +27,7 @@ enum Command {
     Watch(cmd::watch::WatchArgs),
     /// Show the watchdog's state: watches, verdicts, the breaker.
     Status(cmd::status::StatusArgs),
-    /// The circuit breaker that stops reverts after two in a row.
+    /// The circuit breaker that stops reverts after two that no confirmation of their apps cleared.
     Breaker(cmd::status::BreakerArgs),
     /// Commit-message trailer tools (a commit-msg hook).
     Trailer(cmd::trailer::TrailerArgs),
@@ -48,8 +48,27 @@ pub fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// A command that prints its answer and ends, read by a pager or a pipe such as `| head`: when
+/// the reader has gone, the command ends quietly, as `git log | head` does (the default action of
+/// SIGPIPE, which Rust's runtime otherwise ignores, turning the write into a panic). The
+/// long-running commands (`watch`, `sandbox`, `demo`) keep ignoring it: their output is a log,
+/// written without failing, and they must end through their own shutdown.
+fn end_quietly_on_a_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any thread exists; restores the default action.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(
+        cli.command,
+        Command::Demo(_) | Command::Watch(_) | Command::Sandbox(_)
+    ) {
+        end_quietly_on_a_closed_pipe();
+    }
     let result = match cli.command {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Watch(a) => cmd::watch::run(a),
@@ -65,7 +84,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            greenlight::output::stderr_line(&format!("error: {err:#}"));
             ExitCode::from(cmd::exit_code_of(&err))
         }
     }

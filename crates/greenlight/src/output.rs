@@ -76,6 +76,19 @@ impl Output {
     }
 }
 
+/// One line to stdout for a long-running command: a reader that has gone is no reason to stop
+/// (or to panic, as `println!` does).
+pub fn stdout_line(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// One line to stderr, never failing (see [`stdout_line`]).
+pub fn stderr_line(line: &str) {
+    write_line(line)
+}
+
 fn write_line(line: &str) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{line}");

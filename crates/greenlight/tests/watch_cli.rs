@@ -10,6 +10,48 @@ fn run(args: &[&str]) -> std::process::Output {
     Command::new(BIN).args(args).output().unwrap()
 }
 
+/// `greenlight <args>` writing its stdout into a pipe whose reader has already gone (`| head`
+/// that has read enough): it ends quietly, as `git log | head` does, never with a panic.
+fn assert_quiet_into_a_closed_pipe(args: &[&str]) {
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(BIN)
+        .args(args)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.is_empty(),
+        "greenlight {args:?} into a closed pipe wrote to stderr: {err}"
+    );
+    assert!(
+        out.status.code() == Some(0) || out.status.signal() == Some(SIGPIPE),
+        "greenlight {args:?} into a closed pipe: {:?}",
+        out.status
+    );
+}
+
+/// SIGPIPE's number (Linux, the BSDs, macOS).
+const SIGPIPE: i32 = 13;
+
+#[test]
+fn one_shot_commands_end_quietly_into_a_closed_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("web.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 3\n  template:\n    spec:\n      containers:\n      - name: web\n        image: nginx:latest\n",
+    )
+    .unwrap();
+    assert_quiet_into_a_closed_pipe(&["rules"]);
+    assert_quiet_into_a_closed_pipe(&["explain", "GL001"]);
+    assert_quiet_into_a_closed_pipe(&["lint", manifest.to_str().unwrap()]);
+    assert_quiet_into_a_closed_pipe(&["lint", "--format", "json", manifest.to_str().unwrap()]);
+}
+
 #[test]
 fn trailer_check_is_a_commit_msg_hook() {
     let dir = tempfile::tempdir().unwrap();
@@ -174,6 +216,8 @@ fn json_event_lines_and_the_status_table() {
         .unwrap();
     assert!(rejected["message"].as_str().unwrap().contains("`mode`"));
 
+    assert_quiet_into_a_closed_pipe(&["status", "--json", "--state", wd.state.to_str().unwrap()]);
+    assert_quiet_into_a_closed_pipe(&["status", "--state", wd.state.to_str().unwrap()]);
     let table = run(&["status", "--state", wd.state.to_str().unwrap()]);
     assert_eq!(table.status.code(), Some(0));
     let text = String::from_utf8_lossy(&table.stdout);

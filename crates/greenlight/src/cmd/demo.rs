@@ -89,7 +89,7 @@ fn git(dir: &Path, args: &[&str]) -> Result<String> {
 }
 
 fn say(line: &str) {
-    println!("demo: {line}");
+    greenlight::output::stdout_line(&format!("demo: {line}"));
 }
 
 pub fn run(a: DemoArgs) -> Result<ExitCode> {
@@ -111,7 +111,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("demo: FAILED: {e:#}");
+            greenlight::output::stderr_line(&format!("demo: FAILED: {e:#}"));
             Ok(ExitCode::from(1))
         }
     }
@@ -163,7 +163,9 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
     );
     sc.sync_interval = Duration::from_millis(300);
     sc.rollout_time = Duration::from_secs(2);
-    sc.log = Some(Arc::new(|line: &str| eprintln!("sandbox: {line}")));
+    sc.log = Some(Arc::new(|line: &str| {
+        greenlight::output::stderr_line(&format!("sandbox: {line}"))
+    }));
     let sandbox = greenlight_sandbox::start(sc)
         .await
         .context("starting the Argo CD stand-in")?;

@@ -143,13 +143,13 @@ async fn serve(config: SandboxConfig) -> anyhow::Result<ExitCode> {
             SandboxError::Runtime(_) => anyhow::Error::new(e),
         })?;
     // Scripts wait for exactly this line.
-    eprintln!("sandbox listening on {}", sandbox.url());
+    greenlight::output::stderr_line(&format!("sandbox listening on {}", sandbox.url()));
     tokio::select! {
         _ = interrupt.recv() => {}
         _ = terminate.recv() => {}
     }
     sandbox.shutdown().await;
-    eprintln!("sandbox stopped");
+    greenlight::output::stderr_line("sandbox stopped");
     Ok(ExitCode::SUCCESS)
 }
 
