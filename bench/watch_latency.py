@@ -21,7 +21,11 @@ Per failing commit (an image tag containing `does-not-exist`, shadow, a short de
      `greenlight status --json`, and the same from arrival stamps of `reached` and `failed`.
 
 Every line of both children is stamped with time.monotonic() by a reader thread as it arrives,
-so (1) compares two processes on one clock. Python 3.11 standard library only.
+so (1) compares two processes on one clock. The timers are also measured from the due moment
+itself: the verdict line's arrival, on the wall clock (the monotonic stamp plus one offset taken
+at start), minus the moment greenlight computed (`healthy_streak_started`'s time + --stable-for;
+`reached_at` + deadline). greenlight's times are whole milliseconds of the same wall clock, so
+this figure is how late the verdict reached a reader after its moment. Python 3.11 standard library only.
 """
 
 from __future__ import annotations
@@ -81,6 +85,11 @@ def parse_duration(text: str) -> float:
 def duration_flag(seconds: float) -> str:
     """Seconds as a flag value greenlight accepts (whole milliseconds)."""
     return f"{round(seconds * 1000)}ms"
+
+
+# time.time() - time.monotonic(), taken once: a monotonic arrival stamp plus this is the wall
+# clock time of that arrival, comparable with the times greenlight writes in its events.
+WALL_OFFSET = time.time() - time.monotonic()
 
 
 def parse_time(text: str) -> float:
@@ -379,6 +388,7 @@ def run_good(args, repo: Repo, watch: Child, sandbox: Child, i: int) -> dict:
         - parse_time(streak[1]["time"])
         - args.stable_for,
         "timer_arrival_s": confirmed[0] - streak[0] - args.stable_for,
+        "timer_due_s": confirmed[0] + WALL_OFFSET - parse_time(streak[1]["time"]) - args.stable_for,
         "latency_s": None,
         "excluded": None,
     }
@@ -424,6 +434,9 @@ def run_failing(args, repo: Repo, watch: Child, binary: Path, state: Path, j: in
         "deadline_s": deadline,
         "overshoot_status_s": parse_time(w["finished_at"]) - parse_time(w["reached_at"]) - deadline,
         "overshoot_arrival_s": (failed[0] - reached[0] - deadline) if reached and failed else None,
+        "overshoot_due_s": (failed[0] + WALL_OFFSET - parse_time(w["reached_at"]) - deadline)
+        if failed
+        else None,
         "reason": w.get("reason"),
     }
 
@@ -438,6 +451,8 @@ def report(args, good: list[dict], failing: list[dict]) -> dict:
     ta = [r["timer_arrival_s"] for r in good]
     fs = [r["overshoot_status_s"] for r in failing]
     fa = [r["overshoot_arrival_s"] for r in failing if r["overshoot_arrival_s"] is not None]
+    td = [r["timer_due_s"] for r in good]
+    fd = [r["overshoot_due_s"] for r in failing if r["overshoot_due_s"] is not None]
 
     print()
     print("per commit (ms)")
@@ -459,8 +474,10 @@ def report(args, good: list[dict], failing: list[dict]) -> dict:
          [r["next_fetch_tick_s"] for r in good if r["latency_s"] is not None]),
         ("stability timer: confirmed - (streak + stable-for), event times", tj),
         ("stability timer: confirmed - (streak + stable-for), arrival", ta),
+        ("stability timer: confirmed arrival - its due moment, wall clock", td),
         ("deadline timer: finished_at - (reached_at + deadline), status --json", fs),
         ("deadline timer: failed - (reached + deadline), arrival", fa),
+        ("deadline timer: failed arrival - its due moment, wall clock", fd),
     ]
     print()
     print(f"  {'measure':<72} {'n':>3} {'median':>9} {'p95':>9} {'max':>9}  (ms)")

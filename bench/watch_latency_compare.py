@@ -27,8 +27,10 @@ FIGURES = [
     ("latency_s", "status -> judge (arrival)"),
     ("timer_json_s", "stability timer, event times"),
     ("timer_arrival_s", "stability timer, arrival"),
+    ("timer_due_s", "stability timer, after its moment"),
     ("overshoot_status_s", "deadline timer, status --json"),
     ("overshoot_arrival_s", "deadline timer, arrival"),
+    ("overshoot_due_s", "deadline timer, after its moment"),
 ]
 
 

@@ -412,18 +412,18 @@ impl Runtime {
             let now = self.now();
             let due = self.engine.next_wakeup_after(self.last_wake);
             let wake_in = match due {
-                Some(t) => ms(t.ms_since(now)),
+                Some(t) => self.until(t),
                 None => Duration::from_secs(3600),
             };
             let ahead_in = due
                 .filter(|d| self.confirming.is_none() && self.confirmed_ahead != Some(*d))
-                .map(|d| ms(d.plus_ms(-self.confirm_lead_ms()).ms_since(now)));
-            let give_up_in = self.asking.as_ref().map(|a| ms(a.give_up_at.ms_since(now)));
+                .map(|d| self.until(d.plus_ms(-self.confirm_lead_ms())));
+            let give_up_in = self.asking.as_ref().map(|a| self.until(a.give_up_at));
             // A confirmation answered ahead waits for its moment; one not answered, for its
             // answers until it gives up.
             let confirm_in = self.confirming.as_ref().map(|c| {
                 let until = if now < c.at { c.at } else { c.give_up_at };
-                ms(until.ms_since(now))
+                self.until(until)
             });
             tokio::select! {
                 _ = &mut shutdown => return Ok(()),
@@ -499,8 +499,7 @@ impl Runtime {
     }
 
     async fn once_step(&mut self) -> Result<()> {
-        let now = self.now();
-        let give_up_in = self.asking.as_ref().map(|a| ms(a.give_up_at.ms_since(now)));
+        let give_up_in = self.asking.as_ref().map(|a| self.until(a.give_up_at));
         tokio::select! {
             msg = self.deliveries.recv() => {
                 let Some(msg) = msg else { return Err(anyhow!("the Application source stopped")) };
@@ -517,6 +516,10 @@ impl Runtime {
 
     fn now(&self) -> Timestamp {
         self.ctx.clock.now()
+    }
+
+    fn until(&self, t: Timestamp) -> Duration {
+        self.ctx.clock.until(t)
     }
 
     /// A source message arrives: ordering and freshness first, then it waits its turn.
@@ -1273,8 +1276,4 @@ async fn resolve_since(ctx: &Context, cfg: &DaemonConfig, rev: &str) -> Result<S
         Jobs::Inline => repo.resolve(&rev2)?,
     };
     found.ok_or_else(|| crate::usage(format!("--since {rev:?} is not a commit in {}", cfg.repo)))
-}
-
-fn ms(v: i64) -> Duration {
-    Duration::from_millis(v.max(0) as u64)
 }
