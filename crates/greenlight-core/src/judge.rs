@@ -173,9 +173,9 @@ pub struct Engine {
     breaker_dirty: bool,
     /// Watches that finished before a restart and were not loaded back, by id.
     finished_ids: BTreeSet<String>,
-    /// A watch was confirmed while a revert decided before it was still being pushed: the
-    /// breaker hears the confirmation after those reverts, in the order of the verdicts.
-    confirmed_behind_reverts: bool,
+    /// Apps whose watches were confirmed while a revert decided before them was still being
+    /// pushed: the breaker hears those confirmations after those reverts, in verdict order.
+    confirmed_behind_reverts: Vec<String>,
 }
 
 impl Engine {
@@ -191,7 +191,7 @@ impl Engine {
             dirty: BTreeSet::new(),
             breaker_dirty: false,
             finished_ids: BTreeSet::new(),
-            confirmed_behind_reverts: false,
+            confirmed_behind_reverts: Vec::new(),
         }
     }
 
@@ -569,36 +569,39 @@ impl Engine {
         let branch = self.config.branch.clone();
         match outcome {
             RevertOutcome::Pushed { revert } => {
+                let revert_sha = revert.clone();
                 let msg = Message::RevertPushed { revert, branch };
                 out.push(self.emit(i, EventKind::RevertPushed, msg, now));
-                out.extend(self.count_revert(now));
+                out.extend(self.count_revert(i, &revert_sha, now));
             }
             RevertOutcome::Adopted { revert } => {
+                let revert_sha = revert.clone();
                 let msg = Message::RevertAdopted { revert, branch };
                 out.push(self.emit(i, EventKind::RevertAdopted, msg, now));
-                out.extend(self.count_revert(now));
+                out.extend(self.count_revert(i, &revert_sha, now));
             }
             RevertOutcome::Failed { .. } => {
                 let msg = self.watches[i].reason().to_string();
                 out.push(self.emit(i, EventKind::RevertFailed, msg, now));
             }
         }
-        if self.confirmed_behind_reverts && !self.watches.iter().any(|w| w.revert_pending()) {
-            self.confirmed_behind_reverts = false;
-            self.record_confirmed();
+        if !self.watches.iter().any(|w| w.revert_pending()) {
+            for app in std::mem::take(&mut self.confirmed_behind_reverts) {
+                self.record_confirmed(app);
+            }
         }
         out
     }
 
-    /// A confirmation resets the breaker's count of reverts in a row — after the reverts that
-    /// were decided before it, however long their pushes take. Deferring it never lets a revert
-    /// through that verdict order would have withheld.
-    fn record_confirmed(&mut self) {
+    /// A confirmation of `app` clears that app's reverts from the breaker's count — after the
+    /// reverts that were decided before it, however long their pushes take. Deferring it never
+    /// lets a revert through that verdict order would have withheld.
+    fn record_confirmed(&mut self, app: String) {
         if self.watches.iter().any(|w| w.revert_pending()) {
-            self.confirmed_behind_reverts = true;
+            self.confirmed_behind_reverts.push(app);
             return;
         }
-        self.breaker.record_confirmed();
+        self.breaker.record_confirmed(&app);
         self.breaker_dirty = true;
     }
 
@@ -1029,7 +1032,7 @@ impl Engine {
                     if observed >= self.config.stable_for_ms {
                         // Dry-run verdicts do not count for the breaker, either way.
                         if !(w.dry_run || self.config.dry_run) {
-                            self.record_confirmed();
+                            self.record_confirmed(w.app.to_string());
                         }
                         let verdict = Verdict::Confirmed {
                             stable_for_ms: self.config.stable_for_ms,
@@ -1105,8 +1108,23 @@ impl Engine {
             };
             return vec![self.finish(i, verdict, EventKind::Failed, now)];
         }
-        let pending = self.watches.iter().filter(|w| w.revert_pending()).count() as u32;
-        if !self.breaker.allows_revert(pending) {
+        // The breaker counts revert commits: a watch of a commit whose revert is already
+        // counted or under way adopts that revert and adds nothing to the count.
+        let commit = &self.watches[i].commit;
+        let mut pending: Vec<&CommitId> = self
+            .watches
+            .iter()
+            .filter(|p| p.revert_pending())
+            .map(|p| &p.commit)
+            .collect();
+        pending.sort();
+        pending.dedup();
+        let same_revert = self.breaker.counts_revert_of(commit) || pending.contains(&commit);
+        let pending = pending
+            .iter()
+            .filter(|c| !self.breaker.counts_revert_of(c))
+            .count() as u32;
+        if !same_revert && !self.breaker.allows_revert(pending) {
             let verdict = Verdict::Failed {
                 failure,
                 not_reverted: NoRevert::BreakerOpen { after: OPEN_AFTER },
@@ -1129,9 +1147,13 @@ impl Engine {
         vec![ev, Effect::Revert(request)]
     }
 
-    fn count_revert(&mut self, now: Timestamp) -> Vec<Effect> {
+    fn count_revert(&mut self, i: usize, revert: &CommitId, now: Timestamp) -> Vec<Effect> {
         self.breaker_dirty = true;
-        if self.breaker.record_revert() {
+        let w = &self.watches[i];
+        if self
+            .breaker
+            .record_revert(&w.commit, revert, &w.app.to_string())
+        {
             return vec![Effect::Emit(Event {
                 time: now,
                 event: EventKind::BreakerOpened,

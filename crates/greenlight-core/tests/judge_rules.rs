@@ -739,6 +739,7 @@ fn a_complete_stability_window_confirms_and_resets_the_breaker_count() {
         Breaker {
             open: false,
             consecutive_reverts: 1,
+            reverts: Vec::new(),
         },
     ));
     let c = watched(1, "web", "deadline=600 mode=arm");
@@ -1804,11 +1805,11 @@ fn a_confirmation_while_an_earlier_revert_is_being_pushed_counts_after_that_reve
     // The second revert in a row is decided; its push takes a while.
     let (b, out) = arm_fail(&mut h, 2, 100);
     assert_eq!(reverts(&out).len(), 1);
-    // Meanwhile another app's watch is confirmed.
-    let c = watched(10, "api", "deadline=600 mode=arm");
+    // Meanwhile a later watch of the same app is confirmed.
+    let c = watched(10, "web", "deadline=600 mode=arm");
     h.arrive(&c, t(170));
     h.ancestor(&c.sha, &sha(7000));
-    let ok = Snap::new("api").deployed(&sha(7000));
+    let ok = Snap::new("web").deployed(&sha(7000));
     h.observe_every(&ok, 170, 290, 10);
     assert_eq!(h.state(&c.sha), State::Confirmed);
     // In the order of the verdicts the revert came first: it is the second in a row.
@@ -2170,6 +2171,7 @@ fn a_dry_run_confirmation_does_not_reset_the_breaker_count() {
     let breaker = Breaker {
         open: false,
         consecutive_reverts: 1,
+        reverts: Vec::new(),
     };
     let mut h = Harness::with_engine(Engine::restore(cfg, Vec::new(), breaker));
     let c = watched(1, "web", "deadline=600 mode=arm");
@@ -2192,4 +2194,104 @@ fn an_app_that_never_appears_before_a_short_deadline_is_not_reached_and_says_why
     let out = h.tick(t(30));
     assert_eq!(kinds(&out), vec![K::NotReached]);
     assert!(h.reason(&w).contains("does not exist"), "{}", h.reason(&w));
+}
+
+/// One commit with arm trailers for two apps, both failing: one revert commit lands (pushed for
+/// the first watch, adopted by the second). The breaker counts revert commits: one, not two.
+#[test]
+fn one_commit_failing_on_two_apps_is_one_revert_for_the_breaker() {
+    let mut h = Harness::new(config());
+    let c = commit(
+        1,
+        &message(
+            "change web and other",
+            &[
+                "Nav-Watchdog: app=web deadline=60 mode=arm",
+                "Nav-Watchdog: app=other deadline=60 mode=arm",
+            ],
+        ),
+        &["apps/web/deploy.yaml", "apps/other/deploy.yaml"],
+    );
+    h.arrive(&c, t(0));
+    let r = sha(5001);
+    h.ancestor(&c.sha, &r);
+    for app in ["web", "other"] {
+        let s = Snap::new(app).deployed(&r).health(Health::Degraded);
+        h.observe(&s, t(1));
+        h.observe(&s, t(55));
+    }
+    let out = h.tick(t(61));
+    let ids: Vec<String> = reverts(&out).iter().map(|r| r.watch_id.clone()).collect();
+    assert_eq!(
+        ids.len(),
+        2,
+        "each watch asks; the executor adopts: {out:?}"
+    );
+    let revert = commit_id(901);
+    h.finish_revert(
+        &ids[0],
+        RevertOutcome::Pushed {
+            revert: revert.clone(),
+        },
+        t(70),
+    );
+    let out = h.finish_revert(&ids[1], RevertOutcome::Adopted { revert }, t(71));
+    assert!(!kinds(&out).contains(&K::BreakerOpened), "{out:?}");
+    let b = h.engine.breaker();
+    assert_eq!(b.consecutive_reverts, 1, "{b:?}");
+    assert!(!b.open);
+    assert_eq!(b.reverts.len(), 1);
+    assert_eq!(
+        b.reverts[0]
+            .apps
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        vec!["other", "web"]
+    );
+}
+
+/// CONFIRMED verdicts on another app never clear an app's reverts: two reverts of `web`'s
+/// commits open the breaker although `api` is confirmed in between.
+#[test]
+fn another_apps_confirmation_does_not_clear_the_count() {
+    let mut h = Harness::new(config());
+    let (a, _) = arm_fail(&mut h, 1, 0);
+    h.finish_revert(
+        &id_of(&h, &a),
+        RevertOutcome::Pushed {
+            revert: commit_id(901),
+        },
+        t(70),
+    );
+    let c = watched(10, "api", "deadline=600 mode=arm");
+    h.arrive(&c, t(100));
+    h.ancestor(&c.sha, &sha(7000));
+    let ok = Snap::new("api").deployed(&sha(7000));
+    h.observe_every(&ok, 100, 230, 10);
+    assert_eq!(h.state(&c.sha), State::Confirmed);
+    assert_eq!(
+        h.engine.breaker().consecutive_reverts,
+        1,
+        "api's CONFIRMED clears nothing of web"
+    );
+    let (b, out) = arm_fail(&mut h, 2, 300);
+    assert_eq!(reverts(&out).len(), 1);
+    let out = h.finish_revert(
+        &id_of(&h, &b),
+        RevertOutcome::Pushed {
+            revert: commit_id(902),
+        },
+        t(370),
+    );
+    assert!(kinds(&out).contains(&K::BreakerOpened), "{out:?}");
+    // A confirmation of web itself clears web's reverts from the count; the breaker stays open.
+    let d = watched(11, "web", "deadline=600 mode=arm");
+    h.arrive(&d, t(400));
+    h.ancestor(&d.sha, &sha(7001));
+    let ok = Snap::new("web").deployed(&sha(7001));
+    h.observe_every(&ok, 400, 530, 10);
+    assert_eq!(h.state(&d.sha), State::Confirmed);
+    assert_eq!(h.engine.breaker().consecutive_reverts, 0);
+    assert!(h.engine.breaker().open, "only a human closes it");
 }

@@ -151,11 +151,11 @@ struct Sim {
     pending: Vec<String>,
     /// Reverts requested per watch id, outside a resume.
     requested: HashMap<String, u32>,
-    /// The breaker as the issue defines it.
-    model_breaker: Breaker,
-    /// A confirmation came while a revert decided before it was pending: it counts once
-    /// those reverts have finished (in the order of the verdicts). Not kept across a restart.
-    model_confirm_deferred: bool,
+    /// The breaker by its documented rule.
+    model_breaker: RuleBreaker,
+    /// Apps confirmed while a revert decided before them was pending: they count once those
+    /// reverts have finished (in the order of the verdicts). Not kept across a restart.
+    model_confirm_deferred: Vec<String>,
     /// What the store would hold if it persisted only `take_dirty`.
     store: BTreeMap<String, Watch>,
     /// Watches that went through a kind of event after which a revert is never allowed.
@@ -183,6 +183,10 @@ struct Sim {
 struct Counters {
     states: BTreeMap<&'static str, u64>,
     reverts: u64,
+    /// Reverts adopted from another watch of the same commit (counted once by the breaker).
+    shared_reverts: u64,
+    /// Confirmations that left another app's reverts counted.
+    confirmed_beside_reverts: u64,
     restarts: u64,
     events: u64,
 }
@@ -249,8 +253,8 @@ impl Sim {
             seen: HashMap::new(),
             pending: Vec::new(),
             requested: HashMap::new(),
-            model_breaker: Breaker::default(),
-            model_confirm_deferred: false,
+            model_breaker: RuleBreaker::default(),
+            model_confirm_deferred: Vec::new(),
             store: BTreeMap::new(),
             never_revert: BTreeSet::new(),
             prev: Vec::new(),
@@ -378,6 +382,7 @@ impl Sim {
     fn watched_commit(&mut self) {
         let app = *self.rng.pick(&APPS);
         let mut trailers = Vec::new();
+        let mut others = Vec::new();
         let n = if self.rng.chance(15) { 2 } else { 1 };
         for _ in 0..n {
             let a = if self.rng.chance(80) {
@@ -385,6 +390,9 @@ impl Sim {
             } else {
                 self.rng.pick(&APPS)
             };
+            if a != app {
+                others.push(a);
+            }
             let mode = if self.rng.chance(60) { "arm" } else { "shadow" };
             let deadline = self.rng.range(10, 400);
             if self.rng.chance(5) {
@@ -396,6 +404,12 @@ impl Sim {
             }
         }
         let mut paths = vec![format!("apps/{app}/deploy.yaml")];
+        // A commit for two apps mostly changes both (one revert then serves two watches).
+        for other in others {
+            if self.rng.chance(70) {
+                paths.push(format!("apps/{other}/deploy.yaml"));
+            }
+        }
         if self.rng.chance(15) {
             paths = vec!["docs/notes.md".into()];
         } else if self.rng.chance(15) {
@@ -783,7 +797,25 @@ impl Sim {
         }
         let k = self.rng.below(self.pending.len() as u64) as usize;
         let id = self.pending.remove(k);
+        let watch = self
+            .engine
+            .watches()
+            .iter()
+            .find(|w| w.id == id)
+            .cloned()
+            .unwrap();
+        // A revert of the same commit already landed for another of its watches: the executor
+        // finds it on the branch and adopts it.
+        let landed_before = self
+            .engine
+            .watches()
+            .iter()
+            .find(|o| o.commit == watch.commit && o.id != id && o.revert_commit().is_some())
+            .and_then(|o| o.revert_commit().cloned());
         let outcome = match self.rng.below(10) {
+            _ if landed_before.is_some() => RevertOutcome::Adopted {
+                revert: landed_before.clone().unwrap(),
+            },
             0..=5 => RevertOutcome::Pushed {
                 revert: cid(&self.new_commit_sha()),
             },
@@ -799,19 +831,29 @@ impl Sim {
             "{} revert_finished {id} {outcome:?}",
             now.0 - BASE_MS
         ));
-        let counts = !matches!(outcome, RevertOutcome::Failed { .. });
+        let landed = match &outcome {
+            RevertOutcome::Pushed { revert } | RevertOutcome::Adopted { revert } => {
+                Some(revert.to_string())
+            }
+            RevertOutcome::Failed { .. } => None,
+        };
         let pushed = matches!(outcome, RevertOutcome::Pushed { .. });
         let out = self.engine.revert_finished(&id, outcome, now);
         if out.is_empty() {
             self.fail(&format!("revert_finished for pending {id} did nothing"));
         }
-        if counts {
-            self.model_breaker.record_revert_model();
+        if landed_before.is_some() {
+            self.counters.shared_reverts += 1;
+        }
+        if let Some(revert) = landed {
+            self.model_breaker
+                .landed(watch.commit.as_str(), &revert, &watch.app.to_string());
         }
         let still_pending = self.engine.watches().iter().any(|w| w.revert_pending());
-        if self.model_confirm_deferred && !still_pending {
-            self.model_confirm_deferred = false;
-            self.model_breaker.record_confirmed();
+        if !still_pending {
+            for app in std::mem::take(&mut self.model_confirm_deferred) {
+                self.model_breaker.confirmed(&app);
+            }
         }
         self.after(out, false);
         // The pushed revert then arrives on the branch like any commit.
@@ -868,7 +910,7 @@ impl Sim {
         // Downtime: the clock moves on while nothing is observed.
         self.now = self.now.plus_ms(self.rng.range(0, 60_000));
         self.engine = Engine::restore(self.cfg.clone(), watches, breaker);
-        self.model_confirm_deferred = false;
+        self.model_confirm_deferred.clear();
         let now = self.now;
         self.trace
             .push(format!("{} restart+resume", now.0 - BASE_MS));
@@ -1017,10 +1059,19 @@ impl Sim {
                     self.never_revert.extend(ids);
                 }
                 EventKind::Confirmed => {
+                    let app = ev.app.clone().unwrap_or_default();
+                    if self
+                        .model_breaker
+                        .reverts
+                        .values()
+                        .any(|(_, apps)| !apps.contains(&app))
+                    {
+                        self.counters.confirmed_beside_reverts += 1;
+                    }
                     if confirm_behind_revert.pop_front().unwrap_or(false) {
-                        self.model_confirm_deferred = true;
+                        self.model_confirm_deferred.push(app);
                     } else {
-                        self.model_breaker.record_confirmed();
+                        self.model_breaker.confirmed(&app);
                     }
                 }
                 EventKind::BreakerReset => self.model_breaker.reset(),
@@ -1028,7 +1079,13 @@ impl Sim {
             }
         }
         // Reverts.
-        let mut pending_before = before.iter().filter(|o| o.1).count() as u32;
+        // The revert commits under way before this step, by the commits they revert.
+        let mut pending_commits: BTreeSet<String> = self
+            .pending
+            .iter()
+            .filter_map(|id| self.engine.watches().iter().find(|w| &w.id == id))
+            .map(|w| w.commit.to_string())
+            .collect();
         for e in &out {
             let Effect::Revert(r) = e else { continue };
             let Some(w) = self.engine.watches().iter().find(|w| w.id == r.watch_id) else {
@@ -1059,16 +1116,24 @@ impl Sim {
                 self.fail(&format!("revert requested for a {why} watch: {w:#?}"));
             }
             if !resuming {
-                // The breaker as it stood, counting reverts already pending.
-                if self.model_breaker.open
-                    || self.model_breaker.consecutive_reverts + pending_before >= 2
+                // The breaker as it stood, counting revert commits already under way; a watch
+                // of a commit whose revert is counted or under way adds no revert commit.
+                let commit = w.commit.to_string();
+                let same_revert =
+                    self.model_breaker.counts(&commit) || pending_commits.contains(&commit);
+                let pending = pending_commits
+                    .iter()
+                    .filter(|c| !self.model_breaker.counts(c))
+                    .count() as u32;
+                if !same_revert
+                    && (self.model_breaker.open || self.model_breaker.count() + pending >= 2)
                 {
                     self.fail(&format!(
-                        "revert requested with the breaker {:?} and {pending_before} pending",
+                        "revert requested with the breaker {:?} and {pending} pending",
                         self.model_breaker
                     ));
                 }
-                pending_before += 1;
+                pending_commits.insert(commit);
                 let n = self.requested.entry(w.id.clone()).or_default();
                 *n += 1;
                 if *n > 1 {
@@ -1133,7 +1198,7 @@ impl Sim {
         if opened && (was_open || !self.model_breaker.open) {
             self.fail("breaker_opened event without the breaker opening");
         }
-        if self.engine.breaker() != &self.model_breaker {
+        if !self.model_breaker.agrees_with(self.engine.breaker()) {
             self.fail(&format!(
                 "breaker {:?}, by the rules {:?}",
                 self.engine.breaker(),
@@ -1471,17 +1536,49 @@ impl Sim {
     }
 }
 
-trait ModelBreaker {
-    fn record_revert_model(&mut self);
+/// The breaker by its documented rule, written here apart from the judge's: the distinct revert
+/// commits pushed or adopted since the last reset, less those whose apps have all been CONFIRMED
+/// since (a confirmation of one app never clears another's); open from two until a reset.
+#[derive(Clone, Debug, Default)]
+struct RuleBreaker {
+    open: bool,
+    /// Revert commit -> (the commit it reverts, the apps not confirmed since).
+    reverts: BTreeMap<String, (String, BTreeSet<String>)>,
 }
 
-impl ModelBreaker for Breaker {
-    /// The rule as the issue states it: two in a row open it.
-    fn record_revert_model(&mut self) {
-        self.consecutive_reverts += 1;
-        if self.consecutive_reverts >= 2 {
+impl RuleBreaker {
+    fn count(&self) -> u32 {
+        self.reverts.len() as u32
+    }
+    fn counts(&self, commit: &str) -> bool {
+        self.reverts.values().any(|(c, _)| c == commit)
+    }
+    fn landed(&mut self, commit: &str, revert: &str, app: &str) {
+        let entry = self
+            .reverts
+            .entry(revert.to_string())
+            .or_insert_with(|| (commit.to_string(), BTreeSet::new()));
+        entry.1.insert(app.to_string());
+        if self.count() >= 2 {
             self.open = true;
         }
+    }
+    fn confirmed(&mut self, app: &str) {
+        for (_, apps) in self.reverts.values_mut() {
+            apps.remove(app);
+        }
+        self.reverts.retain(|_, (_, apps)| !apps.is_empty());
+    }
+    fn reset(&mut self) {
+        *self = RuleBreaker::default();
+    }
+    fn agrees_with(&self, b: &Breaker) -> bool {
+        let theirs: BTreeMap<String, (String, BTreeSet<String>)> = b
+            .reverts
+            .iter()
+            .map(|r| (r.revert.to_string(), (r.commit.to_string(), r.apps.clone())))
+            .collect();
+        b.open == self.open && b.consecutive_reverts == self.count() && theirs == self.reverts
     }
 }
 
@@ -1548,11 +1645,23 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
             *total.states.entry(k).or_default() += v;
         }
         total.reverts += c.reverts;
+        total.shared_reverts += c.shared_reverts;
+        total.confirmed_beside_reverts += c.confirmed_beside_reverts;
         total.restarts += c.restarts;
         total.events += c.events;
     }
     eprintln!("simulation outcome totals: {total:?}");
     // The scenarios must actually exercise every outcome, or the invariants prove little.
+    if seeds().len() > 100 {
+        assert!(
+            total.shared_reverts > 0,
+            "no revert shared by two watches: {total:?}"
+        );
+        assert!(
+            total.confirmed_beside_reverts > 0,
+            "no confirmation beside another app's revert: {total:?}"
+        );
+    }
     for st in TERMINAL_STATES {
         if seeds().len() > 100 {
             assert!(

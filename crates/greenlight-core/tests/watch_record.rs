@@ -477,6 +477,7 @@ fn watches_in_every_phase() -> Vec<(&'static str, Watch)> {
         Breaker {
             open: true,
             consecutive_reverts: 2,
+            reverts: Vec::new(),
         },
     ));
     let w = start(&mut h, 8, "deadline=60 mode=arm");

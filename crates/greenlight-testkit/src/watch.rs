@@ -97,7 +97,30 @@ impl Watchdog {
     /// Waits until the watch of `commit` is in `state`; fails at once on another terminal state.
     #[track_caller]
     pub fn wait_state(&self, commit: &str, state: &str, within: Duration) -> Value {
-        wait_state(&self.bin, &self.state, commit, state, within, &self.proc)
+        wait_state(
+            &self.bin,
+            &self.state,
+            commit,
+            None,
+            state,
+            within,
+            &self.proc,
+        )
+    }
+
+    /// [`Watchdog::wait_state`] for the watch of `commit` on `app` (a commit with trailers
+    /// for several apps has one watch each).
+    #[track_caller]
+    pub fn wait_state_of(&self, commit: &str, app: &str, state: &str, within: Duration) -> Value {
+        wait_state(
+            &self.bin,
+            &self.state,
+            commit,
+            Some(app),
+            state,
+            within,
+            &self.proc,
+        )
     }
 }
 
@@ -119,10 +142,15 @@ pub fn status_json(bin: impl AsRef<OsStr>, state: &Path) -> Value {
 
 /// The watch of `commit` in a `status --json` document.
 pub fn watch_of<'a>(status: &'a Value, commit: &str) -> Option<&'a Value> {
+    watch_of_app(status, commit, None)
+}
+
+/// The watch of `commit` (on `app`, when given) in a `status --json` document.
+pub fn watch_of_app<'a>(status: &'a Value, commit: &str, app: Option<&str>) -> Option<&'a Value> {
     status["watches"]
         .as_array()?
         .iter()
-        .find(|w| w["commit"] == commit)
+        .find(|w| w["commit"] == commit && app.is_none_or(|a| w["app"] == a))
 }
 
 /// Waits until the watch of `commit` recorded in `state_file` is in state `want`, and returns
@@ -133,6 +161,7 @@ pub fn wait_state(
     bin: impl AsRef<OsStr>,
     state_file: &Path,
     commit: &str,
+    app: Option<&str>,
     want: &str,
     within: Duration,
     proc: &Proc,
@@ -141,7 +170,7 @@ pub fn wait_state(
     loop {
         if state_file.exists() {
             let st = status_json(bin.as_ref(), state_file);
-            if let Some(w) = watch_of(&st, commit) {
+            if let Some(w) = watch_of_app(&st, commit, app) {
                 let s = w["state"].as_str().unwrap_or("");
                 if s == want {
                     return w.clone();
@@ -223,6 +252,7 @@ mod tests {
             &bin,
             &state,
             "c1",
+            None,
             "CONFIRMED",
             Duration::from_secs(20),
             &idle,
@@ -235,6 +265,7 @@ mod tests {
                 &bin,
                 &state,
                 "c1",
+                None,
                 "REVERTED",
                 Duration::from_secs(600),
                 &idle,

@@ -199,6 +199,31 @@ fn the_breaker_opens_after_two_reverts() {
     assert_eq!(wd.status()["breaker"]["open"], false);
 }
 
+/// One commit armed for two apps that fails on both is one revert commit: the second watch
+/// adopts the first one's revert, and the breaker counts it once.
+fn one_commit_failing_on_two_apps_counts_once_for_the_breaker() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web", "other=apps/other"], &[]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    repo.write("apps/web/deploy.yaml", &deployment("web", BAD));
+    repo.write("apps/other/deploy.yaml", &deployment("other", BAD));
+    let bad = repo.commit_push(&format!(
+        "web, other: bad\n\n{}\n{}",
+        trailer("web", "3", "arm"),
+        trailer("other", "3", "arm")
+    ));
+    let web = wd.wait_state_of(&bad, "web", "REVERTED", T);
+    let other = wd.wait_state_of(&bad, "other", "REVERTED", T);
+    assert_eq!(
+        web["revert_commit"], other["revert_commit"],
+        "one revert commit"
+    );
+    assert_eq!(count_reverts_of(&repo, &bad), 1);
+    let st = wd.status();
+    assert_eq!(st["breaker"]["consecutive_reverts"], 1, "{st}");
+    assert_eq!(st["breaker"]["open"], false, "{st}");
+}
+
 fn a_kill_9_mid_watch_resumes_from_recorded_times() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
@@ -355,6 +380,7 @@ on_every_argocd_version!(
     a_helm_chart_app_is_unwatchable_at_once,
     a_never_synced_app_is_waited_for_then_reached,
     the_breaker_opens_after_two_reverts,
+    one_commit_failing_on_two_apps_counts_once_for_the_breaker,
     a_kill_9_mid_watch_resumes_from_recorded_times,
     a_second_daemon_on_the_same_state_is_refused,
     a_merge_commit_is_reverted_against_its_first_parent,

@@ -11,7 +11,7 @@
 //! an edit of the format 1 types below.
 
 use anyhow::{Result, bail};
-use greenlight_core::breaker::Breaker;
+use greenlight_core::breaker::{Breaker, CountedRevert};
 use greenlight_core::commit::CommitId;
 use greenlight_core::directive::{AppRef, Mode};
 use greenlight_core::judge::State;
@@ -436,6 +436,18 @@ pub struct BreakerRecord {
     pub format: u32,
     pub open: bool,
     pub consecutive_reverts: u32,
+    /// The counted reverts with their commits and apps; absent when none is known (a body
+    /// written before they were recorded reads as reverts of unknown apps).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reverts: Vec<CountedRevertRecord>,
+}
+
+/// One counted revert as stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CountedRevertRecord {
+    pub commit: CommitId,
+    pub revert: CommitId,
+    pub apps: Vec<String>,
 }
 
 impl BreakerRecord {
@@ -457,15 +469,35 @@ impl From<&Breaker> for BreakerRecord {
             format: FORMAT,
             open: b.open,
             consecutive_reverts: b.consecutive_reverts,
+            reverts: b
+                .reverts
+                .iter()
+                .map(|r| CountedRevertRecord {
+                    commit: r.commit.clone(),
+                    revert: r.revert.clone(),
+                    apps: r.apps.iter().cloned().collect(),
+                })
+                .collect(),
         }
     }
 }
 
 impl From<BreakerRecord> for Breaker {
     fn from(b: BreakerRecord) -> Breaker {
+        // A count below the known reverts would be a hand-edited file: the known ones count.
+        let consecutive_reverts = b.consecutive_reverts.max(b.reverts.len() as u32);
         Breaker {
             open: b.open,
-            consecutive_reverts: b.consecutive_reverts,
+            consecutive_reverts,
+            reverts: b
+                .reverts
+                .into_iter()
+                .map(|r| CountedRevert {
+                    commit: r.commit,
+                    revert: r.revert,
+                    apps: r.apps.into_iter().collect(),
+                })
+                .collect(),
         }
     }
 }
@@ -586,6 +618,29 @@ mod tests {
     }
 
     #[test]
+    fn the_breaker_keeps_its_counted_reverts_and_their_apps() {
+        let id = |c: char| CommitId::parse(&c.to_string().repeat(40)).unwrap();
+        let b = Breaker {
+            open: false,
+            consecutive_reverts: 1,
+            reverts: vec![CountedRevert {
+                commit: id('a'),
+                revert: id('b'),
+                apps: ["other".to_string(), "web".to_string()].into(),
+            }],
+        };
+        let body = BreakerRecord::from(&b).to_body().unwrap();
+        let back: Breaker = BreakerRecord::parse(&body).unwrap().into();
+        assert_eq!(back, b);
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            v["consecutive_reverts"], 1,
+            "the count as before, for older readers"
+        );
+        assert_eq!(v["reverts"][0]["apps"], json!(["other", "web"]));
+    }
+
+    #[test]
     fn the_breaker_reads_the_body_written_before_records() {
         let b: Breaker = BreakerRecord::parse(r#"{"open":true,"consecutive_reverts":2}"#)
             .unwrap()
@@ -594,7 +649,8 @@ mod tests {
             b,
             Breaker {
                 open: true,
-                consecutive_reverts: 2
+                consecutive_reverts: 2,
+                reverts: Vec::new(),
             }
         );
         let body: Value =

@@ -131,7 +131,7 @@ pub fn wait_state(
     within: Duration,
     proc: &Proc,
 ) -> Value {
-    kit::wait_state(BIN, state_file, commit, want, within, proc)
+    kit::wait_state(BIN, state_file, commit, None, want, within, proc)
 }
 
 pub fn count_reverts_of(repo: &Repo, commit: &str) -> usize {
