@@ -10,7 +10,7 @@ use crate::model::{
 use greenlight_core::paths::normalize_path;
 use greenlight_core::repo_url::RepoUrl;
 use greenlight_core::snapshot::{
-    AppSnapshot, ComparedElsewhere, Health, OperationFacts, ReachCandidate, ReachVia,
+    AppSnapshot, ComparedElsewhere, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia,
     ResourceHealthSource, SourceFacts, SourcePaths, UnhealthyResource, is_git_sha,
 };
 use greenlight_core::time::Timestamp;
@@ -18,6 +18,17 @@ use std::collections::BTreeSet;
 
 /// The annotation with which an app declares which repository paths its manifests depend on.
 pub const MANIFEST_GENERATE_PATHS: &str = "argocd.argoproj.io/manifest-generate-paths";
+
+/// What the judge keeps of an app no watch follows: its health, revision and whether it is
+/// syncing.
+pub fn glimpse(app: &Application, repo_url: &str) -> Glimpse {
+    let s = snapshot(app, None, repo_url);
+    Glimpse {
+        health: s.health,
+        sync_revision: s.sync_revision,
+        operation_running: s.operation_running,
+    }
+}
 
 /// Reduce an Application to what the judge reads. `repo_url` is the watched repository, in any
 /// of the spellings [`RepoUrl::same_repo`] equates. `tree` is only consulted when the

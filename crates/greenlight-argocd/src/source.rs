@@ -6,7 +6,9 @@
 
 use crate::client::{ArgoClient, EventKind, StreamItem};
 use crate::model::Application;
-use crate::snapshot::{leave_out_ignored, needs_managed_resources, needs_resource_tree, snapshot};
+use crate::snapshot::{
+    glimpse, leave_out_ignored, needs_managed_resources, needs_resource_tree, snapshot,
+};
 use greenlight_core::directive::AppRef;
 use greenlight_core::snapshot::AppKey;
 use greenlight_core::source::{Origin, Problem, SourceMsg};
@@ -317,7 +319,8 @@ impl Worker {
                 .await;
         }
         if !self.is_watched(&key.namespace, &key.name) {
-            return self.send(SourceMsg::Unwatched(key)).await;
+            let g = glimpse(&app, repo_spelling(&self.repo, &app));
+            return self.send(SourceMsg::Unwatched(key, g)).await;
         }
         // Until the tree is read, the previous observation of this app is no longer current.
         self.send(SourceMsg::Changing(key)).await && self.deliver(&app, Origin::Stream).await

@@ -2,7 +2,7 @@
 //! observations, revert results and the current time; it returns events and revert requests.
 //! It never reads a clock, touches git or calls Argo CD: questions it cannot answer alone
 //! (is this commit an ancestor of that revision?) are asked up front with [`Engine::reach_questions`]
-//! and [`Engine::merge_questions`] and answered in an [`Ancestry`].
+//! and [`Engine::arrival_questions`] and answered in an [`Ancestry`].
 //!
 //! Life of a watch: `WAITING_REACH` → (reach) `JUDGING` → `CONFIRMED` | `FAIL` | `REVERTED` |
 //! `REVERT_FAILED` | `INCONCLUSIVE`; or `WAITING_REACH` → `NOT_REACHED` | `INCONCLUSIVE`; or
@@ -21,13 +21,15 @@ use crate::reason::{
     NOT_HEALTHY, NoRevert, NotReached, StreakBreak, Unhealthy, Unwatchable, Verdict,
     revert_commit_reason, revert_not_a_commit,
 };
-use crate::snapshot::{AppSnapshot, Health, ReachCandidate, ReachVia, SourceFacts, is_git_sha};
+use crate::snapshot::{
+    AppKey, AppSnapshot, Glimpse, Health, ReachCandidate, ReachVia, SourceFacts, is_git_sha,
+};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Display;
 
-pub use crate::watch::{LaterCommit, Phase, Seen, State, Watch};
+pub use crate::watch::{Baseline, Before, LaterCommit, Phase, Seen, State, Watch};
 
 /// The judge's settings, from the command line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +98,13 @@ impl Ancestry {
                 .copied()
                 .unwrap_or(false)
     }
+
+    /// Whether git said that `revision` does not contain `commit` (an unanswered question is
+    /// no such answer).
+    pub fn knows_not(&self, commit: &str, revision: &str) -> bool {
+        !commit.eq_ignore_ascii_case(revision)
+            && self.0.get(&(commit.to_string(), revision.to_string())) == Some(&false)
+    }
 }
 
 /// A revert the executor should perform (fetch, adopt an existing revert or `git revert` +
@@ -163,6 +172,9 @@ pub enum Observation<'a> {
     },
 }
 
+/// How many deployed revisions of an app the judge remembers its idle health at.
+const IDLE_REVISIONS: usize = 8;
+
 /// All watches and the breaker.
 #[derive(Clone, Debug)]
 pub struct Engine {
@@ -176,6 +188,11 @@ pub struct Engine {
     /// Apps whose watches were confirmed while a revert decided before them was still being
     /// pushed: the breaker hears those confirmations after those reverts, in verdict order.
     confirmed_behind_reverts: Vec<String>,
+    /// Each app's last observations with no operation running, one per compared revision
+    /// (`sync.revision`), oldest first (at most [`IDLE_REVISIONS`]): the baseline of a watch
+    /// that starts after its commit was compared or synced is the newest at a revision without
+    /// the commit (`docs/verdicts.md#baseline`).
+    idle: BTreeMap<AppKey, Vec<(String, Health)>>,
 }
 
 impl Engine {
@@ -192,6 +209,7 @@ impl Engine {
             breaker_dirty: false,
             finished_ids: BTreeSet::new(),
             confirmed_behind_reverts: Vec::new(),
+            idle: BTreeMap::new(),
         }
     }
 
@@ -251,12 +269,33 @@ impl Engine {
 
     /// Questions to answer before [`Engine::commit_arrived`]: for a merge commit, whether a
     /// watched commit is an ancestor of one of its other parents (then the merge carries the
-    /// watched commit itself, and is not a later change for attribution).
-    pub fn merge_questions(&self, commit: &CommitInfo) -> Vec<(String, String)> {
-        if commit.parents.len() < 2 {
-            return Vec::new();
-        }
+    /// watched commit itself, and is not a later change for attribution); for each app its
+    /// trailers name, whether the revision of the app's last idle observation already contains
+    /// the commit (then that observation is no baseline).
+    pub fn arrival_questions(&self, commit: &CommitInfo) -> Vec<(String, String)> {
         let mut q = Vec::new();
+        let started = self.watches.iter().any(|w| w.commit == commit.sha);
+        for d in directives_in(&commit.message, &self.config.trailer_key)
+            .into_iter()
+            .flatten()
+            .filter(|_| !started)
+        {
+            for (key, seen) in &self.idle {
+                if !d.app.matches(&key.namespace, &key.name) {
+                    continue;
+                }
+                for (revision, _) in seen {
+                    if is_git_sha(revision) && !commit.sha.as_str().eq_ignore_ascii_case(revision) {
+                        q.push((commit.sha.to_string(), revision.clone()));
+                    }
+                }
+            }
+        }
+        if commit.parents.len() < 2 {
+            q.sort();
+            q.dedup();
+            return q;
+        }
         for w in self.live() {
             if w.commit == commit.sha {
                 continue; // a re-delivered watched merge is not a later commit of itself
@@ -362,15 +401,45 @@ impl Engine {
                         Some(app),
                     ))
                 }
-                Ok(d) => out.push(self.start(id, commit, d, now)),
+                Ok(d) => out.push(self.start(id, commit, d, ancestry, now)),
             }
         }
         out
     }
 
-    fn start(&mut self, id: String, commit: &CommitInfo, d: Directive, now: Timestamp) -> Effect {
+    fn start(
+        &mut self,
+        id: String,
+        commit: &CommitInfo,
+        d: Directive,
+        ancestry: &Ancestry,
+        now: Timestamp,
+    ) -> Effect {
         let dry_run = self.config.dry_run;
-        let w = Watch::start(id, commit, d, dry_run, now);
+        // The app's last idle observation is the baseline when git says its revision does not
+        // contain the commit (the sync that brings the commit had not begun then).
+        let idle: Vec<&Vec<(String, Health)>> = self
+            .idle
+            .iter()
+            .filter(|(k, _)| d.app.matches(&k.namespace, &k.name))
+            .map(|(_, v)| v)
+            .collect();
+        let mut before = Before::Unknown;
+        if let [seen] = idle.as_slice() {
+            // Newest first: skip what already has the commit; the first without it is the
+            // app as it was before the sync; an unanswered question leaves it unknown.
+            for (revision, health) in seen.iter().rev() {
+                if ancestry.contains(commit.sha.as_str(), revision) {
+                    continue;
+                }
+                if ancestry.knows_not(commit.sha.as_str(), revision) {
+                    before = Before::of(*health);
+                }
+                break;
+            }
+        }
+        let mut w = Watch::start(id, commit, d, dry_run, now);
+        w.saw_before(before);
         let msg = Message::WatchStarted {
             mode: w.mode,
             dry_run,
@@ -396,9 +465,23 @@ impl Engine {
         }
         for w in self.live() {
             let judging = w.state() != State::WaitingReach;
-            if (judging && w.reported_sync_failure()) || !w.app.matches(&snap.namespace, &snap.name)
-            {
+            if !w.app.matches(&snap.namespace, &snap.name) {
                 continue;
+            }
+            // Once reached: whether what Argo CD deployed since still contains the commit.
+            if judging {
+                for revision in deployed_revisions(snap, w) {
+                    if w.commit != revision {
+                        q.push((w.commit.to_string(), revision.to_string()));
+                    }
+                }
+            }
+            if judging && w.reported_sync_failure() {
+                continue;
+            }
+            // While waiting: whether the compared revision has the commit (baseline).
+            if !judging && is_git_sha(&snap.sync_revision) && w.commit != snap.sync_revision {
+                q.push((w.commit.to_string(), snap.sync_revision.clone()));
             }
             for c in &snap.reach_candidates {
                 // Once reached, only a failed operation is still news (failure evidence).
@@ -416,6 +499,23 @@ impl Engine {
         q.sort();
         q.dedup();
         q
+    }
+
+    /// The stream showed an app that no watch follows yet: its health before a commit's sync,
+    /// for a watch that starts later.
+    pub fn glimpse(&mut self, key: &AppKey, g: &Glimpse) {
+        if !g.operation_running {
+            self.saw_idle(key.clone(), g.sync_revision.clone(), g.health);
+        }
+    }
+
+    fn saw_idle(&mut self, key: AppKey, revision: String, health: Health) {
+        let seen = self.idle.entry(key).or_default();
+        seen.retain(|(r, _)| *r != revision);
+        seen.push((revision, health));
+        if seen.len() > IDLE_REVISIONS {
+            seen.remove(0);
+        }
     }
 
     /// Feed one observation of an app at `now`.
@@ -448,6 +548,15 @@ impl Engine {
         gap: bool,
     ) -> Vec<Effect> {
         let mut out = Vec::new();
+        match obs {
+            Observation::Present(snap) if !snap.operation_running => {
+                self.saw_idle(snap.key(), snap.sync_revision.clone(), snap.health);
+            }
+            Observation::Present(_) => {}
+            Observation::Absent { namespace, name } => self
+                .idle
+                .retain(|k, _| k.name != name || namespace.is_some_and(|ns| ns != k.namespace)),
+        }
         for i in 0..self.watches.len() {
             let w = &self.watches[i];
             if !w.is_live() {
@@ -739,8 +848,24 @@ impl Engine {
 
         if self.watches[i].state() == State::WaitingReach {
             out.extend(self.check_reach(i, snap, ancestry, now));
+            // Not reached, nothing syncing and the commit not yet compared (a resource it adds
+            // would show Missing): the app as it was before the commit.
+            if self.watches[i].state() == State::WaitingReach
+                && !snap.operation_running
+                && (!is_git_sha(&snap.sync_revision)
+                    || ancestry.knows_not(self.watches[i].commit.as_str(), &snap.sync_revision))
+            {
+                self.watches[i].saw_before(Before::of(snap.health));
+            }
         } else {
             out.extend(self.check_sync_failure(i, snap, ancestry, now));
+        }
+
+        if self.watches[i].state() == State::Judging
+            && let Some(revision) = withdrawn_by(snap, &self.watches[i], ancestry)
+        {
+            let why = NotReached::Withdrawn { revision };
+            return vec![self.finish(i, Verdict::NotReached(why), EventKind::NotReached, now)];
         }
 
         if self.watches[i].state() == State::Judging {
@@ -749,6 +874,7 @@ impl Engine {
             w.saw_health(verdict.as_ref().err().map(ToString::to_string));
             match verdict {
                 Ok(()) => {
+                    w.saw_healthy_after_reach();
                     if w.healthy_at(now) {
                         let msg = Message::StreakStarted {
                             source: snap.resource_health_source,
@@ -902,7 +1028,8 @@ impl Engine {
             return out;
         };
         let w = &mut self.watches[i];
-        w.reached((*best).clone(), now);
+        let started = snap.last_operation.as_ref().and_then(|o| o.started_at);
+        w.reached((*best).clone(), started, now);
         let msg = Message::Reached {
             app: w.app.clone(),
             via: best.via.clone(),
@@ -1098,6 +1225,10 @@ impl Engine {
             Some(NoRevert::ArmBlocked(b.clone()))
         } else if w.dry_run || self.config.dry_run {
             Some(NoRevert::DryRun)
+        } else if !w.baseline().before.was_healthy() && !w.baseline().healthy_after_reach {
+            Some(NoRevert::NotShownAtFault {
+                before: w.baseline().before,
+            })
         } else {
             None
         };
@@ -1178,6 +1309,39 @@ fn revert_request(w: &Watch, failure: &Failure) -> RevertRequest {
         reason: revert_commit_reason(failure, &w.app),
     }
 }
+/// The revisions Argo CD shows deployed in `snap` after `w`'s reach: the synced revision while
+/// Synced with no operation running, and the revision of a sync operation that started after
+/// the one seen at reach and Succeeded (a rollback leaves the app OutOfSync). Git SHAs only.
+fn deployed_revisions<'a>(snap: &'a AppSnapshot, w: &Watch) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    if snap.sync_status == "Synced" && !snap.operation_running && is_git_sha(&snap.sync_revision) {
+        out.push(snap.sync_revision.as_str());
+    }
+    if let Some(op) = &snap.last_operation
+        && op.phase == "Succeeded"
+        && !op.dry_run
+        && !op.partial
+        && is_git_sha(&op.revision)
+        && op.started_at.is_some_and(|s| {
+            w.baseline()
+                .reach_operation_started
+                .is_none_or(|at_reach| s > at_reach)
+        })
+    {
+        out.push(op.revision.as_str());
+    }
+    out
+}
+
+/// A revision deployed after reach that git says does not contain the commit: the commit was
+/// withdrawn (`docs/verdicts.md#withdrawn`).
+fn withdrawn_by(snap: &AppSnapshot, w: &Watch, ancestry: &Ancestry) -> Option<String> {
+    deployed_revisions(snap, w)
+        .into_iter()
+        .find(|r| ancestry.knows_not(w.commit.as_str(), r))
+        .map(str::to_string)
+}
+
 /// A synced revision is proof of reach only while the same snapshot says Synced with no
 /// operation running; the judge checks this itself rather than trust every adapter.
 fn admissible(snap: &AppSnapshot, c: &ReachCandidate) -> bool {

@@ -12,7 +12,7 @@ use crate::commit::{CommitId, NotACommitId};
 use crate::directive::{AppRef, DirectiveError, Mode};
 use crate::snapshot::{Health, ReachVia, ResourceHealthSource};
 use crate::time::{Timestamp, human_duration, parse_human_duration};
-use crate::watch::{LaterCommit, State};
+use crate::watch::{Before, LaterCommit, State};
 use std::fmt;
 
 /// What an observation of an absent app says about its health.
@@ -50,7 +50,15 @@ pub enum NoRevert {
     Shadow,
     ArmBlocked(ArmBlocked),
     DryRun,
-    BreakerOpen { after: u32 },
+    BreakerOpen {
+        after: u32,
+    },
+    /// The app was not Healthy before the commit's sync (or not observed then) and never
+    /// became healthy after reach: the failure is not shown to be the commit's
+    /// (`docs/verdicts.md#baseline`).
+    NotShownAtFault {
+        before: Before,
+    },
 }
 
 /// Why arm was downgraded to shadow for a watch (`docs/verdicts.md#attribution`).
@@ -87,6 +95,11 @@ pub enum NotReached {
     ComparisonError {
         deadline_ms: i64,
         message: String,
+    },
+    /// After reach, Argo CD deployed a revision that does not contain the commit (the branch
+    /// was force-pushed back past it, or the app was rolled back): it is no longer in effect.
+    Withdrawn {
+        revision: String,
     },
 }
 
@@ -407,6 +420,16 @@ impl fmt::Display for NoRevert {
                 f,
                 "breaker open after {after} reverts in a row: not reverted; a human must look, then run `greenlight breaker reset`"
             ),
+            NoRevert::NotShownAtFault {
+                before: Before::NotHealthy(health),
+            } => write!(
+                f,
+                "already unhealthy before this commit ({} before its sync began) and never healthy after it: not shown to be this commit's fault, not reverted",
+                health.as_str()
+            ),
+            NoRevert::NotShownAtFault { .. } => f.write_str(
+                "baseline unknown: the app was not observed before this commit's sync began and never healthy after it: not shown to be this commit's fault, not reverted",
+            ),
         }
     }
 }
@@ -448,6 +471,10 @@ impl fmt::Display for NotReached {
                 f,
                 "not reached within {} of the watch start: Argo CD cannot render the app's manifests (ComparisonError: {message}), so it compared and synced nothing; fix the manifests in a later commit, nothing reverted",
                 human_duration(*deadline_ms)
+            ),
+            NotReached::Withdrawn { revision } => write!(
+                f,
+                "withdrawn: revision {revision} does not contain it (Argo CD deployed it after reach: the branch moved back past the commit, or the app was rolled back); the commit is no longer in effect, nothing reverted"
             ),
         }
     }
@@ -894,8 +921,20 @@ fn retype_fail(text: &str, rec: &Recorded<'_>) -> Vec<Verdict> {
             digits.parse::<u32>().ok()
         })
         .map(|after| NoRevert::BreakerOpen { after });
+    let not_at_fault = [
+        Health::Progressing,
+        Health::Degraded,
+        Health::Suspended,
+        Health::Missing,
+        Health::Unknown,
+    ]
+    .into_iter()
+    .map(Before::NotHealthy)
+    .chain([Before::Unknown])
+    .map(|before| Some(NoRevert::NotShownAtFault { before }));
     let withheld = [Some(NoRevert::Shadow), Some(NoRevert::DryRun), breaker]
         .into_iter()
+        .chain(not_at_fault)
         .chain(std::iter::once(
             rec.arm_blocked.cloned().map(NoRevert::ArmBlocked),
         ))
@@ -967,6 +1006,13 @@ fn retype_not_reached(text: &str, rec: &Recorded<'_>) -> Vec<Verdict> {
         out.push(Verdict::NotReached(NotReached::ComparisonError {
             deadline_ms: rec.deadline_ms,
             message: message.to_string(),
+        }));
+    }
+    if let Some(rest) = text.strip_prefix("withdrawn: revision ")
+        && let Some((revision, _)) = rest.split_once(" does not contain it (")
+    {
+        out.push(Verdict::NotReached(NotReached::Withdrawn {
+            revision: revision.to_string(),
         }));
     }
     out

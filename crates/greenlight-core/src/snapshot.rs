@@ -234,6 +234,19 @@ impl AppSnapshot {
     }
 }
 
+/// What the stream says of an app that no watch follows: enough for the health a later
+/// watch's commit found before its sync began (`docs/verdicts.md#baseline`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Glimpse {
+    /// The app-level health (`status.health.status`).
+    pub health: Health,
+    /// `status.sync.revision` for the watched source: the revision Argo CD compared the live
+    /// state with (a resource the commit adds is `Missing` once its revision is compared).
+    pub sync_revision: String,
+    /// `operation` present, or `operationState.phase` Running/Terminating.
+    pub operation_running: bool,
+}
+
 /// An Application's identity.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct AppKey {

@@ -7,7 +7,7 @@
 //! Pure: no IO, no clock, no async. The caller passes the time a message was received.
 
 use crate::directive::AppRef;
-use crate::snapshot::{AppKey, AppSnapshot};
+use crate::snapshot::{AppKey, AppSnapshot, Glimpse};
 use crate::time::Timestamp;
 use std::collections::HashMap;
 
@@ -56,9 +56,10 @@ pub enum SourceMsg {
     /// An app changed and its observation is being completed: the last delivery of it is no
     /// longer current.
     Changing(AppKey),
-    /// The stream delivered an app that nothing watches: only its freshness is kept, so that
-    /// the stream can vouch for it as soon as a watch starts and reads it.
-    Unwatched(AppKey),
+    /// The stream delivered an app that nothing watches: its freshness is kept, so that the
+    /// stream can vouch for it as soon as a watch starts and reads it, and its glimpse, the
+    /// baseline of a watch that starts later.
+    Unwatched(AppKey, Glimpse),
     /// An app as seen. `resource_version` orders deliveries of one app when the source has one.
     Observed {
         snapshot: Box<AppSnapshot>,
@@ -222,7 +223,7 @@ impl Freshness {
                 self.delivered_by.remove(key);
                 self.stream_delivery(key);
             }
-            SourceMsg::Unwatched(key) => {
+            SourceMsg::Unwatched(key, _) => {
                 self.life(now);
                 self.stream_delivery(key);
                 self.delivered_by.insert(key.clone(), self.generation);

@@ -21,6 +21,8 @@ fn started_with(cfg: JudgeConfig, fields: &str) -> (Harness, CommitId) {
     let c = watched(1, "web", fields);
     let out = h.arrive(&c, t(0));
     assert_eq!(kinds(&out), vec![K::WatchStarted], "{out:?}");
+    // What the start asked (the baseline's revision) is not what these tests look at.
+    h.asked.clear();
     (h, c.sha)
 }
 
@@ -440,7 +442,7 @@ fn reach_questions_ask_exactly_what_is_needed_while_waiting() {
 }
 
 #[test]
-fn reach_questions_after_reach_only_ask_about_failed_operations() {
+fn reach_questions_after_reach_ask_what_was_deployed_and_what_failed() {
     let (mut h, w) = started("deadline=600");
     reach(&mut h, &w, 5, Health::Healthy);
     let r2 = sha(600);
@@ -448,8 +450,8 @@ fn reach_questions_after_reach_only_ask_about_failed_operations() {
     let s = Snap::new("web").deployed(&r2).via_history(&r3, 9);
     assert_eq!(
         h.engine.reach_questions(s.snap()),
-        Vec::<(String, String)>::new(),
-        "after reach, succeeded revisions and history decide nothing"
+        vec![(w.to_string(), r2.clone())],
+        "after reach, the deployed revision may withdraw the commit; history decides nothing"
     );
     let s = Snap::new("web").failed_operation(&r2, "Failed", "boom");
     assert_eq!(
@@ -1373,7 +1375,7 @@ fn a_merge_that_brings_the_watched_commit_is_not_a_later_commit() {
     h.ancestor(&w, &feature);
     let mut merge = plain(3, &["apps/web/deploy.yaml"]);
     merge.parents = vec![commit_id(301), feature.parse().unwrap()];
-    let q = h.engine.merge_questions(&merge);
+    let q = h.engine.arrival_questions(&merge);
     assert!(q.contains(&(w.to_string(), feature.clone())), "{q:?}");
     let out = h.arrive(&merge, t(15));
     assert!(out.is_empty(), "{out:?}");
@@ -1403,33 +1405,33 @@ fn a_merge_that_does_not_bring_the_watched_commit_is_a_later_commit() {
 }
 
 #[test]
-fn merge_questions_are_only_for_merges_and_live_watches() {
+fn arrival_questions_are_only_for_merges_and_live_watches() {
     let (mut h, w) = started("deadline=60");
-    assert!(h.engine.merge_questions(&plain(5, &["x"])).is_empty());
+    assert!(h.engine.arrival_questions(&plain(5, &["x"])).is_empty());
     let mut merge = plain(6, &["x"]);
     merge.parents = vec![commit_id(1), commit_id(2), commit_id(3)];
-    let mut q = h.engine.merge_questions(&merge);
+    let mut q = h.engine.arrival_questions(&merge);
     q.sort();
     assert_eq!(q, vec![(w.to_string(), sha(2)), (w.to_string(), sha(3))]);
     h.tick(t(60));
     assert!(h.state(&w).is_terminal());
-    assert!(h.engine.merge_questions(&merge).is_empty());
+    assert!(h.engine.arrival_questions(&merge).is_empty());
 }
 
 #[test]
-fn merge_questions_skip_what_needs_no_git() {
+fn arrival_questions_skip_what_needs_no_git() {
     let (mut h, w) = started("deadline=60");
     let mut merge = plain(6, &["x"]);
     merge.parents = vec![commit_id(1), w.clone()];
     assert!(
-        h.engine.merge_questions(&merge).is_empty(),
+        h.engine.arrival_questions(&merge).is_empty(),
         "the parent is the watched commit: equality"
     );
     // A watched merge commit, delivered again: it is not later than itself.
     let mut m = watched(9, "api", "deadline=60");
     m.parents = vec![commit_id(1), commit_id(2)];
     h.arrive(&m, t(1));
-    let q = h.engine.merge_questions(&m);
+    let q = h.engine.arrival_questions(&m);
     assert!(!q.iter().any(|(c, _)| *c == m.sha), "{q:?}");
 }
 
@@ -2294,4 +2296,192 @@ fn another_apps_confirmation_does_not_clear_the_count() {
     assert_eq!(h.state(&d.sha), State::Confirmed);
     assert_eq!(h.engine.breaker().consecutive_reverts, 0);
     assert!(h.engine.breaker().open, "only a human closes it");
+}
+
+/// App `web` held Progressing by something no commit touches: an armed commit that reaches it
+/// and never sees it healthy is not shown to be at fault. FAIL, not reverted, and the breaker
+/// does not count it (`docs/verdicts.md#baseline`).
+#[test]
+fn a_chronically_unhealthy_app_fails_without_revert_and_without_counting() {
+    let mut h = Harness::new(config());
+    h.baseline = Some(Health::Progressing);
+    for (n, at) in [(1, 0), (2, 100), (3, 200)] {
+        let c = watched(n, "web", "deadline=60 mode=arm");
+        h.arrive(&c, t(at));
+        let r = sha(5000 + n);
+        h.ancestor(&c.sha, &r);
+        let s = Snap::new("web").deployed(&r).health(Health::Progressing);
+        h.observe(&s, t(at + 1));
+        h.observe(&s, t(at + 55));
+        h.tick(t(at + 61));
+        assert_eq!(h.state(&c.sha), State::Fail);
+        let reason = h.watch(&c.sha).reason().to_string();
+        assert!(
+            reason.contains(
+                "already unhealthy before this commit (Progressing before its sync began)"
+            ),
+            "{reason}"
+        );
+    }
+    no_reverts(&h);
+    assert_eq!(h.engine.breaker().consecutive_reverts, 0);
+}
+
+/// No observation of the app before the commit's sync began: the baseline is unknown, and a
+/// commit whose app is never healthy after reach is not reverted, saying so.
+#[test]
+fn an_unknown_baseline_and_never_healthy_is_not_reverted() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    h.arrive(&c, t(0));
+    let r = containing(&mut h, &c.sha, 1);
+    // The first observation already shows the commit synced.
+    let s = Snap::new("web").deployed(&r).health(Health::Degraded);
+    h.observe(&s, t(1));
+    h.observe(&s, t(55));
+    h.tick(t(61));
+    assert_eq!(h.state(&c.sha), State::Fail);
+    let reason = h.watch(&c.sha).reason().to_string();
+    assert!(reason.contains("baseline unknown"), "{reason}");
+    no_reverts(&h);
+}
+
+/// The watch's own observation before the sync (not reached, nothing syncing) is a baseline:
+/// Healthy then, Degraded after reach: reverted as before.
+#[test]
+fn an_observation_before_the_sync_is_the_baseline() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    h.arrive(&c, t(0));
+    let old = sha(77); // does not contain the commit
+    h.observe(&Snap::new("web").via_synced_revision(&old), t(1));
+    assert_eq!(h.state(&c.sha), State::WaitingReach);
+    let r = containing(&mut h, &c.sha, 1);
+    let s = Snap::new("web").deployed(&r).health(Health::Degraded);
+    h.observe(&s, t(2));
+    h.observe(&s, t(55));
+    let out = h.tick(t(62));
+    assert_eq!(reverts(&out).len(), 1, "{out:?}");
+}
+
+/// A stream glimpse taken after the commit's sync already finished is no baseline: git says
+/// its revision contains the commit.
+#[test]
+fn a_glimpse_of_the_synced_commit_is_no_baseline() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    let r = containing(&mut h, &c.sha, 1);
+    let key = greenlight_core::snapshot::AppKey {
+        namespace: "argocd".into(),
+        name: "web".into(),
+    };
+    h.engine.glimpse(
+        &key,
+        &greenlight_core::snapshot::Glimpse {
+            health: Health::Healthy,
+            sync_revision: r.clone(),
+            operation_running: false,
+        },
+    );
+    h.arrive(&c, t(0));
+    assert_eq!(
+        h.watch(&c.sha).baseline().before,
+        greenlight_core::judge::Before::Unknown
+    );
+}
+
+/// Unhealthy before, healthy after reach, then broken: the app did become healthy with the
+/// commit, so the later failure is laid on it (reverted).
+#[test]
+fn an_app_that_was_unhealthy_before_but_healthy_after_reach_is_judged_as_ever() {
+    let mut h = Harness::new(config());
+    h.baseline = Some(Health::Progressing);
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    h.arrive(&c, t(0));
+    let r = containing(&mut h, &c.sha, 1);
+    let ok = Snap::new("web").deployed(&r);
+    h.observe(&ok, t(1));
+    let bad = Snap::new("web").deployed(&r).health(Health::Degraded);
+    h.observe(&bad, t(10));
+    h.observe(&bad, t(55));
+    let out = h.tick(t(61));
+    assert_eq!(reverts(&out).len(), 1, "{out:?}");
+}
+
+/// After reach, Argo CD deploys a revision without the commit (the branch was force-pushed
+/// back past it): the commit is no longer in effect. NOT_REACHED at once, never CONFIRMED,
+/// never reverted.
+#[test]
+fn a_commit_withdrawn_by_a_force_push_is_not_reached_never_confirmed() {
+    let (mut h, w) = started("deadline=600 mode=arm");
+    let s = reach(&mut h, &w, 5, Health::Healthy);
+    h.observe_every(&s, 10, 60, 10);
+    let back = sha(77); // the old tip: git says it does not contain the commit
+    let out = h.observe(&Snap::new("web").deployed(&back), t(70));
+    assert_eq!(kinds(&out), vec![K::NotReached], "{out:?}");
+    assert_eq!(h.state(&w), State::NotReached);
+    let reason = h.watch(&w).reason().to_string();
+    assert!(
+        reason.starts_with(&format!("withdrawn: revision {back} does not contain it")),
+        "{reason}"
+    );
+    h.observe_every(&s, 80, 400, 10);
+    assert_eq!(h.state(&w), State::NotReached);
+    no_reverts(&h);
+}
+
+/// `argocd app rollback`: the app goes OutOfSync with a newer operation that deployed an older
+/// revision. An unanswered ancestry question withdraws nothing.
+#[test]
+fn a_rollback_after_reach_withdraws_the_commit() {
+    let (mut h, w) = started("deadline=600 mode=arm");
+    let r = containing(&mut h, &w, 1);
+    let s = Snap::new("web").deployed(&r).operation_started(t(2));
+    h.observe(&s, t(5));
+    assert_eq!(h.state(&w), State::Judging);
+    // The same operation seen again, OutOfSync because a later commit is compared: nothing.
+    let later = Snap::new("web")
+        .via_operation(&r)
+        .operation_started(t(2))
+        .sync("OutOfSync")
+        .health(Health::Healthy);
+    h.observe(&later, t(20));
+    assert_eq!(h.state(&w), State::Judging);
+    let old = sha(77);
+    let rolled_back = Snap::new("web")
+        .via_operation(&old)
+        .operation_started(t(30))
+        .sync("OutOfSync");
+    let out = h.observe(&rolled_back, t(40));
+    assert_eq!(kinds(&out), vec![K::NotReached], "{out:?}");
+    assert!(h.watch(&w).reason().to_string().starts_with("withdrawn:"));
+    no_reverts(&h);
+}
+
+/// Once Argo CD has compared the commit, the app's health already reflects it (a resource the
+/// commit adds shows Missing while OutOfSync): that observation is no baseline.
+#[test]
+fn an_observation_that_compared_the_commit_is_no_baseline() {
+    let mut h = Harness::new(config());
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    h.arrive(&c, t(0));
+    let r = containing(&mut h, &c.sha, 1);
+    let compared = Snap::new("web")
+        .sync("OutOfSync")
+        .compared_revision(&r)
+        .health(Health::Missing);
+    h.observe(&compared, t(1));
+    assert_eq!(
+        h.watch(&c.sha).baseline().before,
+        greenlight_core::judge::Before::Healthy,
+        "the glimpse before the commit was compared stays the baseline"
+    );
+    let s = Snap::new("web").deployed(&r).health(Health::Degraded);
+    h.observe(&s, t(2));
+    h.observe(&s, t(55));
+    let out = h.tick(t(62));
+    assert_eq!(reverts(&out).len(), 1, "{out:?}");
 }

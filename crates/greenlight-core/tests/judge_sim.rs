@@ -13,7 +13,7 @@ use greenlight_core::judge::{
     Ancestry, CommitInfo, Effect, Engine, JudgeConfig, Observation, RevertOutcome, State, Watch,
 };
 use greenlight_core::snapshot::{
-    AppSnapshot, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
+    AppSnapshot, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
     SourceFacts, SourcePaths, UnhealthyResource,
 };
 use greenlight_core::time::Timestamp;
@@ -80,6 +80,15 @@ struct AppModel {
 }
 
 impl AppModel {
+    /// The revision `sync.revision` names: the deployed one while Synced, else the compared one.
+    fn sync_revision_index(&self) -> Option<usize> {
+        if self.sync_status == "Synced" {
+            self.deployed
+        } else {
+            self.compared
+        }
+    }
+
     fn healthy_by_oracle(&self) -> bool {
         self.exists
             && self.sync_status == "Synced"
@@ -100,6 +109,25 @@ struct Seen {
     /// Not an observation: the connected stream vouched that nothing changed since the last
     /// one, so the time in between counts as observed.
     vouched: bool,
+}
+
+/// One delivery of an app to the judge (an observation or a stream glimpse), for the baseline
+/// and deployment oracles.
+#[derive(Clone, Copy, Debug)]
+struct Delivery {
+    at: Timestamp,
+    /// No operation was running.
+    idle: bool,
+    /// The app-level health was Healthy.
+    healthy_app: bool,
+    /// The health predicate held (the oracle's).
+    healthy: bool,
+    /// The index of the revision deployed (ground truth at delivery).
+    deployed: Option<usize>,
+    /// The index of the revision the health was compared with (`sync.revision`).
+    compared: Option<usize>,
+    /// A glimpse (an app no watch followed), not an observation.
+    glimpse: bool,
 }
 
 /// Invariants beyond the first set, each of which once caught a bug in the judge; kept as
@@ -147,6 +175,8 @@ struct Sim {
     side: BTreeSet<(String, String)>,
     apps: Vec<AppModel>,
     seen: HashMap<&'static str, Vec<Seen>>,
+    /// Every delivery of each app, observations and glimpses.
+    deliveries: HashMap<&'static str, Vec<Delivery>>,
     /// Watch ids with a revert requested and not yet reported.
     pending: Vec<String>,
     /// Reverts requested per watch id, outside a resume.
@@ -187,6 +217,12 @@ struct Counters {
     shared_reverts: u64,
     /// Confirmations that left another app's reverts counted.
     confirmed_beside_reverts: u64,
+    /// Apps put back on an older revision.
+    withdrawals: u64,
+    /// Watches ended NOT_REACHED because their commit was withdrawn.
+    withdrawn: u64,
+    /// FAILs not reverted because the commit was not shown to be at fault.
+    not_at_fault: u64,
     restarts: u64,
     events: u64,
 }
@@ -262,6 +298,7 @@ impl Sim {
             streaming: false,
             stream_gen: 0,
             delivered: HashMap::new(),
+            deliveries: HashMap::new(),
             touched_later: BTreeSet::new(),
             trace: Vec::new(),
             next_commit: 10,
@@ -313,7 +350,7 @@ impl Sim {
     fn push_commit(&mut self, c: CommitInfo) {
         self.index.insert(c.sha.to_string(), self.hist.len());
         self.hist.push(c.sha.to_string());
-        let q = self.engine.merge_questions(&c);
+        let q = self.engine.arrival_questions(&c);
         let anc = self.answer(q);
         let now = self.now;
         self.trace.push(format!(
@@ -384,8 +421,9 @@ impl Sim {
         let mut trailers = Vec::new();
         let mut others = Vec::new();
         let n = if self.rng.chance(15) { 2 } else { 1 };
-        for _ in 0..n {
-            let a = if self.rng.chance(80) {
+        for t in 0..n {
+            // A second trailer names another app more often than not.
+            let a = if self.rng.chance(if t == 0 { 80 } else { 40 }) {
                 app
             } else {
                 self.rng.pick(&APPS)
@@ -704,6 +742,15 @@ impl Sim {
             return;
         }
         self.delivered.insert(a.name, self.stream_gen);
+        self.deliveries.entry(a.name).or_default().push(Delivery {
+            at: now,
+            idle: a.op_phase != Some("Running"),
+            healthy_app: a.health == Health::Healthy,
+            healthy,
+            deployed: a.deployed,
+            compared: a.sync_revision_index(),
+            glimpse: false,
+        });
         let snap = self.snapshot(&a);
         let q = self.engine.reach_questions(&snap);
         let anc = self.answer(q);
@@ -744,6 +791,101 @@ impl Sim {
                 a.defect
             ));
         }
+    }
+
+    /// The oracle of the baseline rule, from what was delivered: a revert needs the app Healthy
+    /// in its last idle delivery before reach that had not compared the commit yet, or the
+    /// health predicate holding in a delivery after reach.
+    fn fault_shown(&self, w: &Watch) -> bool {
+        let Some(k) = self.index.get(w.commit.as_str()).copied() else {
+            return true; // not the model's commit: other invariants speak
+        };
+        let Some(reached) = w.reached_at() else {
+            return false;
+        };
+        let log = self
+            .deliveries
+            .get(w.app.name.as_str())
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let before = log
+            .iter()
+            .filter(|d| d.at < reached && d.idle && d.compared.is_none_or(|i| i < k))
+            .last();
+        let healthy_after = log
+            .iter()
+            .any(|d| !d.glimpse && d.at >= reached && d.healthy);
+        before.is_some_and(|d| d.healthy_app) || healthy_after
+    }
+
+    /// The stream shows an app no live watch follows.
+    fn glimpse_app(&mut self, i: usize) {
+        self.evolve(i);
+        let a = self.apps[i].clone();
+        if !a.exists
+            || self
+                .engine
+                .watches()
+                .iter()
+                .any(|w| w.is_live() && w.app.name == a.name)
+        {
+            return;
+        }
+        let now = self.now;
+        let snap = self.snapshot(&a);
+        self.deliveries.entry(a.name).or_default().push(Delivery {
+            at: now,
+            idle: !snap.operation_running,
+            healthy_app: a.health == Health::Healthy,
+            healthy: a.healthy_by_oracle() && a.defect.is_none(),
+            deployed: a.deployed,
+            compared: a.sync_revision_index(),
+            glimpse: true,
+        });
+        self.trace.push(format!(
+            "{} glimpse {} health={:?} running={} deployed={:?}",
+            now.0 - BASE_MS,
+            a.name,
+            a.health,
+            snap.operation_running,
+            a.deployed
+        ));
+        let key = greenlight_core::snapshot::AppKey {
+            namespace: "argocd".into(),
+            name: a.name.into(),
+        };
+        self.engine.glimpse(
+            &key,
+            &Glimpse {
+                health: snap.health,
+                sync_revision: snap.sync_revision.clone(),
+                operation_running: snap.operation_running,
+            },
+        );
+    }
+
+    /// The app is put back on an older revision (the branch force-pushed back, or a
+    /// rollback): Synced there, the commits after it no longer deployed.
+    fn withdraw(&mut self, i: usize) {
+        let a = &mut self.apps[i];
+        let Some(d) = a.deployed else { return };
+        if d == 0 || a.op_phase == Some("Running") || a.defect.is_some() {
+            return;
+        }
+        let back = self.rng.below(d as u64) as usize;
+        a.deployed = Some(back);
+        a.compared = Some(back);
+        a.op_phase = Some("Succeeded");
+        a.op_rev = Some(back);
+        a.history.push(back);
+        a.sync_status = "Synced";
+        let name = a.name;
+        self.counters.withdrawals += 1;
+        self.trace.push(format!(
+            "{} withdraw {name} to {back}",
+            self.now.0 - BASE_MS
+        ));
+        self.observe_app(i);
     }
 
     fn tick(&mut self) {
@@ -1059,6 +1201,22 @@ impl Sim {
                     self.never_revert.extend(ids);
                 }
                 EventKind::Confirmed => {
+                    // Never CONFIRMED unless what was last observed deployed the commit.
+                    if let Some(commit) = &ev.commit
+                        && let Some(k) = self.index.get(commit.as_str()).copied()
+                        && let Some(name) = ev.app.as_deref()
+                    {
+                        let last = self
+                            .deliveries
+                            .get(name)
+                            .and_then(|l| l.iter().rev().find(|d| !d.glimpse));
+                        if last.is_none_or(|d| d.deployed.is_none_or(|i| i < k)) {
+                            self.fail(&format!(
+                                "{commit} CONFIRMED on {name} while the last observation deployed {:?}",
+                                last.map(|d| d.deployed)
+                            ));
+                        }
+                    }
                     let app = ev.app.clone().unwrap_or_default();
                     if self
                         .model_breaker
@@ -1109,6 +1267,8 @@ impl Sim {
                 Some("attribution/unwatchable/not-reached/inconclusive/human revert")
             } else if r.commit != w.commit {
                 Some("wrong commit")
+            } else if !resuming && !self.fault_shown(w) {
+                Some("never healthy after reach on an app that was not Healthy before its sync")
             } else {
                 None
             };
@@ -1179,7 +1339,11 @@ impl Sim {
                 if w.state() == State::Confirmed {
                     self.check_confirmed(w);
                 }
-                if w.state() == State::NotReached && w.reached_at().is_some() {
+                // Only a commit withdrawn after its reach is NOT_REACHED with a reach time.
+                if w.state() == State::NotReached
+                    && w.reached_at().is_some()
+                    && !w.reason().to_string().starts_with("withdrawn:")
+                {
                     self.fail("NOT_REACHED with a reach time");
                 }
             }
@@ -1372,7 +1536,10 @@ impl Sim {
                     }
                     None
                 }
-                EventKind::NotReached if moved => Some(reach_deadline),
+                // A withdrawn commit ends at once, on the observation that shows it.
+                EventKind::NotReached if moved && !ev.message.starts_with("withdrawn:") => {
+                    Some(reach_deadline)
+                }
                 EventKind::Failed if moved && !w.deadline_passed() => health_deadline,
                 _ => None,
             };
@@ -1505,7 +1672,15 @@ impl Sim {
             30..=49 => self.plain_commit(),
             50..=59 => self.merge_commit(),
             60..=64 => self.human_revert(),
-            65..=649 => {
+            65..=69 => {
+                let i = self.rng.below(self.apps.len() as u64) as usize;
+                self.withdraw(i);
+            }
+            70..=169 => {
+                let i = self.rng.below(self.apps.len() as u64) as usize;
+                self.glimpse_app(i);
+            }
+            170..=649 => {
                 if self.rng.chance(30) {
                     // A full listing (resync): every app at once.
                     for i in 0..self.apps.len() {
@@ -1604,6 +1779,13 @@ fn run(seed: u64, steps: usize, strict: Strict) -> Counters {
     }
     for w in sim.engine.watches() {
         *sim.counters.states.entry(w.state().as_str()).or_default() += 1;
+        let reason = w.reason().to_string();
+        if reason.starts_with("withdrawn:") {
+            sim.counters.withdrawn += 1;
+        }
+        if reason.contains("not shown to be this commit's fault") {
+            sim.counters.not_at_fault += 1;
+        }
     }
     sim.counters.clone()
 }
@@ -1647,6 +1829,9 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         total.reverts += c.reverts;
         total.shared_reverts += c.shared_reverts;
         total.confirmed_beside_reverts += c.confirmed_beside_reverts;
+        total.withdrawals += c.withdrawals;
+        total.withdrawn += c.withdrawn;
+        total.not_at_fault += c.not_at_fault;
         total.restarts += c.restarts;
         total.events += c.events;
     }
@@ -1654,12 +1839,13 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
     // The scenarios must actually exercise every outcome, or the invariants prove little.
     if seeds().len() > 100 {
         assert!(
-            total.shared_reverts > 0,
-            "no revert shared by two watches: {total:?}"
-        );
-        assert!(
             total.confirmed_beside_reverts > 0,
             "no confirmation beside another app's revert: {total:?}"
+        );
+        assert!(total.withdrawn > 0, "no commit withdrawn: {total:?}");
+        assert!(
+            total.not_at_fault > 0,
+            "no FAIL withheld for its baseline: {total:?}"
         );
     }
     for st in TERMINAL_STATES {

@@ -13,7 +13,7 @@ use greenlight_core::event::{Event, EventKind};
 use greenlight_core::judge::{CommitInfo, RevertOutcome, RevertRequest};
 use greenlight_core::repo_url::RepoUrl;
 use greenlight_core::snapshot::{
-    AppSnapshot, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
+    AppSnapshot, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
     SourceFacts, SourcePaths,
 };
 use greenlight_core::source::{Origin, SourceMsg};
@@ -830,6 +830,9 @@ async fn two_reverts_open_the_breaker_and_the_third_failure_is_not_reverted() {
             .await;
         h.app_now(deployed(&sha(n), Health::Degraded)).await;
         h.expect(EventKind::Failed, Duration::from_secs(31)).await;
+        // The revert deployed: the app is Healthy again before the next commit, so each
+        // failure is laid on its own commit.
+        h.app_now(deployed(&sha(1), Health::Healthy)).await;
     }
     h.quiet_for(Duration::from_secs(1)).await;
     let reverts = repo.reverts.lock().unwrap().clone();
@@ -1056,7 +1059,13 @@ async fn after_a_skipped_stream_message_a_quiet_app_is_not_vouched_for() {
     h.send(SourceMsg::Skipped("undecodable line".into())).await;
     for _ in 0..14 {
         tokio::time::sleep(Duration::from_secs(10)).await;
-        h.send(SourceMsg::Unwatched(other_app(&sha(1)).key())).await;
+        let other = other_app(&sha(1));
+        let glimpse = Glimpse {
+            health: other.health,
+            sync_revision: other.sync_revision.clone(),
+            operation_running: false,
+        };
+        h.send(SourceMsg::Unwatched(other.key(), glimpse)).await;
     }
     let events = h.quiet_for(Duration::from_secs(1)).await;
     assert!(

@@ -164,6 +164,7 @@ fn the_breaker_opens_after_two_reverts() {
     let wd = watchdog(&repo, &sb.url, &[], &[]);
     for (i, app) in ["web", "other"].into_iter().enumerate() {
         repo.pull();
+        settled(&sb, &repo, &[app]);
         let bad = repo.set_image(
             app,
             BAD,
@@ -205,6 +206,7 @@ fn one_commit_failing_on_two_apps_counts_once_for_the_breaker() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web", "other=apps/other"], &[]);
     let wd = watchdog(&repo, &sb.url, &[], &[]);
+    settled(&sb, &repo, &["web", "other"]);
     repo.write("apps/web/deploy.yaml", &deployment("web", BAD));
     repo.write("apps/other/deploy.yaml", &deployment("other", BAD));
     let bad = repo.commit_push(&format!(
@@ -224,10 +226,88 @@ fn one_commit_failing_on_two_apps_counts_once_for_the_breaker() {
     assert_eq!(st["breaker"]["open"], false, "{st}");
 }
 
+/// A Deployment that no commit under test touches, held Progressing (a stuck rollout).
+fn stuck() -> String {
+    deployment("stuck", GOOD).replace(
+        "  namespace: apps\n",
+        "  namespace: apps\n  annotations:\n    sandbox.greenlight.dev/health: Progressing\n",
+    )
+}
+
+fn config_map(value: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: apps\ndata:\n  value: \"{value}\"\n"
+    )
+}
+
+/// App `web` is held Progressing by a resource no commit touches: armed ConfigMap commits that
+/// never see it healthy are not shown to be at fault. FAIL without revert, and the breaker
+/// does not count them.
+fn a_chronically_unhealthy_app_gets_no_commit_reverted() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    repo.write("apps/web/stuck.yaml", &stuck());
+    let held = repo.commit_push("web: a rollout that never finishes");
+    sb.wait_app("web", T, |a| {
+        a["status"]["sync"]["revision"] == held.as_str()
+            && a["status"]["health"]["status"] == "Progressing"
+    });
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    for n in 1..=3 {
+        repo.write("apps/web/config.yaml", &config_map(&n.to_string()));
+        let c = repo.commit_push(&format!(
+            "web: config {n}\n\n{}",
+            trailer("web", "3", "arm")
+        ));
+        let w = wd.wait_state(&c, "FAIL", T);
+        let reason = w["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("already unhealthy before this commit (Progressing"),
+            "{reason}"
+        );
+        assert!(w["revert_commit"].is_null());
+    }
+    assert_eq!(
+        repo.remote_tip(),
+        repo.git(&["rev-parse", "HEAD"]),
+        "nothing pushed"
+    );
+    let st = wd.status();
+    assert_eq!(st["breaker"]["consecutive_reverts"], 0, "{st}");
+    assert_eq!(st["breaker"]["open"], false, "{st}");
+}
+
+/// main is force-pushed back past an armed commit that reached its app: Argo CD deploys the old
+/// revision, the commit is no longer in effect. NOT_REACHED ("withdrawn"), never CONFIRMED,
+/// never reverted.
+fn a_commit_withdrawn_by_a_force_push_is_not_reached() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let good = repo.remote_tip();
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    // A commit whose rollout does not finish within the test: it stays JUDGING.
+    repo.write("apps/web/stuck.yaml", &stuck());
+    let c = repo.commit_push(&format!("web: slow\n\n{}", trailer("web", "120", "arm")));
+    wd.wait_state(&c, "JUDGING", T);
+    repo.git(&["reset", "-q", "--hard", &good]);
+    repo.git(&["push", "-q", "--force", "origin", "main"]);
+    let w = wd.wait_state(&c, "NOT_REACHED", T);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!("withdrawn: revision {good} does not contain it")),
+        "{reason}"
+    );
+    assert_eq!(repo.remote_tip(), good, "nothing pushed");
+    assert_eq!(count_reverts_of(&repo, &c), 0);
+}
+
 fn a_kill_9_mid_watch_resumes_from_recorded_times() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     let mut wd = watchdog(&repo, &sb.url, &[], &[]);
+    settled(&sb, &repo, &["web"]);
     let bad = repo.set_image(
         "web",
         BAD,
@@ -264,6 +344,7 @@ fn a_merge_commit_is_reverted_against_its_first_parent() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     let wd = watchdog(&repo, &sb.url, &[], &[]);
+    settled(&sb, &repo, &["web"]);
     repo.git(&["checkout", "-q", "-b", "feature"]);
     repo.write("apps/web/deploy.yaml", &deployment("web", BAD));
     repo.git(&["commit", "-q", "-am", "web: try 2.0.0"]);
@@ -381,6 +462,8 @@ on_every_argocd_version!(
     a_never_synced_app_is_waited_for_then_reached,
     the_breaker_opens_after_two_reverts,
     one_commit_failing_on_two_apps_counts_once_for_the_breaker,
+    a_chronically_unhealthy_app_gets_no_commit_reverted,
+    a_commit_withdrawn_by_a_force_push_is_not_reached,
     a_kill_9_mid_watch_resumes_from_recorded_times,
     a_second_daemon_on_the_same_state_is_refused,
     a_merge_commit_is_reverted_against_its_first_parent,

@@ -27,6 +27,7 @@ fn a_kill_9_between_the_revert_push_and_its_record_adopts_the_pushed_revert() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     let mut wd = watchdog(&repo, &sb.url, &[], &[]);
+    settled(&sb, &repo, &["web"]);
     // A push of a revert lands on the remote but does not return until `release` exists: the
     // ref is updated before post-receive runs, and the pusher waits for the hook. Other pushes
     // (the human's) pass at once, so the hook is in place before the bad commit, with no race.
@@ -381,6 +382,7 @@ fn a_pending_revert_is_not_pushed_after_a_restart_in_dry_run() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     let mut wd = watchdog(&repo, &sb.url, &[], &[]);
+    settled(&sb, &repo, &["web"]);
     let bad = repo.set_image(
         "web",
         BAD,

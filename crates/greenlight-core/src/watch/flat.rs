@@ -5,7 +5,9 @@
 //! Reasons are recorded as their words and read back into their typed variant where one says
 //! exactly those words ([`crate::reason`]). This module never decides anything about a watch.
 
-use super::{Finished, Judging, Live, Phase, Reverting, Seen, State, Streak, Waiting, Watch};
+use super::{
+    Baseline, Finished, Judging, Live, Phase, Reverting, Seen, State, Streak, Waiting, Watch,
+};
 use crate::commit::CommitId;
 use crate::directive::{AppRef, Mode};
 use crate::reason::{ArmBlocked, Failure, Recorded, Verdict};
@@ -43,6 +45,9 @@ pub struct FlatWatch {
     pub warned_auto_sync_off: bool,
     pub reported_sync_failure: bool,
     pub seen: Seen,
+    /// Absent from records written before it was kept: [`Before::NotRecorded`].
+    #[serde(default, skip_serializing_if = "Baseline::is_not_recorded")]
+    pub baseline: Baseline,
 }
 
 /// A flat record whose fields contradict each other: no watch greenlight ran looks like it.
@@ -166,6 +171,7 @@ impl Watch {
             later_commits: f.later_commits,
             source_paths: f.source_paths,
             warned_auto_sync_off: f.warned_auto_sync_off,
+            baseline: f.baseline,
         })
     }
 
@@ -198,6 +204,7 @@ impl Watch {
             warned_auto_sync_off: self.warned_auto_sync_off,
             reported_sync_failure: self.reported_sync_failure(),
             seen: self.seen.clone(),
+            baseline: self.baseline.clone(),
         }
     }
 }

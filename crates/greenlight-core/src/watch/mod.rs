@@ -103,6 +103,55 @@ pub struct LaterCommit {
     pub changed_paths: Vec<String>,
 }
 
+/// What is known of the app around the sync that brought the commit: whether a failure can be
+/// laid on the commit at all (`docs/verdicts.md#baseline`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// The app's health in the last observation before that sync began.
+    pub before: Before,
+    /// The app passed the health predicate in some observation after reach.
+    pub healthy_after_reach: bool,
+    /// When the sync operation last seen at reach started (Argo CD's clock): only an operation
+    /// started after it can have withdrawn the commit.
+    pub reach_operation_started: Option<Timestamp>,
+}
+
+impl Baseline {
+    /// Nothing recorded: the shape of a watch written before baselines were kept.
+    pub fn is_not_recorded(&self) -> bool {
+        *self == Baseline::default()
+    }
+}
+
+/// The app's health before the sync that brought the commit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Before {
+    /// A watch started by a greenlight that did not record it: judged as it was then.
+    #[default]
+    NotRecorded,
+    /// No observation of the app before that sync began.
+    Unknown,
+    Healthy,
+    NotHealthy(Health),
+}
+
+impl Before {
+    /// From the app-level health of an observation.
+    pub fn of(health: Health) -> Before {
+        if health == Health::Healthy {
+            Before::Healthy
+        } else {
+            Before::NotHealthy(health)
+        }
+    }
+
+    /// Whether a failure after reach may be laid on the commit: the app was Healthy before
+    /// (or the watch predates the record).
+    pub fn was_healthy(self) -> bool {
+        matches!(self, Before::Healthy | Before::NotRecorded)
+    }
+}
+
 /// Where a watch is in its life, and what is known there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -221,6 +270,7 @@ pub struct Watch {
     /// Why arm was downgraded to shadow for this watch, once known.
     arm_blocked: Option<ArmBlocked>,
     warned_auto_sync_off: bool,
+    baseline: Baseline,
 }
 
 impl Watch {
@@ -360,6 +410,9 @@ impl Watch {
     pub fn arm_blocked(&self) -> Option<&ArmBlocked> {
         self.arm_blocked.as_ref()
     }
+    pub fn baseline(&self) -> &Baseline {
+        &self.baseline
+    }
     pub fn warned_auto_sync_off(&self) -> bool {
         self.warned_auto_sync_off
     }
@@ -390,6 +443,10 @@ impl Watch {
             source_paths: None,
             arm_blocked: None,
             warned_auto_sync_off: false,
+            baseline: Baseline {
+                before: Before::Unknown,
+                ..Baseline::default()
+            },
         }
     }
 
@@ -414,6 +471,15 @@ impl Watch {
     }
     pub(crate) fn warned_auto_sync(&mut self) {
         self.warned_auto_sync_off = true;
+    }
+    /// The app's health in an observation before the commit's sync began (the last one wins).
+    pub(crate) fn saw_before(&mut self, before: Before) {
+        if self.state() == State::WaitingReach {
+            self.baseline.before = before;
+        }
+    }
+    pub(crate) fn saw_healthy_after_reach(&mut self) {
+        self.baseline.healthy_after_reach = true;
     }
 
     fn live_absent_since(&mut self) -> Option<&mut Option<Timestamp>> {
@@ -441,10 +507,16 @@ impl Watch {
     }
 
     /// WAITING_REACH → JUDGING.
-    pub(crate) fn reached(&mut self, reach: ReachCandidate, at: Timestamp) -> bool {
+    pub(crate) fn reached(
+        &mut self,
+        reach: ReachCandidate,
+        operation_started: Option<Timestamp>,
+        at: Timestamp,
+    ) -> bool {
         let Phase::WaitingReach(Waiting { absent_since }) = self.phase else {
             return false;
         };
+        self.baseline.reach_operation_started = operation_started;
         self.phase = Phase::Judging(Judging {
             reached_at: at,
             reach,

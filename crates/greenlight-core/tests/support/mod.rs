@@ -6,14 +6,15 @@
 #![allow(dead_code)]
 
 use greenlight_core::commit::CommitId;
+use greenlight_core::directive::{DEFAULT_TRAILER_KEY, directives_in};
 use greenlight_core::event::{Event, EventKind};
 use greenlight_core::judge::{
     Ancestry, CommitInfo, Effect, Engine, JudgeConfig, Observation, RevertOutcome, RevertRequest,
     State, Watch,
 };
 use greenlight_core::snapshot::{
-    AppSnapshot, ComparedElsewhere, Health, OperationFacts, ReachCandidate, ReachVia,
-    ResourceHealthSource, SourceFacts, SourcePaths, UnhealthyResource,
+    AppKey, AppSnapshot, ComparedElsewhere, Glimpse, Health, OperationFacts, ReachCandidate,
+    ReachVia, ResourceHealthSource, SourceFacts, SourcePaths, UnhealthyResource,
 };
 use greenlight_core::time::Timestamp;
 use greenlight_core::watch::FlatWatch;
@@ -158,6 +159,14 @@ impl Snap {
         self.candidate(rev, ReachVia::OperationSucceeded)
             .candidate(rev, ReachVia::SyncedRevision)
             .candidate(rev, ReachVia::History { id: 1 })
+    }
+
+    /// The last operation started at `at` (Argo CD's clock).
+    pub fn operation_started(mut self, at: Timestamp) -> Snap {
+        if let Some(op) = &mut self.0.last_operation {
+            op.started_at = Some(at);
+        }
+        self
     }
 
     /// Only the operation's `syncResult.revision` of a succeeded operation.
@@ -350,7 +359,14 @@ pub struct Harness {
     /// Every question the engine asked, in order.
     pub asked: Vec<(String, String)>,
     pub log: Vec<Effect>,
+    /// The health the stream shows of each app a commit's trailers name just before the commit
+    /// arrives, at [`BASELINE_REVISION`] (no operation running): the watch's baseline. `None`:
+    /// no such glimpse (the test says what the app looked like itself).
+    pub baseline: Option<Health>,
 }
+
+/// The revision the apps are at before a commit arrives (no watched commit is its ancestor).
+pub const BASELINE_REVISION: &str = "babeba5e0000000000000000000000000000babe";
 
 impl Harness {
     pub fn new(config: JudgeConfig) -> Harness {
@@ -363,6 +379,7 @@ impl Harness {
             truth: BTreeSet::new(),
             asked: Vec::new(),
             log: Vec::new(),
+            baseline: Some(Health::Healthy),
         }
     }
 
@@ -388,7 +405,24 @@ impl Harness {
     }
 
     pub fn arrive(&mut self, c: &CommitInfo, at: Timestamp) -> Vec<Effect> {
-        let q = self.engine.merge_questions(c);
+        if let Some(health) = self.baseline {
+            let glimpse = Glimpse {
+                health,
+                sync_revision: BASELINE_REVISION.into(),
+                operation_running: false,
+            };
+            for d in directives_in(&c.message, DEFAULT_TRAILER_KEY)
+                .into_iter()
+                .flatten()
+            {
+                let key = AppKey {
+                    namespace: d.app.namespace.clone().unwrap_or_else(|| "argocd".into()),
+                    name: d.app.name.clone(),
+                };
+                self.engine.glimpse(&key, &glimpse);
+            }
+        }
+        let q = self.engine.arrival_questions(c);
         let anc = self.answer(q);
         let out = self.engine.commit_arrived(c, &anc, at);
         self.record(out)

@@ -815,7 +815,7 @@ impl Runtime {
             } => {
                 let mut asked = asked;
                 while let Some(info) = commits.front() {
-                    let questions = self.engine.merge_questions(info);
+                    let questions = self.engine.arrival_questions(info);
                     let ancestry = match self.answers(questions, asked) {
                         Ok(a) => a,
                         Err(open) => {
@@ -883,7 +883,8 @@ impl Runtime {
                 }
             }
             SourceMsg::Heartbeat => {}
-            SourceMsg::Lost(_) | SourceMsg::Changing(_) | SourceMsg::Unwatched(_) => {}
+            SourceMsg::Lost(_) | SourceMsg::Changing(_) => {}
+            SourceMsg::Unwatched(key, glimpse) => self.engine.glimpse(&key, &glimpse),
             SourceMsg::Skipped(why) => {
                 // The skipped update may be any app's: until each app is delivered again, the
                 // stream vouches for none (listings keep observing them meanwhile).

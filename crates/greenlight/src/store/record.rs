@@ -17,7 +17,7 @@ use greenlight_core::directive::{AppRef, Mode};
 use greenlight_core::judge::State;
 use greenlight_core::snapshot::{Health, ReachCandidate, ReachVia, SourcePaths};
 use greenlight_core::time::Timestamp;
-use greenlight_core::watch::{FlatError, FlatWatch, LaterCommit, Seen, Watch};
+use greenlight_core::watch::{Baseline, Before, FlatError, FlatWatch, LaterCommit, Seen, Watch};
 use serde::{Deserialize, Serialize};
 
 /// The newest record format this build reads, and the one it writes.
@@ -78,6 +78,46 @@ pub struct WatchRecord {
     pub warned_auto_sync_off: bool,
     pub reported_sync_failure: bool,
     pub seen: SeenRecord,
+    /// Absent from bodies written before it was kept (such a watch is judged as it was then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineRecord>,
+}
+
+/// The app's health before the commit's sync, and after reach.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaselineRecord {
+    /// `unknown`, or the health name (`Healthy`, `Progressing`, …).
+    pub before: String,
+    pub healthy_after_reach: bool,
+    pub reach_operation_started: Option<i64>,
+}
+
+impl BaselineRecord {
+    fn of(b: &Baseline) -> Option<BaselineRecord> {
+        let before = match b.before {
+            Before::NotRecorded => return None,
+            Before::Unknown => "unknown".to_string(),
+            Before::Healthy => Health::Healthy.as_str().to_string(),
+            Before::NotHealthy(h) => h.as_str().to_string(),
+        };
+        Some(BaselineRecord {
+            before,
+            healthy_after_reach: b.healthy_after_reach,
+            reach_operation_started: ts(b.reach_operation_started),
+        })
+    }
+
+    fn into_baseline(self) -> Baseline {
+        Baseline {
+            before: if self.before == "unknown" {
+                Before::Unknown
+            } else {
+                Before::of(Health::parse(&self.before))
+            },
+            healthy_after_reach: self.healthy_after_reach,
+            reach_operation_started: self.reach_operation_started.map(Timestamp),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -259,6 +299,7 @@ impl From<&Watch> for WatchRecord {
                 why_not_healthy: w.seen.why_not_healthy.clone(),
                 comparison_error: w.seen.comparison_error.clone(),
             },
+            baseline: BaselineRecord::of(&w.baseline),
         }
     }
 }
@@ -355,6 +396,10 @@ impl TryFrom<WatchRecord> for Watch {
                 why_not_healthy: r.seen.why_not_healthy,
                 comparison_error: r.seen.comparison_error,
             },
+            baseline: r
+                .baseline
+                .map(BaselineRecord::into_baseline)
+                .unwrap_or_default(),
         };
         Ok(Watch::from_flat(flat)?)
     }

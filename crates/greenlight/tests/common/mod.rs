@@ -134,6 +134,18 @@ pub fn wait_state(
     kit::wait_state(BIN, state_file, commit, None, want, within, proc)
 }
 
+/// Waits until each of `apps` is Healthy and Synced at the remote's tip: the app as it is before
+/// a test's commit, so that the commit's failure can be laid on it (`docs/verdicts.md#baseline`).
+#[track_caller]
+pub fn settled(sb: &Sandbox, repo: &Repo, apps: &[&str]) {
+    let tip = repo.remote_tip();
+    for app in apps {
+        sb.wait_app(app, std::time::Duration::from_secs(60), |a| {
+            healthy_at(a, &tip)
+        });
+    }
+}
+
 pub fn count_reverts_of(repo: &Repo, commit: &str) -> usize {
     repo.bare_git(&["log", "--format=%B", "main"])
         .matches(&format!("This reverts commit {commit}."))
