@@ -48,8 +48,10 @@ pub struct WatchArgs {
     /// An observation older than this when a deadline decides makes the verdict INCONCLUSIVE.
     #[arg(long = "stale-after", default_value = "30s")]
     pub stale_after: String,
-    /// How long to wait for an app that does not exist yet.
-    #[arg(long = "unknown-app-grace", default_value = "60s")]
+    /// How long to wait for an app that does not exist yet. Longer than Argo CD takes to create
+    /// the app of an app-of-apps commit: its refresh (timeout.reconciliation, 120s) plus up to
+    /// 60s of jitter.
+    #[arg(long = "unknown-app-grace", default_value = "300s")]
     pub unknown_app_grace: String,
     /// How often to fetch the branch (and re-list apps as a safety net).
     #[arg(long = "fetch-interval", default_value = "10s")]
