@@ -13,12 +13,21 @@ use std::process::{Command, ExitStatus, Stdio};
 use crate::error::{Error, Result};
 use crate::secret::{Secret, redact_with};
 
-/// The askpass program greenlight writes beside its clone. It holds no secret: it prints
-/// what git asks for from the environment git inherited from greenlight.
+/// The credential program greenlight writes beside its clone. It holds no secret: it answers
+/// from the environment git inherited from greenlight. git runs it as its credential helper
+/// (`get`: username and password on stdout; `store` and `erase`: nothing to do), so git has
+/// both before it would prompt, and no credential ever reaches a command line: git's password
+/// prompt names the username (`Password for 'https://USER@host': `), and a prompt is an
+/// askpass program's argument. It is `GIT_ASKPASS` too, so that nothing else (a terminal, an
+/// `SSH_ASKPASS`) is ever asked.
 pub const ASKPASS_SCRIPT: &str = r#"#!/bin/sh
-# greenlight askpass: answers git's credential prompts from the environment that
-# greenlight gave this one git process. This file holds no secret.
+# greenlight's credentials for git: answers from the environment that greenlight gave this
+# one git process, as git's credential helper and as its askpass. This file holds no secret.
 case "$1" in
+  get)
+    cat >/dev/null
+    printf 'username=%s\npassword=%s\n' "${GREENLIGHT_GIT_USERNAME:-x-access-token}" "${GREENLIGHT_GIT_TOKEN}" ;;
+  store|erase) cat >/dev/null ;;
   Username*|username*) printf '%s\n' "${GREENLIGHT_GIT_USERNAME:-x-access-token}" ;;
   *) printf '%s\n' "${GREENLIGHT_GIT_TOKEN}" ;;
 esac
@@ -28,7 +37,9 @@ esac
 /// already off (environment); these also neutralise what the clone's own config or git's
 /// defaults could bring in.
 const ISOLATION: &[&str] = &[
-    // No credential helper may answer (or store) anything: askpass is the only source.
+    // No credential helper of the user's or the clone's may answer (or store) anything:
+    // greenlight's own, added after this for commands that talk to the remote, is the only
+    // source.
     "credential.helper=",
     // Hooks in the clone never run (a pre-commit hook could block a revert).
     "core.hooksPath=/dev/null",
@@ -59,8 +70,31 @@ pub(crate) struct GitEnv {
     /// The repository as errors name it (directory and redacted remote).
     pub label: String,
     pub askpass: Option<PathBuf>,
+    pub credentials: Option<Credentials>,
+}
+
+/// What git answers when an http(s) remote asks who it is.
+#[derive(Clone)]
+pub(crate) struct Credentials {
+    /// The username; the credential script's default (`x-access-token`) when unset.
     pub username: Option<String>,
-    pub token: Option<Secret>,
+    /// The password: a token, or empty when the username is the token.
+    pub password: Secret,
+    /// The username is itself the token (`https://TOKEN@host/…`): it is redacted like one.
+    pub username_is_secret: bool,
+}
+
+impl Credentials {
+    /// The values no text may show.
+    fn secrets(&self) -> Vec<&str> {
+        let mut secrets = vec![self.password.expose()];
+        if self.username_is_secret
+            && let Some(user) = &self.username
+        {
+            secrets.push(user);
+        }
+        secrets
+    }
 }
 
 /// The outcome of one git run.
@@ -107,7 +141,12 @@ impl GitEnv {
 
     /// Text of an error message, redacted of URL credentials and of the token.
     pub fn redact(&self, text: &str) -> String {
-        redact_with(text, self.token.as_ref())
+        let secrets = self
+            .credentials
+            .as_ref()
+            .map(Credentials::secrets)
+            .unwrap_or_default();
+        redact_with(text, &secrets)
     }
 }
 
@@ -150,6 +189,13 @@ impl Git<'_> {
         for c in ISOLATION {
             cmd.arg("-c").arg(c);
         }
+        let credentials = match (&self.env.askpass, &self.env.credentials) {
+            (Some(script), Some(credentials)) if self.network => Some((script, credentials)),
+            _ => None,
+        };
+        if let Some((script, _)) = credentials {
+            cmd.arg("-c").arg(helper_config(script));
+        }
         cmd.args(&self.args);
 
         for (key, _) in std::env::vars_os() {
@@ -175,12 +221,10 @@ impl Git<'_> {
                 "ssh -o BatchMode=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4",
             );
         }
-        if self.network
-            && let (Some(askpass), Some(token)) = (&self.env.askpass, &self.env.token)
-        {
-            cmd.env("GIT_ASKPASS", askpass)
-                .env("GREENLIGHT_GIT_TOKEN", token.expose());
-            if let Some(user) = &self.env.username {
+        if let Some((script, credentials)) = credentials {
+            cmd.env("GIT_ASKPASS", script)
+                .env("GREENLIGHT_GIT_TOKEN", credentials.password.expose());
+            if let Some(user) = &credentials.username {
                 cmd.env("GREENLIGHT_GIT_USERNAME", user);
             }
         }
@@ -252,6 +296,23 @@ pub(crate) fn failure(env: &GitEnv, out: &Output) -> Error {
     }
 }
 
+/// `credential.helper=!'<script>'`: the credential script as git's helper. git runs a helper
+/// through the shell with the operation appended, so the path is quoted for it (a data
+/// directory may hold spaces). The value names a file that holds no secret.
+fn helper_config(script: &Path) -> OsString {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let mut value = b"credential.helper=!'".to_vec();
+    for &byte in script.as_os_str().as_bytes() {
+        if byte == b'\'' {
+            value.extend_from_slice(b"'\\''");
+        } else {
+            value.push(byte);
+        }
+    }
+    value.push(b'\'');
+    OsString::from_vec(value)
+}
+
 /// Writes the askpass script (no secret in it) at `path`, executable by its owner only.
 pub(crate) fn write_askpass(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -300,8 +361,11 @@ mod tests {
             cwd: PathBuf::from("/"),
             label: "test".into(),
             askpass: Some(PathBuf::from("/x/askpass")),
-            username: Some("bot".into()),
-            token: Some(Secret::new("tok-123")),
+            credentials: Some(Credentials {
+                username: Some("bot".into()),
+                password: Secret::new("tok-123"),
+                username_is_secret: false,
+            }),
         };
         let cmd = env.git(["fetch", "origin"]).network().command();
         assert!(
@@ -321,12 +385,57 @@ mod tests {
                 .any(|(k, v)| k == "GIT_ASKPASS" && v == "/x/askpass")
         );
 
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
+        let helpers: Vec<_> = args
+            .iter()
+            .filter(|a| a.to_string_lossy().starts_with("credential.helper="))
+            .collect();
+        // The user's helpers are reset first, then greenlight's script is the only one.
+        assert_eq!(
+            helpers,
+            ["credential.helper=", "credential.helper=!'/x/askpass'"]
+        );
+
         // A local command gets no credentials at all.
         let local = env.git(["rev-parse", "HEAD"]).command();
         assert!(
             local
                 .get_envs()
                 .all(|(k, v)| k != "GREENLIGHT_GIT_TOKEN" || v.is_none())
+        );
+        assert!(
+            local
+                .get_args()
+                .all(|a| a.to_string_lossy() != "credential.helper=!'/x/askpass'")
+        );
+    }
+
+    /// git runs `<helper after the !> get` through `sh -c`; a path with a space and a quote
+    /// must reach the shell as one word.
+    #[test]
+    fn the_helper_path_is_quoted_for_the_shell() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("data dir's");
+        let script = dir.join("askpass");
+        write_askpass(&script).unwrap();
+        let config = helper_config(&script);
+        let helper = config
+            .to_str()
+            .unwrap()
+            .strip_prefix("credential.helper=!")
+            .unwrap();
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{helper} get"))
+            .env("GREENLIGHT_GIT_USERNAME", "bot")
+            .env("GREENLIGHT_GIT_TOKEN", "t0k")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            "username=bot\npassword=t0k\n"
         );
     }
 }

@@ -7,7 +7,7 @@
 //! logs. It must never force a push, never touch a repository it did not clone, and never
 //! put a token in a process argument or an error message.
 //!
-//! Unix only: credentials reach git through an askpass shell script.
+//! Unix only: credentials reach git through a shell script, as its credential helper.
 
 mod command;
 mod error;

@@ -9,12 +9,15 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::command::{GitEnv, failure, write_askpass};
+use crate::command::{Credentials, GitEnv, failure, write_askpass};
 use crate::error::{Error, Result};
-use crate::secret::{Secret, redact, split_credentials};
+use crate::secret::{Secret, UrlCredentials, redact, split_credentials};
 
-/// Credentials for an http(s) remote. They reach git through `GIT_ASKPASS` and the child's
-/// environment only. Credentials embedded in the remote URL are used when these are unset.
+/// Credentials for an http(s) remote. They reach git through greenlight's credential script
+/// and the child's environment only. Credentials embedded in the remote URL are used when
+/// these are unset: `https://user:password@host/…` as a username and a token, and
+/// `https://TOKEN@host/…` (a user without a password) as a token given as the username,
+/// sent with an empty password as git itself would, and redacted like a token.
 #[derive(Clone, Default)]
 pub struct Auth {
     /// The token (a password or an access token), read by the caller from a file.
@@ -82,7 +85,7 @@ impl fmt::Debug for Repo {
         f.debug_struct("Repo")
             .field("dir", &self.dir)
             .field("remote", &redact(&self.remote))
-            .field("token", &self.env.token)
+            .field("token", &self.env.credentials.as_ref().map(|c| &c.password))
             .finish()
     }
 }
@@ -117,8 +120,7 @@ impl Repo {
             .and_then(|p| p.canonicalize().ok())
             .map(|p| p.display().to_string())
             .unwrap_or(url);
-        let token = auth.token.or(from_url.password);
-        let username = auth.username.or(from_url.username);
+        let credentials = credentials(auth, from_url);
         let label = format!("{} (remote {})", dir.display(), redact(&url));
 
         let exists = dir.exists();
@@ -131,8 +133,7 @@ impl Repo {
                 cwd: dir.to_path_buf(),
                 label,
                 askpass: Some(askpass_path(dir)),
-                username,
-                token,
+                credentials,
             };
             let repo = Repo {
                 dir: dir.to_path_buf(),
@@ -144,15 +145,14 @@ impl Repo {
             write_askpass(&askpass_path(dir))?;
             return Ok(repo);
         }
-        Repo::clone_into(url, dir, label, username, token)
+        Repo::clone_into(url, dir, label, credentials)
     }
 
     fn clone_into(
         url: String,
         dir: &Path,
         label: String,
-        username: Option<String>,
-        token: Option<Secret>,
+        credentials: Option<Credentials>,
     ) -> Result<Repo> {
         let parent = match dir.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -178,8 +178,7 @@ impl Repo {
             cwd: parent.clone(),
             label: label.clone(),
             askpass: Some(clone_askpass),
-            username: username.clone(),
-            token: token.clone(),
+            credentials: credentials.clone(),
         };
         env.git(["clone", "--no-checkout", "--quiet", "--"])
             .arg(&url)
@@ -208,8 +207,7 @@ impl Repo {
                 cwd: dir.to_path_buf(),
                 label,
                 askpass: Some(askpass_path(dir)),
-                username,
-                token,
+                credentials,
             },
             writer: Mutex::new(()),
         })
@@ -584,6 +582,27 @@ pub(crate) fn message_reverts(message: &str, full_sha: &str) -> bool {
         let named = rest[..hex_len].to_ascii_lowercase();
         named.len() >= 7 && full_sha.starts_with(&named)
     })
+}
+
+/// What git is given when the remote asks who it is: `auth`'s token, else the URL's
+/// password, each with `auth`'s username or else the URL's; else a URL user without a password,
+/// which is a token given as the username (`https://TOKEN@host/…`: GitHub and GitLab take a
+/// token so), sent with an empty password — git itself asks for a password there, and an empty
+/// one is what such a remote takes.
+fn credentials(auth: Auth, from_url: UrlCredentials) -> Option<Credentials> {
+    let UrlCredentials { username, password } = from_url;
+    match auth.token.or(password) {
+        Some(password) => Some(Credentials {
+            username: auth.username.or(username),
+            password,
+            username_is_secret: false,
+        }),
+        None => username.map(|token| Credentials {
+            username: Some(token),
+            password: Secret::new(""),
+            username_is_secret: true,
+        }),
+    }
 }
 
 /// Where the askpass script lives for the clone at `dir`.

@@ -105,12 +105,12 @@ pub fn redact_url(url: &str) -> String {
     RepoUrl::new(url).redacted()
 }
 
-/// Replaces every occurrence of the secret's value in `text` by `***`, then redacts URLs.
-pub(crate) fn redact_with(text: &str, secret: Option<&Secret>) -> String {
-    let text = match secret {
-        Some(s) if !s.0.is_empty() => text.replace(&s.0, "***"),
-        _ => text.to_owned(),
-    };
+/// Replaces every occurrence of each secret value in `text` by `***`, then redacts URLs.
+pub(crate) fn redact_with(text: &str, secrets: &[&str]) -> String {
+    let mut text = text.to_owned();
+    for secret in secrets.iter().filter(|s| !s.is_empty()) {
+        text = text.replace(secret, "***");
+    }
     redact(&text)
 }
 
@@ -238,8 +238,8 @@ mod tests {
 
     #[test]
     fn redacts_a_known_secret_anywhere() {
-        let s = Secret::new("s3cr3t");
-        assert_eq!(redact_with("x s3cr3t y", Some(&s)), "x *** y");
+        assert_eq!(redact_with("x s3cr3t y", &["s3cr3t"]), "x *** y");
+        assert_eq!(redact_with("x s3cr3t y", &["", "y"]), "x s3cr3t ***");
     }
 
     #[test]

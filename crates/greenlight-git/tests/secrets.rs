@@ -1,7 +1,9 @@
-//! Secrets: a token reaches git through askpass and the environment only — never argv, the
-//! clone's files or an error — and credentials inside URLs are redacted wherever they
-//! could surface. An HTTP server on 127.0.0.1 asks for Basic authentication, records what
-//! git sends, and looks at every process's command line while git is talking to it.
+//! Secrets: a token reaches git through greenlight's credential script and the environment
+//! only — never argv, the clone's files or an error — and credentials inside URLs are redacted
+//! wherever they could surface. An HTTP server on 127.0.0.1 asks for Basic authentication,
+//! records what git sends, and looks at every process's command line while git is talking to
+//! it; a real smart-HTTP remote (`git http-backend` behind the test kit's front that demands one exact
+//! `Authorization` header) shows that the credentials git sends are the ones that work.
 
 mod common;
 
@@ -14,7 +16,7 @@ use std::thread::JoinHandle;
 
 use common::Fixture;
 use greenlight_git::{ASKPASS_SCRIPT, Auth, Repo, Secret, redact_url};
-use greenlight_testkit::git;
+use greenlight_testkit::{GitHttpServer, Remote, git};
 
 /// What the server saw.
 #[derive(Default)]
@@ -177,7 +179,7 @@ fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
 }
 
 #[test]
-fn a_token_reaches_the_server_through_askpass_only() {
+fn a_token_reaches_the_server_through_the_credential_script_only() {
     let token = unique("tok");
     let server = AuthServer::start(vec![token.clone()]);
     let tmp = tempfile::tempdir().unwrap();
@@ -259,7 +261,7 @@ fn an_existing_clone_fetches_with_the_token_from_the_environment() {
 }
 
 #[test]
-fn the_askpass_script_answers_from_the_environment() {
+fn the_credential_script_answers_from_the_environment() {
     let fx = Fixture::build("history.sh");
     fx.open();
     let script = fx.clone_dir().join(".git/greenlight/askpass");
@@ -284,6 +286,13 @@ fn the_askpass_script_answers_from_the_environment() {
         ask("Password for 'https://me@h.example': ", Some("me")),
         "t0ken\n"
     );
+    // As git's credential helper: both answers at once, so git never prompts.
+    assert_eq!(
+        ask("get", None),
+        "username=x-access-token\npassword=t0ken\n"
+    );
+    assert_eq!(ask("get", Some("me")), "username=me\npassword=t0ken\n");
+    assert_eq!(ask("store", Some("me")), "");
     assert!(!ASKPASS_SCRIPT.contains("t0ken"));
 }
 
@@ -310,4 +319,151 @@ fn debug_and_display_never_show_credentials() {
     ] {
         assert!(!text.contains("ghp_x"), "{text}");
     }
+}
+
+/// Replaces the credential script of the clone at `dir` by one that records the arguments git
+/// gives it (one line per run, in the returned file) and then answers as greenlight's does.
+fn record_credential_script_args(dir: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let script = dir.join(".git/greenlight/askpass");
+    let original = dir.join(".git/greenlight/original-askpass");
+    let log = dir.join(".git/greenlight/args.log");
+    std::fs::write(&original, ASKPASS_SCRIPT).unwrap();
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            original.display()
+        ),
+    )
+    .unwrap();
+    for path in [&script, &original] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    log
+}
+
+#[test]
+fn a_token_given_as_the_url_user_is_sent_with_an_empty_password() {
+    let token = unique("tok");
+    let remote = Remote::new("main");
+    remote.write("app.yaml", "replicas: 1\n");
+    let first = remote.commit_push("first");
+    let server = GitHttpServer::start(remote.root(), &basic(&token, ""), vec![token.clone()]);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data/clone");
+    let url = server.url(&format!("{token}@"), "origin.git");
+
+    let repo = Repo::open_or_clone(&url, &dir, Auth::default())
+        .unwrap_or_else(|e| panic!("clone with the token as the URL's user: {e}"));
+    assert_eq!(repo.remote_default_branch().unwrap(), "main");
+    assert_eq!(repo.fetch("main").unwrap(), first);
+
+    // Reopened as a restarted watchdog does: the existing clone fetches with the same
+    // credentials, and git gives the credential script no argument that holds the token.
+    drop(repo);
+    let second = remote.commit_push("second");
+    let repo = Repo::open_or_clone(&url, &dir, Auth::default()).unwrap();
+    let args_log = record_credential_script_args(&dir);
+    assert_eq!(repo.fetch("main").unwrap(), second);
+    // git asked its credential helper and never prompted: a prompt (an askpass argument)
+    // would name the user, here the token.
+    let args = std::fs::read_to_string(&args_log).expect("git asked for credentials");
+    assert!(args.lines().any(|l| l == "get"), "{args}");
+    assert!(
+        args.lines().all(|l| matches!(l, "get" | "store" | "erase")),
+        "{args}"
+    );
+
+    let seen = server.seen();
+    let passed: Vec<_> = seen.requests.iter().filter(|r| r.status == 200).collect();
+    assert!(passed.len() >= 4, "{:?}", seen.requests);
+    assert!(
+        passed
+            .iter()
+            .all(|r| r.authorization.as_deref() == Some(basic(&token, "").as_str())),
+        "{:?}",
+        seen.requests
+    );
+    assert!(
+        seen.leaking_cmdlines.is_empty(),
+        "{:?}",
+        seen.leaking_cmdlines
+    );
+    assert!(
+        !format!("{repo:?} {repo} {}", repo.remote()).contains(&token),
+        "{repo:?}"
+    );
+    assert!(files_containing(&dir, &token).is_empty());
+}
+
+#[test]
+fn a_wrong_token_given_as_the_url_user_is_refused_and_redacted() {
+    let token = unique("tok");
+    let wrong = unique("wrong");
+    let remote = Remote::new("main");
+    remote.commit_push("first");
+    let server = GitHttpServer::start(remote.root(), &basic(&token, ""), vec![wrong.clone()]);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data/clone");
+    let url = server.url(&format!("{wrong}@"), "origin.git");
+
+    let err = Repo::open_or_clone(&url, &dir, Auth::default()).unwrap_err();
+
+    let seen = server.seen();
+    // git did offer the wrong token (as the user, with an empty password) and was refused.
+    assert!(
+        seen.requests
+            .iter()
+            .any(|r| r.status == 401 && r.authorization == Some(basic(&wrong, ""))),
+        "{:?}",
+        seen.requests
+    );
+    assert!(seen.requests.iter().all(|r| r.status == 401));
+    assert!(
+        seen.leaking_cmdlines.is_empty(),
+        "{:?}",
+        seen.leaking_cmdlines
+    );
+    let text = format!("{err} {err:?}");
+    assert!(!text.contains(&wrong), "{text}");
+    assert!(
+        text.contains("git clone") && text.contains("127.0.0.1"),
+        "{text}"
+    );
+    assert!(files_containing(tmp.path(), &wrong).is_empty());
+    assert!(!dir.exists());
+}
+
+#[test]
+fn a_token_file_goes_with_the_url_user_or_the_default_one() {
+    let token = unique("tok");
+    let remote = Remote::new("main");
+    let tip = remote.commit_push("first");
+    let tmp = tempfile::tempdir().unwrap();
+    let auth = || Auth {
+        token: Some(Secret::new(token.clone())),
+        username: None,
+    };
+
+    let server = GitHttpServer::start(remote.root(), &basic("bot", &token), vec![token.clone()]);
+    let dir = tmp.path().join("with-user/clone");
+    let repo = Repo::open_or_clone(&server.url("bot@", "origin.git"), &dir, auth()).unwrap();
+    assert_eq!(repo.fetch("main").unwrap(), tip);
+    let seen = server.seen();
+    assert!(seen.requests.iter().any(|r| r.status == 200));
+    assert!(seen.leaking_cmdlines.is_empty());
+    assert!(!format!("{repo:?} {repo}").contains(&token));
+
+    let server = GitHttpServer::start(
+        remote.root(),
+        &basic("x-access-token", &token),
+        vec![token.clone()],
+    );
+    let dir = tmp.path().join("without-user/clone");
+    let repo = Repo::open_or_clone(&server.url("", "origin.git"), &dir, auth()).unwrap();
+    assert_eq!(repo.fetch("main").unwrap(), tip);
+    assert!(server.seen().requests.iter().any(|r| r.status == 200));
+    assert!(files_containing(tmp.path(), &token).is_empty());
 }

@@ -7,6 +7,8 @@
 //!   fixture shell scripts.
 //! - [`process`]: a child process whose output lines are collected as they arrive, waited on
 //!   line by line with bounded timeouts.
+//! - [`git_http`]: a git smart-HTTP remote (`git http-backend` behind a front that demands
+//!   credentials) on 127.0.0.1, recording what each request carried.
 //! - [`http`]: small blocking HTTP/1.1 requests for tests that poll a local server.
 //! - [`sandbox`]: `greenlight sandbox` as a child process, started and read over HTTP.
 //! - [`watch`]: `greenlight watch` as a child process and its `status --json`.
@@ -21,6 +23,7 @@
 
 pub mod corpus;
 pub mod git;
+pub mod git_http;
 pub mod http;
 pub mod process;
 pub mod sandbox;
@@ -28,6 +31,7 @@ pub mod watch;
 
 pub use corpus::corpus;
 pub use git::{IDENTITY_EMAIL, IDENTITY_NAME, Remote, ScriptFixture, git, git_cmd, isolate};
+pub use git_http::GitHttpServer;
 pub use http::{Response, http_get, http_post, http_request};
 pub use process::Proc;
 pub use sandbox::{Sandbox, healthy_at};

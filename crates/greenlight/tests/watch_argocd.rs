@@ -1,8 +1,9 @@
 //! The watchdog against Argo CD's own behaviours, as the sandbox reproduces them
 //! (docs/sandbox-fidelity.md): manifests that fail to render, unresolved revisions, syncs that
 //! retry, dry-run and partial syncs, a 403 for an app that does not exist, tokens that are not
-//! JWT-shaped, and apps that sync through the source hydrator. Each test runs the real binary
-//! over real git and waits on recorded states and printed lines, never on fixed sleeps.
+//! JWT-shaped, and apps that sync through the source hydrator; and, behind a proxy that spoils
+//! it, a listing item that does not decode. Each test runs the real binary over real git and
+//! waits on recorded states, printed lines and counted requests, never on fixed sleeps.
 
 #[macro_use]
 mod common;
@@ -289,6 +290,169 @@ fn an_ignore_healthcheck_resource_never_fails_a_watch() {
         Value::from("Degraded")
     };
     assert_eq!(sidecar_health(&app), want, "{app}");
+}
+
+/// An HTTP proxy in front of the stand-in that passes everything through (the stream too, as it
+/// arrives) except the application listings: in them, the item of `app` gets a `status` that
+/// does not decode (`health.status` a number). It counts the listings it spoiled.
+struct SpoilingProxy {
+    url: String,
+    spoiled: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl SpoilingProxy {
+    fn start(upstream: &str, app: &str) -> SpoilingProxy {
+        use axum::body::Body;
+        use axum::extract::{Request, State};
+        use axum::response::{IntoResponse, Response};
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        struct Shared {
+            upstream: String,
+            app: String,
+            client: reqwest::Client,
+            spoiled: Arc<AtomicUsize>,
+        }
+
+        async fn forward(State(p): State<Arc<Shared>>, req: Request) -> Response {
+            let (parts, body) = req.into_parts();
+            let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+            let target = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
+            let mut up = p
+                .client
+                .request(parts.method.clone(), format!("{}{target}", p.upstream))
+                .body(body.to_vec());
+            for (name, value) in &parts.headers {
+                if name != axum::http::header::HOST {
+                    up = up.header(name, value);
+                }
+            }
+            let Ok(resp) = up.send().await else {
+                return (axum::http::StatusCode::BAD_GATEWAY, "upstream").into_response();
+            };
+            let status = resp.status();
+            if parts.uri.path() == "/api/v1/applications" && status.is_success() {
+                let mut list: Value = resp.json().await.unwrap();
+                let mut spoiled = false;
+                for item in list["items"].as_array_mut().into_iter().flatten() {
+                    if item["metadata"]["name"] == p.app.as_str() {
+                        item["status"] = json!({"health": {"status": 5}});
+                        spoiled = true;
+                    }
+                }
+                if spoiled {
+                    p.spoiled.fetch_add(1, Ordering::SeqCst);
+                }
+                return (status, axum::Json(list)).into_response();
+            }
+            let mut out = Response::builder().status(status);
+            for (name, value) in resp.headers() {
+                if !matches!(
+                    name.as_str(),
+                    "content-length" | "transfer-encoding" | "connection"
+                ) {
+                    out = out.header(name, value);
+                }
+            }
+            out.body(Body::from_stream(resp.bytes_stream())).unwrap()
+        }
+
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let spoiled = Arc::new(AtomicUsize::new(0));
+        let shared = Arc::new(Shared {
+            upstream: upstream.to_string(),
+            app: app.to_string(),
+            client: reqwest::Client::new(),
+            spoiled: spoiled.clone(),
+        });
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                let app = axum::Router::new().fallback(forward).with_state(shared);
+                axum::serve(listener, app).await.unwrap();
+            });
+        });
+        SpoilingProxy { url, spoiled }
+    }
+
+    fn spoiled(&self) -> usize {
+        self.spoiled.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// An Application that a listing holds but that does not decode is unobserved, never absent:
+/// the listing is incomplete, its silence about the app proves nothing, and the warning names
+/// the app and what did not decode. Reads and the stream still observe the app.
+#[test]
+fn an_app_whose_listing_item_does_not_decode_is_unobserved_not_absent() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let proxy = SpoilingProxy::start(&sb.url, "web");
+    let state = repo.path("state/greenlight.db");
+    let mut args = watch_args(&repo, &proxy.url, &state, &[]);
+    // The watch stays live throughout: its streak cannot complete while the test looks on.
+    let i = args.iter().position(|a| a == "--stable-for").unwrap();
+    args[i + 1] = "600s".into();
+    let proc = Proc::spawn(BIN, &args, &[]);
+    proc.wait_line("watching ", T);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1\n\n{}", trailer("web", "900", "shadow")),
+    );
+    proc.wait_line("watch started", T);
+    // Listings every --fetch-interval (200ms) while the watch is live, for longer than the
+    // --unknown-app-grace (3s) the kit sets: absence would have been said, and would have
+    // ended the watch as unwatchable by now.
+    let spoiled_at_start = proxy.spoiled();
+    let end = std::time::Instant::now() + T;
+    while proxy.spoiled() < spoiled_at_start + 25 {
+        assert!(
+            std::time::Instant::now() < end,
+            "too few listings:\n{}",
+            proc.output()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The warning of the last spoiled listing is printed after every line of the ones before.
+    let warned = |out: &str| {
+        out.lines()
+            .filter(|l| l.contains("an Application in the listing could not be read"))
+            .count()
+    };
+    let started = std::time::Instant::now();
+    while warned(&proc.output()) < spoiled_at_start + 25 {
+        assert!(started.elapsed() < T, "{}", proc.output());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = proc.output();
+    let warning = out
+        .lines()
+        .find(|l| l.contains("an Application in the listing could not be read"))
+        .unwrap();
+    assert!(
+        warning.contains("(application \"web\")")
+            && warning.contains("`items[0].status.health.status`"),
+        "{warning}"
+    );
+    assert!(
+        !out.contains("does not exist") && !out.contains("disappeared"),
+        "{out}"
+    );
+    let st = status_json(&state);
+    let w = watch_of(&st, &c).expect("the watch is recorded");
+    assert!(
+        !greenlight_testkit::TERMINAL_STATES.contains(&w["state"].as_str().unwrap()),
+        "{w}\n{out}"
+    );
 }
 
 on_every_argocd_version!(

@@ -237,6 +237,41 @@ fn json_event_lines_and_the_status_table() {
     assert_eq!(w["dry_run"], false);
 }
 
+/// Argo CD creates the app of an app-of-apps commit when it next refreshes the parent:
+/// `timeout.reconciliation` (120 s) plus up to 60 s of jitter after the commit. By default the
+/// watchdog waits longer than that for an app that does not exist, and says so.
+#[test]
+fn a_missing_app_is_waited_for_longer_than_argo_cds_refresh_by_default() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let state = repo.path("state/greenlight.db");
+    let mut args = watch_args(&repo, &sb.url, &state, &[]);
+    let at = args
+        .iter()
+        .position(|a| a == "--unknown-app-grace")
+        .expect("the kit sets a test grace");
+    args.drain(at..at + 2);
+    let wd = Proc::spawn(BIN, &args, &[]);
+    wd.wait_line(greenlight_testkit::watch::WATCHING, Duration::from_secs(60));
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!(
+            "web and its new sibling\n\n{}",
+            trailer("web-v2", "900", "shadow")
+        ),
+    );
+    let line = wd.wait_line(
+        "Application web-v2 does not exist (yet)",
+        Duration::from_secs(60),
+    );
+    assert!(
+        line.contains("waiting up to 300s for it (the commit may create it)"),
+        "{line}"
+    );
+    assert!(line.contains(&c[..8]), "{line}");
+}
+
 #[test]
 fn tokens_never_reach_output() {
     let repo = Repo::new();

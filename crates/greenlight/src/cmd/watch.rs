@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 #[derive(Args, Clone)]
 pub struct WatchArgs {
-    /// The remote to watch: a URL, or a bare repository's path. Credentials in URLs are redacted.
+    /// The remote to watch: a URL, or a bare repository's path. Credentials in URLs are redacted;
+    /// a user without a password (https://TOKEN@host/…) is a token, sent with an empty password.
     #[arg(long)]
     pub repo: String,
     /// Argo CD API server, e.g. https://argocd.example.com
@@ -29,7 +30,7 @@ pub struct WatchArgs {
     /// File holding an Argo CD API token (sent as a bearer token).
     #[arg(long = "argocd-token-file")]
     pub argocd_token_file: Option<PathBuf>,
-    /// File holding a git token (given to git through GIT_ASKPASS, never argv).
+    /// File holding a git token (given to git through its credential helper, never argv).
     #[arg(long = "git-token-file")]
     pub git_token_file: Option<PathBuf>,
     /// Author of revert commits, "Name <email>".
@@ -47,8 +48,10 @@ pub struct WatchArgs {
     /// An observation older than this when a deadline decides makes the verdict INCONCLUSIVE.
     #[arg(long = "stale-after", default_value = "30s")]
     pub stale_after: String,
-    /// How long to wait for an app that does not exist yet.
-    #[arg(long = "unknown-app-grace", default_value = "60s")]
+    /// How long to wait for an app that does not exist yet. Longer than Argo CD takes to create
+    /// the app of an app-of-apps commit: its refresh (timeout.reconciliation, 120s) plus up to
+    /// 60s of jitter.
+    #[arg(long = "unknown-app-grace", default_value = "300s")]
     pub unknown_app_grace: String,
     /// How often to fetch the branch (and re-list apps as a safety net).
     #[arg(long = "fetch-interval", default_value = "10s")]
