@@ -44,6 +44,25 @@ fn trailer_check_is_a_commit_msg_hook() {
 }
 
 #[test]
+fn a_trailer_below_a_dash_line_starts_a_watch() {
+    // In a commit's message a `---` line is no patch divider: git reads the trailer below it.
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    let message = format!("web\n\nWhy.\n\n---\n\n{}", trailer("web", "30", "shadow"));
+    let c = repo.set_image("web", GOOD2, &message);
+    assert_eq!(
+        repo.git(&[
+            "log",
+            "-1",
+            "--format=%(trailers:key=Nav-Watchdog,valueonly)"
+        ]),
+        "app=web deadline=30 mode=shadow"
+    );
+    wd.wait_state(&c, "CONFIRMED", Duration::from_secs(60));
+}
+
+#[test]
 fn status_of_a_missing_state_file_is_an_error() {
     let out = run(&["status", "--state", "/nonexistent/greenlight.db"]);
     assert_eq!(out.status.code(), Some(2));
