@@ -32,12 +32,9 @@ pub fn parse(message: &str) -> Vec<(String, String)> {
     while first > 0 && !lines[first - 1].trim().is_empty() {
         first -= 1;
     }
-    // The subject paragraph (nothing but blank or comment lines before it) is never a trailer block.
-    if first == last
-        || lines[..first]
-            .iter()
-            .all(|l| l.trim().is_empty() || is_comment(l))
-    {
+    // The subject paragraph (nothing but blank lines before it) is never a trailer block; a
+    // comment line is no blank line, so it may be all the subject paragraph holds.
+    if first == last || lines[..first].iter().all(|l| l.trim().is_empty()) {
         return Vec::new();
     }
     let block = &lines[first..last];
@@ -183,6 +180,17 @@ mod tests {
     fn subject_only_is_never_a_block() {
         assert!(t("Nav-Watchdog: app=x\n").is_empty());
         assert!(t("Nav-Watchdog: app=x").is_empty());
+    }
+
+    #[test]
+    fn a_comment_line_can_be_all_of_the_subject_paragraph() {
+        // git log skips the blank lines before the subject, then ends the subject paragraph at
+        // the next blank line; comment lines are no blank lines.
+        let x = vec![("Nav-Watchdog".to_string(), "app=x".to_string())];
+        assert_eq!(t("# title\n\nNav-Watchdog: app=x\n"), x);
+        assert_eq!(t("\n \n# title\n\nNav-Watchdog: app=x\n"), x);
+        assert!(t("\n\nNav-Watchdog: app=x\n").is_empty());
+        assert!(t("# title\nNav-Watchdog: app=x\n").is_empty());
     }
 
     #[test]

@@ -130,6 +130,22 @@ const MESSAGES: &[(&str, &str)] = &[
     ),
     ("no space after the colon", "Bump\n\nNav-Watchdog:app=web\n"),
     (
+        "a comment line before the subject's blank line",
+        "# Bump\n\nNav-Watchdog: app=web\n",
+    ),
+    (
+        "only blank lines before the trailers",
+        "\n\nNav-Watchdog: app=web\n",
+    ),
+    (
+        "blank lines, then a comment line before the subject's blank line",
+        "\n \n# Bump\n\nNav-Watchdog: app=web\n",
+    ),
+    (
+        "a comment line in the subject paragraph",
+        "# Bump\nNav-Watchdog: app=web\n",
+    ),
+    (
         "a two-line subject",
         "Line one\nline two\n\nNav-Watchdog: app=web\n",
     ),
