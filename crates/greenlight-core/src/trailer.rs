@@ -1,9 +1,12 @@
-//! Trailer parsing with `git interpret-trailers` rules: the trailer block is the last paragraph
-//! of the message (or the last one before a `---` patch divider); it counts when every line is a
-//! trailer, or when it holds a git-generated trailer and at least 25% of its lines are trailers.
+//! Trailer parsing with git's rules for a commit's message, as `git log --format=%(trailers)`
+//! reads it: the trailer block is the last paragraph of the message; it counts when every line is
+//! a trailer, or when it holds a git-generated trailer and at least 25% of its lines are trailers.
 //! Continuation lines (starting with whitespace) fold into the previous value; `#` comment lines
-//! are ignored. The subject paragraph is never a trailer block. This module only splits text; it
-//! never decides what a trailer means.
+//! are ignored, and so is everything from a scissors line down. A `---` line is part of the
+//! message: git reads it as a patch divider only in a patch or in a file given to `git
+//! interpret-trailers`, never in a commit. The subject paragraph is never a trailer block.
+//! [`cleanup`] turns a `COMMIT_EDITMSG` into the message `git commit` stores. This module only
+//! splits text; it never decides what a trailer means.
 
 /// Prefixes git itself writes; a block with one of them needs only 25% trailer lines.
 const GIT_GENERATED: &[&str] = &["Signed-off-by: ", "(cherry picked from commit "];
@@ -12,16 +15,12 @@ const GIT_GENERATED: &[&str] = &["Signed-off-by: ", "(cherry picked from commit 
 /// trimmed and continuation lines are joined with a single space, as `git interpret-trailers
 /// --parse` prints them.
 pub fn parse(message: &str) -> Vec<(String, String)> {
+    // No `---` divider in a commit's message; the scissors line does end it.
+    let message = &message[..scissors(message, "#")];
     let lines: Vec<&str> = message
         .split('\n')
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
         .collect();
-    // The patch divider ends the message proper.
-    let end = lines
-        .iter()
-        .position(|l| *l == "---" || l.starts_with("--- ") || l.starts_with("---\t"))
-        .unwrap_or(lines.len());
-    let lines = &lines[..end];
     let is_comment = |l: &str| l.starts_with('#');
 
     // Last paragraph: trailing blank and comment lines skipped, then back to the previous blank line.
@@ -33,12 +32,9 @@ pub fn parse(message: &str) -> Vec<(String, String)> {
     while first > 0 && !lines[first - 1].trim().is_empty() {
         first -= 1;
     }
-    // The subject paragraph (nothing but blank or comment lines before it) is never a trailer block.
-    if first == last
-        || lines[..first]
-            .iter()
-            .all(|l| l.trim().is_empty() || is_comment(l))
-    {
+    // The subject paragraph (nothing but blank lines before it) is never a trailer block; a
+    // comment line is no blank line, so it may be all the subject paragraph holds.
+    if first == last || lines[..first].iter().all(|l| l.trim().is_empty()) {
         return Vec::new();
     }
     let block = &lines[first..last];
@@ -98,6 +94,50 @@ pub fn parse(message: &str) -> Vec<(String, String)> {
     if accepted { trailers } else { Vec::new() }
 }
 
+/// The scissors line's text after the comment prefix and a space: `git commit -v` writes it above
+/// the diff it shows in the editor.
+const CUT_LINE: &str = "------------------------ >8 ------------------------\n";
+
+/// Where a scissors line starts (the whole line, newline included, with `comment` and a space
+/// before [`CUT_LINE`]), as git finds it; the text's length when there is none.
+fn scissors(text: &str, comment: &str) -> usize {
+    let pattern = format!("\n{comment} {CUT_LINE}");
+    if text.starts_with(&pattern[1..]) {
+        0
+    } else {
+        text.find(&pattern).map_or(text.len(), |at| at + 1)
+    }
+}
+
+/// The message `git commit` stores from an edited message file, under its default cleanup for
+/// an edited message (`--cleanup=strip`, with `-v` or without): everything from the scissors line
+/// down is dropped (the diff `git commit -v` shows), then every line starting with `comment`
+/// (git's `core.commentChar`, `#` by default), trailing whitespace on each line, leading and
+/// trailing blank lines; runs of blank lines become one. A non-empty result ends with a newline.
+/// A `commit-msg` hook reads the file before this is done.
+pub fn cleanup(raw: &str, comment: &str) -> String {
+    let raw = &raw[..scissors(raw, comment)];
+    let mut message = String::new();
+    let mut blank_before = false;
+    for line in raw.split_inclusive('\n') {
+        if !comment.is_empty() && line.starts_with(comment) {
+            continue;
+        }
+        let line = line.trim_end_matches([' ', '\t', '\n', '\r']);
+        if line.is_empty() {
+            blank_before = true;
+            continue;
+        }
+        if blank_before && !message.is_empty() {
+            message.push('\n');
+        }
+        blank_before = false;
+        message.push_str(line);
+        message.push('\n');
+    }
+    message
+}
+
 /// `Token: value` with no whitespace before or inside the token; spaces or tabs may sit between
 /// the token and the colon.
 fn split_trailer(line: &str) -> Option<(&str, &str)> {
@@ -115,7 +155,9 @@ fn split_trailer(line: &str) -> Option<(&str, &str)> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::{cleanup, parse};
+
+    const SCISSORS: &str = "# ------------------------ >8 ------------------------";
 
     fn t(msg: &str) -> Vec<(String, String)> {
         parse(msg)
@@ -138,6 +180,17 @@ mod tests {
     fn subject_only_is_never_a_block() {
         assert!(t("Nav-Watchdog: app=x\n").is_empty());
         assert!(t("Nav-Watchdog: app=x").is_empty());
+    }
+
+    #[test]
+    fn a_comment_line_can_be_all_of_the_subject_paragraph() {
+        // git log skips the blank lines before the subject, then ends the subject paragraph at
+        // the next blank line; comment lines are no blank lines.
+        let x = vec![("Nav-Watchdog".to_string(), "app=x".to_string())];
+        assert_eq!(t("# title\n\nNav-Watchdog: app=x\n"), x);
+        assert_eq!(t("\n \n# title\n\nNav-Watchdog: app=x\n"), x);
+        assert!(t("\n\nNav-Watchdog: app=x\n").is_empty());
+        assert!(t("# title\nNav-Watchdog: app=x\n").is_empty());
     }
 
     #[test]
@@ -172,9 +225,91 @@ mod tests {
     }
 
     #[test]
-    fn divider_ends_message() {
-        let m = "s\n\nNav-Watchdog: app=x\n---\n diff --git a b\n";
-        assert_eq!(t(m), vec![("Nav-Watchdog".into(), "app=x".into())]);
+    fn a_dash_line_is_no_divider_in_a_commit_message() {
+        // `git log --format=%(trailers)` finds the trailer below a `---` paragraph...
+        let m = "Bump web\n\nWhy.\n\n---\n\nNav-Watchdog: app=web deadline=900 mode=arm\n";
+        assert_eq!(
+            t(m),
+            vec![(
+                "Nav-Watchdog".into(),
+                "app=web deadline=900 mode=arm".into()
+            )]
+        );
+        // ...and none above a `---` line: the lines below it are in the last paragraph.
+        assert!(t("s\n\nNav-Watchdog: app=x\n---\n diff --git a b\n").is_empty());
+        assert!(t("s\n\nNav-Watchdog: app=x\n--- \nX: y\n").is_empty());
+    }
+
+    #[test]
+    fn the_scissors_line_ends_the_message() {
+        let m = format!("s\n\nNav-Watchdog: app=x\n{SCISSORS}\ndiff --git a/f b/f\n+y\n");
+        assert_eq!(t(&m), vec![("Nav-Watchdog".into(), "app=x".into())]);
+        // Only the whole line, ended by a newline, is the scissors line.
+        let m = format!("s\n\nNav-Watchdog: app=x\n{SCISSORS} \nmore\n");
+        assert!(t(&m).is_empty());
+    }
+
+    /// A `COMMIT_EDITMSG` as `git commit -v` hands it to the editor and the `commit-msg` hook.
+    const VERBOSE_EDITMSG: &str = "Bump web\n\nWhy.\n\n---\n\nNav-Watchdog: app=web mode=arm\n\n\
+        # Please enter the commit message for your changes. Lines starting\n\
+        # with '#' will be ignored, and an empty message aborts the commit.\n\
+        #\n\
+        # On branch main\n\
+        # Changes to be committed:\n\
+        #\tmodified:   apps/web/deploy.yaml\n\
+        #\n\
+        # ------------------------ >8 ------------------------\n\
+        # Do not modify or remove the line above.\n\
+        # Everything below it will be ignored.\n\
+        diff --git a/apps/web/deploy.yaml b/apps/web/deploy.yaml\n\
+        index 003b3d9..8a29d87 100644\n\
+        --- a/apps/web/deploy.yaml\n\
+        +++ b/apps/web/deploy.yaml\n\
+        @@ -1 +1,2 @@\n\
+        -image: a\n\
+        +image: b\n\
+        +Nav-Watchdog: app=web mode=bogus\n\
+        \n\
+        Acked-by: nobody\n";
+
+    #[test]
+    fn cleanup_keeps_what_git_commit_stores() {
+        assert_eq!(
+            cleanup(VERBOSE_EDITMSG, "#"),
+            "Bump web\n\nWhy.\n\n---\n\nNav-Watchdog: app=web mode=arm\n"
+        );
+        assert_eq!(
+            t(&cleanup(VERBOSE_EDITMSG, "#")),
+            vec![("Nav-Watchdog".into(), "app=web mode=arm".into())]
+        );
+    }
+
+    #[test]
+    fn cleanup_strips_comments_and_whitespace() {
+        let raw = "\n \nBump web  \n\n\n\nWhy.\t\n# a comment\nMore.\r\n\n#\n\n# Please enter\n\n";
+        assert_eq!(cleanup(raw, "#"), "Bump web\n\nWhy.\nMore.\n");
+        assert_eq!(cleanup("# only a comment\n\n", "#"), "");
+        assert_eq!(
+            cleanup("s\n\nNav-Watchdog: app=x", "#"),
+            "s\n\nNav-Watchdog: app=x\n"
+        );
+        // An indented `#` is no comment; another comment prefix keeps `#` lines.
+        assert_eq!(cleanup("s\n  # kept\n", "#"), "s\n  # kept\n");
+        assert_eq!(cleanup("s\n; gone\n# kept\n", ";"), "s\n# kept\n");
+        let with_semicolons = VERBOSE_EDITMSG.replace("\n#", "\n;");
+        assert_eq!(
+            cleanup(&with_semicolons, ";"),
+            "Bump web\n\nWhy.\n\n---\n\nNav-Watchdog: app=web mode=arm\n"
+        );
+    }
+
+    #[test]
+    fn cleanup_cuts_at_the_scissors_line_only() {
+        // At the very start, everything goes.
+        assert_eq!(cleanup(&format!("{SCISSORS}\ns\n"), "#"), "");
+        // Without the scissors line the lines below the comments stay, as git keeps them.
+        let raw = "s\n\nb\n# comment\ndiff\n";
+        assert_eq!(cleanup(raw, "#"), "s\n\nb\ndiff\n");
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! greenlight's trailer parser (`greenlight_core::trailer::parse`) against git itself
-//! (`git interpret-trailers --parse`) over messages chosen for their traps. git is the
-//! reference: the watch trailer must mean what git says it means.
+//! greenlight's trailer parser (`greenlight_core::trailer::parse`) against git itself: each
+//! message, chosen for its traps, is committed as it is and its trailers read back with `git log
+//! --format=%(trailers)`, as git reads a commit's trailers. git is the reference: the watch
+//! trailer must mean what git says it means.
 
 use std::io::Write;
 use std::process::Stdio;
@@ -31,8 +32,20 @@ const MESSAGES: &[(&str, &str)] = &[
         "Bump\n\nNav-Watchdog: app=web\n\n# Please enter the commit message\n# Lines starting with '#' ...\n",
     ),
     (
-        "a --- patch divider",
+        "a --- line is no patch divider in a commit",
         "Bump\n\nNav-Watchdog: app=web\n---\n app/deploy.yaml | 2 +-\n\nNot-This: x\n",
+    ),
+    (
+        "a --- paragraph before the trailers",
+        "Bump web\n\nWhy.\n\n---\n\nNav-Watchdog: app=web deadline=900 mode=arm\n",
+    ),
+    (
+        "the scissors line and what follows it",
+        "Bump\n\nNav-Watchdog: app=web\n# ------------------------ >8 ------------------------\ndiff --git a/f b/f\n\nNot-This: x\n",
+    ),
+    (
+        "a scissors line with more on it is none",
+        "Bump\n\nNav-Watchdog: app=web\n# ------------------------ >8 ------------------------ x\n\nAcked-by: B\n",
     ),
     (
         "--- inside a line is no divider",
@@ -117,6 +130,22 @@ const MESSAGES: &[(&str, &str)] = &[
     ),
     ("no space after the colon", "Bump\n\nNav-Watchdog:app=web\n"),
     (
+        "a comment line before the subject's blank line",
+        "# Bump\n\nNav-Watchdog: app=web\n",
+    ),
+    (
+        "only blank lines before the trailers",
+        "\n\nNav-Watchdog: app=web\n",
+    ),
+    (
+        "blank lines, then a comment line before the subject's blank line",
+        "\n \n# Bump\n\nNav-Watchdog: app=web\n",
+    ),
+    (
+        "a comment line in the subject paragraph",
+        "# Bump\nNav-Watchdog: app=web\n",
+    ),
+    (
         "a two-line subject",
         "Line one\nline two\n\nNav-Watchdog: app=web\n",
     ),
@@ -125,7 +154,7 @@ const MESSAGES: &[(&str, &str)] = &[
         "Bump\n\nbody\n\nt1\nt2\nt3\nSigned-off-by: A\n  c1\n  c2\n",
     ),
     (
-        "a divider followed by a space",
+        "a --- line followed by a space",
         "Bump\n\nNav-Watchdog: app=web\n--- \nX: y\n",
     ),
     (
@@ -134,10 +163,20 @@ const MESSAGES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The trailers of a commit whose message is `message`, byte for byte, as `git log` reads them.
 fn git_trailers(message: &str) -> Vec<(String, String)> {
     let tmp = tempfile::tempdir().unwrap();
+    greenlight_testkit::git(tmp.path(), &["init", "-q"]);
     let mut child = greenlight_testkit::git_cmd(tmp.path())
-        .args(["interpret-trailers", "--parse"])
+        .args([
+            "commit",
+            "-q",
+            "--allow-empty",
+            "--allow-empty-message",
+            "--cleanup=verbatim",
+            "-F",
+            "-",
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -155,14 +194,22 @@ fn git_trailers(message: &str) -> Vec<(String, String)> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let (token, value) = line.split_once(':').expect("git prints `token: value`");
-            (token.to_owned(), value.trim().to_owned())
-        })
-        .collect()
+    assert_eq!(
+        greenlight_testkit::git(tmp.path(), &["log", "-1", "--format=%B"]),
+        message.trim_end(),
+        "the commit holds the message as it is"
+    );
+    greenlight_testkit::git(
+        tmp.path(),
+        &["log", "-1", "--format=%(trailers:only,unfold)"],
+    )
+    .lines()
+    .filter(|line| !line.is_empty())
+    .map(|line| {
+        let (token, value) = line.split_once(':').expect("git prints `token: value`");
+        (token.to_owned(), value.trim().to_owned())
+    })
+    .collect()
 }
 
 /// Cases where `greenlight_core::trailer::parse` and git disagree today, reported to the

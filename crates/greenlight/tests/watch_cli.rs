@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use greenlight_testkit as kit;
 use std::process::Command;
 use std::time::Duration;
 
@@ -83,6 +84,160 @@ fn trailer_check_is_a_commit_msg_hook() {
     assert_eq!(other_key.status.code(), Some(0));
     let missing = run(&["trailer", "check", "/nonexistent/msg"]);
     assert_eq!(missing.status.code(), Some(2));
+}
+
+/// `COMMIT_EDITMSG` as `git commit -v` hands it to the `commit-msg` hook: the message, git's
+/// comment block, the scissors line and the diff below it.
+fn verbose_editmsg(message: &str) -> String {
+    format!(
+        "{message}\n\
+         # Please enter the commit message for your changes. Lines starting\n\
+         # with '#' will be ignored, and an empty message aborts the commit.\n\
+         #\n\
+         # On branch main\n\
+         # Changes to be committed:\n\
+         #\tmodified:   apps/web/deploy.yaml\n\
+         #\n\
+         # ------------------------ >8 ------------------------\n\
+         # Do not modify or remove the line above.\n\
+         # Everything below it will be ignored.\n\
+         diff --git a/apps/web/deploy.yaml b/apps/web/deploy.yaml\n\
+         index 003b3d9..8a29d87 100644\n\
+         --- a/apps/web/deploy.yaml\n\
+         +++ b/apps/web/deploy.yaml\n\
+         @@ -1 +1,2 @@\n\
+         -image: a\n\
+         +image: b\n\
+         +Nav-Watchdog: app=web mode=bogus\n"
+    )
+}
+
+#[test]
+fn trailer_check_reads_the_message_git_commit_will_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("COMMIT_EDITMSG");
+    let check = |msg: &str| {
+        std::fs::write(&f, msg).unwrap();
+        let mut cmd = Command::new(BIN);
+        kit::isolate(cmd.args(["trailer", "check", f.to_str().unwrap()]));
+        let out = cmd.current_dir(dir.path()).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // The trailer above the scissors is checked (below a `---` paragraph too); the diff is not.
+    let (code, stderr) = check(&verbose_editmsg(
+        "fix\n\nWhy.\n\n---\n\nNav-Watchdog: app=web deadline=15m mode=arm\n",
+    ));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("ok: Nav-Watchdog: app=web deadline=900s mode=arm"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("bogus"), "{stderr}");
+    let (code, stderr) = check(&verbose_editmsg(
+        "fix\n\nNav-Watchdog: app=web mode=armed\n",
+    ));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`mode`") && stderr.contains("armed"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("bogus"), "{stderr}");
+    // git drops the comment line, so the indented line continues the trailer's value.
+    let (code, stderr) = check(&verbose_editmsg(
+        "fix\n\nNav-Watchdog: app=web\n# deadline: our default\n  mode=armed\n",
+    ));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("`mode`"), "{stderr}");
+}
+
+#[test]
+fn trailer_check_as_the_commit_msg_hook_of_git_commit_v() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    git(dir.path(), &["init", "-q", "repo"]);
+    let hook = repo.join(".git/hooks/commit-msg");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\nexec '{BIN}' trailer check \"$1\"\n"),
+    )
+    .unwrap();
+    // The editor puts the message above what git wrote into the file.
+    let editor = dir.path().join("editor");
+    let message = dir.path().join("message");
+    std::fs::write(
+        &editor,
+        format!(
+            "#!/bin/sh\ncat '{}' \"$1\" > \"$1.new\" && mv \"$1.new\" \"$1\"\n",
+            message.display()
+        ),
+    )
+    .unwrap();
+    for f in [&hook, &editor] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let commit = |msg: &str| {
+        std::fs::write(&message, msg).unwrap();
+        std::fs::write(repo.join("deploy.yaml"), format!("{msg:?}\n")).unwrap();
+        git(&repo, &["add", "-A"]);
+        let mut cmd = kit::git_cmd(&repo);
+        let out = cmd
+            .args(["commit", "-q", "-v"])
+            .env("GIT_EDITOR", &editor)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = commit("fix\n\nNav-Watchdog: app=web mode=armed\n");
+    assert_ne!(code, Some(0), "the hook refuses the commit: {stderr}");
+    assert!(stderr.contains("`mode`"), "{stderr}");
+    let (code, stderr) = commit("fix\n\nWhy.\n\n---\n\nNav-Watchdog: app=web mode=arm\n");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("ok: Nav-Watchdog: app=web"), "{stderr}");
+    assert_eq!(
+        git(
+            &repo,
+            &[
+                "log",
+                "-1",
+                "--format=%(trailers:key=Nav-Watchdog,valueonly)"
+            ]
+        ),
+        "app=web mode=arm"
+    );
+    // Another comment character: git's comments and scissors line start with it.
+    git(&repo, &["config", "core.commentChar", ";"]);
+    let (code, stderr) = commit("fix\n\nNav-Watchdog: app=web mode=armed\n");
+    assert_ne!(code, Some(0), "the hook refuses the commit: {stderr}");
+    assert!(stderr.contains("`mode`"), "{stderr}");
+    let (code, stderr) = commit("fix again\n\nNav-Watchdog: app=web mode=shadow\n");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("mode=shadow"), "{stderr}");
+}
+
+#[test]
+fn a_trailer_below_a_dash_line_starts_a_watch() {
+    // In a commit's message a `---` line is no patch divider: git reads the trailer below it.
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    let message = format!("web\n\nWhy.\n\n---\n\n{}", trailer("web", "30", "shadow"));
+    let c = repo.set_image("web", GOOD2, &message);
+    assert_eq!(
+        repo.git(&[
+            "log",
+            "-1",
+            "--format=%(trailers:key=Nav-Watchdog,valueonly)"
+        ]),
+        "app=web deadline=30 mode=shadow"
+    );
+    wd.wait_state(&c, "CONFIRMED", Duration::from_secs(60));
 }
 
 #[test]
