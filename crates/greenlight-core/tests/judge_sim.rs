@@ -810,8 +810,8 @@ impl Sim {
             .unwrap_or_default();
         let before = log
             .iter()
-            .filter(|d| d.at < reached && d.idle && d.compared.is_none_or(|i| i < k))
-            .last();
+            .rev()
+            .find(|d| d.at < reached && d.idle && d.compared.is_none_or(|i| i < k));
         let healthy_after = log
             .iter()
             .any(|d| !d.glimpse && d.at >= reached && d.healthy);
