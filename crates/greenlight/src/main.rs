@@ -48,27 +48,8 @@ pub fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// A command that prints its answer and ends, read by a pager or a pipe such as `| head`: when
-/// the reader has gone, the command ends quietly, as `git log | head` does (the default action of
-/// SIGPIPE, which Rust's runtime otherwise ignores, turning the write into a panic). The
-/// long-running commands (`watch`, `sandbox`, `demo`) keep ignoring it: their output is a log,
-/// written without failing, and they must end through their own shutdown.
-fn end_quietly_on_a_closed_pipe() {
-    #[cfg(unix)]
-    // SAFETY: called first thing in main, before any thread exists; restores the default action.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(
-        cli.command,
-        Command::Demo(_) | Command::Watch(_) | Command::Sandbox(_)
-    ) {
-        end_quietly_on_a_closed_pipe();
-    }
     let result = match cli.command {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Watch(a) => cmd::watch::run(a),

@@ -51,6 +51,17 @@ fn one_shot_commands_end_quietly_into_a_closed_pipe() {
     assert_quiet_into_a_closed_pipe(&["explain", "GL001"]);
     assert_quiet_into_a_closed_pipe(&["lint", manifest.to_str().unwrap()]);
     assert_quiet_into_a_closed_pipe(&["lint", "--format", "json", manifest.to_str().unwrap()]);
+    // Messages on a closed stderr (`2>&1 | head` that read enough): the same, never a panic.
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let status = Command::new(BIN)
+        .args(["guard", "image", "nginx:1.25.3", "nginx:latest"])
+        .stdout(std::process::Stdio::null())
+        .stderr(writer)
+        .status()
+        .unwrap();
+    assert_eq!(status.signal(), Some(SIGPIPE), "{status:?}");
 }
 
 #[test]

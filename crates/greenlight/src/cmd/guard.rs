@@ -107,9 +107,9 @@ fn run_image(args: ImageArgs) -> anyhow::Result<ExitCode> {
         match (verdict.problem(image), verdict.fix(image)) {
             (Some(problem), Some(fix)) => {
                 rejected += 1;
-                eprintln!("error: {problem}\n  fix: {fix}");
+                errln!("error: {problem}\n  fix: {fix}");
             }
-            _ => eprintln!(
+            _ => errln!(
                 "ok: `{}` {}",
                 image.as_str(),
                 why_acceptable(&verdict, image)
@@ -117,7 +117,7 @@ fn run_image(args: ImageArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if rejected > 0 {
-        eprintln!(
+        errln!(
             "{rejected} of {} image reference(s) rejected: mutable tags roll out nothing when redeployed",
             images.len()
         );
@@ -156,15 +156,15 @@ fn resolve_all(
     for image in images {
         if image.digest().is_some() {
             // It already names exactly one manifest; asking the registry adds nothing.
-            println!("{}", image.as_str());
-            eprintln!("ok: `{}` is already pinned by digest", image.as_str());
+            outln!("{}", image.as_str());
+            errln!("ok: `{}` is already pinned by digest", image.as_str());
             continue;
         }
         match runtime.block_on(registry.resolve(image)) {
             Ok(digest) => {
-                println!("{}", image.pinned_to(&digest));
+                outln!("{}", image.pinned_to(&digest));
                 if let Some(problem) = policy.judge(image).problem(image) {
-                    eprintln!(
+                    errln!(
                         "note: {problem}; dispatch the pinned reference printed on stdout, not the tag"
                     );
                 }
@@ -178,7 +178,7 @@ fn resolve_all(
                 };
                 // `{:#}` through anyhow prints the causes too ("connection refused").
                 let err = anyhow::Error::new(err);
-                eprintln!("error: cannot resolve `{}`: {err:#}{hint}", image.as_str());
+                errln!("error: cannot resolve `{}`: {err:#}{hint}", image.as_str());
             }
         }
     }

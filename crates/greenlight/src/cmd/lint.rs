@@ -5,7 +5,6 @@
 
 use clap::{Args, ValueEnum};
 use greenlight_lint::{FailOn, Options, report, rules};
-use std::io::Write;
 use std::process::ExitCode;
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -114,9 +113,7 @@ pub fn run_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
         Format::Sarif => report::sarif(&rep, &std::env::current_dir()?),
         Format::Github => report::github(&rep),
     };
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(out.as_bytes())?;
-    stdout.flush()?;
+    super::out(&out)?;
     let failed = rep.diagnostics.iter().any(|d| report::reaches(d, fail_on));
     Ok(if failed {
         ExitCode::from(1)
@@ -131,7 +128,7 @@ pub fn run_rules(a: RulesArgs) -> anyhow::Result<ExitCode> {
         RulesFormat::Json => report::rules_json(),
         RulesFormat::Markdown => report::reference_markdown(),
     };
-    print!("{out}");
+    super::out(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -142,6 +139,6 @@ pub fn run_explain(a: ExplainArgs) -> anyhow::Result<ExitCode> {
             a.rule
         ))
     })?;
-    print!("{}", report::explain(rule));
+    super::out(&report::explain(rule))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -9,8 +9,23 @@
 use greenlight_core::time::parse_duration_ms;
 use greenlight_git::Secret;
 use greenlight_lint::Config;
+use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
+
+/// `println!` for a command's answer, through [`out`]: `?` passes on a write error.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cmd::out(&format!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
+/// `eprintln!` for a command's messages, through [`err`].
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::cmd::err(&format!("{}\n", format_args!($($arg)*)))?
+    };
+}
 
 pub mod demo;
 pub mod guard;
@@ -22,6 +37,37 @@ pub mod trailer;
 pub mod watch;
 
 pub use greenlight::{UsageError, usage};
+
+/// Writes a command's answer to stdout. A reader that has gone (`| head` that read enough)
+/// ends the command as it ends `git log | head`: by SIGPIPE, without a word. Only the
+/// standard streams are treated so: Rust's runtime keeps SIGPIPE ignored, so a socket or a
+/// child's pipe that closes is an error to handle, never a silent death.
+pub fn out(text: &str) -> anyhow::Result<()> {
+    write_or_end(&mut std::io::stdout().lock(), text)
+}
+
+/// [`out`] for stderr.
+pub fn err(text: &str) -> anyhow::Result<()> {
+    write_or_end(&mut std::io::stderr().lock(), text)
+}
+
+fn write_or_end(w: &mut impl Write, text: &str) -> anyhow::Result<()> {
+    match w.write_all(text.as_bytes()).and_then(|()| w.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => end_by_sigpipe(),
+        r => Ok(r?),
+    }
+}
+
+/// Ends the process as SIGPIPE's default action does.
+fn end_by_sigpipe() -> ! {
+    #[cfg(unix)]
+    // SAFETY: restores the default action of one signal and raises it; nothing else is touched.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    std::process::exit(141)
+}
 
 pub fn exit_code_of(err: &anyhow::Error) -> u8 {
     if err.chain().any(|e| e.is::<UsageError>()) {

@@ -67,10 +67,10 @@ pub fn run(a: StatusArgs) -> Result<ExitCode> {
             "breaker": {"open": loaded.breaker.open, "consecutive_reverts": loaded.breaker.consecutive_reverts},
             "watches": loaded.watches.iter().map(watch_json).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "repo {}  branch {}  baseline {}  tip {}",
         loaded.repo.as_deref().unwrap_or("-"),
         loaded.branch.as_deref().unwrap_or("-"),
@@ -85,7 +85,7 @@ pub fn run(a: StatusArgs) -> Result<ExitCode> {
             .map(|s| &s[..s.len().min(12)])
             .unwrap_or("-"),
     );
-    println!(
+    outln!(
         "breaker {} ({} consecutive revert(s))",
         if loaded.breaker.open {
             "OPEN — run `greenlight breaker reset` after a human has looked"
@@ -95,12 +95,16 @@ pub fn run(a: StatusArgs) -> Result<ExitCode> {
         loaded.breaker.consecutive_reverts
     );
     if loaded.watches.is_empty() {
-        println!("no watches");
+        outln!("no watches");
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{:<10} {:<24} {:<7} {:<18} {:<21} REASON",
-        "COMMIT", "APP", "MODE", "STATE", "STARTED"
+        "COMMIT",
+        "APP",
+        "MODE",
+        "STATE",
+        "STARTED"
     );
     for w in &loaded.watches {
         let mode = if w.dry_run {
@@ -108,7 +112,7 @@ pub fn run(a: StatusArgs) -> Result<ExitCode> {
         } else {
             w.mode.as_str().to_string()
         };
-        println!(
+        outln!(
             "{:<10} {:<24} {:<7} {:<18} {:<21} {}",
             &w.commit.as_str()[..10],
             w.app.to_string(),
@@ -119,7 +123,7 @@ pub fn run(a: StatusArgs) -> Result<ExitCode> {
         );
     }
     if loaded.watches.iter().any(|w| w.dry_run) {
-        println!("* dry-run: judged only");
+        outln!("* dry-run: judged only");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -130,9 +134,9 @@ pub fn run_breaker(a: BreakerArgs) -> Result<ExitCode> {
         Store::open_existing(&state, false).map_err(|e| crate::cmd::usage(format!("{e:#}")))?;
     let now = greenlight::clock::Clock::now(&greenlight::clock::SystemClock);
     match greenlight::breaker::reset(&mut store, &state, now)? {
-        Reset::Applied => println!("breaker reset: reverts are allowed again"),
+        Reset::Applied => outln!("breaker reset: reverts are allowed again"),
         Reset::Requested => {
-            println!("breaker reset requested: the running watchdog applies it at its next fetch")
+            outln!("breaker reset requested: the running watchdog applies it at its next fetch")
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -40,10 +40,10 @@ pub fn run(a: TrailerArgs) -> Result<ExitCode> {
     let mut bad = 0;
     for d in directives_in(&message, &trailer_key) {
         match d {
-            Ok(d) => eprintln!("{}: ok: {trailer_key}: {}", file.display(), d.render()),
+            Ok(d) => errln!("{}: ok: {trailer_key}: {}", file.display(), d.render()),
             Err(e) => {
                 bad += 1;
-                eprintln!("{}: error: {e}", file.display());
+                errln!("{}: error: {e}", file.display());
             }
         }
     }
