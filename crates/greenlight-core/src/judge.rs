@@ -193,6 +193,9 @@ pub struct Engine {
     /// that starts after its commit was compared or synced is the newest at a revision without
     /// the commit (`docs/verdicts.md#baseline`).
     idle: BTreeMap<AppKey, Vec<(String, Health)>>,
+    /// The namespaces each Application name was seen in: a bare trailer name that matches
+    /// more than one is ambiguous.
+    namespaces: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Engine {
@@ -210,6 +213,7 @@ impl Engine {
             finished_ids: BTreeSet::new(),
             confirmed_behind_reverts: Vec::new(),
             idle: BTreeMap::new(),
+            namespaces: BTreeMap::new(),
         }
     }
 
@@ -504,6 +508,10 @@ impl Engine {
     /// The stream showed an app that no watch follows yet: its health before a commit's sync,
     /// for a watch that starts later.
     pub fn glimpse(&mut self, key: &AppKey, g: &Glimpse) {
+        self.namespaces
+            .entry(key.name.clone())
+            .or_default()
+            .insert(key.namespace.clone());
         if !g.operation_running {
             self.saw_idle(key.clone(), g.sync_revision.clone(), g.health);
         }
@@ -549,13 +557,27 @@ impl Engine {
     ) -> Vec<Effect> {
         let mut out = Vec::new();
         match obs {
-            Observation::Present(snap) if !snap.operation_running => {
-                self.saw_idle(snap.key(), snap.sync_revision.clone(), snap.health);
+            Observation::Present(snap) => {
+                self.namespaces
+                    .entry(snap.name.clone())
+                    .or_default()
+                    .insert(snap.namespace.clone());
+                if !snap.operation_running {
+                    self.saw_idle(snap.key(), snap.sync_revision.clone(), snap.health);
+                }
             }
-            Observation::Present(_) => {}
-            Observation::Absent { namespace, name } => self
-                .idle
-                .retain(|k, _| k.name != name || namespace.is_some_and(|ns| ns != k.namespace)),
+            Observation::Absent { namespace, name } => {
+                self.idle
+                    .retain(|k, _| k.name != name || namespace.is_some_and(|ns| ns != k.namespace));
+                if let Some(seen) = self.namespaces.get_mut(name) {
+                    match namespace {
+                        Some(ns) => {
+                            seen.remove(ns);
+                        }
+                        None => seen.clear(),
+                    }
+                }
+            }
         }
         for i in 0..self.watches.len() {
             let w = &self.watches[i];
@@ -573,6 +595,19 @@ impl Engine {
                 Observation::Present(snap) => w.app.matches(&snap.namespace, &snap.name),
             };
             if !concerns {
+                continue;
+            }
+            // A bare name that matches Applications in two namespaces: their observations
+            // would mix, so the watch ends at once, naming both.
+            if w.app.namespace.is_none()
+                && let Some(seen) = self.namespaces.get(&w.app.name)
+                && seen.len() > 1
+            {
+                let why = Unwatchable::AmbiguousApp {
+                    app: w.app.name.clone(),
+                    namespaces: seen.iter().cloned().collect(),
+                };
+                out.push(self.finish(i, Verdict::Unwatchable(why), EventKind::Unwatchable, now));
                 continue;
             }
             // A deadline that fell due before this observation is decided on what was known

@@ -136,6 +136,12 @@ pub enum Unwatchable {
     SourceHydrator {
         app: String,
     },
+    /// A trailer's bare name matches Applications in several namespaces: their health would
+    /// mix. `namespaces` in order.
+    AmbiguousApp {
+        app: String,
+        namespaces: Vec<String>,
+    },
 }
 
 /// Which deadline decided.
@@ -521,6 +527,16 @@ impl fmt::Display for Unwatchable {
             Unwatchable::SourceHydrator { app } => write!(
                 f,
                 "app {app} syncs through Argo CD's source hydrator (spec.sourceHydrator): it deploys the hydrated branch, not the commits of the watched branch, so reach cannot be proven by ancestry"
+            ),
+            Unwatchable::AmbiguousApp { app, namespaces } => write!(
+                f,
+                "app {app} names Applications in {} namespaces ({}): a bare name cannot tell them apart; name the namespace in the trailer (app=<namespace>/{app})",
+                namespaces.len(),
+                namespaces
+                    .iter()
+                    .map(|ns| format!("{ns}/{app}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         }
     }
@@ -1069,6 +1085,22 @@ fn retype_unwatchable(text: &str, rec: &Recorded<'_>) -> Vec<Unwatchable> {
     if rest.starts_with("syncs through Argo CD's source hydrator") {
         out.push(Unwatchable::SourceHydrator { app: app.clone() });
     }
+    if let Some(rest) = rest.strip_prefix("names Applications in ")
+        && let Some((_, rest)) = rest.split_once(" namespaces (")
+        && let Some((list, _)) = rest.split_once("): a bare name cannot tell them apart")
+    {
+        let suffix = format!("/{app}");
+        let namespaces: Option<Vec<String>> = list
+            .split(", ")
+            .map(|q| q.strip_suffix(&suffix).map(str::to_string))
+            .collect();
+        if let Some(namespaces) = namespaces {
+            out.push(Unwatchable::AmbiguousApp {
+                app: app.clone(),
+                namespaces,
+            });
+        }
+    }
     if let Some(rest) = rest.strip_prefix("tracks targetRevision ")
         && let Some((target, rest)) = debug_quoted(rest)
         && let Some(rest) = rest.strip_prefix(", not the watched branch ")
@@ -1216,6 +1248,10 @@ mod tests {
                 message: "rpc error: code = Unknown desc = yaml: line 3 (cached), twice)".into(),
             }),
             Verdict::Unwatchable(Unwatchable::SourceHydrator { app: "web".into() }),
+            Verdict::Unwatchable(Unwatchable::AmbiguousApp {
+                app: "web".into(),
+                namespaces: vec!["argocd".into(), "team-a".into()],
+            }),
         ] {
             assert_eq!(Verdict::retype(v.state(), &v.to_string(), &r), v);
         }

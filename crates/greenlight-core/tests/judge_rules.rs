@@ -2485,3 +2485,33 @@ fn an_observation_that_compared_the_commit_is_no_baseline() {
     let out = h.tick(t(62));
     assert_eq!(reverts(&out).len(), 1, "{out:?}");
 }
+
+/// A bare `app=web` while Applications named `web` live in two namespaces: never mixed health.
+/// ERROR_UNWATCHABLE at once, naming both; a namespaced trailer is not affected.
+#[test]
+fn a_bare_name_matching_two_namespaces_is_unwatchable_naming_both() {
+    let mut h = Harness::new(config());
+    // Only what the test shows exists (no glimpse at arrival).
+    h.baseline = None;
+    let bare = watched(1, "web", "deadline=600 mode=arm");
+    let named = watched(2, "team-a/web", "deadline=600 mode=arm");
+    h.arrive(&bare, t(0));
+    h.arrive(&named, t(0));
+    h.observe(&Snap::new("web"), t(1));
+    assert_eq!(h.state(&bare.sha), State::WaitingReach);
+    let out = h.observe(&Snap::new("web").namespace("team-a"), t(2));
+    assert!(kinds(&out).contains(&K::Unwatchable), "{out:?}");
+    assert_eq!(h.state(&bare.sha), State::ErrorUnwatchable);
+    let reason = h.watch(&bare.sha).reason().to_string();
+    assert!(
+        reason.contains("names Applications in 2 namespaces (argocd/web, team-a/web)"),
+        "{reason}"
+    );
+    assert_eq!(
+        h.state(&named.sha),
+        State::WaitingReach,
+        "{}",
+        h.watch(&named.sha).reason()
+    );
+    no_reverts(&h);
+}

@@ -209,6 +209,7 @@ fn each_recorded_body_reads_back_in_its_phase_with_its_typed_reason() {
             Unwatchable::NotGitRevision { .. } => "NotGitRevision",
             Unwatchable::OtherBranch { .. } => "OtherBranch",
             Unwatchable::SourceHydrator { .. } => "SourceHydrator",
+            Unwatchable::AmbiguousApp { .. } => "AmbiguousApp",
         };
         assert_eq!(got, want, "{label}");
     }
