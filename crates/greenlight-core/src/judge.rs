@@ -116,6 +116,9 @@ pub struct RevertRequest {
     pub subject: String,
     pub app: String,
     pub reason: String,
+    /// Issued again after a restart: a revert pushed before the crash, even one a human has
+    /// reverted since, is adopted, never pushed a second time (`docs/verdicts.md#adoption`).
+    pub reissued: bool,
 }
 
 /// What the revert executor reports back.
@@ -172,7 +175,7 @@ pub enum Observation<'a> {
     },
 }
 
-/// How many deployed revisions of an app the judge remembers its idle health at.
+/// How many compared revisions of an app the judge remembers its idle health at.
 const IDLE_REVISIONS: usize = 8;
 
 /// All watches and the breaker.
@@ -252,7 +255,10 @@ impl Engine {
         for i in 0..self.watches.len() {
             let w = &self.watches[i];
             if let Some(failure) = w.reverting() {
-                out.push(Effect::Revert(revert_request(w, failure)));
+                out.push(Effect::Revert(RevertRequest {
+                    reissued: true,
+                    ..revert_request(w, failure)
+                }));
                 continue;
             }
             if !w.is_live() {
@@ -420,8 +426,8 @@ impl Engine {
         now: Timestamp,
     ) -> Effect {
         let dry_run = self.config.dry_run;
-        // The app's last idle observation is the baseline when git says its revision does not
-        // contain the commit (the sync that brings the commit had not begun then).
+        // The baseline is the app's newest idle observation at a revision that git says does not
+        // contain the commit (Argo CD had not compared or synced the commit then).
         let idle: Vec<&Vec<(String, Health)>> = self
             .idle
             .iter()
@@ -436,7 +442,8 @@ impl Engine {
                 if ancestry.contains(commit.sha.as_str(), revision) {
                     continue;
                 }
-                if ancestry.knows_not(commit.sha.as_str(), revision) {
+                // No revision yet (never compared) is before any commit.
+                if !is_git_sha(revision) || ancestry.knows_not(commit.sha.as_str(), revision) {
                     before = Before::of(*health);
                 }
                 break;
@@ -1342,6 +1349,7 @@ fn revert_request(w: &Watch, failure: &Failure) -> RevertRequest {
         subject: w.subject.clone(),
         app: w.app.to_string(),
         reason: revert_commit_reason(failure, &w.app),
+        reissued: false,
     }
 }
 /// The revisions Argo CD shows deployed in `snap` after `w`'s reach: the synced revision while

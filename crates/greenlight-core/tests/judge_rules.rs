@@ -1498,6 +1498,10 @@ fn failed_arm() -> (Harness, String, String) {
     assert_eq!(kinds(&out), vec![K::Failed]);
     let rs = reverts(&out);
     assert_eq!(rs.len(), 1);
+    assert!(
+        !rs[0].reissued,
+        "a first request adopts only a revert still in effect"
+    );
     let id = h.watch(&w).id.clone();
     assert_eq!(rs[0].watch_id, id);
     assert_eq!(rs[0].commit, w);
@@ -1976,6 +1980,10 @@ fn a_restart_with_a_pending_revert_reissues_it_once() {
     assert_eq!(rs.len(), 1);
     assert_eq!(rs[0].watch_id, id);
     assert_eq!(rs[0].commit, w);
+    assert!(
+        rs[0].reissued,
+        "issued again: any revert of the commit is adopted"
+    );
     // The executor finds the revert it pushed before the crash and adopts it.
     h.finish_revert(
         &id,

@@ -534,6 +534,38 @@ impl Repo {
         tip: &str,
     ) -> Result<Option<String>> {
         let reverted = self.full_commit(reverted)?;
+        // Follow the chain: a revert that was itself reverted (the change re-landed) is no
+        // longer in effect, and a later revert of the commit may be.
+        let mut in_effect: Option<String> = None;
+        for (sha, message) in self.reverts_in(range_from_exclusive, tip)? {
+            match &in_effect {
+                None if message_reverts(&message, &reverted) => in_effect = Some(sha),
+                Some(r) if message_reverts(&message, r) => in_effect = None,
+                _ => {}
+            }
+        }
+        Ok(in_effect)
+    }
+
+    /// The first revert of `reverted` in `range_from_exclusive..tip`, whether or not it is
+    /// still in effect.
+    pub fn find_first_revert_of(
+        &self,
+        reverted: &str,
+        range_from_exclusive: &str,
+        tip: &str,
+    ) -> Result<Option<String>> {
+        let reverted = self.full_commit(reverted)?;
+        Ok(self
+            .reverts_in(range_from_exclusive, tip)?
+            .into_iter()
+            .find(|(_, message)| message_reverts(message, &reverted))
+            .map(|(sha, _)| sha))
+    }
+
+    /// The commits in `range_from_exclusive..tip` whose message says `This reverts commit`,
+    /// oldest first, with their messages.
+    fn reverts_in(&self, range_from_exclusive: &str, tip: &str) -> Result<Vec<(String, String)>> {
         let from = self.full_commit(range_from_exclusive)?;
         let tip = self.full_commit(tip)?;
         let out = self
@@ -552,22 +584,12 @@ impl Repo {
             .arg(format!("{from}..{tip}"))
             .arg("--")
             .run_ok()?;
-        let text = out.stdout_str();
-        // Follow the chain: a revert that was itself reverted (the change re-landed) is no
-        // longer in effect, and a later revert of the commit may be.
-        let mut in_effect: Option<String> = None;
-        for record in text.split('\0') {
-            let Some((sha, message)) = record.split_once('\n') else {
-                continue;
-            };
-            let sha = sha.trim();
-            match &in_effect {
-                None if message_reverts(message, &reverted) => in_effect = Some(sha.to_owned()),
-                Some(r) if message_reverts(message, r) => in_effect = None,
-                _ => {}
-            }
-        }
-        Ok(in_effect)
+        Ok(out
+            .stdout_str()
+            .split('\0')
+            .filter_map(|record| record.split_once('\n'))
+            .map(|(sha, message)| (sha.trim().to_owned(), message.to_owned()))
+            .collect())
     }
 }
 

@@ -26,6 +26,11 @@ pub struct RevertRequest {
     pub author_email: String,
     /// How many pushes to try when the remote rejects them (≥ 1).
     pub max_attempts: u32,
+    /// The request is issued again after a restart: a revert of the commit may have been
+    /// pushed before the crash, and a human may have reverted it since. Any revert of the
+    /// commit on the branch is then adopted, in effect or not: a revert a human undid is a
+    /// human's decision, never pushed over.
+    pub adopt_any: bool,
 }
 
 /// How a revert request ended. Errors (git failing, every push rejected) are `Err`.
@@ -102,7 +107,12 @@ impl Repo {
                     ),
                 });
             }
-            if let Some(revert) = self.find_revert_of(&commit, &commit, &tip)? {
+            let found = if req.adopt_any {
+                self.find_first_revert_of(&commit, &commit, &tip)?
+            } else {
+                self.find_revert_of(&commit, &commit, &tip)?
+            };
+            if let Some(revert) = found {
                 return Ok(RevertOutcome::Adopted { revert });
             }
             match self.build_revert(req, &commit, &tip)? {

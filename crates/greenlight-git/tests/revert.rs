@@ -18,6 +18,7 @@ fn request(fx: &Fixture, commit: &str) -> RevertRequest {
         author_name: "greenlight bot".into(),
         author_email: "greenlight@example.com".into(),
         max_attempts: 3,
+        adopt_any: false,
     }
 }
 

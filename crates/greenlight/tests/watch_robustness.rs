@@ -75,6 +75,61 @@ fn a_kill_9_between_the_revert_push_and_its_record_adopts_the_pushed_revert() {
     );
 }
 
+/// The revert reached the remote, the daemon died before recording it, and then a human
+/// reverted greenlight's revert (re-landing the commit on purpose): the restarted daemon adopts
+/// its own revert and pushes no second one.
+#[test]
+fn a_revert_a_human_undid_while_greenlight_was_down_is_adopted_not_pushed_again() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let mut wd = watchdog(&repo, &sb.url, &[], &[]);
+    settled(&sb, &repo, &["web"]);
+    let release = repo.path("release");
+    let hook = repo.bare.join("hooks/post-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nread old new ref\n\
+             git log -1 --format=%s \"$new\" | grep -q '^Revert \"web: bad' || exit 0\n\
+             i=0\nwhile [ ! -f '{}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n",
+            release.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: bad\n\n{}", trailer("web", "5", "arm")),
+    );
+    wait_until("the revert push", T, || repo.remote_tip() != bad);
+    let pushed = repo.remote_tip();
+    wd.proc.kill9();
+    std::fs::write(&release, "").unwrap();
+    // A human reverts greenlight's revert: the bad commit is back on purpose.
+    repo.pull();
+    repo.git(&["revert", "--no-edit", &pushed]);
+    repo.git(&["push", "-q", "origin", "main"]);
+    let human = repo.remote_tip();
+    assert_ne!(human, pushed);
+
+    let wd2 = watchdog_with_state(&repo, &sb.url, &wd.state, &[], &[]);
+    let w = wd2.wait_state(&bad, "REVERTED", T);
+    assert_eq!(w["revert_commit"], pushed.as_str(), "{w}");
+    assert!(w["reason"].as_str().unwrap().contains("adopted"), "{w}");
+    assert_eq!(
+        count_reverts_of(&repo, &bad),
+        1,
+        "no second revert of the commit"
+    );
+    assert_eq!(
+        repo.remote_tip(),
+        human,
+        "nothing pushed over the human's revert"
+    );
+}
+
 /// Argo CD reports a revision the watchdog's clone does not have, and the fetch that would
 /// answer "is the commit an ancestor?" fails: the question waits, the daemon keeps running, and
 /// the watch is judged once git answers again.

@@ -75,6 +75,7 @@ impl RevertExecutor for GitRepository {
             author_name: self.author_name.clone(),
             author_email: self.author_email.clone(),
             max_attempts: 5,
+            adopt_any: r.reissued,
         };
         match self.repo.revert_and_push(&req) {
             Ok(greenlight_git::RevertOutcome::Pushed { revert, .. }) => {
@@ -99,6 +100,8 @@ impl RevertExecutor for GitRepository {
 
     fn adopt_only(&self, commit: &str, branch: &str) -> Result<Option<String>> {
         let tip = self.repo.fetch(branch)?;
-        Ok(self.repo.find_revert_of(commit, commit, &tip)?)
+        // Only a revert decided before a restart comes here: any revert of the commit is the
+        // one it may have pushed, even if a human has reverted it since.
+        Ok(self.repo.find_first_revert_of(commit, commit, &tip)?)
     }
 }

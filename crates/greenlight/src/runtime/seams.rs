@@ -63,7 +63,8 @@ pub trait Repository: Send + Sync {
 pub trait RevertExecutor: Send + Sync {
     /// Revert `req.commit` on `branch` and push fast-forward, or adopt a revert already there.
     fn revert(&self, req: &RevertRequest, branch: &str) -> RevertOutcome;
-    /// Never push: adopt a revert of `commit` already on `branch`, if there is one.
+    /// Never push: adopt a revert of `commit` already on `branch`, if there is one (the first,
+    /// in effect or not: this is a revert decided before a restart).
     fn adopt_only(&self, commit: &str, branch: &str) -> Result<Option<String>>;
 }
 
