@@ -479,10 +479,19 @@ impl Engine {
             if !w.app.matches(&snap.namespace, &snap.name) {
                 continue;
             }
-            // Once reached: whether what Argo CD deployed since still contains the commit.
+            // Once reached: whether what Argo CD deployed since still contains the commit; and
+            // every revision it reports (compared, syncing, synced) is asked about, so that one
+            // greenlight has not fetched is fetched — and its commit attributed — first.
             if judging {
-                for revision in deployed_revisions(snap, w) {
-                    if w.commit != revision {
+                let reported = [
+                    Some(snap.sync_revision.as_str()),
+                    snap.last_operation.as_ref().map(|o| o.revision.as_str()),
+                ];
+                for revision in deployed_revisions(snap, w)
+                    .into_iter()
+                    .chain(reported.into_iter().flatten())
+                {
+                    if is_git_sha(revision) && w.commit != revision {
                         q.push((w.commit.to_string(), revision.to_string()));
                     }
                 }

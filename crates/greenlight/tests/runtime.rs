@@ -770,8 +770,12 @@ async fn a_revision_the_clone_does_not_have_yet_is_fetched_before_reach_is_decid
     let mut h = Harness::start(repo.clone(), config(dir.path())).await;
     h.connected_and_watching(&repo, &trailer(300, "shadow"))
         .await;
-    // Argo CD already synced a later commit the watchdog has not fetched.
-    repo.push(commit(3, None));
+    // Argo CD already synced a later commit the watchdog has not fetched (one that changes
+    // nothing of the app's, so it is no culprit).
+    repo.push(CommitInfo {
+        changed_paths: vec!["docs/notes.md".into()],
+        ..commit(3, None)
+    });
     let fetches = repo.state.lock().unwrap().fetches;
     h.app_now(deployed(&sha(3), Health::Healthy)).await;
     let reached = h.expect(EventKind::Reached, Duration::from_secs(1)).await;
@@ -781,6 +785,31 @@ async fn a_revision_the_clone_does_not_have_yet_is_fetched_before_reach_is_decid
         reached.message
     );
     assert!(repo.state.lock().unwrap().fetches > fetches);
+    h.stop().await;
+}
+
+/// The same, with a later commit that changes the app: it is handed to the judge before the
+/// observation that names it, so the watch ends by attribution (never a revert) rather than
+/// judging a state the later commit made.
+#[tokio::test(start_paused = true)]
+async fn a_later_commit_argo_cd_reports_first_is_attributed_before_the_state_is_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start(repo.clone(), config(dir.path())).await;
+    h.connected_and_watching(&repo, &trailer(300, "arm")).await;
+    repo.push(commit(3, None));
+    h.app_now(deployed(&sha(3), Health::Degraded)).await;
+    let ended = h
+        .expect(EventKind::Attribution, Duration::from_secs(1))
+        .await;
+    assert_eq!(ended.commit.as_deref(), Some(sha(2).as_str()));
+    assert!(
+        h.seen.iter().all(|e| e.event != EventKind::Reached),
+        "the state Argo CD reports is commit 3's: {:#?}",
+        h.seen
+    );
+    h.quiet_for(Duration::from_secs(1)).await;
+    assert!(repo.reverts.lock().unwrap().is_empty());
     h.stop().await;
 }
 

@@ -303,6 +303,45 @@ fn a_commit_withdrawn_by_a_force_push_is_not_reached() {
     assert_eq!(count_reverts_of(&repo, &c), 0);
 }
 
+/// C (arm) is healthy past its deadline, inside its stability window; D, a good change to the
+/// same app, is pushed and Argo CD syncs it before greenlight's next fetch. The revision Argo
+/// CD reports is fetched and D attributed before the app's state is judged: C ends FAIL by
+/// attribution, never reverted (the streak is not broken by D's rollout).
+fn a_later_commit_argo_cd_synced_first_is_attributed_not_blamed_on_the_watched_one() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let good = repo.remote_tip();
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1.0\n\n{}", trailer("web", "10", "arm")),
+    );
+    // Only the first fetch (at start) sees C; D is seen only as Argo CD reports it.
+    let state = repo.path("state/greenlight.db");
+    let mut args = watch_args(&repo, &sb.url, &state, &["--since", &good]);
+    for (flag, value) in [
+        ("--fetch-interval", "600s"),
+        ("--stable-for", "120s"),
+        ("--stale-after", "60s"),
+    ] {
+        let i = args.iter().position(|a| a == flag).unwrap();
+        args[i + 1] = value.into();
+    }
+    let proc = Proc::spawn(BIN, &args, &[]);
+    proc.wait_line("deadline passed during a healthy streak", T);
+    let d = repo.set_image("web", "registry.local/web:1.2.0", "web: 1.2.0");
+    let w = wait_state(&state, &c, "FAIL", T, &proc);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!("attribution: later commit(s) {}", &d[..7])),
+        "{reason}"
+    );
+    assert!(w["revert_commit"].is_null(), "{w}");
+    assert_eq!(repo.remote_tip(), d, "nothing pushed");
+    assert_eq!(count_reverts_of(&repo, &c), 0);
+}
+
 fn a_kill_9_mid_watch_resumes_from_recorded_times() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
@@ -464,6 +503,7 @@ on_every_argocd_version!(
     one_commit_failing_on_two_apps_counts_once_for_the_breaker,
     a_chronically_unhealthy_app_gets_no_commit_reverted,
     a_commit_withdrawn_by_a_force_push_is_not_reached,
+    a_later_commit_argo_cd_synced_first_is_attributed_not_blamed_on_the_watched_one,
     a_kill_9_mid_watch_resumes_from_recorded_times,
     a_second_daemon_on_the_same_state_is_refused,
     a_merge_commit_is_reverted_against_its_first_parent,

@@ -464,7 +464,10 @@ impl Watch {
         self.source_paths = Some(paths);
     }
     pub(crate) fn later_commit(&mut self, c: LaterCommit) {
-        self.later_commits.push(c);
+        // A commit delivered again (by two fetches) is one later commit.
+        if !self.later_commits.iter().any(|l| l.sha == c.sha) {
+            self.later_commits.push(c);
+        }
     }
     pub(crate) fn block_arm(&mut self, why: ArmBlocked) {
         self.arm_blocked = Some(why);

@@ -72,12 +72,20 @@ enum JobDone {
     Fetched(Result<(String, Vec<CommitInfo>)>),
     Answered {
         job: u64,
-        answers: Result<Vec<(Question, Option<bool>)>>,
+        answers: Result<Answers>,
     },
     Reverted {
         watch_id: String,
         outcome: RevertOutcome,
     },
+}
+
+/// What an ancestry job learnt: the answers, and — when a revision was unknown and the job
+/// fetched — the branch's new tip with the commits up to it, which the judge hears before the
+/// input that asked (a later commit is attributed before any judging of the app's state).
+struct Answers {
+    answers: Vec<(Question, Option<bool>)>,
+    fetched: Option<(String, Vec<CommitInfo>)>,
 }
 
 /// A judge input that needs answers first.
@@ -674,13 +682,15 @@ impl Runtime {
                 }
             }
             JobDone::Answered { job, answers } => {
+                let mut fetched = None;
                 match answers {
-                    Ok(answers) => {
-                        for (q, v) in answers {
+                    Ok(a) => {
+                        for (q, v) in a.answers {
                             if let Some(v) = v {
                                 self.ancestry.insert(q, v);
                             }
                         }
+                        fetched = a.fetched;
                     }
                     Err(e) => {
                         // A git failure (the remote unreachable for a moment) leaves the
@@ -695,6 +705,21 @@ impl Runtime {
                 if self.asking.as_ref().is_some_and(|a| a.job == job) {
                     self.asking = None;
                     self.mark_front_asked();
+                }
+                // New commits go ahead of the input that asked, so a later commit that Argo CD
+                // already reports is recorded (and attributed) before that input is judged.
+                if let Some((tip, commits)) = fetched
+                    && tip != self.tip
+                    && !commits.is_empty()
+                {
+                    let at = self.now();
+                    self.work.push_front(Work::Commits {
+                        commits: commits.into(),
+                        tip,
+                        at,
+                        effects: Vec::new(),
+                        asked: false,
+                    });
                 }
             }
             JobDone::Reverted { watch_id, outcome } => {
@@ -753,23 +778,26 @@ impl Runtime {
             give_up_at: now.plus_ms(self.cfg.stale_after_ms),
         });
         let repo = self.ctx.repo.clone();
-        let branch = self.branch.clone();
+        let (branch, last) = (self.branch.clone(), self.tip.clone());
         self.spawn_git(
-            move || -> Result<Vec<(Question, Option<bool>)>> {
+            move || -> Result<Answers> {
                 // An unknown revision triggers one fetch; still unknown, it is "not reached"
-                // for now and asked again at the next observation.
-                let mut out = Vec::new();
-                let mut fetched = false;
+                // for now and asked again at the next observation. What the fetch brought is
+                // handed to the judge first: Argo CD may report a commit greenlight has not
+                // seen yet, and it must be attributed before the app's state is judged.
+                let mut answers = Vec::new();
+                let mut fetched = None;
                 for (c, r) in questions {
                     let mut v = repo.is_ancestor(&c, &r)?;
-                    if v.is_none() && !fetched {
-                        fetched = true;
-                        repo.fetch(&branch)?;
+                    if v.is_none() && fetched.is_none() {
+                        let tip = repo.fetch(&branch)?;
+                        let commits = repo.commits_between(Some(&last), &tip)?;
+                        fetched = Some((tip, commits));
                         v = repo.is_ancestor(&c, &r)?;
                     }
-                    out.push(((c, r), v));
+                    answers.push(((c, r), v));
                 }
-                Ok(out)
+                Ok(Answers { answers, fetched })
             },
             move |r| JobDone::Answered {
                 job,
