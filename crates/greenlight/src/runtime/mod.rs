@@ -127,6 +127,8 @@ struct Confirming {
 /// update the stream loses within this margin before the moment is not seen by the verdict.
 const CONFIRM_LEAD_MIN_MS: i64 = 2;
 const CONFIRM_LEAD_MAX_MS: i64 = 100;
+/// How many commit ids the runtime remembers as handed to the judge.
+const DELIVERED_KEPT: usize = 100_000;
 /// The round trip assumed before the first confirmation has measured one.
 const CONFIRM_RTT_GUESS_MS: i64 = 5;
 
@@ -139,6 +141,9 @@ pub struct Runtime {
     branch: String,
     /// The last tip whose commits were all handed to the judge.
     tip: String,
+    /// The commits handed to the judge by this process (bounded): a fetch's commits that an
+    /// ancestry job's fetch already delivered are dropped, so the tip never goes back.
+    delivered: std::collections::HashSet<String>,
     deliveries: mpsc::Receiver<SourceMsg>,
     freshness: Freshness,
     jobs_tx: mpsc::Sender<JobDone>,
@@ -372,6 +377,7 @@ impl Runtime {
             engine,
             branch: s.branch,
             tip: from,
+            delivered: std::collections::HashSet::new(),
             deliveries: s.deliveries,
             freshness: Freshness::new(stale_after_ms),
             jobs_tx,
@@ -841,6 +847,15 @@ impl Runtime {
                 mut effects,
                 asked,
             } => {
+                // Every commit of this fetch was handed over already (an ancestry job's fetch
+                // went ahead of it, to a newer tip): nothing to judge, and the tip stays.
+                if !commits.is_empty()
+                    && commits
+                        .iter()
+                        .all(|c| self.delivered.contains(c.sha.as_str()))
+                {
+                    return Ok(Step::Done);
+                }
                 let mut asked = asked;
                 while let Some(info) = commits.front() {
                     let questions = self.engine.arrival_questions(info);
@@ -858,6 +873,10 @@ impl Runtime {
                         }
                     };
                     effects.extend(self.engine.commit_arrived(info, &ancestry, at));
+                    if self.delivered.len() >= DELIVERED_KEPT {
+                        self.delivered.clear();
+                    }
+                    self.delivered.insert(info.sha.to_string());
                     commits.pop_front();
                     asked = false;
                 }
