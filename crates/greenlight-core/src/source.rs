@@ -552,6 +552,33 @@ mod tests {
     }
 
     #[test]
+    fn a_listing_asked_before_a_stream_update_never_replaces_it() {
+        // By resource version: the listing's older item is dropped.
+        let mut f = Freshness::new(STALE);
+        f.admit(SourceMsg::Connected, T);
+        let ticket = f.ticket();
+        assert!(
+            f.admit(observed("web", Origin::Stream, Some(8)), T)
+                .is_some()
+        );
+        assert_eq!(
+            f.admit(observed("web", Origin::Listing(ticket), Some(7)), T),
+            None,
+            "older never replaces newer"
+        );
+        // Without resource versions: by request order.
+        let mut f = Freshness::new(STALE);
+        f.admit(SourceMsg::Connected, T);
+        let ticket = f.ticket();
+        assert!(f.admit(observed("web", Origin::Stream, None), T).is_some());
+        assert_eq!(
+            f.admit(observed("web", Origin::Listing(ticket), None), T),
+            None,
+            "asked before the stream's delivery, answered after it: older news"
+        );
+    }
+
+    #[test]
     fn a_read_answered_after_a_newer_stream_delivery_is_dropped() {
         let mut f = Freshness::new(STALE);
         f.admit(SourceMsg::Connected, T);
