@@ -20,6 +20,28 @@ fn wait_until(what: &str, within: Duration, ok: impl Fn() -> bool) {
     }
 }
 
+/// A push of a commit whose subject starts with `subject` lands on the remote but does not
+/// return until the returned file exists: the ref is updated before post-receive runs, and the
+/// pusher waits for the hook. Other pushes (a human's) pass at once, so the hook is in place
+/// before the bad commit, with no race.
+fn hold_pushes_of(repo: &Repo, subject: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let release = repo.path("release");
+    let hook = repo.bare.join("hooks/post-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nread old new ref\n\
+             case \"$(git log -1 --format=%s \"$new\")\" in '{subject}'*) ;; *) exit 0 ;; esac\n\
+             i=0\nwhile [ ! -f '{}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n",
+            release.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    release
+}
+
 /// The revert reached the remote, then the daemon died before recording it: the restarted
 /// daemon adopts that revert instead of pushing a second one.
 #[test]
@@ -28,23 +50,7 @@ fn a_kill_9_between_the_revert_push_and_its_record_adopts_the_pushed_revert() {
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     let mut wd = watchdog(&repo, &sb.url, &[], &[]);
     settled(&sb, &repo, &["web"]);
-    // A push of a revert lands on the remote but does not return until `release` exists: the
-    // ref is updated before post-receive runs, and the pusher waits for the hook. Other pushes
-    // (the human's) pass at once, so the hook is in place before the bad commit, with no race.
-    let release = repo.path("release");
-    let hook = repo.bare.join("hooks/post-receive");
-    std::fs::write(
-        &hook,
-        format!(
-            "#!/bin/sh\nread old new ref\n\
-             git log -1 --format=%s \"$new\" | grep -q '^Revert ' || exit 0\n\
-             i=0\nwhile [ ! -f '{}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n",
-            release.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let release = hold_pushes_of(&repo, "Revert ");
     let bad = repo.set_image(
         "web",
         BAD,
@@ -84,20 +90,8 @@ fn a_revert_a_human_undid_while_greenlight_was_down_is_adopted_not_pushed_again(
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     let mut wd = watchdog(&repo, &sb.url, &[], &[]);
     settled(&sb, &repo, &["web"]);
-    let release = repo.path("release");
-    let hook = repo.bare.join("hooks/post-receive");
-    std::fs::write(
-        &hook,
-        format!(
-            "#!/bin/sh\nread old new ref\n\
-             git log -1 --format=%s \"$new\" | grep -q '^Revert \"web: bad' || exit 0\n\
-             i=0\nwhile [ ! -f '{}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n",
-            release.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // greenlight's revert is held; the human's revert of it ("Revert \"Revert …") is not.
+    let release = hold_pushes_of(&repo, "Revert \"web: bad");
     let bad = repo.set_image(
         "web",
         BAD,
