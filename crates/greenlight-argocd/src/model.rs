@@ -243,6 +243,57 @@ pub struct SyncResult {
     pub source: Option<ApplicationSource>,
     #[serde(deserialize_with = "nullable")]
     pub sources: Vec<ApplicationSource>,
+    /// One entry per task the operation ran (objects applied or pruned, hooks run).
+    #[serde(deserialize_with = "nullable")]
+    pub resources: Vec<ResourceResult>,
+}
+
+/// `syncResult.resources[]`: one task of a sync operation.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ResourceResult {
+    #[serde(deserialize_with = "nullable")]
+    pub group: String,
+    #[serde(deserialize_with = "nullable")]
+    pub kind: String,
+    #[serde(deserialize_with = "nullable")]
+    pub namespace: String,
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+    /// Synced, SyncFailed, Pruned, PruneSkipped (empty for a hook not applied yet).
+    #[serde(deserialize_with = "nullable")]
+    pub status: String,
+    #[serde(deserialize_with = "nullable")]
+    pub message: String,
+    /// PreSync, Sync, PostSync, SyncFail, Skip (empty for an object that is no hook).
+    #[serde(deserialize_with = "nullable")]
+    pub hook_type: String,
+    /// Running, Succeeded, Failed, Error, Terminating.
+    #[serde(deserialize_with = "nullable")]
+    pub hook_phase: String,
+    /// The phase of the sync the task ran in: PreSync, Sync, PostSync, SyncFail.
+    #[serde(deserialize_with = "nullable")]
+    pub sync_phase: String,
+}
+
+impl ResourceResult {
+    /// The task did not succeed: its object could not be applied, or its hook (or, in a sync
+    /// with hooks or waves, its object's health) failed.
+    pub fn failed(&self) -> bool {
+        self.status == "SyncFailed" || matches!(self.hook_phase.as_str(), "Failed" | "Error")
+    }
+
+    pub fn label(&self) -> String {
+        let mut s = if self.group.is_empty() {
+            format!("{}/{}", self.kind, self.name)
+        } else {
+            format!("{}/{}/{}", self.group, self.kind, self.name)
+        };
+        if !self.message.is_empty() {
+            s.push_str(&format!(" ({})", self.message));
+        }
+        s
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]

@@ -5,7 +5,8 @@
 //! function of the JSON it is given.
 
 use crate::model::{
-    Application, ApplicationSource, ComparedTo, ManagedResources, ResourceStatus, ResourceTree,
+    Application, ApplicationSource, ComparedTo, ManagedResources, OperationState, ResourceResult,
+    ResourceStatus, ResourceTree,
 };
 use greenlight_core::paths::normalize_path;
 use greenlight_core::repo_url::RepoUrl;
@@ -88,15 +89,20 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
             "Succeeded" => result_revs
                 .iter()
                 .for_each(|r| push(r, ReachVia::OperationSucceeded)),
-            "Failed" | "Error" => result_revs.iter().for_each(|r| {
-                push(
-                    r,
-                    ReachVia::OperationFailed {
+            "Failed" | "Error" => {
+                let via = match post_sync_failures(o) {
+                    Some(hooks) => ReachVia::PostSyncHookFailed {
+                        phase: o.phase.clone(),
+                        message: o.message.clone(),
+                        hooks,
+                    },
+                    None => ReachVia::OperationFailed {
                         phase: o.phase.clone(),
                         message: o.message.clone(),
                     },
-                )
-            }),
+                };
+                result_revs.iter().for_each(|r| push(r, via.clone()))
+            }
             // Running/Terminating: the result is partial; nothing is known to be applied yet.
             _ => {}
         }
@@ -240,6 +246,29 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
 
 /// The annotation with which Argo CD leaves a resource out of the app's health.
 pub const IGNORE_HEALTHCHECK: &str = "argocd.argoproj.io/ignore-healthcheck";
+
+/// The failed PostSync tasks of a failed operation that applied its revision whole, labelled;
+/// `None` when it did not. Argo CD runs a sync's phases in order (PreSync, Sync, PostSync) and
+/// starts a phase only when every task before it succeeded, so a task in the PostSync phase
+/// means every PreSync and Sync task succeeded. The failure must lie there too: every failed
+/// task is a PostSync one (or a SyncFail hook, which runs because of it).
+fn post_sync_failures(o: &OperationState) -> Option<Vec<String>> {
+    let results = &o.sync_result.as_ref()?.resources;
+    if !results.iter().any(|r| r.sync_phase == "PostSync") {
+        return None;
+    }
+    let failed: Vec<&ResourceResult> = results.iter().filter(|r| r.failed()).collect();
+    let post_sync = |r: &&ResourceResult| matches!(r.sync_phase.as_str(), "PostSync" | "SyncFail");
+    if !failed.iter().all(post_sync) {
+        return None;
+    }
+    let hooks: Vec<String> = failed
+        .iter()
+        .filter(|r| r.sync_phase == "PostSync")
+        .map(|r| r.label())
+        .collect();
+    (!hooks.is_empty()).then_some(hooks)
+}
 
 /// Whether the judge must see the managed resources' annotations: some top-level resource is
 /// unhealthy and its health did not come inline (Argo CD applies `ignore-healthcheck` when it

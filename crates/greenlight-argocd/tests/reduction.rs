@@ -183,7 +183,7 @@ fn a_requested_branch_name_is_not_reported_as_a_revision() {
 }
 
 #[test]
-fn a_failed_operation_is_reach_with_its_message() {
+fn a_failed_operation_is_a_candidate_with_its_message() {
     let s = snap("operation-failed.json");
     let failed: Vec<_> = s
         .reach_candidates
@@ -209,6 +209,103 @@ fn a_failed_operation_is_reach_with_its_message() {
     let s = snapshot(&a, None, WATCHED);
     assert!(s.reach_candidates.iter().any(|c| c.revision == C
         && matches!(&c.via, ReachVia::OperationFailed { phase, .. } if phase == "Error")));
+}
+
+fn results(a: &mut Application) -> &mut Vec<model::ResourceResult> {
+    &mut a
+        .status
+        .operation_state
+        .as_mut()
+        .unwrap()
+        .sync_result
+        .as_mut()
+        .unwrap()
+        .resources
+}
+
+/// The candidates a failed operation on C gives.
+fn failed_vias(a: &Application) -> Vec<ReachVia> {
+    snapshot(a, None, WATCHED)
+        .reach_candidates
+        .into_iter()
+        .filter(|c| c.revision == C)
+        .filter(|c| {
+            matches!(
+                c.via,
+                ReachVia::OperationFailed { .. } | ReachVia::PostSyncHookFailed { .. }
+            )
+        })
+        .map(|c| c.via)
+        .collect()
+}
+
+#[test]
+fn a_failed_post_sync_hook_after_every_sync_task_succeeded_is_an_applied_sync() {
+    let a = app("operation-post-sync-hook-failed.json");
+    match failed_vias(&a).as_slice() {
+        [
+            ReachVia::PostSyncHookFailed {
+                phase,
+                message,
+                hooks,
+            },
+        ] => {
+            assert_eq!(phase, "Failed");
+            assert!(message.contains("completed unsuccessfully"), "{message}");
+            assert_eq!(
+                hooks,
+                &["batch/Job/smoke-test (Job has reached the specified backoff limit)"]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_failure_before_the_post_sync_phase_is_a_sync_that_applied_nothing_whole() {
+    let not_applied = |a: &Application| {
+        assert!(
+            matches!(
+                failed_vias(a).as_slice(),
+                [ReachVia::OperationFailed { .. }]
+            ),
+            "{:?}",
+            failed_vias(a)
+        );
+    };
+    // A PreSync hook failed: the Sync phase never ran.
+    let mut a = app("operation-post-sync-hook-failed.json");
+    let r = results(&mut a);
+    r.retain(|r| r.kind == "Job");
+    r[0].hook_type = "PreSync".into();
+    r[0].sync_phase = "PreSync".into();
+    not_applied(&a);
+    // A Sync-phase object went Degraded while a sync with hooks waited on it: the PostSync
+    // phase never ran.
+    let mut a = app("operation-post-sync-hook-failed.json");
+    let r = results(&mut a);
+    r.retain(|r| r.kind == "Deployment");
+    r[0].hook_phase = "Failed".into();
+    not_applied(&a);
+    // A PostSync hook is listed, but an object of the Sync phase failed to apply too.
+    let mut a = app("operation-post-sync-hook-failed.json");
+    results(&mut a)[0].status = "SyncFailed".into();
+    not_applied(&a);
+    // No task results at all (the dry run before the sync failed).
+    let mut a = app("operation-post-sync-hook-failed.json");
+    results(&mut a).clear();
+    not_applied(&a);
+    // A SyncFail hook that ran because of the PostSync failure changes nothing.
+    let mut a = app("operation-post-sync-hook-failed.json");
+    let mut sync_fail = results(&mut a)[1].clone();
+    sync_fail.name = "page-oncall".into();
+    sync_fail.hook_type = "SyncFail".into();
+    sync_fail.sync_phase = "SyncFail".into();
+    results(&mut a).push(sync_fail);
+    assert!(matches!(
+        failed_vias(&a).as_slice(),
+        [ReachVia::PostSyncHookFailed { hooks, .. }] if hooks.len() == 1
+    ));
 }
 
 #[test]

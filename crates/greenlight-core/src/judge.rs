@@ -22,14 +22,15 @@ use crate::reason::{
     revert_commit_reason, revert_not_a_commit,
 };
 use crate::snapshot::{
-    AppKey, AppSnapshot, Glimpse, Health, ReachCandidate, ReachVia, SourceFacts, is_git_sha,
+    AppKey, AppSnapshot, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia, SourceFacts,
+    is_git_sha,
 };
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Display;
 
-pub use crate::watch::{Baseline, Before, LaterCommit, Phase, Seen, State, Watch};
+pub use crate::watch::{Baseline, Before, FailedSync, LaterCommit, Phase, Seen, State, Watch};
 
 /// The judge's settings, from the command line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -505,7 +506,12 @@ impl Engine {
             }
             for c in &snap.reach_candidates {
                 // Once reached, only a failed operation is still news (failure evidence).
-                if judging && !matches!(c.via, ReachVia::OperationFailed { .. }) {
+                if judging
+                    && !matches!(
+                        c.via,
+                        ReachVia::OperationFailed { .. } | ReachVia::PostSyncHookFailed { .. }
+                    )
+                {
                     continue;
                 }
                 if !admissible(snap, c) {
@@ -877,10 +883,15 @@ impl Engine {
             let msg = Message::StreakBroken(StreakBreak::Unobserved { gap_ms });
             out.push(self.emit(i, EventKind::HealthyStreakBroken, msg, now));
         }
+        let failed_sync = failed_sync_of(snap, &self.watches[i], ancestry);
         let w = &mut self.watches[i];
         w.observed(now);
         let render_broke = w.seen().comparison_error.is_none() && snap.comparison_error.is_some();
-        w.saw(seen_of(snap));
+        let sync_newly_failed = failed_sync.is_some() && w.seen().failed_sync != failed_sync;
+        w.saw(Seen {
+            failed_sync,
+            ..seen_of(snap)
+        });
         if let SourceFacts::FromRepo { paths, .. } = &snap.source {
             w.learned_source_paths(paths.clone());
         }
@@ -898,6 +909,14 @@ impl Engine {
         }
 
         if self.watches[i].state() == State::WaitingReach {
+            if sync_newly_failed && let Some(f) = &self.watches[i].seen().failed_sync {
+                let msg = Message::SyncFailed {
+                    revision: f.revision.clone(),
+                    phase: f.phase.clone(),
+                    message: f.message.clone(),
+                };
+                out.push(self.emit(i, EventKind::SyncFailed, msg, now));
+            }
             out.extend(self.check_reach(i, snap, ancestry, now));
             // Not reached, nothing syncing and the commit not yet compared (a resource it adds
             // would show Missing): the app as it was before the commit.
@@ -1061,19 +1080,23 @@ impl Engine {
     ) -> Vec<Effect> {
         let mut out = Vec::new();
         let commit = self.watches[i].commit.clone();
+        // A sync that failed before it applied the commit is not reach
+        // (`docs/verdicts.md#operation-outcomes`).
         let reaching: Vec<&ReachCandidate> = snap
             .reach_candidates
             .iter()
             .filter(|c| {
                 admissible(snap, c)
+                    && !matches!(c.via, ReachVia::OperationFailed { .. })
                     && is_git_sha(&c.revision)
                     && ancestry.contains(commit.as_str(), &c.revision)
             })
             .collect();
-        // Prefer evidence of a successful sync; a failed operation alone is reach with failure evidence.
+        // Prefer evidence of a sync that succeeded; a failed PostSync hook alone is reach with
+        // evidence against the commit.
         let Some(best) = reaching
             .iter()
-            .find(|c| !matches!(c.via, ReachVia::OperationFailed { .. }))
+            .find(|c| !matches!(c.via, ReachVia::PostSyncHookFailed { .. }))
             .or(reaching.first())
         else {
             return out;
@@ -1105,21 +1128,39 @@ impl Engine {
         }
         let failed = snap.reach_candidates.iter().find_map(|c| match &c.via {
             ReachVia::OperationFailed { phase, message }
+            | ReachVia::PostSyncHookFailed { phase, message, .. }
                 if ancestry.contains(w.commit.as_str(), &c.revision) =>
             {
-                Some(Message::SyncFailed {
-                    revision: c.revision.clone(),
-                    phase: phase.clone(),
-                    message: message.clone(),
-                })
+                Some((c, phase, message))
             }
             _ => None,
         });
-        let Some(msg) = failed else {
+        let Some((c, phase, message)) = failed else {
             return Vec::new();
         };
+        let msg = Message::SyncFailed {
+            revision: c.revision.clone(),
+            phase: phase.clone(),
+            message: message.clone(),
+        };
+        let hook_failure = match &c.via {
+            ReachVia::PostSyncHookFailed { message, hooks, .. } => {
+                Some(Failure::PostSyncHookFailed {
+                    revision: c.revision.clone(),
+                    message: message.clone(),
+                    hooks: hooks.clone(),
+                })
+            }
+            _ => None,
+        };
         self.watches[i].reported_sync_failure_now();
-        vec![self.emit(i, EventKind::SyncFailed, msg, now)]
+        let mut out = vec![self.emit(i, EventKind::SyncFailed, msg, now)];
+        // Argo CD applied the commit and the team's own PostSync check failed: evidence
+        // against it, judged at once.
+        if let Some(failure) = hook_failure {
+            out.extend(self.fail(i, failure, now));
+        }
+        out
     }
 
     fn reverted_by_human(&mut self, i: usize, revert: &CommitId, now: Timestamp) -> Vec<Effect> {
@@ -1177,6 +1218,13 @@ impl Engine {
                     NotReached::AppMissing {
                         deadline_ms: w.deadline_ms,
                         app: w.app.clone(),
+                    }
+                } else if let Some(f) = &w.seen().failed_sync {
+                    NotReached::SyncFailed {
+                        deadline_ms: w.deadline_ms,
+                        revision: f.revision.clone(),
+                        phase: f.phase.clone(),
+                        message: f.message.clone(),
                     }
                 } else if let Some(message) = &w.seen().comparison_error {
                     NotReached::ComparisonError {
@@ -1369,8 +1417,14 @@ fn deployed_revisions<'a>(snap: &'a AppSnapshot, w: &Watch) -> Vec<&'a str> {
     if snap.sync_status == "Synced" && !snap.operation_running && is_git_sha(&snap.sync_revision) {
         out.push(snap.sync_revision.as_str());
     }
+    let applied = |op: &OperationFacts| {
+        op.phase == "Succeeded"
+            || snap.reach_candidates.iter().any(|c| {
+                c.revision == op.revision && matches!(c.via, ReachVia::PostSyncHookFailed { .. })
+            })
+    };
     if let Some(op) = &snap.last_operation
-        && op.phase == "Succeeded"
+        && applied(op)
         && !op.dry_run
         && !op.partial
         && is_git_sha(&op.revision)
@@ -1383,6 +1437,22 @@ fn deployed_revisions<'a>(snap: &'a AppSnapshot, w: &Watch) -> Vec<&'a str> {
         out.push(op.revision.as_str());
     }
     out
+}
+
+/// The app's last sync, when it failed on a revision with the commit before applying it.
+fn failed_sync_of(snap: &AppSnapshot, w: &Watch, ancestry: &Ancestry) -> Option<FailedSync> {
+    snap.reach_candidates.iter().find_map(|c| match &c.via {
+        ReachVia::OperationFailed { phase, message }
+            if is_git_sha(&c.revision) && ancestry.contains(w.commit.as_str(), &c.revision) =>
+        {
+            Some(FailedSync {
+                revision: c.revision.clone(),
+                phase: phase.clone(),
+                message: message.clone(),
+            })
+        }
+        _ => None,
+    })
 }
 
 /// A revision deployed after reach that git says does not contain the commit: the commit was
@@ -1453,6 +1523,7 @@ fn seen_of(s: &AppSnapshot) -> Seen {
         resource_health_source: Some(s.resource_health_source.as_str().to_string()),
         why_not_healthy: healthy(s).err().map(|why| why.to_string()),
         comparison_error: s.comparison_error.clone(),
+        failed_sync: None,
     }
 }
 

@@ -12,7 +12,7 @@ use crate::commit::{CommitId, NotACommitId};
 use crate::directive::{AppRef, DirectiveError, Mode};
 use crate::snapshot::{Health, ReachVia, ResourceHealthSource};
 use crate::time::{Timestamp, human_duration, parse_human_duration};
-use crate::watch::{Before, LaterCommit, State};
+use crate::watch::{Before, FailedSync, LaterCommit, State};
 use std::fmt;
 
 /// What an observation of an absent app says about its health.
@@ -40,6 +40,13 @@ pub enum Failure {
     NotHealthy { deadline_ms: i64, why: String },
     /// The streak under way at the deadline broke (`docs/verdicts.md#deadline`).
     StreakBroke { why: String },
+    /// Argo CD applied the commit and a PostSync hook of that sync failed
+    /// (`docs/verdicts.md#operation-outcomes`). `hooks` labels each failed hook.
+    PostSyncHookFailed {
+        revision: String,
+        message: String,
+        hooks: Vec<String>,
+    },
     /// Words read back from a state file that no variant above says exactly.
     Recorded(String),
 }
@@ -94,6 +101,14 @@ pub enum NotReached {
     /// condition): it compared nothing and synced nothing.
     ComparisonError {
         deadline_ms: i64,
+        message: String,
+    },
+    /// Argo CD's last sync of a revision with the commit failed before it applied it
+    /// (`docs/verdicts.md#operation-outcomes`), and no later sync applied it.
+    SyncFailed {
+        deadline_ms: i64,
+        revision: String,
+        phase: String,
         message: String,
     },
     /// After reach, Argo CD deployed a revision that does not contain the commit (the branch
@@ -411,6 +426,15 @@ impl fmt::Display for Failure {
                     "the healthy streak under way at the deadline broke: {why}"
                 )
             }
+            Failure::PostSyncHookFailed {
+                revision,
+                message,
+                hooks,
+            } => write!(
+                f,
+                "Argo CD applied it (revision {revision}), then its PostSync hook failed: {} (operation: {message})",
+                hooks.join(", ")
+            ),
             Failure::Recorded(text) => f.write_str(text),
         }
     }
@@ -477,6 +501,17 @@ impl fmt::Display for NotReached {
                 f,
                 "not reached within {} of the watch start: Argo CD cannot render the app's manifests (ComparisonError: {message}), so it compared and synced nothing; fix the manifests in a later commit, nothing reverted",
                 human_duration(*deadline_ms)
+            ),
+            NotReached::SyncFailed {
+                deadline_ms,
+                revision,
+                phase,
+                message,
+            } => write!(
+                f,
+                "not reached within {} of the watch start: Argo CD could not apply it (sync operation {phase} at revision {}: {message}); a commit Argo CD could not apply is never reverted for that; fix it forward or sync again, nothing reverted",
+                human_duration(*deadline_ms),
+                short(revision)
             ),
             NotReached::Withdrawn { revision } => write!(
                 f,
@@ -802,6 +837,8 @@ pub struct Recorded<'a> {
     pub arm_blocked: Option<&'a ArmBlocked>,
     pub later_commits: &'a [LaterCommit],
     pub revert_commit: Option<&'a CommitId>,
+    /// The failed sync last seen while waiting for reach.
+    pub failed_sync: Option<&'a FailedSync>,
 }
 
 impl Failure {
@@ -816,11 +853,14 @@ impl Failure {
                 deadline_ms: rec.deadline_ms,
                 why: why.to_string(),
             })
-        } else {
+        } else if let Some(why) =
             text.strip_prefix("the healthy streak under way at the deadline broke: ")
-                .map(|why| Failure::StreakBroke {
-                    why: why.to_string(),
-                })
+        {
+            Some(Failure::StreakBroke {
+                why: why.to_string(),
+            })
+        } else {
+            retype_hook_failure(text)
         };
         candidate
             .filter(|c| c.to_string() == text)
@@ -831,6 +871,19 @@ impl Failure {
     pub fn retype_reverting(text: &str, rec: &Recorded<'_>) -> Failure {
         Failure::retype(text.strip_suffix(REVERTING).unwrap_or(text), rec)
     }
+}
+
+/// The words of [`Failure::PostSyncHookFailed`].
+fn retype_hook_failure(text: &str) -> Option<Failure> {
+    let rest = text.strip_prefix("Argo CD applied it (revision ")?;
+    let (revision, rest) = rest.split_once("), then its PostSync hook failed: ")?;
+    let (hooks, rest) = rest.split_once(" (operation: ")?;
+    let message = rest.strip_suffix(')')?;
+    Some(Failure::PostSyncHookFailed {
+        revision: revision.to_string(),
+        message: message.to_string(),
+        hooks: hooks.split(", ").map(str::to_string).collect(),
+    })
 }
 
 impl ArmBlocked {
@@ -1024,6 +1077,24 @@ fn retype_not_reached(text: &str, rec: &Recorded<'_>) -> Vec<Verdict> {
             message: message.to_string(),
         }));
     }
+    let prefix = format!(
+        "not reached within {} of the watch start: Argo CD could not apply it (sync operation ",
+        human_duration(rec.deadline_ms)
+    );
+    if let Some(rest) = text.strip_prefix(&prefix)
+        && let Some((phase, rest)) = rest.split_once(" at revision ")
+        && let Some((short_rev, rest)) = rest.split_once(": ")
+        && let Some((message, _)) = rest.rsplit_once("); a commit Argo CD could not apply")
+        && let Some(failed) = rec.failed_sync
+        && short(&failed.revision) == short_rev
+    {
+        out.push(Verdict::NotReached(NotReached::SyncFailed {
+            deadline_ms: rec.deadline_ms,
+            revision: failed.revision.clone(),
+            phase: phase.to_string(),
+            message: message.to_string(),
+        }));
+    }
     if let Some(rest) = text.strip_prefix("withdrawn: revision ")
         && let Some((revision, _)) = rest.split_once(" does not contain it (")
     {
@@ -1214,6 +1285,7 @@ mod tests {
             arm_blocked: None,
             later_commits: &[],
             revert_commit: revert,
+            failed_sync: None,
         }
     }
 

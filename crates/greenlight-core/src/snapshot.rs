@@ -96,8 +96,19 @@ impl UnhealthyResource {
 pub enum ReachVia {
     /// `status.operationState.syncResult.revision(s)` of an operation that Succeeded.
     OperationSucceeded,
-    /// A finished operation that Failed or Errored on this revision; the message is evidence.
+    /// A finished operation that Failed or Errored on this revision before it applied it whole
+    /// (an object it could not apply, a PreSync hook, a Sync-phase task): evidence that Argo
+    /// CD could not apply the commit, never reach (`docs/verdicts.md#operation-outcomes`).
+    /// Watches recorded by an older greenlight may name it as their reach.
     OperationFailed { phase: String, message: String },
+    /// A finished operation that applied this revision whole (every PreSync and Sync task
+    /// succeeded) and then Failed in its PostSync phase: reach, with a failed hook as evidence
+    /// against the commit. `hooks` labels each failed PostSync task with its message.
+    PostSyncHookFailed {
+        phase: String,
+        message: String,
+        hooks: Vec<String>,
+    },
     /// `status.sync.revision(s)` while `status.sync.status == Synced` and no operation running.
     SyncedRevision,
     /// `status.history[].revision(s)`.
@@ -110,6 +121,9 @@ impl ReachVia {
             ReachVia::OperationSucceeded => "a succeeded sync operation".into(),
             ReachVia::OperationFailed { phase, .. } => {
                 format!("a sync operation that ended {phase}")
+            }
+            ReachVia::PostSyncHookFailed { phase, .. } => {
+                format!("a sync operation that applied it, then ended {phase} in a PostSync hook")
             }
             ReachVia::SyncedRevision => "the synced revision".into(),
             ReachVia::History { id } => format!("deployment history entry {id}"),

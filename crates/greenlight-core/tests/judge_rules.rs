@@ -460,34 +460,126 @@ fn reach_questions_after_reach_ask_what_was_deployed_and_what_failed() {
     );
 }
 
+// ------------------------------------------ operation outcomes (docs/verdicts.md#operation-outcomes)
+
 #[test]
-fn reach_with_failure_evidence_quotes_the_operation_message() {
+fn a_sync_that_failed_to_apply_is_not_reach_and_ends_not_reached_with_its_message() {
     let (mut h, w) = started("deadline=60 mode=arm");
     let r = containing(&mut h, &w, 1);
     let msg = "one or more objects failed to apply, reason: Deployment.apps web is invalid";
     let s = Snap::new("web").failed_operation(&r, "Failed", msg);
     let out = h.observe(&s, t(5));
     let ks = kinds(&out);
-    assert!(ks.contains(&K::Reached), "{ks:?}");
-    assert!(ks.contains(&K::SyncFailed), "{ks:?}");
+    assert!(
+        !ks.contains(&K::Reached),
+        "a failed sync is not reach: {ks:?}"
+    );
+    assert_eq!(h.state(&w), State::WaitingReach);
     let ev = events(&out)
         .into_iter()
         .find(|e| e.event == K::SyncFailed)
-        .unwrap();
+        .expect("the failure is said");
     assert!(
         ev.message.contains(msg),
         "quotes the message: {}",
         ev.message
     );
-    assert_eq!(h.watch(&w).reached_at(), Some(t(5)));
     // Said once, not on every observation.
     let out = h.observe(&s, t(10));
     assert!(!kinds(&out).contains(&K::SyncFailed));
-    // The deadline then decides as usual: Degraded → FAIL (arm → revert).
-    h.observe(&s, t(60));
-    let out = h.tick(t(65));
+    // No later sync applied it: NOT_REACHED at the reach deadline, with the operation's words,
+    // and never a revert.
+    h.observe(&s, t(58));
+    h.tick(t(61));
+    assert_eq!(h.state(&w), State::NotReached);
+    let reason = h.reason(&w);
+    assert!(reason.contains("could not apply it"), "{reason}");
+    assert!(reason.contains(msg), "{reason}");
+    no_reverts(&h);
+    // The reason reads back from the state file as itself.
+    let back = through_the_store(&[h.watch(&w).clone()]);
+    assert_eq!(&back[0], h.watch(&w));
+}
+
+#[test]
+fn a_later_sync_that_applies_the_commit_after_a_failed_one_is_reach() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let r = containing(&mut h, &w, 1);
+    let failed = Snap::new("web").failed_operation(&r, "Error", "ComparisonError: boom");
+    h.observe(&failed, t(5));
+    assert_eq!(h.state(&w), State::WaitingReach);
+    let ok = Snap::new("web").deployed(&r);
+    let out = h.observe(&ok, t(20));
+    assert!(kinds(&out).contains(&K::Reached), "{out:?}");
+    assert_eq!(h.watch(&w).reached_at(), Some(t(20)));
+    h.observe_every(&ok, 20, 600, 20);
+    assert_eq!(h.state(&w), State::Confirmed);
+}
+
+#[test]
+fn a_failed_post_sync_hook_on_an_applied_commit_fails_it_at_once_and_reverts_in_arm_mode() {
+    let (mut h, w) = started("deadline=600 mode=arm");
+    let r = containing(&mut h, &w, 1);
+    let s = Snap::new("web").post_sync_hook_failed(
+        &r,
+        &["batch/Job/smoke (Job has reached the specified backoff limit)"],
+    );
+    let out = h.observe(&s, t(5));
+    let ks = kinds(&out);
+    assert!(ks.contains(&K::Reached), "{ks:?}");
+    assert!(ks.contains(&K::SyncFailed), "{ks:?}");
     assert_eq!(h.state(&w), State::Fail);
-    assert_eq!(reverts(&out).len(), 1);
+    let rs = reverts(&out);
+    assert_eq!(rs.len(), 1, "{out:?}");
+    assert!(
+        rs[0]
+            .reason
+            .contains("PostSync hook failed: batch/Job/smoke"),
+        "{}",
+        rs[0].reason
+    );
+    // A pending revert of this failure reads back from the state file as itself.
+    let back = through_the_store(&[h.watch(&w).clone()]);
+    assert_eq!(&back[0], h.watch(&w));
+}
+
+#[test]
+fn a_failed_post_sync_hook_in_shadow_mode_is_fail_not_reverted() {
+    let (mut h, w) = started("deadline=600");
+    let r = containing(&mut h, &w, 1);
+    let s = Snap::new("web").post_sync_hook_failed(&r, &["batch/Job/smoke"]);
+    h.observe(&s, t(5));
+    assert_eq!(h.state(&w), State::Fail);
+    assert!(
+        h.reason(&w).contains("PostSync hook failed"),
+        "{}",
+        h.reason(&w)
+    );
+    no_reverts(&h);
+    let back = through_the_store(&[h.watch(&w).clone()]);
+    assert_eq!(&back[0], h.watch(&w));
+}
+
+#[test]
+fn a_failed_post_sync_hook_after_an_unhealthy_baseline_is_not_reverted() {
+    let mut h = Harness::new(config());
+    h.baseline = Some(Health::Progressing);
+    let c = watched(1, "web", "deadline=600 mode=arm");
+    h.arrive(&c, t(0));
+    let w = c.sha;
+    let r = containing(&mut h, &w, 1);
+    let s = Snap::new("web")
+        .post_sync_hook_failed(&r, &["batch/Job/smoke"])
+        .health(Health::Progressing);
+    h.observe(&s, t(5));
+    assert_eq!(h.state(&w), State::Fail);
+    assert!(
+        h.reason(&w)
+            .contains("already unhealthy before this commit"),
+        "{}",
+        h.reason(&w)
+    );
+    no_reverts(&h);
 }
 
 #[test]

@@ -66,6 +66,8 @@ struct AppModel {
     compared: Option<usize>,
     sync_status: &'static str,
     op_phase: Option<&'static str>,
+    /// The last operation applied its revision, then failed in a PostSync hook.
+    hook_failed: bool,
     op_rev: Option<usize>,
     health: Health,
     bad_resource: bool,
@@ -223,6 +225,10 @@ struct Counters {
     withdrawn: u64,
     /// FAILs not reverted because the commit was not shown to be at fault.
     not_at_fault: u64,
+    /// Verdicts on a failed PostSync hook of an applied commit.
+    hook_failures: u64,
+    /// NOT_REACHED because the last sync failed before applying the commit.
+    sync_failed: u64,
     restarts: u64,
     events: u64,
 }
@@ -261,6 +267,7 @@ impl Sim {
                 compared: None,
                 sync_status: "OutOfSync",
                 op_phase: None,
+                hook_failed: false,
                 op_rev: None,
                 health: Health::Missing,
                 bad_resource: false,
@@ -548,14 +555,21 @@ impl Sim {
         if a.op_phase == Some("Running") {
             if r.chance(60) {
                 let ok = r.chance(80);
+                // A PostSync hook that fails after every object was applied and healthy.
+                let hook_failed = !ok && r.chance(35);
                 a.op_phase = Some(if ok {
                     "Succeeded"
-                } else if r.chance(50) {
+                } else if hook_failed || r.chance(50) {
                     "Failed"
                 } else {
                     "Error"
                 });
-                if ok {
+                a.hook_failed = hook_failed;
+                if hook_failed {
+                    a.deployed = a.op_rev;
+                    a.sync_status = "Synced";
+                    a.health = Health::Healthy;
+                } else if ok {
                     a.deployed = a.op_rev;
                     a.history.push(a.op_rev.unwrap());
                     a.sync_status = "Synced";
@@ -569,6 +583,7 @@ impl Sim {
         } else if a.deployed.is_some() && a.sync_status == "Synced" && r.chance(3) {
             // A resync of the same revision: Synced, health unchanged, an operation running.
             a.op_phase = Some("Running");
+            a.hook_failed = false;
             a.op_rev = a.deployed;
         } else if a.compared != Some(tip) && r.chance(50) {
             a.compared = Some(tip);
@@ -580,6 +595,7 @@ impl Sim {
                 a.sync_status = "OutOfSync";
                 if a.automated || r.chance(30) {
                     a.op_phase = Some("Running");
+                    a.hook_failed = false;
                     a.op_rev = Some(tip);
                 }
             }
@@ -623,6 +639,14 @@ impl Sim {
         };
         match a.op_phase {
             Some("Succeeded") => push(rev(a.op_rev), ReachVia::OperationSucceeded),
+            Some(p @ "Failed") if a.hook_failed => push(
+                rev(a.op_rev),
+                ReachVia::PostSyncHookFailed {
+                    phase: p.into(),
+                    message: "one or more synchronization tasks completed unsuccessfully".into(),
+                    hooks: vec!["batch/Job/smoke".into()],
+                },
+            ),
             Some(p @ ("Failed" | "Error")) => push(
                 rev(a.op_rev),
                 ReachVia::OperationFailed {
@@ -793,6 +817,19 @@ impl Sim {
         }
     }
 
+    /// Whether some observation of the watch's app showed the commit applied (deployed by a
+    /// sync that succeeded, or by one that failed only in its PostSync hook): a sync that
+    /// failed before applying it is never reach.
+    fn applied(&self, w: &Watch) -> bool {
+        let Some(k) = self.index.get(w.commit.as_str()).copied() else {
+            return true; // not the model's commit: other invariants speak
+        };
+        self.deliveries.get(w.app.name.as_str()).is_some_and(|ds| {
+            ds.iter()
+                .any(|d| !d.glimpse && d.deployed.is_some_and(|i| i >= k))
+        })
+    }
+
     /// The oracle of the baseline rule, from what was delivered: a revert needs the app Healthy
     /// in its last idle delivery before reach that had not compared the commit yet, or the
     /// health predicate holding in a delivery after reach.
@@ -876,6 +913,7 @@ impl Sim {
         a.deployed = Some(back);
         a.compared = Some(back);
         a.op_phase = Some("Succeeded");
+        a.hook_failed = false;
         a.op_rev = Some(back);
         a.history.push(back);
         a.sync_status = "Synced";
@@ -1257,6 +1295,8 @@ impl Sim {
                 Some("arm downgraded")
             } else if w.reached_at().is_none() {
                 Some("unreached")
+            } else if !self.applied(w) {
+                Some("never applied (only a sync that failed before applying it)")
             } else if w.state() != State::Fail || !w.revert_pending() {
                 Some("not a pending FAIL")
             } else if !resuming && !w.deadline_passed() && self.suspended_at_deadline(w) {
@@ -1540,7 +1580,14 @@ impl Sim {
                 EventKind::NotReached if moved && !ev.message.starts_with("withdrawn:") => {
                     Some(reach_deadline)
                 }
-                EventKind::Failed if moved && !w.deadline_passed() => health_deadline,
+                // A failed PostSync hook fails at once, on the observation that shows it.
+                EventKind::Failed
+                    if moved
+                        && !w.deadline_passed()
+                        && !ev.message.contains("PostSync hook failed") =>
+                {
+                    health_deadline
+                }
                 _ => None,
             };
             let Some(d) = decided_at else { continue };
@@ -1575,6 +1622,10 @@ impl Sim {
         let Some(d) = w.reached_at().map(|r| r.plus_ms(w.deadline_ms)) else {
             return false;
         };
+        // A verdict before the deadline (a failed PostSync hook) is not the deadline's.
+        if d > self.now {
+            return false;
+        }
         let seen = self.seen.get(w.app.name.as_str());
         let suspended = |s: Option<&Seen>| s.and_then(|s| s.health) == Some(Health::Suspended);
         // An observation made at the deadline instant itself comes after it (the judge decides
@@ -1783,6 +1834,12 @@ fn run(seed: u64, steps: usize, strict: Strict) -> Counters {
         if reason.starts_with("withdrawn:") {
             sim.counters.withdrawn += 1;
         }
+        if reason.contains("PostSync hook failed") {
+            sim.counters.hook_failures += 1;
+        }
+        if reason.contains("Argo CD could not apply it") {
+            sim.counters.sync_failed += 1;
+        }
         if reason.contains("not shown to be this commit's fault") {
             sim.counters.not_at_fault += 1;
         }
@@ -1802,7 +1859,8 @@ fn seeds() -> Vec<u64> {
 }
 
 /// Checked after every call into the engine:
-/// - a Revert only for an armed, not dry-run, reached, pending FAIL whose arm was not downgraded,
+/// - a Revert only for an armed, not dry-run, reached, pending FAIL of a commit some observation
+///   showed applied (a sync that failed before applying it is no reach) whose arm was not downgraded,
 ///   with no later commit touching the app (oracle), not Suspended at its deadline, not after a
 ///   human's revert, with the breaker closed counting pending reverts (oracle); at most one per
 ///   watch, except the re-issue of a pending one on resume;
@@ -1832,6 +1890,8 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         total.withdrawals += c.withdrawals;
         total.withdrawn += c.withdrawn;
         total.not_at_fault += c.not_at_fault;
+        total.hook_failures += c.hook_failures;
+        total.sync_failed += c.sync_failed;
         total.restarts += c.restarts;
         total.events += c.events;
     }
@@ -1846,6 +1906,14 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         assert!(
             total.not_at_fault > 0,
             "no FAIL withheld for its baseline: {total:?}"
+        );
+        assert!(
+            total.hook_failures > 0,
+            "no verdict on a failed PostSync hook: {total:?}"
+        );
+        assert!(
+            total.sync_failed > 0,
+            "no NOT_REACHED for a sync that could not apply: {total:?}"
         );
     }
     for st in TERMINAL_STATES {

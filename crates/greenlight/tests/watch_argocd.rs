@@ -149,7 +149,7 @@ fn backing_off(app: &Value) -> bool {
             .is_some_and(|m| m.contains("Retrying attempt #"))
 }
 
-fn a_sync_that_fails_and_retries_is_not_reach_until_it_ends() {
+fn a_sync_that_fails_and_retries_is_never_reach_and_ends_not_reached() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &["--retry-backoff", "500ms"]);
     let good = repo.remote_tip();
@@ -193,11 +193,16 @@ fn a_sync_that_fails_and_retries_is_not_reach_until_it_ends() {
         .as_str()
         .unwrap();
     assert!(message.contains("(retried 2 times)"), "{message}");
-    // Reach with failure evidence, then the health deadline: the commit broke its own sync.
-    let w = wd.wait_state(&c, "REVERTED", T);
-    assert!(w["reached_at"].is_string());
+    // Argo CD could not apply it: never reach, so never a revert. At the reach deadline the
+    // verdict quotes the operation's own words.
+    let w = wd.wait_state(&c, "NOT_REACHED", T);
+    assert!(w["reached_at"].is_null(), "{w}");
+    let reason = w["reason"].as_str().unwrap();
+    assert!(reason.contains("Argo CD could not apply it"), "{reason}");
+    assert!(reason.contains("(retried 2 times)"), "{reason}");
+    assert_eq!(repo.remote_tip(), c, "nothing pushed");
     let out = wd.proc.output();
-    assert!(out.contains("sync operation that ended Failed"), "{out}");
+    assert!(out.contains("containing this commit ended Failed"), "{out}");
 }
 
 fn a_dry_run_sync_is_not_reach() {
@@ -460,7 +465,7 @@ on_every_argocd_version!(
     a_manifest_that_fails_to_render_is_not_reached_and_never_reverted,
     a_commit_that_fixes_the_render_still_reaches_the_waiting_watch,
     a_watch_of_an_app_argo_cd_answers_403_for_comes_from_the_listing,
-    a_sync_that_fails_and_retries_is_not_reach_until_it_ends,
+    a_sync_that_fails_and_retries_is_never_reach_and_ends_not_reached,
     a_dry_run_sync_is_not_reach,
     an_app_that_syncs_through_the_source_hydrator_is_unwatchable,
 );

@@ -111,6 +111,7 @@ impl Watch {
             arm_blocked: arm_blocked.as_ref(),
             later_commits: &f.later_commits,
             revert_commit: f.revert_commit.as_ref(),
+            failed_sync: f.seen.failed_sync.as_ref(),
         };
         let phase = if !f.state.is_terminal() {
             if f.state != live_state {

@@ -81,6 +81,19 @@ pub struct Seen {
     /// Argo CD's `ComparisonError` message while it stands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison_error: Option<String>,
+    /// The app's last sync operation failed on a revision with the commit before it applied
+    /// it (`docs/verdicts.md#operation-outcomes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_sync: Option<FailedSync>,
+}
+
+/// A sync operation that failed on a revision with the watched commit before applying it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedSync {
+    pub revision: String,
+    /// Failed or Error.
+    pub phase: String,
+    pub message: String,
 }
 
 impl Seen {

@@ -216,6 +216,32 @@ impl Snap {
         )
     }
 
+    /// A finished operation that applied `rev` whole, then Failed in its PostSync phase: the
+    /// app Synced at `rev`, health as it was left (Healthy: Argo CD runs PostSync hooks only
+    /// once the synced objects are healthy).
+    pub fn post_sync_hook_failed(mut self, rev: &str, hooks: &[&str]) -> Snap {
+        let message = "one or more synchronization tasks completed unsuccessfully";
+        self.0.sync_revision = rev.into();
+        self.0.last_operation = Some(OperationFacts {
+            phase: "Failed".into(),
+            message: message.into(),
+            revision: rev.into(),
+            started_at: None,
+            finished_at: None,
+            dry_run: false,
+            partial: false,
+        });
+        self.candidate(
+            rev,
+            ReachVia::PostSyncHookFailed {
+                phase: "Failed".into(),
+                message: message.into(),
+                hooks: hooks.iter().map(|h| h.to_string()).collect(),
+            },
+        )
+        .candidate(rev, ReachVia::SyncedRevision)
+    }
+
     /// `sync.revision` = `rev` without making it a reach candidate (what Argo CD compared).
     pub fn compared_revision(mut self, rev: &str) -> Snap {
         self.0.sync_revision = rev.into();

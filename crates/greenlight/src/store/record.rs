@@ -17,7 +17,9 @@ use greenlight_core::directive::{AppRef, Mode};
 use greenlight_core::judge::State;
 use greenlight_core::snapshot::{Health, ReachCandidate, ReachVia, SourcePaths};
 use greenlight_core::time::Timestamp;
-use greenlight_core::watch::{Baseline, Before, FlatError, FlatWatch, LaterCommit, Seen, Watch};
+use greenlight_core::watch::{
+    Baseline, Before, FailedSync, FlatError, FlatWatch, LaterCommit, Seen, Watch,
+};
 use serde::{Deserialize, Serialize};
 
 /// The newest record format this build reads, and the one it writes.
@@ -156,9 +158,19 @@ pub struct ReachRecord {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ViaRecord {
     OperationSucceeded,
-    OperationFailed { phase: String, message: String },
+    OperationFailed {
+        phase: String,
+        message: String,
+    },
+    PostSyncHookFailed {
+        phase: String,
+        message: String,
+        hooks: Vec<String>,
+    },
     SyncedRevision,
-    History { id: i64 },
+    History {
+        id: i64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -185,6 +197,16 @@ pub struct SeenRecord {
     /// Absent from bodies written before greenlight read Argo CD's conditions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison_error: Option<String>,
+    /// Absent from bodies written before greenlight told failed syncs from reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_sync: Option<FailedSyncRecord>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedSyncRecord {
+    pub revision: String,
+    pub phase: String,
+    pub message: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -267,6 +289,15 @@ impl From<&Watch> for WatchRecord {
                         phase: phase.clone(),
                         message: message.clone(),
                     },
+                    ReachVia::PostSyncHookFailed {
+                        phase,
+                        message,
+                        hooks,
+                    } => ViaRecord::PostSyncHookFailed {
+                        phase: phase.clone(),
+                        message: message.clone(),
+                        hooks: hooks.clone(),
+                    },
                     ReachVia::SyncedRevision => ViaRecord::SyncedRevision,
                     ReachVia::History { id } => ViaRecord::History { id: *id },
                 },
@@ -298,6 +329,11 @@ impl From<&Watch> for WatchRecord {
                 resource_health_source: w.seen.resource_health_source.clone(),
                 why_not_healthy: w.seen.why_not_healthy.clone(),
                 comparison_error: w.seen.comparison_error.clone(),
+                failed_sync: w.seen.failed_sync.as_ref().map(|f| FailedSyncRecord {
+                    revision: f.revision.clone(),
+                    phase: f.phase.clone(),
+                    message: f.message.clone(),
+                }),
             },
             baseline: BaselineRecord::of(&w.baseline),
         }
@@ -371,6 +407,15 @@ impl TryFrom<WatchRecord> for Watch {
                     ViaRecord::OperationFailed { phase, message } => {
                         ReachVia::OperationFailed { phase, message }
                     }
+                    ViaRecord::PostSyncHookFailed {
+                        phase,
+                        message,
+                        hooks,
+                    } => ReachVia::PostSyncHookFailed {
+                        phase,
+                        message,
+                        hooks,
+                    },
                     ViaRecord::SyncedRevision => ReachVia::SyncedRevision,
                     ViaRecord::History { id } => ReachVia::History { id },
                 },
@@ -395,6 +440,11 @@ impl TryFrom<WatchRecord> for Watch {
                 resource_health_source: r.seen.resource_health_source,
                 why_not_healthy: r.seen.why_not_healthy,
                 comparison_error: r.seen.comparison_error,
+                failed_sync: r.seen.failed_sync.map(|f| FailedSync {
+                    revision: f.revision,
+                    phase: f.phase,
+                    message: f.message,
+                }),
             },
             baseline: r
                 .baseline
