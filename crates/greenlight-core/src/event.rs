@@ -20,6 +20,8 @@ pub enum EventKind {
     SyncFailed,
     HealthyStreakStarted,
     HealthyStreakBroken,
+    HealthyStreakPaused,
+    HealthyStreakResumed,
     DeadlinePassedStreakUnderWay,
     Confirmed,
     Failed,
@@ -50,6 +52,8 @@ impl EventKind {
             EventKind::SyncFailed => "sync_failed",
             EventKind::HealthyStreakStarted => "healthy_streak_started",
             EventKind::HealthyStreakBroken => "healthy_streak_broken",
+            EventKind::HealthyStreakPaused => "healthy_streak_paused",
+            EventKind::HealthyStreakResumed => "healthy_streak_resumed",
             EventKind::DeadlinePassedStreakUnderWay => "deadline_passed_streak_under_way",
             EventKind::Confirmed => "confirmed",
             EventKind::Failed => "failed",
@@ -86,7 +90,7 @@ impl EventKind {
         match self {
             EventKind::WatchStarted | EventKind::Resumed => "watch",
             EventKind::Reached => "  ->",
-            EventKind::HealthyStreakStarted => "   +",
+            EventKind::HealthyStreakStarted | EventKind::HealthyStreakResumed => "   +",
             EventKind::Confirmed => "  OK",
             EventKind::RevertPushed | EventKind::RevertAdopted => "  <-",
             EventKind::Failed

@@ -702,13 +702,14 @@ impl Engine {
                     w.deadline_at()
                 };
                 let absent = w.app_absent_since().map(|t| t.plus_ms(grace));
-                let streak = w.healthy_since().map(|h| h.plus_ms(stable));
+                let streak = w.streak_completes_at(stable);
+                let paused = w.streak_paused_at().map(|p| p.plus_ms(stable));
                 // After the deadline, the moment the streak under way would go stale.
                 let stale = w
                     .last_observed_at()
                     .filter(|_| w.deadline_passed())
                     .map(|t| t.plus_ms(self.config.stale_after_ms + 1));
-                [deadline, absent, streak, stale]
+                [deadline, absent, streak, paused, stale]
             })
             .flatten()
             .filter(|t| *t > handled)
@@ -942,19 +943,32 @@ impl Engine {
             let verdict = healthy(snap).and_then(|()| fresh_comparison(snap, ancestry));
             let w = &mut self.watches[i];
             w.saw_health(verdict.as_ref().err().map(ToString::to_string));
+            let stable_for_ms = self.config.stable_for_ms;
             match verdict {
                 Ok(()) => {
                     w.saw_healthy_after_reach();
                     if w.healthy_at(now) {
                         let msg = Message::StreakStarted {
                             source: snap.resource_health_source,
-                            stable_for_ms: self.config.stable_for_ms,
+                            stable_for_ms,
                         };
                         out.push(self.emit(i, EventKind::HealthyStreakStarted, msg, now));
+                    } else if w.streak_resumed(now) {
+                        let msg = Message::StreakResumed {
+                            banked_ms: w.streak_banked_ms(),
+                            stable_for_ms,
+                        };
+                        out.push(self.emit(i, EventKind::HealthyStreakResumed, msg, now));
                     }
                 }
+                // After the deadline, a transient state pauses the streak under way (or
+                // keeps it paused) (`docs/verdicts.md#transient`); anything else breaks it.
                 Err(why) => {
-                    if w.streak_broke() {
+                    if why.is_transient() && w.streak_paused_at().is_some() {
+                    } else if why.is_transient() && w.streak_paused(now) {
+                        let msg = Message::StreakPaused { why, stable_for_ms };
+                        out.push(self.emit(i, EventKind::HealthyStreakPaused, msg, now));
+                    } else if w.streak_broke() {
                         let msg = Message::StreakBroken(StreakBreak::Unhealthy(why));
                         out.push(self.emit(i, EventKind::HealthyStreakBroken, msg, now));
                     }
@@ -1245,16 +1259,19 @@ impl Engine {
                     return Vec::new();
                 };
                 let streak = j.streak;
+                let banked = j.banked_ms;
+                let pauses = j.pauses;
                 let deadline = j.reached_at.plus_ms(w.deadline_ms);
                 // A streak counts through `now` while the last observation is fresh: the
                 // source reports every change, and silence past stale-after is not observation.
                 let fresh = !gap && now.ms_since(last) <= self.config.stale_after_ms;
                 if let Some(h) = streak.since() {
-                    let observed = if fresh && extend {
-                        now.ms_since(h)
-                    } else {
-                        last.ms_since(h)
-                    };
+                    let observed = banked
+                        + if fresh && extend {
+                            now.ms_since(h)
+                        } else {
+                            last.ms_since(h)
+                        };
                     if observed >= self.config.stable_for_ms {
                         // Dry-run verdicts do not count for the breaker, either way.
                         if !(w.dry_run || self.config.dry_run) {
@@ -1262,6 +1279,7 @@ impl Engine {
                         }
                         let verdict = Verdict::Confirmed {
                             stable_for_ms: self.config.stable_for_ms,
+                            pauses,
                         };
                         return vec![self.finish(i, verdict, EventKind::Confirmed, now)];
                     }
@@ -1272,6 +1290,29 @@ impl Engine {
                         };
                         return vec![self.inconclusive(i, why, now)];
                     }
+                }
+                if let Some(at) = streak.paused_at() {
+                    // A paused streak that goes unobserved is as one under way: no verdict
+                    // can rest on it.
+                    if !fresh {
+                        let why = Inconclusive::StreakWentStale {
+                            last_observed,
+                            stale_after_ms: self.config.stale_after_ms,
+                        };
+                        return vec![self.inconclusive(i, why, now)];
+                    }
+                    if now.ms_since(at) >= self.config.stable_for_ms {
+                        let why = Inconclusive::NotHealthyAgain {
+                            within_ms: self.config.stable_for_ms,
+                            why: w
+                                .seen()
+                                .why_not_healthy
+                                .clone()
+                                .unwrap_or_else(|| NOT_HEALTHY.into()),
+                        };
+                        return vec![self.inconclusive(i, why, now)];
+                    }
+                    return Vec::new();
                 }
                 if streak.deadline_passed() {
                     if streak.since().is_none() {

@@ -184,6 +184,9 @@ pub enum Inconclusive {
     },
     /// The next observation of that streak came after a gap over stale-after.
     StreakGap { gap_ms: i64 },
+    /// That streak paused on a transient state and the app was not healthy again within
+    /// stable-for (`docs/verdicts.md#transient`).
+    NotHealthyAgain { within_ms: i64, why: String },
 }
 
 /// A verdict: how a watch ended (`docs/verdicts.md#states`). The state it reports is
@@ -192,6 +195,9 @@ pub enum Inconclusive {
 pub enum Verdict {
     Confirmed {
         stable_for_ms: i64,
+        /// How many times the streak under way at the deadline paused on a transient state
+        /// (`docs/verdicts.md#transient`) before it completed.
+        pauses: u32,
     },
     /// FAIL, and why it was not reverted.
     Failed {
@@ -316,6 +322,16 @@ pub enum Message {
         stable_for_ms: i64,
     },
     StreakBroken(StreakBreak),
+    /// The streak under way at the deadline paused on a transient state.
+    StreakPaused {
+        why: Unhealthy,
+        stable_for_ms: i64,
+    },
+    /// It resumed: the app is healthy again.
+    StreakResumed {
+        banked_ms: i64,
+        stable_for_ms: i64,
+    },
     DeadlinePassedStreakUnderWay,
     Verdict(Verdict),
     /// FAIL in arm mode, revert requested.
@@ -356,6 +372,21 @@ pub enum Unhealthy {
     Resources {
         resources: Vec<String>,
     },
+}
+
+impl Unhealthy {
+    /// A state an app passes through without anything being wrong (`docs/verdicts.md#transient`):
+    /// Progressing with no Degraded or Missing resource (an HPA scale-up, an evicted pod being
+    /// replaced), an operation running, health not yet recomputed after one.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Unhealthy::OperationRunning | Unhealthy::StaleHealth => true,
+            Unhealthy::Health {
+                health, resources, ..
+            } => *health == Health::Progressing && resources.is_empty(),
+            Unhealthy::NotSynced { .. } | Unhealthy::Resources { .. } => false,
+        }
+    }
 }
 
 /// Why a healthy streak broke (`docs/verdicts.md#streak-breaks`).
@@ -616,6 +647,11 @@ impl fmt::Display for Inconclusive {
                 "inconclusive: the healthy streak under way at the deadline went unobserved for {}; not reverted",
                 human_duration(*gap_ms)
             ),
+            Inconclusive::NotHealthyAgain { within_ms, why } => write!(
+                f,
+                "inconclusive: the healthy streak under way at the deadline paused ({why}) and the app was not healthy again within {}; a transient state is no evidence against the commit, not reverted",
+                human_duration(*within_ms)
+            ),
         }
     }
 }
@@ -623,9 +659,20 @@ impl fmt::Display for Inconclusive {
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Verdict::Confirmed { stable_for_ms } => write!(
+            Verdict::Confirmed {
+                stable_for_ms,
+                pauses: 0,
+            } => write!(
                 f,
                 "confirmed: reached and healthy without a break for {}",
+                human_duration(*stable_for_ms)
+            ),
+            Verdict::Confirmed {
+                stable_for_ms,
+                pauses,
+            } => write!(
+                f,
+                "confirmed: reached and healthy for {} in all; the streak under way at the deadline paused {pauses} time(s) on a transient state and was healthy again each time",
                 human_duration(*stable_for_ms)
             ),
             Verdict::Failed {
@@ -799,6 +846,20 @@ impl fmt::Display for Message {
                 human_duration(*stable_for_ms)
             ),
             Message::StreakBroken(b) => b.fmt(f),
+            Message::StreakPaused { why, stable_for_ms } => write!(
+                f,
+                "healthy streak paused after the deadline: {why}; a transient state, not a failure: judging goes on if the app is healthy again within {}",
+                human_duration(*stable_for_ms)
+            ),
+            Message::StreakResumed {
+                banked_ms,
+                stable_for_ms,
+            } => write!(
+                f,
+                "healthy streak resumed: {} of {} already healthy before the pause",
+                human_duration(*banked_ms),
+                human_duration(*stable_for_ms)
+            ),
             Message::DeadlinePassedStreakUnderWay => f.write_str(
                 "deadline passed during a healthy streak: judging goes on until the streak completes or breaks",
             ),
@@ -941,9 +1002,18 @@ impl Verdict {
 }
 
 fn retype_confirmed(text: &str) -> Option<Verdict> {
-    let d = text.strip_prefix("confirmed: reached and healthy without a break for ")?;
+    if let Some(d) = text.strip_prefix("confirmed: reached and healthy without a break for ") {
+        return Some(Verdict::Confirmed {
+            stable_for_ms: parse_human_duration(d)?,
+            pauses: 0,
+        });
+    }
+    let rest = text.strip_prefix("confirmed: reached and healthy for ")?;
+    let (d, rest) = rest.split_once(" in all; the streak under way at the deadline paused ")?;
+    let (n, _) = rest.split_once(" time(s)")?;
     Some(Verdict::Confirmed {
         stable_for_ms: parse_human_duration(d)?,
+        pauses: n.parse().ok()?,
     })
 }
 
@@ -1235,6 +1305,17 @@ fn retype_inconclusive(text: &str) -> Vec<Inconclusive> {
         {
             out.push(Inconclusive::StreakGap { gap_ms });
         }
+    }
+    if let Some(r) = rest.strip_prefix("the healthy streak under way at the deadline paused (")
+        && let Some((r, _)) =
+            r.rsplit_once("; a transient state is no evidence against the commit, not reverted")
+        && let Some((why, within)) = r.rsplit_once(") and the app was not healthy again within ")
+        && let Some(within_ms) = parse_human_duration(within)
+    {
+        out.push(Inconclusive::NotHealthyAgain {
+            within_ms,
+            why: why.to_string(),
+        });
     }
     out
 }

@@ -1002,6 +1002,137 @@ fn a_streak_that_breaks_after_the_deadline_fails_then() {
     assert_eq!(rs[0].commit, w);
 }
 
+// ------------------------------------------------ transient states after the deadline (docs/verdicts.md#transient)
+
+/// A watch (arm, deadline 60 s, stable 120 s) whose streak started at t(50) and was under way at
+/// the deadline t(70); observed every 10 s up to t(90).
+fn streak_under_way_at_the_deadline() -> (Harness, CommitId, Snap) {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Progressing);
+    let ok = s.clone().health(Health::Healthy);
+    h.observe_every(&ok, 50, 90, 10);
+    h.tick(t(70));
+    assert!(h.watch(&w).deadline_passed());
+    (h, w, ok)
+}
+
+#[test]
+fn a_transient_progressing_after_the_deadline_pauses_the_streak_which_resumes_on_healthy() {
+    let (mut h, w, ok) = streak_under_way_at_the_deadline();
+    // An HPA scale-up: Progressing, no Degraded or Missing resource.
+    let scaling = ok.clone().health(Health::Progressing);
+    let out = h.observe(&scaling, t(100));
+    assert_eq!(kinds(&out), vec![K::HealthyStreakPaused], "{out:?}");
+    assert_eq!(h.state(&w), State::Judging);
+    assert_eq!(h.watch(&w).streak_paused_at(), Some(t(100)));
+    assert_eq!(
+        h.watch(&w).streak_banked_ms(),
+        50_000,
+        "healthy from t(50) to t(100)"
+    );
+    // Paused time does not count; the pause reads back from the state file as itself.
+    h.observe_every(&scaling, 110, 130, 10);
+    let back = through_the_store(&[h.watch(&w).clone()]);
+    assert_eq!(&back[0], h.watch(&w));
+    let out = h.observe(&ok, t(140));
+    assert_eq!(kinds(&out), vec![K::HealthyStreakResumed], "{out:?}");
+    assert_eq!(h.watch(&w).healthy_since(), Some(t(140)));
+    // 50 s banked + 70 s more = stable-for (120 s) at t(210), not at t(170).
+    assert_eq!(
+        h.engine.next_wakeup_after(t(140)).map(|w| w <= t(210)),
+        Some(true)
+    );
+    h.observe_every(&ok, 150, 200, 10);
+    assert_eq!(
+        h.state(&w),
+        State::Judging,
+        "paused time is not healthy time"
+    );
+    let out = h.observe(&ok, t(210));
+    assert_eq!(kinds(&out), vec![K::Confirmed], "{out:?}");
+    let reason = h.reason(&w);
+    assert!(reason.contains("paused 1 time(s)"), "{reason}");
+    no_reverts(&h);
+    let back = through_the_store(&[h.watch(&w).clone()]);
+    assert_eq!(&back[0], h.watch(&w));
+}
+
+#[test]
+fn a_pause_not_healthy_again_within_stable_for_is_inconclusive_not_reverted() {
+    let (mut h, w, ok) = streak_under_way_at_the_deadline();
+    let evicted = ok.clone().health(Health::Progressing);
+    h.observe(&evicted, t(100));
+    h.observe_every(&evicted, 110, 210, 10);
+    assert_eq!(h.state(&w), State::Judging);
+    assert_eq!(
+        h.engine.next_wakeup_after(t(210)),
+        Some(t(220)),
+        "the pause's end"
+    );
+    let out = h.tick(t(220));
+    assert_eq!(kinds(&out), vec![K::Inconclusive], "{out:?}");
+    let reason = h.reason(&w);
+    assert!(reason.contains("not healthy again within 120s"), "{reason}");
+    assert!(reason.contains("health=Progressing"), "{reason}");
+    no_reverts(&h);
+    let back = through_the_store(&[h.watch(&w).clone()]);
+    assert_eq!(&back[0], h.watch(&w));
+}
+
+#[test]
+fn a_pause_that_turns_degraded_fails_and_reverts() {
+    let (mut h, w, ok) = streak_under_way_at_the_deadline();
+    h.observe(&ok.clone().health(Health::Progressing), t(100));
+    let out = h.observe(&ok.clone().health(Health::Degraded), t(110));
+    assert_eq!(h.state(&w), State::Fail);
+    assert_eq!(reverts(&out).len(), 1, "{out:?}");
+}
+
+#[test]
+fn only_transient_states_pause_a_streak_after_the_deadline() {
+    let transient = |s: &Snap| {
+        vec![
+            ("Progressing", s.clone().health(Health::Progressing)),
+            ("an operation", s.clone().operation_running()),
+            ("stale health", s.clone().stale_health()),
+        ]
+    };
+    for (what, snap) in transient(&streak_under_way_at_the_deadline().2) {
+        let (mut h, w, _) = streak_under_way_at_the_deadline();
+        let out = h.observe(&snap, t(100));
+        assert_eq!(kinds(&out), vec![K::HealthyStreakPaused], "{what}: {out:?}");
+        no_reverts(&h);
+        assert_eq!(h.state(&w), State::Judging, "{what}");
+    }
+    let ok = streak_under_way_at_the_deadline().2;
+    for (what, snap) in [
+        ("Degraded", ok.clone().health(Health::Degraded)),
+        ("Missing", ok.clone().health(Health::Missing)),
+        (
+            "Progressing beside a Degraded resource",
+            ok.clone().health(Health::Progressing).unhealthy_resource(
+                "Deployment",
+                "web",
+                Health::Degraded,
+            ),
+        ),
+        ("OutOfSync", ok.clone().sync("OutOfSync")),
+    ] {
+        let (mut h, w, _) = streak_under_way_at_the_deadline();
+        let out = h.observe(&snap, t(100));
+        assert!(
+            !kinds(&out).contains(&K::HealthyStreakPaused),
+            "{what}: {out:?}"
+        );
+        assert_eq!(h.state(&w), State::Fail, "{what}");
+    }
+    // Before the deadline a transient state only breaks the streak, as any unhealthy state.
+    let (mut h, w) = started("deadline=600 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Healthy);
+    let out = h.observe(&s.clone().health(Health::Progressing), t(20));
+    assert_eq!(kinds(&out), vec![K::HealthyStreakBroken], "{out:?}");
+}
+
 #[test]
 fn a_streak_begun_after_the_deadline_never_confirms() {
     let (mut h, w) = started("deadline=60 mode=arm");

@@ -12,6 +12,7 @@ use greenlight_core::event::{Event, EventKind};
 use greenlight_core::judge::{
     Ancestry, CommitInfo, Effect, Engine, JudgeConfig, Observation, RevertOutcome, State, Watch,
 };
+use greenlight_core::reason::Failure;
 use greenlight_core::snapshot::{
     AppSnapshot, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
     SourceFacts, SourcePaths, UnhealthyResource,
@@ -108,6 +109,9 @@ struct Seen {
     healthy: bool,
     /// The app's health, None when it was absent.
     health: Option<Health>,
+    /// Not healthy, but only in a way an app passes through (Progressing without a bad
+    /// resource, an operation running, stale health): after the deadline it pauses a streak.
+    transient: bool,
     /// Not an observation: the connected stream vouched that nothing changed since the last
     /// one, so the time in between counts as observed.
     vouched: bool,
@@ -227,6 +231,10 @@ struct Counters {
     not_at_fault: u64,
     /// Verdicts on a failed PostSync hook of an applied commit.
     hook_failures: u64,
+    /// CONFIRMED after the streak paused on a transient state after the deadline.
+    paused_confirmations: u64,
+    /// INCONCLUSIVE: a pause not healthy again within stable-for.
+    pauses_inconclusive: u64,
     /// NOT_REACHED because the last sync failed before applying the commit.
     sync_failed: u64,
     restarts: u64,
@@ -745,10 +753,20 @@ impl Sim {
         let a = self.apps[i].clone();
         let now = self.now;
         let healthy = a.healthy_by_oracle() && a.defect.is_none();
+        let running = a.op_phase == Some("Running");
+        let transient = a.exists
+            && a.defect.is_none()
+            && !healthy
+            && (running
+                || a.stale
+                || (a.sync_status == "Synced"
+                    && a.health == Health::Progressing
+                    && !a.bad_resource));
         self.seen.entry(a.name).or_default().push(Seen {
             at: now,
             healthy,
             health: a.exists.then_some(a.health),
+            transient,
             vouched: false,
         });
         if !a.exists {
@@ -1307,6 +1325,15 @@ impl Sim {
                 Some("attribution/unwatchable/not-reached/inconclusive/human revert")
             } else if r.commit != w.commit {
                 Some("wrong commit")
+            } else if !resuming
+                && matches!(w.reverting(), Some(Failure::StreakBroke { .. }))
+                && self
+                    .seen
+                    .get(w.app.name.as_str())
+                    .and_then(|v| v.last())
+                    .is_some_and(|s| s.at == self.now && s.transient)
+            {
+                Some("streak paused by a transient state after the deadline")
             } else if !resuming && !self.fault_shown(w) {
                 Some("never healthy after reach on an app that was not Healthy before its sync")
             } else {
@@ -1492,6 +1519,44 @@ impl Sim {
         }
         if let Some((start, last)) = run {
             best = best.max(covered(start, last, None));
+        }
+        // A streak that paused on transient states after the deadline counts the healthy
+        // time of a chain of healthy runs with transient observations between them, each pause
+        // shorter than stable-for, observed throughout.
+        if w.reason().to_string().contains(" paused ") {
+            let mut chain = 0i64;
+            let mut run: Option<(Timestamp, Timestamp)> = None;
+            let mut paused: Option<Timestamp> = None;
+            let mut last_at: Option<Timestamp> = None;
+            for s in seen.iter().filter(|s| s.at >= reached) {
+                let observed = last_at.is_none_or(|l| s.vouched || s.at.ms_since(l) <= stale);
+                if !observed || !(s.healthy || s.transient) {
+                    if let Some((start, last)) = run.take() {
+                        chain += covered(start, last, Some(s.at));
+                    }
+                    best = best.max(chain);
+                    chain = 0;
+                    paused = None;
+                    run = s.healthy.then_some((s.at, s.at));
+                } else if s.healthy {
+                    paused = None;
+                    run = Some(run.map_or((s.at, s.at), |(start, _)| (start, s.at)));
+                } else {
+                    if let Some((start, last)) = run.take() {
+                        chain += covered(start, last, Some(s.at));
+                    }
+                    let p = *paused.get_or_insert(s.at);
+                    if s.at.ms_since(p) >= self.cfg.stable_for_ms {
+                        best = best.max(chain);
+                        chain = 0;
+                    }
+                }
+                last_at = Some(s.at);
+            }
+            if let Some((start, last)) = run {
+                chain += covered(start, last, None);
+            }
+            best = best.max(chain);
         }
         if best < self.cfg.stable_for_ms {
             self.fail(&format!(
@@ -1834,6 +1899,12 @@ fn run(seed: u64, steps: usize, strict: Strict) -> Counters {
         if reason.starts_with("withdrawn:") {
             sim.counters.withdrawn += 1;
         }
+        if reason.contains("the streak under way at the deadline paused") {
+            sim.counters.paused_confirmations += 1;
+        }
+        if reason.contains("was not healthy again within") {
+            sim.counters.pauses_inconclusive += 1;
+        }
         if reason.contains("PostSync hook failed") {
             sim.counters.hook_failures += 1;
         }
@@ -1891,6 +1962,8 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         total.withdrawn += c.withdrawn;
         total.not_at_fault += c.not_at_fault;
         total.hook_failures += c.hook_failures;
+        total.paused_confirmations += c.paused_confirmations;
+        total.pauses_inconclusive += c.pauses_inconclusive;
         total.sync_failed += c.sync_failed;
         total.restarts += c.restarts;
         total.events += c.events;
@@ -1906,6 +1979,10 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         assert!(
             total.not_at_fault > 0,
             "no FAIL withheld for its baseline: {total:?}"
+        );
+        assert!(
+            total.paused_confirmations > 0 && total.pauses_inconclusive > 0,
+            "no pause after the deadline that resumed or timed out: {total:?}"
         );
         assert!(
             total.hook_failures > 0,

@@ -118,7 +118,8 @@ fn each_recorded_body_reads_back_in_its_phase_with_its_typed_reason() {
     assert_eq!(
         verdict("confirmed"),
         Verdict::Confirmed {
-            stable_for_ms: 120_000
+            stable_for_ms: 120_000,
+            pauses: 0,
         }
     );
     let not_healthy = Failure::NotHealthy {

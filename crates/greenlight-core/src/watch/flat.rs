@@ -48,6 +48,23 @@ pub struct FlatWatch {
     /// Absent from records written before it was kept: [`Before::NotRecorded`].
     #[serde(default, skip_serializing_if = "Baseline::is_not_recorded")]
     pub baseline: Baseline,
+    /// The streak under way at the deadline paused here (`docs/verdicts.md#transient`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streak_paused_at: Option<Timestamp>,
+    /// Healthy time that streak had before its pauses.
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub streak_banked_ms: i64,
+    /// How many times that streak paused.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub streak_pauses: u32,
+}
+
+fn is_zero_i64(n: &i64) -> bool {
+    *n == 0
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A flat record whose fields contradict each other: no watch greenlight ran looks like it.
@@ -75,7 +92,13 @@ impl Watch {
             .map(|text| ArmBlocked::retype(text, &f.app));
         let live = match (f.reached_at, &f.reach) {
             (None, None) => {
-                if f.healthy_since.is_some() || f.deadline_passed || f.reported_sync_failure {
+                if f.healthy_since.is_some()
+                    || f.deadline_passed
+                    || f.reported_sync_failure
+                    || f.streak_paused_at.is_some()
+                    || f.streak_banked_ms != 0
+                    || f.streak_pauses != 0
+                {
                     return Err(fail(
                         "healthy_since, deadline_passed or reported_sync_failure is set for a commit that never reached the app",
                     ));
@@ -88,13 +111,21 @@ impl Watch {
                 reached_at,
                 reach: reach.clone(),
                 absent_since: f.app_absent_since,
-                streak: match (f.healthy_since, f.deadline_passed) {
-                    (None, false) => Streak::NotUnderWay,
-                    (Some(since), false) => Streak::UnderWay { since },
-                    (Some(since), true) => Streak::UnderWayAtDeadline { since },
-                    (None, true) => Streak::BrokeAfterDeadline,
+                streak: match (f.healthy_since, f.deadline_passed, f.streak_paused_at) {
+                    (None, false, None) => Streak::NotUnderWay,
+                    (Some(since), false, None) => Streak::UnderWay { since },
+                    (Some(since), true, None) => Streak::UnderWayAtDeadline { since },
+                    (None, true, None) => Streak::BrokeAfterDeadline,
+                    (None, true, Some(at)) => Streak::PausedAfterDeadline { at },
+                    _ => {
+                        return Err(fail(
+                            "a streak pauses only after the deadline, and a paused streak has no healthy_since",
+                        ));
+                    }
                 },
                 reported_sync_failure: f.reported_sync_failure,
+                banked_ms: f.streak_banked_ms,
+                pauses: f.streak_pauses,
             }),
             _ => return Err(fail("reached_at and reach are recorded only together")),
         };
@@ -206,6 +237,9 @@ impl Watch {
             reported_sync_failure: self.reported_sync_failure(),
             seen: self.seen.clone(),
             baseline: self.baseline.clone(),
+            streak_paused_at: self.streak_paused_at(),
+            streak_banked_ms: self.streak_banked_ms(),
+            streak_pauses: self.streak_pauses(),
         }
     }
 }

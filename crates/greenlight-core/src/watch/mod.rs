@@ -196,6 +196,11 @@ pub struct Judging {
     pub streak: Streak,
     /// A failed sync containing the commit was reported (once per watch).
     pub reported_sync_failure: bool,
+    /// Healthy time the streak under way at the deadline had before it paused
+    /// (`docs/verdicts.md#transient`): it counts toward stable-for when the streak resumes.
+    pub banked_ms: i64,
+    /// How many times that streak paused.
+    pub pauses: u32,
 }
 
 /// The healthy streak (`docs/verdicts.md#stability`).
@@ -209,6 +214,12 @@ pub enum Streak {
     UnderWayAtDeadline {
         since: Timestamp,
     },
+    /// The streak under way at the deadline was interrupted by a transient state (Progressing,
+    /// an operation, stale health) at `at`: it resumes on Healthy, and without that within
+    /// stable-for the watch is INCONCLUSIVE (`docs/verdicts.md#transient`).
+    PausedAfterDeadline {
+        at: Timestamp,
+    },
     /// The streak under way at the deadline broke: the FAIL is due (the judge decides it in
     /// the same step).
     BrokeAfterDeadline,
@@ -218,14 +229,24 @@ impl Streak {
     pub fn since(self) -> Option<Timestamp> {
         match self {
             Streak::UnderWay { since } | Streak::UnderWayAtDeadline { since } => Some(since),
-            Streak::NotUnderWay | Streak::BrokeAfterDeadline => None,
+            Streak::NotUnderWay
+            | Streak::PausedAfterDeadline { .. }
+            | Streak::BrokeAfterDeadline => None,
         }
     }
     pub fn deadline_passed(self) -> bool {
         matches!(
             self,
-            Streak::UnderWayAtDeadline { .. } | Streak::BrokeAfterDeadline
+            Streak::UnderWayAtDeadline { .. }
+                | Streak::PausedAfterDeadline { .. }
+                | Streak::BrokeAfterDeadline
         )
+    }
+    pub fn paused_at(self) -> Option<Timestamp> {
+        match self {
+            Streak::PausedAfterDeadline { at } => Some(at),
+            _ => None,
+        }
     }
 }
 
@@ -365,6 +386,24 @@ impl Watch {
     }
     pub fn healthy_since(&self) -> Option<Timestamp> {
         self.judged().and_then(|j| j.streak.since())
+    }
+    /// When the streak under way paused after the deadline (`docs/verdicts.md#transient`).
+    pub fn streak_paused_at(&self) -> Option<Timestamp> {
+        self.judged().and_then(|j| j.streak.paused_at())
+    }
+    /// Healthy time banked by pauses of the streak under way at the deadline.
+    pub fn streak_banked_ms(&self) -> i64 {
+        self.judged().map_or(0, |j| j.banked_ms)
+    }
+    /// How many times the streak under way at the deadline paused.
+    pub fn streak_pauses(&self) -> u32 {
+        self.judged().map_or(0, |j| j.pauses)
+    }
+    /// When the streak under way completes stable-for, if it stays healthy.
+    pub fn streak_completes_at(&self, stable_for_ms: i64) -> Option<Timestamp> {
+        let banked = self.streak_banked_ms();
+        self.healthy_since()
+            .map(|h| h.plus_ms((stable_for_ms - banked).max(0)))
     }
     /// The health deadline passed while a healthy streak was under way.
     pub fn deadline_passed(&self) -> bool {
@@ -539,6 +578,8 @@ impl Watch {
             absent_since,
             streak: Streak::NotUnderWay,
             reported_sync_failure: false,
+            banked_ms: 0,
+            pauses: 0,
         });
         true
     }
@@ -561,6 +602,34 @@ impl Watch {
         }
     }
 
+    /// A healthy observation resumes the streak paused after the deadline; true when it did.
+    pub(crate) fn streak_resumed(&mut self, at: Timestamp) -> bool {
+        match &mut self.phase {
+            Phase::Judging(j) if matches!(j.streak, Streak::PausedAfterDeadline { .. }) => {
+                j.streak = Streak::UnderWayAtDeadline { since: at };
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A transient state pauses the streak under way at the deadline, banking its healthy time
+    /// so far; true when it did.
+    pub(crate) fn streak_paused(&mut self, at: Timestamp) -> bool {
+        match &mut self.phase {
+            Phase::Judging(j) => match j.streak {
+                Streak::UnderWayAtDeadline { since } => {
+                    j.banked_ms += at.ms_since(since).max(0);
+                    j.pauses += 1;
+                    j.streak = Streak::PausedAfterDeadline { at };
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     /// The streak under way (if any) broke; true when there was one.
     pub(crate) fn streak_broke(&mut self) -> bool {
         let Phase::Judging(j) = &mut self.phase else {
@@ -568,7 +637,9 @@ impl Watch {
         };
         match j.streak {
             Streak::UnderWay { .. } => j.streak = Streak::NotUnderWay,
-            Streak::UnderWayAtDeadline { .. } => j.streak = Streak::BrokeAfterDeadline,
+            Streak::UnderWayAtDeadline { .. } | Streak::PausedAfterDeadline { .. } => {
+                j.streak = Streak::BrokeAfterDeadline
+            }
             Streak::NotUnderWay | Streak::BrokeAfterDeadline => return false,
         }
         true

@@ -83,6 +83,19 @@ pub struct WatchRecord {
     /// Absent from bodies written before it was kept (such a watch is judged as it was then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<BaselineRecord>,
+    /// The streak under way at the deadline paused (absent unless it ever did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streak_pause: Option<StreakPauseRecord>,
+}
+
+/// A streak under way at the deadline that paused on a transient state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreakPauseRecord {
+    /// When the streak is paused now; absent once it resumed.
+    pub paused_at: Option<i64>,
+    /// Healthy time banked before its pauses.
+    pub banked_ms: i64,
+    pub pauses: u32,
 }
 
 /// The app's health before the commit's sync, and after reach.
@@ -336,6 +349,13 @@ impl From<&Watch> for WatchRecord {
                 }),
             },
             baseline: BaselineRecord::of(&w.baseline),
+            streak_pause: (w.streak_pauses > 0 || w.streak_paused_at.is_some()).then(|| {
+                StreakPauseRecord {
+                    paused_at: ts(w.streak_paused_at),
+                    banked_ms: w.streak_banked_ms,
+                    pauses: w.streak_pauses,
+                }
+            }),
         }
     }
 }
@@ -450,6 +470,13 @@ impl TryFrom<WatchRecord> for Watch {
                 .baseline
                 .map(BaselineRecord::into_baseline)
                 .unwrap_or_default(),
+            streak_paused_at: r
+                .streak_pause
+                .as_ref()
+                .and_then(|p| p.paused_at)
+                .map(Timestamp),
+            streak_banked_ms: r.streak_pause.as_ref().map_or(0, |p| p.banked_ms),
+            streak_pauses: r.streak_pause.as_ref().map_or(0, |p| p.pauses),
         };
         Ok(Watch::from_flat(flat)?)
     }
