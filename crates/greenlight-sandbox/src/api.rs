@@ -377,7 +377,8 @@ struct PatchBody {
 }
 
 /// `PATCH /api/v1/applications/{name}`: edits the spec as Argo CD's API does (see `patch`) and
-/// answers the Application as Get would. An edit Argo CD's controller refreshes the app for is
+/// answers the updated Application as stored (Argo CD answers what its update returned: from
+/// 3.0 on no resource health is re-filled, unlike Get). An edit the controller refreshes for is
 /// fetched and reconciled at once, as `?refresh=normal` is; the answer does not wait for it.
 async fn patch_application(
     State(shared): Sandbox,

@@ -10,7 +10,7 @@
 //! |---|---|
 //! | `GET /api/v1/applications[?name=&appNamespace=&projects=&refresh=&fields=]` | `{"metadata":{"resourceVersion"},"items":[Application…]}`, as stored (see *resource health*) |
 //! | `GET /api/v1/applications/{name}[?appNamespace=&project=&refresh=]` | one Application (see *unknown apps*), resource health re-filled |
-//! | `PATCH /api/v1/applications/{name}` | body `{"name","patch","patchType","appNamespace","project"}`, `patch` a JSON document as a string, `patchType` `merge` or `json`; answers the Application as Get does (see *spec edits*) |
+//! | `PATCH /api/v1/applications/{name}` | body `{"name","patch","patchType","appNamespace","project"}`, `patch` a JSON document as a string, `patchType` `merge` or `json`; answers the updated Application as stored, resource health not re-filled (see *spec edits*) |
 //! | `GET /api/v1/applications/{name}/resource-tree[?project=]` | `{"nodes":[…]}` (see *the resource tree*) |
 //! | `GET /api/v1/applications/{name}/managed-resources[?project=&group=&kind=&namespace=&name=&fields=]` | `{"items":[ResourceDiff…]}` (see *managed resources*) |
 //! | `POST /api/v1/applications/{name}/sync` | body `{"revision","dryRun","prune","resources":[{group,kind,name,namespace}],"syncOptions":{"items"},"strategy","project"}` (all optional); answers the Application with `operation` set |

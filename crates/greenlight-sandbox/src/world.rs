@@ -1470,7 +1470,7 @@ impl World {
             ));
         }
         Some(Ok(Patched {
-            application: self.application_served(name)?,
+            application: self.application(name)?,
             refresh: edit.refresh,
         }))
     }
@@ -1730,7 +1730,8 @@ impl World {
 /// What an accepted `PATCH` answers, and whether the controller should refresh the app.
 #[derive(Debug)]
 pub(crate) struct Patched {
-    /// The Application as Get answers it.
+    /// The updated Application as stored: Argo CD answers what its update returned, without
+    /// Get's re-fill of resource health.
     pub application: Value,
     /// Argo CD's controller refreshes the app after this edit (a source changed, automated
     /// sync was turned on): the engine fetches and reconciles it, as for `?refresh=normal`.
@@ -2573,8 +2574,8 @@ mod tests {
         assert!(version_of(app) > version_of(&before));
         assert_eq!(
             patched.application,
-            w.application_served("web").unwrap(),
-            "the answer is what Get serves"
+            w.application("web").unwrap(),
+            "the answer is the stored Application, as Argo CD's update returns it"
         );
         assert_eq!(&w.applications(None)[0], app, "the list serves it too");
         // The same patch again changes nothing: no update.
