@@ -1,4 +1,4 @@
-//! The HTTP surface: the Argo CD REST subset under `/api/v1` (list, get, resource-tree,
+//! The HTTP surface: the Argo CD REST subset under `/api/v1` (list, get, patch, resource-tree,
 //! managed-resources, sync, the application stream) in Argo CD's JSON shapes and error bodies,
 //! written the way its gRPC gateway writes them (stream framing, `fields=`), behind the outage
 //! switch and the optional bearer token; and the unauthenticated control API under
@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::engine::{Shared, stopped};
 use crate::fields::{FieldSelection, select_list};
+use crate::patch::PatchType;
 use crate::world::{SyncRequest, SyncResource};
 use crate::{APP_NAMESPACE, APP_PROJECT};
 
@@ -31,7 +32,10 @@ type Sandbox = State<Arc<Shared>>;
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     let argocd = Router::new()
         .route("/api/v1/applications", get(list))
-        .route("/api/v1/applications/{name}", get(one))
+        .route(
+            "/api/v1/applications/{name}",
+            get(one).patch(patch_application),
+        )
         .route("/api/v1/applications/{name}/resource-tree", get(tree))
         .route(
             "/api/v1/applications/{name}/managed-resources",
@@ -356,6 +360,67 @@ async fn sync(
             axum::Json(app).into_response()
         }
         Some(Err(refusal)) => grpc_error(StatusCode::BAD_REQUEST, 9, &refusal.to_string()),
+        None => not_found(&name),
+    }
+}
+
+/// Argo CD's `ApplicationPatchRequest` JSON. `name` comes from the path (the gateway lets the
+/// path win over the body); `appNamespace` and `project` from the body, else the query.
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct PatchBody {
+    /// The patch document, itself JSON, as a string.
+    patch: Option<String>,
+    patch_type: Option<String>,
+    app_namespace: Option<String>,
+    project: Option<String>,
+}
+
+/// `PATCH /api/v1/applications/{name}`: edits the spec as Argo CD's API does (see `patch`) and
+/// answers the updated Application as stored (Argo CD answers what its update returned: from
+/// 3.0 on no resource health is re-filled, unlike Get). An edit the controller refreshes for is
+/// fetched and reconciled at once, as `?refresh=normal` is; the answer does not wait for it.
+async fn patch_application(
+    State(shared): Sandbox,
+    Path(name): Path<String>,
+    Query(q): Query<AppQuery>,
+    body: Bytes,
+) -> Response {
+    // The gateway reads the body first; an empty one is an empty request.
+    let parsed: PatchBody = if body.iter().all(u8::is_ascii_whitespace) {
+        PatchBody::default()
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(parsed) => parsed,
+            Err(e) => return invalid_argument(&format!("invalid patch request: {e}")),
+        }
+    };
+    let project = parsed.project.clone().or(q.project.clone());
+    let namespace = AppQuery {
+        app_namespace: parsed.app_namespace.clone().or(q.app_namespace.clone()),
+        refresh: None,
+        project: None,
+    };
+    let answer = {
+        let mut world = shared.world();
+        let exists = !other_namespace(&namespace) && world.has(&name);
+        if let Err(denied) = access(exists, project.as_deref()) {
+            return denied.answer(&name);
+        }
+        let kind = match PatchType::parse(parsed.patch_type.as_deref().unwrap_or("")) {
+            Ok(kind) => kind,
+            Err(refusal) => return invalid_argument(&refusal),
+        };
+        world.patch_application(&name, kind, parsed.patch.as_deref().unwrap_or(""))
+    };
+    match answer {
+        Some(Ok(patched)) => {
+            if patched.refresh {
+                shared.request_refresh(Some(&name));
+            }
+            axum::Json(patched.application).into_response()
+        }
+        Some(Err(refusal)) => invalid_argument(&refusal),
         None => not_found(&name),
     }
 }

@@ -10,6 +10,7 @@
 //! |---|---|
 //! | `GET /api/v1/applications[?name=&appNamespace=&projects=&refresh=&fields=]` | `{"metadata":{"resourceVersion"},"items":[Application…]}`, as stored (see *resource health*) |
 //! | `GET /api/v1/applications/{name}[?appNamespace=&project=&refresh=]` | one Application (see *unknown apps*), resource health re-filled |
+//! | `PATCH /api/v1/applications/{name}` | body `{"name","patch","patchType","appNamespace","project"}`, `patch` a JSON document as a string, `patchType` `merge` or `json`; answers the updated Application as stored, resource health not re-filled (see *spec edits*) |
 //! | `GET /api/v1/applications/{name}/resource-tree[?project=]` | `{"nodes":[…]}` (see *the resource tree*) |
 //! | `GET /api/v1/applications/{name}/managed-resources[?project=&group=&kind=&namespace=&name=&fields=]` | `{"items":[ResourceDiff…]}` (see *managed resources*) |
 //! | `POST /api/v1/applications/{name}/sync` | body `{"revision","dryRun","prune","resources":[{group,kind,name,namespace}],"syncOptions":{"items"},"strategy","project"}` (all optional); answers the Application with `operation` set |
@@ -45,7 +46,39 @@
 //! `spec.syncPolicy` `{"automated":{"prune":false,"selfHeal":true},"retry":{"limit":2,"backoff":
 //! {"duration":<retry_backoff>,"factor":2,"maxDuration":<36 × retry_backoff>}}}`, except the apps
 //! named in [`SandboxConfig::manual_sync`]: no `automated` (they are compared at every tip and
-//! synced only on request, to any revision). Timestamps are whole seconds (`metav1.Time`).
+//! synced only on request, to any revision), until a spec edit changes that. Timestamps are
+//! whole seconds (`metav1.Time`).
+//!
+//! *Spec edits* (`PATCH`, as `argocd app patch` or Argo CD Image Updater's `argocd` write-back
+//! send it): the patch (`merge`: an RFC 7386 merge patch; `json`, also when `patchType` is empty:
+//! an RFC 6902 patch with `add`, `remove`, `replace`, `move`, `copy`, `test`) is applied to the
+//! stored Application, and only the result's `spec` is kept. Argo CD keeps its labels,
+//! annotations and finalizers too; the sandbox models none of them and refuses a patch that
+//! would change anything outside `spec`, naming the first such field (`metadata.labels`,
+//! `status.sync.status`). In `spec`:
+//! - `project`, `destination`, `syncPolicy.retry`, `source.repoURL`, `source.path`,
+//!   `source.targetRevision`, `source.chart` and `sourceHydrator` come from the command line and
+//!   cannot change (refused, naming the field);
+//! - `syncPolicy.automated` is honoured: removed (or, from 3.4 on, `enabled: false`) the app has
+//!   no automated sync, as with `--manual-sync` (new commits are compared, not synced; any
+//!   revision may be requested); present it has (`prune`, `selfHeal`, `allowEmpty` are stored
+//!   only). Before 3.4 the CRD has no `enabled`: it is dropped and the app stays automated;
+//! - a source with more than one of `kustomize`, `helm`, `directory`, `plugin` is refused with
+//!   Argo CD's `InvalidSpecError` (`multiple application sources defined: Kustomize,Directory`):
+//!   to give a path app `kustomize`, remove its `directory`;
+//! - anything else (`source.kustomize.images`, `source.helm.parameters`, `source.directory`,
+//!   `sources`, `ignoreDifferences`, `info`, …) is stored and published as given, null members
+//!   dropped, and **changes nothing the sandbox renders**: it keeps rendering the app's path (or
+//!   chart) as before, and `status` (`comparedTo`, `syncResult.source`, `history[].source`,
+//!   `sourceType`) keeps naming the source it renders, where Argo CD would name the edited one.
+//!
+//! An accepted edit is one update (none when the spec comes out unchanged). One that changes
+//! `source`, `sources` or `ignoreDifferences`, or turns automated sync on, makes Argo CD's
+//! controller refresh the app: the sandbox fetches and reconciles it at once, as for
+//! `?refresh=normal` (waiting while syncing is paused), so turning automated sync on syncs an
+//! OutOfSync app; other edits reconcile nothing. Refusals, a body that is not JSON and a patch
+//! that does not parse or apply are 400 code 3 with a sentence naming what is wrong; an unknown
+//! `patchType` is 400 code 3 `Patch type 'x' is not supported`. Same 403/404 rules as Get.
 //!
 //! *The stream*, as Argo CD's Watch and its HTTP gateway serve it:
 //! - Each message is `{"result":{"type":"ADDED|MODIFIED","application":{…}}}` followed by `\n`.
@@ -193,13 +226,17 @@
 //! reports that branch's commits as its revisions, where Argo CD would report the commits of
 //! `environment/<name>`; a helm app's chart is never fetched: it renders one Deployment named
 //! after the chart, at the chart version given, and is reconciled at start and on refresh only;
-//! the `selector` query parameter is not read (sandbox apps have no labels).
+//! the `selector` query parameter is not read (sandbox apps have no labels); a spec edit other
+//! than `syncPolicy.automated` is published but not rendered, one outside `spec` or of a field
+//! the sandbox derives is refused (see *spec edits*), and a patch that does not parse or apply
+//! is 400 code 3 where Argo CD answers code 2 (HTTP 500).
 
 mod api;
 mod engine;
 mod fields;
 mod health;
 mod manifests;
+mod patch;
 mod repo;
 mod timefmt;
 mod world;
@@ -269,6 +306,11 @@ impl ArgoCdVersion {
 
     /// Up to 3.1 `ignore-healthcheck` is read from the object in git, from 3.2 on from the live one.
     pub(crate) fn ignore_healthcheck_on_live(self) -> bool {
+        self >= ArgoCdVersion::V3_4
+    }
+
+    /// `spec.syncPolicy.automated.enabled` exists (3.0 has no such field; 3.4 has it).
+    pub(crate) fn automated_enabled_field(self) -> bool {
         self >= ArgoCdVersion::V3_4
     }
 }

@@ -20,6 +20,7 @@ use tokio::sync::mpsc::error::TrySendError;
 
 use crate::health::{self, Assessment, Contribution, Health, ImagePolicy, Subject};
 use crate::manifests::{self, Digest, RenderError, Rendered, ResourceKey};
+use crate::patch::{self, Owned, PatchType};
 use crate::repo::RepoFile;
 use crate::timefmt::rfc3339;
 use crate::{APP_NAMESPACE, APP_PROJECT, APPLY_ANNOTATION, AppSpec, ArgoCdVersion, LogSink};
@@ -344,6 +345,9 @@ struct App {
     history: Vec<Value>,
     next_history_id: u64,
     render_failure: Option<RenderFailure>,
+    /// `spec` as last edited through the API, published instead of the derived one; `None`
+    /// until the first edit. `automated` follows it.
+    edited_spec: Option<Value>,
 }
 
 impl App {
@@ -505,6 +509,7 @@ impl World {
                     history: Vec::new(),
                     next_history_id: 0,
                     render_failure: None,
+                    edited_spec: None,
                 },
             );
         }
@@ -1432,6 +1437,44 @@ impl World {
             .collect()
     }
 
+    /// `PATCH /api/v1/applications/{name}`: applies the patch to the stored Application and
+    /// keeps the edited `spec` (see `patch` for what may change and what is honoured): one update
+    /// when it changes anything. `automated` follows the edited spec from now on; rendering does
+    /// not change. `None`: no such app; `Err`: the refusal, a sentence naming the field.
+    pub(crate) fn patch_application(
+        &mut self,
+        name: &str,
+        kind: PatchType,
+        text: &str,
+    ) -> Option<Result<Patched, String>> {
+        let stored = self.application(name)?;
+        let owned = owned_fields(&self.apps[name].source);
+        let edit = match patch::edit_spec(&stored, kind, text, owned, self.cfg.version) {
+            Ok(edit) => edit,
+            Err(refusal) => return Some(Err(refusal)),
+        };
+        let app = self.app(name);
+        let automation = match (app.automated, edit.automated) {
+            (false, true) => "; automated sync on",
+            (true, false) => "; automated sync off",
+            _ => "",
+        };
+        app.automated = edit.automated;
+        app.edited_spec = Some(edit.spec);
+        let before = app.resource_version;
+        self.commit(name);
+        if self.apps[name].resource_version != before {
+            self.log(format!(
+                "app {name}: spec updated by admin ({} patch){automation}",
+                kind.as_str()
+            ));
+        }
+        Some(Ok(Patched {
+            application: self.application(name)?,
+            refresh: edit.refresh,
+        }))
+    }
+
     /// The source the app is compared to (`status.sync.comparedTo.source`), which is also
     /// `spec.source` except for a hydrator app.
     fn source_json(&self, app: &App) -> Value {
@@ -1546,6 +1589,10 @@ impl World {
                 });
             }
             Source::Path { .. } | Source::Helm { .. } => spec["source"] = source,
+        }
+        // Edited through the API: published as edited (`automated` follows it).
+        if let Some(edited) = &app.edited_spec {
+            spec = edited.clone();
         }
         let mut out = json!({
             "apiVersion": "argoproj.io/v1alpha1",
@@ -1677,6 +1724,71 @@ impl World {
             })
             .collect();
         Some(items)
+    }
+}
+
+/// What an accepted `PATCH` answers, and whether the controller should refresh the app.
+#[derive(Debug)]
+pub(crate) struct Patched {
+    /// The updated Application as stored: Argo CD answers what its update returned, without
+    /// Get's re-fill of resource health.
+    pub application: Value,
+    /// Argo CD's controller refreshes the app after this edit (a source changed, automated
+    /// sync was turned on): the engine fetches and reconciles it, as for `?refresh=normal`.
+    pub refresh: bool,
+}
+
+const FROM_COMMAND_LINE: &str = "the command line (--repo, --branch, --app) sets it";
+
+/// The `spec` fields the sandbox derives and cannot honour an edit of.
+fn owned_fields(source: &Source) -> &'static [Owned] {
+    const COMMON: [Owned; 3] = [
+        Owned {
+            pointer: "/project",
+            why: "every sandbox app is in project default",
+        },
+        Owned {
+            pointer: "/destination",
+            why: "every sandbox app deploys to the in-cluster server, namespace default",
+        },
+        Owned {
+            pointer: "/syncPolicy/retry",
+            why: "--retry-backoff sets it",
+        },
+    ];
+    const SOURCE: [Owned; 7] = [
+        COMMON[0],
+        COMMON[1],
+        COMMON[2],
+        Owned {
+            pointer: "/source/repoURL",
+            why: FROM_COMMAND_LINE,
+        },
+        Owned {
+            pointer: "/source/path",
+            why: FROM_COMMAND_LINE,
+        },
+        Owned {
+            pointer: "/source/targetRevision",
+            why: FROM_COMMAND_LINE,
+        },
+        Owned {
+            pointer: "/source/chart",
+            why: FROM_COMMAND_LINE,
+        },
+    ];
+    const HYDRATOR: [Owned; 4] = [
+        COMMON[0],
+        COMMON[1],
+        COMMON[2],
+        Owned {
+            pointer: "/sourceHydrator",
+            why: FROM_COMMAND_LINE,
+        },
+    ];
+    match source {
+        Source::Path { .. } | Source::Helm { .. } => &SOURCE,
+        Source::Hydrator { .. } => &HYDRATOR,
     }
 }
 
@@ -2419,6 +2531,192 @@ mod tests {
         );
         let app = w.application("web").unwrap();
         assert_eq!(app["status"]["operationState"]["phase"], "Succeeded");
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
+    }
+
+    fn patch(w: &mut World, kind: PatchType, text: Value) -> Result<Patched, String> {
+        w.patch_application("web", kind, &text.to_string()).unwrap()
+    }
+
+    fn version_of(app: &Value) -> u64 {
+        app["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_spec_patch_is_one_update_and_changes_nothing_rendered() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let before = w.application("web").unwrap();
+        let mut updates = w.subscribe(1024);
+        let images = json!({"spec": {"source": {"directory": null, "kustomize": {"images": ["web=nginx:1.27"]}}}});
+        let patched = patch(&mut w, PatchType::Merge, images.clone()).unwrap();
+        assert!(
+            patched.refresh,
+            "a source edit makes the controller refresh"
+        );
+        let changes = drain(&mut updates);
+        assert_eq!(changes.len(), 1);
+        let app = &changes[0];
+        assert_eq!(
+            app["spec"]["source"],
+            json!({"repoURL": "/srv/origin.git", "path": "apps/web", "targetRevision": MAIN,
+                "kustomize": {"images": ["web=nginx:1.27"]}})
+        );
+        assert_eq!(
+            app["status"], before["status"],
+            "status is the controller's"
+        );
+        assert!(version_of(app) > version_of(&before));
+        assert_eq!(
+            patched.application,
+            w.application("web").unwrap(),
+            "the answer is the stored Application, as Argo CD's update returns it"
+        );
+        assert_eq!(&w.applications(None)[0], app, "the list serves it too");
+        // The same patch again changes nothing: no update.
+        patch(&mut w, PatchType::Merge, images).unwrap();
+        assert!(drain(&mut updates).is_empty());
+        // The refresh that follows compares what git renders, as before.
+        w.refresh_matching(&|n| n == "web", at(t0, Duration::from_secs(1)));
+        let refreshed = w.application("web").unwrap();
+        assert_eq!(
+            refreshed["status"]["summary"],
+            json!({"images": ["nginx:1"]})
+        );
+        assert_eq!(refreshed["status"]["sync"]["status"], "Synced");
+        assert_eq!(
+            refreshed["status"]["sync"]["comparedTo"]["source"]["directory"],
+            json!({"recurse": true}),
+            "comparedTo names what the sandbox rendered"
+        );
+        assert_eq!(refreshed["spec"], app["spec"], "the edit stays");
+    }
+
+    #[test]
+    fn spec_patches_that_the_sandbox_cannot_honour_are_refused_naming_the_field() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let before = w.application("web").unwrap();
+        for (kind, text, needle) in [
+            (
+                PatchType::Merge,
+                json!({"spec": {"source": {"path": "apps/api"}}}),
+                "spec.source.path cannot be changed in the sandbox: the command line (--repo, --branch, --app) sets it",
+            ),
+            (
+                PatchType::Json,
+                json!([{"op": "replace", "path": "/spec/destination/namespace", "value": "prod"}]),
+                "spec.destination cannot be changed",
+            ),
+            (
+                PatchType::Merge,
+                json!({"spec": {"syncPolicy": {"retry": {"limit": 5}}}}),
+                "spec.syncPolicy.retry cannot be changed in the sandbox: --retry-backoff sets it",
+            ),
+            (
+                PatchType::Merge,
+                json!({"spec": {"project": "team"}}),
+                "spec.project cannot be changed",
+            ),
+            (
+                PatchType::Json,
+                json!([{"op": "remove", "path": "/status"}]),
+                "this patch changes status",
+            ),
+            (
+                PatchType::Merge,
+                json!({"spec": {"source": {"helm": {"parameters": [{"name": "a", "value": "b"}]}}}}),
+                "multiple application sources defined: Helm,Directory",
+            ),
+        ] {
+            let err = patch(&mut w, kind, text.clone()).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+        assert_eq!(w.application("web").unwrap(), before, "nothing published");
+        assert!(
+            w.patch_application("nope", PatchType::Merge, "{}")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn automated_sync_turned_off_by_a_patch_compares_new_commits_without_syncing() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let off = patch(
+            &mut w,
+            PatchType::Merge,
+            json!({"spec": {"syncPolicy": {"automated": null}}}),
+        )
+        .unwrap();
+        assert!(!off.refresh);
+        assert!(
+            off.application["spec"]["syncPolicy"]
+                .get("automated")
+                .is_none()
+        );
+        assert!(off.application["spec"]["syncPolicy"].get("retry").is_some());
+        let mut updates = w.subscribe(1024);
+        let t1 = at(t0, Duration::from_secs(1));
+        w.observe_tip(&sha('b'), &rendered("nginx:2"), &no_refresh, t1);
+        assert_eq!(drain(&mut updates).len(), 1, "one comparison, no operation");
+        let app = w.application("web").unwrap();
+        assert_eq!(app["status"]["sync"]["status"], "OutOfSync");
+        assert_eq!(app["status"]["sync"]["revision"], sha('b'));
+        assert_eq!(
+            app["status"]["operationState"]["syncResult"]["revision"],
+            sha('a')
+        );
+        // Without automated sync any revision may be requested.
+        assert!(
+            w.request_sync(
+                "web",
+                SyncRequest {
+                    revision: sha('a'),
+                    dry_run: true,
+                    ..SyncRequest::default()
+                }
+            )
+            .unwrap()
+            .is_ok()
+        );
+        w.start_pending(
+            "web",
+            Some((sha('a'), rendered("nginx:1")["web"].clone())),
+            t1,
+        );
+
+        // Turned on again (a json patch): the controller refreshes and auto-sync runs.
+        let on = patch(
+            &mut w,
+            PatchType::Json,
+            json!([{"op": "add", "path": "/spec/syncPolicy/automated", "value": {"prune": true}}]),
+        )
+        .unwrap();
+        assert!(on.refresh);
+        assert_eq!(
+            on.application["spec"]["syncPolicy"]["automated"],
+            json!({"prune": true})
+        );
+        let t2 = at(t0, Duration::from_secs(2));
+        w.refresh_matching(&|n| n == "web", t2);
+        let app = w.application("web").unwrap();
+        assert_eq!(app["status"]["operationState"]["phase"], "Succeeded");
+        assert_eq!(
+            app["status"]["operationState"]["operation"]["initiatedBy"],
+            json!({"automated": true})
+        );
+        assert_eq!(
+            app["status"]["operationState"]["syncResult"]["revision"],
+            sha('b')
+        );
         assert_eq!(app["status"]["sync"]["status"], "Synced");
     }
 

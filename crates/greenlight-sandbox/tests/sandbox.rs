@@ -1038,6 +1038,24 @@ async fn the_token_is_checked_on_every_api_route_only_when_configured() {
             .unwrap();
         assert_eq!(right.status().as_u16(), 200, "{path}");
     }
+    // A spec edit too.
+    let url = format!("{}/api/v1/applications/web", s.base);
+    let body = r#"{"patch":"{\"spec\":{\"info\":[{\"name\":\"a\",\"value\":\"b\"}]}}","patchType":"merge"}"#;
+    let none = client().patch(&url).body(body).send().await.unwrap();
+    assert_eq!(none.status().as_u16(), 401);
+    assert_eq!(none.json::<Value>().await.unwrap()["code"], 16);
+    let right = client()
+        .patch(&url)
+        .bearer_auth("s3cret-token-value")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(right.status().as_u16(), 200);
+    assert_eq!(
+        right.json::<Value>().await.unwrap()["spec"]["info"][0]["value"],
+        "b"
+    );
     assert_eq!(
         post(&s.base, "/sandbox/v1/pause").await,
         200,
@@ -2617,5 +2635,245 @@ async fn managed_resources_carry_the_objects_as_json_strings() {
     ] {
         assert_eq!(get(&s.base, query).await.0, status, "{query}");
     }
+    s.sandbox.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spec edits
+
+/// `PATCH /api/v1/applications/{name}` with an `ApplicationPatchRequest` body as `argocd app
+/// patch` sends it; the answer's status and body.
+async fn patch_app(base: &str, name: &str, patch: &str, patch_type: &str) -> (u16, Value) {
+    let body = serde_json::json!({"name": name, "patch": patch, "patchType": patch_type});
+    patch_raw(base, name, &body.to_string()).await
+}
+
+async fn patch_raw(base: &str, name: &str, body: &str) -> (u16, Value) {
+    let response = client()
+        .patch(format!("{base}/api/v1/applications/{name}"))
+        .header("Content-Type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+fn resource_version(app: &Value) -> u64 {
+    app["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spec_patch_is_published_in_get_the_list_and_the_stream_and_renders_nothing_new() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let s = start(config, log).await;
+    let before = app_where(&s.base, "web", "Healthy", |a| health(a) == "Healthy").await;
+    let mut events = Events::open(&s.base, "?name=web").await;
+    events.next().await; // ADDED
+
+    // A path app has `directory`: kustomize replaces it (two source types are refused).
+    let images =
+        r#"{"spec":{"source":{"directory":null,"kustomize":{"images":["web=nginx:1.27"]}}}}"#;
+    let (status, answer) = patch_app(&s.base, "web", images, "merge").await;
+    assert_eq!(status, 200, "{answer}");
+    let kustomize = serde_json::json!({"images": ["web=nginx:1.27"]});
+    assert_eq!(answer["metadata"]["name"], "web");
+    assert_eq!(answer["spec"]["source"]["kustomize"], kustomize);
+    assert!(answer["spec"]["source"].get("directory").is_none());
+    assert_eq!(answer["spec"]["source"]["path"], "apps/web");
+    assert!(resource_version(&answer) > resource_version(&before));
+    assert_eq!(answer["status"]["sync"], before["status"]["sync"]);
+
+    let seen = events
+        .until("the edited spec on the stream", |a| {
+            a["spec"]["source"]["kustomize"] == kustomize
+        })
+        .await;
+    let streamed = seen.last().unwrap();
+    assert_eq!(resource_version(streamed), resource_version(&answer));
+    let got = app(&s.base, "web").await;
+    assert_eq!(got["spec"], answer["spec"]);
+    assert!(resource_version(&got) >= resource_version(&answer));
+    let (_, list) = get(&s.base, "/api/v1/applications").await;
+    assert_eq!(list["items"][0]["spec"], answer["spec"]);
+    assert!(
+        s.log
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l == "app web: spec updated by admin (merge patch)")
+    );
+
+    // A json patch (RFC 6902) edits it again; the sandbox still renders git as it is.
+    let bump = r#"[{"op":"replace","path":"/spec/source/kustomize/images/0","value":"web=nginx:1.28"},
+        {"op":"add","path":"/spec/info","value":[{"name":"owner","value":"team-a"}]}]"#;
+    let (status, answer) = patch_app(&s.base, "web", bump, "json").await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["spec"]["source"]["kustomize"]["images"],
+        serde_json::json!(["web=nginx:1.28"])
+    );
+    assert_eq!(answer["spec"]["info"][0]["value"], "team-a");
+    let got = app(&s.base, "web").await;
+    assert_eq!(
+        got["status"]["summary"]["images"],
+        serde_json::json!(["nginx:1.27"])
+    );
+    assert_eq!(sync_status(&got), "Synced");
+    assert_eq!(
+        got["status"]["sync"]["comparedTo"]["source"]["directory"],
+        serde_json::json!({"recurse": true}),
+        "status names what the sandbox renders"
+    );
+    s.sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn automated_sync_turned_off_by_a_patch_compares_new_commits_without_syncing_them() {
+    let (remote, first) = web_remote("nginx:1.27");
+    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let s = start(config, log).await;
+    let off = r#"{"spec":{"syncPolicy":{"automated":null}}}"#;
+    let (status, answer) = patch_app(&s.base, "web", off, "merge").await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer["spec"]["syncPolicy"].get("automated").is_none());
+    assert_eq!(answer["spec"]["syncPolicy"]["retry"]["limit"], 2);
+
+    remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
+    let tip = remote.commit_push("web: 1.28");
+    // Auto-sync would start in the same reconcile that compares the commit: seeing the
+    // comparison without an operation means none was started.
+    let compared = app_where(&s.base, "web", "the new commit compared", |a| {
+        revision(a) == tip
+    })
+    .await;
+    assert_eq!(sync_status(&compared), "OutOfSync");
+    assert!(compared.get("operation").is_none(), "{compared}");
+    assert_eq!(
+        compared["status"]["operationState"]["syncResult"]["revision"],
+        first
+    );
+
+    // Turned on again: Argo CD's controller refreshes the app, and auto-sync syncs it.
+    let on = r#"[{"op":"add","path":"/spec/syncPolicy/automated","value":{"selfHeal":true}}]"#;
+    let (status, answer) = patch_app(&s.base, "web", on, "json").await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["spec"]["syncPolicy"]["automated"],
+        serde_json::json!({"selfHeal": true})
+    );
+    let done = landed(&s.base, "web", &tip).await;
+    assert_eq!(
+        done["status"]["operationState"]["operation"]["initiatedBy"],
+        serde_json::json!({"automated": true})
+    );
+    let log = s.log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("spec updated by admin (merge patch); automated sync off"),
+        "{log}"
+    );
+    assert!(
+        log.contains("spec updated by admin (json patch); automated sync on"),
+        "{log}"
+    );
+    s.sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patch_requests_are_refused_as_argo_cd_refuses_them() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let s = start(config, log).await;
+    let before = app(&s.base, "web").await;
+    let refused = |message: &str| {
+        (
+            400,
+            serde_json::json!({"error": message, "code": 3, "message": message}),
+        )
+    };
+
+    assert_eq!(
+        patch_app(&s.base, "web", "{}", "strategic").await,
+        refused("Patch type 'strategic' is not supported")
+    );
+    for (body, needle) in [
+        ("{not json", "invalid patch request"),
+        (r#"{"patch":{"spec":{}}}"#, "invalid patch request"),
+        ("", "patch: missing"),
+        (
+            r#"{"patch":"{\"spec\":","patchType":"merge"}"#,
+            "patch: not a JSON document",
+        ),
+        (
+            r#"{"patch":"[]","patchType":"merge"}"#,
+            "a merge patch must be a JSON object",
+        ),
+        (r#"{"patch":"{}"}"#, "a json patch must be a JSON array"),
+        (
+            r#"{"patch":"[{\"op\":\"remove\",\"path\":\"/spec/nope\"}]","patchType":"json"}"#,
+            "patch: operation 0: /spec/nope: no such member",
+        ),
+        (
+            r#"{"patch":"[{\"op\":\"merge\",\"path\":\"/spec\"}]","patchType":"json"}"#,
+            "unknown op \"merge\"",
+        ),
+        (
+            r#"{"patch":"{\"status\":{\"sync\":{\"status\":\"OutOfSync\"}}}","patchType":"merge"}"#,
+            "the sandbox keeps only spec of a patched Application: this patch changes status.sync.status",
+        ),
+        (
+            r#"{"patch":"{\"metadata\":{\"labels\":{\"team\":\"a\"}}}","patchType":"merge"}"#,
+            "this patch changes metadata.labels",
+        ),
+        (
+            r#"{"patch":"{\"spec\":{\"source\":{\"targetRevision\":\"release\"}}}","patchType":"merge"}"#,
+            "spec.source.targetRevision cannot be changed in the sandbox",
+        ),
+        (
+            r#"{"patch":"{\"spec\":{\"source\":{\"kustomize\":{}}}}","patchType":"merge"}"#,
+            "application spec for web is invalid: InvalidSpecError: Unable to generate manifests in apps/web: rpc error: code = Unknown desc = multiple application sources defined: Kustomize,Directory",
+        ),
+    ] {
+        let (status, answer) = patch_raw(&s.base, "web", body).await;
+        assert_eq!(
+            (status, &answer["code"]),
+            (400, &serde_json::json!(3)),
+            "{body}: {answer}"
+        );
+        let message = answer["message"].as_str().unwrap();
+        assert!(message.contains(needle), "{body}: {message}");
+        assert_eq!(answer["error"], answer["message"]);
+    }
+
+    // Unknown apps: as Get.
+    let denied = serde_json::json!({"error": "permission denied", "code": 7, "message": "permission denied"});
+    let ok_patch = r#"{"spec":{"info":[{"name":"a","value":"b"}]}}"#;
+    assert_eq!(
+        patch_app(&s.base, "nope", ok_patch, "merge").await,
+        (403, denied.clone())
+    );
+    let in_default =
+        serde_json::json!({"patch": ok_patch, "patchType": "merge", "project": "default"});
+    let (status, answer) = patch_raw(&s.base, "nope", &in_default.to_string()).await;
+    assert_eq!(
+        (status, answer["code"].clone()),
+        (404, serde_json::json!(5))
+    );
+    let elsewhere =
+        serde_json::json!({"patch": ok_patch, "patchType": "merge", "appNamespace": "team-a"});
+    assert_eq!(
+        patch_raw(&s.base, "web", &elsewhere.to_string()).await,
+        (403, denied)
+    );
+    assert_eq!(
+        app(&s.base, "web").await["metadata"]["resourceVersion"],
+        before["metadata"]["resourceVersion"],
+        "nothing refused was published"
+    );
     s.sandbox.shutdown().await;
 }

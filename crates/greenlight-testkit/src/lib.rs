@@ -32,7 +32,7 @@ pub mod watch;
 pub use corpus::corpus;
 pub use git::{IDENTITY_EMAIL, IDENTITY_NAME, Remote, ScriptFixture, git, git_cmd, isolate};
 pub use git_http::GitHttpServer;
-pub use http::{Response, http_get, http_post, http_request};
+pub use http::{Response, http_get, http_post, http_request, http_send};
 pub use process::Proc;
 pub use sandbox::{Sandbox, healthy_at};
 pub use watch::{TERMINAL_STATES, Watchdog, status_json, wait_state, watch_args, watch_of};

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::http::{http_get, http_post};
+use crate::http::{Response, http_get, http_post, http_send};
 use crate::process::Proc;
 
 /// What the sandbox prints, followed by its URL, once it serves.
@@ -73,6 +73,19 @@ impl Sandbox {
         serde_json::from_str(&http_get(&url)).unwrap_or(Value::Null)
     }
 
+    /// `PATCH /api/v1/applications/{name}` as `argocd app patch --type <patch_type>` sends it:
+    /// `patch_json` is the patch document itself (a merge patch object for `merge`, an array of
+    /// operations for `json`), carried as a string in Argo CD's `ApplicationPatchRequest`. The
+    /// answer whatever its status: the Application, or Argo CD's error body.
+    #[track_caller]
+    pub fn patch_app(&self, name: &str, patch_json: &str, patch_type: &str) -> Response {
+        let url = format!("{}/api/v1/applications/{name}", self.url);
+        let body = serde_json::json!({"name": name, "patch": patch_json, "patchType": patch_type});
+        let headers = [("Content-Type", "application/json")];
+        http_send("PATCH", &url, &headers, &body.to_string())
+            .unwrap_or_else(|e| panic!("PATCH {url}: {e}"))
+    }
+
     /// Reads the application until it satisfies `ok`; fails after `within` showing its status.
     #[track_caller]
     pub fn wait_app(&self, name: &str, within: Duration, ok: impl Fn(&Value) -> bool) -> Value {
@@ -111,6 +124,44 @@ mod tests {
         assert!(!healthy_at(&app("Healthy", "OutOfSync", "abc"), "abc"));
         assert!(!healthy_at(&app("Healthy", "Synced", "abc"), "def"));
         assert!(!healthy_at(&Value::Null, "abc"));
+    }
+
+    #[test]
+    fn patch_app_sends_an_application_patch_request() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 4096];
+            // The request is small: read until its body (after the blank line) is whole.
+            while !String::from_utf8_lossy(&seen).ends_with('}') {
+                let n = conn.read(&mut buf).unwrap();
+                assert!(n > 0, "{}", String::from_utf8_lossy(&seen));
+                seen.extend_from_slice(&buf[..n]);
+            }
+            conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+                .unwrap();
+            String::from_utf8(seen).unwrap()
+        });
+        let sb = Sandbox {
+            proc: Proc::spawn("sh", ["-c", "exec sleep 600"], &[]),
+            url,
+        };
+        let answer = sb.patch_app("web", r#"{"spec":{"info":[]}}"#, "merge");
+        assert_eq!((answer.status, answer.body.as_str()), (200, "{}"));
+        let request = server.join().unwrap();
+        assert!(
+            request.starts_with("PATCH /api/v1/applications/web HTTP/1.1\r\n"),
+            "{request}"
+        );
+        let body = request.split("\r\n\r\n").nth(1).unwrap();
+        let body: Value = serde_json::from_str(body).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"name": "web", "patch": "{\"spec\":{\"info\":[]}}", "patchType": "merge"})
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `greenlight sandbox` run as a user runs it: a real git remote in a temporary directory, the
 //! binary as a child process, the `sandbox listening on` line waited for, real HTTP, SIGTERM.
 
-use greenlight_testkit::{Remote, Sandbox, http_request};
+use greenlight_testkit::{Remote, Sandbox, healthy_at, http_request, http_send};
 use std::process::Command;
 use std::time::Duration;
 
@@ -64,6 +64,18 @@ fn sandbox_serves_the_argo_cd_api_and_stops_cleanly_on_sigterm() {
         app["spec"]["source"]["repoURL"], "origin.git",
         "the --repo value as given"
     );
+    // A spec edit goes through the same gate.
+    let edit = r#"{"patch":"{\"spec\":{\"info\":[{\"name\":\"a\",\"value\":\"b\"}]}}","patchType":"merge"}"#;
+    let anonymous = http_send("PATCH", &app_url, &[], edit).unwrap();
+    assert_eq!(anonymous.status, 401, "{}", anonymous.body);
+    let authorized = http_send(
+        "PATCH",
+        &app_url,
+        &[("Authorization", "Bearer cli-s3cret")],
+        edit,
+    )
+    .unwrap();
+    assert_eq!(authorized.status, 200, "{}", authorized.body);
     // The rollout ends by itself and is logged as one line.
     sb.proc
         .wait_line("app web: health Progressing -> Healthy", T);
@@ -178,6 +190,111 @@ fn sandbox_stream_flags_set_the_sse_heartbeat_and_are_accepted() {
     drop(conn);
     sb.proc.sigterm();
     assert!(sb.proc.wait_exit(Duration::from_secs(10)).success());
+}
+
+#[test]
+fn sandbox_patch_edits_an_apps_spec_as_argo_cds_api_does() {
+    use std::io::{Read, Write};
+    let (remote, tip) = remote();
+    let mut sb = Sandbox::start(BIN, &remote.repo(), &["web=apps/web"], &[]);
+    let before = sb.wait_app("web", T, |a| healthy_at(a, &tip));
+    let version = |app: &serde_json::Value| -> u64 {
+        app["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    // A stream opened before the edit carries it.
+    let addr = sb.url.trim_start_matches("http://").to_string();
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    conn.set_read_timeout(Some(T)).unwrap();
+    write!(
+        conn,
+        "GET /api/v1/stream/applications?name=web HTTP/1.1\r\nHost: {addr}\r\n\r\n"
+    )
+    .unwrap();
+    let mut streamed = Vec::new();
+    let mut read_until = |needle: &str| {
+        let mut buf = [0u8; 8192];
+        while !String::from_utf8_lossy(&streamed).contains(needle) {
+            let n = conn.read(&mut buf).expect("the stream within the timeout");
+            assert!(n > 0, "closed: {}", String::from_utf8_lossy(&streamed));
+            streamed.extend_from_slice(&buf[..n]);
+        }
+    };
+    read_until("\"type\":\"ADDED\"");
+
+    // A path app's source is a directory: kustomize replaces it.
+    let images =
+        r#"{"spec":{"source":{"directory":null,"kustomize":{"images":["web=nginx:1.27"]}}}}"#;
+    let answer = sb.patch_app("web", images, "merge");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let answer: serde_json::Value = serde_json::from_str(&answer.body).unwrap();
+    let kustomize = serde_json::json!({"images": ["web=nginx:1.27"]});
+    assert_eq!(answer["spec"]["source"]["kustomize"], kustomize);
+    assert!(version(&answer) > version(&before));
+    assert_eq!(sb.app("web")["spec"], answer["spec"]);
+    let list = http_request("GET", &format!("{}/api/v1/applications", sb.url), &[]).unwrap();
+    let list: serde_json::Value = serde_json::from_str(&list.body).unwrap();
+    assert_eq!(list["items"][0]["spec"]["source"]["kustomize"], kustomize);
+    read_until("\"kustomize\":{\"images\":[\"web=nginx:1.27\"]}");
+    let text = String::from_utf8_lossy(&streamed).into_owned();
+    assert!(text.contains("\"type\":\"MODIFIED\""), "{text}");
+    drop(conn);
+
+    // A json patch; then automated sync off: a new commit is compared, not synced.
+    let info = r#"[{"op":"add","path":"/spec/info","value":[{"name":"owner","value":"team-a"}]}]"#;
+    let answer = sb.patch_app("web", info, "json");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let answer = sb.patch_app(
+        "web",
+        r#"{"spec":{"syncPolicy":{"automated":null}}}"#,
+        "merge",
+    );
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let next = remote
+        .write(
+            "apps/web/web.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.28\n",
+        )
+        .commit_push("web: 1.28");
+    let compared = sb.wait_app("web", T, |a| {
+        a["status"]["sync"]["revision"] == next.as_str()
+    });
+    assert_eq!(compared["status"]["sync"]["status"], "OutOfSync");
+    assert!(compared.get("operation").is_none(), "{compared}");
+    assert_eq!(
+        compared["status"]["operationState"]["syncResult"]["revision"],
+        tip.as_str()
+    );
+    assert_eq!(compared["spec"]["info"][0]["value"], "team-a");
+
+    // Refusals are 400 code 3; an unknown app is 403 as for Get.
+    let bad = sb.patch_app("web", r#"{"status":{"sync":{"status":"Synced"}}}"#, "merge");
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    let bad: serde_json::Value = serde_json::from_str(&bad.body).unwrap();
+    assert_eq!(bad["code"], 3);
+    assert!(
+        bad["message"]
+            .as_str()
+            .unwrap()
+            .contains("status.sync.status"),
+        "{bad}"
+    );
+    let url = format!("{}/api/v1/applications/web", sb.url);
+    let garbled = http_send("PATCH", &url, &[], "{not json").unwrap();
+    assert_eq!(garbled.status, 400, "{}", garbled.body);
+    assert!(garbled.body.contains("\"code\":3"), "{}", garbled.body);
+    assert_eq!(sb.patch_app("nope", "{}", "merge").status, 403);
+
+    sb.proc.sigterm();
+    assert!(sb.proc.wait_exit(Duration::from_secs(10)).success());
+    let output = sb.proc.output();
+    assert!(
+        output.contains("app web: spec updated by admin (merge patch); automated sync off"),
+        "{output}"
+    );
 }
 
 #[test]
