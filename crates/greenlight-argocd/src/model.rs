@@ -1,12 +1,18 @@
 //! The Argo CD Application and resource tree as greenlight reads them: partial, tolerant serde
-//! types. They keep only the fields the reduction needs; unknown fields are ignored and absent or
-//! `null` fields read as empty, so a newer Argo CD never breaks decoding. This module never
+//! types. They keep only the fields the reduction needs, except that the spec keeps every field
+//! (the reduction digests it, to see the Application edited under a watch); other unknown fields
+//! are ignored and absent or `null` fields read as empty, so a newer Argo CD never breaks
+//! decoding. This module never
 //! interprets what the fields mean — that is `snapshot.rs`.
 //!
 //! Field names follow Argo CD's JSON (`pkg/apis/application/v1alpha1/types.go`); note `repoURL`,
 //! and that `operation` sits at the top level of the Application, not in its status.
 
 use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
+
+/// The fields of a spec object greenlight does not read, kept as they came.
+pub type Other = BTreeMap<String, serde_json::Value>;
 
 /// Go's encoder writes `null` for nil slices and pointers; read `null` as the empty value, the
 /// same as an absent field.
@@ -56,6 +62,8 @@ pub struct ApplicationSpec {
     /// Set when the app syncs from a branch that Argo CD's source hydrator writes; its content
     /// does not matter to greenlight, only that it is there.
     pub source_hydrator: Option<serde_json::Value>,
+    #[serde(flatten)]
+    pub other: Other,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
@@ -76,6 +84,8 @@ pub struct ApplicationSource {
     pub helm: Option<HelmSource>,
     /// A config management plugin: what it reads is beyond greenlight's knowledge.
     pub plugin: Option<serde_json::Value>,
+    #[serde(flatten)]
+    pub other: Other,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
@@ -85,6 +95,8 @@ pub struct HelmSource {
     pub value_files: Vec<String>,
     #[serde(deserialize_with = "nullable")]
     pub file_parameters: Vec<HelmFileParameter>,
+    #[serde(flatten)]
+    pub other: Other,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
@@ -100,6 +112,8 @@ pub struct HelmFileParameter {
 #[serde(default, rename_all = "camelCase")]
 pub struct SyncPolicy {
     pub automated: Option<SyncPolicyAutomated>,
+    #[serde(flatten)]
+    pub other: Other,
 }
 
 /// All `*bool` in Argo CD: absent means the default (`enabled` absent means on).
@@ -109,6 +123,8 @@ pub struct SyncPolicyAutomated {
     pub prune: Option<bool>,
     pub self_heal: Option<bool>,
     pub enabled: Option<bool>,
+    #[serde(flatten)]
+    pub other: Other,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]

@@ -12,10 +12,10 @@ use greenlight_core::paths::normalize_path;
 use greenlight_core::repo_url::RepoUrl;
 use greenlight_core::snapshot::{
     AppSnapshot, ComparedElsewhere, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia,
-    ResourceHealthSource, SourceFacts, SourcePaths, UnhealthyResource, is_git_sha,
+    ResourceHealthSource, SourceFacts, SourcePaths, UnhealthyResource, digest, is_git_sha,
 };
 use greenlight_core::time::Timestamp;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The annotation with which an app declares which repository paths its manifests depend on.
 pub const MANIFEST_GENERATE_PATHS: &str = "argocd.argoproj.io/manifest-generate-paths";
@@ -241,7 +241,55 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
         compared_elsewhere,
         comparison_error,
         source_hydrator,
+        inputs: inputs(app, &repo),
     }
+}
+
+/// What decides what Argo CD deploys besides the watched repository's commits
+/// ([`AppSnapshot::inputs`]): a digest of each field of the spec — each field of each source
+/// apart — and the compared revision of each source from another repository.
+fn inputs(app: &Application, repo: &RepoUrl) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Ok(serde_json::Value::Object(spec)) = serde_json::to_value(&app.spec) else {
+        return out;
+    };
+    let field = |out: &mut BTreeMap<String, String>, name: String, v: &serde_json::Value| {
+        if !v.is_null() {
+            out.insert(name, digest(&v.to_string()));
+        }
+    };
+    for (k, v) in &spec {
+        match (k.as_str(), v) {
+            ("source", serde_json::Value::Object(fields)) => {
+                for (f, fv) in fields {
+                    field(&mut out, format!("spec.source.{f}"), fv);
+                }
+            }
+            ("sources", serde_json::Value::Array(sources)) => {
+                for (i, source) in sources.iter().enumerate() {
+                    match source {
+                        serde_json::Value::Object(fields) => {
+                            for (f, fv) in fields {
+                                field(&mut out, format!("spec.sources[{i}].{f}"), fv);
+                            }
+                        }
+                        other => field(&mut out, format!("spec.sources[{i}]"), other),
+                    }
+                }
+            }
+            _ => field(&mut out, format!("spec.{k}"), v),
+        }
+    }
+    // Another repository's revision moves without any edit of the spec (a branch it tracks).
+    let revisions = &app.status.sync.revisions;
+    for (i, source) in app.spec.sources.iter().enumerate() {
+        if !repo.same_repo(&RepoUrl::new(&source.repo_url))
+            && let Some(r) = revisions.get(i).filter(|r| !r.is_empty())
+        {
+            out.insert(format!("spec.sources[{i}] revision"), r.clone());
+        }
+    }
+    out
 }
 
 /// The annotation with which Argo CD leaves a resource out of the app's health.

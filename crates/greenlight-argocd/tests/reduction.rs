@@ -309,6 +309,73 @@ fn a_failure_before_the_post_sync_phase_is_a_sync_that_applied_nothing_whole() {
 }
 
 #[test]
+fn the_inputs_from_outside_the_watched_repository_name_each_spec_field_and_other_revisions() {
+    let a = app("multi-source-helm-ref.json");
+    let s = snapshot(&a, None, WATCHED);
+    let names: Vec<&str> = s.inputs.keys().map(String::as_str).collect();
+    for expected in [
+        "spec.destination",
+        "spec.project",
+        "spec.revisionHistoryLimit",
+        "spec.syncPolicy",
+        "spec.sources[0].helm",
+        "spec.sources[0].targetRevision",
+        "spec.sources[1].ref",
+        "spec.sources[2].path",
+        // The chart's repository is not the watched one: its revision is an input.
+        "spec.sources[0] revision",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    assert_eq!(s.inputs["spec.sources[0] revision"], "15.14.0");
+    assert!(
+        !names.contains(&"spec.sources[1] revision")
+            && !names.contains(&"spec.sources[2] revision"),
+        "the watched repository's own revisions are no input from outside: {names:?}"
+    );
+    // Fields greenlight does not otherwise read count too: a Helm parameter edited by
+    // `argocd app set -p` or an Image Updater write-back changes that source's digest, and
+    // nothing else.
+    let mut edited = a.clone();
+    edited.spec.sources[0].helm.as_mut().unwrap().other.insert(
+        "parameters".into(),
+        serde_json::json!([{"name": "image.tag", "value": "1.27"}]),
+    );
+    let e = snapshot(&edited, None, WATCHED);
+    let changed: Vec<&String> = s
+        .inputs
+        .keys()
+        .filter(|k| s.inputs.get(*k) != e.inputs.get(*k))
+        .collect();
+    assert_eq!(changed, vec!["spec.sources[0].helm"]);
+    // Decoding the same JSON twice gives the same inputs.
+    assert_eq!(
+        snapshot(&app("multi-source-helm-ref.json"), None, WATCHED).inputs,
+        s.inputs
+    );
+}
+
+#[test]
+fn a_single_source_apps_kustomize_images_are_an_input() {
+    let mut a = app("synced-healthy.json");
+    let before = snapshot(&a, None, WATCHED).inputs;
+    assert!(
+        before.keys().any(|k| k.starts_with("spec.source.")),
+        "{before:?}"
+    );
+    a.spec.source.as_mut().unwrap().other.insert(
+        "kustomize".into(),
+        serde_json::json!({"images": ["web=nginx:1.27"]}),
+    );
+    let after = snapshot(&a, None, WATCHED).inputs;
+    assert!(!before.contains_key("spec.source.kustomize"));
+    assert!(after.contains_key("spec.source.kustomize"), "{after:?}");
+}
+
+#[test]
 fn multi_source_uses_the_watched_sources_index() {
     let s = snap("multi-source-helm-ref.json");
     // Index 0 is the Helm repository (15.14.0); indices 1 and 2 are the watched repo.

@@ -26,6 +26,7 @@ pub enum EventKind {
     Confirmed,
     Failed,
     Attribution,
+    ChangedOutside,
     RevertedByHuman,
     RevertPushed,
     RevertAdopted,
@@ -58,6 +59,7 @@ impl EventKind {
             EventKind::Confirmed => "confirmed",
             EventKind::Failed => "failed",
             EventKind::Attribution => "attribution",
+            EventKind::ChangedOutside => "changed_outside",
             EventKind::RevertedByHuman => "reverted_by_human",
             EventKind::RevertPushed => "revert_pushed",
             EventKind::RevertAdopted => "revert_adopted",
@@ -95,6 +97,7 @@ impl EventKind {
             EventKind::RevertPushed | EventKind::RevertAdopted => "  <-",
             EventKind::Failed
             | EventKind::Attribution
+            | EventKind::ChangedOutside
             | EventKind::RevertedByHuman
             | EventKind::NotReached
             | EventKind::Unwatchable

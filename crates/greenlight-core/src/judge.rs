@@ -905,6 +905,9 @@ impl Engine {
         }
         out.extend(self.check_arm(i, snap, now));
         out.extend(self.check_attribution(i, now));
+        if self.watches[i].is_live() {
+            out.extend(self.check_inputs(i, snap, now));
+        }
         if !self.watches[i].is_live() {
             return out;
         }
@@ -1083,6 +1086,42 @@ impl Engine {
             app: w.app.clone(),
         };
         vec![self.finish(i, verdict, EventKind::Attribution, now)]
+    }
+
+    /// A change of the app's inputs from outside the watched repository (its Application
+    /// edited, another source's new revision) makes the verdict unattributable
+    /// (`docs/verdicts.md#changed-outside`).
+    fn check_inputs(&mut self, i: usize, snap: &AppSnapshot, now: Timestamp) -> Vec<Effect> {
+        if snap.inputs.is_empty() {
+            return Vec::new();
+        }
+        let Some(first) = self.watches[i].inputs() else {
+            self.watches[i].saw_inputs(snap.inputs.clone());
+            self.dirty.insert(i);
+            return Vec::new();
+        };
+        let changed = changed_inputs(first, &snap.inputs);
+        if changed.is_empty() {
+            // A revision resolved since (a SHA where there was none) is kept as the reference.
+            if *first != snap.inputs {
+                let mut kept = first.clone();
+                for (k, v) in &snap.inputs {
+                    if is_revision_input(k) && is_git_sha(v) {
+                        kept.insert(k.clone(), v.clone());
+                    }
+                }
+                if kept != *first {
+                    self.watches[i].saw_inputs(kept);
+                    self.dirty.insert(i);
+                }
+            }
+            return Vec::new();
+        }
+        let verdict = Verdict::ChangedOutside {
+            app: self.watches[i].app.clone(),
+            changed,
+        };
+        vec![self.finish(i, verdict, EventKind::ChangedOutside, now)]
     }
 
     fn check_reach(
@@ -1478,6 +1517,30 @@ fn deployed_revisions<'a>(snap: &'a AppSnapshot, w: &Watch) -> Vec<&'a str> {
         out.push(op.revision.as_str());
     }
     out
+}
+
+/// An input that is another source's revision, not a digest of a spec field.
+fn is_revision_input(name: &str) -> bool {
+    name.ends_with(" revision")
+}
+
+/// The inputs that changed from `first` to `now`, by name. A spec field counts when it was
+/// added, removed or changed; another source's revision only when it moved from one commit to
+/// another (it is unresolved before Argo CD's first comparison, or while rendering fails).
+fn changed_inputs(first: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> Vec<String> {
+    let names: BTreeSet<&String> = first.keys().chain(now.keys()).collect();
+    names
+        .into_iter()
+        .filter(|name| {
+            let (a, b) = (first.get(*name), now.get(*name));
+            if is_revision_input(name) {
+                matches!((a, b), (Some(a), Some(b)) if a != b && is_git_sha(a) && is_git_sha(b))
+            } else {
+                a != b
+            }
+        })
+        .cloned()
+        .collect()
 }
 
 /// The app's last sync, when it failed on a revision with the commit before applying it.

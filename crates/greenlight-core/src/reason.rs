@@ -213,6 +213,12 @@ pub enum Verdict {
         culprits: Vec<CommitId>,
         app: AppRef,
     },
+    /// FAIL, never reverted: the app's inputs from outside the watched repository changed
+    /// under the watch (`docs/verdicts.md#changed-outside`); `changed` names each.
+    ChangedOutside {
+        app: AppRef,
+        changed: Vec<String>,
+    },
     /// A human reverted the commit before a verdict: REVERTED for an armed watch, else FAIL.
     RevertedByHuman {
         revert: CommitId,
@@ -246,9 +252,10 @@ impl Verdict {
     pub fn state(&self) -> State {
         match self {
             Verdict::Confirmed { .. } => State::Confirmed,
-            Verdict::Failed { .. } | Verdict::Suspended { .. } | Verdict::Attribution { .. } => {
-                State::Fail
-            }
+            Verdict::Failed { .. }
+            | Verdict::Suspended { .. }
+            | Verdict::Attribution { .. }
+            | Verdict::ChangedOutside { .. } => State::Fail,
             Verdict::RevertedByHuman { armed: true, .. } | Verdict::Reverted { .. } => {
                 State::Reverted
             }
@@ -693,6 +700,11 @@ impl fmt::Display for Verdict {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+            Verdict::ChangedOutside { app, changed } => write!(
+                f,
+                "changed outside the watched repository: app {app}'s Application changed under the watch ({}), so what it deploys is no longer this commit's doing alone (an edit of the Application such as an Image Updater write-back or `kubectl edit`, or another source's new revision); not reverted",
+                changed.join(", ")
+            ),
             Verdict::RevertedByHuman { revert, branch, .. } => write!(
                 f,
                 "reverted by {} on {branch} before a verdict (not made by greenlight): the commit is no longer deployed, so judging stops; nothing pushed",
@@ -1050,6 +1062,16 @@ fn retype_fail(text: &str, rec: &Recorded<'_>) -> Vec<Verdict> {
                 app: rec.app.clone(),
             });
         }
+    }
+    if let Some(rest) = text.strip_prefix(&format!(
+        "changed outside the watched repository: app {}'s Application changed under the watch (",
+        rec.app
+    )) && let Some((changed, _)) = rest.split_once("), so what it deploys is no longer")
+    {
+        out.push(Verdict::ChangedOutside {
+            app: rec.app.clone(),
+            changed: changed.split(", ").map(str::to_string).collect(),
+        });
     }
     out.extend(human_revert(text, rec, false));
     let breaker = text

@@ -5,6 +5,7 @@
 
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Argo CD's health vocabulary (gitops-engine `health.go`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -237,6 +238,25 @@ pub struct AppSnapshot {
     /// writes, not from the commits pushed to the watched branch.
     #[serde(default)]
     pub source_hydrator: bool,
+    /// What decides what Argo CD deploys for this app besides the watched repository's
+    /// commits, each under the name a reason quotes: a digest of each field of the spec
+    /// (`spec.source.kustomize`, `spec.syncPolicy`, `spec.sources[1].targetRevision`, …) and
+    /// the revision of each source from another repository (`spec.sources[1] revision`). A
+    /// change while a watch is live is a change from outside the watched repository
+    /// (`docs/verdicts.md#changed-outside`). Empty when not known.
+    #[serde(default)]
+    pub inputs: BTreeMap<String, String>,
+}
+
+/// A short, stable digest of `text` (64-bit FNV-1a, hex): enough to tell whether a field
+/// changed, never to stand for its content.
+pub fn digest(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
 }
 
 impl AppSnapshot {

@@ -393,6 +393,7 @@ mod tests {
             compared_elsewhere: None,
             comparison_error: None,
             source_hydrator: false,
+            inputs: Default::default(),
         };
         SourceMsg::Observed {
             snapshot: Box::new(snapshot),

@@ -1133,6 +1133,92 @@ fn only_transient_states_pause_a_streak_after_the_deadline() {
     assert_eq!(kinds(&out), vec![K::HealthyStreakBroken], "{out:?}");
 }
 
+// ------------------------------------------------ changes from outside (docs/verdicts.md#changed-outside)
+
+fn with_inputs(s: Snap, images: &str, other_rev: &str) -> Snap {
+    s.input("spec.source.repoURL", "aaaa")
+        .input("spec.source.kustomize", images)
+        .input("spec.sources[1] revision", other_rev)
+}
+
+#[test]
+fn an_application_edited_under_the_watch_ends_fail_naming_the_field_never_reverted() {
+    let (mut h, w) = started("deadline=600 mode=arm");
+    let s = reach(&mut h, &w, 5, Health::Progressing);
+    let before = with_inputs(s.clone(), "d1", &sha(7));
+    h.observe(&before, t(10));
+    assert_eq!(h.state(&w), State::Judging);
+    // An Image Updater write-back (`argocd` method) edits the spec's kustomize images.
+    let out = h.observe(&with_inputs(s.clone(), "d2", &sha(7)), t(20));
+    assert_eq!(kinds(&out), vec![K::ChangedOutside], "{out:?}");
+    assert_eq!(h.state(&w), State::Fail);
+    let reason = h.reason(&w);
+    assert!(reason.contains("(spec.source.kustomize)"), "{reason}");
+    assert!(reason.contains("not reverted"), "{reason}");
+    no_reverts(&h);
+    let back = through_the_store(&[h.watch(&w).clone()]);
+    assert_eq!(&back[0], h.watch(&w));
+}
+
+#[test]
+fn another_sources_new_revision_is_a_change_from_outside() {
+    let (mut h, w) = started("deadline=600 mode=arm");
+    let s = Snap::new("web");
+    // Before reach: the other source was not resolved yet, then it was (not a change).
+    h.observe(&with_inputs(s.clone(), "d1", "main"), t(1));
+    h.observe(&with_inputs(s.clone(), "d1", &sha(7)), t(2));
+    assert_eq!(h.state(&w), State::WaitingReach);
+    let r = containing(&mut h, &w, 1);
+    let reached = with_inputs(
+        s.clone().deployed(&r).health(Health::Healthy),
+        "d1",
+        &sha(7),
+    );
+    h.observe(&reached, t(5));
+    assert_eq!(h.state(&w), State::Judging);
+    // Unresolved again while rendering fails: not a change either.
+    h.observe(&with_inputs(s.clone().deployed(&r), "d1", "main"), t(8));
+    assert_eq!(h.state(&w), State::Judging);
+    // The other repository's branch moved: what the app deploys is no longer this commit's
+    // doing alone.
+    let out = h.observe(&with_inputs(s.clone().deployed(&r), "d1", &sha(8)), t(10));
+    assert_eq!(kinds(&out), vec![K::ChangedOutside], "{out:?}");
+    assert!(
+        h.reason(&w).contains("spec.sources[1] revision"),
+        "{}",
+        h.reason(&w)
+    );
+    no_reverts(&h);
+}
+
+#[test]
+fn a_spec_field_added_or_removed_under_the_watch_is_a_change() {
+    let plain = Snap::new("web").input("spec.source.repoURL", "aaaa");
+    let with_helm = plain.clone().input("spec.source.helm", "h");
+    for (what, first, then) in [
+        ("added", &plain, &with_helm),
+        ("removed", &with_helm, &plain),
+    ] {
+        let (mut h, w) = started("deadline=600 mode=arm");
+        h.observe(first, t(1));
+        // An observation without any inputs says nothing (an adapter that does not know).
+        h.observe(&Snap::new("web"), t(2));
+        assert_eq!(
+            h.state(&w),
+            State::WaitingReach,
+            "{what}: no inputs known is no change"
+        );
+        let out = h.observe(then, t(3));
+        assert_eq!(kinds(&out), vec![K::ChangedOutside], "{what}: {out:?}");
+        assert!(
+            h.reason(&w).contains("(spec.source.helm)"),
+            "{what}: {}",
+            h.reason(&w)
+        );
+        no_reverts(&h);
+    }
+}
+
 #[test]
 fn a_streak_begun_after_the_deadline_never_confirms() {
     let (mut h, w) = started("deadline=60 mode=arm");

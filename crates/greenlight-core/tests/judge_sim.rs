@@ -69,6 +69,8 @@ struct AppModel {
     op_phase: Option<&'static str>,
     /// The last operation applied its revision, then failed in a PostSync hook.
     hook_failed: bool,
+    /// Bumped by each edit of the Application's spec (an Image Updater write-back).
+    spec_version: u32,
     op_rev: Option<usize>,
     health: Health,
     bad_resource: bool,
@@ -134,6 +136,8 @@ struct Delivery {
     compared: Option<usize>,
     /// A glimpse (an app no watch followed), not an observation.
     glimpse: bool,
+    /// The spec version the delivery showed (observations only).
+    spec_version: u32,
 }
 
 /// Invariants beyond the first set, each of which once caught a bug in the judge; kept as
@@ -231,6 +235,8 @@ struct Counters {
     not_at_fault: u64,
     /// Verdicts on a failed PostSync hook of an applied commit.
     hook_failures: u64,
+    /// FAIL, not reverted: the Application's spec changed under the watch.
+    changed_outside: u64,
     /// CONFIRMED after the streak paused on a transient state after the deadline.
     paused_confirmations: u64,
     /// INCONCLUSIVE: a pause not healthy again within stable-for.
@@ -276,6 +282,7 @@ impl Sim {
                 sync_status: "OutOfSync",
                 op_phase: None,
                 hook_failed: false,
+                spec_version: 0,
                 op_rev: None,
                 health: Health::Missing,
                 bad_resource: false,
@@ -560,6 +567,9 @@ impl Sim {
         if a.name == "ghost" && r.chance(5) {
             a.exists = !a.exists;
         }
+        if r.below(1000) < 4 {
+            a.spec_version += 1;
+        }
         if a.op_phase == Some("Running") {
             if r.chance(60) {
                 let ok = r.chance(80);
@@ -745,6 +755,15 @@ impl Sim {
             compared_elsewhere: None,
             comparison_error: None,
             source_hydrator: false,
+            inputs: [
+                ("spec.source.repoURL".to_string(), "r".to_string()),
+                (
+                    "spec.source.kustomize".to_string(),
+                    format!("v{}", a.spec_version),
+                ),
+            ]
+            .into_iter()
+            .collect(),
         }
     }
 
@@ -792,6 +811,7 @@ impl Sim {
             deployed: a.deployed,
             compared: a.sync_revision_index(),
             glimpse: false,
+            spec_version: a.spec_version,
         });
         let snap = self.snapshot(&a);
         let q = self.engine.reach_questions(&snap);
@@ -833,6 +853,20 @@ impl Sim {
                 a.defect
             ));
         }
+    }
+
+    /// Whether two observations of the watch's app since it started showed different specs:
+    /// a change from outside the watched repository, after which nothing is reverted.
+    fn spec_changed_under(&self, w: &Watch) -> bool {
+        let mut versions = self
+            .deliveries
+            .get(w.app.name.as_str())
+            .into_iter()
+            .flatten()
+            .filter(|d| !d.glimpse && d.at >= w.watch_started_at)
+            .map(|d| d.spec_version);
+        let first = versions.next();
+        versions.any(|v| Some(v) != first)
     }
 
     /// Whether some observation of the watch's app showed the commit applied (deployed by a
@@ -896,6 +930,7 @@ impl Sim {
             deployed: a.deployed,
             compared: a.sync_revision_index(),
             glimpse: true,
+            spec_version: 0,
         });
         self.trace.push(format!(
             "{} glimpse {} health={:?} running={} deployed={:?}",
@@ -1223,6 +1258,7 @@ impl Sim {
             }
             match ev.event {
                 EventKind::Attribution
+                | EventKind::ChangedOutside
                 | EventKind::Unwatchable
                 | EventKind::NotReached
                 | EventKind::Inconclusive
@@ -1325,6 +1361,8 @@ impl Sim {
                 Some("attribution/unwatchable/not-reached/inconclusive/human revert")
             } else if r.commit != w.commit {
                 Some("wrong commit")
+            } else if self.spec_changed_under(w) {
+                Some("Application spec changed under the watch")
             } else if !resuming
                 && matches!(w.reverting(), Some(Failure::StreakBroke { .. }))
                 && self
@@ -1905,6 +1943,9 @@ fn run(seed: u64, steps: usize, strict: Strict) -> Counters {
         if reason.contains("was not healthy again within") {
             sim.counters.pauses_inconclusive += 1;
         }
+        if reason.starts_with("changed outside the watched repository") {
+            sim.counters.changed_outside += 1;
+        }
         if reason.contains("PostSync hook failed") {
             sim.counters.hook_failures += 1;
         }
@@ -1962,6 +2003,7 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         total.withdrawn += c.withdrawn;
         total.not_at_fault += c.not_at_fault;
         total.hook_failures += c.hook_failures;
+        total.changed_outside += c.changed_outside;
         total.paused_confirmations += c.paused_confirmations;
         total.pauses_inconclusive += c.pauses_inconclusive;
         total.sync_failed += c.sync_failed;
@@ -1983,6 +2025,10 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         assert!(
             total.paused_confirmations > 0 && total.pauses_inconclusive > 0,
             "no pause after the deadline that resumed or timed out: {total:?}"
+        );
+        assert!(
+            total.changed_outside > 0,
+            "no watch ended by a spec edit: {total:?}"
         );
         assert!(
             total.hook_failures > 0,

@@ -259,6 +259,7 @@ fn deployed(rev: &str, health: Health) -> AppSnapshot {
         compared_elsewhere: None,
         comparison_error: None,
         source_hydrator: false,
+        inputs: Default::default(),
     }
 }
 

@@ -15,6 +15,7 @@ use crate::snapshot::{ReachCandidate, SourcePaths};
 use crate::time::Timestamp;
 use crate::watch::LaterCommit;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Every field of a watch, flat, as the state file holds it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +58,9 @@ pub struct FlatWatch {
     /// How many times that streak paused.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub streak_pauses: u32,
+    /// The app's inputs from outside the watched repository as first observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<BTreeMap<String, String>>,
 }
 
 fn is_zero_i64(n: &i64) -> bool {
@@ -204,6 +208,7 @@ impl Watch {
             source_paths: f.source_paths,
             warned_auto_sync_off: f.warned_auto_sync_off,
             baseline: f.baseline,
+            inputs: f.inputs,
         })
     }
 
@@ -240,6 +245,7 @@ impl Watch {
             streak_paused_at: self.streak_paused_at(),
             streak_banked_ms: self.streak_banked_ms(),
             streak_pauses: self.streak_pauses(),
+            inputs: self.inputs.clone(),
         }
     }
 }

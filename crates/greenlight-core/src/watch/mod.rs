@@ -17,6 +17,7 @@ use crate::reason::{ArmBlocked, Failure, Landed, Reason, Verdict};
 use crate::snapshot::{Health, ReachCandidate, SourcePaths};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// What `status`, the state file and every event report about a watch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -305,6 +306,9 @@ pub struct Watch {
     arm_blocked: Option<ArmBlocked>,
     warned_auto_sync_off: bool,
     baseline: Baseline,
+    /// The app's inputs from outside the watched repository as first observed
+    /// (`docs/verdicts.md#changed-outside`); `None` until then.
+    inputs: Option<BTreeMap<String, String>>,
 }
 
 impl Watch {
@@ -462,6 +466,9 @@ impl Watch {
     pub fn arm_blocked(&self) -> Option<&ArmBlocked> {
         self.arm_blocked.as_ref()
     }
+    pub fn inputs(&self) -> Option<&BTreeMap<String, String>> {
+        self.inputs.as_ref()
+    }
     pub fn baseline(&self) -> &Baseline {
         &self.baseline
     }
@@ -499,7 +506,13 @@ impl Watch {
                 before: Before::Unknown,
                 ..Baseline::default()
             },
+            inputs: None,
         }
+    }
+
+    /// The app's inputs from outside the watched repository, as now known.
+    pub(crate) fn saw_inputs(&mut self, inputs: BTreeMap<String, String>) {
+        self.inputs = Some(inputs);
     }
 
     /// Observed at `at` (present or absent), or vouched for up to then.

@@ -123,6 +123,7 @@ impl Snap {
             compared_elsewhere: None,
             comparison_error: None,
             source_hydrator: false,
+            inputs: Default::default(),
         })
     }
 
@@ -240,6 +241,13 @@ impl Snap {
             },
         )
         .candidate(rev, ReachVia::SyncedRevision)
+    }
+
+    /// One of the app's inputs from outside the watched repository (a spec field's digest,
+    /// another source's revision).
+    pub fn input(mut self, name: &str, value: &str) -> Snap {
+        self.0.inputs.insert(name.into(), value.into());
+        self
     }
 
     /// `sync.revision` = `rev` without making it a reach candidate (what Argo CD compared).

@@ -86,6 +86,10 @@ pub struct WatchRecord {
     /// The streak under way at the deadline paused (absent unless it ever did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streak_pause: Option<StreakPauseRecord>,
+    /// The app's inputs from outside the watched repository as first observed (absent until
+    /// then, and in bodies written before they were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// A streak under way at the deadline that paused on a transient state.
@@ -356,6 +360,7 @@ impl From<&Watch> for WatchRecord {
                     pauses: w.streak_pauses,
                 }
             }),
+            inputs: w.inputs.clone(),
         }
     }
 }
@@ -477,6 +482,7 @@ impl TryFrom<WatchRecord> for Watch {
                 .map(Timestamp),
             streak_banked_ms: r.streak_pause.as_ref().map_or(0, |p| p.banked_ms),
             streak_pauses: r.streak_pause.as_ref().map_or(0, |p| p.pauses),
+            inputs: r.inputs,
         };
         Ok(Watch::from_flat(flat)?)
     }
