@@ -303,6 +303,7 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
             repo_url: RepoUrl::new(config.repo.as_str()).redacted(),
             branch,
             rollout_time: config.rollout_time,
+            hook_time: config.hook_time,
             version: config.argocd_version,
             repo_error_grace: config.repo_error_grace,
             retry_backoff: config.retry_backoff,

@@ -273,6 +273,42 @@ pub(crate) fn assess(subject: &Subject, policy: &ImagePolicy) -> Option<Assessme
     Some(Assessment::new(Health::Degraded, message))
 }
 
+/// The health a hook reports once it has run, as gitops-engine reads a hook's outcome from its
+/// health: `None` for kinds without a health check (the hook then succeeds as soon as it is
+/// created). A Job reports Kubernetes' completion message; a Pod that failed its first
+/// container's exit code; `fails` is the sandbox's hook annotation asking for the failure.
+pub(crate) fn hook_outcome(
+    group: &str,
+    kind: &str,
+    name: &str,
+    object: &serde_json::Value,
+    fails: bool,
+) -> Option<Assessment> {
+    if !is_workload(group, kind) {
+        return (group.is_empty() && kind == "Service")
+            .then(|| Assessment::new(Health::Healthy, ""));
+    }
+    if !fails {
+        let message = match kind {
+            "Job" => "Reached expected number of succeeded pods",
+            _ => "",
+        };
+        return Some(Assessment::new(Health::Healthy, message));
+    }
+    let message = match kind {
+        "Pod" => {
+            let container = crate::manifests::pod_spec(kind, object)
+                .and_then(|spec| spec.pointer("/containers/0/name"))
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("main");
+            format!("container {container:?} failed with exit code 1")
+        }
+        "Job" | "CronJob" => "Job has reached the specified backoff limit".to_string(),
+        _ => format!("{kind} {name:?} exceeded its progress deadline"),
+    };
+    Some(Assessment::new(Health::Degraded, message))
+}
+
 /// One managed resource as the app's health sees it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Contribution<'a> {
@@ -391,6 +427,40 @@ mod tests {
         assert_eq!(
             assess(&subject("Deployment", "example.com", &none, false), &p),
             None
+        );
+    }
+
+    #[test]
+    fn a_hook_reports_its_kinds_outcome() {
+        let pod =
+            serde_json::json!({"spec": {"containers": [{"name": "check", "image": "curl:8"}]}});
+        let outcome = |group, kind, fails| hook_outcome(group, kind, "smoke", &pod, fails);
+        assert_eq!(
+            outcome("batch", "Job", false).unwrap(),
+            Assessment::new(Health::Healthy, "Reached expected number of succeeded pods")
+        );
+        assert_eq!(
+            outcome("batch", "Job", true).unwrap(),
+            Assessment::new(
+                Health::Degraded,
+                "Job has reached the specified backoff limit"
+            )
+        );
+        assert_eq!(
+            outcome("", "Pod", true).unwrap(),
+            Assessment::new(
+                Health::Degraded,
+                "container \"check\" failed with exit code 1"
+            )
+        );
+        assert_eq!(
+            outcome("", "Pod", false).unwrap(),
+            Assessment::new(Health::Healthy, "")
+        );
+        assert_eq!(
+            outcome("", "ConfigMap", true),
+            None,
+            "no health: it cannot fail"
         );
     }
 

@@ -134,7 +134,8 @@
 //! Pod per replica (at most 10) `<replicaset>-<suffix>`, each with `parentRefs`
 //! `[{group,kind,namespace,name,uid}]` naming its owner and the Deployment's health status. A
 //! resource in git not created yet is a node `{version,kind,namespace,name,health:{"status":
-//! "Missing"}}` without uid, resourceVersion or createdAt.
+//! "Missing"}}` without uid, resourceVersion or createdAt. Hook objects are not in it (see
+//! *Hooks*).
 //!
 //! *Managed resources*: one `ResourceDiff` per resource of the last comparison,
 //! `{group,kind,namespace,name,targetState,liveState,normalizedLiveState,predictedLiveState,
@@ -142,8 +143,9 @@
 //! git (namespace set), the live one (as applied from git, annotations included, with
 //! `metadata.uid`, `resourceVersion`, `creationTimestamp`), the live one again, and what applying
 //! the target would leave; `"null"` where there is no object. Fields at their zero value are left
-//! out (`omitempty`): `hook` (no hooks are modelled), `modified` when in sync, `resourceVersion`
-//! when not created. No health. A Secret's values are masked. Same 403/404 rules as Get.
+//! out (`omitempty`): `hook` (hooks are not managed resources: none is listed), `modified` when in
+//! sync, `resourceVersion` when not created. No health. A Secret's values are masked. Same 403/404
+//! rules as Get.
 //!
 //! The controller model. Every step below is one observable update (resourceVersion bump and a
 //! stream event); an update that would change nothing publishes nothing.
@@ -159,7 +161,8 @@
 //!   Running; (d) `Succeeded`, `operation` removed, `finishedAt`, `syncResult.resources`, with
 //!   `status.sync`, health, `summary` and `reconciledAt` still those of (a); (e) the refresh:
 //!   Synced, the new health (Progressing for changed workloads). A commit that leaves the rendered objects as
-//!   they are is one reconcile, Synced at the new commit, no operation.
+//!   they are is one reconcile, Synced at the new commit, no operation. A sync that runs hooks
+//!   has its steps between (b) and (c) (see *Hooks*).
 //! - A *requested sync* (`POST …/sync`, initiated by `{"username":"admin"}`) records the revision
 //!   as requested (`main`, `HEAD`, a commit; empty = the target revision). The sync loop resolves
 //!   it (the branch's tip for the target revision, the branch or `HEAD`; a commit id the mirror
@@ -178,6 +181,40 @@
 //!   failed to apply, reason: <detail> (retried 2 times).`, no history, still OutOfSync; the
 //!   refresh that follows shows a `SyncError` condition (`Failed last sync attempt to [<sha>]:
 //!   …`) and automated sync does not try that commit again; a new commit starts a new operation.
+//! - *Hooks*: a manifest annotated `argocd.argoproj.io/hook` (`PreSync`, `Sync`, `PostSync`,
+//!   `SyncFail`, comma-separated) is a resource hook, not a managed resource: it is in no
+//!   comparison (a commit that changes only a hook is Synced at once), not in `status.resources`,
+//!   managed resources, the tree, `summary.images` nor app health. `Skip` alone leaves an object
+//!   out altogether. A full sync that is not a dry run nor of the `apply` strategy and has a hook
+//!   to run goes in steps, as gitops-engine's sync context does, each step one update: PreSync
+//!   hooks, then the Sync phase (the managed objects and `Sync` hooks), then PostSync hooks
+//!   (partial syncs and dry runs run no hook and finish as above). After a phase is applied the
+//!   operation stays `Running`: `waiting for completion of hook <group>/<kind>/<name>` while a hook
+//!   of it runs, else, when the sync has more than one phase, `waiting for healthy state of
+//!   <group>/<kind>/<name>` until every object applied is Healthy or has no health (` and N more
+//!   resources`, or `hooks` when all are hooks; the core group is empty: `/Service/web`). The step
+//!   that finds them done runs the next phase. A hook that is a workload (a Job, a Pod) runs for
+//!   [`SandboxConfig::hook_time`], then succeeds, or fails when annotated [`HOOK_ANNOTATION`]`:
+//!   fail`; a hook of another kind succeeds at the next step; one annotated
+//!   [`APPLY_ANNOTATION`]`: fail` is refused as any object is. Each hook gets a `syncResult.resources[]`
+//!   entry, after those of earlier phases: `status: "Synced"`, `hookType` and `syncPhase` its
+//!   phase, `hookPhase` `Running` then `Succeeded` or `Failed`, `message` `job.batch/<name>
+//!   created`, then the Job's `Reached expected number of succeeded pods` or `Job has reached the
+//!   specified backoff limit` (a failed Pod: `container "<name>" failed with exit code 1`; a kind
+//!   without health: `<name> created`). An awaited object that turns Degraded fails its task
+//!   (`hookPhase: "Failed"`, its health message) and no later phase runs. A hook or task that
+//!   failed ends the attempt with `one or more synchronization tasks completed unsuccessfully`
+//!   (`, reason: …` only for objects that failed to apply), which is retried like any failed sync,
+//!   the whole sync again, then `Failed` without history; a PreSync hook that fails leaves the Sync
+//!   phase unapplied. A sync with hooks succeeds with `successfully synced (no more tasks)` at the
+//!   step that finds nothing left to run, or `successfully synced (all tasks run)` as soon as its
+//!   last phase is applied when that phase has no hook (a PreSync hook alone does not wait for
+//!   health); history and the refresh follow as above. A hook object stays in the cluster after it
+//!   has run, unseen, unless its `argocd.argoproj.io/hook-delete-policy` deletes it when the
+//!   operation succeeds (`HookSucceeded`) or fails (`HookFailed`); with `BeforeHookCreation` (also
+//!   the default, no policy given) the next run of a hook whose object is still there first
+//!   deletes it, one step `waiting for deletion of hook <group>/<kind>/<name>`. A hook with only `generateName` is named `<generateName><the
+//!   commit's first 7 characters>-<phase>-<the operation's start in Unix seconds>`.
 //! - A manifest that *fails to render* (bad YAML, the app path missing) runs no operation: the
 //!   reconcile shows `Unknown` at the unresolved target revision (`main`) with a
 //!   `ComparisonError` condition (`Failed to load target state: failed to generate manifest for
@@ -229,7 +266,13 @@
 //! the `selector` query parameter is not read (sandbox apps have no labels); a spec edit other
 //! than `syncPolicy.automated` is published but not rendered, one outside `spec` or of a field
 //! the sandbox derives is refused (see *spec edits*), and a patch that does not parse or apply
-//! is 400 code 3 where Argo CD answers code 2 (HTTP 500).
+//! is 400 code 3 where Argo CD answers code 2 (HTTP 500). Hooks: `SyncFail`
+//! hooks never run, nor does any hook in a dry run; a hook's outcome is the sandbox's annotation,
+//! not its images or health annotation; Helm's hook annotations are not read; hook objects are
+//! shown nowhere, where Argo CD shows the ones it keeps in the tree; sync waves are not modelled
+//! (each phase is one wave); a hook whose object is still there and whose policy lacks
+//! `BeforeHookCreation` runs again, where Argo CD applies the finished object again and takes its
+//! old outcome.
 
 mod api;
 mod engine;
@@ -238,6 +281,7 @@ mod health;
 mod manifests;
 mod patch;
 mod repo;
+mod tasks;
 mod timefmt;
 mod world;
 
@@ -258,6 +302,9 @@ pub const HEALTH_ANNOTATION: &str = "sandbox.greenlight.dev/health";
 /// The object annotation that makes applying the object fail (value `fail`), so that a sync
 /// operation fails and is retried.
 pub const APPLY_ANNOTATION: &str = "sandbox.greenlight.dev/apply";
+/// The object annotation that makes a resource hook (`argocd.argoproj.io/hook`) fail when it has
+/// run (value `fail`), so that the sync operation fails; without it a hook succeeds.
+pub const HOOK_ANNOTATION: &str = "sandbox.greenlight.dev/hook";
 
 /// Receives one human-readable line per sync or health transition.
 pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
@@ -358,6 +405,9 @@ pub struct SandboxConfig {
     pub sync_interval: Duration,
     /// How long a changed workload stays Progressing before it turns Healthy or Degraded (default 5 s).
     pub rollout_time: Duration,
+    /// How long a resource hook that is a workload (a Job, a Pod) runs before it succeeds or
+    /// fails (default 1 s; zero: it completes at the operation's next step).
+    pub hook_time: Duration,
     /// A file listing the image references that exist, one per line (`#` comments). Without it,
     /// an image exists unless its tag contains `does-not-exist`. Re-read when it changes.
     pub registry: Option<PathBuf>,
@@ -401,6 +451,7 @@ impl SandboxConfig {
             branch: None,
             sync_interval: Duration::from_secs(1),
             rollout_time: Duration::from_secs(5),
+            hook_time: Duration::from_secs(1),
             registry: None,
             token: None,
             start_paused: false,
@@ -426,6 +477,7 @@ impl std::fmt::Debug for SandboxConfig {
             .field("branch", &self.branch)
             .field("sync_interval", &self.sync_interval)
             .field("rollout_time", &self.rollout_time)
+            .field("hook_time", &self.hook_time)
             .field("registry", &self.registry)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("start_paused", &self.start_paused)

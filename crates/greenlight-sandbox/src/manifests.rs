@@ -1,7 +1,8 @@
 //! Rendering: turns an application's manifest files into the set of objects Argo CD would manage,
-//! each with a digest of its content so that an object a commit does not change can be recognized.
-//! YAML is parsed multi-document with saphyr, JSON with serde_json. This module never reads git
-//! or the clock; it is handed the files.
+//! each with a digest of its content so that an object a commit does not change can be recognized,
+//! and sets apart the resource hooks (`argocd.argoproj.io/hook`), which Argo CD does not manage
+//! but runs during a sync. YAML is parsed multi-document with saphyr, JSON with serde_json. This
+//! module never reads git or the clock; it is handed the files.
 
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
@@ -30,7 +31,120 @@ pub(crate) struct Manifest {
 
 #[derive(Debug, Clone)]
 pub(crate) struct Rendered {
+    /// The managed objects: compared, applied in the Sync phase, shown in the status.
     pub manifests: Vec<Manifest>,
+    /// The resource hooks, in the same order: run during a sync, never compared.
+    pub hooks: Vec<Hook>,
+}
+
+/// Argo CD's annotation that makes an object a resource hook (`PreSync`, `Sync`, `PostSync`,
+/// `SyncFail`, comma-separated) or leaves it out of syncs altogether (`Skip` alone).
+pub(crate) const ARGOCD_HOOK_ANNOTATION: &str = "argocd.argoproj.io/hook";
+/// Argo CD's annotation naming when a hook object is deleted (`BeforeHookCreation`, the default;
+/// `HookSucceeded`, `HookFailed`; comma-separated).
+pub(crate) const ARGOCD_HOOK_DELETE_POLICY_ANNOTATION: &str =
+    "argocd.argoproj.io/hook-delete-policy";
+
+/// The phases of a sync, in the order they run (gitops-engine's `SyncPhase`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum SyncPhase {
+    PreSync,
+    Sync,
+    PostSync,
+    SyncFail,
+}
+
+impl SyncPhase {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            SyncPhase::PreSync => "PreSync",
+            SyncPhase::Sync => "Sync",
+            SyncPhase::PostSync => "PostSync",
+            SyncPhase::SyncFail => "SyncFail",
+        }
+    }
+}
+
+/// When a hook object is deleted (gitops-engine's `HookDeletePolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct DeletePolicy {
+    /// An object left by an earlier run is deleted before the hook is created again.
+    pub before_creation: bool,
+    /// Deleted once the operation has succeeded.
+    pub on_success: bool,
+    /// Deleted once the operation has failed.
+    pub on_failure: bool,
+}
+
+/// A resource hook: its object (its key has an empty name when only `generateName` is given)
+/// and the phases it runs in.
+#[derive(Debug, Clone)]
+pub(crate) struct Hook {
+    pub manifest: Manifest,
+    /// `metadata.generateName`, used when the hook has no name.
+    pub generate_name: Option<String>,
+    /// The phases it runs in, in the annotation's order; empty when none is one Argo CD knows.
+    pub phases: Vec<SyncPhase>,
+    pub delete_policy: DeletePolicy,
+}
+
+/// What the hook annotation makes of an object.
+enum Role {
+    Managed,
+    Hook(Vec<SyncPhase>),
+    /// `Skip` alone: neither managed nor run.
+    Skipped,
+}
+
+// gitops-engine's hook.IsHook / hook.Skip / hook.Types: values are trimmed; unknown ones are
+// ignored; an annotated object is a hook unless its only value is `Skip`. Helm's hook
+// annotations are not read.
+fn role(object: &Value) -> Role {
+    let Some(text) = annotation(object, ARGOCD_HOOK_ANNOTATION) else {
+        return Role::Managed;
+    };
+    let mut phases = Vec::new();
+    let mut skip = false;
+    for value in text.split(',').map(str::trim) {
+        match value {
+            "PreSync" => phases.push(SyncPhase::PreSync),
+            "Sync" => phases.push(SyncPhase::Sync),
+            "PostSync" => phases.push(SyncPhase::PostSync),
+            "SyncFail" => phases.push(SyncPhase::SyncFail),
+            "Skip" => skip = true,
+            _ => {}
+        }
+    }
+    if skip && phases.is_empty() {
+        Role::Skipped
+    } else {
+        Role::Hook(phases)
+    }
+}
+
+fn annotation<'a>(object: &'a Value, name: &str) -> Option<&'a str> {
+    object.pointer("/metadata/annotations")?.get(name)?.as_str()
+}
+
+// gitops-engine's hook.DeletePolicies: BeforeHookCreation when none is given.
+fn delete_policy(object: &Value) -> DeletePolicy {
+    let mut policy = DeletePolicy::default();
+    for value in annotation(object, ARGOCD_HOOK_DELETE_POLICY_ANNOTATION)
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+    {
+        match value {
+            "BeforeHookCreation" => policy.before_creation = true,
+            "HookSucceeded" => policy.on_success = true,
+            "HookFailed" => policy.on_failure = true,
+            _ => {}
+        }
+    }
+    if policy == DeletePolicy::default() {
+        policy.before_creation = true;
+    }
+    policy
 }
 
 impl Rendered {
@@ -70,17 +184,46 @@ pub(crate) fn render(files: &[RepoFile], default_namespace: &str) -> Result<Rend
         objects.extend(parsed);
     }
     let mut manifests: Vec<Manifest> = Vec::new();
+    let mut hooks: Vec<Hook> = Vec::new();
     for object in objects {
-        expand_lists(object, &mut |object| {
-            if let Some(manifest) = to_manifest(object, default_namespace) {
-                // A repeated object: the later file wins (Argo CD warns and applies one of them).
-                manifests.retain(|m| m.key != manifest.key);
-                manifests.push(manifest);
+        expand_lists(object, &mut |object| match role(&object) {
+            Role::Skipped => {}
+            Role::Managed => {
+                if let Some(manifest) = to_manifest(object, default_namespace, false) {
+                    // A repeated object: the later file wins (Argo CD warns and applies one of them).
+                    manifests.retain(|m| m.key != manifest.key);
+                    manifests.push(manifest);
+                }
+            }
+            Role::Hook(phases) => {
+                let generate_name = object
+                    .pointer("/metadata/generateName")
+                    .and_then(Value::as_str)
+                    .filter(|g| !g.is_empty())
+                    .map(str::to_string);
+                let delete_policy = delete_policy(&object);
+                if let Some(manifest) = to_manifest(object, default_namespace, true) {
+                    let named = !manifest.key.name.is_empty();
+                    if named || generate_name.is_some() {
+                        if named {
+                            hooks.retain(|h| h.manifest.key != manifest.key);
+                        }
+                        hooks.push(Hook {
+                            manifest,
+                            generate_name,
+                            phases,
+                            delete_policy,
+                        });
+                    }
+                }
             }
         });
     }
     manifests.sort_by(|a, b| a.key.cmp(&b.key));
-    Ok(Rendered { manifests })
+    hooks.sort_by(|a, b| {
+        (&a.manifest.key, &a.generate_name).cmp(&(&b.manifest.key, &b.generate_name))
+    });
+    Ok(Rendered { manifests, hooks })
 }
 
 fn parse_file(file: &RepoFile) -> Result<Vec<Value>, String> {
@@ -161,11 +304,16 @@ fn expand_lists(object: Value, sink: &mut dyn FnMut(Value)) {
     }
 }
 
-// Objects without a kind or a name (empty documents, values files) are not managed resources.
-fn to_manifest(object: Value, default_namespace: &str) -> Option<Manifest> {
+// Objects without a kind or a name (empty documents, values files) are not managed resources;
+// a hook may have no name (`nameless`): it is named when it runs.
+fn to_manifest(object: Value, default_namespace: &str, nameless: bool) -> Option<Manifest> {
     let kind = object.get("kind")?.as_str()?.to_string();
-    let name = object.pointer("/metadata/name")?.as_str()?.to_string();
-    if kind.is_empty() || name.is_empty() {
+    let name = match object.pointer("/metadata/name").and_then(Value::as_str) {
+        Some(name) => name.to_string(),
+        None if nameless => String::new(),
+        None => return None,
+    };
+    if kind.is_empty() || (name.is_empty() && !nameless) {
         return None;
     }
     let api_version = object
@@ -324,6 +472,52 @@ mod tests {
         .unwrap_err();
         assert!(err.message.contains("apps/web/bad.yaml"), "{}", err.message);
         assert!(err.message.contains("line"), "{}", err.message);
+    }
+
+    #[test]
+    fn hooks_are_set_apart_and_skip_leaves_an_object_out() {
+        let text = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: smoke\n  annotations:\n    argocd.argoproj.io/hook: PostSync\n    argocd.argoproj.io/hook-delete-policy: HookSucceeded\n---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: migrate-\n  annotations: {argocd.argoproj.io/hook: ' PreSync , Nonsense'}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: skipped\n  annotations: {argocd.argoproj.io/hook: Skip}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: unknown\n  annotations: {argocd.argoproj.io/hook: Later}\n";
+        let r = render(
+            &[file("h.yaml", &format!("{DEPLOY}---\n{text}"))],
+            "default",
+        )
+        .unwrap();
+        let managed: Vec<&str> = r.manifests.iter().map(|m| m.key.name.as_str()).collect();
+        assert_eq!(managed, ["web"], "hooks and Skip are not managed");
+        let hooks: Vec<(&str, Option<&str>, &[SyncPhase])> = r
+            .hooks
+            .iter()
+            .map(|h| {
+                (
+                    h.manifest.key.name.as_str(),
+                    h.generate_name.as_deref(),
+                    h.phases.as_slice(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            hooks,
+            [
+                ("unknown", None, &[][..]),
+                ("", Some("migrate-"), &[SyncPhase::PreSync][..]),
+                ("smoke", None, &[SyncPhase::PostSync][..]),
+            ],
+            "sorted by key, as managed objects are"
+        );
+        let smoke = r
+            .hooks
+            .iter()
+            .find(|h| h.manifest.key.name == "smoke")
+            .unwrap();
+        assert_eq!(
+            smoke.delete_policy,
+            DeletePolicy {
+                before_creation: false,
+                on_success: true,
+                on_failure: false
+            }
+        );
+        assert!(r.hooks[0].delete_policy.before_creation, "the default");
     }
 
     #[test]

@@ -6,10 +6,10 @@
 //! change that leaves the stored Application JSON as it was publishes nothing, as an empty patch
 //! bumps nothing in Kubernetes: from 3.0 on, a resource's health alone is not in it).
 //! It is handed the time (`Now`) and the rendered manifests; it never runs git or sleeps. Timers
-//! (rollouts ending, retry back-offs, hidden render errors) are reported by `next_deadline` and
-//! fired by `tick`.
+//! (rollouts ending, hooks finishing, the steps of a sync that runs hooks, retry back-offs, hidden
+//! render errors) are reported by `next_deadline` and fired by `tick`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -19,16 +19,23 @@ use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 
 use crate::health::{self, Assessment, Contribution, Health, ImagePolicy, Subject};
-use crate::manifests::{self, Digest, RenderError, Rendered, ResourceKey};
+use crate::manifests::{self, Digest, RenderError, Rendered, ResourceKey, SyncPhase};
 use crate::patch::{self, Owned, PatchType};
 use crate::repo::RepoFile;
+use crate::tasks::{Plan, Task, TaskState, waiting_message};
 use crate::timefmt::rfc3339;
-use crate::{APP_NAMESPACE, APP_PROJECT, APPLY_ANNOTATION, AppSpec, ArgoCdVersion, LogSink};
+use crate::{
+    APP_NAMESPACE, APP_PROJECT, APPLY_ANNOTATION, AppSpec, ArgoCdVersion, HOOK_ANNOTATION, LogSink,
+};
 
 const DESTINATION_SERVER: &str = "https://kubernetes.default.svc";
 const DESTINATION_NAMESPACE: &str = "default";
 const HISTORY_LIMIT: usize = 10;
 const SUCCEEDED_MESSAGE: &str = "successfully synced (all tasks run)";
+/// How a sync that ran hooks ends when its last step finds nothing left to run.
+const NO_MORE_TASKS_MESSAGE: &str = "successfully synced (no more tasks)";
+const TASKS_FAILED_MESSAGE: &str = "one or more synchronization tasks completed unsuccessfully";
+const APPLY_FAILED_MESSAGE: &str = "one or more objects failed to apply";
 /// `spec.syncPolicy.retry.limit` of every sandbox app.
 const RETRY_LIMIT: u32 = 2;
 const RETRY_FACTOR: u32 = 2;
@@ -68,6 +75,8 @@ pub(crate) struct WorldConfig {
     pub repo_url: String,
     pub branch: String,
     pub rollout_time: Duration,
+    /// How long a hook that is a workload runs.
+    pub hook_time: Duration,
     pub version: ArgoCdVersion,
     pub repo_error_grace: Duration,
     pub retry_backoff: Duration,
@@ -268,6 +277,8 @@ struct Request {
     revision: String,
     dry_run: bool,
     resources: Option<Vec<SyncResource>>,
+    /// The `apply` sync strategy: no hooks run.
+    apply_strategy: bool,
     /// The `operation` JSON.
     operation: Value,
 }
@@ -279,6 +290,12 @@ impl Request {
 
     fn records_history(&self) -> bool {
         !self.dry_run && self.resources.is_none()
+    }
+
+    /// Argo CD runs hooks in a sync that is neither partial nor of the `apply` strategy; the
+    /// sandbox runs none in a dry run either.
+    fn runs_hooks(&self) -> bool {
+        !self.dry_run && self.resources.is_none() && !self.apply_strategy
     }
 }
 
@@ -295,6 +312,8 @@ struct OpRun {
     retry_at: Option<Instant>,
     /// What the operation applies: the resolved commit and its manifests, or why there is none.
     prepared: Result<(String, Rendered), String>,
+    /// The tasks of the attempt under way, when it runs hooks.
+    plan: Option<Plan>,
 }
 
 impl OpRun {
@@ -348,6 +367,8 @@ struct App {
     /// `spec` as last edited through the API, published instead of the derived one; `None`
     /// until the first edit. `automated` follows it.
     edited_spec: Option<Value>,
+    /// Hook objects left in the cluster by earlier runs (not shown anywhere).
+    hook_objects: BTreeSet<ResourceKey>,
 }
 
 impl App {
@@ -436,11 +457,28 @@ fn kitchen(t: SystemTime) -> String {
 
 /// The object carries the annotation that makes applying it fail.
 fn apply_fails(object: &Value) -> bool {
+    annotated_fail(object, APPLY_ANNOTATION)
+}
+
+/// The hook carries the annotation that makes it fail once it has run.
+fn hook_fails(object: &Value) -> bool {
+    annotated_fail(object, HOOK_ANNOTATION)
+}
+
+fn annotated_fail(object: &Value, annotation: &str) -> bool {
     object
         .pointer("/metadata/annotations")
-        .and_then(|a| a.get(APPLY_ANNOTATION))
+        .and_then(|a| a.get(annotation))
         .and_then(Value::as_str)
         == Some("fail")
+}
+
+/// Why applying an object annotated to fail is refused.
+fn apply_denied(key: &ResourceKey) -> String {
+    format!(
+        "admission webhook \"apply.sandbox.greenlight.dev\" denied the request: {} is annotated {APPLY_ANNOTATION}: fail",
+        kubectl_name(key)
+    )
 }
 
 // kubectl's wording: `deployment.apps/web`.
@@ -510,6 +548,7 @@ impl World {
                     next_history_id: 0,
                     render_failure: None,
                     edited_spec: None,
+                    hook_objects: BTreeSet::new(),
                 },
             );
         }
@@ -695,6 +734,7 @@ impl World {
                 revision: target.revision.clone(),
                 dry_run: false,
                 resources: None,
+                apply_strategy: false,
                 operation,
             };
             self.begin_operation(name, request, Ok((target.revision, rendered)), now);
@@ -833,6 +873,10 @@ impl World {
             revision: revision.clone(),
             dry_run: req.dry_run,
             resources: (!req.resources.is_empty()).then_some(req.resources),
+            apply_strategy: req
+                .strategy
+                .as_ref()
+                .is_some_and(|s| s.get("apply").is_some()),
             operation: operation.clone(),
         };
         let app = self.app(name);
@@ -918,6 +962,7 @@ impl World {
             retry_count: 0,
             retry_at: None,
             prepared,
+            plan: None,
         });
         self.log(format!(
             "app {name}: operation Running at {}",
@@ -950,6 +995,15 @@ impl World {
             op.sync_result = Some(json!({"revision": sha, "source": source}));
             self.commit(name);
         }
+        let op = self.op(name);
+        if request.runs_hooks()
+            && let Some(plan) = Plan::new(&rendered, &sha, op.started)
+        {
+            // A sync with hooks runs in steps, phase by phase.
+            op.plan = Some(plan);
+            self.step(name, now);
+            return;
+        }
         let outcome = self.apply(
             name,
             &rendered,
@@ -957,19 +1011,28 @@ impl World {
             request.dry_run,
             now,
         );
-        let result = json!({"resources": outcome.results, "revision": sha, "source": source});
+        let results: Vec<Value> = outcome.results.iter().map(Task::to_json).collect();
+        let result = json!({"resources": results, "revision": sha, "source": source});
         if outcome.failures.is_empty() {
-            self.succeed(name, &sha, result, outcome.changed, now);
+            self.succeed(name, &sha, result, outcome.changed, SUCCEEDED_MESSAGE, now);
         } else {
             let message = format!(
-                "one or more objects failed to apply, reason: {}",
+                "{APPLY_FAILED_MESSAGE}, reason: {}",
                 outcome.failures.join(",")
             );
             self.attempt_failed(name, Phase::Failed, message, result, now);
         }
     }
 
-    fn succeed(&mut self, name: &str, sha: &str, result: Value, changed: usize, now: Now) {
+    fn succeed(
+        &mut self,
+        name: &str,
+        sha: &str,
+        result: Value,
+        changed: usize,
+        message: &str,
+        now: Now,
+    ) {
         let source = self.source_json(&self.apps[name]);
         let op = self.op(name);
         let request = op.request.clone();
@@ -993,10 +1056,11 @@ impl World {
         }
         let op = self.op(name);
         op.phase = Phase::Succeeded;
-        op.message = SUCCEEDED_MESSAGE.to_string();
+        op.message = message.to_string();
         op.finished = Some(now.wall);
         op.retry_at = None;
         op.sync_result = Some(result);
+        op.plan = None;
         self.app(name).operation = None;
         let kind = if request.dry_run {
             " (dry run)"
@@ -1031,6 +1095,7 @@ impl World {
         let count = op.retry_count;
         op.sync_result = Some(result);
         op.finished = Some(now.wall);
+        op.plan = None;
         if count < RETRY_LIMIT {
             // As Argo CD: the message names now + duration*factor^count, while the retry is
             // scheduled from finishedAt with the count already incremented.
@@ -1074,6 +1139,351 @@ impl World {
         }
     }
 
+    // One step of a sync that runs hooks, as gitops-engine's Sync() takes one each time the
+    // controller looks at the operation: the running tasks are looked at (a hook that has run
+    // for `hook_time` is done; a resource is done when Healthy or without health, failed when
+    // Degraded), then the operation waits for what still runs, fails on a task that failed,
+    // succeeds when no task is left, or runs the next phase. Each step is one update.
+    fn step(&mut self, name: &str, now: Now) {
+        let mut lines = Vec::new();
+        let app = self.apps.get_mut(name).expect("known app");
+        let App { live, op, .. } = app;
+        let Some(plan) = op.as_mut().and_then(|op| op.plan.as_mut()) else {
+            return;
+        };
+        for task in plan.tasks.iter_mut() {
+            if task.state != TaskState::Running {
+                continue;
+            }
+            match &task.hook {
+                Some(hook) => {
+                    if hook.done_at.is_none_or(|at| at > now.mono) {
+                        continue;
+                    }
+                    let fails = hook_fails(&hook.object);
+                    let k = &task.key;
+                    match health::hook_outcome(&k.group, &k.kind, &k.name, &hook.object, fails) {
+                        // gitops-engine: a hook without health succeeds, "<name> created".
+                        None => {
+                            task.state = TaskState::Succeeded;
+                            task.message = format!("{} created", k.name);
+                        }
+                        Some(a) => {
+                            task.state = if a.status == Health::Healthy {
+                                TaskState::Succeeded
+                            } else {
+                                TaskState::Failed
+                            };
+                            if !a.message.is_empty() {
+                                task.message = a.message;
+                            }
+                        }
+                    }
+                    lines.push(format!(
+                        "app {name}: {} hook {} {}",
+                        task.phase.as_str(),
+                        kubectl_name(&task.key),
+                        if task.state == TaskState::Succeeded {
+                            "succeeded".to_string()
+                        } else {
+                            format!("failed: {}", task.message)
+                        }
+                    ));
+                }
+                None => {
+                    let Some(l) = live.iter().find(|l| l.key == task.key) else {
+                        continue;
+                    };
+                    match &l.assessment {
+                        None => task.state = TaskState::Succeeded,
+                        Some(a) if a.status == Health::Healthy => {
+                            task.state = TaskState::Succeeded;
+                            if !a.message.is_empty() {
+                                task.message = a.message.clone();
+                            }
+                        }
+                        Some(a) if a.status == Health::Degraded => {
+                            task.state = TaskState::Failed;
+                            if !a.message.is_empty() {
+                                task.message = a.message.clone();
+                            }
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+        for line in lines {
+            self.log(line);
+        }
+        let plan = self.plan(name);
+        let awaited = plan.awaited();
+        if !awaited.is_empty() {
+            let tasks: Vec<&Task> = awaited.iter().map(|&i| &plan.tasks[i]).collect();
+            let message = waiting_message(&tasks, false);
+            self.keep_running(name, message);
+            return;
+        }
+        if plan.tasks.iter().any(|t| t.state == TaskState::Failed) {
+            // Only tasks that failed to apply are named (gitops-engine lists the SyncFailed).
+            let reasons: Vec<String> = plan
+                .tasks
+                .iter()
+                .filter(|t| t.apply_failed)
+                .map(|t| t.message.clone())
+                .collect();
+            self.fail_plan(name, TASKS_FAILED_MESSAGE, &reasons, now);
+            return;
+        }
+        let next = plan
+            .tasks
+            .iter()
+            .find(|t| t.state == TaskState::Pending)
+            .map(|t| t.phase);
+        match next {
+            Some(phase) => self.run_phase(name, phase, now),
+            None => self.succeed_plan(name, NO_MORE_TASKS_MESSAGE, now),
+        }
+    }
+
+    fn plan(&mut self, name: &str) -> &mut Plan {
+        self.op(name).plan.as_mut().expect("a plan")
+    }
+
+    // Runs the pending tasks of `phase` (gitops-engine's runTasks): hook objects an earlier run
+    // left are deleted first, and the phase runs at the next step; else the managed objects (the
+    // Sync phase) are applied and the hooks created. Then the operation fails (an object failed
+    // to apply), succeeds (nothing left and no hook in this phase) or waits for the phase.
+    fn run_phase(&mut self, name: &str, phase: SyncPhase, now: Now) {
+        let hook_time = self.cfg.hook_time;
+        let app = self.apps.get_mut(name).expect("known app");
+        let App {
+            op, hook_objects, ..
+        } = app;
+        let op = op.as_mut().expect("an operation");
+        let Ok((_, rendered)) = &op.prepared else {
+            unreachable!("a plan is made from what was prepared")
+        };
+        let rendered = rendered.clone();
+        let plan = op.plan.as_mut().expect("a plan");
+        let wave: Vec<usize> = (0..plan.tasks.len())
+            .filter(|&i| plan.tasks[i].state == TaskState::Pending && plan.tasks[i].phase == phase)
+            .collect();
+        let remaining = plan
+            .tasks
+            .iter()
+            .any(|t| t.state == TaskState::Pending && t.phase != phase);
+        // BeforeHookCreation: a hook object still in the cluster is deleted before it is created.
+        let stale: Vec<usize> = wave
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let t = &plan.tasks[i];
+                t.hook
+                    .as_ref()
+                    .is_some_and(|h| h.delete_policy.before_creation)
+                    && hook_objects.contains(&t.key)
+            })
+            .collect();
+        if !stale.is_empty() {
+            for &i in &stale {
+                hook_objects.remove(&plan.tasks[i].key);
+            }
+            plan.deleting = true;
+            let tasks: Vec<&Task> = stale.iter().map(|&i| &plan.tasks[i]).collect();
+            let message = waiting_message(&tasks, true);
+            self.keep_running(name, message);
+            return;
+        }
+        plan.deleting = false;
+        if wave.iter().any(|&i| !plan.tasks[i].is_hook()) {
+            let outcome = self.apply(name, &rendered, None, false, now);
+            let plan = self.plan(name);
+            plan.changed += outcome.changed;
+            for result in outcome.results {
+                if let Some(task) = plan
+                    .tasks
+                    .iter_mut()
+                    .find(|t| !t.is_hook() && t.phase == phase && t.key == result.key)
+                {
+                    *task = result;
+                }
+            }
+        }
+        let mut lines = Vec::new();
+        let app = self.apps.get_mut(name).expect("known app");
+        let App {
+            op, hook_objects, ..
+        } = app;
+        let plan = op.as_mut().and_then(|op| op.plan.as_mut()).expect("a plan");
+        for &i in &wave {
+            let task = &mut plan.tasks[i];
+            let Some(hook) = task.hook.as_mut() else {
+                continue;
+            };
+            if apply_fails(&hook.object) {
+                task.apply_failed = true;
+                task.state = TaskState::Failed;
+                task.message = apply_denied(&task.key);
+            } else {
+                task.state = TaskState::Running;
+                task.message = format!("{} created", kubectl_name(&task.key));
+                let runs = health::is_workload(&task.key.group, &task.key.kind);
+                hook.done_at = Some(now.mono + if runs { hook_time } else { Duration::ZERO });
+                hook_objects.insert(task.key.clone());
+            }
+            lines.push(format!(
+                "app {name}: {} hook {} {}",
+                phase.as_str(),
+                kubectl_name(&task.key),
+                if task.apply_failed {
+                    format!("failed to apply: {}", task.message)
+                } else {
+                    "created".to_string()
+                }
+            ));
+        }
+        for &i in &wave {
+            plan.shown(i);
+        }
+        for line in lines {
+            self.log(line);
+        }
+        let plan = self.plan(name);
+        let failed: Vec<String> = wave
+            .iter()
+            .filter(|&&i| plan.tasks[i].apply_failed)
+            .map(|&i| plan.tasks[i].message.clone())
+            .collect();
+        if !failed.is_empty() {
+            // Hooks of the phase that did start are waited for; the failure is seen after.
+            let running: Vec<&Task> = wave
+                .iter()
+                .map(|&i| &plan.tasks[i])
+                .filter(|t| t.is_hook() && t.state == TaskState::Running)
+                .collect();
+            if running.is_empty() {
+                self.fail_plan(name, APPLY_FAILED_MESSAGE, &failed, now);
+            } else {
+                let message = waiting_message(&running, false);
+                self.keep_running(name, message);
+            }
+            return;
+        }
+        if !remaining && !wave.iter().any(|&i| plan.tasks[i].is_hook()) {
+            // The last phase had only managed objects: done as soon as they are applied.
+            self.succeed_plan(name, SUCCEEDED_MESSAGE, now);
+            return;
+        }
+        let tasks: Vec<&Task> = wave.iter().map(|&i| &plan.tasks[i]).collect();
+        let message = waiting_message(&tasks, false);
+        self.keep_running(name, message);
+    }
+
+    // The operation goes on: Running with `message` and the results so far (one update when
+    // anything changed).
+    fn keep_running(&mut self, name: &str, message: String) {
+        let result = self.plan_result(name);
+        let op = self.op(name);
+        op.phase = Phase::Running;
+        let changed = op.message != message;
+        op.message = message.clone();
+        op.sync_result = Some(result);
+        if changed {
+            self.log(format!("app {name}: operation Running: {message}"));
+        }
+        self.commit(name);
+    }
+
+    // `syncResult` of a sync that runs hooks: its results so far (none: no `resources`).
+    fn plan_result(&self, name: &str) -> Value {
+        let app = &self.apps[name];
+        let source = self.source_json(app);
+        let op = app.op.as_ref().expect("an operation");
+        let sha = op.prepared.as_ref().map_or("", |(sha, _)| sha.as_str());
+        let mut result = json!({"revision": sha, "source": source});
+        if let Some(plan) = &op.plan
+            && !plan.order.is_empty()
+        {
+            result["resources"] = json!(plan.results());
+        }
+        result
+    }
+
+    // Hook objects whose delete policy asks for it go once the operation ends.
+    fn delete_finished_hooks(&mut self, name: &str, succeeded: bool) {
+        let app = self.apps.get_mut(name).expect("known app");
+        let App {
+            op, hook_objects, ..
+        } = app;
+        let Some(plan) = op.as_ref().and_then(|op| op.plan.as_ref()) else {
+            return;
+        };
+        for task in &plan.tasks {
+            let Some(hook) = &task.hook else { continue };
+            let policy = hook.delete_policy;
+            let wanted = if succeeded {
+                policy.on_success
+            } else {
+                policy.on_failure
+            };
+            if wanted && task.state != TaskState::Running {
+                hook_objects.remove(&task.key);
+            }
+        }
+    }
+
+    fn succeed_plan(&mut self, name: &str, message: &str, now: Now) {
+        self.delete_finished_hooks(name, true);
+        let result = self.plan_result(name);
+        let changed = self.plan(name).changed;
+        let sha = result["revision"].as_str().unwrap_or_default().to_string();
+        self.succeed(name, &sha, result, changed, message, now);
+    }
+
+    // The attempt failed: `message`, with `, reason: …` when there are reasons.
+    fn fail_plan(&mut self, name: &str, message: &str, reasons: &[String], now: Now) {
+        self.delete_finished_hooks(name, false);
+        let result = self.plan_result(name);
+        let message = if reasons.is_empty() {
+            message.to_string()
+        } else {
+            format!("{message}, reason: {}", reasons.join(","))
+        };
+        self.attempt_failed(name, Phase::Failed, message, result, now);
+    }
+
+    // When a step of the app's sync with hooks can do something: at once after hook objects were
+    // deleted, when a running hook finishes, when an awaited resource is (or will be, at the end
+    // of its rollout) Healthy, Degraded or without health. `None`: nothing to step, or it waits
+    // for something time does not change (a resource held Progressing by its annotation).
+    fn progress_at(&self, app: &App, now: Now) -> Option<Instant> {
+        let plan = app.op.as_ref()?.plan.as_ref()?;
+        if plan.deleting {
+            return Some(now.mono);
+        }
+        plan.awaited()
+            .into_iter()
+            .filter_map(|i| {
+                let task = &plan.tasks[i];
+                if let Some(hook) = &task.hook {
+                    return hook.done_at;
+                }
+                let l = app.live.iter().find(|l| l.key == task.key)?;
+                if let Some(until) = l.rolling_until.filter(|until| *until > now.mono) {
+                    return Some(until);
+                }
+                match assessment_at(l, now, &self.policy) {
+                    None => Some(now.mono),
+                    Some(a) if matches!(a.status, Health::Healthy | Health::Degraded) => {
+                        Some(now.mono)
+                    }
+                    Some(_) => None,
+                }
+            })
+            .min()
+    }
+
     // Applies the selected manifests (all of them unless a partial sync names some): objects
     // created or changed roll out, objects annotated to fail are left as they were. A full sync
     // also drops live objects no longer in git. A dry run changes nothing.
@@ -1099,16 +1509,12 @@ impl World {
             if only.is_some_and(|rs| !rs.iter().any(|r| r.matches(&m.key))) {
                 continue;
             }
-            let mut result = resource_ref(&m.key, &m.version);
-            result["syncPhase"] = json!("Sync");
+            let mut result = Task::resource(m.key.clone(), m.version.clone());
             if apply_fails(&m.object) {
-                let detail = format!(
-                    "admission webhook \"apply.sandbox.greenlight.dev\" denied the request: {} is annotated {APPLY_ANNOTATION}: fail",
-                    kubectl_name(&m.key)
-                );
-                result["status"] = json!("SyncFailed");
-                result["message"] = json!(detail);
-                result["hookPhase"] = json!("Failed");
+                let detail = apply_denied(&m.key);
+                result.apply_failed = true;
+                result.message = detail.clone();
+                result.state = TaskState::Failed;
                 outcome.failures.push(detail);
                 outcome.results.push(result);
                 continue;
@@ -1119,13 +1525,12 @@ impl World {
                 Some(i) if live[i].digest == m.digest => "unchanged",
                 Some(_) => "configured",
             };
-            result["status"] = json!("Synced");
-            result["hookPhase"] = json!("Running");
-            result["message"] = json!(format!(
+            result.state = TaskState::Running;
+            result.message = format!(
                 "{} {verb}{}",
                 kubectl_name(&m.key),
                 if dry_run { " (dry run)" } else { "" }
-            ));
+            );
             outcome.results.push(result);
             if verb == "unchanged" {
                 continue;
@@ -1175,18 +1580,7 @@ impl World {
         let app = self.apps.get_mut(name).expect("known app");
         let mut changed = false;
         for l in &mut app.live {
-            let assessment = health::assess(
-                &Subject {
-                    group: &l.key.group,
-                    kind: &l.key.kind,
-                    name: &l.key.name,
-                    images: &l.images,
-                    replicas: l.replicas,
-                    forced: l.forced.as_ref(),
-                    rolling_out: l.rolling_until.is_some_and(|until| now.mono < until),
-                },
-                &self.policy,
-            );
+            let assessment = assessment_at(l, now, &self.policy);
             if assessment != l.assessment {
                 l.assessment = assessment;
                 self.counter += 1;
@@ -1270,7 +1664,7 @@ impl World {
     }
 
     /// Fires whatever is due: retries whose back-off ended, render errors whose grace ended,
-    /// rollouts that finished.
+    /// rollouts that finished, then the steps of syncs with hooks that can go on.
     pub(crate) fn tick(&mut self, now: Now) {
         let names: Vec<String> = self.apps.keys().cloned().collect();
         for name in &names {
@@ -1303,6 +1697,14 @@ impl World {
             }
         }
         self.refresh_health(now);
+        for name in &names {
+            if self
+                .progress_at(&self.apps[name], now)
+                .is_some_and(|at| at <= now.mono)
+            {
+                self.step(name, now);
+            }
+        }
     }
 
     /// The next moment `tick` has something to do.
@@ -1324,7 +1726,12 @@ impl World {
             .filter_map(|a| a.render_failure.as_ref())
             .filter(|f| !f.shown)
             .map(|f| f.since + grace);
-        rollouts.chain(retries).chain(render_errors).min()
+        let steps = self.apps.values().filter_map(|a| self.progress_at(a, now));
+        rollouts
+            .chain(retries)
+            .chain(render_errors)
+            .chain(steps)
+            .min()
     }
 
     // Publishes the app if its JSON changed: bumps the resourceVersion and tells subscribers.
@@ -1669,8 +2076,9 @@ impl World {
 
     /// `GET /api/v1/applications/{name}/managed-resources`: one `ResourceDiff` per managed
     /// resource of the last comparison, with the objects as JSON strings (`"null"` for none).
-    /// No hooks are modelled and no health is given. Fields at their zero value are left out
-    /// (`omitempty`): `hook` always, `modified` when false, `resourceVersion` when not created.
+    /// Hooks are not managed resources and no health is given. Fields at their zero value are
+    /// left out (`omitempty`): `hook` always, `modified` when false, `resourceVersion` when not
+    /// created.
     pub(crate) fn managed_resources(&self, name: &str) -> Option<Vec<Value>> {
         let app = self.apps.get(name)?;
         let items = app
@@ -1790,6 +2198,22 @@ fn owned_fields(source: &Source) -> &'static [Owned] {
         Source::Path { .. } | Source::Helm { .. } => &SOURCE,
         Source::Hydrator { .. } => &HYDRATOR,
     }
+}
+
+/// The health a live object reports at `now` (its rollout may have ended since it was last looked at).
+fn assessment_at(l: &Live, now: Now, policy: &ImagePolicy) -> Option<Assessment> {
+    health::assess(
+        &Subject {
+            group: &l.key.group,
+            kind: &l.key.kind,
+            name: &l.key.name,
+            images: &l.images,
+            replicas: l.replicas,
+            forced: l.forced.as_ref(),
+            rolling_out: l.rolling_until.is_some_and(|until| now.mono < until),
+        },
+        policy,
+    )
 }
 
 /// One node of a resource tree, with the key the Get/Watch re-fill looks it up by.
@@ -1935,7 +2359,8 @@ fn hide_secret_data(key: &ResourceKey, mut object: Value) -> Value {
 
 #[derive(Default)]
 struct ApplyOutcome {
-    results: Vec<Value>,
+    /// One task result per object applied (or refused), in order.
+    results: Vec<Task>,
     changed: usize,
     failures: Vec<String>,
 }
@@ -2014,6 +2439,7 @@ mod tests {
             repo_url: "/srv/origin.git".into(),
             branch: MAIN.into(),
             rollout_time: rollout,
+            hook_time: Duration::from_secs(1),
             version,
             repo_error_grace: Duration::ZERO,
             retry_backoff: Duration::from_secs(5),
@@ -2912,6 +3338,408 @@ mod tests {
             "Missing",
             "3.5: the ignored one left out; held not created"
         );
+    }
+
+    /// A Job annotated as a hook of `phase`, with more annotations in `extra` (`, k: v`).
+    fn hook_job(name: &str, phase: &str, extra: &str) -> String {
+        format!(
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n  annotations: {{argocd.argoproj.io/hook: {phase}{extra}}}\nspec:\n  template:\n    spec:\n      containers: [{{name: {name}, image: 'curl:8'}}]\n      restartPolicy: Never\n"
+        )
+    }
+
+    fn with_hook(image: &str, hook: &str) -> BTreeMap<String, RenderResult> {
+        let text = format!("{}---\n{hook}", deployment(image, ""));
+        BTreeMap::from([("web".to_string(), files(&text))])
+    }
+
+    /// Fires every deadline in turn until there is none left; returns when the clock stopped.
+    fn run_clock(w: &mut World, mut now: Now) -> Now {
+        for _ in 0..100 {
+            let Some(deadline) = w.next_deadline(now) else {
+                return now;
+            };
+            now = at(now, deadline.saturating_duration_since(now.mono));
+            w.tick(now);
+        }
+        panic!("the clock never stops");
+    }
+
+    fn op_of(app: &Value) -> &Value {
+        &app["status"]["operationState"]
+    }
+
+    fn results(app: &Value) -> Vec<Value> {
+        op_of(app)["syncResult"]["resources"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn kinds(app: &Value, field: &str) -> Vec<String> {
+        app["status"][field]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| r["kind"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_post_sync_hook_runs_once_the_rollout_is_healthy_then_the_sync_succeeds() {
+        let t0 = Now::current();
+        let rollout = Duration::from_secs(5);
+        let mut w = world(rollout, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let t1 = at(t0, Duration::from_secs(10));
+        w.tick(t1);
+        assert_eq!(health_of(&w), "Healthy");
+        let mut updates = w.subscribe(1024);
+        w.observe_tip(
+            &sha('b'),
+            &with_hook("nginx:2", &hook_job("smoke", "PostSync", "")),
+            &no_refresh,
+            t1,
+        );
+        let stages = drain(&mut updates);
+        assert_eq!(stages.len(), 3, "{stages:#?}");
+        // The hook is no managed resource: not compared, not in status.resources.
+        assert_eq!(stages[0]["status"]["sync"]["status"], "OutOfSync");
+        assert_eq!(kinds(&stages[0], "resources"), ["Deployment"]);
+        assert_eq!(op_of(&stages[1])["phase"], "Running");
+        // The Sync phase is applied; the operation waits for it to be healthy.
+        let waiting = &stages[2];
+        assert_eq!(op_of(waiting)["phase"], "Running");
+        assert_eq!(
+            op_of(waiting)["message"],
+            "waiting for healthy state of apps/Deployment/web"
+        );
+        assert_eq!(
+            results(waiting),
+            [
+                json!({"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "default", "name": "web", "status": "Synced", "message": "deployment.apps/web configured", "hookPhase": "Running", "syncPhase": "Sync"})
+            ]
+        );
+        assert!(waiting.get("operation").is_some());
+        assert_eq!(waiting["status"]["history"].as_array().unwrap().len(), 1);
+        assert_eq!(w.next_deadline(t1), Some(t1.mono + rollout));
+
+        // The rollout ends: health first, then the step that starts the PostSync hook.
+        let t2 = at(t1, rollout);
+        w.tick(t2);
+        let stages = drain(&mut updates);
+        let running = stages.last().unwrap();
+        assert_eq!(
+            op_of(running)["message"],
+            "waiting for completion of hook batch/Job/smoke"
+        );
+        let r = results(running);
+        assert_eq!(r.len(), 2, "{r:#?}");
+        assert_eq!(r[0]["hookPhase"], "Succeeded");
+        assert_eq!(
+            r[1],
+            json!({"group": "batch", "version": "v1", "kind": "Job", "namespace": "default", "name": "smoke", "status": "Synced", "message": "job.batch/smoke created", "hookType": "PostSync", "hookPhase": "Running", "syncPhase": "PostSync"})
+        );
+        assert_eq!(w.next_deadline(t2), Some(t2.mono + Duration::from_secs(1)));
+
+        // The hook has run: history while still Running, Succeeded, the refresh.
+        let t3 = at(t2, Duration::from_secs(1));
+        w.tick(t3);
+        let stages = drain(&mut updates);
+        assert_eq!(stages.len(), 3, "{stages:#?}");
+        let (history, done, refresh) = (&stages[0], &stages[1], &stages[2]);
+        assert_eq!(op_of(history)["phase"], "Running");
+        let entries = history["status"]["history"].as_array().unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[1]["revision"], sha('b'));
+        assert_eq!(entries[1]["deployStartedAt"], json!(rfc3339(t1.wall)));
+        assert_eq!(entries[1]["deployedAt"], json!(rfc3339(t3.wall)));
+        assert_eq!(op_of(done)["phase"], "Succeeded");
+        assert_eq!(
+            op_of(done)["message"],
+            "successfully synced (no more tasks)"
+        );
+        assert_eq!(op_of(done)["finishedAt"], json!(rfc3339(t3.wall)));
+        assert!(done.get("operation").is_none());
+        let r = results(done);
+        assert_eq!(r[1]["hookPhase"], "Succeeded");
+        assert_eq!(r[1]["message"], "Reached expected number of succeeded pods");
+        assert_eq!(refresh["status"]["sync"]["status"], "Synced");
+        assert_eq!(refresh["status"]["sync"]["revision"], sha('b'));
+        assert_eq!(refresh["status"]["reconciledAt"], json!(rfc3339(t3.wall)));
+        assert_eq!(kinds(refresh, "resources"), ["Deployment"]);
+        assert_eq!(health_of(&w), "Healthy");
+        let managed = w.managed_resources("web").unwrap();
+        assert_eq!(managed.len(), 1);
+        assert_eq!(managed[0]["kind"], "Deployment");
+        let tree = w.resource_tree("web").unwrap();
+        assert!(
+            tree["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|n| n["kind"] != "Job"),
+            "{tree}"
+        );
+        assert_eq!(w.next_deadline(t3), None);
+
+        // A commit that changes only the hook is Synced at once: hooks are never compared.
+        let t4 = at(t3, Duration::from_secs(1));
+        w.observe_tip(
+            &sha('c'),
+            &with_hook("nginx:2", &hook_job("smoke", "PostSync", ", x: y")),
+            &no_refresh,
+            t4,
+        );
+        let changes = drain(&mut updates);
+        assert_eq!(changes.len(), 1, "{changes:#?}");
+        assert_eq!(changes[0]["status"]["sync"]["status"], "Synced");
+        assert_eq!(op_of(&changes[0])["syncResult"]["revision"], sha('b'));
+    }
+
+    #[test]
+    fn a_post_sync_hook_that_fails_fails_the_sync_after_its_retries_with_the_sync_phase_applied() {
+        let t0 = Now::current();
+        let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
+        cfg.retry_backoff = Duration::from_secs(1);
+        let mut w = world_with(cfg, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let mut updates = w.subscribe(1024);
+        let failing = hook_job("smoke", "PostSync", ", sandbox.greenlight.dev/hook: fail");
+        w.observe_tip(&sha('b'), &with_hook("nginx:2", &failing), &no_refresh, t0);
+        let end = run_clock(&mut w, t0);
+        let stages = drain(&mut updates);
+        let messages: Vec<String> = stages
+            .iter()
+            .filter_map(|s| op_of(s)["message"].as_str().map(str::to_string))
+            .collect();
+        for wanted in [
+            "waiting for healthy state of apps/Deployment/web",
+            "waiting for completion of hook batch/Job/smoke",
+            // A retry deletes the Job the failed attempt left before creating it again.
+            "waiting for deletion of hook batch/Job/smoke",
+        ] {
+            assert!(
+                messages.iter().any(|m| m == wanted),
+                "{wanted}: {messages:#?}"
+            );
+        }
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.starts_with(&format!("{TASKS_FAILED_MESSAGE}. Retrying attempt #1 at "))),
+            "{messages:#?}"
+        );
+        let app = w.application("web").unwrap();
+        let op = op_of(&app);
+        assert_eq!(op["phase"], "Failed");
+        assert_eq!(
+            op["message"],
+            "one or more synchronization tasks completed unsuccessfully (retried 2 times)."
+        );
+        assert_eq!(op["retryCount"], 2);
+        assert_eq!(op["finishedAt"], json!(rfc3339(end.wall)));
+        assert!(app.get("operation").is_none());
+        let r = results(&app);
+        assert_eq!(r.len(), 2, "{r:#?}");
+        assert_eq!(r[0]["message"], "deployment.apps/web unchanged");
+        assert_eq!(r[0]["hookPhase"], "Succeeded");
+        assert_eq!(
+            r[1],
+            json!({"group": "batch", "version": "v1", "kind": "Job", "namespace": "default", "name": "smoke", "status": "Synced", "message": "Job has reached the specified backoff limit", "hookType": "PostSync", "hookPhase": "Failed", "syncPhase": "PostSync"})
+        );
+        // No history for it; the Sync phase was applied, so the refresh finds the app Synced.
+        let history = app["status"]["history"].as_array().unwrap();
+        assert_eq!(history.len(), 1);
+        assert!(history.iter().all(|h| h["revision"] != sha('b')));
+        assert_eq!(app["status"]["summary"], json!({"images": ["nginx:2"]}));
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
+        assert_eq!(app["status"]["sync"]["revision"], sha('b'));
+        assert!(app["status"].get("conditions").is_none(), "{app}");
+    }
+
+    #[test]
+    fn a_pre_sync_hook_that_fails_leaves_the_sync_phase_unapplied() {
+        let t0 = Now::current();
+        let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
+        cfg.retry_backoff = Duration::from_secs(1);
+        let mut w = world_with(cfg, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let before = w.managed_resources("web").unwrap()[0]["liveState"].clone();
+        let mut updates = w.subscribe(1024);
+        let failing = hook_job("migrate", "PreSync", ", sandbox.greenlight.dev/hook: fail");
+        w.observe_tip(&sha('b'), &with_hook("nginx:2", &failing), &no_refresh, t0);
+        let first = drain(&mut updates);
+        assert_eq!(
+            op_of(first.last().unwrap())["message"],
+            "waiting for completion of hook batch/Job/migrate"
+        );
+        run_clock(&mut w, t0);
+        let stages = drain(&mut updates);
+        assert!(
+            first
+                .iter()
+                .chain(&stages)
+                .filter(|s| op_of(s)["syncResult"]["revision"] == sha('b'))
+                .flat_map(results)
+                .all(|r| r["kind"] == "Job"),
+            "the Sync phase never ran"
+        );
+        let app = w.application("web").unwrap();
+        let op = op_of(&app);
+        assert_eq!(op["phase"], "Failed");
+        assert_eq!(
+            op["message"],
+            "one or more synchronization tasks completed unsuccessfully (retried 2 times)."
+        );
+        let r = results(&app);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0]["hookType"], "PreSync");
+        assert_eq!(r[0]["syncPhase"], "PreSync");
+        assert_eq!(r[0]["hookPhase"], "Failed");
+        // The live Deployment is the one of the earlier sync.
+        let managed = w.managed_resources("web").unwrap();
+        assert_eq!(managed[0]["liveState"], before);
+        assert_eq!(app["status"]["summary"], json!({"images": ["nginx:1"]}));
+        assert_eq!(app["status"]["sync"]["status"], "OutOfSync");
+        assert_eq!(app["status"]["history"].as_array().unwrap().len(), 1);
+        // As after any final failure, automated sync does not try that commit again.
+        assert_eq!(app["status"]["conditions"][0]["type"], "SyncError");
+        w.refresh_matching(&|_| true, at(t0, Duration::from_secs(60)));
+        assert!(w.application("web").unwrap().get("operation").is_none());
+    }
+
+    #[test]
+    fn a_degraded_workload_fails_a_sync_with_a_post_sync_hook_that_never_runs() {
+        let t0 = Now::current();
+        let rollout = Duration::from_secs(5);
+        let mut cfg = config(rollout, ArgoCdVersion::default());
+        cfg.retry_backoff = Duration::from_secs(1);
+        let mut w = world_with(cfg, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let t1 = at(t0, Duration::from_secs(10));
+        w.tick(t1);
+        let mut updates = w.subscribe(1024);
+        w.observe_tip(
+            &sha('b'),
+            &with_hook("nginx:does-not-exist", &hook_job("smoke", "PostSync", "")),
+            &no_refresh,
+            t1,
+        );
+        run_clock(&mut w, t1);
+        let stages = drain(&mut updates);
+        assert!(
+            stages
+                .iter()
+                .flat_map(results)
+                .all(|r| r["kind"] == "Deployment"),
+            "the hook never ran"
+        );
+        assert!(w.apps["web"].hook_objects.is_empty());
+        let app = w.application("web").unwrap();
+        let op = op_of(&app);
+        assert_eq!(op["phase"], "Failed");
+        assert_eq!(
+            op["message"],
+            "one or more synchronization tasks completed unsuccessfully (retried 2 times)."
+        );
+        assert_eq!(
+            results(&app),
+            [
+                json!({"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "default", "name": "web", "status": "Synced", "message": "Deployment \"web\" exceeded its progress deadline", "hookPhase": "Failed", "syncPhase": "Sync"})
+            ]
+        );
+        assert_eq!(app["status"]["history"].as_array().unwrap().len(), 1);
+        assert_eq!(health_of(&w), "Degraded");
+    }
+
+    #[test]
+    fn a_pre_sync_hook_runs_before_the_apply_and_a_phase_without_hooks_ends_the_sync_at_once() {
+        let t0 = Now::current();
+        let mut cfg = config(Duration::from_secs(5), ArgoCdVersion::default());
+        cfg.hook_time = Duration::ZERO;
+        let mut w = world_with(cfg, t0);
+        let mut updates = w.subscribe(1024);
+        let hooked = with_hook("nginx:1", &hook_job("migrate", "PreSync", ""));
+        w.observe_tip(&sha('a'), &hooked, &no_refresh, t0);
+        let stages = drain(&mut updates);
+        let waiting = stages.last().unwrap();
+        assert_eq!(
+            op_of(waiting)["message"],
+            "waiting for completion of hook batch/Job/migrate"
+        );
+        assert_eq!(
+            kinds(waiting, "resources"),
+            ["Deployment"],
+            "not created yet"
+        );
+        assert_eq!(
+            w.next_deadline(t0),
+            Some(t0.mono),
+            "zero hook time: the next step"
+        );
+        w.tick(t0);
+        let app = w.application("web").unwrap();
+        // The Deployment is applied and the sync ends without waiting for its rollout.
+        assert_eq!(op_of(&app)["phase"], "Succeeded");
+        assert_eq!(
+            op_of(&app)["message"],
+            "successfully synced (all tasks run)"
+        );
+        let r = results(&app);
+        assert_eq!(r[0]["syncPhase"], "PreSync");
+        assert_eq!(r[0]["hookPhase"], "Succeeded");
+        assert_eq!(r[1]["syncPhase"], "Sync");
+        assert_eq!(r[1]["hookPhase"], "Running");
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
+        assert_eq!(health_of(&w), "Progressing");
+        assert_eq!(app["status"]["history"].as_array().unwrap().len(), 1);
+
+        // The next sync deletes the Job left from this one before it creates it again.
+        let t1 = at(t0, Duration::from_secs(10));
+        w.observe_tip(
+            &sha('b'),
+            &with_hook("nginx:2", &hook_job("migrate", "PreSync", "")),
+            &no_refresh,
+            t1,
+        );
+        assert_eq!(
+            op_of(&w.application("web").unwrap())["message"],
+            "waiting for deletion of hook batch/Job/migrate"
+        );
+        run_clock(&mut w, t1);
+        let app = w.application("web").unwrap();
+        assert_eq!(op_of(&app)["phase"], "Succeeded");
+        assert_eq!(app["status"]["summary"], json!({"images": ["nginx:2"]}));
+        // A dry run and a partial sync run no hooks.
+        for req in [
+            SyncRequest {
+                dry_run: true,
+                ..SyncRequest::default()
+            },
+            SyncRequest {
+                resources: vec![SyncResource {
+                    group: "apps".into(),
+                    kind: "Deployment".into(),
+                    name: "web".into(),
+                    namespace: String::new(),
+                }],
+                ..SyncRequest::default()
+            },
+        ] {
+            w.request_sync("web", req).unwrap().unwrap();
+            let tip = at(t1, Duration::from_secs(30));
+            w.start_pending(
+                "web",
+                Some((
+                    sha('b'),
+                    with_hook("nginx:2", &hook_job("migrate", "PreSync", ""))["web"].clone(),
+                )),
+                tip,
+            );
+            let app = w.application("web").unwrap();
+            assert_eq!(op_of(&app)["phase"], "Succeeded");
+            assert!(results(&app).iter().all(|r| r["kind"] == "Deployment"));
+        }
     }
 
     #[test]

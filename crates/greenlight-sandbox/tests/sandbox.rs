@@ -2877,3 +2877,68 @@ async fn patch_requests_are_refused_as_argo_cd_refuses_them() {
     );
     s.sandbox.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_sync_hook_runs_after_the_rollout_on_the_sandboxs_own_clock() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (mut config, log) = config(&remote.repo(), &["web=apps/web"]);
+    config.rollout_time = Duration::from_millis(300);
+    config.hook_time = Duration::from_millis(200);
+    let s = start(config, log).await;
+    let mut events = Events::open(&s.base, "?name=web").await;
+    events.next().await;
+
+    let hook = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: smoke\n  annotations:\n    argocd.argoproj.io/hook: PostSync\nspec:\n  template:\n    spec:\n      containers:\n      - name: smoke\n        image: curl:8\n      restartPolicy: Never\n";
+    remote.write("apps/web/web.yaml", &web_manifests("nginx:1.28"));
+    remote.write("apps/web/smoke.yaml", hook);
+    let rev = remote.commit_push("web: 1.28 with a smoke test after the sync");
+    let seen = events
+        .until("the sync with its hook succeeded", |a| synced_at(a, &rev))
+        .await;
+    let messages: Vec<&str> = seen
+        .iter()
+        .filter(|a| a["status"]["operationState"]["syncResult"]["revision"] == rev.as_str())
+        .filter_map(|a| a["status"]["operationState"]["message"].as_str())
+        .collect();
+    let waits_for = |m: &str| messages.iter().position(|x| *x == m);
+    let healthy =
+        waits_for("waiting for healthy state of /ConfigMap/web-config and 2 more resources")
+            .or_else(|| waits_for("waiting for healthy state of apps/Deployment/web"))
+            .unwrap_or_else(|| panic!("{messages:#?}"));
+    let hook_running = waits_for("waiting for completion of hook batch/Job/smoke")
+        .unwrap_or_else(|| panic!("{messages:#?}"));
+    assert!(healthy < hook_running, "{messages:#?}");
+    let done = seen.last().unwrap();
+    let op = &done["status"]["operationState"];
+    assert_eq!(op["message"], "successfully synced (no more tasks)");
+    let job = op["syncResult"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "Job")
+        .unwrap()
+        .clone();
+    assert_eq!(job["hookType"], "PostSync");
+    assert_eq!(job["hookPhase"], "Succeeded");
+    assert_eq!(history_len(done), 2);
+    let refreshed = app_where(&s.base, "web", "the refresh", |a| {
+        sync_status(a) == "Synced" && revision(a) == rev
+    })
+    .await;
+    assert!(
+        refreshed["status"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["kind"] != "Job"),
+        "{refreshed}"
+    );
+    let lines = s.log.lock().unwrap().clone();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "app web: PostSync hook job.batch/smoke succeeded"),
+        "{lines:#?}"
+    );
+    s.sandbox.shutdown().await;
+}

@@ -298,6 +298,32 @@ fn sandbox_patch_edits_an_apps_spec_as_argo_cds_api_does() {
 }
 
 #[test]
+fn the_hook_time_is_a_duration() {
+    let (remote, _) = remote();
+    let out = Command::new(BIN)
+        .current_dir(remote.root())
+        .args([
+            "sandbox",
+            "--repo",
+            "origin.git",
+            "--listen",
+            "127.0.0.1:0",
+            "--app",
+            "web=apps/web",
+            "--hook-time",
+            "soon",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--hook-time: invalid duration \"soon\""),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn bad_flags_exit_2_naming_the_flag() {
     let (remote, _) = remote();
     let dir = remote.root();

@@ -30,6 +30,11 @@ pub struct SandboxArgs {
     /// How long a changed workload stays Progressing before Healthy or Degraded.
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     rollout_time: String,
+    /// How long a resource hook (argocd.argoproj.io/hook) that is a Job or a Pod runs before it
+    /// succeeds, or fails when annotated sandbox.greenlight.dev/hook: fail; 0s: at the
+    /// operation's next step.
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    hook_time: String,
     /// A file listing the image references that exist, one per line (# comments).
     #[arg(long, value_name = "FILE")]
     registry: Option<PathBuf>,
@@ -101,6 +106,7 @@ fn config_from(args: SandboxArgs) -> anyhow::Result<SandboxConfig> {
     config.branch = args.branch;
     config.sync_interval = sync_interval;
     config.rollout_time = super::duration_flag("--rollout-time", &args.rollout_time)?;
+    config.hook_time = super::duration_flag("--hook-time", &args.hook_time)?;
     config.registry = args.registry;
     config.token = args
         .token_file
