@@ -460,6 +460,88 @@ fn an_app_whose_listing_item_does_not_decode_is_unobserved_not_absent() {
     );
 }
 
+/// A PostSync hook (a smoke-test Job) that fails, annotated for the sandbox to fail it.
+const FAILING_SMOKE_TEST: &str = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: smoke\n  namespace: apps\n  annotations:\n    argocd.argoproj.io/hook: PostSync\n    sandbox.greenlight.dev/hook: fail\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n        - name: smoke\n          image: registry.local/curl:8\n";
+
+/// Argo CD applied the commit, waited for it to be healthy, ran its PostSync hook, and the hook
+/// failed (after the retries): the team's own check speaks against the commit.
+fn a_failed_post_sync_hook_on_an_applied_commit_reverts_it() {
+    let repo = Repo::new();
+    let sb = sandbox(
+        &repo,
+        &["web=apps/web"],
+        &["--retry-backoff", "200ms", "--hook-time", "200ms"],
+    );
+    settled(&sb, &repo, &["web"]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    repo.write("apps/web/smoke.yaml", FAILING_SMOKE_TEST);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!(
+            "web: 1.1 with a smoke test\n\n{}",
+            trailer("web", "60", "arm")
+        ),
+    );
+    let failed = sb.wait_app("web", T, |a| {
+        a["status"]["operationState"]["phase"] == "Failed"
+    });
+    let results = failed["status"]["operationState"]["syncResult"]["resources"].to_string();
+    assert!(results.contains("\"syncPhase\":\"PostSync\""), "{results}");
+    let w = wd.wait_state(&c, "REVERTED", T);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("PostSync hook failed: batch/Job/smoke"),
+        "{reason}"
+    );
+    assert_eq!(count_reverts_of(&repo, &c), 1);
+    assert!(
+        wd.proc
+            .output()
+            .contains("containing this commit ended Failed"),
+        "{}",
+        wd.proc.output()
+    );
+}
+
+/// An Image Updater write-back (`argocd` method) edits the Application's spec while the watch
+/// judges: what the app deploys is no longer the commit's doing alone.
+fn an_application_edited_under_the_watch_is_fail_never_reverted() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let state = repo.path("state/greenlight.db");
+    let mut args = watch_args(&repo, &sb.url, &state, &[]);
+    // The watch stays live until the edit: its streak cannot complete first.
+    let i = args.iter().position(|a| a == "--stable-for").unwrap();
+    args[i + 1] = "600s".into();
+    let proc = Proc::spawn(BIN, &args, &[]);
+    proc.wait_line("watching ", T);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1\n\n{}", trailer("web", "900", "arm")),
+    );
+    wait_state(&state, &c, "JUDGING", T, &proc);
+    let edit = json!({"spec": {"source": {"directory": null, "kustomize": {"images": ["web=registry.local/web:9.9.9"]}}}});
+    let answer = sb.patch_app("web", &edit.to_string(), "merge");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let w = wait_state(&state, &c, "FAIL", T, &proc);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("changed outside the watched repository"),
+        "{reason}"
+    );
+    assert!(reason.contains("spec.source.kustomize"), "{reason}");
+    assert!(w["revert_commit"].is_null(), "{w}");
+    assert_eq!(repo.remote_tip(), c, "nothing pushed");
+    assert!(
+        proc.output().contains("changed outside"),
+        "{}",
+        proc.output()
+    );
+}
+
 on_every_argocd_version!(
     an_ignore_healthcheck_resource_never_fails_a_watch,
     a_manifest_that_fails_to_render_is_not_reached_and_never_reverted,
@@ -468,4 +550,6 @@ on_every_argocd_version!(
     a_sync_that_fails_and_retries_is_never_reach_and_ends_not_reached,
     a_dry_run_sync_is_not_reach,
     an_app_that_syncs_through_the_source_hydrator_is_unwatchable,
+    a_failed_post_sync_hook_on_an_applied_commit_reverts_it,
+    an_application_edited_under_the_watch_is_fail_never_reverted,
 );
