@@ -1080,6 +1080,27 @@ fn a_pause_not_healthy_again_within_stable_for_is_inconclusive_not_reverted() {
 }
 
 #[test]
+fn a_pause_cut_by_a_gap_in_observation_is_inconclusive_never_a_failure() {
+    for healthy_again in [true, false] {
+        let (mut h, w, ok) = streak_under_way_at_the_deadline();
+        h.observe(&ok.clone().health(Health::Progressing), t(100));
+        // Updates were lost (the stream fell behind) before the next observation.
+        let next = if healthy_again {
+            ok.clone()
+        } else {
+            ok.clone().health(Health::Progressing)
+        };
+        h.observe_after_gap(&next, t(105));
+        assert_eq!(
+            h.state(&w),
+            State::Inconclusive,
+            "healthy again: {healthy_again}"
+        );
+        no_reverts(&h);
+    }
+}
+
+#[test]
 fn a_pause_that_turns_degraded_fails_and_reverts() {
     let (mut h, w, ok) = streak_under_way_at_the_deadline();
     h.observe(&ok.clone().health(Health::Progressing), t(100));
