@@ -393,6 +393,18 @@ impl SpoilingProxy {
     }
 }
 
+/// `greenlight watch` with `--stable-for 600s`, so that no watch ends CONFIRMED while a test
+/// looks on; started and watching. Returns its state file and process.
+fn watchdog_that_never_confirms(repo: &Repo, url: &str) -> (std::path::PathBuf, Proc) {
+    let state = repo.path("state/greenlight.db");
+    let mut args = watch_args(repo, url, &state, &[]);
+    let i = args.iter().position(|a| a == "--stable-for").unwrap();
+    args[i + 1] = "600s".into();
+    let proc = Proc::spawn(BIN, &args, &[]);
+    proc.wait_line("watching ", T);
+    (state, proc)
+}
+
 /// An Application that a listing holds but that does not decode is unobserved, never absent:
 /// the listing is incomplete, its silence about the app proves nothing, and the warning names
 /// the app and what did not decode. Reads and the stream still observe the app.
@@ -401,13 +413,8 @@ fn an_app_whose_listing_item_does_not_decode_is_unobserved_not_absent() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     let proxy = SpoilingProxy::start(&sb.url, "web");
-    let state = repo.path("state/greenlight.db");
-    let mut args = watch_args(&repo, &proxy.url, &state, &[]);
     // The watch stays live throughout: its streak cannot complete while the test looks on.
-    let i = args.iter().position(|a| a == "--stable-for").unwrap();
-    args[i + 1] = "600s".into();
-    let proc = Proc::spawn(BIN, &args, &[]);
-    proc.wait_line("watching ", T);
+    let (state, proc) = watchdog_that_never_confirms(&repo, &proxy.url);
     let c = repo.set_image(
         "web",
         GOOD2,
@@ -510,13 +517,8 @@ fn an_application_edited_under_the_watch_is_fail_never_reverted() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     settled(&sb, &repo, &["web"]);
-    let state = repo.path("state/greenlight.db");
-    let mut args = watch_args(&repo, &sb.url, &state, &[]);
     // The watch stays live until the edit: its streak cannot complete first.
-    let i = args.iter().position(|a| a == "--stable-for").unwrap();
-    args[i + 1] = "600s".into();
-    let proc = Proc::spawn(BIN, &args, &[]);
-    proc.wait_line("watching ", T);
+    let (state, proc) = watchdog_that_never_confirms(&repo, &sb.url);
     let c = repo.set_image(
         "web",
         GOOD2,
