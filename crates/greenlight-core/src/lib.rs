@@ -7,6 +7,7 @@
 //! said about a watch is [`reason`].
 
 pub mod breaker;
+pub mod candidate;
 pub mod commit;
 pub mod directive;
 pub mod event;
