@@ -11,6 +11,7 @@ pub mod candidate;
 pub mod commit;
 pub mod directive;
 pub mod event;
+pub mod gate;
 pub mod image;
 pub mod judge;
 pub mod paths;

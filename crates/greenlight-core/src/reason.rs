@@ -10,6 +10,7 @@
 
 use crate::commit::{CommitId, NotACommitId};
 use crate::directive::{AppRef, DirectiveError, Mode};
+use crate::gate::{Blocked, GateMessage};
 use crate::snapshot::{Health, ReachVia, ResourceHealthSource};
 use crate::time::{Timestamp, human_duration, parse_human_duration};
 use crate::watch::{Before, FailedSync, LaterCommit, State};
@@ -1368,6 +1369,141 @@ fn debug_quoted(s: &str) -> Option<(String, &str)> {
         }
     }
     None
+}
+
+// ------------------------------------------------------------------- the promotion gate
+
+/// One line saying why the gate blocked: the reason a kept candidate's commit records.
+pub fn gate_blocked_summary(b: &Blocked) -> String {
+    match b {
+        Blocked::CandidateNotReady { pending, .. } if !pending.is_empty() => format!(
+            "candidate short of capacity: {} pod(s) Pending ({})",
+            pending.len(),
+            pending.join("; ")
+        ),
+        Blocked::CandidateNotReady { state, reason, .. } => {
+            format!("candidate not ready ({state}): {reason}")
+        }
+        Blocked::CheckFailed {
+            index,
+            name,
+            kind,
+            evidence,
+        } => format!("check {} {name} ({kind}) failed: {evidence}", index + 1),
+        Blocked::CheckUndecided {
+            index,
+            name,
+            kind,
+            evidence,
+        } => format!("check {} {name} ({kind}) undecided: {evidence}", index + 1),
+    }
+}
+
+impl fmt::Display for GateMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GateMessage::Started {
+                app,
+                candidate,
+                checks,
+            } => write!(
+                f,
+                "promotion of {candidate} to {app} started: the candidate first, then {checks} check(s) in the written order"
+            ),
+            GateMessage::NoOp { digest } => write!(
+                f,
+                "no-op: the candidate is already live ({digest}); nothing committed, nothing notified"
+            ),
+            GateMessage::SuspiciousNoOp { live_image, digest } => write!(
+                f,
+                "suspicious no-op: the live manifest names {live_image}, a mutable tag that now resolves to the candidate's digest {digest}; the pods may still run older content (a tag does not roll pods out): pin the live manifest by digest"
+            ),
+            GateMessage::CandidateCommitted { commit } => write!(
+                f,
+                "candidate committed in {commit}: waiting for it to reach its Application, become healthy and stay healthy"
+            ),
+            GateMessage::CandidateReady => {
+                f.write_str("candidate ready: reached, healthy and stable; the checks run now")
+            }
+            GateMessage::CheckPassed {
+                index,
+                name,
+                kind,
+                evidence,
+            } => write!(f, "check {} {name} ({kind}) passed: {evidence}", index + 1),
+            GateMessage::CheckSkipped { index, name, why } => write!(
+                f,
+                "check {} {name} skipped by design: {why} (neither a pass nor a failure)",
+                index + 1
+            ),
+            GateMessage::Blocked(b) => match b {
+                Blocked::CandidateNotReady { pending, .. } if !pending.is_empty() => write!(
+                    f,
+                    "candidate short of capacity, promotion blocked: {} pod(s) Pending ({}); free or add capacity for the candidate's replicas (GPUs included), or lower the candidate's replicas",
+                    pending.len(),
+                    pending.join("; ")
+                ),
+                Blocked::CandidateNotReady { state, reason, .. } => write!(
+                    f,
+                    "candidate not ready ({state}), promotion blocked: {reason}"
+                ),
+                Blocked::CheckFailed {
+                    index,
+                    name,
+                    kind,
+                    evidence,
+                } => write!(
+                    f,
+                    "check {} {name} ({kind}) failed, promotion blocked: {evidence}",
+                    index + 1
+                ),
+                Blocked::CheckUndecided {
+                    index,
+                    name,
+                    kind,
+                    evidence,
+                } => write!(
+                    f,
+                    "check {} {name} ({kind}) undecided, promotion blocked: {evidence} (an undecided check is not a pass)",
+                    index + 1
+                ),
+            },
+            GateMessage::Aborted { commit } => write!(
+                f,
+                "aborted: the live manifest changed in git since the run started ({commit}); nothing promoted, run again"
+            ),
+            GateMessage::Promoted {
+                app,
+                candidate,
+                commit,
+            } => write!(
+                f,
+                "promoted {candidate} to {app} in {commit}: the gate verified it; the watchdog now proves the live rollout"
+            ),
+            GateMessage::BypassRequested { reason } => write!(
+                f,
+                "GATE BYPASSED on request ({reason}): no candidate, no check runs"
+            ),
+            GateMessage::Bypassed {
+                app,
+                candidate,
+                commit,
+                reason,
+            } => write!(
+                f,
+                "BYPASSED, NO CHECK RAN: {candidate} promoted to {app} in {commit} without the gate ({reason})"
+            ),
+            GateMessage::CandidateKept => f.write_str(
+                "candidate kept for the retention window: recorded in git; `greenlight promote gc` removes it once expired",
+            ),
+            GateMessage::SelfTestBlocked => f.write_str(
+                "self-test passed: the gate blocked the deliberately failing candidate",
+            ),
+            GateMessage::SelfTestLetThrough => f.write_str(
+                "self-test FAILED: the gate let a deliberately failing candidate through (nothing was promoted); fix the checks before trusting the gate",
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,1039 @@
+//! The promotion gate (`docs/promote.md#gate`): a sans-IO machine beside the judge. It decides
+//! what one `greenlight promote` run does next — commit the candidate, have the judge watch
+//! it, run each check in the written order, promote in one commit, keep a failed candidate —
+//! from what the caller reports back, and says every outcome in words of its own kind
+//! ([`GateMessage`], worded in [`crate::reason`]). It never runs a check, reads git or waits:
+//! the caller does that and reports each result as an [`Input`].
+//!
+//! A bypass is its own path from the first step: no candidate, no check, and a promotion whose
+//! commit, messages and outcome say *bypassed*, never *passed*.
+
+/// What a run promotes, as the configuration says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GatePlan {
+    /// The Application the live workload belongs to.
+    pub app: String,
+    /// The checks, in the written order (never reordered).
+    pub checks: Vec<PlannedCheck>,
+    /// The watch trailer the promotion commit carries (`Nav-Watchdog: app=… deadline=… mode=…`),
+    /// so the watchdog then proves the live rollout.
+    pub watch_trailer: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedCheck {
+    pub name: String,
+    /// `http`, `command`, `prometheus`, `analysis-template`.
+    pub kind: String,
+}
+
+/// What the run starts from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Start {
+    /// The candidate image, pinned by digest (`registry/app@sha256:…`).
+    pub candidate: String,
+    pub candidate_digest: String,
+    /// The image the live manifest names, as written.
+    pub live_image: String,
+    /// The live digest: the manifest's own, or its tag resolved through the registry.
+    pub live_digest: Option<String>,
+    /// The live manifest names a mutable tag (rather than a digest).
+    pub live_tag_is_mutable: bool,
+    /// `--bypass-gate --reason <text>`.
+    pub bypass: Option<String>,
+    /// `promote self-test`: the candidate is made to fail on purpose; the run passes only if the
+    /// gate blocks it, and it never promotes.
+    pub self_test: bool,
+}
+
+/// What the caller reports back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// The candidate's manifests are pushed (the candidate Application deploys them).
+    CandidateCommitted { commit: String },
+    /// The judge's verdict on the candidate (reach, healthy, stable).
+    CandidateJudged(CandidateVerdict),
+    /// Check `index` ended.
+    CheckFinished { index: usize, outcome: CheckOutcome },
+    /// The live manifest changed in git since the run started: another promotion, a human.
+    LiveManifestChanged { commit: String },
+    /// The promotion commit is pushed.
+    PromotionCommitted { commit: String },
+    /// The failed candidate is recorded in git for the retention window (or removed, after a
+    /// self-test).
+    CandidateSettled { commit: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CandidateVerdict {
+    /// CONFIRMED: reached, healthy, stable.
+    Ready,
+    /// Any other verdict, with the judge's reason; `pending` holds the scheduler's message of
+    /// each candidate pod stuck Pending (short of capacity).
+    NotReady {
+        state: String,
+        reason: String,
+        pending: Vec<String>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckOutcome {
+    /// The evidence, one line: the status and time, the exit code, the analysis figures.
+    Passed {
+        evidence: String,
+    },
+    Failed {
+        evidence: String,
+    },
+    /// The check could not decide (an analysis Inconclusive or Error, a request that never
+    /// answered): not a pass.
+    Undecided {
+        evidence: String,
+    },
+    /// Skipped by design (its condition does not apply): neither a failure nor a pass.
+    Skipped {
+        why: String,
+    },
+}
+
+/// What the caller does next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    Say(GateMessage),
+    /// Write and push the candidate's manifests.
+    CommitCandidate,
+    /// Have the judge watch the candidate commit on the candidate Application.
+    JudgeCandidate {
+        commit: String,
+    },
+    RunCheck {
+        index: usize,
+    },
+    /// One commit, pushed fast-forward: the live image becomes the candidate's digest, the
+    /// candidate's manifests are removed, and these trailers record why.
+    CommitPromotion {
+        subject: String,
+        trailers: Vec<(String, String)>,
+    },
+    /// Record the failed candidate for the retention window (it stays deployed), with why.
+    KeepCandidate {
+        trailers: Vec<(String, String)>,
+    },
+    /// Remove the candidate (after a self-test).
+    RemoveCandidate,
+    Done(Outcome),
+}
+
+/// How a run ended. [`Outcome::exit_code`]: 0 promoted, no-op or bypassed (and a self-test the
+/// gate blocked); 1 blocked, aborted, or a self-test the gate let through.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Promoted {
+        commit: String,
+    },
+    Bypassed {
+        commit: String,
+    },
+    NoOp,
+    /// The live manifest names a mutable tag that now resolves to the candidate's digest: the
+    /// pods may still run older content.
+    SuspiciousNoOp,
+    Blocked(Blocked),
+    /// The live manifest changed in git since the run started.
+    Aborted {
+        commit: String,
+    },
+    SelfTestBlocked(Blocked),
+    /// The deliberately failing candidate would have been promoted: the gate is broken.
+    SelfTestLetThrough,
+}
+
+impl Outcome {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Outcome::Promoted { .. }
+            | Outcome::Bypassed { .. }
+            | Outcome::NoOp
+            | Outcome::SuspiciousNoOp
+            | Outcome::SelfTestBlocked(_) => 0,
+            Outcome::Blocked(_) | Outcome::Aborted { .. } | Outcome::SelfTestLetThrough => 1,
+        }
+    }
+}
+
+/// Why the gate blocked a candidate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Blocked {
+    /// The candidate never became ready; with pods Pending, it is short of capacity.
+    CandidateNotReady {
+        state: String,
+        reason: String,
+        pending: Vec<String>,
+    },
+    CheckFailed {
+        index: usize,
+        name: String,
+        kind: String,
+        evidence: String,
+    },
+    CheckUndecided {
+        index: usize,
+        name: String,
+        kind: String,
+        evidence: String,
+    },
+}
+
+/// What a run says as it goes (the first line of each is distinct; see `reason.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GateMessage {
+    Started {
+        app: String,
+        candidate: String,
+        checks: usize,
+    },
+    NoOp {
+        digest: String,
+    },
+    SuspiciousNoOp {
+        live_image: String,
+        digest: String,
+    },
+    CandidateCommitted {
+        commit: String,
+    },
+    CandidateReady,
+    CheckPassed {
+        index: usize,
+        name: String,
+        kind: String,
+        evidence: String,
+    },
+    CheckSkipped {
+        index: usize,
+        name: String,
+        why: String,
+    },
+    Blocked(Blocked),
+    Aborted {
+        commit: String,
+    },
+    Promoted {
+        app: String,
+        candidate: String,
+        commit: String,
+    },
+    BypassRequested {
+        reason: String,
+    },
+    Bypassed {
+        app: String,
+        candidate: String,
+        commit: String,
+        reason: String,
+    },
+    CandidateKept,
+    SelfTestBlocked,
+    SelfTestLetThrough,
+}
+
+/// The trailer keys of promotion and candidate commits.
+pub const GATE_TRAILER: &str = "Greenlight-Gate";
+pub const CANDIDATE_TRAILER: &str = "Greenlight-Candidate";
+pub const CHECK_TRAILER: &str = "Greenlight-Check";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Step {
+    /// Waiting for the candidate commit.
+    Committing,
+    /// Waiting for the judge's verdict on the candidate.
+    Judging,
+    /// Waiting for check `i`.
+    Checking(usize),
+    /// Waiting for the promotion commit.
+    Promoting,
+    /// Waiting for the failed candidate to be recorded (or removed), then done with this.
+    Settling(Outcome),
+    Done,
+}
+
+/// One run of the gate.
+#[derive(Clone, Debug)]
+pub struct Gate {
+    plan: GatePlan,
+    start: Start,
+    step: Step,
+    /// The evidence of each check so far, in order.
+    evidence: Vec<(String, String)>,
+}
+
+impl Gate {
+    /// A run, and what to do first.
+    pub fn start(plan: GatePlan, start: Start) -> (Gate, Vec<Effect>) {
+        let mut gate = Gate {
+            plan,
+            start,
+            step: Step::Committing,
+            evidence: Vec::new(),
+        };
+        let out = gate.begin();
+        (gate, out)
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.step == Step::Done
+    }
+
+    fn begin(&mut self) -> Vec<Effect> {
+        let s = &self.start;
+        if let Some(reason) = s.bypass.clone() {
+            self.step = Step::Promoting;
+            return vec![
+                Effect::Say(GateMessage::BypassRequested {
+                    reason: reason.clone(),
+                }),
+                Effect::CommitPromotion {
+                    subject: format!(
+                        "promote {}: {} (GATE BYPASSED, no check ran)",
+                        self.plan.app, s.candidate
+                    ),
+                    trailers: vec![
+                        (
+                            GATE_TRAILER.into(),
+                            format!("bypassed, no check ran: {}", one_line(&reason)),
+                        ),
+                        (CANDIDATE_TRAILER.into(), s.candidate.clone()),
+                        watch_trailer(&self.plan.watch_trailer),
+                    ],
+                },
+            ];
+        }
+        if !s.self_test && s.live_digest.as_deref() == Some(s.candidate_digest.as_str()) {
+            self.step = Step::Done;
+            let (msg, outcome) = if s.live_tag_is_mutable {
+                (
+                    GateMessage::SuspiciousNoOp {
+                        live_image: s.live_image.clone(),
+                        digest: s.candidate_digest.clone(),
+                    },
+                    Outcome::SuspiciousNoOp,
+                )
+            } else {
+                (
+                    GateMessage::NoOp {
+                        digest: s.candidate_digest.clone(),
+                    },
+                    Outcome::NoOp,
+                )
+            };
+            return vec![Effect::Say(msg), Effect::Done(outcome)];
+        }
+        vec![
+            Effect::Say(GateMessage::Started {
+                app: self.plan.app.clone(),
+                candidate: s.candidate.clone(),
+                checks: self.plan.checks.len(),
+            }),
+            Effect::CommitCandidate,
+        ]
+    }
+
+    /// The next step after `input`. An input the current step does not wait for changes
+    /// nothing (a late or repeated report), except that a change of the live manifest aborts
+    /// any run that has not promoted yet.
+    pub fn step(&mut self, input: Input) -> Vec<Effect> {
+        match (self.step.clone(), input) {
+            (Step::Done | Step::Settling(_), Input::LiveManifestChanged { .. }) => Vec::new(),
+            (Step::Promoting, Input::LiveManifestChanged { .. }) if self.start.bypass.is_some() => {
+                Vec::new()
+            }
+            (_, Input::LiveManifestChanged { commit }) => {
+                let outcome = Outcome::Aborted {
+                    commit: commit.clone(),
+                };
+                let mut out = vec![Effect::Say(GateMessage::Aborted { commit })];
+                out.extend(self.settle(outcome));
+                out
+            }
+            (Step::Committing, Input::CandidateCommitted { commit }) => {
+                self.step = Step::Judging;
+                vec![
+                    Effect::Say(GateMessage::CandidateCommitted {
+                        commit: commit.clone(),
+                    }),
+                    Effect::JudgeCandidate { commit },
+                ]
+            }
+            (Step::Judging, Input::CandidateJudged(verdict)) => match verdict {
+                CandidateVerdict::Ready => {
+                    let mut out = vec![Effect::Say(GateMessage::CandidateReady)];
+                    out.extend(self.next_check(0));
+                    out
+                }
+                CandidateVerdict::NotReady {
+                    state,
+                    reason,
+                    pending,
+                } => self.block(Blocked::CandidateNotReady {
+                    state,
+                    reason,
+                    pending,
+                }),
+            },
+            (Step::Checking(i), Input::CheckFinished { index, outcome }) if index == i => {
+                let check = self.plan.checks[i].clone();
+                match outcome {
+                    CheckOutcome::Passed { evidence } => {
+                        self.evidence.push((
+                            CHECK_TRAILER.into(),
+                            format!(
+                                "{} {} ({}) passed: {}",
+                                i + 1,
+                                check.name,
+                                check.kind,
+                                one_line(&evidence)
+                            ),
+                        ));
+                        let mut out = vec![Effect::Say(GateMessage::CheckPassed {
+                            index: i,
+                            name: check.name,
+                            kind: check.kind,
+                            evidence,
+                        })];
+                        out.extend(self.next_check(i + 1));
+                        out
+                    }
+                    CheckOutcome::Skipped { why } => {
+                        self.evidence.push((
+                            CHECK_TRAILER.into(),
+                            format!(
+                                "{} {} ({}) skipped by design: {}",
+                                i + 1,
+                                check.name,
+                                check.kind,
+                                one_line(&why)
+                            ),
+                        ));
+                        let mut out = vec![Effect::Say(GateMessage::CheckSkipped {
+                            index: i,
+                            name: check.name,
+                            why,
+                        })];
+                        out.extend(self.next_check(i + 1));
+                        out
+                    }
+                    CheckOutcome::Failed { evidence } => self.block(Blocked::CheckFailed {
+                        index: i,
+                        name: check.name,
+                        kind: check.kind,
+                        evidence,
+                    }),
+                    CheckOutcome::Undecided { evidence } => self.block(Blocked::CheckUndecided {
+                        index: i,
+                        name: check.name,
+                        kind: check.kind,
+                        evidence,
+                    }),
+                }
+            }
+            (Step::Promoting, Input::PromotionCommitted { commit }) => {
+                self.step = Step::Done;
+                let (msg, outcome) = match &self.start.bypass {
+                    Some(reason) => (
+                        GateMessage::Bypassed {
+                            app: self.plan.app.clone(),
+                            candidate: self.start.candidate.clone(),
+                            commit: commit.clone(),
+                            reason: reason.clone(),
+                        },
+                        Outcome::Bypassed { commit },
+                    ),
+                    None => (
+                        GateMessage::Promoted {
+                            app: self.plan.app.clone(),
+                            candidate: self.start.candidate.clone(),
+                            commit: commit.clone(),
+                        },
+                        Outcome::Promoted { commit },
+                    ),
+                };
+                vec![Effect::Say(msg), Effect::Done(outcome)]
+            }
+            (Step::Settling(outcome), Input::CandidateSettled { .. }) => {
+                self.step = Step::Done;
+                let msg = match &outcome {
+                    Outcome::SelfTestBlocked(_) => GateMessage::SelfTestBlocked,
+                    Outcome::SelfTestLetThrough => GateMessage::SelfTestLetThrough,
+                    _ => GateMessage::CandidateKept,
+                };
+                vec![Effect::Say(msg), Effect::Done(outcome)]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Check `i`, or — all passed — the promotion (a self-test's candidate must never get here).
+    fn next_check(&mut self, i: usize) -> Vec<Effect> {
+        if i < self.plan.checks.len() {
+            self.step = Step::Checking(i);
+            return vec![Effect::RunCheck { index: i }];
+        }
+        if self.start.self_test {
+            return self.settle(Outcome::SelfTestLetThrough);
+        }
+        self.step = Step::Promoting;
+        let mut trailers = vec![
+            (
+                GATE_TRAILER.into(),
+                format!(
+                    "passed: candidate ready, {} check(s) in order",
+                    self.plan.checks.len()
+                ),
+            ),
+            (CANDIDATE_TRAILER.into(), self.start.candidate.clone()),
+        ];
+        trailers.extend(self.evidence.iter().cloned());
+        trailers.push(watch_trailer(&self.plan.watch_trailer));
+        vec![Effect::CommitPromotion {
+            subject: format!(
+                "promote {}: {} (gate passed)",
+                self.plan.app, self.start.candidate
+            ),
+            trailers,
+        }]
+    }
+
+    fn block(&mut self, why: Blocked) -> Vec<Effect> {
+        let mut out = vec![Effect::Say(GateMessage::Blocked(why.clone()))];
+        let outcome = if self.start.self_test {
+            Outcome::SelfTestBlocked(why)
+        } else {
+            Outcome::Blocked(why)
+        };
+        out.extend(self.settle(outcome));
+        out
+    }
+
+    /// Keep the candidate for the retention window — or remove it after a self-test — then end
+    /// with `outcome`.
+    fn settle(&mut self, outcome: Outcome) -> Vec<Effect> {
+        let committed = !matches!(self.step, Step::Committing);
+        self.step = Step::Settling(outcome.clone());
+        if !committed {
+            // Nothing of the candidate is in git yet: nothing to keep or remove.
+            self.step = Step::Done;
+            return vec![Effect::Done(outcome)];
+        }
+        if self.start.self_test {
+            return vec![Effect::RemoveCandidate];
+        }
+        let why = match &outcome {
+            Outcome::Blocked(b) => crate::reason::gate_blocked_summary(b),
+            Outcome::Aborted { commit } => format!("aborted: the live manifest changed ({commit})"),
+            _ => String::new(),
+        };
+        vec![Effect::KeepCandidate {
+            trailers: vec![
+                (
+                    GATE_TRAILER.into(),
+                    format!("blocked, candidate kept: {}", one_line(&why)),
+                ),
+                (CANDIDATE_TRAILER.into(), self.start.candidate.clone()),
+            ],
+        }]
+    }
+}
+
+fn watch_trailer(line: &str) -> (String, String) {
+    match line.split_once(": ") {
+        Some((k, v)) => (k.to_string(), v.to_string()),
+        None => ("Nav-Watchdog".to_string(), line.to_string()),
+    }
+}
+
+/// A trailer value is one line: newlines become spaces, and it is kept short.
+fn one_line(s: &str) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
+    let flat = flat.trim();
+    if flat.chars().count() > 300 {
+        let cut: String = flat.chars().take(297).collect();
+        format!("{cut}...")
+    } else {
+        flat.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(checks: &[(&str, &str)]) -> GatePlan {
+        GatePlan {
+            app: "llm".into(),
+            checks: checks
+                .iter()
+                .map(|(n, k)| PlannedCheck {
+                    name: n.to_string(),
+                    kind: k.to_string(),
+                })
+                .collect(),
+            watch_trailer: "Nav-Watchdog: app=llm deadline=900 mode=arm".into(),
+        }
+    }
+
+    fn start() -> Start {
+        Start {
+            candidate: "registry.local/llm@sha256:bbb".into(),
+            candidate_digest: "sha256:bbb".into(),
+            live_image: "registry.local/llm@sha256:aaa".into(),
+            live_digest: Some("sha256:aaa".into()),
+            live_tag_is_mutable: false,
+            bypass: None,
+            self_test: false,
+        }
+    }
+
+    fn said(effects: &[Effect]) -> Vec<String> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Say(m) => Some(m.to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether `text` says "passed" as a word ("bypassed" does not).
+    fn says_passed(text: &str) -> bool {
+        text.split(|c: char| !c.is_alphanumeric())
+            .any(|w| w.eq_ignore_ascii_case("passed") || w.eq_ignore_ascii_case("verified"))
+    }
+
+    fn done(effects: &[Effect]) -> Option<&Outcome> {
+        effects.iter().find_map(|e| match e {
+            Effect::Done(o) => Some(o),
+            _ => None,
+        })
+    }
+
+    fn two_checks() -> (Gate, Vec<Effect>) {
+        Gate::start(
+            plan(&[("smoke", "http"), ("errors", "prometheus")]),
+            start(),
+        )
+    }
+
+    #[test]
+    fn a_pass_runs_every_check_in_order_then_promotes_in_one_commit_with_the_evidence() {
+        let (mut g, out) = two_checks();
+        assert_eq!(out.last(), Some(&Effect::CommitCandidate));
+        let out = g.step(Input::CandidateCommitted {
+            commit: "c1".into(),
+        });
+        assert_eq!(
+            out.last(),
+            Some(&Effect::JudgeCandidate {
+                commit: "c1".into()
+            })
+        );
+        let out = g.step(Input::CandidateJudged(CandidateVerdict::Ready));
+        assert_eq!(out.last(), Some(&Effect::RunCheck { index: 0 }));
+        // A report for another check than the one running changes nothing.
+        assert!(
+            g.step(Input::CheckFinished {
+                index: 1,
+                outcome: CheckOutcome::Passed {
+                    evidence: "x".into()
+                }
+            })
+            .is_empty()
+        );
+        let out = g.step(Input::CheckFinished {
+            index: 0,
+            outcome: CheckOutcome::Passed {
+                evidence: "200 in 12ms".into(),
+            },
+        });
+        assert_eq!(out.last(), Some(&Effect::RunCheck { index: 1 }));
+        let out = g.step(Input::CheckFinished {
+            index: 1,
+            outcome: CheckOutcome::Passed {
+                evidence: "Successful: 5 of 5 measurements".into(),
+            },
+        });
+        let Some(Effect::CommitPromotion { subject, trailers }) = out.last() else {
+            panic!("{out:?}");
+        };
+        assert_eq!(
+            subject,
+            "promote llm: registry.local/llm@sha256:bbb (gate passed)"
+        );
+        let keys: Vec<&str> = trailers.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                GATE_TRAILER,
+                CANDIDATE_TRAILER,
+                CHECK_TRAILER,
+                CHECK_TRAILER,
+                "Nav-Watchdog"
+            ]
+        );
+        assert_eq!(trailers[2].1, "1 smoke (http) passed: 200 in 12ms");
+        assert_eq!(trailers[4].1, "app=llm deadline=900 mode=arm");
+        let out = g.step(Input::PromotionCommitted {
+            commit: "p1".into(),
+        });
+        assert_eq!(
+            done(&out),
+            Some(&Outcome::Promoted {
+                commit: "p1".into()
+            })
+        );
+        assert_eq!(done(&out).unwrap().exit_code(), 0);
+        assert!(g.is_done());
+    }
+
+    #[test]
+    fn the_first_failure_stops_the_run_and_keeps_the_candidate() {
+        let (mut g, _) = two_checks();
+        g.step(Input::CandidateCommitted {
+            commit: "c1".into(),
+        });
+        g.step(Input::CandidateJudged(CandidateVerdict::Ready));
+        let out = g.step(Input::CheckFinished {
+            index: 0,
+            outcome: CheckOutcome::Failed {
+                evidence: "503 in 8ms".into(),
+            },
+        });
+        assert!(
+            !out.iter()
+                .any(|e| matches!(e, Effect::RunCheck { .. } | Effect::CommitPromotion { .. }))
+        );
+        let Some(Effect::KeepCandidate { trailers }) = out.last() else {
+            panic!("{out:?}")
+        };
+        assert!(
+            trailers[0].1.starts_with("blocked, candidate kept: "),
+            "{trailers:?}"
+        );
+        let out = g.step(Input::CandidateSettled {
+            commit: "k1".into(),
+        });
+        let outcome = done(&out).unwrap();
+        assert!(matches!(
+            outcome,
+            Outcome::Blocked(Blocked::CheckFailed { index: 0, .. })
+        ));
+        assert_eq!(outcome.exit_code(), 1);
+    }
+
+    #[test]
+    fn an_undecided_check_is_no_pass_and_a_skipped_one_is_neither() {
+        let (mut g, _) = two_checks();
+        g.step(Input::CandidateCommitted {
+            commit: "c1".into(),
+        });
+        g.step(Input::CandidateJudged(CandidateVerdict::Ready));
+        let out = g.step(Input::CheckFinished {
+            index: 0,
+            outcome: CheckOutcome::Skipped {
+                why: "no HTTP port".into(),
+            },
+        });
+        assert_eq!(out.last(), Some(&Effect::RunCheck { index: 1 }));
+        assert!(said(&out)[0].contains("skipped"), "{:?}", said(&out));
+        let out = g.step(Input::CheckFinished {
+            index: 1,
+            outcome: CheckOutcome::Undecided {
+                evidence: "Inconclusive".into(),
+            },
+        });
+        assert!(matches!(out.last(), Some(Effect::KeepCandidate { .. })));
+    }
+
+    #[test]
+    fn a_candidate_that_never_becomes_ready_is_blocked_before_any_check() {
+        let (mut g, _) = two_checks();
+        g.step(Input::CandidateCommitted {
+            commit: "c1".into(),
+        });
+        let out = g.step(Input::CandidateJudged(CandidateVerdict::NotReady {
+            state: "FAIL".into(),
+            reason: "not healthy within 15m after reach".into(),
+            pending: vec!["0/3 nodes are available: 3 Insufficient nvidia.com/gpu.".into()],
+        }));
+        assert!(!out.iter().any(|e| matches!(e, Effect::RunCheck { .. })));
+        let words = said(&out).join("\n");
+        assert!(words.contains("short of capacity"), "{words}");
+        assert!(words.contains("Insufficient nvidia.com/gpu"), "{words}");
+    }
+
+    #[test]
+    fn a_candidate_equal_to_live_is_a_silent_no_op_and_a_moved_mutable_tag_is_suspicious() {
+        let (g, out) = Gate::start(
+            plan(&[("smoke", "http")]),
+            Start {
+                live_digest: Some("sha256:bbb".into()),
+                ..start()
+            },
+        );
+        assert!(g.is_done());
+        assert_eq!(out.len(), 2, "one line, then done: {out:?}");
+        assert_eq!(done(&out), Some(&Outcome::NoOp));
+        let (_, out) = Gate::start(
+            plan(&[("smoke", "http")]),
+            Start {
+                live_image: "registry.local/llm:main".into(),
+                live_digest: Some("sha256:bbb".into()),
+                live_tag_is_mutable: true,
+                ..start()
+            },
+        );
+        assert_eq!(done(&out), Some(&Outcome::SuspiciousNoOp));
+        assert!(said(&out)[0].contains("older content"), "{:?}", said(&out));
+    }
+
+    #[test]
+    fn a_bypass_promotes_without_candidate_or_check_and_never_says_passed() {
+        let (mut g, out) = Gate::start(
+            plan(&[("smoke", "http")]),
+            Start {
+                bypass: Some("hotfix for INC-42".into()),
+                ..start()
+            },
+        );
+        assert!(
+            !out.iter()
+                .any(|e| matches!(e, Effect::CommitCandidate | Effect::RunCheck { .. }))
+        );
+        let Some(Effect::CommitPromotion { subject, trailers }) = out.last() else {
+            panic!("{out:?}")
+        };
+        assert!(subject.contains("GATE BYPASSED"), "{subject}");
+        assert!(
+            !says_passed(subject) && trailers.iter().all(|(_, v)| !says_passed(v)),
+            "{subject} {trailers:?}"
+        );
+        assert_eq!(
+            trailers[0],
+            (
+                GATE_TRAILER.to_string(),
+                "bypassed, no check ran: hotfix for INC-42".to_string()
+            )
+        );
+        let out = g.step(Input::PromotionCommitted {
+            commit: "p1".into(),
+        });
+        assert_eq!(
+            done(&out),
+            Some(&Outcome::Bypassed {
+                commit: "p1".into()
+            })
+        );
+        let words = said(&out).join("\n");
+        assert!(
+            words.contains("BYPASSED") && !says_passed(&words),
+            "{words}"
+        );
+    }
+
+    #[test]
+    fn a_live_manifest_changed_mid_run_aborts_without_promoting() {
+        let (mut g, _) = two_checks();
+        g.step(Input::CandidateCommitted {
+            commit: "c1".into(),
+        });
+        g.step(Input::CandidateJudged(CandidateVerdict::Ready));
+        let out = g.step(Input::LiveManifestChanged {
+            commit: "h1".into(),
+        });
+        assert!(
+            matches!(out.last(), Some(Effect::KeepCandidate { .. })),
+            "{out:?}"
+        );
+        // The check that was running reports afterwards: nothing follows from it.
+        assert!(
+            g.step(Input::CheckFinished {
+                index: 0,
+                outcome: CheckOutcome::Passed {
+                    evidence: "ok".into()
+                }
+            })
+            .is_empty()
+        );
+        let out = g.step(Input::CandidateSettled {
+            commit: "k1".into(),
+        });
+        assert_eq!(
+            done(&out),
+            Some(&Outcome::Aborted {
+                commit: "h1".into()
+            })
+        );
+        assert_eq!(done(&out).unwrap().exit_code(), 1);
+        // Before the candidate is committed there is nothing to keep.
+        let (mut g, _) = two_checks();
+        let out = g.step(Input::LiveManifestChanged {
+            commit: "h2".into(),
+        });
+        assert_eq!(
+            done(&out),
+            Some(&Outcome::Aborted {
+                commit: "h2".into()
+            })
+        );
+    }
+
+    #[test]
+    fn a_self_test_passes_only_when_the_gate_blocks_and_never_promotes() {
+        let self_test = Start {
+            self_test: true,
+            ..start()
+        };
+        let (mut g, _) = Gate::start(plan(&[("smoke", "http")]), self_test.clone());
+        g.step(Input::CandidateCommitted {
+            commit: "c1".into(),
+        });
+        g.step(Input::CandidateJudged(CandidateVerdict::Ready));
+        let out = g.step(Input::CheckFinished {
+            index: 0,
+            outcome: CheckOutcome::Failed {
+                evidence: "500".into(),
+            },
+        });
+        assert_eq!(out.last(), Some(&Effect::RemoveCandidate));
+        let out = g.step(Input::CandidateSettled {
+            commit: "r1".into(),
+        });
+        assert!(matches!(done(&out), Some(Outcome::SelfTestBlocked(_))));
+        assert_eq!(done(&out).unwrap().exit_code(), 0);
+        // The gate let the failing candidate through: exit 1, and still no promotion.
+        let (mut g, _) = Gate::start(plan(&[("smoke", "http")]), self_test);
+        g.step(Input::CandidateCommitted {
+            commit: "c1".into(),
+        });
+        g.step(Input::CandidateJudged(CandidateVerdict::Ready));
+        let out = g.step(Input::CheckFinished {
+            index: 0,
+            outcome: CheckOutcome::Passed {
+                evidence: "200".into(),
+            },
+        });
+        assert!(
+            !out.iter()
+                .any(|e| matches!(e, Effect::CommitPromotion { .. }))
+        );
+        let out = g.step(Input::CandidateSettled {
+            commit: "r1".into(),
+        });
+        assert_eq!(done(&out), Some(&Outcome::SelfTestLetThrough));
+        assert_eq!(done(&out).unwrap().exit_code(), 1);
+    }
+
+    #[test]
+    fn every_message_has_a_distinct_first_line_and_no_pass_wording_comes_from_a_bypass() {
+        let blocked = Blocked::CheckFailed {
+            index: 0,
+            name: "smoke".into(),
+            kind: "http".into(),
+            evidence: "503".into(),
+        };
+        let messages = vec![
+            GateMessage::Started {
+                app: "a".into(),
+                candidate: "c".into(),
+                checks: 1,
+            },
+            GateMessage::NoOp { digest: "d".into() },
+            GateMessage::SuspiciousNoOp {
+                live_image: "i".into(),
+                digest: "d".into(),
+            },
+            GateMessage::CandidateCommitted { commit: "c".into() },
+            GateMessage::CandidateReady,
+            GateMessage::CheckPassed {
+                index: 0,
+                name: "n".into(),
+                kind: "k".into(),
+                evidence: "e".into(),
+            },
+            GateMessage::CheckSkipped {
+                index: 0,
+                name: "n".into(),
+                why: "w".into(),
+            },
+            GateMessage::Blocked(blocked.clone()),
+            GateMessage::Blocked(Blocked::CheckUndecided {
+                index: 0,
+                name: "n".into(),
+                kind: "k".into(),
+                evidence: "e".into(),
+            }),
+            GateMessage::Blocked(Blocked::CandidateNotReady {
+                state: "FAIL".into(),
+                reason: "r".into(),
+                pending: vec!["p".into()],
+            }),
+            GateMessage::Blocked(Blocked::CandidateNotReady {
+                state: "FAIL".into(),
+                reason: "r".into(),
+                pending: vec![],
+            }),
+            GateMessage::Aborted { commit: "c".into() },
+            GateMessage::Promoted {
+                app: "a".into(),
+                candidate: "c".into(),
+                commit: "p".into(),
+            },
+            GateMessage::BypassRequested { reason: "r".into() },
+            GateMessage::Bypassed {
+                app: "a".into(),
+                candidate: "c".into(),
+                commit: "p".into(),
+                reason: "r".into(),
+            },
+            GateMessage::CandidateKept,
+            GateMessage::SelfTestBlocked,
+            GateMessage::SelfTestLetThrough,
+        ];
+        let firsts: Vec<String> = messages
+            .iter()
+            .map(|m| {
+                m.to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .split(':')
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        let mut unique = firsts.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(
+            unique.len(),
+            firsts.len(),
+            "first lines repeat: {firsts:#?}"
+        );
+        for m in &messages {
+            let text = m.to_string().to_lowercase();
+            if matches!(
+                m,
+                GateMessage::BypassRequested { .. } | GateMessage::Bypassed { .. }
+            ) {
+                assert!(text.contains("bypass") && !says_passed(&text), "{text}");
+            }
+            if matches!(m, GateMessage::Promoted { .. }) {
+                assert!(!text.contains("bypass"), "{text}");
+            }
+        }
+    }
+}
