@@ -1,6 +1,7 @@
-//! The catalogue of what greenlight says about a watch: every reason a watch states (`status`,
-//! the state file) and every message of the judge's events, as typed data, and the one place
-//! their words are written (the `Display` impls below). The judge decides which variant applies
+//! The catalogue of what greenlight says: every reason a watch states (`status`, the state
+//! file), every message of the judge's events and every message of the promotion gate
+//! ([`crate::gate::GateMessage`]), as typed data, and the one place their words are written
+//! (the `Display` impls below). The judge decides which variant applies
 //! and never formats a sentence of its own; nothing here decides anything. Users and tests grep
 //! these words, so a sentence changes only when it was wrong.
 //!
