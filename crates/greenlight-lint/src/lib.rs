@@ -14,6 +14,7 @@
 
 pub mod config;
 pub mod diagnostic;
+pub mod edit;
 pub mod input;
 pub mod object;
 pub mod report;
