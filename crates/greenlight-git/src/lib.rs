@@ -3,18 +3,20 @@
 //! user's and the system's git configuration.
 //!
 //! Owns greenlight's own clone of the watched remote (under its data directory), the
-//! revert-and-push write path, and the rules that keep secrets out of argv, errors and
+//! revert-and-push write path, the promotion gate's change commits, and the rules that keep secrets out of argv, errors and
 //! logs. It must never force a push, never touch a repository it did not clone, and never
 //! put a token in a process argument or an error message.
 //!
 //! Unix only: credentials reach git through a shell script, as its credential helper.
 
+mod change;
 mod command;
 mod error;
 mod repo;
 mod revert;
 mod secret;
 
+pub use change::{ChangeOutcome, ChangeRequest, FileChange};
 pub use command::ASKPASS_SCRIPT;
 pub use error::{Error, Result};
 pub use repo::{Auth, CommitData, Repo};

@@ -1,4 +1,5 @@
-//! The one write greenlight makes to a remote: a revert commit, pushed fast-forward.
+//! The watchdog's one write to a remote: a revert commit, pushed fast-forward (the promotion
+//! gate's writes are in `change.rs`, through the same push).
 //!
 //! Owns the revert's construction (git's own `revert`, the mainline parent for merges),
 //! its message (no watch trailer), adoption of a revert already on the branch, and the
@@ -207,16 +208,25 @@ impl Repo {
         git: crate::command::Git<'a>,
         req: &RevertRequest,
     ) -> crate::command::Git<'a> {
-        git.env("GIT_AUTHOR_NAME", &req.author_name)
-            .env("GIT_AUTHOR_EMAIL", &req.author_email)
-            .env("GIT_COMMITTER_NAME", &req.author_name)
-            .env("GIT_COMMITTER_EMAIL", &req.author_email)
+        self.with_author(git, &req.author_name, &req.author_email)
+    }
+
+    pub(crate) fn with_author<'a>(
+        &self,
+        git: crate::command::Git<'a>,
+        name: &str,
+        email: &str,
+    ) -> crate::command::Git<'a> {
+        git.env("GIT_AUTHOR_NAME", name)
+            .env("GIT_AUTHOR_EMAIL", email)
+            .env("GIT_COMMITTER_NAME", name)
+            .env("GIT_COMMITTER_EMAIL", email)
     }
 
     /// Puts the work tree, index and a detached HEAD exactly at the remote tip, dropping
     /// whatever an earlier, interrupted revert left behind. The clone is greenlight's
     /// own: nothing of a human's can be lost here.
-    fn reset_work_tree(&self, branch: &str) -> Result<()> {
+    pub(crate) fn reset_work_tree(&self, branch: &str) -> Result<()> {
         let git_dir = self.dir().join(".git");
         if git_dir.join("REVERT_HEAD").exists() || git_dir.join("sequencer").exists() {
             self.env().git(["revert", "--quit"]).run_ok()?;
@@ -246,7 +256,7 @@ impl Repo {
     }
 
     /// Pushes `revert` to the branch, never forced.
-    fn push(&self, revert: &str, branch: &str) -> Result<Push> {
+    pub(crate) fn push(&self, revert: &str, branch: &str) -> Result<Push> {
         let out = self
             .env()
             .git(["push", "--porcelain", "--no-verify", "origin"])
@@ -268,7 +278,7 @@ enum Built {
     Done(RevertOutcome),
 }
 
-enum Push {
+pub(crate) enum Push {
     Accepted,
     Rejected(String),
 }
@@ -299,15 +309,24 @@ fn check_request(req: &RevertRequest) -> Result<()> {
     if req.commit.is_empty() || req.commit.starts_with('-') {
         return bad("commit", &req.commit, "expected a commit sha");
     }
-    for (what, value) in [
-        ("author name", &req.author_name),
-        ("author e-mail", &req.author_email),
-    ] {
+    check_identity(&req.author_name, &req.author_email)
+}
+
+/// An author name and e-mail git accepts as given.
+pub(crate) fn check_identity(name: &str, email: &str) -> Result<()> {
+    for (what, value) in [("author name", name), ("author e-mail", email)] {
+        let bad = |reason| {
+            Err(Error::InvalidInput {
+                what,
+                value: value.to_owned(),
+                reason,
+            })
+        };
         if value.trim().is_empty() {
-            return bad(what, value, "must not be empty");
+            return bad("must not be empty");
         }
         if value.contains(['<', '>', '\n', '\r', '\0']) {
-            return bad(what, value, "must not contain '<', '>' or line breaks");
+            return bad("must not contain '<', '>' or line breaks");
         }
     }
     Ok(())

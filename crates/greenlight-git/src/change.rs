@@ -1,0 +1,252 @@
+//! The promotion gate's writes: one commit of whole-file changes (a candidate's manifests, a
+//! promotion, a kept candidate's record, a lock), made on the remote's tip and pushed
+//! fast-forward — never forced — with the same fetch-and-retry loop as a revert. A guard
+//! refuses the commit when files the run read have changed on the branch since it read them
+//! (the live manifest edited by someone else mid-run): the caller decides again, nothing is
+//! pushed.
+
+use crate::error::{Error, Result};
+use crate::repo::Repo;
+use std::path::{Component, Path};
+
+/// One file's change, by its path in the repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileChange {
+    /// Create or overwrite the file (and its directories).
+    Write { path: String, content: Vec<u8> },
+    /// Remove the file, or the directory and everything under it; absent is fine.
+    Remove { path: String },
+}
+
+impl FileChange {
+    fn path(&self) -> &str {
+        match self {
+            FileChange::Write { path, .. } | FileChange::Remove { path } => path,
+        }
+    }
+}
+
+/// What to commit, where, as whom.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeRequest {
+    pub branch: String,
+    pub changes: Vec<FileChange>,
+    /// The whole commit message (subject, body, trailers).
+    pub message: String,
+    pub author_name: String,
+    pub author_email: String,
+    /// How many pushes to try when the remote rejects them (≥ 1).
+    pub max_attempts: u32,
+    /// Refuse when one of these paths differs between this commit and the branch's tip.
+    pub unchanged_since: Option<(String, Vec<String>)>,
+}
+
+/// How a change request ended. Errors (git failing, every push rejected) are `Err`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChangeOutcome {
+    Pushed {
+        commit: String,
+        attempts: u32,
+    },
+    /// The changes are already on the branch: nothing to commit, nothing pushed.
+    Unchanged {
+        tip: String,
+    },
+    /// A guarded path changed on the branch since `base`; nothing was pushed.
+    Guarded {
+        path: String,
+        base: String,
+        tip: String,
+    },
+}
+
+impl Repo {
+    /// Commits `req.changes` on the tip of `req.branch` and pushes the commit, fast-forward
+    /// only. Each attempt fetches the branch first, checks the guard, applies the changes to
+    /// the clone's work tree reset to the tip, and pushes; a rejected push starts the next
+    /// attempt. After `max_attempts` rejections: [`Error::PushRejected`].
+    pub fn commit_and_push(&self, req: &ChangeRequest) -> Result<ChangeOutcome> {
+        check(req)?;
+        self.check_branch(&req.branch)?;
+        let _guard = self.lock_writer();
+        let mut last_rejection = String::new();
+        for attempt in 1..=req.max_attempts {
+            let tip = self.fetch_locked(&req.branch)?;
+            if let Some((base, paths)) = &req.unchanged_since {
+                let base = self.full_commit(base)?;
+                let out = self
+                    .env()
+                    .git(["diff", "--name-only", "-z"])
+                    .arg(&base)
+                    .arg(&tip)
+                    .arg("--")
+                    .args(paths)
+                    .run_ok()?;
+                if let Some(path) = out
+                    .stdout
+                    .split(|b| *b == 0)
+                    .find(|p| !p.is_empty())
+                    .map(|p| String::from_utf8_lossy(p).into_owned())
+                {
+                    return Ok(ChangeOutcome::Guarded { path, base, tip });
+                }
+            }
+            self.reset_work_tree(&req.branch)?;
+            for change in &req.changes {
+                let full = self.dir().join(change.path());
+                let io = |e: std::io::Error| Error::InvalidInput {
+                    what: "file change",
+                    value: change.path().to_string(),
+                    reason: if e.kind() == std::io::ErrorKind::PermissionDenied {
+                        "permission denied in the clone"
+                    } else {
+                        "could not be written in the clone"
+                    },
+                };
+                match change {
+                    FileChange::Write { content, .. } => {
+                        if let Some(dir) = full.parent() {
+                            std::fs::create_dir_all(dir).map_err(io)?;
+                        }
+                        std::fs::write(&full, content).map_err(io)?;
+                    }
+                    FileChange::Remove { .. } => {
+                        if full.is_dir() {
+                            std::fs::remove_dir_all(&full).map_err(io)?;
+                        } else if full.exists() {
+                            std::fs::remove_file(&full).map_err(io)?;
+                        }
+                    }
+                }
+            }
+            // The work tree was the tip, clean, before the changes: everything that differs is
+            // theirs (a removed path that never existed differs in nothing).
+            self.env().git(["add", "--all"]).run_ok()?;
+            let unchanged = self
+                .env()
+                .git(["diff", "--cached", "--quiet"])
+                .run()?
+                .status
+                .success();
+            if unchanged {
+                self.reset_work_tree(&req.branch)?;
+                return Ok(ChangeOutcome::Unchanged { tip });
+            }
+            let commit_cmd = self
+                .env()
+                .git([
+                    "commit",
+                    "--quiet",
+                    "--no-verify",
+                    "--cleanup=verbatim",
+                    "--file=-",
+                ])
+                .stdin(req.message.clone().into_bytes());
+            self.with_author(commit_cmd, &req.author_name, &req.author_email)
+                .run_ok()?;
+            let commit = self.full_commit("HEAD")?;
+            match self.push(&commit, &req.branch)? {
+                crate::revert::Push::Accepted => {
+                    return Ok(ChangeOutcome::Pushed {
+                        commit,
+                        attempts: attempt,
+                    });
+                }
+                crate::revert::Push::Rejected(reason) => last_rejection = reason,
+            }
+        }
+        Err(Error::PushRejected {
+            commit: "the change commit".into(),
+            branch: req.branch.clone(),
+            repo: self.to_string(),
+            attempts: req.max_attempts,
+            reason: last_rejection,
+        })
+    }
+
+    /// A file's content at `rev`; `None` when the file does not exist there.
+    pub fn read_file(&self, rev: &str, path: &str) -> Result<Option<Vec<u8>>> {
+        check_path(path)?;
+        let commit = self.full_commit(rev)?;
+        let out = self
+            .env()
+            .git(["cat-file", "blob"])
+            .arg(format!("{commit}:{path}"))
+            .run()?;
+        if out.status.success() {
+            Ok(Some(out.stdout))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// The files under `dir` at `rev` (paths from the repository's root), sorted; empty when
+    /// the directory does not exist there.
+    pub fn list_files(&self, rev: &str, dir: &str) -> Result<Vec<String>> {
+        check_path(dir)?;
+        let commit = self.full_commit(rev)?;
+        let out = self
+            .env()
+            .git(["ls-tree", "-r", "-z", "--name-only"])
+            .arg(&commit)
+            .arg("--")
+            .arg(dir)
+            .run_ok()?;
+        let mut files: Vec<String> = out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect();
+        files.sort();
+        Ok(files)
+    }
+}
+
+/// A repository path greenlight may write: relative, no `..`, never inside `.git`.
+fn check_path(path: &str) -> Result<()> {
+    let bad = |reason| {
+        Err(Error::InvalidInput {
+            what: "path",
+            value: path.to_owned(),
+            reason,
+        })
+    };
+    if path.is_empty() || path.starts_with('-') {
+        return bad("expected a path in the repository");
+    }
+    for c in Path::new(path).components() {
+        match c {
+            Component::Normal(s) if s == ".git" => return bad("must not be inside .git"),
+            Component::Normal(_) | Component::CurDir => {}
+            _ => return bad("must be relative, without `..`"),
+        }
+    }
+    Ok(())
+}
+
+fn check(req: &ChangeRequest) -> Result<()> {
+    if req.max_attempts == 0 {
+        return Err(Error::InvalidInput {
+            what: "max_attempts",
+            value: "0".into(),
+            reason: "at least one push attempt is needed",
+        });
+    }
+    if req.changes.is_empty() {
+        return Err(Error::InvalidInput {
+            what: "changes",
+            value: String::new(),
+            reason: "a change commit needs at least one file change",
+        });
+    }
+    for c in &req.changes {
+        check_path(c.path())?;
+    }
+    if let Some((_, paths)) = &req.unchanged_since {
+        for p in paths {
+            check_path(p)?;
+        }
+    }
+    crate::revert::check_identity(&req.author_name, &req.author_email)
+}
