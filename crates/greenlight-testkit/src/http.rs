@@ -1,6 +1,7 @@
 //! Small blocking HTTP/1.1 requests over a plain TCP connection to a local server, for tests
 //! that are not async: one request per connection (`Connection: close`), chunked bodies
-//! decoded, a read timeout so a silent server cannot hang a test.
+//! decoded, a read timeout so a silent server cannot hang a test; and [`SilentServer`], a server
+//! that never answers, for tests of a client's timeout.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -127,6 +128,90 @@ pub fn http_post(url: &str) -> String {
     http_request("POST", url, &[]).map_or_else(|_| String::new(), |r| r.body)
 }
 
+/// A server on 127.0.0.1 that accepts connections, reads each request's head and never
+/// answers: what a client's timeout is tested against. Each connection is held open until the
+/// server is dropped, so the client sees silence rather than a close.
+pub struct SilentServer {
+    addr: std::net::SocketAddr,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SilentServer {
+    pub fn start() -> SilentServer {
+        use std::io::BufRead;
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().unwrap();
+        let requests: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+        let stop: std::sync::Arc<std::sync::atomic::AtomicBool> = Default::default();
+        let thread = {
+            let (requests, stop) = (requests.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut held = Vec::new();
+                for conn in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(conn) = conn else { continue };
+                    let requests = requests.clone();
+                    let reader = conn.try_clone();
+                    held.push(conn);
+                    let Ok(reader) = reader else { continue };
+                    std::thread::spawn(move || {
+                        let mut reader = std::io::BufReader::new(reader);
+                        let mut head = String::new();
+                        loop {
+                            let mut line = String::new();
+                            match reader.read_line(&mut line) {
+                                Ok(0) | Err(_) => break,
+                                Ok(_) if line == "\r\n" => break,
+                                Ok(_) => head.push_str(&line),
+                            }
+                        }
+                        if !head.is_empty() {
+                            requests
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                                .push(head);
+                        }
+                    });
+                }
+            })
+        };
+        SilentServer {
+            addr,
+            requests,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The head (request line and headers) of every request received so far.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Drop for SilentServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,5 +277,29 @@ mod tests {
         assert!(http_request("GET", &url, &[]).is_err());
         assert_eq!(http_get(&url), "");
         assert!(http_request("GET", "https://127.0.0.1:1/", &[]).is_err());
+    }
+
+    #[test]
+    fn a_silent_server_records_the_request_and_never_answers() {
+        let server = SilentServer::start();
+        let mut conn = TcpStream::connect(server.url().trim_start_matches("http://")).unwrap();
+        conn.write_all(b"GET /api?q=1 HTTP/1.1\r\nX-Tenant: a\r\n\r\n")
+            .unwrap();
+        conn.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let err = conn.read(&mut [0; 16]).expect_err("no answer comes");
+        assert!(
+            matches!(
+                err.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ),
+            "{err:?}"
+        );
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        while server.requests().is_empty() && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let heads = server.requests();
+        assert_eq!(heads, ["GET /api?q=1 HTTP/1.1\r\nX-Tenant: a\r\n"]);
     }
 }

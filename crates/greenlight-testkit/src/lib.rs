@@ -9,7 +9,10 @@
 //!   line by line with bounded timeouts.
 //! - [`git_http`]: a git smart-HTTP remote (`git http-backend` behind a front that demands
 //!   credentials) on 127.0.0.1, recording what each request carried.
-//! - [`http`]: small blocking HTTP/1.1 requests for tests that poll a local server.
+//! - [`http`]: small blocking HTTP/1.1 requests for tests that poll a local server, and a
+//!   server that never answers.
+//! - [`prometheus`]: a real Prometheus (Debian's binary) on a loopback port, scraping an
+//!   exporter whose gauges the test sets.
 //! - [`sandbox`]: `greenlight sandbox` as a child process, started and read over HTTP.
 //! - [`watch`]: `greenlight watch` as a child process and its `status --json`.
 //!
@@ -26,13 +29,15 @@ pub mod git;
 pub mod git_http;
 pub mod http;
 pub mod process;
+pub mod prometheus;
 pub mod sandbox;
 pub mod watch;
 
 pub use corpus::corpus;
 pub use git::{IDENTITY_EMAIL, IDENTITY_NAME, Remote, ScriptFixture, git, git_cmd, isolate};
 pub use git_http::GitHttpServer;
-pub use http::{Response, http_get, http_post, http_request, http_send};
+pub use http::{Response, SilentServer, http_get, http_post, http_request, http_send};
 pub use process::Proc;
+pub use prometheus::{BasicAuthUser, Exporter, Prometheus};
 pub use sandbox::{Sandbox, healthy_at};
 pub use watch::{TERMINAL_STATES, Watchdog, status_json, wait_state, watch_args, watch_of};
