@@ -1,0 +1,323 @@
+//! The promotion gate's `http` and `command` checks, run from where greenlight runs: a URL or an
+//! argv templated with the candidate's `{{candidate.*}}` values, one request or one process, and
+//! an outcome with one line of evidence (the status and time, the exit code and the output's
+//! last line). The gate (`greenlight_core::gate`) decides what an outcome means for the run.
+
+use greenlight_core::gate::CheckOutcome;
+use std::time::{Duration, Instant};
+
+/// What a check's templates may name (`docs/promote.md`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CandidateVars {
+    pub service: String,
+    pub namespace: String,
+    pub port: Option<u16>,
+    pub image: String,
+}
+
+/// A template that names something it may not, or is not closed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    #[error(
+        "`{{{{{name}}}}}` is not a template value (use candidate.service, candidate.namespace, candidate.port or candidate.image)"
+    )]
+    Unknown { name: String },
+    #[error("`{{{{candidate.port}}}}` is used, but the candidate's container declares no port")]
+    NoPort,
+    #[error("a `{{{{` at byte {at} is never closed by `}}}}`")]
+    Unclosed { at: usize },
+}
+
+/// `template` with every `{{candidate.*}}` replaced (spaces inside the braces allowed).
+pub fn render(template: &str, vars: &CandidateVars) -> Result<String, TemplateError> {
+    let mut out = String::new();
+    let mut rest = template;
+    let mut offset = 0;
+    while let Some(open) = rest.find("{{") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        let close = after
+            .find("}}")
+            .ok_or(TemplateError::Unclosed { at: offset + open })?;
+        let name = after[..close].trim();
+        let value = match name {
+            "candidate.service" => vars.service.clone(),
+            "candidate.namespace" => vars.namespace.clone(),
+            "candidate.image" => vars.image.clone(),
+            "candidate.port" => vars.port.ok_or(TemplateError::NoPort)?.to_string(),
+            other => {
+                return Err(TemplateError::Unknown {
+                    name: other.to_string(),
+                });
+            }
+        };
+        out.push_str(&value);
+        let consumed = open + 2 + close + 2;
+        offset += consumed;
+        rest = &rest[consumed..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// One HTTP GET: passed when the status is `expect_status` and, if given, the body contains
+/// `body_contains`; a request that fails or times out is undecided, never a pass.
+pub async fn http_check(
+    client: &reqwest::Client,
+    url: &str,
+    expect_status: u16,
+    body_contains: Option<&str>,
+    timeout: Duration,
+) -> CheckOutcome {
+    let started = Instant::now();
+    let answer = tokio::time::timeout(timeout, async {
+        let resp = client.get(url).send().await?;
+        let status = resp.status().as_u16();
+        let body = resp.text().await?;
+        Ok::<_, reqwest::Error>((status, body))
+    })
+    .await;
+    let ms = started.elapsed().as_millis();
+    match answer {
+        Err(_) => CheckOutcome::Undecided {
+            evidence: format!(
+                "GET {url}: no answer within {}",
+                humantime::format_duration(timeout)
+            ),
+        },
+        Ok(Err(e)) => CheckOutcome::Undecided {
+            evidence: format!("GET {url}: {}", without_url(&e)),
+        },
+        Ok(Ok((status, body))) => {
+            let status_ok = status == expect_status;
+            let body_ok = body_contains.is_none_or(|needle| body.contains(needle));
+            let mut evidence = format!("GET {url}: {status} in {ms} ms");
+            if body_contains.is_some() {
+                evidence.push_str(if body_ok {
+                    ", body contains the expected text"
+                } else {
+                    ", body lacks the expected text"
+                });
+            }
+            if status_ok && body_ok {
+                CheckOutcome::Passed { evidence }
+            } else {
+                if !status_ok {
+                    evidence.push_str(&format!(" (expected {expect_status})"));
+                }
+                CheckOutcome::Failed { evidence }
+            }
+        }
+    }
+}
+
+/// reqwest's error without the URL it repeats (the evidence names it once).
+fn without_url(e: &reqwest::Error) -> String {
+    let mut e = e.to_string();
+    if let Some(i) = e.find(" for url (") {
+        e.truncate(i);
+    }
+    e
+}
+
+/// One process, argv as given (no shell): passed on exit 0; its output's last non-empty line
+/// is the evidence. A process still running at `timeout` is killed: undecided.
+pub async fn command_check(argv: &[String], timeout: Duration) -> CheckOutcome {
+    let Some((program, args)) = argv.split_first() else {
+        return CheckOutcome::Undecided {
+            evidence: "an empty command".into(),
+        };
+    };
+    let started = Instant::now();
+    let child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            return CheckOutcome::Undecided {
+                evidence: format!("{program}: could not start: {e}"),
+            };
+        }
+    };
+    let output = match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        Err(_) => {
+            return CheckOutcome::Undecided {
+                evidence: format!(
+                    "{program}: still running after {}, killed",
+                    humantime::format_duration(timeout)
+                ),
+            };
+        }
+        Ok(Err(e)) => {
+            return CheckOutcome::Undecided {
+                evidence: format!("{program}: {e}"),
+            };
+        }
+        Ok(Ok(o)) => o,
+    };
+    let ms = started.elapsed().as_millis();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| format!(": {}", l.trim()))
+        .unwrap_or_default();
+    match output.status.code() {
+        Some(0) => CheckOutcome::Passed {
+            evidence: format!("{program} exited 0 in {ms} ms{last}"),
+        },
+        Some(code) => CheckOutcome::Failed {
+            evidence: format!("{program} exited {code} in {ms} ms{last}"),
+        },
+        None => CheckOutcome::Failed {
+            evidence: format!("{program} was killed by a signal{last}"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(port: Option<u16>) -> CandidateVars {
+        CandidateVars {
+            service: "llm-candidate".into(),
+            namespace: "serving".into(),
+            port,
+            image: "registry.local/llm@sha256:ab".into(),
+        }
+    }
+
+    #[test]
+    fn templates_name_only_candidate_values() {
+        assert_eq!(
+            render(
+                "http://{{candidate.service}}.{{ candidate.namespace }}:{{candidate.port}}/healthz?img={{candidate.image}}",
+                &vars(Some(8080))
+            )
+            .unwrap(),
+            "http://llm-candidate.serving:8080/healthz?img=registry.local/llm@sha256:ab"
+        );
+        assert_eq!(render("no templates", &vars(None)).unwrap(), "no templates");
+        assert_eq!(
+            render("{{candidate.port}}", &vars(None))
+                .unwrap_err()
+                .to_string(),
+            "`{{candidate.port}}` is used, but the candidate's container declares no port"
+        );
+        assert_eq!(
+            render("{{args.x}}", &vars(None)).unwrap_err().to_string(),
+            "`{{args.x}}` is not a template value (use candidate.service, candidate.namespace, candidate.port or candidate.image)"
+        );
+        assert_eq!(
+            render("x {{candidate.port", &vars(None)).unwrap_err(),
+            TemplateError::Unclosed { at: 2 }
+        );
+    }
+
+    /// A server on loopback: `/ok` answers 200 "model ready", `/down` 503.
+    async fn server() -> String {
+        use axum::{Router, http::StatusCode, routing::get};
+        let app = Router::new()
+            .route("/ok", get(|| async { "model ready" }))
+            .route(
+                "/down",
+                get(|| async { (StatusCode::SERVICE_UNAVAILABLE, "loading") }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}")
+    }
+
+    #[tokio::test]
+    async fn an_http_check_passes_on_the_expected_status_and_body_only() {
+        let base = server().await;
+        // The binary installs the process's crypto provider at start; a test does it itself.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::new();
+        let t = Duration::from_secs(5);
+        let out = http_check(&client, &format!("{base}/ok"), 200, Some("ready"), t).await;
+        assert!(
+            matches!(&out, CheckOutcome::Passed { evidence } if evidence.contains(": 200 in ")),
+            "{out:?}"
+        );
+        let out = http_check(&client, &format!("{base}/ok"), 200, Some("serving"), t).await;
+        assert!(
+            matches!(&out, CheckOutcome::Failed { evidence } if evidence.contains("lacks")),
+            "{out:?}"
+        );
+        let out = http_check(&client, &format!("{base}/down"), 200, None, t).await;
+        assert!(
+            matches!(&out, CheckOutcome::Failed { evidence } if evidence.contains("503") && evidence.contains("(expected 200)")),
+            "{out:?}"
+        );
+        // Nothing listening, and a server that never answers: undecided, never a pass.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let closed = format!("http://{}/", listener.local_addr().unwrap());
+        drop(listener);
+        let out = http_check(&client, &closed, 200, None, t).await;
+        assert!(matches!(out, CheckOutcome::Undecided { .. }), "{out:?}");
+        let silent = greenlight_testkit::http::SilentServer::start();
+        let out = http_check(
+            &client,
+            &silent.url(),
+            200,
+            None,
+            Duration::from_millis(300),
+        )
+        .await;
+        assert!(
+            matches!(&out, CheckOutcome::Undecided { evidence } if evidence.contains("no answer within 300ms")),
+            "{out:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_command_passes_on_exit_zero_and_keeps_its_last_line() {
+        let out = command_check(
+            &["sh".into(), "-c".into(), "echo one; echo ready".into()],
+            Duration::from_secs(10),
+        )
+        .await;
+        let CheckOutcome::Passed { evidence } = out else {
+            panic!("{out:?}")
+        };
+        assert!(
+            evidence.starts_with("sh exited 0 in ") && evidence.ends_with(": ready"),
+            "{evidence}"
+        );
+        let out = command_check(
+            &["sh".into(), "-c".into(), "echo bad >&2; exit 3".into()],
+            Duration::from_secs(10),
+        )
+        .await;
+        let CheckOutcome::Failed { evidence } = out else {
+            panic!("{out:?}")
+        };
+        assert!(
+            evidence.contains("exited 3") && evidence.ends_with(": bad"),
+            "{evidence}"
+        );
+        let out = command_check(&["sleep".into(), "30".into()], Duration::from_millis(200)).await;
+        assert!(
+            matches!(&out, CheckOutcome::Undecided { evidence } if evidence.contains("killed")),
+            "{out:?}"
+        );
+        let out = command_check(&["/nonexistent/prog".into()], Duration::from_secs(1)).await;
+        assert!(
+            matches!(&out, CheckOutcome::Undecided { evidence } if evidence.contains("could not start")),
+            "{out:?}"
+        );
+    }
+}
