@@ -13,6 +13,7 @@ pub mod event;
 pub mod image;
 pub mod judge;
 pub mod paths;
+pub mod promote;
 pub mod reason;
 pub mod repo_url;
 pub mod snapshot;
