@@ -36,6 +36,12 @@ pub struct AppRef {
 }
 
 impl AppRef {
+    /// Read `name` or `namespace/name`, as a trailer's `app=` field reads it; the error says
+    /// which part is not a valid Kubernetes name.
+    pub fn parse(text: &str) -> Result<AppRef, String> {
+        parse_app(text)
+    }
+
     /// Whether two references can name the same Application (a bare name matches any namespace).
     pub fn overlaps(&self, other: &AppRef) -> bool {
         self.name == other.name

@@ -15,6 +15,7 @@ pub mod gate;
 pub mod image;
 pub mod judge;
 pub mod paths;
+pub mod promote;
 pub mod reason;
 pub mod repo_url;
 pub mod snapshot;

@@ -41,6 +41,8 @@ enum Command {
     Explain(cmd::lint::ExplainArgs),
     /// Dispatch-time guards (mutable image tags).
     Guard(cmd::guard::GuardArgs),
+    /// The verified promotion gate: `plan` checks a promotion config and shows what its checks cost.
+    Promote(cmd::promote::PromoteArgs),
 }
 
 /// reqwest's TLS needs a process-wide crypto provider; ring is the one compiled in.
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
         Command::Rules(a) => cmd::lint::run_rules(a),
         Command::Explain(a) => cmd::lint::run_explain(a),
         Command::Guard(a) => cmd::guard::run(a),
+        Command::Promote(a) => cmd::promote::run(a),
     };
     match result {
         Ok(code) => code,

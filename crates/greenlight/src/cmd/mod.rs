@@ -31,6 +31,7 @@ pub mod demo;
 pub mod guard;
 pub mod lint;
 pub mod once;
+pub mod promote;
 pub mod sandbox;
 pub mod status;
 pub mod trailer;
