@@ -1,0 +1,239 @@
+//! Every word the analysis engine says, as typed data and the one place those words are written
+//! (the `Display` impls below): so far, why a condition does not parse or evaluate. The engine
+//! decides which variant applies; nothing here decides anything.
+
+use super::expr::{
+    EvalError, EvalProblem, Expected, MAX_HEIGHT, MAX_PREDICATE_NESTING, ParseError, ParseProblem,
+    Pos, Type, Unsupported,
+};
+use std::fmt;
+
+/// The functions a condition may call, for messages.
+const FUNCTIONS: &str = "len, isNaN, isInf, abs, all and any";
+
+impl fmt::Display for Pos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line > 1 {
+            write!(f, "line {}, column {}", self.line, self.column)
+        } else {
+            write!(f, "column {}", self.column)
+        }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.pos, self.problem)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+impl fmt::Display for ParseProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseProblem::Expected { expected, found } => match found {
+                Some(found) => write!(f, "expected {expected}, found `{found}`"),
+                None => write!(f, "expected {expected}, found the end of the condition"),
+            },
+            ParseProblem::UnexpectedCharacter(c) => write!(f, "unexpected character `{c}`"),
+            ParseProblem::UnterminatedString => {
+                f.write_str("a string is not closed: add its closing quote")
+            }
+            ParseProblem::BadEscape(e) => write!(
+                f,
+                "`{e}` is not an escape a string may hold (\\\\, \\\", \\', \\n, \\r, \\t, \\uXXXX)"
+            ),
+            ParseProblem::BadNumber(n) => write!(
+                f,
+                "`{n}` is not a number greenlight reads: write decimal digits, optionally with a \
+                 fraction and an exponent (`1`, `0.5`, `1e-3`)"
+            ),
+            ParseProblem::NumberOutOfRange(n) => write!(
+                f,
+                "`{n}` is out of range: an integer must fit in 64 bits and a float must be finite"
+            ),
+            ParseProblem::Unsupported(Unsupported::SingleCharacter(c)) => {
+                let meant = match *c {
+                    "=" => "==",
+                    "&" => "&&",
+                    _ => "||",
+                };
+                write!(f, "`{c}` is not an operator: write `{meant}`")
+            }
+            ParseProblem::Unsupported(u) => write!(
+                f,
+                "{u} is not part of the condition language greenlight reads (docs/analysis.md#conditions)"
+            ),
+            ParseProblem::ElementOutsidePredicate => f.write_str(
+                "`#` stands for a list element only inside the predicate of all() or any()",
+            ),
+            ParseProblem::TooDeep => write!(
+                f,
+                "the condition is nested more than {MAX_HEIGHT} levels deep"
+            ),
+            ParseProblem::PredicatesTooDeep => write!(
+                f,
+                "predicates are nested more than {MAX_PREDICATE_NESTING} deep"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Expected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Expected::Operand => {
+                "a value (a number, a string, true, false, nil, result, a function call or `(`)"
+            }
+            Expected::ClosingParen => "`)`",
+            Expected::ClosingBracket => "`]`",
+            Expected::ClosingBrace => "`}`",
+            Expected::CommaOrClosingParen => "`,` or `)`",
+            Expected::OperatorOrEnd => "an operator or the end of the condition",
+        })
+    }
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unsupported::Power(op) => write!(f, "the power operator `{op}`"),
+            Unsupported::Ternary => f.write_str("the conditional operator `? :`"),
+            Unsupported::NilCoalescing => f.write_str("the operator `??`"),
+            Unsupported::OptionalChaining => f.write_str("optional chaining `?.`"),
+            Unsupported::MemberAccess => f.write_str("member access `.`"),
+            Unsupported::Slice => f.write_str("slicing `[a:b]`"),
+            Unsupported::Range => f.write_str("the range operator `..`"),
+            Unsupported::ListLiteral => f.write_str("a list literal `[...]`"),
+            Unsupported::MapLiteral => f.write_str(
+                "a map literal `{...}` (braces hold only the predicate of all() or any())",
+            ),
+            Unsupported::Pipe => f.write_str("the pipe operator `|`"),
+            Unsupported::Let => f.write_str("`let` and `;`"),
+            Unsupported::WordOperator(w) if w == "not" => {
+                f.write_str("`not` after a value (`not in`, `not matches`)")
+            }
+            Unsupported::WordOperator(w) => write!(f, "the operator `{w}`"),
+            Unsupported::SingleCharacter(c) => write!(f, "`{c}`"),
+        }
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Type::Int => "an integer",
+            Type::Float => "a number",
+            Type::Bool => "a boolean",
+            Type::Str => "a string",
+            Type::Nil => "nil",
+            Type::List => "a list of numbers",
+        })
+    }
+}
+
+impl fmt::Display for EvalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.pos, self.problem)
+    }
+}
+
+impl std::error::Error for EvalError {}
+
+/// Said when a list meets an operator for numbers.
+const VECTOR_HINT: &str = "a vector query's result is a list: compare one element (`result[0]`) \
+                           or every element (`all(result, {# < 1})`)";
+/// Said when a number is indexed or given where a list belongs.
+const SCALAR_HINT: &str = "a scalar query's result is a number: use `result` itself";
+
+impl fmt::Display for EvalProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EvalProblem::UnknownName(n) => {
+                write!(f, "unknown name `{n}`: the only variable is `result`")
+            }
+            EvalProblem::UnknownFunction(n) => {
+                write!(f, "unknown function `{n}`: the functions are {FUNCTIONS}")
+            }
+            EvalProblem::UnsupportedFunction(n) => write!(
+                f,
+                "`{n}` is not part of the condition language greenlight reads: the functions are {FUNCTIONS}"
+            ),
+            EvalProblem::WrongArgumentCount {
+                function,
+                expected,
+                found,
+            } => {
+                let s = if *expected == 1 { "" } else { "s" };
+                write!(
+                    f,
+                    "`{function}` takes {expected} argument{s}, given {found}"
+                )
+            }
+            EvalProblem::Argument { function, found } => {
+                let takes = match function.as_str() {
+                    "len" => "a list or a string",
+                    "all" | "any" => "a list as its first argument",
+                    _ => "a number",
+                };
+                write!(f, "`{function}` takes {takes}, not {found}")?;
+                if *found == Type::Float && takes != "a number" {
+                    write!(f, " ({SCALAR_HINT})")?;
+                }
+                if *found == Type::List && takes == "a number" {
+                    write!(f, " ({VECTOR_HINT})")?;
+                }
+                Ok(())
+            }
+            EvalProblem::Operand { op, found } => {
+                write!(f, "`{op}` does not apply to {found}")?;
+                if *found == Type::List {
+                    write!(f, " ({VECTOR_HINT})")?;
+                }
+                Ok(())
+            }
+            EvalProblem::Operands { op, left, right } => {
+                write!(f, "`{op}` does not apply to {left} and {right}")?;
+                if *left == Type::List || *right == Type::List {
+                    write!(f, " ({VECTOR_HINT})")?;
+                } else if *op == "%" {
+                    f.write_str(" (`%` takes integers)")?;
+                }
+                Ok(())
+            }
+            EvalProblem::NotIndexable(t) => {
+                write!(f, "cannot index {t}")?;
+                if *t == Type::Float {
+                    write!(f, " ({SCALAR_HINT}, not `result[0]`)")?;
+                }
+                Ok(())
+            }
+            EvalProblem::IndexNotInteger(t) => write!(f, "an index must be an integer, not {t}"),
+            EvalProblem::NegativeIndex(i) => write!(
+                f,
+                "index {i} is negative: greenlight does not count from the end of a list"
+            ),
+            EvalProblem::IndexOutOfRange { index, len } => {
+                let s = if *len == 1 { "" } else { "s" };
+                write!(
+                    f,
+                    "index {index} is out of range: the list has {len} element{s}"
+                )
+            }
+            EvalProblem::IntegerModuloByZero => f.write_str("integer modulo by zero"),
+            EvalProblem::PredicateNotBoolean(t) => {
+                write!(f, "a predicate must be a boolean, not {t}")
+            }
+            EvalProblem::PredicateMissing(n) if n.is_empty() => {
+                f.write_str("a predicate is allowed only as the second argument of all() or any()")
+            }
+            EvalProblem::PredicateMissing(n) => {
+                write!(f, "`{n}` takes a predicate as its second argument")
+            }
+            EvalProblem::NotABoolean(t) => {
+                write!(f, "a condition must be a boolean, not {t}")
+            }
+        }
+    }
+}
