@@ -1,11 +1,14 @@
 //! Every word the analysis engine says, as typed data and the one place those words are written
-//! (the `Display` impls below): so far, why a condition does not parse or evaluate. The engine
-//! decides which variant applies; nothing here decides anything.
+//! (the `Display` impls below): why a condition does not parse or evaluate, why a placeholder
+//! cannot be replaced, why a measurement came out as it did. The engine decides which variant
+//! applies; nothing here decides anything.
 
+use super::args::ArgError;
 use super::expr::{
     EvalError, EvalProblem, Expected, MAX_HEIGHT, MAX_PREDICATE_NESTING, ParseError, ParseProblem,
     Pos, Type, Unsupported,
 };
+use super::measure::Which;
 use std::fmt;
 
 /// The functions a condition may call, for messages.
@@ -234,6 +237,109 @@ impl fmt::Display for EvalProblem {
             EvalProblem::NotABoolean(t) => {
                 write!(f, "a condition must be a boolean, not {t}")
             }
+        }
+    }
+}
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgError::Missing { name } => {
+                write!(
+                    f,
+                    "argument \"{name}\" has no value ({{{{args.{name}}}}} uses it)"
+                )
+            }
+            ArgError::NotAnArgument { placeholder } => write!(
+                f,
+                "{{{{{placeholder}}}}} is not an argument: placeholders are written {{{{args.<name>}}}}"
+            ),
+            ArgError::Unterminated { column } => {
+                write!(f, "column {column}: `{{{{` is not closed by `}}}}`")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ArgError {}
+
+/// A condition's text and whether it held.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    pub source: String,
+    pub holds: bool,
+}
+
+/// Why a measurement came out as it did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MeasurementReason {
+    /// The conditions that are set, evaluated.
+    Evaluated {
+        success: Option<Held>,
+        failure: Option<Held>,
+    },
+    /// The provider's own words.
+    ProviderError(String),
+    /// A condition could not be evaluated against the result.
+    ConditionError {
+        which: Which,
+        source: String,
+        /// The result was an empty vector.
+        empty_result: bool,
+        error: EvalError,
+    },
+}
+
+impl fmt::Display for MeasurementReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MeasurementReason::Evaluated {
+                success: None,
+                failure: None,
+            } => f.write_str(
+                "no successCondition or failureCondition: Successful unless the query fails",
+            ),
+            MeasurementReason::Evaluated { success, failure } => {
+                let said = |which: Which, held: &Held| {
+                    format!("{} \"{}\" is {}", which.field(), held.source, held.holds)
+                };
+                let parts: Vec<String> = [
+                    success.as_ref().map(|h| said(Which::Success, h)),
+                    failure.as_ref().map(|h| said(Which::Failure, h)),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                f.write_str(&parts.join(" and "))?;
+                if success.as_ref().is_some_and(|h| h.holds)
+                    && failure.as_ref().is_some_and(|h| h.holds)
+                {
+                    f.write_str(": the failureCondition wins")?;
+                }
+                Ok(())
+            }
+            MeasurementReason::ProviderError(message) => f.write_str(message),
+            MeasurementReason::ConditionError {
+                which,
+                source,
+                empty_result: true,
+                ..
+            } => write!(
+                f,
+                "could not evaluate {} \"{source}\": metric result is nil or empty: no data \
+                 returned from the metric provider",
+                which.field()
+            ),
+            MeasurementReason::ConditionError {
+                which,
+                source,
+                error,
+                ..
+            } => write!(
+                f,
+                "could not evaluate {} \"{source}\": {error}",
+                which.field()
+            ),
         }
     }
 }
