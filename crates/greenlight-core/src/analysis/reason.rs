@@ -1,8 +1,11 @@
 //! Every word the analysis engine says, as typed data and the one place those words are written
-//! (the `Display` impls below): why a condition does not parse or evaluate, why a placeholder
-//! cannot be replaced, why a measurement came out as it did. The engine decides which variant
-//! applies; nothing here decides anything.
+//! (the `Display` impls below): why a condition does not parse or evaluate, why a measurement
+//! came out as it did, why a metric completed, why a spec is refused. The engine decides which
+//! variant applies; nothing here decides anything. Where Argo Rollouts has a sentence for the
+//! same thing (`Metric "x" assessed Failed due to failed (1) > failureLimit (0)`), it is
+//! Argo Rollouts' sentence, so people who know one know the other.
 
+use super::Phase;
 use super::args::ArgError;
 use super::expr::{
     EvalError, EvalProblem, Expected, MAX_HEIGHT, MAX_PREDICATE_NESTING, ParseError, ParseProblem,
@@ -338,6 +341,248 @@ impl fmt::Display for MeasurementReason {
             } => write!(
                 f,
                 "could not evaluate {} \"{source}\": {error}",
+                which.field()
+            ),
+        }
+    }
+}
+
+/// Why a metric completed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Assessment {
+    /// Failed.
+    FailureLimit { failed: u32, limit: u32 },
+    /// Inconclusive.
+    InconclusiveLimit { inconclusive: u32, limit: u32 },
+    /// Error.
+    ConsecutiveErrorLimit { errors: u32, limit: u32 },
+    /// Successful.
+    ConsecutiveSuccessLimit { successes: u32, limit: u32 },
+    /// Inconclusive: `count` reached with both limits in force and neither decided.
+    CountReachedBothLimits {
+        count: u32,
+        successes: u32,
+        success_limit: u32,
+        failed: u32,
+        failure_limit: u32,
+    },
+    /// Failed: `count` reached without the successes in a row the only limit asks for.
+    CountReachedWithoutSuccesses {
+        count: u32,
+        successes: u32,
+        success_limit: u32,
+    },
+    /// Successful: `count` reached within the failure limit.
+    CountReached { count: u32 },
+    /// Successful: the run was terminated before the metric completed.
+    Terminated,
+}
+
+impl Assessment {
+    pub fn phase(&self) -> Phase {
+        match self {
+            Assessment::FailureLimit { .. } | Assessment::CountReachedWithoutSuccesses { .. } => {
+                Phase::Failed
+            }
+            Assessment::InconclusiveLimit { .. } | Assessment::CountReachedBothLimits { .. } => {
+                Phase::Inconclusive
+            }
+            Assessment::ConsecutiveErrorLimit { .. } => Phase::Error,
+            Assessment::ConsecutiveSuccessLimit { .. }
+            | Assessment::CountReached { .. }
+            | Assessment::Terminated => Phase::Successful,
+        }
+    }
+}
+
+/// What follows "due to" in a metric's message.
+impl fmt::Display for Assessment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Assessment::FailureLimit { failed, limit } => {
+                write!(f, "failed ({failed}) > failureLimit ({limit})")
+            }
+            Assessment::InconclusiveLimit {
+                inconclusive,
+                limit,
+            } => write!(
+                f,
+                "inconclusive ({inconclusive}) > inconclusiveLimit ({limit})"
+            ),
+            Assessment::ConsecutiveErrorLimit { errors, limit } => write!(
+                f,
+                "consecutiveErrors ({errors}) > consecutiveErrorLimit ({limit})"
+            ),
+            Assessment::ConsecutiveSuccessLimit { successes, limit } => write!(
+                f,
+                "consecutiveSuccesses ({successes}) >= consecutiveSuccessLimit ({limit})"
+            ),
+            Assessment::CountReachedBothLimits {
+                count,
+                successes,
+                success_limit,
+                failed,
+                failure_limit,
+            } => write!(
+                f,
+                "count ({count}) reached with consecutiveSuccesses ({successes}) < \
+                 consecutiveSuccessLimit ({success_limit}) and failed ({failed}) <= \
+                 failureLimit ({failure_limit})"
+            ),
+            Assessment::CountReachedWithoutSuccesses {
+                count,
+                successes,
+                success_limit,
+            } => write!(
+                f,
+                "count ({count}) reached with consecutiveSuccesses ({successes}) < \
+                 consecutiveSuccessLimit ({success_limit})"
+            ),
+            Assessment::CountReached { count } => write!(f, "count ({count}) reached"),
+            Assessment::Terminated => f.write_str("run terminated"),
+        }
+    }
+}
+
+/// Argo Rollouts' sentence for a completed metric.
+pub(crate) struct MetricMessage<'a> {
+    pub name: &'a str,
+    pub assessment: &'a Assessment,
+    /// The last measurement's message, when it was an Error.
+    pub error: Option<&'a str>,
+}
+
+impl fmt::Display for MetricMessage<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Metric \"{}\" assessed {} due to {}",
+            self.name,
+            self.assessment.phase(),
+            self.assessment
+        )?;
+        if let Some(error) = self.error {
+            write!(f, ": \"Error Message: {error}\"")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a run's spec is refused; the run is then an Error before anything is measured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SpecError {
+    NoMetrics,
+    DuplicateName {
+        name: String,
+    },
+    Metric {
+        name: String,
+        problem: MetricProblem,
+    },
+    /// A dry-run rule that names no metric (a typo would otherwise let the metric decide).
+    DryRunMatchesNothing {
+        rule: String,
+    },
+    DuplicateDryRunRule {
+        rule: String,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MetricProblem {
+    EmptyName,
+    IntervalNotPositive {
+        ms: i64,
+    },
+    InitialDelayNegative {
+        ms: i64,
+    },
+    CountWithoutInterval {
+        count: u32,
+    },
+    FailureLimitBelowMinusOne {
+        limit: i32,
+    },
+    NegativeLimit {
+        field: &'static str,
+        limit: i32,
+    },
+    /// `failureLimit: -1` and `consecutiveSuccessLimit: 0`: nothing could end the metric.
+    NoLimitApplies,
+    CountBelowLimit {
+        count: u32,
+        field: &'static str,
+        limit: u32,
+    },
+    Condition {
+        which: Which,
+        error: ParseError,
+    },
+    /// A condition that parses but is not a boolean for a scalar result nor for a vector one.
+    ConditionNeverEvaluates {
+        which: Which,
+        error: EvalError,
+    },
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpecError::NoMetrics => f.write_str("no metrics specified"),
+            SpecError::DuplicateName { name } => {
+                write!(f, "two metrics are named \"{name}\"")
+            }
+            SpecError::Metric {
+                problem: MetricProblem::EmptyName,
+                ..
+            } => f.write_str("a metric has no name"),
+            SpecError::Metric { name, problem } => write!(f, "metric \"{name}\": {problem}"),
+            SpecError::DryRunMatchesNothing { rule } => {
+                write!(f, "dryRun rule \"{rule}\" matches no metric")
+            }
+            SpecError::DuplicateDryRunRule { rule } => {
+                write!(f, "dryRun rule \"{rule}\" is given twice")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+impl fmt::Display for MetricProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MetricProblem::EmptyName => f.write_str("the name is empty"),
+            MetricProblem::IntervalNotPositive { ms } => {
+                write!(f, "interval must be positive, not {ms} ms")
+            }
+            MetricProblem::InitialDelayNegative { ms } => {
+                write!(f, "initialDelay must not be negative, not {ms} ms")
+            }
+            MetricProblem::CountWithoutInterval { count } => {
+                write!(f, "interval must be specified when count ({count}) > 1")
+            }
+            MetricProblem::FailureLimitBelowMinusOne { limit } => write!(
+                f,
+                "failureLimit must be >= 0, or -1 to disable it, not {limit}"
+            ),
+            MetricProblem::NegativeLimit { field, limit } => {
+                write!(f, "{field} must be >= 0, not {limit}")
+            }
+            MetricProblem::NoLimitApplies => f.write_str(
+                "failureLimit is -1 and consecutiveSuccessLimit is 0: at least one must apply",
+            ),
+            MetricProblem::CountBelowLimit {
+                count,
+                field,
+                limit,
+            } => write!(f, "count ({count}) must be >= {field} ({limit})"),
+            MetricProblem::Condition { which, error } => {
+                write!(f, "{} does not parse: {error}", which.field())
+            }
+            MetricProblem::ConditionNeverEvaluates { which, error } => write!(
+                f,
+                "{} cannot be evaluated for any result: {error}",
                 which.field()
             ),
         }
