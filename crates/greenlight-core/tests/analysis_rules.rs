@@ -1,11 +1,12 @@
 //! One test (or a table) per rule of Argo Rollouts' analysis as docs/analysis.md states it:
-//! one measurement, the counters, the schedule, a metric's phase, a spec's validation,
+//! one measurement, the counters, the schedule, a metric's phase, a spec's validation, the run,
 //! worst-case durations and arguments. Written from the stated rules, not from the code; time
 //! is explicit milliseconds.
 
 use greenlight_core::analysis::{
-    ArgError, Assessment, Count, Measurement, MeasurementPhase as M, MetricProblem, MetricResult,
-    MetricSpec, Phase, ProviderValue, Refused, SpecError, WorstCase, measure, substitute_args,
+    Analysis, ArgError, Assessment, Count, Measurement, MeasurementPhase as M, MetricProblem,
+    MetricResult, MetricSpec, Phase, ProviderValue, Refused, Run, RunSpec, SpecError, Summary,
+    WorstCase, measure, substitute_args,
 };
 use greenlight_core::analysis::{ERROR_RETRY_MS, Expression};
 use greenlight_core::time::Timestamp;
@@ -633,6 +634,276 @@ fn an_empty_condition_is_unset() {
     assert_eq!(m.measure(&scalar(0.0)).phase, M::Successful);
 }
 
+#[test]
+fn a_run_needs_metrics_with_unique_names() {
+    assert_eq!(
+        RunSpec::default().validate().unwrap_err(),
+        SpecError::NoMetrics
+    );
+    let spec = RunSpec {
+        metrics: vec![steered("a"), steered("a")],
+        dry_run: vec![],
+    };
+    assert_eq!(
+        spec.validate().unwrap_err().to_string(),
+        "two metrics are named \"a\""
+    );
+}
+
+#[test]
+fn a_dry_run_rule_must_match_a_metric_and_be_given_once() {
+    let spec = RunSpec {
+        metrics: vec![steered("latency")],
+        dry_run: vec!["latncy".into()],
+    };
+    assert_eq!(
+        spec.validate().unwrap_err().to_string(),
+        "dryRun rule \"latncy\" matches no metric"
+    );
+    let spec = RunSpec {
+        metrics: vec![steered("latency")],
+        dry_run: vec!["latency".into(), "latency".into()],
+    };
+    assert_eq!(
+        spec.validate().unwrap_err(),
+        SpecError::DuplicateDryRunRule {
+            rule: "latency".into()
+        }
+    );
+}
+
+// ------------------------------------------------------------------------------------ run
+
+fn run_of(specs: Vec<MetricSpec>, dry_run: &[&str]) -> Run {
+    let analysis = RunSpec {
+        metrics: specs,
+        dry_run: dry_run.iter().map(|s| s.to_string()).collect(),
+    }
+    .validate()
+    .unwrap();
+    Run::start(analysis, t(0))
+}
+
+#[test]
+fn phases_order_successful_running_pending_inconclusive_error_failed() {
+    use Phase::*;
+    let order = [Successful, Running, Pending, Inconclusive, Error, Failed];
+    for (i, a) in order.iter().enumerate() {
+        for (j, b) in order.iter().enumerate() {
+            assert_eq!(a.worst(*b), order[i.max(j)], "{a} vs {b}");
+            assert_eq!(b.is_worse_than(*a), j > i);
+        }
+    }
+}
+
+#[test]
+fn the_run_is_running_until_every_metric_has_completed() {
+    let mut slow = counted(steered("slow"), 2, 60_000);
+    slow.initial_delay_ms = 30_000;
+    let mut run = run_of(vec![steered("fast"), slow], &[]);
+    assert_eq!(run.phase(), Phase::Running);
+    run.observe("fast", &scalar(1.0), t(0)).unwrap();
+    assert_eq!(run.result("fast").unwrap().phase(), Phase::Successful);
+    assert_eq!(run.result("slow").unwrap().phase(), Phase::Pending);
+    assert_eq!(run.phase(), Phase::Running, "slow has not started");
+    run.observe("slow", &scalar(1.0), t(30_000)).unwrap();
+    assert_eq!(run.phase(), Phase::Running);
+    run.observe("slow", &scalar(1.0), t(90_000)).unwrap();
+    assert_eq!(run.phase(), Phase::Successful);
+    assert_eq!(run.next_due(), None);
+}
+
+#[test]
+fn the_run_is_the_worst_of_its_completed_metrics() {
+    // Metrics measured in one step can end the run together: the worst decides, in any order.
+    for order in [["incon", "fails", "fine"], ["fine", "fails", "incon"]] {
+        let specs = ["fine", "incon", "fails"].map(steered).to_vec();
+        let mut run = run_of(specs, &[]);
+        let value = |name: &str| match name {
+            "fine" => scalar(1.0),
+            "incon" => scalar(0.5),
+            _ => scalar(0.0),
+        };
+        let batch: Vec<(&str, ProviderValue)> = order.iter().map(|n| (*n, value(n))).collect();
+        run.observe_all(&batch, t(0)).unwrap();
+        assert_eq!(run.phase(), Phase::Failed, "{order:?}");
+        assert_eq!(
+            run.message().as_deref(),
+            Some("Metric \"fails\" assessed Failed due to failed (1) > failureLimit (0)")
+        );
+        assert_eq!(
+            run.summary(),
+            Summary {
+                count: 3,
+                successful: 1,
+                failed: 1,
+                inconclusive: 1,
+                error: 0
+            }
+        );
+    }
+    // Inconclusive is worse than Successful.
+    let mut run = run_of(vec![steered("a"), steered("b")], &[]);
+    run.observe_all(&[("a", scalar(1.0)), ("b", scalar(0.5))], t(0))
+        .unwrap();
+    assert_eq!(run.phase(), Phase::Inconclusive);
+}
+
+#[test]
+fn a_step_naming_a_metric_twice_or_an_unknown_one_records_nothing() {
+    let mut run = run_of(vec![steered("a"), steered("b")], &[]);
+    assert_eq!(
+        run.observe_all(&[("a", scalar(1.0)), ("a", scalar(0.0))], t(0)),
+        Err(Refused::Twice("a".into()))
+    );
+    assert_eq!(
+        run.observe_all(&[("a", scalar(1.0)), ("c", scalar(0.0))], t(0)),
+        Err(Refused::UnknownMetric("c".into()))
+    );
+    assert_eq!(run.result("a").unwrap().phase(), Phase::Pending);
+}
+
+#[test]
+fn a_failed_error_or_inconclusive_metric_terminates_the_run_early() {
+    for (outcomes, phase) in [
+        ("F", Phase::Failed),
+        ("EEEEE", Phase::Error),
+        ("I", Phase::Inconclusive),
+    ] {
+        let long = counted(steered("long"), 10, 60_000);
+        let mut run = run_of(vec![long, steered("bad")], &[]);
+        run.observe("long", &scalar(1.0), t(0)).unwrap();
+        let mut now = 0;
+        for o in outcomes.chars() {
+            run.observe("bad", &value_for(o), t(now)).unwrap();
+            now += ERROR_RETRY_MS;
+        }
+        assert!(run.is_terminated(), "{outcomes}");
+        assert_eq!(run.phase(), phase, "{outcomes}");
+        assert_eq!(run.result("long").unwrap().phase(), Phase::Successful);
+        assert_eq!(
+            run.result("long").unwrap().assessment(),
+            Some(&Assessment::Terminated)
+        );
+        assert_eq!(run.next_due(), None, "nothing more is measured");
+        assert_eq!(
+            run.record("long", Measurement::error("late"), t(now)),
+            Err(Refused::Completed(Phase::Successful))
+        );
+    }
+}
+
+#[test]
+fn dry_run_metrics_only_feed_the_dry_run_summary() {
+    let mut run = run_of(vec![steered("gate"), steered("trial")], &["trial"]);
+    assert!(run.is_dry_run("trial") && !run.is_dry_run("gate"));
+    run.observe("trial", &scalar(0.0), t(0)).unwrap();
+    assert_eq!(run.result("trial").unwrap().phase(), Phase::Failed);
+    assert!(
+        !run.is_terminated(),
+        "a dry-run failure never stops the run"
+    );
+    assert_eq!(run.phase(), Phase::Running);
+    run.observe("gate", &scalar(1.0), t(0)).unwrap();
+    assert_eq!(run.phase(), Phase::Successful);
+    assert_eq!(run.message(), None);
+    assert_eq!(
+        run.dry_run_summary(),
+        Summary {
+            count: 1,
+            failed: 1,
+            ..Summary::default()
+        }
+    );
+    assert_eq!(
+        run.summary(),
+        Summary {
+            count: 1,
+            successful: 1,
+            ..Summary::default()
+        }
+    );
+}
+
+#[test]
+fn dry_run_names_take_a_star_wildcard() {
+    let names = ["latency-p99", "latency-p50", "errors"];
+    let specs = || names.iter().map(|n| steered(n)).collect::<Vec<_>>();
+    for (rule, dry) in [
+        ("*", vec![true, true, true]),
+        ("latency-*", vec![true, true, false]),
+        ("*-p99", vec![true, false, false]),
+        ("l*y*9", vec![true, false, false]),
+        ("errors", vec![false, false, true]),
+    ] {
+        let run = run_of(specs(), &[rule]);
+        let got: Vec<bool> = names.iter().map(|n| run.is_dry_run(n)).collect();
+        assert_eq!(got, dry, "{rule}");
+    }
+}
+
+#[test]
+fn a_run_of_only_dry_run_metrics_is_successful() {
+    let mut run = run_of(vec![steered("a")], &["*"]);
+    run.observe("a", &scalar(0.0), t(0)).unwrap();
+    assert_eq!(run.phase(), Phase::Successful);
+}
+
+#[test]
+fn next_due_is_the_earliest_over_all_metrics() {
+    let mut a = counted(steered("a"), 3, 60_000);
+    a.initial_delay_ms = 5_000;
+    let b = counted(steered("b"), 3, 20_000);
+    let mut run = run_of(vec![a, b], &[]);
+    assert_eq!(run.next_due(), Some(t(0)));
+    assert_eq!(run.due(t(0)), vec!["b"]);
+    run.observe("b", &scalar(1.0), t(0)).unwrap();
+    assert_eq!(run.next_due(), Some(t(5_000)));
+    assert_eq!(run.due(t(4_999)), Vec::<&str>::new());
+    run.observe("a", &value_for('E'), t(5_000)).unwrap();
+    assert_eq!(
+        run.next_due(),
+        Some(t(15_000)),
+        "a's error retry before b's interval"
+    );
+    assert_eq!(run.due(t(20_000)), vec!["a", "b"]);
+}
+
+#[test]
+fn a_terminated_run_ends_its_unfinished_metrics_successful() {
+    let mut indefinite = steered("bg");
+    indefinite.interval_ms = Some(60_000);
+    let mut run = run_of(vec![indefinite, counted(steered("c"), 5, 1000)], &[]);
+    run.observe("bg", &scalar(1.0), t(0)).unwrap();
+    run.terminate();
+    assert_eq!(run.phase(), Phase::Successful);
+    assert_eq!(
+        run.result("c").unwrap().phase(),
+        Phase::Successful,
+        "never measured"
+    );
+    assert_eq!(run.next_due(), None);
+}
+
+#[test]
+fn the_run_message_is_the_deciding_metric_sentence() {
+    let mut run = run_of(vec![steered("ok"), steered("errors")], &[]);
+    run.observe("errors", &scalar(0.0), t(0)).unwrap();
+    assert_eq!(
+        run.message().as_deref(),
+        Some("Metric \"errors\" assessed Failed due to failed (1) > failureLimit (0)")
+    );
+}
+
+#[test]
+fn a_measurement_of_an_unknown_metric_is_refused() {
+    let mut run = run_of(vec![steered("a")], &[]);
+    assert_eq!(
+        run.observe("b", &scalar(1.0), t(0)),
+        Err(Refused::UnknownMetric("b".into()))
+    );
+}
+
 // ---------------------------------------------------------------------- worst-case duration
 
 fn worst(spec: &MetricSpec, attempt_ms: i64) -> WorstCase {
@@ -683,6 +954,29 @@ fn worst_case_counts_each_attempt_when_given_its_time() {
 fn an_indefinite_metric_has_no_worst_case() {
     let spec = steered("x").tap(|s| s.interval_ms = Some(1000));
     assert_eq!(worst(&spec, 0), WorstCase::Indefinite);
+    let analysis = RunSpec {
+        metrics: vec![steered("a"), spec],
+        dry_run: vec![],
+    }
+    .validate()
+    .unwrap();
+    assert_eq!(analysis.worst_case(0), WorstCase::Indefinite);
+}
+
+#[test]
+fn a_runs_worst_case_is_its_longest_metric() {
+    let analysis: Analysis = RunSpec {
+        metrics: vec![steered("short"), counted(steered("long"), 3, 60_000)],
+        dry_run: vec!["short".into()],
+    }
+    .validate()
+    .unwrap();
+    assert_eq!(
+        analysis.worst_case(0),
+        WorstCase::Bounded {
+            ms: 3 * 40_000 + 120_000
+        }
+    );
 }
 
 /// xorshift64*, seeded: the same sequences every run.

@@ -1,8 +1,8 @@
 //! Metric analysis with Argo Rollouts' semantics (`docs/analysis.md`): the conditions a
 //! measurement is judged by ([`expr`]), `{{args.name}}` placeholders ([`args`]), one
-//! measurement ([`measure`]) and one metric over time ([`metric`]). Sans-IO like the rest of the
-//! crate: the caller queries the metric provider when [`metric::MetricResult::next_due`] says,
-//! passes in what came back and the time, and reads the phases.
+//! measurement ([`measure`]), one metric over time ([`metric`]) and a run of several metrics
+//! ([`run`]). Sans-IO like the rest of the crate: the caller queries the metric provider when
+//! [`run::Run::next_due`] says, passes in what came back and the time, and reads the phases.
 //! It never queries anything, reads a clock or sleeps; every word it says is in [`reason`].
 
 pub mod args;
@@ -10,6 +10,7 @@ pub mod expr;
 pub mod measure;
 pub mod metric;
 pub mod reason;
+pub mod run;
 
 pub use args::{ArgError, substitute_args};
 pub use expr::{EvalError, Expression, ParseError, ResultValue, Type, Value};
@@ -19,6 +20,7 @@ pub use metric::{
     MetricSpec, Refused, WorstCase,
 };
 pub use reason::{Assessment, MeasurementReason, MetricProblem, SpecError};
+pub use run::{Analysis, Run, RunSpec, Summary};
 
 use std::fmt;
 
