@@ -1,9 +1,10 @@
 //! Metric analysis with Argo Rollouts' semantics (`docs/analysis.md`): the conditions a
 //! measurement is judged by ([`expr`]), `{{args.name}}` placeholders ([`args`]), one
-//! measurement ([`measure`]), one metric over time ([`metric`]) and a run of several metrics
-//! ([`run`]). Sans-IO like the rest of the crate: the caller queries the metric provider when
-//! [`run::Run::next_due`] says, passes in what came back and the time, and reads the phases.
-//! It never queries anything, reads a clock or sleeps; every word it says is in [`reason`].
+//! measurement ([`measure`](mod@measure)), one metric over time ([`metric`]) and a run of
+//! several metrics ([`run`]). Sans-IO like the rest of the crate: the caller queries the metric
+//! provider when [`run::Run::next_due`] says, passes in what came back and the time, and reads
+//! the phases. It never queries anything, reads a clock or sleeps; every word it says is in
+//! [`reason`].
 
 pub mod args;
 pub mod expr;
