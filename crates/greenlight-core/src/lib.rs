@@ -4,8 +4,10 @@
 //!
 //! Start reading at [`judge::Engine`]: it owns the watches and the breaker and turns observations
 //! into events and revert requests. A watch's phases and their data are [`watch`]; every word
-//! said about a watch is [`reason`].
+//! said about a watch is [`reason`]. Metric analysis with Argo Rollouts' semantics, for the
+//! promotion gate, is [`analysis`].
 
+pub mod analysis;
 pub mod breaker;
 pub mod candidate;
 pub mod commit;
