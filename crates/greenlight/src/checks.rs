@@ -1,64 +1,11 @@
-//! The promotion gate's `http` and `command` checks, run from where greenlight runs: a URL or an
-//! argv templated with the candidate's `{{candidate.*}}` values, one request or one process, and
-//! an outcome with one line of evidence (the status and time, the exit code and the output's
-//! last line). The gate (`greenlight_core::gate`) decides what an outcome means for the run.
+//! The promotion gate's `http` and `command` checks, run from where greenlight runs: one request
+//! or one process (its URL or argv already rendered with the candidate's values,
+//! `greenlight_core::promote::Template::render`), and an outcome with one line of evidence (the
+//! status and time, the exit code and the output's last line). The gate
+//! (`greenlight_core::gate`) decides what an outcome means for the run.
 
 use greenlight_core::gate::CheckOutcome;
 use std::time::{Duration, Instant};
-
-/// What a check's templates may name (`docs/promote.md`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CandidateVars {
-    pub service: String,
-    pub namespace: String,
-    pub port: Option<u16>,
-    pub image: String,
-}
-
-/// A template that names something it may not, or is not closed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum TemplateError {
-    #[error(
-        "`{{{{{name}}}}}` is not a template value (use candidate.service, candidate.namespace, candidate.port or candidate.image)"
-    )]
-    Unknown { name: String },
-    #[error("`{{{{candidate.port}}}}` is used, but the candidate's container declares no port")]
-    NoPort,
-    #[error("a `{{{{` at byte {at} is never closed by `}}}}`")]
-    Unclosed { at: usize },
-}
-
-/// `template` with every `{{candidate.*}}` replaced (spaces inside the braces allowed).
-pub fn render(template: &str, vars: &CandidateVars) -> Result<String, TemplateError> {
-    let mut out = String::new();
-    let mut rest = template;
-    let mut offset = 0;
-    while let Some(open) = rest.find("{{") {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 2..];
-        let close = after
-            .find("}}")
-            .ok_or(TemplateError::Unclosed { at: offset + open })?;
-        let name = after[..close].trim();
-        let value = match name {
-            "candidate.service" => vars.service.clone(),
-            "candidate.namespace" => vars.namespace.clone(),
-            "candidate.image" => vars.image.clone(),
-            "candidate.port" => vars.port.ok_or(TemplateError::NoPort)?.to_string(),
-            other => {
-                return Err(TemplateError::Unknown {
-                    name: other.to_string(),
-                });
-            }
-        };
-        out.push_str(&value);
-        let consumed = open + 2 + close + 2;
-        offset += consumed;
-        rest = &rest[consumed..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
 
 /// One HTTP GET: passed when the status is `expect_status` and, if given, the body contains
 /// `body_contains`; a request that fails or times out is undecided, never a pass.
@@ -188,42 +135,6 @@ pub async fn command_check(argv: &[String], timeout: Duration) -> CheckOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn vars(port: Option<u16>) -> CandidateVars {
-        CandidateVars {
-            service: "llm-candidate".into(),
-            namespace: "serving".into(),
-            port,
-            image: "registry.local/llm@sha256:ab".into(),
-        }
-    }
-
-    #[test]
-    fn templates_name_only_candidate_values() {
-        assert_eq!(
-            render(
-                "http://{{candidate.service}}.{{ candidate.namespace }}:{{candidate.port}}/healthz?img={{candidate.image}}",
-                &vars(Some(8080))
-            )
-            .unwrap(),
-            "http://llm-candidate.serving:8080/healthz?img=registry.local/llm@sha256:ab"
-        );
-        assert_eq!(render("no templates", &vars(None)).unwrap(), "no templates");
-        assert_eq!(
-            render("{{candidate.port}}", &vars(None))
-                .unwrap_err()
-                .to_string(),
-            "`{{candidate.port}}` is used, but the candidate's container declares no port"
-        );
-        assert_eq!(
-            render("{{args.x}}", &vars(None)).unwrap_err().to_string(),
-            "`{{args.x}}` is not a template value (use candidate.service, candidate.namespace, candidate.port or candidate.image)"
-        );
-        assert_eq!(
-            render("x {{candidate.port", &vars(None)).unwrap_err(),
-            TemplateError::Unclosed { at: 2 }
-        );
-    }
 
     /// A server on loopback: `/ok` answers 200 "model ready", `/down` 503.
     async fn server() -> String {

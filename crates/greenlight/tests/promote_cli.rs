@@ -461,6 +461,30 @@ fn a_prometheus_check_without_count_is_refused_naming_the_field() {
 }
 
 #[test]
+fn a_condition_the_analysis_engine_cannot_evaluate_is_refused_with_its_line() {
+    for (condition, why) in [
+        ("result[0] ** 2 < 1", "`**`"),
+        ("result[0] <", "expected"),
+        ("result[0] + 1", "boolean"),
+    ] {
+        let text = config(&format!(
+            "  - name: error-rate
+    prometheus:
+      address: http://prometheus:9090
+      query: sum(rate(errors[1m]))
+      count: 1
+      successCondition: '{condition}'
+"
+        ));
+        let err = assert_refused(
+            &text,
+            "promote.yaml:21:25: checks[0].prometheus.successCondition: is not a condition greenlight can evaluate",
+        );
+        assert!(err.contains(why), "{condition}: {err}");
+    }
+}
+
+#[test]
 fn a_bad_duration_is_named_with_its_line() {
     let text = config(
         "  - name: smoke

@@ -30,7 +30,7 @@ pub const DEFAULT_QUERY_TIMEOUT_MS: i64 = 30_000;
 pub const DEFAULT_CONSECUTIVE_ERROR_LIMIT: u32 = 4;
 /// How long Argo Rollouts waits after a measurement that errored before measuring again
 /// (`DefaultErrorRetryInterval`), whatever the metric's `interval`.
-pub const ERROR_RETRY_INTERVAL_MS: i64 = 10_000;
+pub const ERROR_RETRY_INTERVAL_MS: i64 = crate::analysis::ERROR_RETRY_MS;
 
 /// A whole promotion config.
 #[derive(Debug, Clone, PartialEq)]
@@ -225,6 +225,26 @@ pub struct Metric {
     /// Zero: disabled.
     pub consecutive_success_limit: u32,
     pub prometheus: PrometheusQuery,
+}
+
+impl Metric {
+    /// The analysis engine's spec of this metric (`crate::analysis`), which judges its
+    /// measurements and bounds its duration.
+    pub fn analysis_spec(&self) -> crate::analysis::MetricSpec {
+        let limit = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+        crate::analysis::MetricSpec {
+            name: self.name.clone(),
+            interval_ms: self.interval_ms,
+            count: Some(self.count),
+            initial_delay_ms: self.initial_delay_ms,
+            failure_limit: self.failure_limit.map_or(-1, limit),
+            inconclusive_limit: limit(self.inconclusive_limit),
+            consecutive_error_limit: limit(self.consecutive_error_limit),
+            consecutive_success_limit: limit(self.consecutive_success_limit),
+            success_condition: self.success_condition.clone(),
+            failure_condition: self.failure_condition.clone(),
+        }
+    }
 }
 
 /// Argo Rollouts' `provider.prometheus`, the parts greenlight queries with.

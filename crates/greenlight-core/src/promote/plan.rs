@@ -86,6 +86,15 @@ pub fn metric_worst_case(m: &Metric) -> MetricBound {
         .saturating_add(i64::from(count).saturating_mul(timeout))
         .saturating_add(i64::from(intervals).saturating_mul(interval))
         .saturating_add(retries.saturating_mul(timeout.saturating_add(ERROR_RETRY_INTERVAL_MS)));
+    // The analysis engine bounds a metric's run the same way; its figure is the one that counts.
+    let total_ms = match m
+        .analysis_spec()
+        .validate()
+        .map(|metric| metric.worst_case(timeout))
+    {
+        Ok(crate::analysis::WorstCase::Bounded { ms }) => ms,
+        _ => total_ms,
+    };
     MetricBound {
         initial_delay_ms: m.initial_delay_ms,
         measurements: count,
@@ -209,6 +218,25 @@ mod tests {
                 insecure: false,
                 headers: Vec::new(),
             },
+        }
+    }
+
+    #[test]
+    fn the_plans_bound_is_the_analysis_engines() {
+        for (count, interval, delay) in [(1, None, 0), (10, Some(30_000), 60_000), (3, Some(1), 5)]
+        {
+            let m = metric(count, interval, delay);
+            let engine = m
+                .analysis_spec()
+                .validate()
+                .unwrap()
+                .worst_case(m.prometheus.timeout_ms);
+            assert_eq!(
+                crate::analysis::WorstCase::Bounded {
+                    ms: metric_worst_case(&m).total_ms
+                },
+                engine
+            );
         }
     }
 

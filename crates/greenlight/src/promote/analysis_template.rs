@@ -351,7 +351,15 @@ fn metric(
             return Some(None);
         }
         let f = tr.str(m, key)?;
-        resolved(tr, &f, args, &mut used).map(Some)
+        let text = resolved(tr, &f, args, &mut used)?;
+        // Another provider's metric is refused for that; its conditions are its own business.
+        if prometheus.is_some()
+            && let Err(why) = super::config::check_condition(&text)
+        {
+            tr.invalid(&f, why);
+            return None;
+        }
+        Some(Some(text))
     };
     let success = text(tr, "successCondition");
     let failure = text(tr, "failureCondition");

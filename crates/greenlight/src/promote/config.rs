@@ -745,7 +745,20 @@ fn condition(
         );
         return None;
     }
+    if let Err(why) = check_condition(&text) {
+        r.invalid(&f, why);
+        return None;
+    }
     Some(Some(text))
+}
+
+/// A condition the analysis engine can judge every measurement by: it parses, and it is a
+/// boolean for a scalar and for a vector result (`docs/analysis.md`).
+pub(crate) fn check_condition(text: &str) -> Result<(), String> {
+    let e = greenlight_core::analysis::Expression::parse(text)
+        .map_err(|e| format!("is not a condition greenlight can evaluate: {e}"))?;
+    e.check_condition_for_any_result()
+        .map_err(|e| format!("is not a condition greenlight can evaluate: {e}"))
 }
 
 /// Argo Rollouts' `headers: [{key, value}]`, values resolved.
