@@ -1,6 +1,6 @@
 //! The promotion gate's candidate: a temporary copy of the live workload that runs the candidate
 //! image beside the live one, reachable through a Service of its own and never selected by the
-//! live Service (`docs/promote.md#candidate`). Built from the live manifest as parsed YAML
+//! live Service (`docs/promote.md#the-candidate`). Built from the live manifest as parsed YAML
 //! (`serde_json::Value`); the caller reads and writes the files. Pure: nothing here reads git,
 //! a cluster or a clock.
 
