@@ -42,12 +42,15 @@
 //! `resourceHealthSource` and each entry of `status.resources[]` carries `health` {status,
 //! message} in the stored object (none for kinds without health, such as ConfigMap, nor for
 //! resources annotated `argocd.argoproj.io/ignore-healthcheck: "true"`; a resource not created
-//! yet is `Missing`), so a resource's health change is an update. Every app is in project `default`, with
-//! `spec.syncPolicy` `{"automated":{"prune":false,"selfHeal":true},"retry":{"limit":2,"backoff":
-//! {"duration":<retry_backoff>,"factor":2,"maxDuration":<36 × retry_backoff>}}}`, except the apps
-//! named in [`SandboxConfig::manual_sync`]: no `automated` (they are compared at every tip and
-//! synced only on request, to any revision), until a spec edit changes that. Timestamps are
-//! whole seconds (`metav1.Time`).
+//! yet is `Missing`), so a resource's health change is an update. Every app is in project
+//! `default`, with `spec.syncPolicy` `{"automated":{"prune":<p>,"selfHeal":true},"retry":
+//! {"limit":2,"backoff":{"duration":<retry_backoff>,"factor":2,"maxDuration":<36 ×
+//! retry_backoff>}}}`, `<p>` true for the apps named in [`SandboxConfig::prune`] (false for the
+//! others), `automated` also carrying `"allowEmpty":true` for those in
+//! [`SandboxConfig::allow_empty`]; except the apps named in [`SandboxConfig::manual_sync`]: no
+//! `automated` (they are compared at every tip and synced only on request, to any revision),
+//! until a spec edit changes that. Timestamps are whole seconds (`metav1.Time`). An empty
+//! `status.resources` or `status.summary.images` is left out (`omitempty`).
 //!
 //! *Spec edits* (`PATCH`, as `argocd app patch` or Argo CD Image Updater's `argocd` write-back
 //! send it): the patch (`merge`: an RFC 7386 merge patch; `json`, also when `patchType` is empty:
@@ -61,8 +64,9 @@
 //!   cannot change (refused, naming the field);
 //! - `syncPolicy.automated` is honoured: removed (or, from 3.4 on, `enabled: false`) the app has
 //!   no automated sync, as with `--manual-sync` (new commits are compared, not synced; any
-//!   revision may be requested); present it has (`prune`, `selfHeal`, `allowEmpty` are stored
-//!   only). Before 3.4 the CRD has no `enabled`: it is dropped and the app stays automated;
+//!   revision may be requested); present it has, pruning when `prune` is true and allowed to
+//!   prune everything when `allowEmpty` is (`selfHeal` is stored only). Before 3.4 the CRD has no
+//!   `enabled`: it is dropped and the app stays automated;
 //! - a source with more than one of `kustomize`, `helm`, `directory`, `plugin` is refused with
 //!   Argo CD's `InvalidSpecError` (`multiple application sources defined: Kustomize,Directory`):
 //!   to give a path app `kustomize`, remove its `directory`;
@@ -155,7 +159,12 @@
 //!   reconciles move `reconciledAt`; a look at the live objects after they changed (a rollout
 //!   ending, the registry changing, objects applied while an operation backs off) updates
 //!   health and `summary` alone.
-//! - *Automated sync* of an OutOfSync app with no operation, in stages: (a) the reconcile,
+//! - *Automated sync* (Argo CD's autoSync, its checks in its order) of an OutOfSync app with no
+//!   operation, unless only pruning is needed (every resource not Synced `requiresPruning`) and
+//!   automated prune is off (nothing happens, no condition), or the last sync to that commit
+//!   failed (below), or automated prune is on, `allowEmpty` off and every resource would be
+//!   pruned (a `SyncError` condition `Skipping sync attempt to [<sha>]: auto-sync will wipe out
+//!   all resources`, no operation, until a commit changes that). It runs in stages: (a) the reconcile,
 //!   OutOfSync at the new commit; (b) `operation` set and `operationState` Running with
 //!   `startedAt` and `syncResult.revision` = the commit; (c) a new `history[]` entry while still
 //!   Running; (d) `Succeeded`, `operation` removed, `finishedAt`, `syncResult.resources`, with
@@ -172,6 +181,17 @@
 //!   both finish `Succeeded`. A revision that does not resolve, or does not render, ends in phase
 //!   `Error` with Argo CD's ComparisonError message (after the retries). While syncing is paused
 //!   a requested sync waits.
+//! - *Pruning*: a live object git no longer has is compared `OutOfSync` with `requiresPruning:
+//!   true` and keeps its health (it still counts in app health, the tree and `summary`). A sync
+//!   prunes when its operation says `prune: true`: an automated sync of an app with automated
+//!   prune, a requested sync whose body asks for it (a partial sync prunes only the resources it
+//!   names). Pruning runs before applying, as in gitops-engine's runTasks: each such object gets
+//!   a `syncResult.resources[]` entry first, `status: "Pruned"`, `message: "pruned"` (`pruned
+//!   (dry run)` in a dry run, which deletes nothing), `hookPhase: "Succeeded"`, `syncPhase:
+//!   "Sync"`, and is deleted at once; a sync that does not prune leaves it live and reports
+//!   `status: "PruneSkipped"`, `message: "ignored (requires pruning)"`, so the app stays
+//!   OutOfSync. A sync with nothing to apply nor prune succeeds with `successfully synced (no
+//!   more tasks)` and no `resources`.
 //! - *Failures and retries*: applying an object annotated [`APPLY_ANNOTATION`]`: fail` fails (the
 //!   other objects are applied). The operation then backs off (Running, `Retrying attempt #N at
 //!   <time>.`, `finishedAt` set, `syncResult` kept, `retryCount`), and when the back-off ends the
@@ -255,9 +275,10 @@
 //! Missing; from 3.4 it is left out unless no managed resource exists at all. An app with no
 //! resources is Healthy.
 //!
-//! Deviations from Argo CD, on purpose: resources removed from git are dropped by the next full
-//! sync (as if pruned) so that the app can become Synced again, and a partial sync never prunes;
-//! self-heal is not modelled (live objects only change through syncs); an app never reconciled
+//! Deviations from Argo CD, on purpose: a pruned object is gone at once (Argo CD deletes it in the
+//! foreground: until its Pods have terminated it is still there, `Progressing` `Pending
+//! deletion`, and a sync with several phases waits for it); the `Prune=false` sync option is not
+//! read; self-heal is not modelled (live objects only change through syncs); an app never reconciled
 //! yet (started paused) shows OutOfSync and Missing with no revision, where Argo CD leaves those
 //! fields empty; a hydrator app is not hydrated: it renders its path from the tracked branch and
 //! reports that branch's commits as its revisions, where Argo CD would report the commits of
@@ -427,6 +448,15 @@ pub struct SandboxConfig {
     /// Apps without automated sync (`spec.syncPolicy.automated` absent): compared at every
     /// tip, synced only through `POST /api/v1/applications/{name}/sync`. Each must name an app.
     pub manual_sync: Vec<String>,
+    /// Apps whose automated sync prunes (`spec.syncPolicy.automated.prune: true`): a resource
+    /// removed from git is deleted by the next automated sync. The others keep it live,
+    /// `requiresPruning`. Each must name an app with automated sync.
+    pub prune: Vec<String>,
+    /// Apps whose automated sync may prune every resource
+    /// (`spec.syncPolicy.automated.allowEmpty: true`); without it an automated sync that would
+    /// leave the app empty is refused, as Argo CD refuses it. Each must name an app with
+    /// automated sync.
+    pub allow_empty: Vec<String>,
     /// How long a new stream waits between sending its ADDED burst and subscribing to updates
     /// (default 0). Argo CD has this gap too, only shorter: an update in it is never sent on
     /// that stream. A longer one lets tests make it happen on purpose.
@@ -459,6 +489,8 @@ impl SandboxConfig {
             repo_error_grace: Duration::ZERO,
             retry_backoff: Duration::from_secs(5),
             manual_sync: Vec::new(),
+            prune: Vec::new(),
+            allow_empty: Vec::new(),
             stream_subscribe_delay: Duration::ZERO,
             stream_buffer: 1000,
             heartbeat: Duration::from_secs(15),
@@ -485,6 +517,8 @@ impl std::fmt::Debug for SandboxConfig {
             .field("repo_error_grace", &self.repo_error_grace)
             .field("retry_backoff", &self.retry_backoff)
             .field("manual_sync", &self.manual_sync)
+            .field("prune", &self.prune)
+            .field("allow_empty", &self.allow_empty)
             .field("stream_subscribe_delay", &self.stream_subscribe_delay)
             .field("stream_buffer", &self.stream_buffer)
             .field("heartbeat", &self.heartbeat)

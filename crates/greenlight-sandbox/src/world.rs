@@ -81,7 +81,11 @@ pub(crate) struct WorldConfig {
     pub repo_error_grace: Duration,
     pub retry_backoff: Duration,
     /// Apps without automated sync: compared, never synced unless asked through the API.
-    pub manual_sync: std::collections::BTreeSet<String>,
+    pub manual_sync: BTreeSet<String>,
+    /// Apps whose automated sync prunes (`automated.prune: true`).
+    pub prune: BTreeSet<String>,
+    /// Apps whose automated sync may prune every resource (`automated.allowEmpty: true`).
+    pub allow_empty: BTreeSet<String>,
 }
 
 /// A resource named in a partial sync (`resources` of a sync request); an empty namespace
@@ -276,6 +280,8 @@ struct Request {
     /// As requested: a commit, a branch, `HEAD`.
     revision: String,
     dry_run: bool,
+    /// Live objects git no longer has are deleted (else reported `PruneSkipped`).
+    prune: bool,
     resources: Option<Vec<SyncResource>>,
     /// The `apply` sync strategy: no hooks run.
     apply_strategy: bool,
@@ -343,6 +349,10 @@ struct App {
     name: String,
     /// `spec.syncPolicy.automated` is set: a comparison that finds it OutOfSync syncs it.
     automated: bool,
+    /// `spec.syncPolicy.automated.prune`: its automated syncs delete what git no longer has.
+    prune: bool,
+    /// `spec.syncPolicy.automated.allowEmpty`: its automated sync may prune every resource.
+    allow_empty: bool,
     uid: String,
     created: SystemTime,
     source: Source,
@@ -528,6 +538,8 @@ impl World {
                 name.clone(),
                 App {
                     automated: !cfg.manual_sync.contains(&name),
+                    prune: cfg.prune.contains(&name),
+                    allow_empty: cfg.allow_empty.contains(&name),
                     uid: uuid_from(&format!("{seed}/{name}")),
                     name,
                     created: now.wall,
@@ -679,40 +691,56 @@ impl World {
             images: std::mem::take(&mut app.shown.images),
         };
         app.set_condition("ComparisonError", None, now);
-        // Argo CD's autoSync: only an OutOfSync app without an operation, and never twice for
-        // the same commit after a failed attempt.
+        // Argo CD's autoSync, its checks in its order: only an OutOfSync app without an
+        // operation; not when only pruning is needed and automated prune is off; never twice for
+        // the same commit (a SyncError after a failed attempt); not, with automated prune and
+        // without allowEmpty, when every resource would be pruned (a SyncError).
         let mut auto = false;
         let mut sync_error = None;
+        let mut skipped = None;
         if code == SyncCode::OutOfSync && app.operation.is_none() && app.automated {
-            match app.op.as_ref().filter(|op| {
+            let entries = &app.shown.entries;
+            let prune_only = entries
+                .iter()
+                .all(|e| e.status == SyncCode::Synced || e.requires_pruning);
+            let all_pruned = entries.iter().all(|e| e.requires_pruning);
+            let last_attempt = app.op.as_ref().filter(|op| {
                 !op.request.dry_run
                     && op.sync_result.as_ref().map(|r| &r["revision"])
                         == Some(&json!(target.revision))
-            }) {
-                Some(op) if op.phase != Phase::Succeeded => {
+            });
+            if !app.prune && prune_only {
+                skipped = Some("only pruning is needed and automated prune is off");
+            } else if let Some(op) = last_attempt {
+                if op.phase != Phase::Succeeded {
                     sync_error = Some(format!(
                         "Failed last sync attempt to [{}]: {}",
                         target.revision, op.message
                     ));
+                    skipped = Some("the last sync attempt to it failed");
                 }
-                Some(_) => {} // the most recent sync is already to this commit
-                None => auto = true,
+                // Else the most recent sync is already to this commit.
+            } else if app.prune && !app.allow_empty && all_pruned {
+                sync_error = Some(format!(
+                    "Skipping sync attempt to [{}]: auto-sync will wipe out all resources",
+                    target.revision
+                ));
+                skipped = Some("it would prune every resource and allowEmpty is off");
+            } else {
+                auto = true;
             }
         }
-        let skipped = sync_error.is_some();
         app.set_condition("SyncError", sync_error, now);
         app.reconciled_at = Some(now.wall);
         let after = (app.shown.code, app.shown.revision.clone());
         self.update_app_health(name, now);
         if before != after {
-            let extra = match (code, why) {
-                (SyncCode::Synced, Why::Tip | Why::Refresh) => {
-                    " (manifests unchanged, no operation)"
+            let extra = match (code, why, skipped) {
+                (SyncCode::Synced, Why::Tip | Why::Refresh, _) => {
+                    " (manifests unchanged, no operation)".to_string()
                 }
-                (SyncCode::OutOfSync, _) if skipped => {
-                    " (auto-sync skipped: the last sync attempt to it failed)"
-                }
-                _ => "",
+                (SyncCode::OutOfSync, _, Some(why)) => format!(" (auto-sync skipped: {why})"),
+                _ => String::new(),
             };
             self.log(format!(
                 "app {name}: {} at {}{extra}",
@@ -725,14 +753,20 @@ impl World {
             let Ok(rendered) = target.render else {
                 unreachable!("rendered above")
             };
+            let prune = self.apps[name].prune;
+            let mut sync = json!({"revision": target.revision, "syncStrategy": {"hook": {}}});
+            if prune {
+                sync["prune"] = json!(true);
+            }
             let operation = json!({
-                "sync": {"revision": target.revision, "syncStrategy": {"hook": {}}},
+                "sync": sync,
                 "initiatedBy": {"automated": true},
                 "retry": self.retry_json(),
             });
             let request = Request {
                 revision: target.revision.clone(),
                 dry_run: false,
+                prune,
                 resources: None,
                 apply_strategy: false,
                 operation,
@@ -872,6 +906,7 @@ impl World {
         let request = Request {
             revision: revision.clone(),
             dry_run: req.dry_run,
+            prune: req.prune,
             resources: (!req.resources.is_empty()).then_some(req.resources),
             apply_strategy: req
                 .strategy
@@ -995,9 +1030,15 @@ impl World {
             op.sync_result = Some(json!({"revision": sha, "source": source}));
             self.commit(name);
         }
+        let prunable: Vec<(ResourceKey, String)> = self.apps[name]
+            .live
+            .iter()
+            .filter(|l| !rendered.manifests.iter().any(|m| m.key == l.key))
+            .map(|l| (l.key.clone(), l.version.clone()))
+            .collect();
         let op = self.op(name);
         if request.runs_hooks()
-            && let Some(plan) = Plan::new(&rendered, &sha, op.started)
+            && let Some(plan) = Plan::new(&rendered, &prunable, &sha, op.started)
         {
             // A sync with hooks runs in steps, phase by phase.
             op.plan = Some(plan);
@@ -1009,13 +1050,19 @@ impl World {
             &rendered,
             request.resources.as_deref(),
             request.dry_run,
+            request.prune,
             now,
         );
         let results: Vec<Value> = outcome.results.iter().map(Task::to_json).collect();
-        let result = json!({"resources": results, "revision": sha, "source": source});
-        if outcome.failures.is_empty() {
+        let mut result = json!({"revision": sha, "source": source});
+        if outcome.results.is_empty() {
+            // Nothing to apply nor prune: gitops-engine finds no task and says so.
+            self.succeed(name, &sha, result, 0, NO_MORE_TASKS_MESSAGE, now);
+        } else if outcome.failures.is_empty() {
+            result["resources"] = json!(results);
             self.succeed(name, &sha, result, outcome.changed, SUCCEEDED_MESSAGE, now);
         } else {
+            result["resources"] = json!(results);
             let message = format!(
                 "{APPLY_FAILED_MESSAGE}, reason: {}",
                 outcome.failures.join(",")
@@ -1265,6 +1312,7 @@ impl World {
             unreachable!("a plan is made from what was prepared")
         };
         let rendered = rendered.clone();
+        let prune = op.request.prune;
         let plan = op.plan.as_mut().expect("a plan");
         let wave: Vec<usize> = (0..plan.tasks.len())
             .filter(|&i| plan.tasks[i].state == TaskState::Pending && plan.tasks[i].phase == phase)
@@ -1297,7 +1345,7 @@ impl World {
         }
         plan.deleting = false;
         if wave.iter().any(|&i| !plan.tasks[i].is_hook()) {
-            let outcome = self.apply(name, &rendered, None, false, now);
+            let outcome = self.apply(name, &rendered, None, false, prune, now);
             let plan = self.plan(name);
             plan.changed += outcome.changed;
             for result in outcome.results {
@@ -1343,7 +1391,10 @@ impl World {
                 }
             ));
         }
-        for &i in &wave {
+        // Pruning runs first in its wave (gitops-engine's runTasks), so its results come first.
+        let (pruned, applied): (Vec<usize>, Vec<usize>) =
+            wave.iter().partition(|&&i| plan.tasks[i].is_prune);
+        for i in pruned.into_iter().chain(applied) {
             plan.shown(i);
         }
         for line in lines {
@@ -1484,15 +1535,18 @@ impl World {
             .min()
     }
 
-    // Applies the selected manifests (all of them unless a partial sync names some): objects
-    // created or changed roll out, objects annotated to fail are left as they were. A full sync
-    // also drops live objects no longer in git. A dry run changes nothing.
+    // Prunes, then applies, the selected objects (all of them unless a partial sync names some),
+    // as gitops-engine's runTasks does. A live object git no longer has is deleted when the sync
+    // prunes (`pruned`), else left as it is (`PruneSkipped`, `ignored (requires pruning)`).
+    // Objects created or changed roll out; objects annotated to fail are left as they were. A dry
+    // run changes nothing (`pruned (dry run)`).
     fn apply(
         &mut self,
         name: &str,
         rendered: &Rendered,
         only: Option<&[SyncResource]>,
         dry_run: bool,
+        prune: bool,
         now: Now,
     ) -> ApplyOutcome {
         let rollout_until =
@@ -1502,8 +1556,27 @@ impl World {
         let rolls_out = !matches!(app.source, Source::Helm { .. });
         let mut outcome = ApplyOutcome::default();
         let mut live: Vec<Live> = std::mem::take(&mut app.live);
-        if only.is_none() && !dry_run {
-            live.retain(|l| rendered.manifests.iter().any(|m| m.key == l.key));
+        let selected = |key: &ResourceKey| only.is_none_or(|rs| rs.iter().any(|r| r.matches(key)));
+        let extra: Vec<(ResourceKey, String)> = live
+            .iter()
+            .filter(|l| !rendered.manifests.iter().any(|m| m.key == l.key) && selected(&l.key))
+            .map(|l| (l.key.clone(), l.version.clone()))
+            .collect();
+        for (key, version) in extra {
+            let message = match (prune, dry_run) {
+                (false, _) => "ignored (requires pruning)",
+                (true, true) => "pruned (dry run)",
+                (true, false) => "pruned",
+            };
+            outcome
+                .results
+                .push(Task::pruned(key.clone(), version, !prune, message));
+            if prune {
+                outcome.changed += 1;
+                if !dry_run {
+                    live.retain(|l| l.key != key);
+                }
+            }
         }
         for m in &rendered.manifests {
             if only.is_some_and(|rs| !rs.iter().any(|r| r.matches(&m.key))) {
@@ -1867,6 +1940,8 @@ impl World {
             _ => "",
         };
         app.automated = edit.automated;
+        app.prune = edit.prune;
+        app.allow_empty = edit.allow_empty;
         app.edited_spec = Some(edit.spec);
         let before = app.resource_version;
         self.commit(name);
@@ -1949,14 +2024,21 @@ impl World {
         }
         let health =
             json!({"status": app.health.as_str(), "lastTransitionTime": rfc3339(app.health_since)});
+        // Argo CD leaves empty `resources` and `summary.images` out (`omitempty`).
+        let mut summary = json!({});
+        if !app.shown.images.is_empty() {
+            summary["images"] = json!(app.shown.images);
+        }
         let mut status = json!({
-            "resources": resources,
             "sync": sync,
             "health": health,
             "sourceType": match app.source { Source::Helm { .. } => "Helm", _ => "Directory" },
-            "summary": {"images": app.shown.images},
+            "summary": summary,
             "controllerNamespace": APP_NAMESPACE,
         });
+        if !resources.is_empty() {
+            status["resources"] = json!(resources);
+        }
         if !version.inline_resource_health() {
             status["resourceHealthSource"] = json!("appTree");
         }
@@ -1978,7 +2060,11 @@ impl World {
             "syncPolicy": {"retry": self.retry_json()},
         });
         if app.automated {
-            spec["syncPolicy"]["automated"] = json!({"prune": false, "selfHeal": true});
+            let mut automated = json!({"prune": app.prune, "selfHeal": true});
+            if app.allow_empty {
+                automated["allowEmpty"] = json!(true);
+            }
+            spec["syncPolicy"]["automated"] = automated;
         }
         match &app.source {
             Source::Hydrator { path } => {
@@ -2444,6 +2530,8 @@ mod tests {
             repo_error_grace: Duration::ZERO,
             retry_backoff: Duration::from_secs(5),
             manual_sync: Default::default(),
+            prune: Default::default(),
+            allow_empty: Default::default(),
         }
     }
 
@@ -3740,6 +3828,381 @@ mod tests {
             assert_eq!(op_of(&app)["phase"], "Succeeded");
             assert!(results(&app).iter().all(|r| r["kind"] == "Deployment"));
         }
+    }
+
+    const CONFIG_MAP: &str =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata: {a: b}\n";
+
+    /// The Deployment `web` (its image `image`), with the ConfigMap `cfg` when `with_cfg`.
+    fn web_and_cfg(image: &str, with_cfg: bool) -> BTreeMap<String, RenderResult> {
+        let mut text = deployment(image, "");
+        if with_cfg {
+            text = format!("{text}---\n{CONFIG_MAP}");
+        }
+        BTreeMap::from([("web".to_string(), files(&text))])
+    }
+
+    fn resource_entry(app: &Value, kind: &str) -> Value {
+        app["status"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["kind"] == kind)
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    fn tree_kinds(w: &World) -> Vec<String> {
+        w.resource_tree("web").unwrap()["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| n["kind"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn without_automated_prune_a_resource_removed_from_git_stays_live_requiring_pruning() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        w.observe_tip(&sha('a'), &web_and_cfg("nginx:1", true), &no_refresh, t0);
+        let app = w.application("web").unwrap();
+        assert_eq!(
+            app["spec"]["syncPolicy"]["automated"],
+            json!({"prune": false, "selfHeal": true})
+        );
+        // A commit that changes web and removes cfg: the automated sync applies web and skips
+        // the prune.
+        let t1 = at(t0, Duration::from_secs(1));
+        w.observe_tip(&sha('b'), &web_and_cfg("nginx:2", false), &no_refresh, t1);
+        let app = w.application("web").unwrap();
+        let op = op_of(&app);
+        assert_eq!(op["phase"], "Succeeded");
+        assert_eq!(op["message"], "successfully synced (all tasks run)");
+        assert!(op["operation"]["sync"].get("prune").is_none(), "{op}");
+        assert_eq!(
+            results(&app)[0],
+            json!({"version": "v1", "kind": "ConfigMap", "namespace": "default", "name": "cfg",
+                "status": "PruneSkipped", "message": "ignored (requires pruning)",
+                "hookPhase": "Succeeded", "syncPhase": "Sync"}),
+            "pruning comes first"
+        );
+        assert_eq!(
+            results(&app)[1]["message"],
+            "deployment.apps/web configured"
+        );
+        assert_eq!(app["status"]["sync"]["status"], "OutOfSync");
+        assert_eq!(
+            resource_entry(&app, "ConfigMap"),
+            json!({"version": "v1", "kind": "ConfigMap", "namespace": "default", "name": "cfg",
+                "status": "OutOfSync", "requiresPruning": true})
+        );
+        assert_eq!(resource_entry(&app, "Deployment")["status"], "Synced");
+        assert!(
+            tree_kinds(&w).contains(&"ConfigMap".to_string()),
+            "still live"
+        );
+        assert_eq!(app["status"]["history"].as_array().unwrap().len(), 2);
+
+        // A commit that leaves only the prune to do starts no operation at all.
+        let mut updates = w.subscribe(1024);
+        let t2 = at(t0, Duration::from_secs(2));
+        w.observe_tip(&sha('c'), &web_and_cfg("nginx:2", false), &no_refresh, t2);
+        assert_eq!(drain(&mut updates).len(), 1, "one comparison, no operation");
+        let app = w.application("web").unwrap();
+        assert_eq!(app["status"]["sync"]["status"], "OutOfSync");
+        assert_eq!(app["status"]["sync"]["revision"], sha('c'));
+        assert_eq!(op_of(&app)["syncResult"]["revision"], sha('b'));
+        assert!(app["status"].get("conditions").is_none(), "{app}");
+
+        // A requested sync that asks to prune deletes it.
+        w.request_sync(
+            "web",
+            SyncRequest {
+                prune: true,
+                ..SyncRequest::default()
+            },
+        )
+        .unwrap()
+        .unwrap();
+        w.start_pending(
+            "web",
+            Some((sha('c'), web_and_cfg("nginx:2", false)["web"].clone())),
+            t2,
+        );
+        let app = w.application("web").unwrap();
+        assert_eq!(op_of(&app)["operation"]["sync"]["prune"], true);
+        assert_eq!(
+            results(&app)
+                .iter()
+                .map(|r| format!("{} {} {}", r["kind"], r["status"], r["message"]))
+                .collect::<Vec<_>>(),
+            [
+                r#""ConfigMap" "Pruned" "pruned""#,
+                r#""Deployment" "Synced" "deployment.apps/web unchanged""#
+            ]
+        );
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
+        assert_eq!(kinds(&app, "resources"), ["Deployment"]);
+        assert!(!tree_kinds(&w).contains(&"ConfigMap".to_string()));
+    }
+
+    #[test]
+    fn with_automated_prune_the_sync_deletes_what_git_no_longer_has() {
+        let t0 = Now::current();
+        let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
+        cfg.prune.insert("web".into());
+        let mut w = world_with(cfg, t0);
+        w.observe_tip(&sha('a'), &web_and_cfg("nginx:1", true), &no_refresh, t0);
+        assert_eq!(
+            w.application("web").unwrap()["spec"]["syncPolicy"]["automated"],
+            json!({"prune": true, "selfHeal": true})
+        );
+        let mut updates = w.subscribe(1024);
+        let t1 = at(t0, Duration::from_secs(1));
+        w.observe_tip(&sha('b'), &web_and_cfg("nginx:1", false), &no_refresh, t1);
+        let stages = drain(&mut updates);
+        assert_eq!(stages[0]["status"]["sync"]["status"], "OutOfSync");
+        assert_eq!(
+            resource_entry(&stages[0], "ConfigMap")["requiresPruning"],
+            true
+        );
+        let app = stages.last().unwrap();
+        let op = op_of(app);
+        assert_eq!(op["phase"], "Succeeded");
+        assert_eq!(op["operation"]["sync"]["prune"], true);
+        assert_eq!(app["operation"], Value::Null);
+        assert_eq!(
+            results(app)[0],
+            json!({"version": "v1", "kind": "ConfigMap", "namespace": "default", "name": "cfg",
+                "status": "Pruned", "message": "pruned", "hookPhase": "Succeeded",
+                "syncPhase": "Sync"})
+        );
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
+        assert_eq!(kinds(app, "resources"), ["Deployment"]);
+        assert_eq!(tree_kinds(&w), ["Pod", "Deployment", "ReplicaSet"]);
+
+        // A dry run that would prune deletes nothing.
+        w.observe_tip(&sha('c'), &web_and_cfg("nginx:1", true), &no_refresh, t1);
+        assert_eq!(kinds(&w.application("web").unwrap(), "resources").len(), 2);
+        w.request_sync(
+            "web",
+            SyncRequest {
+                prune: true,
+                dry_run: true,
+                ..SyncRequest::default()
+            },
+        )
+        .unwrap()
+        .unwrap();
+        w.start_pending(
+            "web",
+            Some((sha('b'), web_and_cfg("nginx:1", false)["web"].clone())),
+            t1,
+        );
+        let app = w.application("web").unwrap();
+        assert_eq!(results(&app)[0]["status"], "Pruned");
+        assert_eq!(results(&app)[0]["message"], "pruned (dry run)");
+        assert!(tree_kinds(&w).contains(&"ConfigMap".to_string()));
+    }
+
+    #[test]
+    fn a_partial_sync_prunes_only_the_resources_it_names() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        let two = format!(
+            "{}---\n{CONFIG_MAP}---\n{}",
+            deployment("nginx:1", ""),
+            CONFIG_MAP.replace("name: cfg", "name: other")
+        );
+        let renders = BTreeMap::from([("web".to_string(), files(&two))]);
+        w.observe_tip(&sha('a'), &renders, &no_refresh, t0);
+        w.observe_tip(&sha('b'), &rendered("nginx:1"), &no_refresh, t0);
+        assert_eq!(kinds(&w.application("web").unwrap(), "resources").len(), 3);
+        w.request_sync(
+            "web",
+            SyncRequest {
+                prune: true,
+                resources: vec![SyncResource {
+                    group: String::new(),
+                    kind: "ConfigMap".into(),
+                    name: "cfg".into(),
+                    namespace: String::new(),
+                }],
+                ..SyncRequest::default()
+            },
+        )
+        .unwrap()
+        .unwrap();
+        w.start_pending(
+            "web",
+            Some((sha('b'), rendered("nginx:1")["web"].clone())),
+            t0,
+        );
+        let app = w.application("web").unwrap();
+        assert_eq!(
+            results(&app)
+                .iter()
+                .map(|r| format!("{}/{} {}", r["kind"], r["name"], r["status"]))
+                .collect::<Vec<_>>(),
+            [r#""ConfigMap"/"cfg" "Pruned""#]
+        );
+        let left: Vec<Value> = app["status"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].clone())
+            .collect();
+        assert_eq!(left, [json!("other"), json!("web")]);
+        assert_eq!(app["status"]["sync"]["status"], "OutOfSync");
+    }
+
+    #[test]
+    fn a_sync_with_hooks_prunes_in_its_sync_phase_before_applying() {
+        let t0 = Now::current();
+        let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
+        cfg.prune.insert("web".into());
+        let mut w = world_with(cfg, t0);
+        w.observe_tip(&sha('a'), &web_and_cfg("nginx:1", true), &no_refresh, t0);
+        let renders = with_hook("nginx:2", &hook_job("smoke", "PostSync", ""));
+        w.observe_tip(&sha('b'), &renders, &no_refresh, t0);
+        run_clock(&mut w, t0);
+        let app = w.application("web").unwrap();
+        assert_eq!(op_of(&app)["phase"], "Succeeded", "{}", op_of(&app));
+        let seen: Vec<String> = results(&app)
+            .iter()
+            .map(|r| format!("{} {} {}", r["syncPhase"], r["kind"], r["status"]))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                r#""Sync" "ConfigMap" "Pruned""#,
+                r#""Sync" "Deployment" "Synced""#,
+                r#""PostSync" "Job" "Synced""#
+            ]
+        );
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
+    }
+
+    #[test]
+    fn turning_automated_prune_on_through_a_patch_prunes_at_the_next_refresh() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        w.observe_tip(&sha('a'), &web_and_cfg("nginx:1", true), &no_refresh, t0);
+        w.observe_tip(&sha('b'), &web_and_cfg("nginx:1", false), &no_refresh, t0);
+        assert_eq!(
+            w.application("web").unwrap()["status"]["sync"]["status"],
+            "OutOfSync"
+        );
+        let edit = patch(
+            &mut w,
+            PatchType::Merge,
+            json!({"spec": {"syncPolicy": {"automated": {"prune": true}}}}),
+        )
+        .unwrap();
+        assert!(!edit.refresh, "a prune flag alone asks for no refresh");
+        assert!(
+            patch(
+                &mut w,
+                PatchType::Merge,
+                json!({"spec": {"syncPolicy": {"automated": {"prune": "yes"}}}}),
+            )
+            .unwrap_err()
+            .contains("spec.syncPolicy.automated.prune: must be true or false")
+        );
+        w.refresh_matching(&|n| n == "web", at(t0, Duration::from_secs(1)));
+        let app = w.application("web").unwrap();
+        assert_eq!(results(&app)[0]["status"], "Pruned");
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
+    }
+
+    #[test]
+    fn an_app_whose_path_holds_nothing_is_synced_and_healthy_until_a_candidate_comes_and_goes() {
+        let t0 = Now::current();
+        let empty = || BTreeMap::from([("web".to_string(), files("# no manifests yet\n"))]);
+        for allow_empty in [true, false] {
+            let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
+            cfg.prune.insert("web".into());
+            if allow_empty {
+                cfg.allow_empty.insert("web".into());
+            }
+            let mut w = world_with(cfg, t0);
+            let mut updates = w.subscribe(1024);
+            w.observe_tip(&sha('a'), &empty(), &no_refresh, t0);
+            assert_eq!(drain(&mut updates).len(), 1, "one comparison, no operation");
+            let app = w.application("web").unwrap();
+            assert_eq!(app["status"]["sync"]["status"], "Synced");
+            assert_eq!(app["status"]["health"]["status"], "Healthy");
+            assert!(app["status"].get("resources").is_none(), "omitempty");
+            assert_eq!(app["status"]["summary"], json!({}));
+            assert!(app["status"].get("operationState").is_none());
+            assert_eq!(w.resource_tree("web").unwrap(), json!({}));
+            assert_eq!(
+                app["spec"]["syncPolicy"]["automated"].get("allowEmpty"),
+                allow_empty.then_some(&json!(true))
+            );
+
+            // The candidate arrives and is synced.
+            let t1 = at(t0, Duration::from_secs(1));
+            w.observe_tip(&sha('b'), &rendered("nginx:1"), &no_refresh, t1);
+            let app = w.application("web").unwrap();
+            assert_eq!(app["status"]["sync"]["status"], "Synced");
+            assert_eq!(kinds(&app, "resources"), ["Deployment"]);
+
+            // The candidate is removed from git (the directory stays, empty).
+            let t2 = at(t0, Duration::from_secs(2));
+            w.observe_tip(&sha('c'), &empty(), &no_refresh, t2);
+            let app = w.application("web").unwrap();
+            if allow_empty {
+                assert_eq!(results(&app)[0]["status"], "Pruned");
+                assert_eq!(app["status"]["sync"]["status"], "Synced");
+                assert_eq!(app["status"]["health"]["status"], "Healthy");
+                assert!(app["status"].get("resources").is_none());
+                assert_eq!(w.resource_tree("web").unwrap(), json!({}));
+            } else {
+                // Argo CD refuses an automated sync that would prune every resource.
+                assert_eq!(app["status"]["sync"]["status"], "OutOfSync");
+                assert_eq!(op_of(&app)["syncResult"]["revision"], sha('b'));
+                assert_eq!(app["status"]["conditions"][0]["type"], "SyncError", "{app}");
+                assert_eq!(
+                    app["status"]["conditions"][0]["message"],
+                    format!(
+                        "Skipping sync attempt to [{}]: auto-sync will wipe out all resources",
+                        sha('c')
+                    )
+                );
+                assert_eq!(resource_entry(&app, "Deployment")["requiresPruning"], true);
+                assert_eq!(tree_kinds(&w), ["Pod", "Deployment", "ReplicaSet"]);
+            }
+        }
+    }
+
+    #[test]
+    fn an_app_whose_path_is_gone_is_a_comparison_error_and_its_objects_stay() {
+        let t0 = Now::current();
+        let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
+        cfg.prune.insert("web".into());
+        cfg.allow_empty.insert("web".into());
+        let mut w = world_with(cfg, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let gone = BTreeMap::from([(
+            "web".to_string(),
+            Err(RenderError {
+                message: "apps/web: app path does not exist".into(),
+            }),
+        )]);
+        w.observe_tip(&sha('b'), &gone, &no_refresh, t0);
+        let app = w.application("web").unwrap();
+        assert_eq!(app["status"]["sync"]["status"], "Unknown");
+        assert!(
+            app["status"]["conditions"][0]["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("Manifest generation error (cached): apps/web: app path does not exist"),
+            "{app}"
+        );
+        assert_eq!(op_of(&app)["syncResult"]["revision"], sha('a'));
+        assert_eq!(tree_kinds(&w), ["Pod", "Deployment", "ReplicaSet"]);
     }
 
     #[test]
