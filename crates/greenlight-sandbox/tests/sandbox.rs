@@ -1657,6 +1657,100 @@ async fn a_requested_sync_runs_as_admin_and_resolves_the_branch_once_compared() 
     s.sandbox.shutdown().await;
 }
 
+/// The `syncResult.resources[]` entry of the last operation for the resource named `name`.
+fn sync_result_of(app: &Value, name: &str) -> Value {
+    app["status"]["operationState"]["syncResult"]["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["name"] == name)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_removed_from_git_is_pruned_only_by_a_sync_that_prunes() {
+    let remote = Remote::new("main");
+    for dir in ["apps/kept", "apps/pruned"] {
+        remote.write(&format!("{dir}/web.yaml"), &web_manifests("nginx:1.27"));
+    }
+    remote.commit_push("two apps, each with its ConfigMap");
+    let (mut config, log) = config(&remote.repo(), &["kept=apps/kept", "pruned=apps/pruned"]);
+    config.prune = vec!["pruned".into()];
+    let s = start(config, log).await;
+    for dir in ["apps/kept", "apps/pruned"] {
+        remote.write(
+            &format!("{dir}/web.yaml"),
+            &web_manifests("nginx:1.28").replace("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  greeting: hello\n", ""),
+        );
+    }
+    let tip = remote.commit_push("web: 1.28, its ConfigMap removed");
+
+    // Automated prune on: deleted first, then the rest applied; Synced.
+    let pruned = app_where(&s.base, "pruned", "pruned synced", |a| {
+        synced_at(a, &tip) && sync_status(a) == "Synced"
+    })
+    .await;
+    let op = &pruned["status"]["operationState"];
+    assert_eq!(op["operation"]["sync"]["prune"], true);
+    assert_eq!(
+        op["syncResult"]["resources"][0],
+        serde_json::json!({"version": "v1", "kind": "ConfigMap", "namespace": "default",
+            "name": "web-config", "status": "Pruned", "message": "pruned",
+            "hookPhase": "Succeeded", "syncPhase": "Sync"})
+    );
+    let (_, tree) = get(&s.base, "/api/v1/applications/pruned/resource-tree").await;
+    assert_eq!(node(&tree, "ConfigMap", "web-config"), Value::Null);
+
+    // Automated prune off: applied, the ConfigMap skipped and still live; OutOfSync.
+    let kept = app_where(&s.base, "kept", "kept synced", |a| {
+        synced_at(a, &tip) && revision(a) == tip
+    })
+    .await;
+    assert_eq!(sync_status(&kept), "OutOfSync");
+    assert_eq!(
+        kept["spec"]["syncPolicy"]["automated"],
+        serde_json::json!({"prune": false, "selfHeal": true})
+    );
+    let skipped = sync_result_of(&kept, "web-config");
+    assert_eq!(
+        (&skipped["status"], &skipped["message"]),
+        (&"PruneSkipped".into(), &"ignored (requires pruning)".into())
+    );
+    let entry = kept["status"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "web-config")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (&entry["status"], &entry["requiresPruning"]),
+        (&"OutOfSync".into(), &true.into())
+    );
+    let (_, tree) = get(&s.base, "/api/v1/applications/kept/resource-tree").await;
+    assert_ne!(node(&tree, "ConfigMap", "web-config"), Value::Null);
+
+    // A requested sync that asks to prune deletes it.
+    let (status, answer) = post_json(
+        &s.base,
+        "/api/v1/applications/kept/sync",
+        r#"{"prune": true}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["operation"]["sync"]["prune"], true);
+    let kept = app_where(&s.base, "kept", "kept pruned", |a| {
+        sync_status(a) == "Synced" && sync_result_of(a, "web-config")["status"] == "Pruned"
+    })
+    .await;
+    assert_eq!(
+        kept["status"]["operationState"]["operation"]["initiatedBy"],
+        serde_json::json!({"username": "admin"})
+    );
+    s.sandbox.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_requests_are_refused_as_argo_cd_refuses_them() {
     let (remote, first) = web_remote("nginx:1.27");
