@@ -12,6 +12,7 @@
 //! | `GET /api/v1/applications/{name}[?appNamespace=&project=&refresh=]` | one Application (see *unknown apps*), resource health re-filled |
 //! | `PATCH /api/v1/applications/{name}` | body `{"name","patch","patchType","appNamespace","project"}`, `patch` a JSON document as a string, `patchType` `merge` or `json`; answers the updated Application as stored, resource health not re-filled (see *spec edits*) |
 //! | `GET /api/v1/applications/{name}/resource-tree[?project=]` | `{"nodes":[…]}` (see *the resource tree*) |
+//! | `GET /api/v1/applications/{name}/resource?namespace=&resourceName=&version=&group=&kind=[&project=]` | `{"manifest":"<live object as JSON>"}` (see *live objects*) |
 //! | `GET /api/v1/applications/{name}/managed-resources[?project=&group=&kind=&namespace=&name=&fields=]` | `{"items":[ResourceDiff…]}` (see *managed resources*) |
 //! | `POST /api/v1/applications/{name}/sync` | body `{"revision","dryRun","prune","resources":[{group,kind,name,namespace}],"syncOptions":{"items"},"strategy","project"}` (all optional); answers the Application with `operation` set |
 //! | `GET /api/v1/stream/applications[?name=&appNamespace=&projects=&resourceVersion=&fields=]` | `{"result":{"type","application"}}` messages (see *the stream*) |
@@ -130,16 +131,41 @@
 //! is absent; `items` is `null` when there are none.
 //!
 //! *The resource tree*: `{"nodes":[…]}` sorted by `group/kind/namespace/name`, each node
-//! `{group,version,kind,namespace,name,uid,resourceVersion,images,health,createdAt,parentRefs}`
-//! with empty fields left out, as are the empty `orphanedNodes` and `hosts` (Argo CD's
+//! `{group,version,kind,namespace,name,uid,resourceVersion,images,health,createdAt,parentRefs,
+//! info}` with empty fields left out, as are the empty `orphanedNodes` and `hosts` (Argo CD's
 //! `omitempty`; no project here enables orphaned resources). A live object has the health of its
 //! own check (none for kinds without one, such as ConfigMap; ignore-healthcheck not applied).
-//! Each Deployment has a ReplicaSet child `<deployment>-<hash of its template>` and that one
-//! Pod per replica (at most 10) `<replicaset>-<suffix>`, each with `parentRefs`
-//! `[{group,kind,namespace,name,uid}]` naming its owner and the Deployment's health status. A
-//! resource in git not created yet is a node `{version,kind,namespace,name,health:{"status":
-//! "Missing"}}` without uid, resourceVersion or createdAt. Hook objects are not in it (see
-//! *Hooks*).
+//! Each Deployment has a ReplicaSet child `<deployment>-<hash of its template>` (the
+//! Deployment's health status) and that one Pod per replica (at most 10)
+//! `<replicaset>-<suffix>`; each StatefulSet a ControllerRevision child `<name>-<hash>` (no
+//! health) and Pods `<name>-0`, `<name>-1`, … (only `-0` while its Pods are not running, as the
+//! default `OrderedReady` pod management creates the next once the one before is ready; all with
+//! `podManagementPolicy: Parallel`). Children carry `parentRefs` `[{group,kind,namespace,name,
+//! uid}]` naming their owner. A Pod (a child or a managed one) has its own health, by
+//! gitops-engine's Pod check: `Progressing` without message while Pending (unschedulable, or its
+//! containers being created during the rollout time: Argo CD gives a Pending Pod its
+//! `status.message`, which the scheduler leaves empty), `Healthy` once running, `Degraded`
+//! `Back-off pulling image "<image>"` when its image does not exist; and Argo CD's `info`
+//! `[{"name":"Status Reason","value":"Pending|ContainerCreating|ImagePullBackOff|Running"},
+//! {"name":"Node","value":"sandbox"},{"name":"Containers","value":"<ready>/<count>"}]`, the
+//! Node without value until scheduled. A resource in git not created yet is a node
+//! `{version,kind,namespace,name,health:{"status":"Missing"}}` without uid, resourceVersion or
+//! createdAt. Hook objects are not in it (see *Hooks*).
+//!
+//! *Live objects* (Argo CD's GetResource): the node of the resource tree named by `group`,
+//! `kind`, `namespace` and `resourceName` (`version` is not matched), as read from the cluster,
+//! in `{"manifest": "<JSON>"}`: a managed object as applied (annotations included, the server's
+//! `uid`, `resourceVersion`, `creationTimestamp`; a Secret's values masked); a ReplicaSet or
+//! ControllerRevision as its controller made it (`ownerReferences`); a Pod with its template's
+//! labels and annotations, the revision's hash label, `ownerReferences`, `spec.nodeName` once
+//! scheduled, and a `status` as the scheduler and kubelet leave it: unschedulable, `phase:
+//! Pending` and the condition `{type: PodScheduled, status: "False", reason: Unschedulable,
+//! message: <the scheduler's message>}`; else `Initialized`, `Ready`, `ContainersReady`,
+//! `PodScheduled` conditions and `containerStatuses` (waiting `ContainerCreating` or
+//! `ImagePullBackOff`, or running). A resource that is no node of the tree is 400 code 3
+//! `<kind> <group> <name> not found as part of application <app>`; a managed resource not
+//! created yet is the API server's NotFound, 404 code 5 (`configmaps "x" not found`). Same
+//! 403/404 rules as Get.
 //!
 //! *Managed resources*: one `ResourceDiff` per resource of the last comparison,
 //! `{group,kind,namespace,name,targetState,liveState,normalizedLiveState,predictedLiveState,
@@ -242,7 +268,11 @@
 //!   <detail>`) and every live resource `Unknown`; operation state, history, live objects and so
 //!   health stay. For [`SandboxConfig::repo_error_grace`] after it first fails, the app shows
 //!   nothing of it (no update at all), as Argo CD on polled refreshes; then the sandbox's clock
-//!   publishes it. An explicit refresh shows it at once. A commit that renders clears it.
+//!   publishes it. An explicit refresh shows it at once. A commit that renders clears it. A
+//!   path that exists but holds no manifest (a directory with only a `.gitkeep`) renders to
+//!   nothing: Synced and Healthy with no resources, no operation. Git keeps no empty directory:
+//!   a path whose last file a commit removes no longer exists, which is this ComparisonError
+//!   (`<path>: app path does not exist`), and what it deployed stays live, never pruned.
 //!
 //! In-process use (the `demo` command and tests):
 //!
@@ -264,9 +294,19 @@
 //!
 //! The health model, per resource: workloads (Deployment, StatefulSet, DaemonSet, ReplicaSet,
 //! Pod, Job, CronJob, argoproj.io Rollout) are Progressing for `rollout_time` after a sync that
-//! changed them, then Healthy if every image exists, else Degraded with Argo CD's message
-//! (`Deployment "x" exceeded its progress deadline`). A Service is Healthy; other kinds have no
-//! health. A paused Deployment or Rollout and a suspended CronJob are Suspended. The object
+//! changed them (gitops-engine's waiting messages: `Waiting for rollout to finish: 0 of N updated
+//! replicas are available...`, `Waiting for N pods to be ready...`), then Healthy if every image
+//! exists, else Degraded with Argo CD's message (`Deployment "x" exceeded its progress
+//! deadline`) — except a StatefulSet, which has no progress deadline: it stays Progressing
+//! while its Pods cannot start, and is Healthy with `partitioned roll out complete: N new pods
+//! have been updated...` (`statefulset has N ready pods` when updated `OnDelete`). A workload
+//! whose pod template (a Pod's own metadata) carries [`SCHEDULE_ANNOTATION`] has Pods that
+//! stay Pending, unschedulable (see *the resource tree* and *live objects*): it stays
+//! Progressing with its waiting message whatever the rollout time; a Deployment turns Degraded
+//! (`Deployment "x" exceeded its progress deadline`) `spec.progressDeadlineSeconds` (default
+//! 600) after it was applied, on the sandbox's clock, as the Deployment controller marks
+//! `ProgressDeadlineExceeded`; a StatefulSet never does. A Service is Healthy; other kinds have
+//! no health. A paused Deployment or Rollout and a suspended CronJob are Suspended. The object
 //! annotation [`HEALTH_ANNOTATION`] (`Healthy|Progressing|Degraded|Missing|Suspended`) overrides
 //! all of this. App health is the worst health of the managed resources (Healthy < Suspended <
 //! Progressing < Missing < Degraded < Unknown), leaving out resources annotated
@@ -275,7 +315,12 @@
 //! Missing; from 3.4 it is left out unless no managed resource exists at all. An app with no
 //! resources is Healthy.
 //!
-//! Deviations from Argo CD, on purpose: a pruned object is gone at once (Argo CD deletes it in the
+//! Deviations from Argo CD, on purpose: a Deployment whose image does not exist turns Degraded at
+//! the end of the rollout time, not at its progress deadline (only unschedulable Pods wait for
+//! the deadline); live objects carry no `status` except Pods, and the Pods' status and `info`
+//! are the sandbox's sketch of what the scheduler and kubelet write (a ReplicaSet keeps its
+//! Deployment's health status, a StatefulSet's Pods appear together once the first runs, not
+//! one by one, no events are recorded); a pruned object is gone at once (Argo CD deletes it in the
 //! foreground: until its Pods have terminated it is still there, `Progressing` `Pending
 //! deletion`, and a sync with several phases waits for it); the `Prune=false` sync option is not
 //! read; self-heal is not modelled (live objects only change through syncs); an app never reconciled
@@ -326,6 +371,10 @@ pub const APPLY_ANNOTATION: &str = "sandbox.greenlight.dev/apply";
 /// The object annotation that makes a resource hook (`argocd.argoproj.io/hook`) fail when it has
 /// run (value `fail`), so that the sync operation fails; without it a hook succeeds.
 pub const HOOK_ANNOTATION: &str = "sandbox.greenlight.dev/hook";
+/// The pod annotation (on a workload's pod template, a Pod's own metadata) that keeps its pods
+/// Pending, unschedulable: the value is the scheduler's message, e.g. `0/3 nodes are available:
+/// 3 Insufficient nvidia.com/gpu.`, shown in each Pod's `PodScheduled` condition.
+pub const SCHEDULE_ANNOTATION: &str = "sandbox.greenlight.dev/schedule";
 
 /// Receives one human-readable line per sync or health transition.
 pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;

@@ -26,6 +26,7 @@ use crate::tasks::{Plan, Task, TaskState, waiting_message};
 use crate::timefmt::rfc3339;
 use crate::{
     APP_NAMESPACE, APP_PROJECT, APPLY_ANNOTATION, AppSpec, ArgoCdVersion, HOOK_ANNOTATION, LogSink,
+    SCHEDULE_ANNOTATION,
 };
 
 const DESTINATION_SERVER: &str = "https://kubernetes.default.svc";
@@ -192,6 +193,12 @@ struct Live {
     /// Left out of the app's health (`argocd.argoproj.io/ignore-healthcheck`).
     ignored: bool,
     rolling_until: Option<Instant>,
+    /// Inside the rollout time when last looked at (with `assessment`).
+    rolling: bool,
+    /// Its pods cannot be scheduled: the scheduler's message ([`SCHEDULE_ANNOTATION`]).
+    unschedulable: Option<String>,
+    /// A Deployment's: when its progress deadline (`spec.progressDeadlineSeconds`) passes.
+    progress_deadline_at: Option<Instant>,
     assessment: Option<Assessment>,
     /// The object as applied (the manifest from git).
     object: Value,
@@ -1521,7 +1528,12 @@ impl World {
                     return hook.done_at;
                 }
                 let l = app.live.iter().find(|l| l.key == task.key)?;
-                if let Some(until) = l.rolling_until.filter(|until| *until > now.mono) {
+                if l.unschedulable.is_some() {
+                    // Pending pods: only a Deployment's progress deadline changes anything.
+                    if let Some(at) = l.progress_deadline_at.filter(|at| *at > now.mono) {
+                        return Some(at);
+                    }
+                } else if let Some(until) = l.rolling_until.filter(|until| *until > now.mono) {
                     return Some(until);
                 }
                 match assessment_at(l, now, &self.policy) {
@@ -1614,6 +1626,11 @@ impl World {
             }
             counter += 1;
             let workload = rolls_out && health::is_workload(&m.key.group, &m.key.kind);
+            let unschedulable =
+                manifests::pod_annotation(&m.key.kind, &m.object, SCHEDULE_ANNOTATION)
+                    .filter(|message| workload && !message.trim().is_empty())
+                    .map(str::to_string);
+            let is_deployment = m.key.group == "apps" && m.key.kind == "Deployment";
             let fresh = Live {
                 uid: uuid_from(&format!("{}/{:?}", app.uid, m.key)),
                 key: m.key.clone(),
@@ -1629,6 +1646,10 @@ impl World {
                 forced: health::fixed_health(&m.key.group, &m.key.kind, &m.object),
                 ignored: health::ignored_by_app_health(&m.object),
                 rolling_until: if workload { rollout_until } else { None },
+                rolling: false,
+                unschedulable,
+                progress_deadline_at: (workload && is_deployment)
+                    .then(|| now.mono + progress_deadline(&m.object)),
                 assessment: None,
                 object: m.object.clone(),
                 created: existing.map_or(now.wall, |i| live[i].created),
@@ -1654,11 +1675,13 @@ impl World {
         let mut changed = false;
         for l in &mut app.live {
             let assessment = assessment_at(l, now, &self.policy);
-            if assessment != l.assessment {
+            let rolling = l.rolling_until.is_some_and(|until| now.mono < until);
+            if assessment != l.assessment || rolling != l.rolling {
+                changed |= assessment != l.assessment;
                 l.assessment = assessment;
+                l.rolling = rolling;
                 self.counter += 1;
                 l.resource_version = self.counter;
-                changed = true;
             }
         }
         changed
@@ -1789,6 +1812,13 @@ impl World {
             .flat_map(|a| a.live.iter())
             .filter_map(|l| l.rolling_until)
             .filter(|until| *until > now.mono);
+        let progress_deadlines = self
+            .apps
+            .values()
+            .flat_map(|a| a.live.iter())
+            .filter(|l| l.unschedulable.is_some())
+            .filter_map(|l| l.progress_deadline_at)
+            .filter(|at| *at > now.mono);
         let retries = self
             .apps
             .values()
@@ -1801,6 +1831,7 @@ impl World {
             .map(|f| f.since + grace);
         let steps = self.apps.values().filter_map(|a| self.progress_at(a, now));
         rollouts
+            .chain(progress_deadlines)
             .chain(retries)
             .chain(render_errors)
             .chain(steps)
@@ -2123,13 +2154,19 @@ impl World {
                 node["health"] = assessment_json(a);
             }
             node["createdAt"] = json!(rfc3339(l.created));
+            if l.key.group.is_empty() && l.key.kind == "Pod" {
+                let containers = containers("Pod", &l.object).len();
+                node["info"] = pod_info(&PodState::of(l, &self.policy), containers);
+            }
             nodes.push(TreeNode {
                 key: l.key.clone(),
                 json: node,
             });
-            if l.key.group == "apps" && l.key.kind == "Deployment" {
-                nodes.extend(deployment_children(l));
-            }
+            nodes.extend(
+                workload_children(l, &self.policy)
+                    .into_iter()
+                    .map(|c| c.node),
+            );
         }
         let live: std::collections::BTreeSet<&ResourceKey> =
             app.live.iter().map(|l| &l.key).collect();
@@ -2158,6 +2195,54 @@ impl World {
             tree["nodes"] = json!(nodes);
         }
         Some(tree)
+    }
+
+    /// `GET /api/v1/applications/{name}/resource`: the live object of the node of the app's
+    /// resource tree that `key` names (Argo CD's `FindNode`: group, kind, namespace and name),
+    /// as Argo CD reads it from the cluster: a managed object as applied (a Secret's values
+    /// masked, a Pod with its `status`), a child (ReplicaSet, ControllerRevision, Pod) as its
+    /// controller made it. `None`: no such app.
+    pub(crate) fn live_resource(
+        &self,
+        name: &str,
+        key: &ResourceKey,
+    ) -> Option<Result<Value, ResourceMiss>> {
+        let app = self.apps.get(name)?;
+        if let Some(l) = app.live.iter().find(|l| &l.key == key) {
+            let mut object = hide_secret_data(&l.key, live_object(l));
+            if l.key.group.is_empty() && l.key.kind == "Pod" {
+                let state = PodState::of(l, &self.policy);
+                let meta = PodMeta {
+                    name: l.key.name.clone(),
+                    namespace: l.key.namespace.clone(),
+                    uid: l.uid.clone(),
+                    created: l.applied,
+                };
+                if !matches!(state, PodState::Unschedulable(_)) {
+                    object["spec"]["nodeName"] = json!(NODE_NAME);
+                }
+                object["status"] = pod_status(&state, &containers("Pod", &l.object), &meta);
+            }
+            return Some(Ok(object));
+        }
+        if let Some(child) = app
+            .live
+            .iter()
+            .flat_map(|l| workload_children(l, &self.policy))
+            .find(|c| &c.node.key == key)
+        {
+            return Some(Ok(child.object));
+        }
+        let not_created = app
+            .shown
+            .entries
+            .iter()
+            .any(|e| &e.key == key && e.target.is_some());
+        Some(Err(if not_created {
+            ResourceMiss::NotCreated
+        } else {
+            ResourceMiss::NotInTree
+        }))
     }
 
     /// `GET /api/v1/applications/{name}/managed-resources`: one `ResourceDiff` per managed
@@ -2219,6 +2304,16 @@ impl World {
             .collect();
         Some(items)
     }
+}
+
+/// Why `GET …/resource` has no object to answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ResourceMiss {
+    /// No node of the app's resource tree is that resource (Argo CD: 400 code 3).
+    NotInTree,
+    /// Its node is a managed resource not created yet: the cluster has no such object (Argo CD
+    /// passes on the API server's NotFound: 404 code 5).
+    NotCreated,
 }
 
 /// What an accepted `PATCH` answers, and whether the controller should refresh the app.
@@ -2297,9 +2392,24 @@ fn assessment_at(l: &Live, now: Now, policy: &ImagePolicy) -> Option<Assessment>
             replicas: l.replicas,
             forced: l.forced.as_ref(),
             rolling_out: l.rolling_until.is_some_and(|until| now.mono < until),
+            unschedulable: l.unschedulable.is_some(),
+            past_progress_deadline: l.progress_deadline_at.is_some_and(|at| now.mono >= at),
+            on_delete: l.object.pointer("/spec/updateStrategy/type") == Some(&json!("OnDelete")),
         },
         policy,
     )
+}
+
+/// The Deployment controller's default `spec.progressDeadlineSeconds`.
+const DEFAULT_PROGRESS_DEADLINE: Duration = Duration::from_secs(600);
+
+/// A Deployment's `spec.progressDeadlineSeconds` (600 when absent or not above zero).
+fn progress_deadline(object: &Value) -> Duration {
+    object
+        .pointer("/spec/progressDeadlineSeconds")
+        .and_then(Value::as_u64)
+        .filter(|s| *s > 0)
+        .map_or(DEFAULT_PROGRESS_DEADLINE, Duration::from_secs)
 }
 
 /// One node of a resource tree, with the key the Get/Watch re-fill looks it up by.
@@ -2332,34 +2442,251 @@ fn name_suffix(seed: &[u8], len: usize) -> String {
         .collect()
 }
 
-/// At most this many Pods are shown under a Deployment's ReplicaSet.
+/// At most this many Pods are shown under a workload.
 const MAX_PODS_SHOWN: i64 = 10;
 
-// A Deployment's current ReplicaSet (named after its pod template, as `pod-template-hash`) and
-// one Pod per replica: health the Deployment's status, owners in `parentRefs`.
-fn deployment_children(l: &Live) -> Vec<TreeNode> {
-    let namespace = l.key.namespace.clone();
-    let rs_name = format!("{}-{}", l.key.name, name_suffix(&l.digest, 10));
-    let rs_uid = uuid_from(&format!("{}/replicaset/{rs_name}", l.uid));
-    let health = l
-        .assessment
-        .as_ref()
-        .map(|a| json!({"status": a.status.as_str()}));
-    let child = |key: ResourceKey, uid: &str, parent: Value| {
-        let mut node = resource_ref(&key, "v1");
-        node["uid"] = json!(uid);
-        node["resourceVersion"] = json!(l.resource_version.to_string());
-        node["parentRefs"] = json!([parent]);
-        if !l.images.is_empty() {
-            node["images"] = json!(l.images);
+/// The node the sandbox's scheduled Pods run on (Argo CD shows it in a Pod's `info`).
+const NODE_NAME: &str = "sandbox";
+
+/// What a workload's Pods are doing, as the scheduler and the kubelet would report it.
+#[derive(Debug, Clone, PartialEq)]
+enum PodState {
+    /// Not scheduled ([`SCHEDULE_ANNOTATION`]): the scheduler's message.
+    Unschedulable(String),
+    /// Scheduled, its containers being created (the rollout time).
+    Creating,
+    /// Its image does not exist: the image.
+    PullBackOff(String),
+    Running,
+    /// Held Degraded by the health annotation: its container keeps failing.
+    CrashLoop,
+    /// Held Missing or Unknown by the health annotation.
+    Other(Health),
+}
+
+impl PodState {
+    fn of(l: &Live, policy: &ImagePolicy) -> PodState {
+        if let Some(message) = &l.unschedulable {
+            return PodState::Unschedulable(message.clone());
         }
-        if let Some(h) = &health {
-            node["health"] = h.clone();
+        if let Some(forced) = &l.forced {
+            return match forced.status {
+                Health::Healthy | Health::Suspended => PodState::Running,
+                Health::Progressing => PodState::Creating,
+                Health::Degraded => PodState::CrashLoop,
+                other => PodState::Other(other),
+            };
         }
-        node["createdAt"] = json!(rfc3339(l.applied));
-        TreeNode { key, json: node }
+        if l.rolling {
+            return PodState::Creating;
+        }
+        match l.images.iter().find(|image| !policy.exists(image)) {
+            Some(image) => PodState::PullBackOff(image.clone()),
+            None => PodState::Running,
+        }
+    }
+
+    fn ready(&self) -> bool {
+        *self == PodState::Running
+    }
+
+    /// kubectl's STATUS column, Argo CD's `Status Reason`.
+    fn reason(&self) -> &'static str {
+        match self {
+            PodState::Unschedulable(_) => "Pending",
+            PodState::Creating => "ContainerCreating",
+            PodState::PullBackOff(_) => "ImagePullBackOff",
+            PodState::Running => "Running",
+            PodState::CrashLoop => "CrashLoopBackOff",
+            PodState::Other(_) => "Unknown",
+        }
+    }
+
+    /// The waiting state of its containers, when they wait: (reason, message).
+    fn waiting(
+        &self,
+        container: &str,
+        pod: &str,
+        namespace: &str,
+        uid: &str,
+    ) -> Option<(&'static str, String)> {
+        match self {
+            PodState::Creating => Some(("ContainerCreating", String::new())),
+            PodState::PullBackOff(image) => Some((
+                "ImagePullBackOff",
+                format!("Back-off pulling image {image:?}"),
+            )),
+            PodState::CrashLoop => Some((
+                "CrashLoopBackOff",
+                format!(
+                    "back-off 5m0s restarting failed container={container} pod={pod}_{namespace}({uid})"
+                ),
+            )),
+            _ => None,
+        }
+    }
+
+    /// gitops-engine's Pod health check on such a Pod (restartPolicy Always): Pending is
+    /// Progressing with `status.message` (the scheduler sets none); a container waiting in a
+    /// back-off is Degraded with its message; a ready Pod is Healthy.
+    fn health(&self, container: &str, pod: &str, namespace: &str, uid: &str) -> Assessment {
+        match self {
+            PodState::Unschedulable(_) | PodState::Creating => {
+                Assessment::new(Health::Progressing, "")
+            }
+            PodState::PullBackOff(_) | PodState::CrashLoop => Assessment::new(
+                Health::Degraded,
+                self.waiting(container, pod, namespace, uid)
+                    .map(|(_, message)| message)
+                    .unwrap_or_default(),
+            ),
+            PodState::Running => Assessment::new(Health::Healthy, ""),
+            PodState::Other(status) => Assessment::new(*status, ""),
+        }
+    }
+}
+
+/// The containers of a workload's pod spec: (name, image).
+fn containers(kind: &str, object: &Value) -> Vec<(String, String)> {
+    manifests::pod_spec(kind, object)
+        .and_then(|spec| spec.get("containers"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let text = |field: &str| {
+                c.get(field)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            (text("name"), text("image"))
+        })
+        .collect()
+}
+
+/// Argo CD's `info` of a Pod node (controller/cache/info.go `populatePodInfo`): its status
+/// reason, its node (no value before it is scheduled: `omitempty`) and its ready containers.
+fn pod_info(state: &PodState, containers: usize) -> Value {
+    let mut node = json!({"name": "Node"});
+    if !matches!(state, PodState::Unschedulable(_)) {
+        node["value"] = json!(NODE_NAME);
+    }
+    let ready = if state.ready() { containers } else { 0 };
+    json!([
+        {"name": "Status Reason", "value": state.reason()},
+        node,
+        {"name": "Containers", "value": format!("{ready}/{containers}")},
+    ])
+}
+
+/// A Pod's `status`, as the scheduler and the kubelet leave it in each state.
+fn pod_status(state: &PodState, containers: &[(String, String)], meta: &PodMeta) -> Value {
+    let since = rfc3339(meta.created);
+    let condition = |kind: &str, ok: bool| {
+        json!({"type": kind, "status": if ok { "True" } else { "False" },
+            "lastProbeTime": null, "lastTransitionTime": since})
     };
-    let owner = |group: &str, kind: &str, name: &str, uid: &str| {
+    if let PodState::Unschedulable(message) = state {
+        let mut scheduled = condition("PodScheduled", false);
+        scheduled["reason"] = json!("Unschedulable");
+        scheduled["message"] = json!(message);
+        return json!({"phase": "Pending", "conditions": [scheduled], "qosClass": "BestEffort"});
+    }
+    let ready = state.ready();
+    let names: Vec<&str> = containers.iter().map(|(n, _)| n.as_str()).collect();
+    let mut ready_condition = condition("Ready", ready);
+    let mut containers_ready = condition("ContainersReady", ready);
+    if !ready {
+        for c in [&mut ready_condition, &mut containers_ready] {
+            c["reason"] = json!("ContainersNotReady");
+            c["message"] = json!(format!(
+                "containers with unready status: [{}]",
+                names.join(" ")
+            ));
+        }
+    }
+    let statuses: Vec<Value> = containers
+        .iter()
+        .map(|(name, image)| {
+            let container_state = match state.waiting(name, &meta.name, &meta.namespace, &meta.uid)
+            {
+                Some((reason, message)) if message.is_empty() => {
+                    json!({"waiting": {"reason": reason}})
+                }
+                Some((reason, message)) => {
+                    json!({"waiting": {"reason": reason, "message": message}})
+                }
+                None => json!({"running": {"startedAt": since}}),
+            };
+            json!({"name": name, "image": image, "imageID": "", "ready": ready,
+                "restartCount": 0, "started": ready, "state": container_state})
+        })
+        .collect();
+    let phase = match state {
+        PodState::Creating | PodState::PullBackOff(_) => "Pending",
+        _ => "Running",
+    };
+    json!({
+        "phase": phase,
+        "conditions": [condition("Initialized", true), ready_condition, containers_ready,
+            condition("PodScheduled", true)],
+        "startTime": since,
+        "containerStatuses": statuses,
+        "qosClass": "BestEffort",
+    })
+}
+
+/// The identity of a Pod the sandbox shows.
+struct PodMeta {
+    name: String,
+    namespace: String,
+    uid: String,
+    created: SystemTime,
+}
+
+/// A child object of a workload: its tree node and the object `GET …/resource` answers.
+struct Child {
+    node: TreeNode,
+    object: Value,
+}
+
+fn owner_reference(api_version: &str, kind: &str, name: &str, uid: &str) -> Value {
+    json!({"apiVersion": api_version, "kind": kind, "name": name, "uid": uid,
+        "controller": true, "blockOwnerDeletion": true})
+}
+
+// The objects a workload's controller creates: a Deployment's current ReplicaSet (named after
+// its pod template, as `pod-template-hash`) and that one's Pods; a StatefulSet's
+// ControllerRevision and its Pods `<name>-0`, `<name>-1`, … (one only while they are not
+// running, with the default `OrderedReady` pod management: the next is created once the one
+// before is ready). Nodes carry `parentRefs` naming their owner; a ReplicaSet the Deployment's
+// health status, a Pod its own health and `info`.
+fn workload_children(l: &Live, policy: &ImagePolicy) -> Vec<Child> {
+    let is = |kind: &str| l.key.group == "apps" && l.key.kind == kind;
+    if !is("Deployment") && !is("StatefulSet") {
+        return Vec::new();
+    }
+    let namespace = l.key.namespace.clone();
+    let state = PodState::of(l, policy);
+    let containers = containers(&l.key.kind, &l.object);
+    let first_container = containers
+        .first()
+        .map_or("app", |(n, _)| n.as_str())
+        .to_string();
+    let template = l
+        .object
+        .pointer("/spec/template")
+        .cloned()
+        .unwrap_or(json!({}));
+    let revision = format!("{}-{}", l.key.name, name_suffix(&l.digest, 10));
+    let seed = if is("Deployment") {
+        "replicaset"
+    } else {
+        "controllerrevision"
+    };
+    let revision_uid = uuid_from(&format!("{}/{seed}/{revision}", l.uid));
+    let parent = |group: &str, kind: &str, name: &str, uid: &str| {
         let mut r = json!({"kind": kind, "name": name, "uid": uid});
         if !group.is_empty() {
             r["group"] = json!(group);
@@ -2369,36 +2696,132 @@ fn deployment_children(l: &Live) -> Vec<TreeNode> {
         }
         r
     };
-    let rs_key = ResourceKey {
-        group: "apps".into(),
-        kind: "ReplicaSet".into(),
-        namespace: namespace.clone(),
-        name: rs_name.clone(),
+    let metadata = |name: &str, uid: &str, owner: Value| {
+        json!({"name": name, "namespace": namespace, "uid": uid,
+            "resourceVersion": l.resource_version.to_string(),
+            "creationTimestamp": rfc3339(l.applied), "ownerReferences": [owner]})
     };
-    let mut nodes = vec![child(
-        rs_key,
-        &rs_uid,
-        owner("apps", "Deployment", &l.key.name, &l.uid),
-    )];
-    for i in 0..l.replicas.clamp(0, MAX_PODS_SHOWN) {
-        let pod_name = format!(
-            "{rs_name}-{}",
-            name_suffix(format!("{rs_uid}/{i}").as_bytes(), 5)
+    let node = |key: ResourceKey, uid: &str, parent_ref: Value| {
+        let mut node = resource_ref(&key, "v1");
+        node["uid"] = json!(uid);
+        node["resourceVersion"] = json!(l.resource_version.to_string());
+        node["parentRefs"] = json!([parent_ref]);
+        node["createdAt"] = json!(rfc3339(l.applied));
+        TreeNode { key, json: node }
+    };
+    let key = |group: &str, kind: &str, name: &str| ResourceKey {
+        group: group.into(),
+        kind: kind.into(),
+        namespace: namespace.clone(),
+        name: name.into(),
+    };
+    let mut children = Vec::new();
+    // The Pods' owner and the label naming the revision they run.
+    let (pod_owner, pod_parent, hash_label, pod_names): (
+        Value,
+        Value,
+        (&str, String),
+        Vec<String>,
+    );
+    if is("Deployment") {
+        let mut rs = node(
+            key("apps", "ReplicaSet", &revision),
+            &revision_uid,
+            parent("apps", "Deployment", &l.key.name, &l.uid),
         );
-        let pod_uid = uuid_from(&format!("{rs_uid}/pod/{i}"));
-        let key = ResourceKey {
-            group: String::new(),
-            kind: "Pod".into(),
-            namespace: namespace.clone(),
-            name: pod_name,
+        if !l.images.is_empty() {
+            rs.json["images"] = json!(l.images);
+        }
+        if let Some(a) = &l.assessment {
+            rs.json["health"] = json!({"status": a.status.as_str()});
+        }
+        let mut meta = metadata(
+            &revision,
+            &revision_uid,
+            owner_reference("apps/v1", "Deployment", &l.key.name, &l.uid),
+        );
+        let hash = revision[l.key.name.len() + 1..].to_string();
+        meta["labels"] = json!({"pod-template-hash": hash});
+        children.push(Child {
+            node: rs,
+            object: json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": meta,
+                "spec": {"replicas": l.replicas, "template": template}}),
+        });
+        pod_owner = owner_reference("apps/v1", "ReplicaSet", &revision, &revision_uid);
+        pod_parent = parent("apps", "ReplicaSet", &revision, &revision_uid);
+        hash_label = ("pod-template-hash", hash);
+        pod_names = (0..l.replicas.clamp(0, MAX_PODS_SHOWN))
+            .map(|i| {
+                format!(
+                    "{revision}-{}",
+                    name_suffix(format!("{revision_uid}/{i}").as_bytes(), 5)
+                )
+            })
+            .collect();
+    } else {
+        let cr = node(
+            key("apps", "ControllerRevision", &revision),
+            &revision_uid,
+            parent("apps", "StatefulSet", &l.key.name, &l.uid),
+        );
+        children.push(Child {
+            node: cr,
+            object: json!({"apiVersion": "apps/v1", "kind": "ControllerRevision",
+                "metadata": metadata(&revision, &revision_uid,
+                    owner_reference("apps/v1", "StatefulSet", &l.key.name, &l.uid)),
+                "revision": 1}),
+        });
+        pod_owner = owner_reference("apps/v1", "StatefulSet", &l.key.name, &l.uid);
+        pod_parent = parent("apps", "StatefulSet", &l.key.name, &l.uid);
+        hash_label = ("controller-revision-hash", revision.clone());
+        let parallel = l.object.pointer("/spec/podManagementPolicy") == Some(&json!("Parallel"));
+        let created = if state.ready() || parallel {
+            l.replicas
+        } else {
+            l.replicas.min(1)
         };
-        nodes.push(child(
-            key,
-            &pod_uid,
-            owner("apps", "ReplicaSet", &rs_name, &rs_uid),
-        ));
+        pod_names = (0..created.clamp(0, MAX_PODS_SHOWN))
+            .map(|i| format!("{}-{i}", l.key.name))
+            .collect();
     }
-    nodes
+    for (i, pod_name) in pod_names.into_iter().enumerate() {
+        let uid = uuid_from(&format!("{revision_uid}/pod/{i}"));
+        let pod_meta = PodMeta {
+            name: pod_name.clone(),
+            namespace: namespace.clone(),
+            uid: uid.clone(),
+            created: l.applied,
+        };
+        let mut pod = node(key("", "Pod", &pod_name), &uid, pod_parent.clone());
+        if !l.images.is_empty() {
+            pod.json["images"] = json!(l.images);
+        }
+        pod.json["info"] = pod_info(&state, containers.len());
+        pod.json["health"] =
+            assessment_json(&state.health(&first_container, &pod_name, &namespace, &uid));
+        let mut meta = metadata(&pod_name, &uid, pod_owner.clone());
+        let mut labels = template
+            .pointer("/metadata/labels")
+            .cloned()
+            .unwrap_or(json!({}));
+        if let Some(labels) = labels.as_object_mut() {
+            labels.insert(hash_label.0.to_string(), json!(hash_label.1));
+        }
+        meta["labels"] = labels;
+        if let Some(annotations) = template.pointer("/metadata/annotations") {
+            meta["annotations"] = annotations.clone();
+        }
+        let mut spec = template.get("spec").cloned().unwrap_or(json!({}));
+        if !matches!(state, PodState::Unschedulable(_)) {
+            spec["nodeName"] = json!(NODE_NAME);
+        }
+        children.push(Child {
+            node: pod,
+            object: json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
+                "status": pod_status(&state, &containers, &pod_meta)}),
+        });
+    }
+    children
 }
 
 fn with_namespace(mut object: Value, key: &ResourceKey) -> Value {
@@ -4203,6 +4626,282 @@ mod tests {
         );
         assert_eq!(op_of(&app)["syncResult"]["revision"], sha('a'));
         assert_eq!(tree_kinds(&w), ["Pod", "Deployment", "ReplicaSet"]);
+    }
+
+    const NO_GPU: &str = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.";
+
+    /// A workload `web` of `kind` (apps/v1) with 2 or 3 replicas, `spec_extra` added to its spec
+    /// (`key: value` lines indented by two), its pods annotated `pod_annotations`.
+    fn workload(kind: &str, replicas: u32, spec_extra: &str, pod_annotations: &str) -> String {
+        format!(
+            "apiVersion: apps/v1\nkind: {kind}\nmetadata:\n  name: web\nspec:\n  replicas: {replicas}\n{spec_extra}  template:\n    metadata:\n      labels: {{app: web}}\n      annotations: {{{pod_annotations}}}\n    spec:\n      containers: [{{name: app, image: 'nginx:1'}}]\n"
+        )
+    }
+
+    fn single(text: &str) -> BTreeMap<String, RenderResult> {
+        BTreeMap::from([("web".to_string(), files(text))])
+    }
+
+    fn tree_node(w: &World, kind: &str, name: &str) -> Value {
+        w.resource_tree("web").unwrap()["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|n| n["kind"] == kind && n["name"] == name)
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    fn pods(w: &World) -> Vec<Value> {
+        w.resource_tree("web").unwrap()["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|n| n["kind"] == "Pod")
+            .cloned()
+            .collect()
+    }
+
+    fn live(w: &World, group: &str, kind: &str, name: &str) -> Result<Value, ResourceMiss> {
+        let key = ResourceKey {
+            group: group.into(),
+            kind: kind.into(),
+            namespace: "default".into(),
+            name: name.into(),
+        };
+        w.live_resource("web", &key).unwrap()
+    }
+
+    #[test]
+    fn unschedulable_pods_stay_pending_and_their_deployment_degrades_at_its_progress_deadline() {
+        let t0 = Now::current();
+        let rollout = Duration::from_secs(5);
+        let mut w = world(rollout, t0);
+        let pending = workload(
+            "Deployment",
+            2,
+            "  progressDeadlineSeconds: 30\n",
+            &format!("sandbox.greenlight.dev/schedule: '{NO_GPU}'"),
+        );
+        w.observe_tip(&sha('a'), &single(&pending), &no_refresh, t0);
+        let waiting = json!({"status": "Progressing",
+            "message": "Waiting for rollout to finish: 0 of 2 updated replicas are available..."});
+        assert_eq!(tree_node(&w, "Deployment", "web")["health"], waiting);
+        assert_eq!(health_of(&w), "Progressing");
+        let pending_pods = pods(&w);
+        assert_eq!(pending_pods.len(), 2);
+        for pod in &pending_pods {
+            // Argo CD's Pod check gives a Pending Pod `status.message`, which the scheduler
+            // leaves empty: the scheduler's words are in the Pod, not in the tree.
+            assert_eq!(pod["health"], json!({"status": "Progressing"}), "{pod}");
+            assert_eq!(
+                pod["info"],
+                json!([{"name": "Status Reason", "value": "Pending"}, {"name": "Node"},
+                    {"name": "Containers", "value": "0/1"}])
+            );
+            assert_eq!(pod["parentRefs"][0]["kind"], "ReplicaSet");
+        }
+        let pod = live(&w, "", "Pod", pending_pods[0]["name"].as_str().unwrap()).unwrap();
+        assert_eq!(pod["status"]["phase"], "Pending");
+        let scheduled = &pod["status"]["conditions"][0];
+        assert_eq!(
+            (
+                &scheduled["type"],
+                &scheduled["status"],
+                &scheduled["reason"]
+            ),
+            (
+                &json!("PodScheduled"),
+                &json!("False"),
+                &json!("Unschedulable")
+            )
+        );
+        assert_eq!(scheduled["message"], NO_GPU);
+        assert!(pod["spec"].get("nodeName").is_none(), "{pod}");
+        assert_eq!(pod["metadata"]["ownerReferences"][0]["kind"], "ReplicaSet");
+        assert_eq!(pod["metadata"]["labels"]["app"], "web");
+
+        // The rollout time changes nothing; the progress deadline does.
+        assert_eq!(w.next_deadline(t0), Some(t0.mono + rollout));
+        w.tick(at(t0, rollout));
+        assert_eq!(tree_node(&w, "Deployment", "web")["health"], waiting);
+        let deadline = t0.mono + Duration::from_secs(30);
+        assert_eq!(w.next_deadline(at(t0, rollout)), Some(deadline));
+        w.tick(at(t0, Duration::from_millis(29_999)));
+        assert_eq!(health_of(&w), "Progressing");
+        w.tick(at(t0, Duration::from_secs(30)));
+        assert_eq!(
+            tree_node(&w, "Deployment", "web")["health"],
+            json!({"status": "Degraded", "message": "Deployment \"web\" exceeded its progress deadline"})
+        );
+        assert_eq!(health_of(&w), "Degraded");
+        assert!(
+            pods(&w)
+                .iter()
+                .all(|p| p["health"]["status"] == "Progressing")
+        );
+        assert_eq!(w.next_deadline(at(t0, Duration::from_secs(30))), None);
+
+        // Capacity found (the annotation gone): a new rollout, then running Pods.
+        let t1 = at(t0, Duration::from_secs(40));
+        w.observe_tip(
+            &sha('b'),
+            &single(&workload("Deployment", 2, "", "")),
+            &no_refresh,
+            t1,
+        );
+        w.tick(at(t1, rollout));
+        assert_eq!(health_of(&w), "Healthy");
+        for pod in pods(&w) {
+            assert_eq!(pod["health"], json!({"status": "Healthy"}));
+            assert_eq!(pod["info"][0]["value"], "Running");
+            assert_eq!(pod["info"][1], json!({"name": "Node", "value": "sandbox"}));
+            assert_eq!(pod["info"][2]["value"], "1/1");
+            let live_pod = live(&w, "", "Pod", pod["name"].as_str().unwrap()).unwrap();
+            assert_eq!(live_pod["status"]["phase"], "Running");
+            assert_eq!(live_pod["spec"]["nodeName"], "sandbox");
+        }
+    }
+
+    #[test]
+    fn the_progress_deadline_defaults_to_ten_minutes() {
+        assert_eq!(progress_deadline(&json!({})), Duration::from_secs(600));
+        let given = json!({"spec": {"progressDeadlineSeconds": 2}});
+        assert_eq!(progress_deadline(&given), Duration::from_secs(2));
+        let zero = json!({"spec": {"progressDeadlineSeconds": 0}});
+        assert_eq!(progress_deadline(&zero), Duration::from_secs(600));
+    }
+
+    #[test]
+    fn a_stateful_set_rolls_out_with_its_pods_named_by_ordinal() {
+        let t0 = Now::current();
+        let rollout = Duration::from_secs(5);
+        let mut w = world(rollout, t0);
+        w.observe_tip(
+            &sha('a'),
+            &single(&workload("StatefulSet", 3, "", "")),
+            &no_refresh,
+            t0,
+        );
+        let sts = tree_node(&w, "StatefulSet", "web");
+        assert_eq!(
+            sts["health"],
+            json!({"status": "Progressing", "message": "Waiting for 3 pods to be ready..."})
+        );
+        let revisions: Vec<Value> = w.resource_tree("web").unwrap()["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["kind"] == "ControllerRevision")
+            .cloned()
+            .collect();
+        assert_eq!(revisions.len(), 1);
+        let revision = &revisions[0];
+        assert!(revision.get("health").is_none());
+        assert_eq!(revision["parentRefs"][0]["uid"], sts["uid"]);
+        // OrderedReady: the next Pod is created once the one before is ready.
+        let names = |w: &World| {
+            pods(w)
+                .iter()
+                .map(|p| p["name"].clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&w), [json!("web-0")]);
+        let pod = &pods(&w)[0];
+        assert_eq!(pod["info"][0]["value"], "ContainerCreating");
+        assert_eq!(pod["parentRefs"][0]["kind"], "StatefulSet");
+        assert_eq!(pod["parentRefs"][0]["uid"], sts["uid"]);
+
+        w.tick(at(t0, rollout));
+        assert_eq!(
+            tree_node(&w, "StatefulSet", "web")["health"],
+            json!({"status": "Healthy",
+                "message": "partitioned roll out complete: 3 new pods have been updated..."})
+        );
+        assert_eq!(health_of(&w), "Healthy");
+        assert_eq!(names(&w), [json!("web-0"), json!("web-1"), json!("web-2")]);
+        let live_pod = live(&w, "", "Pod", "web-2").unwrap();
+        assert_eq!(
+            live_pod["metadata"]["labels"]["controller-revision-hash"],
+            revision["name"]
+        );
+        assert_eq!(
+            live_pod["metadata"]["ownerReferences"][0]["kind"],
+            "StatefulSet"
+        );
+
+        // An image that does not exist: Progressing for good, its first Pod backing off.
+        let t1 = at(t0, Duration::from_secs(10));
+        let bad = workload("StatefulSet", 3, "", "").replace("nginx:1", "nginx:does-not-exist");
+        w.observe_tip(&sha('b'), &single(&bad), &no_refresh, t1);
+        w.tick(at(t1, rollout));
+        assert_eq!(health_of(&w), "Progressing");
+        assert_eq!(
+            w.next_deadline(at(t1, rollout)),
+            None,
+            "no deadline to wait for"
+        );
+        assert_eq!(names(&w), [json!("web-0")]);
+        assert_eq!(
+            pods(&w)[0]["health"],
+            json!({"status": "Degraded", "message": "Back-off pulling image \"nginx:does-not-exist\""})
+        );
+
+        // Unschedulable, in parallel: every Pod Pending, no deadline.
+        let t2 = at(t0, Duration::from_secs(20));
+        let pending = workload(
+            "StatefulSet",
+            3,
+            "  podManagementPolicy: Parallel\n",
+            &format!("sandbox.greenlight.dev/schedule: '{NO_GPU}'"),
+        );
+        w.observe_tip(&sha('c'), &single(&pending), &no_refresh, t2);
+        w.tick(at(t2, Duration::from_secs(3600)));
+        assert_eq!(
+            tree_node(&w, "StatefulSet", "web")["health"],
+            json!({"status": "Progressing", "message": "Waiting for 3 pods to be ready..."})
+        );
+        assert_eq!(names(&w).len(), 3);
+        assert!(pods(&w).iter().all(|p| p["info"][0]["value"] == "Pending"));
+    }
+
+    #[test]
+    fn the_live_object_of_a_tree_node_or_why_there_is_none() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        let text = format!(
+            "{}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  annotations: {{sandbox.greenlight.dev/apply: fail}}\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringData: {{password: hunter2}}\n",
+            workload("Deployment", 1, "", "")
+        );
+        w.observe_tip(&sha('a'), &single(&text), &no_refresh, t0);
+        let deploy = live(&w, "apps", "Deployment", "web").unwrap();
+        assert_eq!(deploy["spec"]["replicas"], 1);
+        assert!(deploy["metadata"]["uid"].is_string());
+        assert_eq!(
+            live(&w, "", "Secret", "creds").unwrap()["stringData"]["password"],
+            "++++++++"
+        );
+        let rs_name = pods(&w)[0]["parentRefs"][0]["name"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let rs = live(&w, "apps", "ReplicaSet", &rs_name).unwrap();
+        assert_eq!(rs["metadata"]["ownerReferences"][0]["name"], "web");
+        assert_eq!(
+            live(&w, "", "ConfigMap", "held").unwrap_err(),
+            ResourceMiss::NotCreated
+        );
+        assert_eq!(
+            live(&w, "apps", "Deployment", "nope").unwrap_err(),
+            ResourceMiss::NotInTree
+        );
+        let key = ResourceKey {
+            group: "apps".into(),
+            kind: "Deployment".into(),
+            namespace: "default".into(),
+            name: "web".into(),
+        };
+        assert!(w.live_resource("nope", &key).is_none());
     }
 
     #[test]

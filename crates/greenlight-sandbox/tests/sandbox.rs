@@ -2618,6 +2618,91 @@ async fn the_resource_tree_shows_each_deployments_replica_set_and_pods() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unschedulable_pods_are_pending_in_the_tree_and_the_scheduler_says_why_in_the_pod() {
+    let no_gpu = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.";
+    let remote = Remote::new("main");
+    remote.write(
+        "apps/web/web.yaml",
+        &format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  progressDeadlineSeconds: 2\n  template:\n    metadata:\n      annotations:\n        {}: '{no_gpu}'\n    spec:\n      containers:\n      - name: app\n        image: nginx:1.27\n",
+            greenlight_sandbox::SCHEDULE_ANNOTATION
+        ),
+    );
+    remote.commit_push("web, short of GPUs");
+    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let s = start(config, log).await;
+    let (status, tree) = get(&s.base, "/api/v1/applications/web/resource-tree").await;
+    assert_eq!(status, 200, "{tree}");
+    assert_eq!(
+        node(&tree, "Deployment", "web")["health"],
+        serde_json::json!({"status": "Progressing",
+            "message": "Waiting for rollout to finish: 0 of 2 updated replicas are available..."})
+    );
+    let pods: Vec<Value> = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "Pod")
+        .cloned()
+        .collect();
+    assert_eq!(pods.len(), 2);
+    for pod in &pods {
+        assert_eq!(pod["health"], serde_json::json!({"status": "Progressing"}));
+        assert_eq!(
+            pod["info"][0],
+            serde_json::json!({"name": "Status Reason", "value": "Pending"})
+        );
+    }
+    // The scheduler's message is in the live Pod, as Argo CD's GetResource serves it.
+    let pod_name = pods[0]["name"].as_str().unwrap();
+    let (status, answer) = get(
+        &s.base,
+        &format!("/api/v1/applications/web/resource?namespace=default&resourceName={pod_name}&version=v1&kind=Pod&group="),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let manifest: Value = serde_json::from_str(answer["manifest"].as_str().unwrap()).unwrap();
+    assert_eq!(manifest["status"]["phase"], "Pending");
+    assert_eq!(
+        manifest["status"]["conditions"][0]["reason"],
+        "Unschedulable"
+    );
+    assert_eq!(manifest["status"]["conditions"][0]["message"], no_gpu);
+
+    // Its progress deadline passes: Degraded, on the sandbox's own clock.
+    let degraded = app_where(&s.base, "web", "the progress deadline", |a| {
+        health(a) == "Degraded"
+    })
+    .await;
+    assert_eq!(sync_status(&degraded), "Synced");
+    let (_, tree) = get(&s.base, "/api/v1/applications/web/resource-tree").await;
+    assert_eq!(
+        node(&tree, "Deployment", "web")["health"]["message"],
+        "Deployment \"web\" exceeded its progress deadline"
+    );
+
+    // What is not in the tree, and what the cluster does not have.
+    let (status, answer) = get(
+        &s.base,
+        "/api/v1/applications/web/resource?namespace=default&resourceName=nope&version=v1&kind=Pod&group=",
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["code"], 3);
+    assert_eq!(
+        answer["message"],
+        "Pod  nope not found as part of application web"
+    );
+    let (status, _) = get(
+        &s.base,
+        "/api/v1/applications/nope/resource?namespace=default&resourceName=web&kind=Deployment&group=apps",
+    )
+    .await;
+    assert_eq!(status, 403);
+    s.sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn managed_resources_carry_the_objects_as_json_strings() {
     let remote = Remote::new("main");
     remote.write(
