@@ -332,6 +332,26 @@ fn sandbox_prune_flags_decide_what_a_resource_removed_from_git_becomes() {
         .commit_push("candidate");
     sb.wait_app("cand", T, |a| healthy_at(a, &added));
     sb.wait_app("web", T, |a| healthy_at(a, &added));
+    let tree = sb.tree("cand");
+    assert!(
+        tree["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["kind"] == "Pod" && n["info"][0]["value"] == "Running"),
+        "{tree}"
+    );
+    let live = sb
+        .live_object("cand", "apps", "Deployment", "default", "web-candidate")
+        .unwrap();
+    assert_eq!(
+        live["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.28"
+    );
+    assert!(
+        sb.live_object("cand", "apps", "Deployment", "default", "nope")
+            .is_none()
+    );
 
     // Both removed from git: the candidate app prunes, web keeps its ConfigMap live.
     for file in ["candidates/web/web-candidate.yaml", "apps/web/extra.yaml"] {
@@ -357,6 +377,14 @@ fn sandbox_prune_flags_decide_what_a_resource_removed_from_git_becomes() {
         .cloned()
         .unwrap();
     assert_eq!(extra["requiresPruning"], true, "{extra}");
+    // A sync request that asks to prune deletes it.
+    let answer = sb.sync("web", r#"{"prune": true}"#);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let web = sb.wait_app("web", T, |a| healthy_at(a, &removed));
+    assert_eq!(
+        web["status"]["operationState"]["syncResult"]["resources"][0]["status"],
+        "Pruned"
+    );
 
     sb.proc.sigterm();
     assert!(sb.proc.wait_exit(Duration::from_secs(10)).success());
