@@ -1,5 +1,5 @@
 //! The HTTP surface: the Argo CD REST subset under `/api/v1` (list, get, patch, resource-tree,
-//! managed-resources, sync, the application stream) in Argo CD's JSON shapes and error bodies,
+//! resource, managed-resources, sync, the application stream) in Argo CD's JSON shapes and error bodies,
 //! written the way its gRPC gateway writes them (stream framing, `fields=`), behind the outage
 //! switch and the optional bearer token; and the unauthenticated control API under
 //! `/sandbox/v1`. The token is compared, never logged or echoed.
@@ -23,8 +23,9 @@ use tokio::sync::{mpsc, watch};
 
 use crate::engine::{Shared, stopped};
 use crate::fields::{FieldSelection, select_list};
+use crate::manifests::ResourceKey;
 use crate::patch::PatchType;
-use crate::world::{SyncRequest, SyncResource};
+use crate::world::{ResourceMiss, SyncRequest, SyncResource};
 use crate::{APP_NAMESPACE, APP_PROJECT};
 
 type Sandbox = State<Arc<Shared>>;
@@ -37,6 +38,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             get(one).patch(patch_application),
         )
         .route("/api/v1/applications/{name}/resource-tree", get(tree))
+        .route("/api/v1/applications/{name}/resource", get(resource))
         .route(
             "/api/v1/applications/{name}/managed-resources",
             get(managed_resources),
@@ -217,6 +219,70 @@ async fn tree(
     match world.resource_tree(&name) {
         Some(tree) => axum::Json(tree).into_response(),
         None => not_found(&name),
+    }
+}
+
+/// `GET /api/v1/applications/{name}/resource?namespace=&resourceName=&version=&group=&kind=`:
+/// `{"manifest": "<the live object as JSON>"}` for a node of the app's resource tree (Argo CD's
+/// `GetResource`; `version` is not matched, as Argo CD's `FindNode` does not match it). A
+/// resource that is no node of the tree is 400 code 3 `<kind> <group> <name> not found as part
+/// of application <app>`; a managed resource not created yet is the API server's NotFound, 404
+/// code 5. Same 403/404 rules as Get.
+async fn resource(
+    State(shared): Sandbox,
+    Path(app_name): Path<String>,
+    Query(params): Query<Vec<(String, String)>>,
+) -> Response {
+    let params = Params(params);
+    let text = |key: &str| params.first(key).unwrap_or("").to_string();
+    let key = ResourceKey {
+        group: text("group"),
+        kind: text("kind"),
+        namespace: text("namespace"),
+        name: text("resourceName"),
+    };
+    let found = {
+        let world = shared.world();
+        let exists = params
+            .given("appNamespace")
+            .is_none_or(|ns| ns == APP_NAMESPACE)
+            && world.has(&app_name);
+        if let Err(denied) = access(exists, params.given("project")) {
+            return denied.answer(&app_name);
+        }
+        world.live_resource(&app_name, &key)
+    };
+    match found {
+        Some(Ok(object)) => axum::Json(json!({"manifest": object.to_string()})).into_response(),
+        Some(Err(ResourceMiss::NotInTree)) => invalid_argument(&format!(
+            "{} {} {} not found as part of application {app_name}",
+            key.kind, key.group, key.name
+        )),
+        Some(Err(ResourceMiss::NotCreated)) => {
+            let resource = plural(&key.kind.to_lowercase());
+            let resource = if key.group.is_empty() {
+                resource
+            } else {
+                format!("{resource}.{}", key.group)
+            };
+            grpc_error(
+                StatusCode::NOT_FOUND,
+                5,
+                &format!("{resource} \"{}\" not found", key.name),
+            )
+        }
+        None => not_found(&app_name),
+    }
+}
+
+// The API server's resource name for a kind: lower case, plural.
+fn plural(kind: &str) -> String {
+    if let Some(stem) = kind.strip_suffix('y') {
+        format!("{stem}ies")
+    } else if kind.ends_with('s') {
+        format!("{kind}es")
+    } else {
+        format!("{kind}s")
     }
 }
 
@@ -823,4 +889,16 @@ async fn outage(State(shared): Sandbox, Query(q): Query<HashMap<String, String>>
     };
     shared.start_outage(Duration::from_secs_f64(seconds));
     control_answer(json!({"outageSeconds": seconds}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_become_the_api_servers_resource_names() {
+        assert_eq!(plural("configmap"), "configmaps");
+        assert_eq!(plural("ingress"), "ingresses");
+        assert_eq!(plural("networkpolicy"), "networkpolicies");
+    }
 }

@@ -236,6 +236,28 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
             format!("{name:?} is not one of the --app names"),
         ));
     }
+    for (flag, names) in [
+        ("--prune", &config.prune),
+        ("--allow-empty", &config.allow_empty),
+    ] {
+        if let Some(name) = names
+            .iter()
+            .find(|n| !config.apps.iter().any(|a| a.name() == n.as_str()))
+        {
+            return Err(SandboxError::config(
+                flag,
+                format!("{name:?} is not one of the --app names"),
+            ));
+        }
+        if let Some(name) = names.iter().find(|n| config.manual_sync.contains(n)) {
+            return Err(SandboxError::config(
+                flag,
+                format!(
+                    "{name:?} is also --manual-sync: an app without automated sync has no automated prune (a sync request prunes when it asks to)"
+                ),
+            ));
+        }
+    }
     if config.stream_buffer == 0 {
         return Err(SandboxError::config(
             "--stream-buffer",
@@ -308,6 +330,8 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
             repo_error_grace: config.repo_error_grace,
             retry_backoff: config.retry_backoff,
             manual_sync: config.manual_sync.iter().cloned().collect(),
+            prune: config.prune.iter().cloned().collect(),
+            allow_empty: config.allow_empty.iter().cloned().collect(),
         },
         policy,
         &config.apps,

@@ -57,7 +57,7 @@ pub(crate) struct Assessment {
 }
 
 impl Assessment {
-    fn new(status: Health, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: Health, message: impl Into<String>) -> Self {
         Assessment {
             status,
             message: message.into(),
@@ -223,6 +223,33 @@ pub(crate) struct Subject<'a> {
     pub forced: Option<&'a Assessment>,
     /// Still inside the rollout time after the sync that changed it.
     pub rolling_out: bool,
+    /// Its pods cannot be scheduled (the sandbox's schedule annotation): they stay Pending.
+    pub unschedulable: bool,
+    /// A Deployment's progress deadline (`spec.progressDeadlineSeconds`) has passed since it
+    /// was applied.
+    pub past_progress_deadline: bool,
+    /// A StatefulSet updated `OnDelete` (`spec.updateStrategy.type`).
+    pub on_delete: bool,
+}
+
+/// What a workload whose pods are not all available yet reports, as gitops-engine words it.
+fn waiting_message(kind: &str, name: &str, replicas: i64) -> String {
+    match kind {
+        "Deployment" => {
+            format!(
+                "Waiting for rollout to finish: 0 of {replicas} updated replicas are available..."
+            )
+        }
+        "StatefulSet" => format!("Waiting for {replicas} pods to be ready..."),
+        "DaemonSet" => format!(
+            "Waiting for daemon set {name:?} rollout to finish: 0 out of 1 new pods have been updated..."
+        ),
+        "ReplicaSet" => format!(
+            "Waiting for rollout to finish: 0 out of {replicas} new replicas are available..."
+        ),
+        "Rollout" => "more replicas need to be updated".to_string(),
+        _ => String::new(),
+    }
 }
 
 /// The health a resource reports, or `None` for kinds Argo CD assesses no health for.
@@ -241,30 +268,45 @@ pub(crate) fn assess(subject: &Subject, policy: &ImagePolicy) -> Option<Assessme
         return (group.is_empty() && kind == "Service")
             .then(|| Assessment::new(Health::Healthy, ""));
     }
+    if subject.unschedulable && replicas > 0 {
+        // Its pods stay Pending: a Deployment turns Degraded once the Deployment controller
+        // marks its progress deadline exceeded; nothing else has a deadline.
+        if kind == "Deployment" && subject.past_progress_deadline {
+            return Some(Assessment::new(
+                Health::Degraded,
+                format!("Deployment {name:?} exceeded its progress deadline"),
+            ));
+        }
+        return Some(Assessment::new(
+            Health::Progressing,
+            waiting_message(kind, name, replicas),
+        ));
+    }
     if subject.rolling_out {
-        let message = match kind {
-            "Deployment" => {
-                format!(
-                    "Waiting for rollout to finish: 0 of {replicas} updated replicas are available..."
-                )
-            }
-            "StatefulSet" => format!("Waiting for {replicas} pods to be ready..."),
-            "DaemonSet" => {
-                format!(
-                    "Waiting for daemon set {name:?} rollout to finish: 0 out of 1 new pods have been updated..."
-                )
-            }
-            "ReplicaSet" => format!(
-                "Waiting for rollout to finish: 0 out of {replicas} new replicas are available..."
-            ),
-            "Rollout" => "more replicas need to be updated".to_string(),
-            _ => String::new(),
-        };
-        return Some(Assessment::new(Health::Progressing, message));
+        return Some(Assessment::new(
+            Health::Progressing,
+            waiting_message(kind, name, replicas),
+        ));
     }
     let Some(missing) = subject.images.iter().find(|image| !policy.exists(image)) else {
-        return Some(Assessment::new(Health::Healthy, ""));
+        // gitops-engine's StatefulSet check words its Healthy (the API server defaults a
+        // RollingUpdate strategy's partition to 0, which takes its partitioned branch).
+        let message = match kind {
+            "StatefulSet" if subject.on_delete => format!("statefulset has {replicas} ready pods"),
+            "StatefulSet" => {
+                format!("partitioned roll out complete: {replicas} new pods have been updated...")
+            }
+            _ => String::new(),
+        };
+        return Some(Assessment::new(Health::Healthy, message));
     };
+    if kind == "StatefulSet" {
+        // No progress deadline: its pods never become ready, it waits for them forever.
+        return Some(Assessment::new(
+            Health::Progressing,
+            waiting_message(kind, name, replicas),
+        ));
+    }
     let message = match kind {
         "Pod" => format!("Back-off pulling image {missing:?}"),
         "Job" | "CronJob" => "Job has reached the specified backoff limit".to_string(),
@@ -373,6 +415,9 @@ mod tests {
             replicas: 2,
             forced: None,
             rolling_out,
+            unschedulable: false,
+            past_progress_deadline: false,
+            on_delete: false,
         }
     }
 
@@ -409,6 +454,76 @@ mod tests {
         assert_eq!(
             pod.message,
             "Back-off pulling image \"nginx:does-not-exist-1\""
+        );
+    }
+
+    #[test]
+    fn pods_that_cannot_be_scheduled_hold_a_deployment_until_its_progress_deadline() {
+        let good = vec!["nginx:1.27".to_string()];
+        let p = ImagePolicy::TagHeuristic;
+        let pending = |kind, group, past_progress_deadline| Subject {
+            unschedulable: true,
+            past_progress_deadline,
+            ..subject(kind, group, &good, false)
+        };
+        assert_eq!(
+            assess(&pending("Deployment", "apps", false), &p).unwrap(),
+            Assessment::new(
+                Health::Progressing,
+                "Waiting for rollout to finish: 0 of 2 updated replicas are available..."
+            )
+        );
+        assert_eq!(
+            assess(&pending("Deployment", "apps", true), &p).unwrap(),
+            Assessment::new(
+                Health::Degraded,
+                "Deployment \"web\" exceeded its progress deadline"
+            )
+        );
+        // A StatefulSet has no progress deadline.
+        assert_eq!(
+            assess(&pending("StatefulSet", "apps", true), &p).unwrap(),
+            Assessment::new(Health::Progressing, "Waiting for 2 pods to be ready...")
+        );
+        let none = Subject {
+            replicas: 0,
+            ..pending("Deployment", "apps", true)
+        };
+        assert_eq!(
+            assess(&none, &p).unwrap().status,
+            Health::Healthy,
+            "no pods"
+        );
+    }
+
+    #[test]
+    fn a_stateful_set_rolls_out_and_never_degrades_on_its_own() {
+        let good = vec!["nginx:1.27".to_string()];
+        let bad = vec!["nginx:does-not-exist".to_string()];
+        let p = ImagePolicy::TagHeuristic;
+        let sts = |images, rolling_out| subject("StatefulSet", "apps", images, rolling_out);
+        assert_eq!(
+            assess(&sts(&good, true), &p).unwrap(),
+            Assessment::new(Health::Progressing, "Waiting for 2 pods to be ready...")
+        );
+        assert_eq!(
+            assess(&sts(&good, false), &p).unwrap(),
+            Assessment::new(
+                Health::Healthy,
+                "partitioned roll out complete: 2 new pods have been updated..."
+            )
+        );
+        let on_delete = Subject {
+            on_delete: true,
+            ..sts(&good, false)
+        };
+        assert_eq!(
+            assess(&on_delete, &p).unwrap().message,
+            "statefulset has 2 ready pods"
+        );
+        assert_eq!(
+            assess(&sts(&bad, false), &p).unwrap(),
+            Assessment::new(Health::Progressing, "Waiting for 2 pods to be ready...")
         );
     }
 

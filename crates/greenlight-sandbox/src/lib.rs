@@ -12,6 +12,7 @@
 //! | `GET /api/v1/applications/{name}[?appNamespace=&project=&refresh=]` | one Application (see *unknown apps*), resource health re-filled |
 //! | `PATCH /api/v1/applications/{name}` | body `{"name","patch","patchType","appNamespace","project"}`, `patch` a JSON document as a string, `patchType` `merge` or `json`; answers the updated Application as stored, resource health not re-filled (see *spec edits*) |
 //! | `GET /api/v1/applications/{name}/resource-tree[?project=]` | `{"nodes":[…]}` (see *the resource tree*) |
+//! | `GET /api/v1/applications/{name}/resource?namespace=&resourceName=&version=&group=&kind=[&project=]` | `{"manifest":"<live object as JSON>"}` (see *live objects*) |
 //! | `GET /api/v1/applications/{name}/managed-resources[?project=&group=&kind=&namespace=&name=&fields=]` | `{"items":[ResourceDiff…]}` (see *managed resources*) |
 //! | `POST /api/v1/applications/{name}/sync` | body `{"revision","dryRun","prune","resources":[{group,kind,name,namespace}],"syncOptions":{"items"},"strategy","project"}` (all optional); answers the Application with `operation` set |
 //! | `GET /api/v1/stream/applications[?name=&appNamespace=&projects=&resourceVersion=&fields=]` | `{"result":{"type","application"}}` messages (see *the stream*) |
@@ -42,12 +43,15 @@
 //! `resourceHealthSource` and each entry of `status.resources[]` carries `health` {status,
 //! message} in the stored object (none for kinds without health, such as ConfigMap, nor for
 //! resources annotated `argocd.argoproj.io/ignore-healthcheck: "true"`; a resource not created
-//! yet is `Missing`), so a resource's health change is an update. Every app is in project `default`, with
-//! `spec.syncPolicy` `{"automated":{"prune":false,"selfHeal":true},"retry":{"limit":2,"backoff":
-//! {"duration":<retry_backoff>,"factor":2,"maxDuration":<36 × retry_backoff>}}}`, except the apps
-//! named in [`SandboxConfig::manual_sync`]: no `automated` (they are compared at every tip and
-//! synced only on request, to any revision), until a spec edit changes that. Timestamps are
-//! whole seconds (`metav1.Time`).
+//! yet is `Missing`), so a resource's health change is an update. Every app is in project
+//! `default`, with `spec.syncPolicy` `{"automated":{"prune":<p>,"selfHeal":true},"retry":
+//! {"limit":2,"backoff":{"duration":<retry_backoff>,"factor":2,"maxDuration":<36 ×
+//! retry_backoff>}}}`, `<p>` true for the apps named in [`SandboxConfig::prune`] (false for the
+//! others), `automated` also carrying `"allowEmpty":true` for those in
+//! [`SandboxConfig::allow_empty`]; except the apps named in [`SandboxConfig::manual_sync`]: no
+//! `automated` (they are compared at every tip and synced only on request, to any revision),
+//! until a spec edit changes that. Timestamps are whole seconds (`metav1.Time`). An empty
+//! `status.resources` or `status.summary.images` is left out (`omitempty`).
 //!
 //! *Spec edits* (`PATCH`, as `argocd app patch` or Argo CD Image Updater's `argocd` write-back
 //! send it): the patch (`merge`: an RFC 7386 merge patch; `json`, also when `patchType` is empty:
@@ -61,8 +65,9 @@
 //!   cannot change (refused, naming the field);
 //! - `syncPolicy.automated` is honoured: removed (or, from 3.4 on, `enabled: false`) the app has
 //!   no automated sync, as with `--manual-sync` (new commits are compared, not synced; any
-//!   revision may be requested); present it has (`prune`, `selfHeal`, `allowEmpty` are stored
-//!   only). Before 3.4 the CRD has no `enabled`: it is dropped and the app stays automated;
+//!   revision may be requested); present it has, pruning when `prune` is true and allowed to
+//!   prune everything when `allowEmpty` is (`selfHeal` is stored only). Before 3.4 the CRD has no
+//!   `enabled`: it is dropped and the app stays automated;
 //! - a source with more than one of `kustomize`, `helm`, `directory`, `plugin` is refused with
 //!   Argo CD's `InvalidSpecError` (`multiple application sources defined: Kustomize,Directory`):
 //!   to give a path app `kustomize`, remove its `directory`;
@@ -126,16 +131,41 @@
 //! is absent; `items` is `null` when there are none.
 //!
 //! *The resource tree*: `{"nodes":[…]}` sorted by `group/kind/namespace/name`, each node
-//! `{group,version,kind,namespace,name,uid,resourceVersion,images,health,createdAt,parentRefs}`
-//! with empty fields left out, as are the empty `orphanedNodes` and `hosts` (Argo CD's
+//! `{group,version,kind,namespace,name,uid,resourceVersion,images,health,createdAt,parentRefs,
+//! info}` with empty fields left out, as are the empty `orphanedNodes` and `hosts` (Argo CD's
 //! `omitempty`; no project here enables orphaned resources). A live object has the health of its
 //! own check (none for kinds without one, such as ConfigMap; ignore-healthcheck not applied).
-//! Each Deployment has a ReplicaSet child `<deployment>-<hash of its template>` and that one
-//! Pod per replica (at most 10) `<replicaset>-<suffix>`, each with `parentRefs`
-//! `[{group,kind,namespace,name,uid}]` naming its owner and the Deployment's health status. A
-//! resource in git not created yet is a node `{version,kind,namespace,name,health:{"status":
-//! "Missing"}}` without uid, resourceVersion or createdAt. Hook objects are not in it (see
-//! *Hooks*).
+//! Each Deployment has a ReplicaSet child `<deployment>-<hash of its template>` (the
+//! Deployment's health status) and that one Pod per replica (at most 10)
+//! `<replicaset>-<suffix>`; each StatefulSet a ControllerRevision child `<name>-<hash>` (no
+//! health) and Pods `<name>-0`, `<name>-1`, … (only `-0` while its Pods are not running, as the
+//! default `OrderedReady` pod management creates the next once the one before is ready; all with
+//! `podManagementPolicy: Parallel`). Children carry `parentRefs` `[{group,kind,namespace,name,
+//! uid}]` naming their owner. A Pod (a child or a managed one) has its own health, by
+//! gitops-engine's Pod check: `Progressing` without message while Pending (unschedulable, or its
+//! containers being created during the rollout time: Argo CD gives a Pending Pod its
+//! `status.message`, which the scheduler leaves empty), `Healthy` once running, `Degraded`
+//! `Back-off pulling image "<image>"` when its image does not exist; and Argo CD's `info`
+//! `[{"name":"Status Reason","value":"Pending|ContainerCreating|ImagePullBackOff|Running"},
+//! {"name":"Node","value":"sandbox"},{"name":"Containers","value":"<ready>/<count>"}]`, the
+//! Node without value until scheduled. A resource in git not created yet is a node
+//! `{version,kind,namespace,name,health:{"status":"Missing"}}` without uid, resourceVersion or
+//! createdAt. Hook objects are not in it (see *Hooks*).
+//!
+//! *Live objects* (Argo CD's GetResource): the node of the resource tree named by `group`,
+//! `kind`, `namespace` and `resourceName` (`version` is not matched), as read from the cluster,
+//! in `{"manifest": "<JSON>"}`: a managed object as applied (annotations included, the server's
+//! `uid`, `resourceVersion`, `creationTimestamp`; a Secret's values masked); a ReplicaSet or
+//! ControllerRevision as its controller made it (`ownerReferences`); a Pod with its template's
+//! labels and annotations, the revision's hash label, `ownerReferences`, `spec.nodeName` once
+//! scheduled, and a `status` as the scheduler and kubelet leave it: unschedulable, `phase:
+//! Pending` and the condition `{type: PodScheduled, status: "False", reason: Unschedulable,
+//! message: <the scheduler's message>}`; else `Initialized`, `Ready`, `ContainersReady`,
+//! `PodScheduled` conditions and `containerStatuses` (waiting `ContainerCreating` or
+//! `ImagePullBackOff`, or running). A resource that is no node of the tree is 400 code 3
+//! `<kind> <group> <name> not found as part of application <app>`; a managed resource not
+//! created yet is the API server's NotFound, 404 code 5 (`configmaps "x" not found`). Same
+//! 403/404 rules as Get.
 //!
 //! *Managed resources*: one `ResourceDiff` per resource of the last comparison,
 //! `{group,kind,namespace,name,targetState,liveState,normalizedLiveState,predictedLiveState,
@@ -155,7 +185,12 @@
 //!   reconciles move `reconciledAt`; a look at the live objects after they changed (a rollout
 //!   ending, the registry changing, objects applied while an operation backs off) updates
 //!   health and `summary` alone.
-//! - *Automated sync* of an OutOfSync app with no operation, in stages: (a) the reconcile,
+//! - *Automated sync* (Argo CD's autoSync, its checks in its order) of an OutOfSync app with no
+//!   operation, unless only pruning is needed (every resource not Synced `requiresPruning`) and
+//!   automated prune is off (nothing happens, no condition), or the last sync to that commit
+//!   failed (below), or automated prune is on, `allowEmpty` off and every resource would be
+//!   pruned (a `SyncError` condition `Skipping sync attempt to [<sha>]: auto-sync will wipe out
+//!   all resources`, no operation, until a commit changes that). It runs in stages: (a) the reconcile,
 //!   OutOfSync at the new commit; (b) `operation` set and `operationState` Running with
 //!   `startedAt` and `syncResult.revision` = the commit; (c) a new `history[]` entry while still
 //!   Running; (d) `Succeeded`, `operation` removed, `finishedAt`, `syncResult.resources`, with
@@ -172,6 +207,17 @@
 //!   both finish `Succeeded`. A revision that does not resolve, or does not render, ends in phase
 //!   `Error` with Argo CD's ComparisonError message (after the retries). While syncing is paused
 //!   a requested sync waits.
+//! - *Pruning*: a live object git no longer has is compared `OutOfSync` with `requiresPruning:
+//!   true` and keeps its health (it still counts in app health, the tree and `summary`). A sync
+//!   prunes when its operation says `prune: true`: an automated sync of an app with automated
+//!   prune, a requested sync whose body asks for it (a partial sync prunes only the resources it
+//!   names). Pruning runs before applying, as in gitops-engine's runTasks: each such object gets
+//!   a `syncResult.resources[]` entry first, `status: "Pruned"`, `message: "pruned"` (`pruned
+//!   (dry run)` in a dry run, which deletes nothing), `hookPhase: "Succeeded"`, `syncPhase:
+//!   "Sync"`, and is deleted at once; a sync that does not prune leaves it live and reports
+//!   `status: "PruneSkipped"`, `message: "ignored (requires pruning)"`, so the app stays
+//!   OutOfSync. A sync with nothing to apply nor prune succeeds with `successfully synced (no
+//!   more tasks)` and no `resources`.
 //! - *Failures and retries*: applying an object annotated [`APPLY_ANNOTATION`]`: fail` fails (the
 //!   other objects are applied). The operation then backs off (Running, `Retrying attempt #N at
 //!   <time>.`, `finishedAt` set, `syncResult` kept, `retryCount`), and when the back-off ends the
@@ -222,7 +268,11 @@
 //!   <detail>`) and every live resource `Unknown`; operation state, history, live objects and so
 //!   health stay. For [`SandboxConfig::repo_error_grace`] after it first fails, the app shows
 //!   nothing of it (no update at all), as Argo CD on polled refreshes; then the sandbox's clock
-//!   publishes it. An explicit refresh shows it at once. A commit that renders clears it.
+//!   publishes it. An explicit refresh shows it at once. A commit that renders clears it. A
+//!   path that exists but holds no manifest (a directory with only a `.gitkeep`) renders to
+//!   nothing: Synced and Healthy with no resources, no operation. Git keeps no empty directory:
+//!   a path whose last file a commit removes no longer exists, which is this ComparisonError
+//!   (`<path>: app path does not exist`), and what it deployed stays live, never pruned.
 //!
 //! In-process use (the `demo` command and tests):
 //!
@@ -244,9 +294,19 @@
 //!
 //! The health model, per resource: workloads (Deployment, StatefulSet, DaemonSet, ReplicaSet,
 //! Pod, Job, CronJob, argoproj.io Rollout) are Progressing for `rollout_time` after a sync that
-//! changed them, then Healthy if every image exists, else Degraded with Argo CD's message
-//! (`Deployment "x" exceeded its progress deadline`). A Service is Healthy; other kinds have no
-//! health. A paused Deployment or Rollout and a suspended CronJob are Suspended. The object
+//! changed them (gitops-engine's waiting messages: `Waiting for rollout to finish: 0 of N updated
+//! replicas are available...`, `Waiting for N pods to be ready...`), then Healthy if every image
+//! exists, else Degraded with Argo CD's message (`Deployment "x" exceeded its progress
+//! deadline`) — except a StatefulSet, which has no progress deadline: it stays Progressing
+//! while its Pods cannot start, and is Healthy with `partitioned roll out complete: N new pods
+//! have been updated...` (`statefulset has N ready pods` when updated `OnDelete`). A workload
+//! whose pod template (a Pod's own metadata) carries [`SCHEDULE_ANNOTATION`] has Pods that
+//! stay Pending, unschedulable (see *the resource tree* and *live objects*): it stays
+//! Progressing with its waiting message whatever the rollout time; a Deployment turns Degraded
+//! (`Deployment "x" exceeded its progress deadline`) `spec.progressDeadlineSeconds` (default
+//! 600) after it was applied, on the sandbox's clock, as the Deployment controller marks
+//! `ProgressDeadlineExceeded`; a StatefulSet never does. A Service is Healthy; other kinds have
+//! no health. A paused Deployment or Rollout and a suspended CronJob are Suspended. The object
 //! annotation [`HEALTH_ANNOTATION`] (`Healthy|Progressing|Degraded|Missing|Suspended`) overrides
 //! all of this. App health is the worst health of the managed resources (Healthy < Suspended <
 //! Progressing < Missing < Degraded < Unknown), leaving out resources annotated
@@ -255,9 +315,15 @@
 //! Missing; from 3.4 it is left out unless no managed resource exists at all. An app with no
 //! resources is Healthy.
 //!
-//! Deviations from Argo CD, on purpose: resources removed from git are dropped by the next full
-//! sync (as if pruned) so that the app can become Synced again, and a partial sync never prunes;
-//! self-heal is not modelled (live objects only change through syncs); an app never reconciled
+//! Deviations from Argo CD, on purpose: a Deployment whose image does not exist turns Degraded at
+//! the end of the rollout time, not at its progress deadline (only unschedulable Pods wait for
+//! the deadline); live objects carry no `status` except Pods, and the Pods' status and `info`
+//! are the sandbox's sketch of what the scheduler and kubelet write (a ReplicaSet keeps its
+//! Deployment's health status, a StatefulSet's Pods appear together once the first runs, not
+//! one by one, no events are recorded); a pruned object is gone at once (Argo CD deletes it in the
+//! foreground: until its Pods have terminated it is still there, `Progressing` `Pending
+//! deletion`, and a sync with several phases waits for it); the `Prune=false` sync option is not
+//! read; self-heal is not modelled (live objects only change through syncs); an app never reconciled
 //! yet (started paused) shows OutOfSync and Missing with no revision, where Argo CD leaves those
 //! fields empty; a hydrator app is not hydrated: it renders its path from the tracked branch and
 //! reports that branch's commits as its revisions, where Argo CD would report the commits of
@@ -305,6 +371,10 @@ pub const APPLY_ANNOTATION: &str = "sandbox.greenlight.dev/apply";
 /// The object annotation that makes a resource hook (`argocd.argoproj.io/hook`) fail when it has
 /// run (value `fail`), so that the sync operation fails; without it a hook succeeds.
 pub const HOOK_ANNOTATION: &str = "sandbox.greenlight.dev/hook";
+/// The pod annotation (on a workload's pod template, a Pod's own metadata) that keeps its pods
+/// Pending, unschedulable: the value is the scheduler's message, e.g. `0/3 nodes are available:
+/// 3 Insufficient nvidia.com/gpu.`, shown in each Pod's `PodScheduled` condition.
+pub const SCHEDULE_ANNOTATION: &str = "sandbox.greenlight.dev/schedule";
 
 /// Receives one human-readable line per sync or health transition.
 pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
@@ -427,6 +497,15 @@ pub struct SandboxConfig {
     /// Apps without automated sync (`spec.syncPolicy.automated` absent): compared at every
     /// tip, synced only through `POST /api/v1/applications/{name}/sync`. Each must name an app.
     pub manual_sync: Vec<String>,
+    /// Apps whose automated sync prunes (`spec.syncPolicy.automated.prune: true`): a resource
+    /// removed from git is deleted by the next automated sync. The others keep it live,
+    /// `requiresPruning`. Each must name an app with automated sync.
+    pub prune: Vec<String>,
+    /// Apps whose automated sync may prune every resource
+    /// (`spec.syncPolicy.automated.allowEmpty: true`); without it an automated sync that would
+    /// leave the app empty is refused, as Argo CD refuses it. Each must name an app with
+    /// automated sync.
+    pub allow_empty: Vec<String>,
     /// How long a new stream waits between sending its ADDED burst and subscribing to updates
     /// (default 0). Argo CD has this gap too, only shorter: an update in it is never sent on
     /// that stream. A longer one lets tests make it happen on purpose.
@@ -459,6 +538,8 @@ impl SandboxConfig {
             repo_error_grace: Duration::ZERO,
             retry_backoff: Duration::from_secs(5),
             manual_sync: Vec::new(),
+            prune: Vec::new(),
+            allow_empty: Vec::new(),
             stream_subscribe_delay: Duration::ZERO,
             stream_buffer: 1000,
             heartbeat: Duration::from_secs(15),
@@ -485,6 +566,8 @@ impl std::fmt::Debug for SandboxConfig {
             .field("repo_error_grace", &self.repo_error_grace)
             .field("retry_backoff", &self.retry_backoff)
             .field("manual_sync", &self.manual_sync)
+            .field("prune", &self.prune)
+            .field("allow_empty", &self.allow_empty)
             .field("stream_subscribe_delay", &self.stream_subscribe_delay)
             .field("stream_buffer", &self.stream_buffer)
             .field("heartbeat", &self.heartbeat)

@@ -377,6 +377,24 @@ pub(crate) fn pod_spec<'a>(kind: &str, object: &'a Value) -> Option<&'a Value> {
     }
 }
 
+/// The pod metadata of a workload (its pod template's; a Pod's own), where its pods' labels and
+/// annotations are.
+pub(crate) fn pod_metadata<'a>(kind: &str, object: &'a Value) -> Option<&'a Value> {
+    match kind {
+        "Pod" => object.get("metadata"),
+        "CronJob" => object.pointer("/spec/jobTemplate/spec/template/metadata"),
+        _ => object.pointer("/spec/template/metadata"),
+    }
+}
+
+/// An annotation of a workload's pods (see [`pod_metadata`]); `None` when absent or not text.
+pub(crate) fn pod_annotation<'a>(kind: &str, object: &'a Value, name: &str) -> Option<&'a str> {
+    pod_metadata(kind, object)?
+        .get("annotations")?
+        .get(name)?
+        .as_str()
+}
+
 /// Every container image of a workload (init containers first, then containers).
 pub(crate) fn images(kind: &str, object: &Value) -> Vec<String> {
     let Some(spec) = pod_spec(kind, object) else {

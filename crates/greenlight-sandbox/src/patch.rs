@@ -10,7 +10,7 @@
 //!   `syncPolicy.retry`, `source.repoURL|path|targetRevision|chart`, `sourceHydrator`) cannot
 //!   change: the sandbox could not honour the edit, so it refuses it, naming the field;
 //! - `syncPolicy.automated` is honoured: present turns automated sync on, absent (or, from 3.4
-//!   on, `enabled: false`) off; its other fields (`prune`, `selfHeal`, `allowEmpty`) are stored;
+//!   on, `enabled: false`) off; so are its `prune` and `allowEmpty`; `selfHeal` is stored;
 //! - a source with more than one of `kustomize`, `helm`, `directory`, `plugin` is refused with
 //!   the InvalidSpecError Argo CD's manifest generation gives it;
 //! - everything else is stored and published as is, null members removed (Go drops them);
@@ -264,6 +264,10 @@ pub(crate) struct SpecEdit {
     pub spec: Value,
     /// `spec.syncPolicy.automated` is set (and not disabled).
     pub automated: bool,
+    /// `spec.syncPolicy.automated.prune` is true.
+    pub prune: bool,
+    /// `spec.syncPolicy.automated.allowEmpty` is true.
+    pub allow_empty: bool,
     /// Argo CD's controller refreshes the app for this change: a source or `ignoreDifferences`
     /// changed, or automated sync was turned on.
     pub refresh: bool,
@@ -306,6 +310,8 @@ pub(crate) fn edit_spec(
         }
     }
     let automated = automation(&spec)?;
+    let prune = automated_flag(&spec, "prune")?;
+    let allow_empty = automated_flag(&spec, "allowEmpty")?;
     let name = stored.pointer("/metadata/name").and_then(Value::as_str);
     let sources = std::iter::once(spec.get("source"))
         .chain(
@@ -334,8 +340,21 @@ pub(crate) fn edit_spec(
     Ok(SpecEdit {
         spec,
         automated,
+        prune,
+        allow_empty,
         refresh,
     })
+}
+
+/// A boolean of `spec.syncPolicy.automated` (absent: false).
+fn automated_flag(spec: &Value, field: &str) -> Result<bool, String> {
+    match spec.pointer(&format!("/syncPolicy/automated/{field}")) {
+        None => Ok(false),
+        Some(Value::Bool(on)) => Ok(*on),
+        Some(_) => Err(format!(
+            "spec.syncPolicy.automated.{field}: must be true or false"
+        )),
+    }
 }
 
 /// `spec.syncPolicy.automated`: an object turns automated sync on unless it says

@@ -1,6 +1,7 @@
 //! The sync tasks of one attempt of a sync operation, as gitops-engine's sync context keeps them:
-//! one per managed object (Sync phase) and one per hook and phase it runs in, each with its result
-//! (an entry of `syncResult.resources[]`) once it has run. Pure data and wording: the world runs
+//! one per managed object (Sync phase), one per live object git no longer has (a prune task, Sync
+//! phase) and one per hook and phase it runs in, each with its result (an entry of
+//! `syncResult.resources[]`) once it has run. Pure data and wording: the world runs
 //! the tasks against its live objects and its clock.
 
 use std::time::{Instant, SystemTime};
@@ -49,6 +50,10 @@ pub(crate) struct Task {
     pub hook: Option<HookTask>,
     /// `status` `SyncFailed` (applying it failed) rather than `Synced`.
     pub apply_failed: bool,
+    /// A prune task: a live object git no longer has (`status` `Pruned` or `PruneSkipped`).
+    pub is_prune: bool,
+    /// The prune task did not delete the object: the sync does not prune (`PruneSkipped`).
+    pub prune_skipped: bool,
     pub state: TaskState,
     pub message: String,
 }
@@ -62,8 +67,30 @@ impl Task {
             phase: SyncPhase::Sync,
             hook: None,
             apply_failed: false,
+            is_prune: false,
+            prune_skipped: false,
             state: TaskState::Pending,
             message: String::new(),
+        }
+    }
+
+    /// A prune task of the Sync phase, not run yet.
+    pub(crate) fn prune(key: ResourceKey, version: String) -> Task {
+        Task {
+            is_prune: true,
+            ..Task::resource(key, version)
+        }
+    }
+
+    /// A prune task that has run: the object deleted (`Pruned`) or, when the sync does not prune,
+    /// left live (`PruneSkipped`). gitops-engine gives either result the operation state
+    /// `Succeeded` at once.
+    pub(crate) fn pruned(key: ResourceKey, version: String, skipped: bool, message: &str) -> Task {
+        Task {
+            prune_skipped: skipped,
+            state: TaskState::Succeeded,
+            message: message.to_string(),
+            ..Task::prune(key, version)
         }
     }
 
@@ -77,7 +104,12 @@ impl Task {
             "version": self.version,
             "kind": self.key.kind,
             "name": self.key.name,
-            "status": if self.apply_failed { "SyncFailed" } else { "Synced" },
+            "status": match (self.apply_failed, self.is_prune, self.prune_skipped) {
+                (true, _, _) => "SyncFailed",
+                (false, true, false) => "Pruned",
+                (false, true, true) => "PruneSkipped",
+                (false, false, _) => "Synced",
+            },
             "message": self.message,
             "hookPhase": self.state.as_str(),
             "syncPhase": self.phase.as_str(),
@@ -117,12 +149,18 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// The tasks of a sync of `rendered` at `revision`, started at `started`; `None` when no
-    /// hook runs in it (Argo CD's plain apply, which finishes at once). A hook without a name is
+    /// The tasks of a sync of `rendered` at `revision`, started at `started`, the live objects in
+    /// `prunable` (key, version) being pruned in its Sync phase; `None` when no hook runs in it
+    /// (Argo CD's plain apply, which finishes at once). A hook without a name is
     /// named as gitops-engine names it: its `generateName`, the revision's first seven
     /// characters, the phase and the operation's start in Unix seconds, lower-cased. `SyncFail`
     /// hooks are not run.
-    pub(crate) fn new(rendered: &Rendered, revision: &str, started: SystemTime) -> Option<Plan> {
+    pub(crate) fn new(
+        rendered: &Rendered,
+        prunable: &[(ResourceKey, String)],
+        revision: &str,
+        started: SystemTime,
+    ) -> Option<Plan> {
         let mut hooks = Vec::new();
         for hook in &rendered.hooks {
             for phase in hook.phases.iter().copied() {
@@ -151,6 +189,8 @@ impl Plan {
                         done_at: None,
                     }),
                     apply_failed: false,
+                    is_prune: false,
+                    prune_skipped: false,
                     state: TaskState::Pending,
                     message: String::new(),
                 });
@@ -163,6 +203,11 @@ impl Plan {
             .manifests
             .iter()
             .map(|m| Task::resource(m.key.clone(), m.version.clone()))
+            .chain(
+                prunable
+                    .iter()
+                    .map(|(key, version)| Task::prune(key.clone(), version.clone())),
+            )
             .collect();
         tasks.extend(hooks);
         tasks.sort_by(|a, b| (a.phase, &a.key).cmp(&(b.phase, &b.key)));
@@ -249,11 +294,11 @@ mod tests {
 
     #[test]
     fn no_hook_no_plan_and_hooks_run_by_phase_then_key() {
-        assert!(Plan::new(&rendered(DEPLOY), "abc", SystemTime::UNIX_EPOCH).is_none());
+        assert!(Plan::new(&rendered(DEPLOY), &[], "abc", SystemTime::UNIX_EPOCH).is_none());
         let text = format!(
             "{DEPLOY}---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: smoke\n  annotations: {{argocd.argoproj.io/hook: 'PostSync, PreSync'}}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: notify\n  annotations: {{argocd.argoproj.io/hook: SyncFail}}\n"
         );
-        let plan = Plan::new(&rendered(&text), "abc", SystemTime::UNIX_EPOCH).unwrap();
+        let plan = Plan::new(&rendered(&text), &[], "abc", SystemTime::UNIX_EPOCH).unwrap();
         let tasks: Vec<String> = plan
             .tasks
             .iter()
@@ -274,7 +319,7 @@ mod tests {
     fn a_hook_without_a_name_is_named_after_the_revision_phase_and_start() {
         let text = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: migrate-\n  annotations: {argocd.argoproj.io/hook: PreSync}\n";
         let started = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_780_000_000);
-        let plan = Plan::new(&rendered(text), &"A".repeat(40), started).unwrap();
+        let plan = Plan::new(&rendered(text), &[], &"A".repeat(40), started).unwrap();
         assert_eq!(plan.tasks[0].key.name, "migrate-aaaaaaa-presync-1780000000");
         assert!(!plan.multi_step, "one phase only");
     }

@@ -26,6 +26,7 @@ use crate::tasks::{Plan, Task, TaskState, waiting_message};
 use crate::timefmt::rfc3339;
 use crate::{
     APP_NAMESPACE, APP_PROJECT, APPLY_ANNOTATION, AppSpec, ArgoCdVersion, HOOK_ANNOTATION, LogSink,
+    SCHEDULE_ANNOTATION,
 };
 
 const DESTINATION_SERVER: &str = "https://kubernetes.default.svc";
@@ -81,7 +82,11 @@ pub(crate) struct WorldConfig {
     pub repo_error_grace: Duration,
     pub retry_backoff: Duration,
     /// Apps without automated sync: compared, never synced unless asked through the API.
-    pub manual_sync: std::collections::BTreeSet<String>,
+    pub manual_sync: BTreeSet<String>,
+    /// Apps whose automated sync prunes (`automated.prune: true`).
+    pub prune: BTreeSet<String>,
+    /// Apps whose automated sync may prune every resource (`automated.allowEmpty: true`).
+    pub allow_empty: BTreeSet<String>,
 }
 
 /// A resource named in a partial sync (`resources` of a sync request); an empty namespace
@@ -188,6 +193,12 @@ struct Live {
     /// Left out of the app's health (`argocd.argoproj.io/ignore-healthcheck`).
     ignored: bool,
     rolling_until: Option<Instant>,
+    /// Inside the rollout time when last looked at (with `assessment`).
+    rolling: bool,
+    /// Its pods cannot be scheduled: the scheduler's message ([`SCHEDULE_ANNOTATION`]).
+    unschedulable: Option<String>,
+    /// A Deployment's: when its progress deadline (`spec.progressDeadlineSeconds`) passes.
+    progress_deadline_at: Option<Instant>,
     assessment: Option<Assessment>,
     /// The object as applied (the manifest from git).
     object: Value,
@@ -276,6 +287,8 @@ struct Request {
     /// As requested: a commit, a branch, `HEAD`.
     revision: String,
     dry_run: bool,
+    /// Live objects git no longer has are deleted (else reported `PruneSkipped`).
+    prune: bool,
     resources: Option<Vec<SyncResource>>,
     /// The `apply` sync strategy: no hooks run.
     apply_strategy: bool,
@@ -343,6 +356,10 @@ struct App {
     name: String,
     /// `spec.syncPolicy.automated` is set: a comparison that finds it OutOfSync syncs it.
     automated: bool,
+    /// `spec.syncPolicy.automated.prune`: its automated syncs delete what git no longer has.
+    prune: bool,
+    /// `spec.syncPolicy.automated.allowEmpty`: its automated sync may prune every resource.
+    allow_empty: bool,
     uid: String,
     created: SystemTime,
     source: Source,
@@ -528,6 +545,8 @@ impl World {
                 name.clone(),
                 App {
                     automated: !cfg.manual_sync.contains(&name),
+                    prune: cfg.prune.contains(&name),
+                    allow_empty: cfg.allow_empty.contains(&name),
                     uid: uuid_from(&format!("{seed}/{name}")),
                     name,
                     created: now.wall,
@@ -679,40 +698,56 @@ impl World {
             images: std::mem::take(&mut app.shown.images),
         };
         app.set_condition("ComparisonError", None, now);
-        // Argo CD's autoSync: only an OutOfSync app without an operation, and never twice for
-        // the same commit after a failed attempt.
+        // Argo CD's autoSync, its checks in its order: only an OutOfSync app without an
+        // operation; not when only pruning is needed and automated prune is off; never twice for
+        // the same commit (a SyncError after a failed attempt); not, with automated prune and
+        // without allowEmpty, when every resource would be pruned (a SyncError).
         let mut auto = false;
         let mut sync_error = None;
+        let mut skipped = None;
         if code == SyncCode::OutOfSync && app.operation.is_none() && app.automated {
-            match app.op.as_ref().filter(|op| {
+            let entries = &app.shown.entries;
+            let prune_only = entries
+                .iter()
+                .all(|e| e.status == SyncCode::Synced || e.requires_pruning);
+            let all_pruned = entries.iter().all(|e| e.requires_pruning);
+            let last_attempt = app.op.as_ref().filter(|op| {
                 !op.request.dry_run
                     && op.sync_result.as_ref().map(|r| &r["revision"])
                         == Some(&json!(target.revision))
-            }) {
-                Some(op) if op.phase != Phase::Succeeded => {
+            });
+            if !app.prune && prune_only {
+                skipped = Some("only pruning is needed and automated prune is off");
+            } else if let Some(op) = last_attempt {
+                if op.phase != Phase::Succeeded {
                     sync_error = Some(format!(
                         "Failed last sync attempt to [{}]: {}",
                         target.revision, op.message
                     ));
+                    skipped = Some("the last sync attempt to it failed");
                 }
-                Some(_) => {} // the most recent sync is already to this commit
-                None => auto = true,
+                // Else the most recent sync is already to this commit.
+            } else if app.prune && !app.allow_empty && all_pruned {
+                sync_error = Some(format!(
+                    "Skipping sync attempt to [{}]: auto-sync will wipe out all resources",
+                    target.revision
+                ));
+                skipped = Some("it would prune every resource and allowEmpty is off");
+            } else {
+                auto = true;
             }
         }
-        let skipped = sync_error.is_some();
         app.set_condition("SyncError", sync_error, now);
         app.reconciled_at = Some(now.wall);
         let after = (app.shown.code, app.shown.revision.clone());
         self.update_app_health(name, now);
         if before != after {
-            let extra = match (code, why) {
-                (SyncCode::Synced, Why::Tip | Why::Refresh) => {
-                    " (manifests unchanged, no operation)"
+            let extra = match (code, why, skipped) {
+                (SyncCode::Synced, Why::Tip | Why::Refresh, _) => {
+                    " (manifests unchanged, no operation)".to_string()
                 }
-                (SyncCode::OutOfSync, _) if skipped => {
-                    " (auto-sync skipped: the last sync attempt to it failed)"
-                }
-                _ => "",
+                (SyncCode::OutOfSync, _, Some(why)) => format!(" (auto-sync skipped: {why})"),
+                _ => String::new(),
             };
             self.log(format!(
                 "app {name}: {} at {}{extra}",
@@ -725,14 +760,20 @@ impl World {
             let Ok(rendered) = target.render else {
                 unreachable!("rendered above")
             };
+            let prune = self.apps[name].prune;
+            let mut sync = json!({"revision": target.revision, "syncStrategy": {"hook": {}}});
+            if prune {
+                sync["prune"] = json!(true);
+            }
             let operation = json!({
-                "sync": {"revision": target.revision, "syncStrategy": {"hook": {}}},
+                "sync": sync,
                 "initiatedBy": {"automated": true},
                 "retry": self.retry_json(),
             });
             let request = Request {
                 revision: target.revision.clone(),
                 dry_run: false,
+                prune,
                 resources: None,
                 apply_strategy: false,
                 operation,
@@ -872,6 +913,7 @@ impl World {
         let request = Request {
             revision: revision.clone(),
             dry_run: req.dry_run,
+            prune: req.prune,
             resources: (!req.resources.is_empty()).then_some(req.resources),
             apply_strategy: req
                 .strategy
@@ -995,9 +1037,15 @@ impl World {
             op.sync_result = Some(json!({"revision": sha, "source": source}));
             self.commit(name);
         }
+        let prunable: Vec<(ResourceKey, String)> = self.apps[name]
+            .live
+            .iter()
+            .filter(|l| !rendered.manifests.iter().any(|m| m.key == l.key))
+            .map(|l| (l.key.clone(), l.version.clone()))
+            .collect();
         let op = self.op(name);
         if request.runs_hooks()
-            && let Some(plan) = Plan::new(&rendered, &sha, op.started)
+            && let Some(plan) = Plan::new(&rendered, &prunable, &sha, op.started)
         {
             // A sync with hooks runs in steps, phase by phase.
             op.plan = Some(plan);
@@ -1009,13 +1057,19 @@ impl World {
             &rendered,
             request.resources.as_deref(),
             request.dry_run,
+            request.prune,
             now,
         );
         let results: Vec<Value> = outcome.results.iter().map(Task::to_json).collect();
-        let result = json!({"resources": results, "revision": sha, "source": source});
-        if outcome.failures.is_empty() {
+        let mut result = json!({"revision": sha, "source": source});
+        if outcome.results.is_empty() {
+            // Nothing to apply nor prune: gitops-engine finds no task and says so.
+            self.succeed(name, &sha, result, 0, NO_MORE_TASKS_MESSAGE, now);
+        } else if outcome.failures.is_empty() {
+            result["resources"] = json!(results);
             self.succeed(name, &sha, result, outcome.changed, SUCCEEDED_MESSAGE, now);
         } else {
+            result["resources"] = json!(results);
             let message = format!(
                 "{APPLY_FAILED_MESSAGE}, reason: {}",
                 outcome.failures.join(",")
@@ -1265,6 +1319,7 @@ impl World {
             unreachable!("a plan is made from what was prepared")
         };
         let rendered = rendered.clone();
+        let prune = op.request.prune;
         let plan = op.plan.as_mut().expect("a plan");
         let wave: Vec<usize> = (0..plan.tasks.len())
             .filter(|&i| plan.tasks[i].state == TaskState::Pending && plan.tasks[i].phase == phase)
@@ -1297,7 +1352,7 @@ impl World {
         }
         plan.deleting = false;
         if wave.iter().any(|&i| !plan.tasks[i].is_hook()) {
-            let outcome = self.apply(name, &rendered, None, false, now);
+            let outcome = self.apply(name, &rendered, None, false, prune, now);
             let plan = self.plan(name);
             plan.changed += outcome.changed;
             for result in outcome.results {
@@ -1343,7 +1398,10 @@ impl World {
                 }
             ));
         }
-        for &i in &wave {
+        // Pruning runs first in its wave (gitops-engine's runTasks), so its results come first.
+        let (pruned, applied): (Vec<usize>, Vec<usize>) =
+            wave.iter().partition(|&&i| plan.tasks[i].is_prune);
+        for i in pruned.into_iter().chain(applied) {
             plan.shown(i);
         }
         for line in lines {
@@ -1470,7 +1528,12 @@ impl World {
                     return hook.done_at;
                 }
                 let l = app.live.iter().find(|l| l.key == task.key)?;
-                if let Some(until) = l.rolling_until.filter(|until| *until > now.mono) {
+                if l.unschedulable.is_some() {
+                    // Pending pods: only a Deployment's progress deadline changes anything.
+                    if let Some(at) = l.progress_deadline_at.filter(|at| *at > now.mono) {
+                        return Some(at);
+                    }
+                } else if let Some(until) = l.rolling_until.filter(|until| *until > now.mono) {
                     return Some(until);
                 }
                 match assessment_at(l, now, &self.policy) {
@@ -1484,15 +1547,18 @@ impl World {
             .min()
     }
 
-    // Applies the selected manifests (all of them unless a partial sync names some): objects
-    // created or changed roll out, objects annotated to fail are left as they were. A full sync
-    // also drops live objects no longer in git. A dry run changes nothing.
+    // Prunes, then applies, the selected objects (all of them unless a partial sync names some),
+    // as gitops-engine's runTasks does. A live object git no longer has is deleted when the sync
+    // prunes (`pruned`), else left as it is (`PruneSkipped`, `ignored (requires pruning)`).
+    // Objects created or changed roll out; objects annotated to fail are left as they were. A dry
+    // run changes nothing (`pruned (dry run)`).
     fn apply(
         &mut self,
         name: &str,
         rendered: &Rendered,
         only: Option<&[SyncResource]>,
         dry_run: bool,
+        prune: bool,
         now: Now,
     ) -> ApplyOutcome {
         let rollout_until =
@@ -1502,8 +1568,27 @@ impl World {
         let rolls_out = !matches!(app.source, Source::Helm { .. });
         let mut outcome = ApplyOutcome::default();
         let mut live: Vec<Live> = std::mem::take(&mut app.live);
-        if only.is_none() && !dry_run {
-            live.retain(|l| rendered.manifests.iter().any(|m| m.key == l.key));
+        let selected = |key: &ResourceKey| only.is_none_or(|rs| rs.iter().any(|r| r.matches(key)));
+        let extra: Vec<(ResourceKey, String)> = live
+            .iter()
+            .filter(|l| !rendered.manifests.iter().any(|m| m.key == l.key) && selected(&l.key))
+            .map(|l| (l.key.clone(), l.version.clone()))
+            .collect();
+        for (key, version) in extra {
+            let message = match (prune, dry_run) {
+                (false, _) => "ignored (requires pruning)",
+                (true, true) => "pruned (dry run)",
+                (true, false) => "pruned",
+            };
+            outcome
+                .results
+                .push(Task::pruned(key.clone(), version, !prune, message));
+            if prune {
+                outcome.changed += 1;
+                if !dry_run {
+                    live.retain(|l| l.key != key);
+                }
+            }
         }
         for m in &rendered.manifests {
             if only.is_some_and(|rs| !rs.iter().any(|r| r.matches(&m.key))) {
@@ -1541,6 +1626,11 @@ impl World {
             }
             counter += 1;
             let workload = rolls_out && health::is_workload(&m.key.group, &m.key.kind);
+            let unschedulable =
+                manifests::pod_annotation(&m.key.kind, &m.object, SCHEDULE_ANNOTATION)
+                    .filter(|message| workload && !message.trim().is_empty())
+                    .map(str::to_string);
+            let is_deployment = m.key.group == "apps" && m.key.kind == "Deployment";
             let fresh = Live {
                 uid: uuid_from(&format!("{}/{:?}", app.uid, m.key)),
                 key: m.key.clone(),
@@ -1556,6 +1646,10 @@ impl World {
                 forced: health::fixed_health(&m.key.group, &m.key.kind, &m.object),
                 ignored: health::ignored_by_app_health(&m.object),
                 rolling_until: if workload { rollout_until } else { None },
+                rolling: false,
+                unschedulable,
+                progress_deadline_at: (workload && is_deployment)
+                    .then(|| now.mono + progress_deadline(&m.object)),
                 assessment: None,
                 object: m.object.clone(),
                 created: existing.map_or(now.wall, |i| live[i].created),
@@ -1581,11 +1675,13 @@ impl World {
         let mut changed = false;
         for l in &mut app.live {
             let assessment = assessment_at(l, now, &self.policy);
-            if assessment != l.assessment {
+            let rolling = l.rolling_until.is_some_and(|until| now.mono < until);
+            if assessment != l.assessment || rolling != l.rolling {
+                changed |= assessment != l.assessment;
                 l.assessment = assessment;
+                l.rolling = rolling;
                 self.counter += 1;
                 l.resource_version = self.counter;
-                changed = true;
             }
         }
         changed
@@ -1716,6 +1812,13 @@ impl World {
             .flat_map(|a| a.live.iter())
             .filter_map(|l| l.rolling_until)
             .filter(|until| *until > now.mono);
+        let progress_deadlines = self
+            .apps
+            .values()
+            .flat_map(|a| a.live.iter())
+            .filter(|l| l.unschedulable.is_some())
+            .filter_map(|l| l.progress_deadline_at)
+            .filter(|at| *at > now.mono);
         let retries = self
             .apps
             .values()
@@ -1728,6 +1831,7 @@ impl World {
             .map(|f| f.since + grace);
         let steps = self.apps.values().filter_map(|a| self.progress_at(a, now));
         rollouts
+            .chain(progress_deadlines)
             .chain(retries)
             .chain(render_errors)
             .chain(steps)
@@ -1867,6 +1971,8 @@ impl World {
             _ => "",
         };
         app.automated = edit.automated;
+        app.prune = edit.prune;
+        app.allow_empty = edit.allow_empty;
         app.edited_spec = Some(edit.spec);
         let before = app.resource_version;
         self.commit(name);
@@ -1949,14 +2055,21 @@ impl World {
         }
         let health =
             json!({"status": app.health.as_str(), "lastTransitionTime": rfc3339(app.health_since)});
+        // Argo CD leaves empty `resources` and `summary.images` out (`omitempty`).
+        let mut summary = json!({});
+        if !app.shown.images.is_empty() {
+            summary["images"] = json!(app.shown.images);
+        }
         let mut status = json!({
-            "resources": resources,
             "sync": sync,
             "health": health,
             "sourceType": match app.source { Source::Helm { .. } => "Helm", _ => "Directory" },
-            "summary": {"images": app.shown.images},
+            "summary": summary,
             "controllerNamespace": APP_NAMESPACE,
         });
+        if !resources.is_empty() {
+            status["resources"] = json!(resources);
+        }
         if !version.inline_resource_health() {
             status["resourceHealthSource"] = json!("appTree");
         }
@@ -1978,7 +2091,11 @@ impl World {
             "syncPolicy": {"retry": self.retry_json()},
         });
         if app.automated {
-            spec["syncPolicy"]["automated"] = json!({"prune": false, "selfHeal": true});
+            let mut automated = json!({"prune": app.prune, "selfHeal": true});
+            if app.allow_empty {
+                automated["allowEmpty"] = json!(true);
+            }
+            spec["syncPolicy"]["automated"] = automated;
         }
         match &app.source {
             Source::Hydrator { path } => {
@@ -2037,13 +2154,19 @@ impl World {
                 node["health"] = assessment_json(a);
             }
             node["createdAt"] = json!(rfc3339(l.created));
+            if l.key.group.is_empty() && l.key.kind == "Pod" {
+                let containers = containers("Pod", &l.object).len();
+                node["info"] = pod_info(&PodState::of(l, &self.policy), containers);
+            }
             nodes.push(TreeNode {
                 key: l.key.clone(),
                 json: node,
             });
-            if l.key.group == "apps" && l.key.kind == "Deployment" {
-                nodes.extend(deployment_children(l));
-            }
+            nodes.extend(
+                workload_children(l, &self.policy)
+                    .into_iter()
+                    .map(|c| c.node),
+            );
         }
         let live: std::collections::BTreeSet<&ResourceKey> =
             app.live.iter().map(|l| &l.key).collect();
@@ -2072,6 +2195,54 @@ impl World {
             tree["nodes"] = json!(nodes);
         }
         Some(tree)
+    }
+
+    /// `GET /api/v1/applications/{name}/resource`: the live object of the node of the app's
+    /// resource tree that `key` names (Argo CD's `FindNode`: group, kind, namespace and name),
+    /// as Argo CD reads it from the cluster: a managed object as applied (a Secret's values
+    /// masked, a Pod with its `status`), a child (ReplicaSet, ControllerRevision, Pod) as its
+    /// controller made it. `None`: no such app.
+    pub(crate) fn live_resource(
+        &self,
+        name: &str,
+        key: &ResourceKey,
+    ) -> Option<Result<Value, ResourceMiss>> {
+        let app = self.apps.get(name)?;
+        if let Some(l) = app.live.iter().find(|l| &l.key == key) {
+            let mut object = hide_secret_data(&l.key, live_object(l));
+            if l.key.group.is_empty() && l.key.kind == "Pod" {
+                let state = PodState::of(l, &self.policy);
+                let meta = PodMeta {
+                    name: l.key.name.clone(),
+                    namespace: l.key.namespace.clone(),
+                    uid: l.uid.clone(),
+                    created: l.applied,
+                };
+                if !matches!(state, PodState::Unschedulable(_)) {
+                    object["spec"]["nodeName"] = json!(NODE_NAME);
+                }
+                object["status"] = pod_status(&state, &containers("Pod", &l.object), &meta);
+            }
+            return Some(Ok(object));
+        }
+        if let Some(child) = app
+            .live
+            .iter()
+            .flat_map(|l| workload_children(l, &self.policy))
+            .find(|c| &c.node.key == key)
+        {
+            return Some(Ok(child.object));
+        }
+        let not_created = app
+            .shown
+            .entries
+            .iter()
+            .any(|e| &e.key == key && e.target.is_some());
+        Some(Err(if not_created {
+            ResourceMiss::NotCreated
+        } else {
+            ResourceMiss::NotInTree
+        }))
     }
 
     /// `GET /api/v1/applications/{name}/managed-resources`: one `ResourceDiff` per managed
@@ -2133,6 +2304,16 @@ impl World {
             .collect();
         Some(items)
     }
+}
+
+/// Why `GET …/resource` has no object to answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ResourceMiss {
+    /// No node of the app's resource tree is that resource (Argo CD: 400 code 3).
+    NotInTree,
+    /// Its node is a managed resource not created yet: the cluster has no such object (Argo CD
+    /// passes on the API server's NotFound: 404 code 5).
+    NotCreated,
 }
 
 /// What an accepted `PATCH` answers, and whether the controller should refresh the app.
@@ -2211,9 +2392,24 @@ fn assessment_at(l: &Live, now: Now, policy: &ImagePolicy) -> Option<Assessment>
             replicas: l.replicas,
             forced: l.forced.as_ref(),
             rolling_out: l.rolling_until.is_some_and(|until| now.mono < until),
+            unschedulable: l.unschedulable.is_some(),
+            past_progress_deadline: l.progress_deadline_at.is_some_and(|at| now.mono >= at),
+            on_delete: l.object.pointer("/spec/updateStrategy/type") == Some(&json!("OnDelete")),
         },
         policy,
     )
+}
+
+/// The Deployment controller's default `spec.progressDeadlineSeconds`.
+const DEFAULT_PROGRESS_DEADLINE: Duration = Duration::from_secs(600);
+
+/// A Deployment's `spec.progressDeadlineSeconds` (600 when absent or not above zero).
+fn progress_deadline(object: &Value) -> Duration {
+    object
+        .pointer("/spec/progressDeadlineSeconds")
+        .and_then(Value::as_u64)
+        .filter(|s| *s > 0)
+        .map_or(DEFAULT_PROGRESS_DEADLINE, Duration::from_secs)
 }
 
 /// One node of a resource tree, with the key the Get/Watch re-fill looks it up by.
@@ -2246,34 +2442,251 @@ fn name_suffix(seed: &[u8], len: usize) -> String {
         .collect()
 }
 
-/// At most this many Pods are shown under a Deployment's ReplicaSet.
+/// At most this many Pods are shown under a workload.
 const MAX_PODS_SHOWN: i64 = 10;
 
-// A Deployment's current ReplicaSet (named after its pod template, as `pod-template-hash`) and
-// one Pod per replica: health the Deployment's status, owners in `parentRefs`.
-fn deployment_children(l: &Live) -> Vec<TreeNode> {
-    let namespace = l.key.namespace.clone();
-    let rs_name = format!("{}-{}", l.key.name, name_suffix(&l.digest, 10));
-    let rs_uid = uuid_from(&format!("{}/replicaset/{rs_name}", l.uid));
-    let health = l
-        .assessment
-        .as_ref()
-        .map(|a| json!({"status": a.status.as_str()}));
-    let child = |key: ResourceKey, uid: &str, parent: Value| {
-        let mut node = resource_ref(&key, "v1");
-        node["uid"] = json!(uid);
-        node["resourceVersion"] = json!(l.resource_version.to_string());
-        node["parentRefs"] = json!([parent]);
-        if !l.images.is_empty() {
-            node["images"] = json!(l.images);
+/// The node the sandbox's scheduled Pods run on (Argo CD shows it in a Pod's `info`).
+const NODE_NAME: &str = "sandbox";
+
+/// What a workload's Pods are doing, as the scheduler and the kubelet would report it.
+#[derive(Debug, Clone, PartialEq)]
+enum PodState {
+    /// Not scheduled ([`SCHEDULE_ANNOTATION`]): the scheduler's message.
+    Unschedulable(String),
+    /// Scheduled, its containers being created (the rollout time).
+    Creating,
+    /// Its image does not exist: the image.
+    PullBackOff(String),
+    Running,
+    /// Held Degraded by the health annotation: its container keeps failing.
+    CrashLoop,
+    /// Held Missing or Unknown by the health annotation.
+    Other(Health),
+}
+
+impl PodState {
+    fn of(l: &Live, policy: &ImagePolicy) -> PodState {
+        if let Some(message) = &l.unschedulable {
+            return PodState::Unschedulable(message.clone());
         }
-        if let Some(h) = &health {
-            node["health"] = h.clone();
+        if let Some(forced) = &l.forced {
+            return match forced.status {
+                Health::Healthy | Health::Suspended => PodState::Running,
+                Health::Progressing => PodState::Creating,
+                Health::Degraded => PodState::CrashLoop,
+                other => PodState::Other(other),
+            };
         }
-        node["createdAt"] = json!(rfc3339(l.applied));
-        TreeNode { key, json: node }
+        if l.rolling {
+            return PodState::Creating;
+        }
+        match l.images.iter().find(|image| !policy.exists(image)) {
+            Some(image) => PodState::PullBackOff(image.clone()),
+            None => PodState::Running,
+        }
+    }
+
+    fn ready(&self) -> bool {
+        *self == PodState::Running
+    }
+
+    /// kubectl's STATUS column, Argo CD's `Status Reason`.
+    fn reason(&self) -> &'static str {
+        match self {
+            PodState::Unschedulable(_) => "Pending",
+            PodState::Creating => "ContainerCreating",
+            PodState::PullBackOff(_) => "ImagePullBackOff",
+            PodState::Running => "Running",
+            PodState::CrashLoop => "CrashLoopBackOff",
+            PodState::Other(_) => "Unknown",
+        }
+    }
+
+    /// The waiting state of its containers, when they wait: (reason, message).
+    fn waiting(
+        &self,
+        container: &str,
+        pod: &str,
+        namespace: &str,
+        uid: &str,
+    ) -> Option<(&'static str, String)> {
+        match self {
+            PodState::Creating => Some(("ContainerCreating", String::new())),
+            PodState::PullBackOff(image) => Some((
+                "ImagePullBackOff",
+                format!("Back-off pulling image {image:?}"),
+            )),
+            PodState::CrashLoop => Some((
+                "CrashLoopBackOff",
+                format!(
+                    "back-off 5m0s restarting failed container={container} pod={pod}_{namespace}({uid})"
+                ),
+            )),
+            _ => None,
+        }
+    }
+
+    /// gitops-engine's Pod health check on such a Pod (restartPolicy Always): Pending is
+    /// Progressing with `status.message` (the scheduler sets none); a container waiting in a
+    /// back-off is Degraded with its message; a ready Pod is Healthy.
+    fn health(&self, container: &str, pod: &str, namespace: &str, uid: &str) -> Assessment {
+        match self {
+            PodState::Unschedulable(_) | PodState::Creating => {
+                Assessment::new(Health::Progressing, "")
+            }
+            PodState::PullBackOff(_) | PodState::CrashLoop => Assessment::new(
+                Health::Degraded,
+                self.waiting(container, pod, namespace, uid)
+                    .map(|(_, message)| message)
+                    .unwrap_or_default(),
+            ),
+            PodState::Running => Assessment::new(Health::Healthy, ""),
+            PodState::Other(status) => Assessment::new(*status, ""),
+        }
+    }
+}
+
+/// The containers of a workload's pod spec: (name, image).
+fn containers(kind: &str, object: &Value) -> Vec<(String, String)> {
+    manifests::pod_spec(kind, object)
+        .and_then(|spec| spec.get("containers"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let text = |field: &str| {
+                c.get(field)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            (text("name"), text("image"))
+        })
+        .collect()
+}
+
+/// Argo CD's `info` of a Pod node (controller/cache/info.go `populatePodInfo`): its status
+/// reason, its node (no value before it is scheduled: `omitempty`) and its ready containers.
+fn pod_info(state: &PodState, containers: usize) -> Value {
+    let mut node = json!({"name": "Node"});
+    if !matches!(state, PodState::Unschedulable(_)) {
+        node["value"] = json!(NODE_NAME);
+    }
+    let ready = if state.ready() { containers } else { 0 };
+    json!([
+        {"name": "Status Reason", "value": state.reason()},
+        node,
+        {"name": "Containers", "value": format!("{ready}/{containers}")},
+    ])
+}
+
+/// A Pod's `status`, as the scheduler and the kubelet leave it in each state.
+fn pod_status(state: &PodState, containers: &[(String, String)], meta: &PodMeta) -> Value {
+    let since = rfc3339(meta.created);
+    let condition = |kind: &str, ok: bool| {
+        json!({"type": kind, "status": if ok { "True" } else { "False" },
+            "lastProbeTime": null, "lastTransitionTime": since})
     };
-    let owner = |group: &str, kind: &str, name: &str, uid: &str| {
+    if let PodState::Unschedulable(message) = state {
+        let mut scheduled = condition("PodScheduled", false);
+        scheduled["reason"] = json!("Unschedulable");
+        scheduled["message"] = json!(message);
+        return json!({"phase": "Pending", "conditions": [scheduled], "qosClass": "BestEffort"});
+    }
+    let ready = state.ready();
+    let names: Vec<&str> = containers.iter().map(|(n, _)| n.as_str()).collect();
+    let mut ready_condition = condition("Ready", ready);
+    let mut containers_ready = condition("ContainersReady", ready);
+    if !ready {
+        for c in [&mut ready_condition, &mut containers_ready] {
+            c["reason"] = json!("ContainersNotReady");
+            c["message"] = json!(format!(
+                "containers with unready status: [{}]",
+                names.join(" ")
+            ));
+        }
+    }
+    let statuses: Vec<Value> = containers
+        .iter()
+        .map(|(name, image)| {
+            let container_state = match state.waiting(name, &meta.name, &meta.namespace, &meta.uid)
+            {
+                Some((reason, message)) if message.is_empty() => {
+                    json!({"waiting": {"reason": reason}})
+                }
+                Some((reason, message)) => {
+                    json!({"waiting": {"reason": reason, "message": message}})
+                }
+                None => json!({"running": {"startedAt": since}}),
+            };
+            json!({"name": name, "image": image, "imageID": "", "ready": ready,
+                "restartCount": 0, "started": ready, "state": container_state})
+        })
+        .collect();
+    let phase = match state {
+        PodState::Creating | PodState::PullBackOff(_) => "Pending",
+        _ => "Running",
+    };
+    json!({
+        "phase": phase,
+        "conditions": [condition("Initialized", true), ready_condition, containers_ready,
+            condition("PodScheduled", true)],
+        "startTime": since,
+        "containerStatuses": statuses,
+        "qosClass": "BestEffort",
+    })
+}
+
+/// The identity of a Pod the sandbox shows.
+struct PodMeta {
+    name: String,
+    namespace: String,
+    uid: String,
+    created: SystemTime,
+}
+
+/// A child object of a workload: its tree node and the object `GET …/resource` answers.
+struct Child {
+    node: TreeNode,
+    object: Value,
+}
+
+fn owner_reference(api_version: &str, kind: &str, name: &str, uid: &str) -> Value {
+    json!({"apiVersion": api_version, "kind": kind, "name": name, "uid": uid,
+        "controller": true, "blockOwnerDeletion": true})
+}
+
+// The objects a workload's controller creates: a Deployment's current ReplicaSet (named after
+// its pod template, as `pod-template-hash`) and that one's Pods; a StatefulSet's
+// ControllerRevision and its Pods `<name>-0`, `<name>-1`, … (one only while they are not
+// running, with the default `OrderedReady` pod management: the next is created once the one
+// before is ready). Nodes carry `parentRefs` naming their owner; a ReplicaSet the Deployment's
+// health status, a Pod its own health and `info`.
+fn workload_children(l: &Live, policy: &ImagePolicy) -> Vec<Child> {
+    let is = |kind: &str| l.key.group == "apps" && l.key.kind == kind;
+    if !is("Deployment") && !is("StatefulSet") {
+        return Vec::new();
+    }
+    let namespace = l.key.namespace.clone();
+    let state = PodState::of(l, policy);
+    let containers = containers(&l.key.kind, &l.object);
+    let first_container = containers
+        .first()
+        .map_or("app", |(n, _)| n.as_str())
+        .to_string();
+    let template = l
+        .object
+        .pointer("/spec/template")
+        .cloned()
+        .unwrap_or(json!({}));
+    let revision = format!("{}-{}", l.key.name, name_suffix(&l.digest, 10));
+    let seed = if is("Deployment") {
+        "replicaset"
+    } else {
+        "controllerrevision"
+    };
+    let revision_uid = uuid_from(&format!("{}/{seed}/{revision}", l.uid));
+    let parent = |group: &str, kind: &str, name: &str, uid: &str| {
         let mut r = json!({"kind": kind, "name": name, "uid": uid});
         if !group.is_empty() {
             r["group"] = json!(group);
@@ -2283,36 +2696,132 @@ fn deployment_children(l: &Live) -> Vec<TreeNode> {
         }
         r
     };
-    let rs_key = ResourceKey {
-        group: "apps".into(),
-        kind: "ReplicaSet".into(),
-        namespace: namespace.clone(),
-        name: rs_name.clone(),
+    let metadata = |name: &str, uid: &str, owner: Value| {
+        json!({"name": name, "namespace": namespace, "uid": uid,
+            "resourceVersion": l.resource_version.to_string(),
+            "creationTimestamp": rfc3339(l.applied), "ownerReferences": [owner]})
     };
-    let mut nodes = vec![child(
-        rs_key,
-        &rs_uid,
-        owner("apps", "Deployment", &l.key.name, &l.uid),
-    )];
-    for i in 0..l.replicas.clamp(0, MAX_PODS_SHOWN) {
-        let pod_name = format!(
-            "{rs_name}-{}",
-            name_suffix(format!("{rs_uid}/{i}").as_bytes(), 5)
+    let node = |key: ResourceKey, uid: &str, parent_ref: Value| {
+        let mut node = resource_ref(&key, "v1");
+        node["uid"] = json!(uid);
+        node["resourceVersion"] = json!(l.resource_version.to_string());
+        node["parentRefs"] = json!([parent_ref]);
+        node["createdAt"] = json!(rfc3339(l.applied));
+        TreeNode { key, json: node }
+    };
+    let key = |group: &str, kind: &str, name: &str| ResourceKey {
+        group: group.into(),
+        kind: kind.into(),
+        namespace: namespace.clone(),
+        name: name.into(),
+    };
+    let mut children = Vec::new();
+    // The Pods' owner and the label naming the revision they run.
+    let (pod_owner, pod_parent, hash_label, pod_names): (
+        Value,
+        Value,
+        (&str, String),
+        Vec<String>,
+    );
+    if is("Deployment") {
+        let mut rs = node(
+            key("apps", "ReplicaSet", &revision),
+            &revision_uid,
+            parent("apps", "Deployment", &l.key.name, &l.uid),
         );
-        let pod_uid = uuid_from(&format!("{rs_uid}/pod/{i}"));
-        let key = ResourceKey {
-            group: String::new(),
-            kind: "Pod".into(),
-            namespace: namespace.clone(),
-            name: pod_name,
+        if !l.images.is_empty() {
+            rs.json["images"] = json!(l.images);
+        }
+        if let Some(a) = &l.assessment {
+            rs.json["health"] = json!({"status": a.status.as_str()});
+        }
+        let mut meta = metadata(
+            &revision,
+            &revision_uid,
+            owner_reference("apps/v1", "Deployment", &l.key.name, &l.uid),
+        );
+        let hash = revision[l.key.name.len() + 1..].to_string();
+        meta["labels"] = json!({"pod-template-hash": hash});
+        children.push(Child {
+            node: rs,
+            object: json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": meta,
+                "spec": {"replicas": l.replicas, "template": template}}),
+        });
+        pod_owner = owner_reference("apps/v1", "ReplicaSet", &revision, &revision_uid);
+        pod_parent = parent("apps", "ReplicaSet", &revision, &revision_uid);
+        hash_label = ("pod-template-hash", hash);
+        pod_names = (0..l.replicas.clamp(0, MAX_PODS_SHOWN))
+            .map(|i| {
+                format!(
+                    "{revision}-{}",
+                    name_suffix(format!("{revision_uid}/{i}").as_bytes(), 5)
+                )
+            })
+            .collect();
+    } else {
+        let cr = node(
+            key("apps", "ControllerRevision", &revision),
+            &revision_uid,
+            parent("apps", "StatefulSet", &l.key.name, &l.uid),
+        );
+        children.push(Child {
+            node: cr,
+            object: json!({"apiVersion": "apps/v1", "kind": "ControllerRevision",
+                "metadata": metadata(&revision, &revision_uid,
+                    owner_reference("apps/v1", "StatefulSet", &l.key.name, &l.uid)),
+                "revision": 1}),
+        });
+        pod_owner = owner_reference("apps/v1", "StatefulSet", &l.key.name, &l.uid);
+        pod_parent = parent("apps", "StatefulSet", &l.key.name, &l.uid);
+        hash_label = ("controller-revision-hash", revision.clone());
+        let parallel = l.object.pointer("/spec/podManagementPolicy") == Some(&json!("Parallel"));
+        let created = if state.ready() || parallel {
+            l.replicas
+        } else {
+            l.replicas.min(1)
         };
-        nodes.push(child(
-            key,
-            &pod_uid,
-            owner("apps", "ReplicaSet", &rs_name, &rs_uid),
-        ));
+        pod_names = (0..created.clamp(0, MAX_PODS_SHOWN))
+            .map(|i| format!("{}-{i}", l.key.name))
+            .collect();
     }
-    nodes
+    for (i, pod_name) in pod_names.into_iter().enumerate() {
+        let uid = uuid_from(&format!("{revision_uid}/pod/{i}"));
+        let pod_meta = PodMeta {
+            name: pod_name.clone(),
+            namespace: namespace.clone(),
+            uid: uid.clone(),
+            created: l.applied,
+        };
+        let mut pod = node(key("", "Pod", &pod_name), &uid, pod_parent.clone());
+        if !l.images.is_empty() {
+            pod.json["images"] = json!(l.images);
+        }
+        pod.json["info"] = pod_info(&state, containers.len());
+        pod.json["health"] =
+            assessment_json(&state.health(&first_container, &pod_name, &namespace, &uid));
+        let mut meta = metadata(&pod_name, &uid, pod_owner.clone());
+        let mut labels = template
+            .pointer("/metadata/labels")
+            .cloned()
+            .unwrap_or(json!({}));
+        if let Some(labels) = labels.as_object_mut() {
+            labels.insert(hash_label.0.to_string(), json!(hash_label.1));
+        }
+        meta["labels"] = labels;
+        if let Some(annotations) = template.pointer("/metadata/annotations") {
+            meta["annotations"] = annotations.clone();
+        }
+        let mut spec = template.get("spec").cloned().unwrap_or(json!({}));
+        if !matches!(state, PodState::Unschedulable(_)) {
+            spec["nodeName"] = json!(NODE_NAME);
+        }
+        children.push(Child {
+            node: pod,
+            object: json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
+                "status": pod_status(&state, &containers, &pod_meta)}),
+        });
+    }
+    children
 }
 
 fn with_namespace(mut object: Value, key: &ResourceKey) -> Value {
@@ -2444,6 +2953,8 @@ mod tests {
             repo_error_grace: Duration::ZERO,
             retry_backoff: Duration::from_secs(5),
             manual_sync: Default::default(),
+            prune: Default::default(),
+            allow_empty: Default::default(),
         }
     }
 
@@ -3740,6 +4251,657 @@ mod tests {
             assert_eq!(op_of(&app)["phase"], "Succeeded");
             assert!(results(&app).iter().all(|r| r["kind"] == "Deployment"));
         }
+    }
+
+    const CONFIG_MAP: &str =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata: {a: b}\n";
+
+    /// The Deployment `web` (its image `image`), with the ConfigMap `cfg` when `with_cfg`.
+    fn web_and_cfg(image: &str, with_cfg: bool) -> BTreeMap<String, RenderResult> {
+        let mut text = deployment(image, "");
+        if with_cfg {
+            text = format!("{text}---\n{CONFIG_MAP}");
+        }
+        BTreeMap::from([("web".to_string(), files(&text))])
+    }
+
+    fn resource_entry(app: &Value, kind: &str) -> Value {
+        app["status"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["kind"] == kind)
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    fn tree_kinds(w: &World) -> Vec<String> {
+        w.resource_tree("web").unwrap()["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| n["kind"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn without_automated_prune_a_resource_removed_from_git_stays_live_requiring_pruning() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        w.observe_tip(&sha('a'), &web_and_cfg("nginx:1", true), &no_refresh, t0);
+        let app = w.application("web").unwrap();
+        assert_eq!(
+            app["spec"]["syncPolicy"]["automated"],
+            json!({"prune": false, "selfHeal": true})
+        );
+        // A commit that changes web and removes cfg: the automated sync applies web and skips
+        // the prune.
+        let t1 = at(t0, Duration::from_secs(1));
+        w.observe_tip(&sha('b'), &web_and_cfg("nginx:2", false), &no_refresh, t1);
+        let app = w.application("web").unwrap();
+        let op = op_of(&app);
+        assert_eq!(op["phase"], "Succeeded");
+        assert_eq!(op["message"], "successfully synced (all tasks run)");
+        assert!(op["operation"]["sync"].get("prune").is_none(), "{op}");
+        assert_eq!(
+            results(&app)[0],
+            json!({"version": "v1", "kind": "ConfigMap", "namespace": "default", "name": "cfg",
+                "status": "PruneSkipped", "message": "ignored (requires pruning)",
+                "hookPhase": "Succeeded", "syncPhase": "Sync"}),
+            "pruning comes first"
+        );
+        assert_eq!(
+            results(&app)[1]["message"],
+            "deployment.apps/web configured"
+        );
+        assert_eq!(app["status"]["sync"]["status"], "OutOfSync");
+        assert_eq!(
+            resource_entry(&app, "ConfigMap"),
+            json!({"version": "v1", "kind": "ConfigMap", "namespace": "default", "name": "cfg",
+                "status": "OutOfSync", "requiresPruning": true})
+        );
+        assert_eq!(resource_entry(&app, "Deployment")["status"], "Synced");
+        assert!(
+            tree_kinds(&w).contains(&"ConfigMap".to_string()),
+            "still live"
+        );
+        assert_eq!(app["status"]["history"].as_array().unwrap().len(), 2);
+
+        // A commit that leaves only the prune to do starts no operation at all.
+        let mut updates = w.subscribe(1024);
+        let t2 = at(t0, Duration::from_secs(2));
+        w.observe_tip(&sha('c'), &web_and_cfg("nginx:2", false), &no_refresh, t2);
+        assert_eq!(drain(&mut updates).len(), 1, "one comparison, no operation");
+        let app = w.application("web").unwrap();
+        assert_eq!(app["status"]["sync"]["status"], "OutOfSync");
+        assert_eq!(app["status"]["sync"]["revision"], sha('c'));
+        assert_eq!(op_of(&app)["syncResult"]["revision"], sha('b'));
+        assert!(app["status"].get("conditions").is_none(), "{app}");
+
+        // A requested sync that asks to prune deletes it.
+        w.request_sync(
+            "web",
+            SyncRequest {
+                prune: true,
+                ..SyncRequest::default()
+            },
+        )
+        .unwrap()
+        .unwrap();
+        w.start_pending(
+            "web",
+            Some((sha('c'), web_and_cfg("nginx:2", false)["web"].clone())),
+            t2,
+        );
+        let app = w.application("web").unwrap();
+        assert_eq!(op_of(&app)["operation"]["sync"]["prune"], true);
+        assert_eq!(
+            results(&app)
+                .iter()
+                .map(|r| format!("{} {} {}", r["kind"], r["status"], r["message"]))
+                .collect::<Vec<_>>(),
+            [
+                r#""ConfigMap" "Pruned" "pruned""#,
+                r#""Deployment" "Synced" "deployment.apps/web unchanged""#
+            ]
+        );
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
+        assert_eq!(kinds(&app, "resources"), ["Deployment"]);
+        assert!(!tree_kinds(&w).contains(&"ConfigMap".to_string()));
+    }
+
+    #[test]
+    fn with_automated_prune_the_sync_deletes_what_git_no_longer_has() {
+        let t0 = Now::current();
+        let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
+        cfg.prune.insert("web".into());
+        let mut w = world_with(cfg, t0);
+        w.observe_tip(&sha('a'), &web_and_cfg("nginx:1", true), &no_refresh, t0);
+        assert_eq!(
+            w.application("web").unwrap()["spec"]["syncPolicy"]["automated"],
+            json!({"prune": true, "selfHeal": true})
+        );
+        let mut updates = w.subscribe(1024);
+        let t1 = at(t0, Duration::from_secs(1));
+        w.observe_tip(&sha('b'), &web_and_cfg("nginx:1", false), &no_refresh, t1);
+        let stages = drain(&mut updates);
+        assert_eq!(stages[0]["status"]["sync"]["status"], "OutOfSync");
+        assert_eq!(
+            resource_entry(&stages[0], "ConfigMap")["requiresPruning"],
+            true
+        );
+        let app = stages.last().unwrap();
+        let op = op_of(app);
+        assert_eq!(op["phase"], "Succeeded");
+        assert_eq!(op["operation"]["sync"]["prune"], true);
+        assert_eq!(app["operation"], Value::Null);
+        assert_eq!(
+            results(app)[0],
+            json!({"version": "v1", "kind": "ConfigMap", "namespace": "default", "name": "cfg",
+                "status": "Pruned", "message": "pruned", "hookPhase": "Succeeded",
+                "syncPhase": "Sync"})
+        );
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
+        assert_eq!(kinds(app, "resources"), ["Deployment"]);
+        assert_eq!(tree_kinds(&w), ["Pod", "Deployment", "ReplicaSet"]);
+
+        // A dry run that would prune deletes nothing.
+        w.observe_tip(&sha('c'), &web_and_cfg("nginx:1", true), &no_refresh, t1);
+        assert_eq!(kinds(&w.application("web").unwrap(), "resources").len(), 2);
+        w.request_sync(
+            "web",
+            SyncRequest {
+                prune: true,
+                dry_run: true,
+                ..SyncRequest::default()
+            },
+        )
+        .unwrap()
+        .unwrap();
+        w.start_pending(
+            "web",
+            Some((sha('b'), web_and_cfg("nginx:1", false)["web"].clone())),
+            t1,
+        );
+        let app = w.application("web").unwrap();
+        assert_eq!(results(&app)[0]["status"], "Pruned");
+        assert_eq!(results(&app)[0]["message"], "pruned (dry run)");
+        assert!(tree_kinds(&w).contains(&"ConfigMap".to_string()));
+    }
+
+    #[test]
+    fn a_partial_sync_prunes_only_the_resources_it_names() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        let two = format!(
+            "{}---\n{CONFIG_MAP}---\n{}",
+            deployment("nginx:1", ""),
+            CONFIG_MAP.replace("name: cfg", "name: other")
+        );
+        let renders = BTreeMap::from([("web".to_string(), files(&two))]);
+        w.observe_tip(&sha('a'), &renders, &no_refresh, t0);
+        w.observe_tip(&sha('b'), &rendered("nginx:1"), &no_refresh, t0);
+        assert_eq!(kinds(&w.application("web").unwrap(), "resources").len(), 3);
+        w.request_sync(
+            "web",
+            SyncRequest {
+                prune: true,
+                resources: vec![SyncResource {
+                    group: String::new(),
+                    kind: "ConfigMap".into(),
+                    name: "cfg".into(),
+                    namespace: String::new(),
+                }],
+                ..SyncRequest::default()
+            },
+        )
+        .unwrap()
+        .unwrap();
+        w.start_pending(
+            "web",
+            Some((sha('b'), rendered("nginx:1")["web"].clone())),
+            t0,
+        );
+        let app = w.application("web").unwrap();
+        assert_eq!(
+            results(&app)
+                .iter()
+                .map(|r| format!("{}/{} {}", r["kind"], r["name"], r["status"]))
+                .collect::<Vec<_>>(),
+            [r#""ConfigMap"/"cfg" "Pruned""#]
+        );
+        let left: Vec<Value> = app["status"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].clone())
+            .collect();
+        assert_eq!(left, [json!("other"), json!("web")]);
+        assert_eq!(app["status"]["sync"]["status"], "OutOfSync");
+    }
+
+    #[test]
+    fn a_sync_with_hooks_prunes_in_its_sync_phase_before_applying() {
+        let t0 = Now::current();
+        let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
+        cfg.prune.insert("web".into());
+        let mut w = world_with(cfg, t0);
+        w.observe_tip(&sha('a'), &web_and_cfg("nginx:1", true), &no_refresh, t0);
+        let renders = with_hook("nginx:2", &hook_job("smoke", "PostSync", ""));
+        w.observe_tip(&sha('b'), &renders, &no_refresh, t0);
+        run_clock(&mut w, t0);
+        let app = w.application("web").unwrap();
+        assert_eq!(op_of(&app)["phase"], "Succeeded", "{}", op_of(&app));
+        let seen: Vec<String> = results(&app)
+            .iter()
+            .map(|r| format!("{} {} {}", r["syncPhase"], r["kind"], r["status"]))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                r#""Sync" "ConfigMap" "Pruned""#,
+                r#""Sync" "Deployment" "Synced""#,
+                r#""PostSync" "Job" "Synced""#
+            ]
+        );
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
+    }
+
+    #[test]
+    fn turning_automated_prune_on_through_a_patch_prunes_at_the_next_refresh() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        w.observe_tip(&sha('a'), &web_and_cfg("nginx:1", true), &no_refresh, t0);
+        w.observe_tip(&sha('b'), &web_and_cfg("nginx:1", false), &no_refresh, t0);
+        assert_eq!(
+            w.application("web").unwrap()["status"]["sync"]["status"],
+            "OutOfSync"
+        );
+        let edit = patch(
+            &mut w,
+            PatchType::Merge,
+            json!({"spec": {"syncPolicy": {"automated": {"prune": true}}}}),
+        )
+        .unwrap();
+        assert!(!edit.refresh, "a prune flag alone asks for no refresh");
+        assert!(
+            patch(
+                &mut w,
+                PatchType::Merge,
+                json!({"spec": {"syncPolicy": {"automated": {"prune": "yes"}}}}),
+            )
+            .unwrap_err()
+            .contains("spec.syncPolicy.automated.prune: must be true or false")
+        );
+        w.refresh_matching(&|n| n == "web", at(t0, Duration::from_secs(1)));
+        let app = w.application("web").unwrap();
+        assert_eq!(results(&app)[0]["status"], "Pruned");
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
+    }
+
+    #[test]
+    fn an_app_whose_path_holds_nothing_is_synced_and_healthy_until_a_candidate_comes_and_goes() {
+        let t0 = Now::current();
+        let empty = || BTreeMap::from([("web".to_string(), files("# no manifests yet\n"))]);
+        for allow_empty in [true, false] {
+            let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
+            cfg.prune.insert("web".into());
+            if allow_empty {
+                cfg.allow_empty.insert("web".into());
+            }
+            let mut w = world_with(cfg, t0);
+            let mut updates = w.subscribe(1024);
+            w.observe_tip(&sha('a'), &empty(), &no_refresh, t0);
+            assert_eq!(drain(&mut updates).len(), 1, "one comparison, no operation");
+            let app = w.application("web").unwrap();
+            assert_eq!(app["status"]["sync"]["status"], "Synced");
+            assert_eq!(app["status"]["health"]["status"], "Healthy");
+            assert!(app["status"].get("resources").is_none(), "omitempty");
+            assert_eq!(app["status"]["summary"], json!({}));
+            assert!(app["status"].get("operationState").is_none());
+            assert_eq!(w.resource_tree("web").unwrap(), json!({}));
+            assert_eq!(
+                app["spec"]["syncPolicy"]["automated"].get("allowEmpty"),
+                allow_empty.then_some(&json!(true))
+            );
+
+            // The candidate arrives and is synced.
+            let t1 = at(t0, Duration::from_secs(1));
+            w.observe_tip(&sha('b'), &rendered("nginx:1"), &no_refresh, t1);
+            let app = w.application("web").unwrap();
+            assert_eq!(app["status"]["sync"]["status"], "Synced");
+            assert_eq!(kinds(&app, "resources"), ["Deployment"]);
+
+            // The candidate is removed from git (the directory stays, empty).
+            let t2 = at(t0, Duration::from_secs(2));
+            w.observe_tip(&sha('c'), &empty(), &no_refresh, t2);
+            let app = w.application("web").unwrap();
+            if allow_empty {
+                assert_eq!(results(&app)[0]["status"], "Pruned");
+                assert_eq!(app["status"]["sync"]["status"], "Synced");
+                assert_eq!(app["status"]["health"]["status"], "Healthy");
+                assert!(app["status"].get("resources").is_none());
+                assert_eq!(w.resource_tree("web").unwrap(), json!({}));
+            } else {
+                // Argo CD refuses an automated sync that would prune every resource.
+                assert_eq!(app["status"]["sync"]["status"], "OutOfSync");
+                assert_eq!(op_of(&app)["syncResult"]["revision"], sha('b'));
+                assert_eq!(app["status"]["conditions"][0]["type"], "SyncError", "{app}");
+                assert_eq!(
+                    app["status"]["conditions"][0]["message"],
+                    format!(
+                        "Skipping sync attempt to [{}]: auto-sync will wipe out all resources",
+                        sha('c')
+                    )
+                );
+                assert_eq!(resource_entry(&app, "Deployment")["requiresPruning"], true);
+                assert_eq!(tree_kinds(&w), ["Pod", "Deployment", "ReplicaSet"]);
+            }
+        }
+    }
+
+    #[test]
+    fn an_app_whose_path_is_gone_is_a_comparison_error_and_its_objects_stay() {
+        let t0 = Now::current();
+        let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
+        cfg.prune.insert("web".into());
+        cfg.allow_empty.insert("web".into());
+        let mut w = world_with(cfg, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let gone = BTreeMap::from([(
+            "web".to_string(),
+            Err(RenderError {
+                message: "apps/web: app path does not exist".into(),
+            }),
+        )]);
+        w.observe_tip(&sha('b'), &gone, &no_refresh, t0);
+        let app = w.application("web").unwrap();
+        assert_eq!(app["status"]["sync"]["status"], "Unknown");
+        assert!(
+            app["status"]["conditions"][0]["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("Manifest generation error (cached): apps/web: app path does not exist"),
+            "{app}"
+        );
+        assert_eq!(op_of(&app)["syncResult"]["revision"], sha('a'));
+        assert_eq!(tree_kinds(&w), ["Pod", "Deployment", "ReplicaSet"]);
+    }
+
+    const NO_GPU: &str = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.";
+
+    /// A workload `web` of `kind` (apps/v1) with 2 or 3 replicas, `spec_extra` added to its spec
+    /// (`key: value` lines indented by two), its pods annotated `pod_annotations`.
+    fn workload(kind: &str, replicas: u32, spec_extra: &str, pod_annotations: &str) -> String {
+        format!(
+            "apiVersion: apps/v1\nkind: {kind}\nmetadata:\n  name: web\nspec:\n  replicas: {replicas}\n{spec_extra}  template:\n    metadata:\n      labels: {{app: web}}\n      annotations: {{{pod_annotations}}}\n    spec:\n      containers: [{{name: app, image: 'nginx:1'}}]\n"
+        )
+    }
+
+    fn single(text: &str) -> BTreeMap<String, RenderResult> {
+        BTreeMap::from([("web".to_string(), files(text))])
+    }
+
+    fn tree_node(w: &World, kind: &str, name: &str) -> Value {
+        w.resource_tree("web").unwrap()["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|n| n["kind"] == kind && n["name"] == name)
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    fn pods(w: &World) -> Vec<Value> {
+        w.resource_tree("web").unwrap()["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|n| n["kind"] == "Pod")
+            .cloned()
+            .collect()
+    }
+
+    fn live(w: &World, group: &str, kind: &str, name: &str) -> Result<Value, ResourceMiss> {
+        let key = ResourceKey {
+            group: group.into(),
+            kind: kind.into(),
+            namespace: "default".into(),
+            name: name.into(),
+        };
+        w.live_resource("web", &key).unwrap()
+    }
+
+    #[test]
+    fn unschedulable_pods_stay_pending_and_their_deployment_degrades_at_its_progress_deadline() {
+        let t0 = Now::current();
+        let rollout = Duration::from_secs(5);
+        let mut w = world(rollout, t0);
+        let pending = workload(
+            "Deployment",
+            2,
+            "  progressDeadlineSeconds: 30\n",
+            &format!("sandbox.greenlight.dev/schedule: '{NO_GPU}'"),
+        );
+        w.observe_tip(&sha('a'), &single(&pending), &no_refresh, t0);
+        let waiting = json!({"status": "Progressing",
+            "message": "Waiting for rollout to finish: 0 of 2 updated replicas are available..."});
+        assert_eq!(tree_node(&w, "Deployment", "web")["health"], waiting);
+        assert_eq!(health_of(&w), "Progressing");
+        let pending_pods = pods(&w);
+        assert_eq!(pending_pods.len(), 2);
+        for pod in &pending_pods {
+            // Argo CD's Pod check gives a Pending Pod `status.message`, which the scheduler
+            // leaves empty: the scheduler's words are in the Pod, not in the tree.
+            assert_eq!(pod["health"], json!({"status": "Progressing"}), "{pod}");
+            assert_eq!(
+                pod["info"],
+                json!([{"name": "Status Reason", "value": "Pending"}, {"name": "Node"},
+                    {"name": "Containers", "value": "0/1"}])
+            );
+            assert_eq!(pod["parentRefs"][0]["kind"], "ReplicaSet");
+        }
+        let pod = live(&w, "", "Pod", pending_pods[0]["name"].as_str().unwrap()).unwrap();
+        assert_eq!(pod["status"]["phase"], "Pending");
+        let scheduled = &pod["status"]["conditions"][0];
+        assert_eq!(
+            (
+                &scheduled["type"],
+                &scheduled["status"],
+                &scheduled["reason"]
+            ),
+            (
+                &json!("PodScheduled"),
+                &json!("False"),
+                &json!("Unschedulable")
+            )
+        );
+        assert_eq!(scheduled["message"], NO_GPU);
+        assert!(pod["spec"].get("nodeName").is_none(), "{pod}");
+        assert_eq!(pod["metadata"]["ownerReferences"][0]["kind"], "ReplicaSet");
+        assert_eq!(pod["metadata"]["labels"]["app"], "web");
+
+        // The rollout time changes nothing; the progress deadline does.
+        assert_eq!(w.next_deadline(t0), Some(t0.mono + rollout));
+        w.tick(at(t0, rollout));
+        assert_eq!(tree_node(&w, "Deployment", "web")["health"], waiting);
+        let deadline = t0.mono + Duration::from_secs(30);
+        assert_eq!(w.next_deadline(at(t0, rollout)), Some(deadline));
+        w.tick(at(t0, Duration::from_millis(29_999)));
+        assert_eq!(health_of(&w), "Progressing");
+        w.tick(at(t0, Duration::from_secs(30)));
+        assert_eq!(
+            tree_node(&w, "Deployment", "web")["health"],
+            json!({"status": "Degraded", "message": "Deployment \"web\" exceeded its progress deadline"})
+        );
+        assert_eq!(health_of(&w), "Degraded");
+        assert!(
+            pods(&w)
+                .iter()
+                .all(|p| p["health"]["status"] == "Progressing")
+        );
+        assert_eq!(w.next_deadline(at(t0, Duration::from_secs(30))), None);
+
+        // Capacity found (the annotation gone): a new rollout, then running Pods.
+        let t1 = at(t0, Duration::from_secs(40));
+        w.observe_tip(
+            &sha('b'),
+            &single(&workload("Deployment", 2, "", "")),
+            &no_refresh,
+            t1,
+        );
+        w.tick(at(t1, rollout));
+        assert_eq!(health_of(&w), "Healthy");
+        for pod in pods(&w) {
+            assert_eq!(pod["health"], json!({"status": "Healthy"}));
+            assert_eq!(pod["info"][0]["value"], "Running");
+            assert_eq!(pod["info"][1], json!({"name": "Node", "value": "sandbox"}));
+            assert_eq!(pod["info"][2]["value"], "1/1");
+            let live_pod = live(&w, "", "Pod", pod["name"].as_str().unwrap()).unwrap();
+            assert_eq!(live_pod["status"]["phase"], "Running");
+            assert_eq!(live_pod["spec"]["nodeName"], "sandbox");
+        }
+    }
+
+    #[test]
+    fn the_progress_deadline_defaults_to_ten_minutes() {
+        assert_eq!(progress_deadline(&json!({})), Duration::from_secs(600));
+        let given = json!({"spec": {"progressDeadlineSeconds": 2}});
+        assert_eq!(progress_deadline(&given), Duration::from_secs(2));
+        let zero = json!({"spec": {"progressDeadlineSeconds": 0}});
+        assert_eq!(progress_deadline(&zero), Duration::from_secs(600));
+    }
+
+    #[test]
+    fn a_stateful_set_rolls_out_with_its_pods_named_by_ordinal() {
+        let t0 = Now::current();
+        let rollout = Duration::from_secs(5);
+        let mut w = world(rollout, t0);
+        w.observe_tip(
+            &sha('a'),
+            &single(&workload("StatefulSet", 3, "", "")),
+            &no_refresh,
+            t0,
+        );
+        let sts = tree_node(&w, "StatefulSet", "web");
+        assert_eq!(
+            sts["health"],
+            json!({"status": "Progressing", "message": "Waiting for 3 pods to be ready..."})
+        );
+        let revisions: Vec<Value> = w.resource_tree("web").unwrap()["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["kind"] == "ControllerRevision")
+            .cloned()
+            .collect();
+        assert_eq!(revisions.len(), 1);
+        let revision = &revisions[0];
+        assert!(revision.get("health").is_none());
+        assert_eq!(revision["parentRefs"][0]["uid"], sts["uid"]);
+        // OrderedReady: the next Pod is created once the one before is ready.
+        let names = |w: &World| {
+            pods(w)
+                .iter()
+                .map(|p| p["name"].clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&w), [json!("web-0")]);
+        let pod = &pods(&w)[0];
+        assert_eq!(pod["info"][0]["value"], "ContainerCreating");
+        assert_eq!(pod["parentRefs"][0]["kind"], "StatefulSet");
+        assert_eq!(pod["parentRefs"][0]["uid"], sts["uid"]);
+
+        w.tick(at(t0, rollout));
+        assert_eq!(
+            tree_node(&w, "StatefulSet", "web")["health"],
+            json!({"status": "Healthy",
+                "message": "partitioned roll out complete: 3 new pods have been updated..."})
+        );
+        assert_eq!(health_of(&w), "Healthy");
+        assert_eq!(names(&w), [json!("web-0"), json!("web-1"), json!("web-2")]);
+        let live_pod = live(&w, "", "Pod", "web-2").unwrap();
+        assert_eq!(
+            live_pod["metadata"]["labels"]["controller-revision-hash"],
+            revision["name"]
+        );
+        assert_eq!(
+            live_pod["metadata"]["ownerReferences"][0]["kind"],
+            "StatefulSet"
+        );
+
+        // An image that does not exist: Progressing for good, its first Pod backing off.
+        let t1 = at(t0, Duration::from_secs(10));
+        let bad = workload("StatefulSet", 3, "", "").replace("nginx:1", "nginx:does-not-exist");
+        w.observe_tip(&sha('b'), &single(&bad), &no_refresh, t1);
+        w.tick(at(t1, rollout));
+        assert_eq!(health_of(&w), "Progressing");
+        assert_eq!(
+            w.next_deadline(at(t1, rollout)),
+            None,
+            "no deadline to wait for"
+        );
+        assert_eq!(names(&w), [json!("web-0")]);
+        assert_eq!(
+            pods(&w)[0]["health"],
+            json!({"status": "Degraded", "message": "Back-off pulling image \"nginx:does-not-exist\""})
+        );
+
+        // Unschedulable, in parallel: every Pod Pending, no deadline.
+        let t2 = at(t0, Duration::from_secs(20));
+        let pending = workload(
+            "StatefulSet",
+            3,
+            "  podManagementPolicy: Parallel\n",
+            &format!("sandbox.greenlight.dev/schedule: '{NO_GPU}'"),
+        );
+        w.observe_tip(&sha('c'), &single(&pending), &no_refresh, t2);
+        w.tick(at(t2, Duration::from_secs(3600)));
+        assert_eq!(
+            tree_node(&w, "StatefulSet", "web")["health"],
+            json!({"status": "Progressing", "message": "Waiting for 3 pods to be ready..."})
+        );
+        assert_eq!(names(&w).len(), 3);
+        assert!(pods(&w).iter().all(|p| p["info"][0]["value"] == "Pending"));
+    }
+
+    #[test]
+    fn the_live_object_of_a_tree_node_or_why_there_is_none() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        let text = format!(
+            "{}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  annotations: {{sandbox.greenlight.dev/apply: fail}}\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringData: {{password: hunter2}}\n",
+            workload("Deployment", 1, "", "")
+        );
+        w.observe_tip(&sha('a'), &single(&text), &no_refresh, t0);
+        let deploy = live(&w, "apps", "Deployment", "web").unwrap();
+        assert_eq!(deploy["spec"]["replicas"], 1);
+        assert!(deploy["metadata"]["uid"].is_string());
+        assert_eq!(
+            live(&w, "", "Secret", "creds").unwrap()["stringData"]["password"],
+            "++++++++"
+        );
+        let rs_name = pods(&w)[0]["parentRefs"][0]["name"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let rs = live(&w, "apps", "ReplicaSet", &rs_name).unwrap();
+        assert_eq!(rs["metadata"]["ownerReferences"][0]["name"], "web");
+        assert_eq!(
+            live(&w, "", "ConfigMap", "held").unwrap_err(),
+            ResourceMiss::NotCreated
+        );
+        assert_eq!(
+            live(&w, "apps", "Deployment", "nope").unwrap_err(),
+            ResourceMiss::NotInTree
+        );
+        let key = ResourceKey {
+            group: "apps".into(),
+            kind: "Deployment".into(),
+            namespace: "default".into(),
+            name: "web".into(),
+        };
+        assert!(w.live_resource("nope", &key).is_none());
     }
 
     #[test]

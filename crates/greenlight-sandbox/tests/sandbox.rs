@@ -879,7 +879,7 @@ async fn start_paused_apps_are_never_synced_until_resumed() {
         assert!(
             a["status"].get("operationState").is_none() && a["status"].get("history").is_none()
         );
-        assert_eq!(a["status"]["resources"], serde_json::json!([]));
+        assert!(a["status"].get("resources").is_none(), "omitempty: {a}");
     }
     let tip = remote
         .write(
@@ -1580,7 +1580,11 @@ async fn argo_cd_versions_differ_in_resource_health_and_missing_resources() {
             ("Synced", "Healthy"),
             "{version}"
         );
-        assert_eq!(empty["status"]["resources"], serde_json::json!([]));
+        assert!(
+            empty["status"].get("resources").is_none(),
+            "omitempty: {empty}"
+        );
+        assert_eq!(empty["status"]["summary"], serde_json::json!({}));
         s.sandbox.shutdown().await;
     }
 }
@@ -1648,6 +1652,100 @@ async fn a_requested_sync_runs_as_admin_and_resolves_the_branch_once_compared() 
     assert_eq!(last["revision"], tip);
     assert_eq!(
         last["initiatedBy"],
+        serde_json::json!({"username": "admin"})
+    );
+    s.sandbox.shutdown().await;
+}
+
+/// The `syncResult.resources[]` entry of the last operation for the resource named `name`.
+fn sync_result_of(app: &Value, name: &str) -> Value {
+    app["status"]["operationState"]["syncResult"]["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["name"] == name)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_removed_from_git_is_pruned_only_by_a_sync_that_prunes() {
+    let remote = Remote::new("main");
+    for dir in ["apps/kept", "apps/pruned"] {
+        remote.write(&format!("{dir}/web.yaml"), &web_manifests("nginx:1.27"));
+    }
+    remote.commit_push("two apps, each with its ConfigMap");
+    let (mut config, log) = config(&remote.repo(), &["kept=apps/kept", "pruned=apps/pruned"]);
+    config.prune = vec!["pruned".into()];
+    let s = start(config, log).await;
+    for dir in ["apps/kept", "apps/pruned"] {
+        remote.write(
+            &format!("{dir}/web.yaml"),
+            &web_manifests("nginx:1.28").replace("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  greeting: hello\n", ""),
+        );
+    }
+    let tip = remote.commit_push("web: 1.28, its ConfigMap removed");
+
+    // Automated prune on: deleted first, then the rest applied; Synced.
+    let pruned = app_where(&s.base, "pruned", "pruned synced", |a| {
+        synced_at(a, &tip) && sync_status(a) == "Synced"
+    })
+    .await;
+    let op = &pruned["status"]["operationState"];
+    assert_eq!(op["operation"]["sync"]["prune"], true);
+    assert_eq!(
+        op["syncResult"]["resources"][0],
+        serde_json::json!({"version": "v1", "kind": "ConfigMap", "namespace": "default",
+            "name": "web-config", "status": "Pruned", "message": "pruned",
+            "hookPhase": "Succeeded", "syncPhase": "Sync"})
+    );
+    let (_, tree) = get(&s.base, "/api/v1/applications/pruned/resource-tree").await;
+    assert_eq!(node(&tree, "ConfigMap", "web-config"), Value::Null);
+
+    // Automated prune off: applied, the ConfigMap skipped and still live; OutOfSync.
+    let kept = app_where(&s.base, "kept", "kept synced", |a| {
+        synced_at(a, &tip) && revision(a) == tip
+    })
+    .await;
+    assert_eq!(sync_status(&kept), "OutOfSync");
+    assert_eq!(
+        kept["spec"]["syncPolicy"]["automated"],
+        serde_json::json!({"prune": false, "selfHeal": true})
+    );
+    let skipped = sync_result_of(&kept, "web-config");
+    assert_eq!(
+        (&skipped["status"], &skipped["message"]),
+        (&"PruneSkipped".into(), &"ignored (requires pruning)".into())
+    );
+    let entry = kept["status"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "web-config")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (&entry["status"], &entry["requiresPruning"]),
+        (&"OutOfSync".into(), &true.into())
+    );
+    let (_, tree) = get(&s.base, "/api/v1/applications/kept/resource-tree").await;
+    assert_ne!(node(&tree, "ConfigMap", "web-config"), Value::Null);
+
+    // A requested sync that asks to prune deletes it.
+    let (status, answer) = post_json(
+        &s.base,
+        "/api/v1/applications/kept/sync",
+        r#"{"prune": true}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["operation"]["sync"]["prune"], true);
+    let kept = app_where(&s.base, "kept", "kept pruned", |a| {
+        sync_status(a) == "Synced" && sync_result_of(a, "web-config")["status"] == "Pruned"
+    })
+    .await;
+    assert_eq!(
+        kept["status"]["operationState"]["operation"]["initiatedBy"],
         serde_json::json!({"username": "admin"})
     );
     s.sandbox.shutdown().await;
@@ -2516,6 +2614,91 @@ async fn the_resource_tree_shows_each_deployments_replica_set_and_pods() {
             assert_eq!(n["health"], serde_json::json!({"status": "Healthy"}), "{n}");
         }
     }
+    s.sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unschedulable_pods_are_pending_in_the_tree_and_the_scheduler_says_why_in_the_pod() {
+    let no_gpu = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.";
+    let remote = Remote::new("main");
+    remote.write(
+        "apps/web/web.yaml",
+        &format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  progressDeadlineSeconds: 2\n  template:\n    metadata:\n      annotations:\n        {}: '{no_gpu}'\n    spec:\n      containers:\n      - name: app\n        image: nginx:1.27\n",
+            greenlight_sandbox::SCHEDULE_ANNOTATION
+        ),
+    );
+    remote.commit_push("web, short of GPUs");
+    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let s = start(config, log).await;
+    let (status, tree) = get(&s.base, "/api/v1/applications/web/resource-tree").await;
+    assert_eq!(status, 200, "{tree}");
+    assert_eq!(
+        node(&tree, "Deployment", "web")["health"],
+        serde_json::json!({"status": "Progressing",
+            "message": "Waiting for rollout to finish: 0 of 2 updated replicas are available..."})
+    );
+    let pods: Vec<Value> = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "Pod")
+        .cloned()
+        .collect();
+    assert_eq!(pods.len(), 2);
+    for pod in &pods {
+        assert_eq!(pod["health"], serde_json::json!({"status": "Progressing"}));
+        assert_eq!(
+            pod["info"][0],
+            serde_json::json!({"name": "Status Reason", "value": "Pending"})
+        );
+    }
+    // The scheduler's message is in the live Pod, as Argo CD's GetResource serves it.
+    let pod_name = pods[0]["name"].as_str().unwrap();
+    let (status, answer) = get(
+        &s.base,
+        &format!("/api/v1/applications/web/resource?namespace=default&resourceName={pod_name}&version=v1&kind=Pod&group="),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let manifest: Value = serde_json::from_str(answer["manifest"].as_str().unwrap()).unwrap();
+    assert_eq!(manifest["status"]["phase"], "Pending");
+    assert_eq!(
+        manifest["status"]["conditions"][0]["reason"],
+        "Unschedulable"
+    );
+    assert_eq!(manifest["status"]["conditions"][0]["message"], no_gpu);
+
+    // Its progress deadline passes: Degraded, on the sandbox's own clock.
+    let degraded = app_where(&s.base, "web", "the progress deadline", |a| {
+        health(a) == "Degraded"
+    })
+    .await;
+    assert_eq!(sync_status(&degraded), "Synced");
+    let (_, tree) = get(&s.base, "/api/v1/applications/web/resource-tree").await;
+    assert_eq!(
+        node(&tree, "Deployment", "web")["health"]["message"],
+        "Deployment \"web\" exceeded its progress deadline"
+    );
+
+    // What is not in the tree, and what the cluster does not have.
+    let (status, answer) = get(
+        &s.base,
+        "/api/v1/applications/web/resource?namespace=default&resourceName=nope&version=v1&kind=Pod&group=",
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["code"], 3);
+    assert_eq!(
+        answer["message"],
+        "Pod  nope not found as part of application web"
+    );
+    let (status, _) = get(
+        &s.base,
+        "/api/v1/applications/nope/resource?namespace=default&resourceName=web&kind=Deployment&group=apps",
+    )
+    .await;
+    assert_eq!(status, 403);
     s.sandbox.shutdown().await;
 }
 

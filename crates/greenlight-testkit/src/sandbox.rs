@@ -86,6 +86,45 @@ impl Sandbox {
             .unwrap_or_else(|e| panic!("PATCH {url}: {e}"))
     }
 
+    /// `GET /api/v1/applications/{name}/resource-tree`; `Null` when there is no answer.
+    pub fn tree(&self, name: &str) -> Value {
+        let url = format!("{}/api/v1/applications/{name}/resource-tree", self.url);
+        serde_json::from_str(&http_get(&url)).unwrap_or(Value::Null)
+    }
+
+    /// The live object of a node of the app's resource tree (`group` empty for the core group),
+    /// as `GET /api/v1/applications/{app}/resource` carries it in `manifest`: a Pod with its
+    /// `status` (the scheduler's `PodScheduled` condition for one that cannot be scheduled).
+    /// `None` when Argo CD answers an error (not in the tree, not created).
+    pub fn live_object(
+        &self,
+        app: &str,
+        group: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Value> {
+        let url = format!(
+            "{}/api/v1/applications/{app}/resource?namespace={namespace}&resourceName={name}&group={group}&kind={kind}",
+            self.url
+        );
+        let answer = crate::http::http_request("GET", &url, &[]).ok()?;
+        if answer.status != 200 {
+            return None;
+        }
+        let body: Value = serde_json::from_str(&answer.body).ok()?;
+        serde_json::from_str(body["manifest"].as_str()?).ok()
+    }
+
+    /// `POST /api/v1/applications/{name}/sync` with `body_json` (Argo CD's sync request, e.g.
+    /// `{"prune": true}`). The answer whatever its status: the Application with its `operation`,
+    /// or Argo CD's error body.
+    #[track_caller]
+    pub fn sync(&self, name: &str, body_json: &str) -> Response {
+        let url = format!("{}/api/v1/applications/{name}/sync", self.url);
+        crate::http::http_post_json(&url, body_json).unwrap_or_else(|e| panic!("POST {url}: {e}"))
+    }
+
     /// Reads the application until it satisfies `ok`; fails after `within` showing its status.
     #[track_caller]
     pub fn wait_app(&self, name: &str, within: Duration, ok: impl Fn(&Value) -> bool) -> Value {

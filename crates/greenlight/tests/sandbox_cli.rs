@@ -298,6 +298,108 @@ fn sandbox_patch_edits_an_apps_spec_as_argo_cds_api_does() {
 }
 
 #[test]
+fn sandbox_prune_flags_decide_what_a_resource_removed_from_git_becomes() {
+    let (remote, _) = remote();
+    // The candidate app's directory exists but holds no manifest yet.
+    let first = remote
+        .write("candidates/web/.gitkeep", "")
+        .commit_push("an empty candidate directory");
+    let mut sb = Sandbox::start(
+        BIN,
+        &remote.repo(),
+        &["web=apps/web", "cand=candidates/web"],
+        &["--prune", "cand", "--allow-empty", "cand"],
+    );
+    let cand = sb.wait_app("cand", T, |a| healthy_at(a, &first));
+    assert!(cand["status"].get("resources").is_none(), "{cand}");
+    assert_eq!(
+        cand["spec"]["syncPolicy"]["automated"],
+        serde_json::json!({"prune": true, "selfHeal": true, "allowEmpty": true})
+    );
+    assert_eq!(
+        sb.app("web")["spec"]["syncPolicy"]["automated"]["prune"],
+        false
+    );
+
+    // A candidate arrives, and web gets a ConfigMap.
+    let config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n";
+    let added = remote
+        .write(
+            "candidates/web/web-candidate.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web-candidate\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.28\n",
+        )
+        .write("apps/web/extra.yaml", config_map)
+        .commit_push("candidate");
+    sb.wait_app("cand", T, |a| healthy_at(a, &added));
+    sb.wait_app("web", T, |a| healthy_at(a, &added));
+    let tree = sb.tree("cand");
+    assert!(
+        tree["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["kind"] == "Pod" && n["info"][0]["value"] == "Running"),
+        "{tree}"
+    );
+    let live = sb
+        .live_object("cand", "apps", "Deployment", "default", "web-candidate")
+        .unwrap();
+    assert_eq!(
+        live["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.28"
+    );
+    assert!(
+        sb.live_object("cand", "apps", "Deployment", "default", "nope")
+            .is_none()
+    );
+
+    // Both removed from git: the candidate app prunes, web keeps its ConfigMap live.
+    for file in ["candidates/web/web-candidate.yaml", "apps/web/extra.yaml"] {
+        std::fs::remove_file(remote.work.join(file)).unwrap();
+    }
+    let removed = remote.commit_push("candidate gone");
+    let cand = sb.wait_app("cand", T, |a| healthy_at(a, &removed));
+    assert!(cand["status"].get("resources").is_none(), "{cand}");
+    let pruned = &cand["status"]["operationState"]["syncResult"]["resources"][0];
+    assert_eq!(
+        (&pruned["name"], &pruned["status"], &pruned["message"]),
+        (&"web-candidate".into(), &"Pruned".into(), &"pruned".into())
+    );
+    let web = sb.wait_app("web", T, |a| {
+        a["status"]["sync"]["revision"] == removed.as_str()
+    });
+    assert_eq!(web["status"]["sync"]["status"], "OutOfSync");
+    let extra = web["status"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "extra")
+        .cloned()
+        .unwrap();
+    assert_eq!(extra["requiresPruning"], true, "{extra}");
+    // A sync request that asks to prune deletes it.
+    let answer = sb.sync("web", r#"{"prune": true}"#);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let web = sb.wait_app("web", T, |a| healthy_at(a, &removed));
+    assert_eq!(
+        web["status"]["operationState"]["syncResult"]["resources"][0]["status"],
+        "Pruned"
+    );
+
+    sb.proc.sigterm();
+    assert!(sb.proc.wait_exit(Duration::from_secs(10)).success());
+    let output = sb.proc.output();
+    assert!(
+        output.contains(
+            "app web: OutOfSync at {} (auto-sync skipped: only pruning is needed and automated prune is off)"
+                .replace("{}", &removed[..7])
+                .as_str()
+        ),
+        "{output}"
+    );
+}
+
+#[test]
 fn the_hook_time_is_a_duration() {
     let (remote, _) = remote();
     let out = Command::new(BIN)
@@ -372,6 +474,22 @@ fn bad_flags_exit_2_naming_the_flag() {
         (
             &["--app", "web=apps/web", "--stream-subscribe-delay", "soon"],
             "--stream-subscribe-delay",
+        ),
+        (&["--app", "web=apps/web", "--prune", "nope"], "--prune"),
+        (
+            &["--app", "web=apps/web", "--allow-empty", "nope"],
+            "--allow-empty",
+        ),
+        (
+            &[
+                "--app",
+                "web=apps/web",
+                "--manual-sync",
+                "web",
+                "--prune",
+                "web",
+            ],
+            "--prune",
         ),
     ];
     for (extra, flag) in cases {

@@ -280,10 +280,11 @@ fn a_chronically_unhealthy_app_gets_no_commit_reverted() {
 
 /// main is force-pushed back past an armed commit that reached its app: Argo CD deploys the old
 /// revision, the commit is no longer in effect. NOT_REACHED ("withdrawn"), never CONFIRMED,
-/// never reverted.
+/// never reverted. The commit adds an object, so the old revision is deployed only by an app
+/// with automated prune (without it, Argo CD starts no sync when only pruning is needed).
 fn a_commit_withdrawn_by_a_force_push_is_not_reached() {
     let repo = Repo::new();
-    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let sb = sandbox(&repo, &["web=apps/web"], &["--prune", "web"]);
     settled(&sb, &repo, &["web"]);
     let good = repo.remote_tip();
     let wd = watchdog(&repo, &sb.url, &[], &[]);

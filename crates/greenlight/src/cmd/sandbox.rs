@@ -58,6 +58,16 @@ pub struct SandboxArgs {
     /// POST /api/v1/applications/{name}/sync. Repeatable.
     #[arg(long = "manual-sync", value_name = "APP")]
     manual_sync: Vec<String>,
+    /// An app (by name) whose automated sync prunes (spec.syncPolicy.automated.prune: true): a
+    /// resource removed from git is deleted. Without it such a resource stays live, OutOfSync,
+    /// requiresPruning. Repeatable.
+    #[arg(long = "prune", value_name = "APP")]
+    prune: Vec<String>,
+    /// An app (by name) whose automated sync may prune every resource
+    /// (spec.syncPolicy.automated.allowEmpty: true); without it Argo CD refuses such a sync.
+    /// Repeatable.
+    #[arg(long = "allow-empty", value_name = "APP")]
+    allow_empty: Vec<String>,
     /// How long a new application stream waits between its ADDED burst and subscribing to
     /// updates: an update in that gap is never sent on it (Argo CD has the gap, only shorter).
     #[arg(long, value_name = "DURATION", default_value = "0s")]
@@ -121,6 +131,8 @@ fn config_from(args: SandboxArgs) -> anyhow::Result<SandboxConfig> {
     config.repo_error_grace = super::duration_flag("--repo-error-grace", &args.repo_error_grace)?;
     config.retry_backoff = super::positive_duration_flag("--retry-backoff", &args.retry_backoff)?;
     config.manual_sync = args.manual_sync;
+    config.prune = args.prune;
+    config.allow_empty = args.allow_empty;
     config.stream_subscribe_delay =
         super::duration_flag("--stream-subscribe-delay", &args.stream_subscribe_delay)?;
     config.stream_buffer = parse_stream_buffer(&args.stream_buffer)?;
