@@ -70,13 +70,26 @@ fn without_url(e: &reqwest::Error) -> String {
 /// One process, argv as given (no shell): passed on exit 0; its output's last non-empty line
 /// is the evidence. A process still running at `timeout` is killed: undecided.
 pub async fn command_check(argv: &[String], timeout: Duration) -> CheckOutcome {
+    command_check_in(argv, None, timeout).await
+}
+
+/// [`command_check`] run in `dir` (the promotion config's directory), or where greenlight runs.
+pub async fn command_check_in(
+    argv: &[String],
+    dir: Option<&std::path::Path>,
+    timeout: Duration,
+) -> CheckOutcome {
     let Some((program, args)) = argv.split_first() else {
         return CheckOutcome::Undecided {
             evidence: "an empty command".into(),
         };
     };
     let started = Instant::now();
-    let child = tokio::process::Command::new(program)
+    let mut command = tokio::process::Command::new(program);
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let child = command
         .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())

@@ -25,6 +25,8 @@ pub struct PromoteArgs {
 pub enum PromoteAction {
     /// Check a promotion config and print its checks in order, each with its worst-case duration, and the total.
     Plan(PlanArgs),
+    /// Run the gate: the candidate, its judgement, the checks in order, then one promotion commit (or the candidate kept).
+    Run(super::promote_run::RunArgs),
 }
 
 #[derive(Args)]
@@ -35,7 +37,10 @@ pub struct PlanArgs {
 }
 
 pub fn run(a: PromoteArgs) -> Result<ExitCode> {
-    let PromoteAction::Plan(args) = a.action;
+    let args = match a.action {
+        PromoteAction::Plan(args) => args,
+        PromoteAction::Run(args) => return super::promote_run::run(args, false),
+    };
     let file = args.config.display().to_string();
     let promotion = match promote::load(&args.config) {
         Ok(p) => p,
