@@ -58,13 +58,18 @@ checks:
 }
 
 fn run(repo: &Repo, sb: &Sandbox, config: &str, candidate: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["--candidate", candidate, "--candidate-deadline", "30s"];
+    args.extend(extra);
+    promote(repo, sb, "run", config, &args)
+}
+
+/// `greenlight promote <action>` over `repo` and the sandbox, with the kit's test timings.
+fn promote(repo: &Repo, sb: &Sandbox, action: &str, config: &str, extra: &[&str]) -> Output {
     let mut args: Vec<String> = [
         "promote",
-        "run",
+        action,
         "--config",
         config,
-        "--candidate",
-        candidate,
         "--repo",
         &repo.repo(),
         "--argocd-url",
@@ -79,8 +84,6 @@ fn run(repo: &Repo, sb: &Sandbox, config: &str, candidate: &str, extra: &[&str])
         "3s",
         "--unknown-app-grace",
         "3s",
-        "--candidate-deadline",
-        "30s",
     ]
     .map(String::from)
     .into();
@@ -314,6 +317,80 @@ fn a_candidate_given_by_tag_is_refused_without_resolve() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--resolve") && err.contains("latest"), "{err}");
     assert_eq!(repo.remote_tip(), before);
+}
+
+#[test]
+fn the_self_test_passes_when_the_gate_blocks_a_candidate_that_cannot_start_and_never_promotes() {
+    let (repo, sb) = world();
+    let before = repo.remote_tip();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "echo must not run"])]);
+    let o = promote(
+        &repo,
+        &sb,
+        "self-test",
+        &cfg,
+        &["--candidate-deadline", "6s"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("candidate not ready"), "{out}");
+    assert!(out.contains("self-test passed: the gate blocked"), "{out}");
+    assert!(!out.contains("must not run"), "{out}");
+    // The candidate was committed, then removed; the live manifest never changed.
+    let log = repo.bare_git(&["rev-list", &format!("{before}..main")]);
+    assert_eq!(log.lines().count(), 2, "{log}");
+    assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        ["apps/candidates/README.md"]
+    );
+    let first = repo.bare_git(&["log", "-1", "--format=%B", "main^"]);
+    assert!(
+        first.contains("greenlight-self-test-does-not-exist@sha256:0000"),
+        "{first}"
+    );
+}
+
+#[test]
+fn a_self_test_that_the_gate_lets_through_fails() {
+    // With a registry file, only the images it lists exist: listing the self-test's image
+    // makes its candidate healthy, and the gate must then say it let it through (exit 1),
+    // without promoting.
+    let repo = Repo::new();
+    repo.write("apps/web/deploy.yaml", &deployment("web", LIVE))
+        .write("apps/candidates/README.md", "promotion candidates\n")
+        .commit_push("web: pinned");
+    let registry = repo.path("registry.txt");
+    let zeros = "0".repeat(64);
+    std::fs::write(
+        &registry,
+        format!("{LIVE}\nregistry.local/web:greenlight-self-test-does-not-exist@sha256:{zeros}\n"),
+    )
+    .unwrap();
+    let sb = sandbox(
+        &repo,
+        &["web=apps/web", "cands=apps/candidates"],
+        &["--registry", registry.to_str().unwrap()],
+    );
+    settled(&sb, &repo, &["web", "cands"]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let o = promote(
+        &repo,
+        &sb,
+        "self-test",
+        &cfg,
+        &["--candidate-deadline", "20s"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("self-test FAILED"), "{out}");
+    assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        ["apps/candidates/README.md"]
+    );
 }
 
 fn kit_git(dir: &Path, args: &[&str]) -> String {

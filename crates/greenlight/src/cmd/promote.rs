@@ -27,6 +27,8 @@ pub enum PromoteAction {
     Plan(PlanArgs),
     /// Run the gate: the candidate, its judgement, the checks in order, then one promotion commit (or the candidate kept).
     Run(super::promote_run::RunArgs),
+    /// Run the gate on a candidate made to fail (its image does not exist): exit 0 only when the gate blocks it; never promotes.
+    SelfTest(super::promote_run::SelfTestArgs),
 }
 
 #[derive(Args)]
@@ -39,7 +41,8 @@ pub struct PlanArgs {
 pub fn run(a: PromoteArgs) -> Result<ExitCode> {
     let args = match a.action {
         PromoteAction::Plan(args) => args,
-        PromoteAction::Run(args) => return super::promote_run::run(args, false),
+        PromoteAction::Run(args) => return super::promote_run::run(args),
+        PromoteAction::SelfTest(args) => return super::promote_run::self_test(args),
     };
     let file = args.config.display().to_string();
     let promotion = match promote::load(&args.config) {

@@ -38,12 +38,36 @@ use std::time::Duration;
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The promotion config (promote.yaml; docs/promote.md). Its paths are the repository's.
-    #[arg(long, value_name = "FILE")]
-    pub config: PathBuf,
     /// The candidate image: pinned by digest (`registry/app@sha256:…`), or a tag with --resolve.
     #[arg(long, value_name = "IMAGE")]
     pub candidate: String,
+    /// Resolve a candidate (and live image) given by tag to the digest the registry serves.
+    #[arg(long)]
+    pub resolve: bool,
+    /// Talk to registries over plain HTTP (a local registry); with --resolve.
+    #[arg(long = "plain-http", requires = "resolve")]
+    pub plain_http: bool,
+    /// Promote without candidate or check. Needs --reason; said as BYPASSED everywhere.
+    #[arg(long = "bypass-gate", requires = "reason")]
+    pub bypass_gate: bool,
+    /// Why the gate is bypassed (recorded in the commit).
+    #[arg(long, requires = "bypass_gate")]
+    pub reason: Option<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Args)]
+pub struct SelfTestArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Args)]
+pub struct CommonArgs {
+    /// The promotion config (promote.yaml; docs/promote.md). Its paths are the repository's.
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
     /// The deployment repository: a URL, or a bare repository's path.
     #[arg(long)]
     pub repo: String,
@@ -68,18 +92,6 @@ pub struct RunArgs {
     /// Where the run keeps its clone (default: a scratch directory, removed afterwards).
     #[arg(long = "data-dir")]
     pub data_dir: Option<PathBuf>,
-    /// Resolve a candidate (and live image) given by tag to the digest the registry serves.
-    #[arg(long)]
-    pub resolve: bool,
-    /// Talk to registries over plain HTTP (a local registry); with --resolve.
-    #[arg(long = "plain-http", requires = "resolve")]
-    pub plain_http: bool,
-    /// Promote without candidate or check. Needs --reason; said as BYPASSED everywhere.
-    #[arg(long = "bypass-gate", requires = "reason")]
-    pub bypass_gate: bool,
-    /// Why the gate is bypassed (recorded in the commit).
-    #[arg(long, requires = "bypass_gate")]
-    pub reason: Option<String>,
     /// How long the candidate has to reach its Application and become healthy.
     #[arg(long = "candidate-deadline", default_value = "10m")]
     pub candidate_deadline: String,
@@ -106,7 +118,39 @@ fn parse_author(s: &str) -> Result<(String, String)> {
     Ok((name.to_string(), email.to_string()))
 }
 
-pub fn run(a: RunArgs, self_test: bool) -> Result<ExitCode> {
+/// What the run is asked to verify: the candidate given (`run`), or none (`self-test`, which
+/// makes a candidate that must fail).
+struct Given {
+    candidate: String,
+    resolve: bool,
+    plain_http: bool,
+}
+
+pub fn run(a: RunArgs) -> Result<ExitCode> {
+    let bypass = if a.bypass_gate {
+        let reason = a.reason.clone().unwrap_or_default();
+        if reason.trim().is_empty() {
+            return Err(usage("--reason: say why the gate is bypassed"));
+        }
+        Some(reason)
+    } else {
+        None
+    };
+    let given = Given {
+        candidate: a.candidate,
+        resolve: a.resolve,
+        plain_http: a.plain_http,
+    };
+    gate(a.common, Some(given), bypass)
+}
+
+/// `promote self-test`: a candidate that cannot become healthy (its image does not exist), run
+/// through the same gate; it passes only when the gate blocks it, and it never promotes.
+pub fn self_test(a: SelfTestArgs) -> Result<ExitCode> {
+    gate(a.common, None, None)
+}
+
+fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<ExitCode> {
     let file = a.config.display().to_string();
     let promotion = match config::load(&a.config) {
         Ok(p) => p,
@@ -121,15 +165,6 @@ pub fn run(a: RunArgs, self_test: bool) -> Result<ExitCode> {
             );
             return Ok(ExitCode::from(2));
         }
-    };
-    let bypass = if a.bypass_gate {
-        let reason = a.reason.clone().unwrap_or_default();
-        if reason.trim().is_empty() {
-            return Err(usage("--reason: say why the gate is bypassed"));
-        }
-        Some(reason)
-    } else {
-        None
     };
     if bypass.is_none() {
         for c in &promotion.checks {
@@ -196,7 +231,10 @@ pub fn run(a: RunArgs, self_test: bool) -> Result<ExitCode> {
         .unwrap_or(Path::new("."))
         .to_path_buf();
     rt.block_on(async move {
-        let candidate = pin_candidate(&a, &file).await?;
+        let candidate = match &given {
+            Some(g) => Some(pin_candidate(g, &file).await?),
+            None => None,
+        };
         let remote = a.repo.clone();
         let dir = data_dir.join("work");
         let auth = Auth {
@@ -227,14 +265,16 @@ pub fn run(a: RunArgs, self_test: bool) -> Result<ExitCode> {
             made: None,
             http: reqwest::Client::new(),
         };
-        run.go(candidate, bypass, self_test, a.resolve, a.plain_http)
-            .await
+        let (resolve_live, plain_http) = given
+            .as_ref()
+            .map_or((false, false), |g| (g.resolve, g.plain_http));
+        run.go(candidate, bypass, resolve_live, plain_http).await
     })
 }
 
 /// The candidate pinned by digest: as given, or resolved with --resolve; a tag without
 /// --resolve is refused with the guard's words.
-async fn pin_candidate(a: &RunArgs, file: &str) -> Result<ImageRef> {
+async fn pin_candidate(a: &Given, file: &str) -> Result<ImageRef> {
     let image = ImageRef::parse(&a.candidate)
         .map_err(|e| usage(format!("--candidate {:?}: {e}", a.candidate)))?;
     if image.digest().is_some() {
@@ -292,9 +332,8 @@ struct RunCtx {
 impl RunCtx {
     async fn go(
         mut self,
-        candidate: ImageRef,
+        candidate: Option<ImageRef>,
         bypass: Option<String>,
-        self_test: bool,
         resolve_live: bool,
         plain_http: bool,
     ) -> Result<ExitCode> {
@@ -315,6 +354,11 @@ impl RunCtx {
             Some(r) if r.digest().is_some() => r.digest().map(str::to_string),
             Some(r) if resolve_live => Some(resolve(r, plain_http).await?),
             _ => None,
+        };
+        let self_test = candidate.is_none();
+        let candidate = match candidate {
+            Some(c) => c,
+            None => self_test_candidate(&live_image)?,
         };
         let live_tag_is_mutable = live_ref
             .as_ref()
@@ -696,6 +740,22 @@ impl RunCtx {
         })
     }
 }
+
+/// The self-test's candidate: the live image's name with a tag saying what it is and a digest
+/// no registry serves (all zeros), so that its pods never start.
+fn self_test_candidate(live_image: &str) -> Result<ImageRef> {
+    let live = ImageRef::parse(live_image)
+        .map_err(|e| usage(format!("the live image {live_image:?} does not parse: {e}")))?;
+    let made = format!(
+        "{}:{SELF_TEST_TAG}@sha256:{}",
+        live.written_name(),
+        "0".repeat(64)
+    );
+    ImageRef::parse(&made).map_err(|e| anyhow!("the self-test image {made:?}: {e}"))
+}
+
+/// The tag of the self-test's candidate image.
+pub const SELF_TEST_TAG: &str = "greenlight-self-test-does-not-exist";
 
 /// The annotation of a kept candidate: when it may be removed (RFC 3339).
 pub const KEPT_UNTIL: &str = "greenlight.dev/kept-until";
