@@ -46,7 +46,7 @@ pub struct FlatWatch {
     pub warned_auto_sync_off: bool,
     pub reported_sync_failure: bool,
     pub seen: Seen,
-    /// Absent from records written before it was kept: [`Before::NotRecorded`].
+    /// Absent from records written before it was kept: [`Before::NotRecorded`](super::Before::NotRecorded).
     #[serde(default, skip_serializing_if = "Baseline::is_not_recorded")]
     pub baseline: Baseline,
     /// The streak under way at the deadline paused here (`docs/verdicts.md#transient`).
