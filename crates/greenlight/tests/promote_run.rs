@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 const LIVE: &str =
     "registry.local/web@sha256:1111111111111111111111111111111111111111111111111111111111111111";
@@ -391,6 +392,55 @@ fn a_self_test_that_the_gate_lets_through_fails() {
         files_under(&repo, "apps/candidates"),
         ["apps/candidates/README.md"]
     );
+}
+
+#[test]
+fn a_prometheus_check_blocks_a_candidate_with_errors_and_passes_one_without() {
+    use greenlight_testkit::{Exporter, Prometheus};
+    let exporter = Exporter::start();
+    exporter.set("candidate_errors", &[("service", "web-candidate")], 5.0);
+    let prom = Prometheus::start(&exporter);
+    let query = "candidate_errors{service=\"web-candidate\"}";
+    prom.wait_for_value(query, |v| v == [5.0], Duration::from_secs(30));
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let mut text_cfg = std::fs::read_to_string(&cfg).unwrap();
+    let errors = format!(
+        "  - name: errors
+    prometheus:
+      address: {}
+      query: candidate_errors{{service=\"{{{{candidate.service}}}}\"}}
+      count: 2
+      interval: 300ms
+      successCondition: result[0] < 1
+promotion:",
+        prom.url()
+    );
+    text_cfg = text_cfg.replace("promotion:", &errors);
+    std::fs::write(&cfg, text_cfg).unwrap();
+
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains(
+            "check 2 errors (prometheus) failed, promotion blocked: Failed: errors Failed"
+        ),
+        "{out}"
+    );
+    assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
+
+    exporter.set("candidate_errors", &[("service", "web-candidate")], 0.0);
+    prom.wait_for_value(query, |v| v == [0.0], Duration::from_secs(30));
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("check 2 errors (prometheus) passed: Successful: errors Successful (2 measured: 2 successful"),
+        "{out}"
+    );
+    assert_eq!(live_manifest(&repo), deployment("web", NEW).trim_end());
 }
 
 fn kit_git(dir: &Path, args: &[&str]) -> String {

@@ -168,11 +168,12 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
     };
     if bypass.is_none() {
         for c in &promotion.checks {
-            if let CheckKind::Analysis(_) = c.kind {
+            if let CheckKind::Analysis(an) = &c.kind
+                && let Some(m) = an.metrics.iter().find(|m| m.prometheus.insecure)
+            {
                 return Err(usage(format!(
-                    "{file}: check `{}` ({}): running prometheus and analysisTemplate checks is not built yet; `promote plan` reads them, `promote run` runs http and command checks only",
-                    c.name,
-                    c.kind.word()
+                    "{file}: check `{}`, metric `{}`: `insecure: true` (skipping TLS verification) is not built yet for running checks; `promote plan` reads it",
+                    c.name, m.name
                 )));
             }
         }
@@ -651,10 +652,9 @@ impl RunCtx {
                 )
                 .await
             }
-            // Refused before the run started.
-            CheckKind::Analysis(_) => CheckOutcome::Undecided {
-                evidence: "analysis checks are not built yet".into(),
-            },
+            CheckKind::Analysis(a) => {
+                greenlight::checks::analysis_check(a, values, &SystemClock).await
+            }
         }
     }
 
