@@ -6,6 +6,7 @@
 //! error, each problem on its own line naming the file, line, column and field.
 //!
 //! Must never: touch git, Argo CD or the cluster (`plan` reads the config's files only).
+//! `promote run` and `promote self-test` live in `promote_run.rs`.
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
