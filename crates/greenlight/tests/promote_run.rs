@@ -142,6 +142,12 @@ fn a_candidate_that_is_confirmed_and_passes_its_check_is_promoted_in_one_commit(
     // Two commits: the candidate, then the promotion.
     let log = repo.bare_git(&["rev-list", &format!("{before}..main")]);
     assert_eq!(log.lines().count(), 2, "{log}");
+    // The candidate commit took the run's lock with the candidate; the promotion removed both.
+    let locked = repo.bare_git(&["show", "main^:apps/candidates/web-candidate.lock"]);
+    assert!(
+        locked.contains(&format!("candidate: {NEW}")) && locked.contains("expires: "),
+        "{locked}"
+    );
     let candidate_msg = repo.bare_git(&["log", "-1", "--format=%B", "main^"]);
     assert!(
         candidate_msg.contains("Nav-Watchdog: app=cands deadline=30s mode=shadow"),
@@ -197,6 +203,14 @@ fn a_failing_check_blocks_the_promotion_and_keeps_the_candidate() {
         "{out}"
     );
     assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        [
+            "apps/candidates/README.md",
+            "apps/candidates/web-candidate.yaml"
+        ],
+        "the candidate kept, the lock released"
+    );
     let kept = repo.bare_git(&["show", "main:apps/candidates/web-candidate.yaml"]);
     assert!(
         kept.contains(NEW) && kept.contains("greenlight.dev/kept-until"),
@@ -439,6 +453,52 @@ promotion:",
     assert!(
         out.contains("check 2 errors (prometheus) passed: Successful: errors Successful (2 measured: 2 successful"),
         "{out}"
+    );
+    assert_eq!(live_manifest(&repo), deployment("web", NEW).trim_end());
+}
+
+#[test]
+fn a_run_while_another_holds_the_lock_is_refused_and_an_expired_lock_is_taken_over() {
+    let (repo, sb) = world();
+    let lock = |expires: &str| {
+        format!(
+            "holder: release-bot\ncandidate: {NEW}\nstarted: 2026-01-01T00:00:00Z\nexpires: {expires}\n"
+        )
+    };
+    repo.write(
+        "apps/candidates/web-candidate.lock",
+        &lock("2999-01-01T00:00:00Z"),
+    )
+    .commit_push("another run's lock");
+    let held = repo.remote_tip();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("another promotion run holds the lock apps/candidates/web-candidate.lock (held by release-bot")
+            && err.contains("expires at 2999-01-01T00:00:00Z")
+            && err.contains("nothing was committed"),
+        "{err}"
+    );
+    assert_eq!(repo.remote_tip(), held, "nothing committed");
+
+    repo.write(
+        "apps/candidates/web-candidate.lock",
+        &lock("2000-01-01T00:00:00Z"),
+    )
+    .commit_push("a lock long expired");
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("expired at 2000-01-01T00:00:00Z: taken over"),
+        "{out}"
+    );
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        ["apps/candidates/README.md"]
     );
     assert_eq!(live_manifest(&repo), deployment("web", NEW).trim_end());
 }

@@ -27,6 +27,7 @@ use greenlight_core::image::{ImageRef, TagPolicy};
 use greenlight_core::promote::template::CandidateValues;
 use greenlight_core::promote::{CheckKind, Promotion};
 use greenlight_core::repo_url::RepoUrl;
+use greenlight_core::time::Timestamp;
 use greenlight_core::watch::State;
 use greenlight_git::{Auth, ChangeOutcome, ChangeRequest, FileChange, Repo};
 use serde_json::{Value, json};
@@ -251,6 +252,16 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
         let base = repo.fetch(&branch)?;
         let mut judge = judge;
         judge.branch = Some(branch.clone());
+        let lock_path = format!(
+            "{}/{}-candidate.lock",
+            promotion.candidate.path.trim_end_matches('/'),
+            promotion.live.workload.name
+        );
+        let lock_ttl_ms = candidate_deadline.as_millis() as i64
+            + judge.unknown_app_grace_ms
+            + 2 * judge.stale_after_ms
+            + greenlight_core::promote::plan::plan(&promotion).total_ms
+            + 600_000;
         let run = RunCtx {
             promotion,
             repo,
@@ -265,6 +276,9 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
             live_text: String::new(),
             made: None,
             http: reqwest::Client::new(),
+            lock_path,
+            lock_held: false,
+            lock_ttl_ms,
         };
         let (resolve_live, plain_http) = given
             .as_ref()
@@ -328,6 +342,13 @@ struct RunCtx {
     /// The candidate's file in the repository and its values, once made.
     made: Option<(String, CandidateValues, Vec<Value>)>,
     http: reqwest::Client,
+    /// The run's lock in git: `<candidate.path>/<workload>-candidate.lock`, written with the
+    /// candidate and removed by the commit that settles the run.
+    lock_path: String,
+    lock_held: bool,
+    /// How long the lock is good for: the candidate's judgement and every check's worst case,
+    /// with a margin; a lock past its expiry is taken over.
+    lock_ttl_ms: i64,
 }
 
 impl RunCtx {
@@ -387,7 +408,27 @@ impl RunCtx {
             bypass,
             self_test,
         };
-        let (mut gate, first) = Gate::start(plan, start);
+        let (gate, first) = Gate::start(plan, start);
+        let ran = self.drive(gate, first, &candidate).await;
+        if ran.is_err() && self.lock_held {
+            // The run failed after taking the lock: give it back rather than leave it to expire.
+            if let Err(e) = self.release_lock_after_error() {
+                errln!(
+                    "warning: the promotion lock {} was not released: {e:#}",
+                    self.lock_path
+                );
+            }
+        }
+        ran
+    }
+
+    /// Execute the machine's effects, reporting each result back, until it is done.
+    async fn drive(
+        &mut self,
+        mut gate: Gate,
+        first: Vec<Effect>,
+        candidate: &ImageRef,
+    ) -> Result<ExitCode> {
         let mut effects: VecDeque<Effect> = first.into();
         let mut outcome: Option<Outcome> = None;
         while let Some(effect) = effects.pop_front() {
@@ -543,16 +584,61 @@ impl RunCtx {
         docs.extend(c.service);
         let content = render_docs(&docs);
         self.made = Some((path.clone(), values, docs));
-        let outcome = self.push(
-            vec![FileChange::Write {
-                path,
-                content: content.into_bytes(),
-            }],
+        let now = SystemClock.now();
+        if let Some(held) = self.repo.read_file(&self.base, &self.lock_path)? {
+            let held = String::from_utf8_lossy(&held).into_owned();
+            let expires = lock_field(&held, "expires").and_then(Timestamp::parse_rfc3339);
+            match expires {
+                Some(at) if at <= now => outln!(
+                    "the promotion lock {} expired at {}: taken over",
+                    self.lock_path,
+                    at.rfc3339()
+                ),
+                _ => return Err(lock_held_error(&self.lock_path, &held)),
+            }
+        }
+        let lock = format!(
+            "# greenlight promote: one run at a time for {workload}; removed when the run ends\nholder: {holder}\ncandidate: {image}\nstarted: {started}\nexpires: {expires}\n",
+            workload = p.live.workload.name,
+            holder = self.author_name,
+            started = now.rfc3339(),
+            expires = now.plus_ms(self.lock_ttl_ms).rfc3339(),
+        );
+        let mut guard = self.guard();
+        if let Some((_, paths)) = &mut guard {
+            paths.push(self.lock_path.clone());
+        }
+        let outcome = self.repo.commit_and_push(&ChangeRequest {
+            branch: self.branch.clone(),
+            changes: vec![
+                FileChange::Write {
+                    path,
+                    content: content.into_bytes(),
+                },
+                FileChange::Write {
+                    path: self.lock_path.clone(),
+                    content: lock.into_bytes(),
+                },
+            ],
             message,
-            true,
-        )?;
+            author_name: self.author_name.clone(),
+            author_email: self.author_email.clone(),
+            max_attempts: 5,
+            unchanged_since: guard,
+        })?;
+        if matches!(outcome, ChangeOutcome::Pushed { .. }) {
+            self.lock_held = true;
+        }
         Ok(match outcome {
             ChangeOutcome::Pushed { commit, .. } => Input::CandidateCommitted { commit },
+            ChangeOutcome::Guarded { path, tip, .. } if path == self.lock_path => {
+                let held = self
+                    .repo
+                    .read_file(&tip, &self.lock_path)?
+                    .map(|t| String::from_utf8_lossy(&t).into_owned())
+                    .unwrap_or_default();
+                return Err(lock_held_error(&self.lock_path, &held));
+            }
             ChangeOutcome::Guarded { tip, .. } => Input::LiveManifestChanged { commit: tip },
             ChangeOutcome::Unchanged { tip } => Input::CandidateCommitted { commit: tip },
         })
@@ -680,6 +766,11 @@ impl RunCtx {
         if let Some((path, ..)) = &self.made {
             changes.push(FileChange::Remove { path: path.clone() });
         }
+        if self.lock_held {
+            changes.push(FileChange::Remove {
+                path: self.lock_path.clone(),
+            });
+        }
         let outcome = self.push(changes, message(subject, "", trailers), true)?;
         Ok(match outcome {
             ChangeOutcome::Pushed { commit, .. } => Input::PromotionCommitted { commit },
@@ -704,10 +795,15 @@ impl RunCtx {
             until.rfc3339()
         );
         let outcome = self.push(
-            vec![FileChange::Write {
-                path: path.clone(),
-                content: render_docs(&docs).into_bytes(),
-            }],
+            vec![
+                FileChange::Write {
+                    path: path.clone(),
+                    content: render_docs(&docs).into_bytes(),
+                },
+                FileChange::Remove {
+                    path: self.lock_path.clone(),
+                },
+            ],
             message(&subject, "", trailers),
             false,
         )?;
@@ -728,7 +824,12 @@ impl RunCtx {
             self.promotion.live.app
         );
         let outcome = self.push(
-            vec![FileChange::Remove { path: path.clone() }],
+            vec![
+                FileChange::Remove { path: path.clone() },
+                FileChange::Remove {
+                    path: self.lock_path.clone(),
+                },
+            ],
             message(&subject, "", &[]),
             false,
         )?;
@@ -739,6 +840,42 @@ impl RunCtx {
             },
         })
     }
+}
+
+impl RunCtx {
+    /// After an error: remove the lock (the candidate stays, as a blocked one would).
+    fn release_lock_after_error(&self) -> Result<()> {
+        let subject = format!(
+            "release the promotion lock of {} after an error",
+            self.promotion.live.app
+        );
+        self.push(
+            vec![FileChange::Remove {
+                path: self.lock_path.clone(),
+            }],
+            message(&subject, "", &[]),
+            false,
+        )?;
+        Ok(())
+    }
+}
+
+/// A `key: value` line of a lock file.
+fn lock_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .map(str::trim)
+}
+
+fn lock_held_error(path: &str, held: &str) -> anyhow::Error {
+    let field = |k| lock_field(held, k).unwrap_or("?");
+    anyhow!(
+        "another promotion run holds the lock {path} (held by {}, candidate {}, since {}; it expires at {}): nothing was committed; wait for it, or remove the file from git if that run is gone",
+        field("holder"),
+        field("candidate"),
+        field("started"),
+        field("expires")
+    )
 }
 
 /// The self-test's candidate: the live image's name with a tag saying what it is and a digest
