@@ -26,6 +26,13 @@ pub struct CandidateSpec {
     pub image: String,
     /// The candidate's replicas.
     pub replicas: u32,
+    /// The candidate Service's name, when not `<name>-candidate`.
+    pub service: Option<String>,
+    /// The candidate's namespace, when not the live workload's.
+    pub namespace: Option<String>,
+    /// The candidate Service's port (to the first container port; to itself when the container
+    /// declares none), when not the first container port.
+    pub port: Option<u16>,
 }
 
 /// The generated manifests, and what checks may template with (`{{candidate.*}}`).
@@ -124,10 +131,14 @@ pub fn make_candidate(
     };
     let mut workload = live.clone();
     let name = format!("{}{SUFFIX}", spec.name);
-    let namespace = live["metadata"]["namespace"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
+    let namespace = match &spec.namespace {
+        Some(ns) => ns.clone(),
+        None => live["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+    };
+    let service_name = spec.service.clone().unwrap_or_else(|| name.clone());
 
     // metadata: the candidate's own name, what greenlight made it from; nothing the server set.
     let metadata = workload
@@ -146,6 +157,9 @@ pub fn make_candidate(
         metadata.remove(server_set);
     }
     metadata.insert("name".into(), json!(name));
+    if !namespace.is_empty() {
+        metadata.insert("namespace".into(), json!(namespace));
+    }
     relabel(metadata, "labels");
     object_at(metadata, "labels").insert(ROLE_LABEL.into(), json!("candidate"));
     let annotations = object_at(metadata, "annotations");
@@ -200,7 +214,7 @@ pub fn make_candidate(
     relabel(template_meta, "labels");
     let pod_labels = template_meta.get("labels").cloned().unwrap_or(json!({}));
     if spec.kind == "StatefulSet" {
-        spec_obj.insert("serviceName".into(), json!(name));
+        spec_obj.insert("serviceName".into(), json!(service_name));
     }
 
     let containers = workload
@@ -227,7 +241,7 @@ pub fn make_candidate(
     container["image"] = json!(spec.image);
     let ports: Vec<Value> = container["ports"].as_array().cloned().unwrap_or_default();
 
-    let service_ports: Vec<Value> = ports
+    let mut service_ports: Vec<Value> = ports
         .iter()
         .filter_map(|p| {
             let number = p["containerPort"].as_u64()?;
@@ -241,13 +255,18 @@ pub fn make_candidate(
             Some(port)
         })
         .collect();
+    match (spec.port, service_ports.first_mut()) {
+        (Some(p), Some(first)) => first["port"] = json!(p),
+        (Some(p), None) => service_ports.push(json!({"port": p, "targetPort": p})),
+        (None, _) => {}
+    }
     let port = service_ports
         .first()
         .and_then(|p| p["port"].as_u64())
         .and_then(|p| u16::try_from(p).ok());
     let service = (!service_ports.is_empty()).then(|| {
         let mut meta = json!({
-            "name": name,
+            "name": service_name,
             "labels": {ROLE_LABEL: "candidate"},
             "annotations": {CANDIDATE_OF: format!("{}/{}", spec.kind, spec.name)},
         });
@@ -266,7 +285,7 @@ pub fn make_candidate(
     });
     Ok(Candidate {
         workload,
-        service_name: service.as_ref().map(|_| name.clone()),
+        service_name: service.as_ref().map(|_| service_name.clone()),
         service,
         name,
         namespace,
@@ -361,6 +380,9 @@ mod tests {
             container: "server".into(),
             image: "registry.local/llm@sha256:abc".into(),
             replicas: 1,
+            service: None,
+            namespace: None,
+            port: None,
         }
     }
 
@@ -455,6 +477,50 @@ mod tests {
             .remove("ports");
         let c = make_candidate(&[live], &spec("Deployment")).unwrap();
         assert!(c.service.is_none() && c.port.is_none() && c.service_name.is_none());
+    }
+
+    #[test]
+    fn the_configured_service_namespace_and_port_override_the_derived_ones() {
+        let live = live_deployment();
+        let c = make_candidate(
+            std::slice::from_ref(&live),
+            &CandidateSpec {
+                service: Some("llm-try".into()),
+                namespace: Some("staging".into()),
+                port: Some(9000),
+                ..spec("Deployment")
+            },
+        )
+        .unwrap();
+        let svc = c.service.as_ref().unwrap();
+        assert_eq!(svc["metadata"]["name"], "llm-try");
+        assert_eq!(svc["metadata"]["namespace"], "staging");
+        assert_eq!(c.workload["metadata"]["namespace"], "staging");
+        assert_eq!(c.workload["metadata"]["name"], "llm-candidate");
+        assert_eq!(svc["spec"]["ports"][0]["port"], 9000);
+        assert_eq!(
+            svc["spec"]["ports"][0]["targetPort"],
+            live["spec"]["template"]["spec"]["containers"][1]["ports"][0]["containerPort"]
+        );
+        assert_eq!(
+            (c.service_name.as_deref(), c.namespace.as_str(), c.port),
+            (Some("llm-try"), "staging", Some(9000))
+        );
+        // A container without ports still gets a Service on the configured port.
+        let mut bare = live.clone();
+        bare["spec"]["template"]["spec"]["containers"][1]
+            .as_object_mut()
+            .unwrap()
+            .remove("ports");
+        let c = make_candidate(
+            &[bare],
+            &CandidateSpec {
+                port: Some(8080),
+                ..spec("Deployment")
+            },
+        )
+        .unwrap();
+        assert_eq!(c.service.unwrap()["spec"]["ports"][0]["targetPort"], 8080);
     }
 
     #[test]

@@ -70,13 +70,26 @@ fn without_url(e: &reqwest::Error) -> String {
 /// One process, argv as given (no shell): passed on exit 0; its output's last non-empty line
 /// is the evidence. A process still running at `timeout` is killed: undecided.
 pub async fn command_check(argv: &[String], timeout: Duration) -> CheckOutcome {
+    command_check_in(argv, None, timeout).await
+}
+
+/// [`command_check`] run in `dir` (the promotion config's directory), or where greenlight runs.
+pub async fn command_check_in(
+    argv: &[String],
+    dir: Option<&std::path::Path>,
+    timeout: Duration,
+) -> CheckOutcome {
     let Some((program, args)) = argv.split_first() else {
         return CheckOutcome::Undecided {
             evidence: "an empty command".into(),
         };
     };
     let started = Instant::now();
-    let child = tokio::process::Command::new(program)
+    let mut command = tokio::process::Command::new(program);
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let child = command
         .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -129,6 +142,103 @@ pub async fn command_check(argv: &[String], timeout: Duration) -> CheckOutcome {
         None => CheckOutcome::Failed {
             evidence: format!("{program} was killed by a signal{last}"),
         },
+    }
+}
+
+/// One `prometheus` or `analysisTemplate` check: its metrics measured together by the analysis
+/// engine (`greenlight_core::analysis`, Argo Rollouts' semantics), each query sent to its
+/// Prometheus when the engine says it is due. Successful passes; Failed fails; Error and
+/// Inconclusive are undecided, never a pass. The queries, addresses and header values come
+/// rendered with the candidate's values.
+pub async fn analysis_check(
+    analysis: &greenlight_core::promote::Analysis,
+    values: &greenlight_core::promote::template::CandidateValues,
+    clock: &dyn crate::clock::Clock,
+) -> CheckOutcome {
+    use greenlight_core::analysis::{Phase, ProviderValue, Run, RunSpec};
+    use greenlight_prometheus::{ClientOptions, PrometheusClient, ResultValue, Secret};
+    let spec = RunSpec {
+        metrics: analysis.metrics.iter().map(|m| m.analysis_spec()).collect(),
+        dry_run: Vec::new(),
+    };
+    let validated = match spec.validate() {
+        Ok(v) => v,
+        Err(e) => {
+            return CheckOutcome::Undecided {
+                evidence: format!("the analysis is not valid: {e}"),
+            };
+        }
+    };
+    let mut queries = std::collections::HashMap::new();
+    for m in &analysis.metrics {
+        let q = &m.prometheus;
+        let options = ClientOptions {
+            timeout: Duration::from_millis(q.timeout_ms.max(1) as u64),
+            headers: q
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), Secret::new(v.render(values))))
+                .collect(),
+            ..ClientOptions::default()
+        };
+        match PrometheusClient::new(&q.address.render(values), options) {
+            Ok(client) => {
+                queries.insert(m.name.clone(), (client, q.query.render(values)));
+            }
+            Err(e) => {
+                return CheckOutcome::Undecided {
+                    evidence: format!("metric `{}`: {e}", m.name),
+                };
+            }
+        }
+    }
+    let mut run = Run::start(validated, clock.now());
+    while !run.is_terminated() {
+        let Some(due) = run.next_due() else { break };
+        tokio::time::sleep(clock.until(due)).await;
+        let now = clock.now();
+        let names: Vec<String> = run.due(now).into_iter().map(str::to_string).collect();
+        let mut answers = Vec::with_capacity(names.len());
+        for name in &names {
+            let (client, query) = &queries[name];
+            let value = match client.query(query, None).await {
+                Ok(r) => match r.value {
+                    ResultValue::Scalar(v) => ProviderValue::Scalar(v),
+                    ResultValue::List(vs) => ProviderValue::Vector(vs),
+                },
+                Err(e) => ProviderValue::Error(e.to_string()),
+            };
+            answers.push((name.as_str(), value));
+        }
+        if run.observe_all(&answers, clock.now()).is_err() {
+            break;
+        }
+    }
+    let figures: Vec<String> = run
+        .results()
+        .iter()
+        .map(|r| {
+            let c = r.counts();
+            format!(
+                "{} {} ({} measured: {} successful, {} failed, {} inconclusive, {} error)",
+                r.name(),
+                r.phase().as_str(),
+                c.count,
+                c.successful,
+                c.failed,
+                c.inconclusive,
+                c.error
+            )
+        })
+        .collect();
+    let mut evidence = format!("{}: {}", run.phase().as_str(), figures.join("; "));
+    if let Some(why) = run.message() {
+        evidence.push_str(&format!(" — {why}"));
+    }
+    match run.phase() {
+        Phase::Successful => CheckOutcome::Passed { evidence },
+        Phase::Failed => CheckOutcome::Failed { evidence },
+        _ => CheckOutcome::Undecided { evidence },
     }
 }
 

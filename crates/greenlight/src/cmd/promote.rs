@@ -6,6 +6,7 @@
 //! error, each problem on its own line naming the file, line, column and field.
 //!
 //! Must never: touch git, Argo CD or the cluster (`plan` reads the config's files only).
+//! `promote run` and `promote self-test` live in `promote_run.rs`.
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -25,6 +26,10 @@ pub struct PromoteArgs {
 pub enum PromoteAction {
     /// Check a promotion config and print its checks in order, each with its worst-case duration, and the total.
     Plan(PlanArgs),
+    /// Run the gate: the candidate, its judgement, the checks in order, then one promotion commit (or the candidate kept).
+    Run(super::promote_run::RunArgs),
+    /// Run the gate on a candidate made to fail (its image does not exist): exit 0 only when the gate blocks it; never promotes.
+    SelfTest(super::promote_run::SelfTestArgs),
 }
 
 #[derive(Args)]
@@ -35,7 +40,11 @@ pub struct PlanArgs {
 }
 
 pub fn run(a: PromoteArgs) -> Result<ExitCode> {
-    let PromoteAction::Plan(args) = a.action;
+    let args = match a.action {
+        PromoteAction::Plan(args) => args,
+        PromoteAction::Run(args) => return super::promote_run::run(args),
+        PromoteAction::SelfTest(args) => return super::promote_run::self_test(args),
+    };
     let file = args.config.display().to_string();
     let promotion = match promote::load(&args.config) {
         Ok(p) => p,

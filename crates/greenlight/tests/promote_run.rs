@@ -1,0 +1,508 @@
+//! End to end: `greenlight promote run` as a user runs it, against the sandbox (two automated
+//! apps: the live one and the candidates') over a real bare remote. The candidate is judged by
+//! the watchdog's own runtime; checks are `command` checks, which need no network.
+
+#[macro_use]
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+const LIVE: &str =
+    "registry.local/web@sha256:1111111111111111111111111111111111111111111111111111111111111111";
+const NEW: &str =
+    "registry.local/web@sha256:2222222222222222222222222222222222222222222222222222222222222222";
+
+/// A remote whose `main` holds the live app (`apps/web`, pinned to [`LIVE`]) and the
+/// candidates' directory, the sandbox deploying both, settled.
+fn world() -> (Repo, Sandbox) {
+    let repo = Repo::new();
+    repo.write("apps/web/deploy.yaml", &deployment("web", LIVE))
+        .write("apps/candidates/README.md", "promotion candidates\n")
+        .commit_push("web: pinned");
+    let sb = sandbox(&repo, &["web=apps/web", "cands=apps/candidates"], &[]);
+    settled(&sb, &repo, &["web", "cands"]);
+    (repo, sb)
+}
+
+/// A promotion config for `apps/web` whose checks are these `command` argvs.
+fn config(dir: &Path, checks: &[(&str, &[&str])]) -> String {
+    let mut text = String::from(
+        "apiVersion: greenlight.dev/v1alpha1
+kind: Promotion
+live:
+  app: web
+  manifest: apps/web/deploy.yaml
+  workload: {kind: Deployment, name: web, namespace: apps, container: main}
+candidate:
+  app: cands
+  path: apps/candidates
+  port: 8080
+checks:
+",
+    );
+    for (name, argv) in checks {
+        let argv: Vec<String> = argv
+            .iter()
+            .map(|a| serde_json::to_string(a).unwrap())
+            .collect();
+        text.push_str(&format!(
+            "  - name: {name}\n    command:\n      argv: [{}]\n      timeout: 30s\n",
+            argv.join(", ")
+        ));
+    }
+    text.push_str("promotion:\n  watch: {mode: shadow, deadline: 60s}\n");
+    let file = dir.join("promote.yaml");
+    std::fs::write(&file, text).unwrap();
+    file.to_string_lossy().into_owned()
+}
+
+fn run(repo: &Repo, sb: &Sandbox, config: &str, candidate: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["--candidate", candidate, "--candidate-deadline", "30s"];
+    args.extend(extra);
+    promote(repo, sb, "run", config, &args)
+}
+
+/// `greenlight promote <action>` over `repo` and the sandbox, with the kit's test timings.
+fn promote(repo: &Repo, sb: &Sandbox, action: &str, config: &str, extra: &[&str]) -> Output {
+    let mut args: Vec<String> = [
+        "promote",
+        action,
+        "--config",
+        config,
+        "--repo",
+        &repo.repo(),
+        "--argocd-url",
+        &sb.url,
+        "--git-author",
+        "greenlight-bot <bot@greenlight.test>",
+        "--stable-for",
+        "2s",
+        "--fetch-interval",
+        "200ms",
+        "--stale-after",
+        "3s",
+        "--unknown-app-grace",
+        "3s",
+    ]
+    .map(String::from)
+    .into();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    Command::new(BIN)
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run greenlight")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn live_manifest(repo: &Repo) -> String {
+    repo.bare_git(&["show", "main:apps/web/deploy.yaml"])
+}
+
+fn files_under(repo: &Repo, dir: &str) -> Vec<String> {
+    repo.bare_git(&["ls-tree", "-r", "--name-only", "main", dir])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_candidate_that_is_confirmed_and_passes_its_check_is_promoted_in_one_commit() {
+    let (repo, sb) = world();
+    let before = repo.remote_tip();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        dir.path(),
+        &[(
+            "smoke",
+            &["sh", "-c", "echo smoke ok for {{candidate.image}}"],
+        )],
+    );
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    for needle in [
+        "promotion of",
+        "candidate committed in",
+        "candidate ready",
+        "check 1 smoke (command) passed",
+        &format!("smoke ok for {NEW}"),
+        "promoted",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+    // Two commits: the candidate, then the promotion.
+    let log = repo.bare_git(&["rev-list", &format!("{before}..main")]);
+    assert_eq!(log.lines().count(), 2, "{log}");
+    // The candidate commit took the run's lock with the candidate; the promotion removed both.
+    let locked = repo.bare_git(&["show", "main^:apps/candidates/web-candidate.lock"]);
+    assert!(
+        locked.contains(&format!("candidate: {NEW}")) && locked.contains("expires: "),
+        "{locked}"
+    );
+    let candidate_msg = repo.bare_git(&["log", "-1", "--format=%B", "main^"]);
+    assert!(
+        candidate_msg.contains("Nav-Watchdog: app=cands deadline=30s mode=shadow"),
+        "{candidate_msg}"
+    );
+    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        msg.starts_with(&format!("promote web: {NEW} (gate passed)")),
+        "{msg}"
+    );
+    for needle in [
+        "Greenlight-Gate: passed: candidate ready, 1 check(s) in order",
+        &format!("Greenlight-Candidate: {NEW}"),
+        "Greenlight-Check: 1 smoke (command) passed: sh exited 0",
+        "Nav-Watchdog: app=web deadline=60s mode=shadow expect=Healthy",
+    ] {
+        assert!(msg.contains(needle), "missing {needle:?} in:\n{msg}");
+    }
+    // The live manifest's image line alone changed, and the candidate is gone.
+    assert_eq!(
+        live_manifest(&repo),
+        deployment("web", NEW).trim_end(),
+        "the image line alone changes"
+    );
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        ["apps/candidates/README.md"]
+    );
+}
+
+#[test]
+fn a_failing_check_blocks_the_promotion_and_keeps_the_candidate() {
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        dir.path(),
+        &[
+            ("smoke", &["sh", "-c", "echo broken >&2; exit 1"]),
+            ("never", &["sh", "-c", "echo must not run; exit 0"]),
+        ],
+    );
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("check 1 smoke (command) failed, promotion blocked: sh exited 1"),
+        "{out}"
+    );
+    assert!(out.contains("broken"), "{out}");
+    assert!(out.contains("candidate kept"), "{out}");
+    assert!(
+        !out.contains("must not run") && !out.contains("check 2"),
+        "{out}"
+    );
+    assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        [
+            "apps/candidates/README.md",
+            "apps/candidates/web-candidate.yaml"
+        ],
+        "the candidate kept, the lock released"
+    );
+    let kept = repo.bare_git(&["show", "main:apps/candidates/web-candidate.yaml"]);
+    assert!(
+        kept.contains(NEW) && kept.contains("greenlight.dev/kept-until"),
+        "{kept}"
+    );
+    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        msg.contains("Greenlight-Gate: blocked, candidate kept:") && msg.contains(NEW),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_candidate_equal_to_live_is_a_no_op() {
+    let (repo, sb) = world();
+    let before = repo.remote_tip();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let o = run(&repo, &sb, &cfg, LIVE, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        out.starts_with("no-op: the candidate is already live"),
+        "{out}"
+    );
+    assert_eq!(repo.remote_tip(), before, "no commit");
+}
+
+#[test]
+fn a_bypass_promotes_without_candidate_or_check_and_never_says_passed() {
+    let (repo, sb) = world();
+    let before = repo.remote_tip();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "echo ran; exit 0"])]);
+    let o = run(
+        &repo,
+        &sb,
+        &cfg,
+        NEW,
+        &["--bypass-gate", "--reason", "incident 42: hotfix"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("GATE BYPASSED"), "{out}");
+    assert!(out.contains("BYPASSED, NO CHECK RAN"), "{out}");
+    let said = format!("{out}{err}");
+    assert!(
+        !said
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|w| w.eq_ignore_ascii_case("passed") || w.eq_ignore_ascii_case("verified")),
+        "a bypass never says passed:\n{said}"
+    );
+    assert!(!out.contains("ran"), "no check runs: {out}");
+    let log = repo.bare_git(&["rev-list", &format!("{before}..main")]);
+    assert_eq!(log.lines().count(), 1, "one commit, no candidate: {log}");
+    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        msg.starts_with(&format!("promote web: {NEW} (GATE BYPASSED, no check ran)")),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("Greenlight-Gate: bypassed, no check ran: incident 42: hotfix"),
+        "{msg}"
+    );
+    assert_eq!(live_manifest(&repo), deployment("web", NEW).trim_end());
+}
+
+#[test]
+fn the_live_manifest_changed_mid_run_aborts_and_nothing_is_promoted() {
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other");
+    kit_git(
+        dir.path(),
+        &["clone", "-q", &repo.repo(), other.to_str().unwrap()],
+    );
+    let o = other.to_str().unwrap();
+    // A check that edits the live manifest in git, as another promotion or a human would.
+    let script = format!(
+        "git -C {o} pull -q origin main && echo '# edited' >> {o}/apps/web/deploy.yaml && git -C {o} -c user.name=h -c user.email=h@x commit -qam 'edit live' && git -C {o} push -q origin HEAD:main"
+    );
+    let cfg = config(dir.path(), &[("meddle", &["sh", "-c", &script])]);
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("aborted: the live manifest changed"), "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("promoted")), "{out}");
+    let live = live_manifest(&repo);
+    assert!(live.contains(LIVE) && live.contains("# edited"), "{live}");
+    assert!(!live.contains(NEW), "{live}");
+    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
+    assert!(!msg.contains("gate passed"), "{msg}");
+}
+
+#[test]
+fn a_candidate_given_by_tag_is_refused_without_resolve() {
+    let (repo, sb) = (Repo::new(), None::<Sandbox>);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let before = repo.remote_tip();
+    let out = Command::new(BIN)
+        .args([
+            "promote",
+            "run",
+            "--config",
+            &cfg,
+            "--candidate",
+            "registry.local/web:latest",
+            "--repo",
+            &repo.repo(),
+            "--argocd-url",
+            "http://127.0.0.1:1",
+        ])
+        .output()
+        .unwrap();
+    drop(sb);
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--resolve") && err.contains("latest"), "{err}");
+    assert_eq!(repo.remote_tip(), before);
+}
+
+#[test]
+fn the_self_test_passes_when_the_gate_blocks_a_candidate_that_cannot_start_and_never_promotes() {
+    let (repo, sb) = world();
+    let before = repo.remote_tip();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "echo must not run"])]);
+    let o = promote(
+        &repo,
+        &sb,
+        "self-test",
+        &cfg,
+        &["--candidate-deadline", "6s"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("candidate not ready"), "{out}");
+    assert!(out.contains("self-test passed: the gate blocked"), "{out}");
+    assert!(!out.contains("must not run"), "{out}");
+    // The candidate was committed, then removed; the live manifest never changed.
+    let log = repo.bare_git(&["rev-list", &format!("{before}..main")]);
+    assert_eq!(log.lines().count(), 2, "{log}");
+    assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        ["apps/candidates/README.md"]
+    );
+    let first = repo.bare_git(&["log", "-1", "--format=%B", "main^"]);
+    assert!(
+        first.contains("greenlight-self-test-does-not-exist@sha256:0000"),
+        "{first}"
+    );
+}
+
+#[test]
+fn a_self_test_that_the_gate_lets_through_fails() {
+    // With a registry file, only the images it lists exist: listing the self-test's image
+    // makes its candidate healthy, and the gate must then say it let it through (exit 1),
+    // without promoting.
+    let repo = Repo::new();
+    repo.write("apps/web/deploy.yaml", &deployment("web", LIVE))
+        .write("apps/candidates/README.md", "promotion candidates\n")
+        .commit_push("web: pinned");
+    let registry = repo.path("registry.txt");
+    let zeros = "0".repeat(64);
+    std::fs::write(
+        &registry,
+        format!("{LIVE}\nregistry.local/web:greenlight-self-test-does-not-exist@sha256:{zeros}\n"),
+    )
+    .unwrap();
+    let sb = sandbox(
+        &repo,
+        &["web=apps/web", "cands=apps/candidates"],
+        &["--registry", registry.to_str().unwrap()],
+    );
+    settled(&sb, &repo, &["web", "cands"]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let o = promote(
+        &repo,
+        &sb,
+        "self-test",
+        &cfg,
+        &["--candidate-deadline", "20s"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("self-test FAILED"), "{out}");
+    assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        ["apps/candidates/README.md"]
+    );
+}
+
+#[test]
+fn a_prometheus_check_blocks_a_candidate_with_errors_and_passes_one_without() {
+    use greenlight_testkit::{Exporter, Prometheus};
+    let exporter = Exporter::start();
+    exporter.set("candidate_errors", &[("service", "web-candidate")], 5.0);
+    let prom = Prometheus::start(&exporter);
+    let query = "candidate_errors{service=\"web-candidate\"}";
+    prom.wait_for_value(query, |v| v == [5.0], Duration::from_secs(30));
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let mut text_cfg = std::fs::read_to_string(&cfg).unwrap();
+    let errors = format!(
+        "  - name: errors
+    prometheus:
+      address: {}
+      query: candidate_errors{{service=\"{{{{candidate.service}}}}\"}}
+      count: 2
+      interval: 300ms
+      successCondition: result[0] < 1
+promotion:",
+        prom.url()
+    );
+    text_cfg = text_cfg.replace("promotion:", &errors);
+    std::fs::write(&cfg, text_cfg).unwrap();
+
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains(
+            "check 2 errors (prometheus) failed, promotion blocked: Failed: errors Failed"
+        ),
+        "{out}"
+    );
+    assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
+
+    exporter.set("candidate_errors", &[("service", "web-candidate")], 0.0);
+    prom.wait_for_value(query, |v| v == [0.0], Duration::from_secs(30));
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("check 2 errors (prometheus) passed: Successful: errors Successful (2 measured: 2 successful"),
+        "{out}"
+    );
+    assert_eq!(live_manifest(&repo), deployment("web", NEW).trim_end());
+}
+
+#[test]
+fn a_run_while_another_holds_the_lock_is_refused_and_an_expired_lock_is_taken_over() {
+    let (repo, sb) = world();
+    let lock = |expires: &str| {
+        format!(
+            "holder: release-bot\ncandidate: {NEW}\nstarted: 2026-01-01T00:00:00Z\nexpires: {expires}\n"
+        )
+    };
+    repo.write(
+        "apps/candidates/web-candidate.lock",
+        &lock("2999-01-01T00:00:00Z"),
+    )
+    .commit_push("another run's lock");
+    let held = repo.remote_tip();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("another promotion run holds the lock apps/candidates/web-candidate.lock (held by release-bot")
+            && err.contains("expires at 2999-01-01T00:00:00Z")
+            && err.contains("nothing was committed"),
+        "{err}"
+    );
+    assert_eq!(repo.remote_tip(), held, "nothing committed");
+
+    repo.write(
+        "apps/candidates/web-candidate.lock",
+        &lock("2000-01-01T00:00:00Z"),
+    )
+    .commit_push("a lock long expired");
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("expired at 2000-01-01T00:00:00Z: taken over"),
+        "{out}"
+    );
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        ["apps/candidates/README.md"]
+    );
+    assert_eq!(live_manifest(&repo), deployment("web", NEW).trim_end());
+}
+
+fn kit_git(dir: &Path, args: &[&str]) -> String {
+    git(dir, args)
+}
