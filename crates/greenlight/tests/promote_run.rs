@@ -21,7 +21,13 @@ fn world() -> (Repo, Sandbox) {
     repo.write("apps/web/deploy.yaml", &deployment("web", LIVE))
         .write("apps/candidates/README.md", "promotion candidates\n")
         .commit_push("web: pinned");
-    let sb = sandbox(&repo, &["web=apps/web", "cands=apps/candidates"], &[]);
+    // The candidates' Application prunes, and may become empty: removing a candidate from git
+    // then deletes it from the cluster (docs/promote.md#candidate).
+    let sb = sandbox(
+        &repo,
+        &["web=apps/web", "cands=apps/candidates"],
+        &["--prune", "cands", "--allow-empty", "cands"],
+    );
     settled(&sb, &repo, &["web", "cands"]);
     (repo, sb)
 }
@@ -175,6 +181,59 @@ fn a_candidate_that_is_confirmed_and_passes_its_check_is_promoted_in_one_commit(
     assert_eq!(
         files_under(&repo, "apps/candidates"),
         ["apps/candidates/README.md"]
+    );
+    // And Argo CD deletes it from the cluster: the candidates' app prunes what git dropped.
+    let tip = repo.remote_tip();
+    let cands = sb.wait_app("cands", std::time::Duration::from_secs(60), |a| {
+        a["status"]["sync"]["revision"] == tip.as_str() && a["status"]["sync"]["status"] == "Synced"
+    });
+    assert!(
+        !cands["status"]["resources"]
+            .to_string()
+            .contains("web-candidate")
+            && !sb.tree("cands").to_string().contains("web-candidate"),
+        "the candidate is pruned: {}",
+        cands["status"]
+    );
+    assert!(
+        cands["status"]["operationState"]["syncResult"]["resources"]
+            .to_string()
+            .contains("\"Pruned\""),
+        "{}",
+        cands["status"]
+    );
+}
+
+#[test]
+fn a_candidates_directory_that_would_be_left_empty_is_kept_by_a_readme() {
+    // No candidates' directory yet: the candidates' app has no path until the first candidate.
+    let repo = Repo::new();
+    repo.write("apps/web/deploy.yaml", &deployment("web", LIVE))
+        .commit_push("web: pinned");
+    let sb = sandbox(
+        &repo,
+        &["web=apps/web", "cands=apps/candidates"],
+        &["--prune", "cands", "--allow-empty", "cands"],
+    );
+    settled(&sb, &repo, &["web"]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        ["apps/candidates/README.md"]
+    );
+    // The path stays, so Argo CD prunes the candidate rather than losing the app's path.
+    let tip = repo.remote_tip();
+    let cands = sb.wait_app("cands", std::time::Duration::from_secs(60), |a| {
+        a["status"]["sync"]["revision"] == tip.as_str() && a["status"]["sync"]["status"] == "Synced"
+    });
+    assert!(
+        !sb.tree("cands").to_string().contains("web-candidate"),
+        "{}",
+        cands["status"]
     );
 }
 

@@ -37,6 +37,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The file that keeps the candidates' directory in git when no candidate is in it.
+const CANDIDATES_README: &str = "README.md";
+const CANDIDATES_README_TEXT: &str = "# Promotion candidates\n\nWritten by `greenlight promote`: each candidate of a promotion run is committed here\nwhile it is verified, and removed when the run promotes it (a failed one is kept for its\nretention window). This file keeps the directory in git when no candidate\nis in it, so that the Application deploying it never loses its path.\n";
+
 #[derive(Args)]
 pub struct RunArgs {
     /// The candidate image: pinned by digest (`registry/app@sha256:…`), or a tag with --resolve.
@@ -608,18 +612,34 @@ impl RunCtx {
         if let Some((_, paths)) = &mut guard {
             paths.push(self.lock_path.clone());
         }
+        let mut changes = vec![
+            FileChange::Write {
+                path: path.clone(),
+                content: content.into_bytes(),
+            },
+            FileChange::Write {
+                path: self.lock_path.clone(),
+                content: lock.into_bytes(),
+            },
+        ];
+        // Git keeps no empty directory: when the candidate and the lock leave, a directory
+        // holding nothing else would vanish, and Argo CD would then report the candidates'
+        // path missing and never prune the candidate. A file that is no manifest keeps it.
+        let others = self
+            .repo
+            .list_files(&self.base, &p.candidate.path)?
+            .into_iter()
+            .filter(|f| *f != path && *f != self.lock_path)
+            .count();
+        if others == 0 {
+            changes.push(FileChange::Write {
+                path: format!("{}/{CANDIDATES_README}", p.candidate.path),
+                content: CANDIDATES_README_TEXT.as_bytes().to_vec(),
+            });
+        }
         let outcome = self.repo.commit_and_push(&ChangeRequest {
             branch: self.branch.clone(),
-            changes: vec![
-                FileChange::Write {
-                    path,
-                    content: content.into_bytes(),
-                },
-                FileChange::Write {
-                    path: self.lock_path.clone(),
-                    content: lock.into_bytes(),
-                },
-            ],
+            changes,
             message,
             author_name: self.author_name.clone(),
             author_email: self.author_email.clone(),
