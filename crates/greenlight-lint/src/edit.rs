@@ -176,9 +176,17 @@ fn leaf(v: &Value) -> String {
 }
 
 /// A string as a YAML scalar: plain when it reads back as the same string, else double-quoted
-/// (JSON's escapes are YAML's).
+/// (JSON's escapes are YAML's). "Reads back" is also judged by YAML 1.1, which Kubernetes'
+/// and Argo CD's Go parsers still speak: `yes`, `on`, `0777`, `1_000`, `1:30` and `.inf` are
+/// strings in YAML 1.2 but not there, so they are quoted too.
 fn scalar_text(s: &str) -> String {
+    let yaml_1_1_special = matches!(
+        s.to_ascii_lowercase().as_str(),
+        "y" | "yes" | "n" | "no" | "on" | "off" | "true" | "false" | "null" | "~"
+    ) || s
+        .starts_with(|c: char| c.is_ascii_digit() || matches!(c, '+' | '-' | '.'));
     let plain_safe = !s.is_empty()
+        && !yaml_1_1_special
         && s.trim() == s
         && plain_scalar(s) == Value::String(s.to_string())
         && !s.starts_with(|c: char| "-?:,[]{}#&*!|>'\"%@`".contains(c))
@@ -429,6 +437,17 @@ mod tests {
     }
 
     #[test]
+    fn strings_yaml_1_1_would_read_as_something_else_are_quoted() {
+        for s in [
+            "yes", "No", "on", "OFF", "y", "0777", "1_000", "1:30", ".inf", "-1", "1.10",
+        ] {
+            let text = to_yaml(&json!({ "v": s }));
+            assert_eq!(text, format!("v: \"{s}\"\n"), "{s}");
+        }
+        assert_eq!(to_yaml(&json!({"v": "nginx"})), "v: nginx\n");
+    }
+
+    #[test]
     fn json_written_as_yaml_reads_back_as_the_same_value() {
         let values = [
             json!({
@@ -441,6 +460,7 @@ mod tests {
                         {"name": "server", "image": "registry.local/llm@sha256:0123", "args": ["--port", "8080", "true", "", "a: b", "# no", "- x"],
                          "ports": [{"containerPort": 8080}], "resources": {"limits": {"nvidia.com/gpu": 1}}},
                         {"name": "empty", "env": [], "command": [["nested", 1]]},
+                        {"name": "yaml-1.1", "args": ["yes", "No", "on", "OFF", "y", "0777", "1_000", "1:30", ".inf", "-1", "+1", "1.10"]},
                     ]}},
                     "weird": {"": "empty key", "yes": "1.0", "n": null, "f": 0.25, "neg": -3, "multi": "line one\nline two"},
                 },
