@@ -94,6 +94,9 @@ pub async fn command_check_in(
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
+        // Its own process group, so that a timeout ends what it started too (a `sh -c` with
+        // a child of its own), not only the process itself.
+        .process_group(0)
         .kill_on_drop(true)
         .spawn();
     let child = match child {
@@ -104,8 +107,15 @@ pub async fn command_check_in(
             };
         }
     };
+    let group = child.id();
     let output = match tokio::time::timeout(timeout, child.wait_with_output()).await {
         Err(_) => {
+            if let Some(pgid) = group.and_then(|id| libc::pid_t::try_from(id).ok()) {
+                // SAFETY: killpg only sends a signal; the group is the one spawned above.
+                unsafe {
+                    libc::killpg(pgid, libc::SIGKILL);
+                }
+            }
             return CheckOutcome::Undecided {
                 evidence: format!(
                     "{program}: still running after {}, killed",
@@ -330,6 +340,33 @@ mod tests {
             evidence.contains("exited 3") && evidence.ends_with(": bad"),
             "{evidence}"
         );
+        // A timeout ends what the command started as well: the grandchild holding the output.
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let script = format!("sleep 30 & echo $! > {}; wait", pidfile.display());
+        let out = command_check(
+            &["sh".into(), "-c".into(), script],
+            Duration::from_millis(500),
+        )
+        .await;
+        assert!(
+            matches!(&out, CheckOutcome::Undecided { evidence } if evidence.contains("killed")),
+            "{out:?}"
+        );
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let gone = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map_or(true, |stat| stat.split(' ').nth(2) == Some("Z"))
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !gone() && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert!(gone(), "the grandchild {pid} outlived the check");
         let out = command_check(&["sleep".into(), "30".into()], Duration::from_millis(200)).await;
         assert!(
             matches!(&out, CheckOutcome::Undecided { evidence } if evidence.contains("killed")),
