@@ -726,9 +726,81 @@ impl RunCtx {
             CandidateVerdict::NotReady {
                 state,
                 reason,
-                pending: Vec::new(),
+                pending: self.pending_pods().await,
             }
         })
+    }
+
+    /// The scheduler's messages (distinct) for the candidate's Pods stuck Pending: the candidate
+    /// Application's resource tree names the Pending Pods, and each live Pod's `PodScheduled=False`
+    /// condition says why. A read that fails is a warning; what was found so far is kept.
+    async fn pending_pods(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        let Some((_, values, docs)) = &self.made else {
+            return found;
+        };
+        let Some(workload) = docs[0]["metadata"]["name"].as_str() else {
+            return found;
+        };
+        let kind = self.promotion.live.workload.kind.as_str();
+        let app = &self.promotion.candidate.app;
+        let app_ns = app.namespace.as_deref().unwrap_or("");
+        let warn = |what: &str, e: &dyn std::fmt::Display| {
+            // A warning that cannot be written is no reason to hide the verdict.
+            let _ = crate::cmd::err(&format!(
+                "warning: cannot read {what} of the candidate Application {}: {e}; the candidate's Pending Pods are not all named\n",
+                app.name
+            ));
+        };
+        let argo = match greenlight_argocd::ArgoClient::with_options(
+            &self.judge.argocd_url,
+            self.judge.argocd_token.clone(),
+            greenlight_argocd::ClientOptions::default(),
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                warn("the resource tree", &e);
+                return found;
+            }
+        };
+        let tree = match argo.resource_tree(app_ns, &app.name).await {
+            Ok(Some(t)) => t,
+            Ok(None) => {
+                warn("the resource tree", &"Argo CD says 404");
+                return found;
+            }
+            Err(e) => {
+                warn("the resource tree", &e);
+                return found;
+            }
+        };
+        for pod in pending_candidate_pods(&tree, kind, workload, &values.namespace) {
+            let what = format!("the Pod {}/{}", pod.namespace, pod.name);
+            let reference = greenlight_argocd::model::ResourceRef {
+                group: pod.group.clone(),
+                kind: pod.kind.clone(),
+                namespace: pod.namespace.clone(),
+                name: pod.name.clone(),
+            };
+            match argo
+                .resource(app_ns, &app.name, &reference, &pod.version)
+                .await
+            {
+                Ok(Some(live)) => {
+                    if let Some(m) = unschedulable_message(&live)
+                        && !found.contains(&m)
+                    {
+                        found.push(m);
+                    }
+                }
+                Ok(None) => warn(&what, &"Argo CD says 404"),
+                Err(e) => {
+                    warn(&what, &e);
+                    return found;
+                }
+            }
+        }
+        found
     }
 
     async fn run_check(&self, index: usize) -> CheckOutcome {
@@ -878,6 +950,62 @@ impl RunCtx {
         )?;
         Ok(())
     }
+}
+
+/// The tree's Pods that Argo CD reports Pending (`info` `Status Reason: Pending`) and that are
+/// the candidate's: in its namespace, named after its workload, and (when the tree says their
+/// owners) owned through their parents by the candidate's Deployment or StatefulSet.
+fn pending_candidate_pods<'t>(
+    tree: &'t greenlight_argocd::ResourceTree,
+    kind: &str,
+    workload: &str,
+    namespace: &str,
+) -> Vec<&'t greenlight_argocd::model::ResourceNode> {
+    let owned = |node: &greenlight_argocd::model::ResourceNode| {
+        let mut refs: Vec<&greenlight_argocd::model::ResourceRef> =
+            node.parent_refs.iter().collect();
+        if refs.is_empty() {
+            return true;
+        }
+        for _ in 0..4 {
+            if refs.iter().any(|r| r.kind == kind && r.name == workload) {
+                return true;
+            }
+            refs = refs
+                .iter()
+                .flat_map(|r| {
+                    tree.nodes
+                        .iter()
+                        .filter(|n| {
+                            n.kind == r.kind && n.name == r.name && n.namespace == r.namespace
+                        })
+                        .flat_map(|n| n.parent_refs.iter())
+                })
+                .collect();
+        }
+        false
+    };
+    let prefix = format!("{workload}-");
+    tree.nodes
+        .iter()
+        .filter(|n| n.kind == "Pod" && n.group.is_empty())
+        .filter(|n| n.namespace == namespace && n.name.starts_with(&prefix))
+        .filter(|n| n.info_value("Status Reason") == Some("Pending"))
+        .filter(|n| owned(n))
+        .collect()
+}
+
+/// The scheduler's message of a live Pod it could not place: its `PodScheduled=False`
+/// condition's message.
+fn unschedulable_message(pod: &Value) -> Option<String> {
+    pod.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "PodScheduled" && c["status"] == "False")
+        .and_then(|c| c["message"].as_str())
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(str::to_string)
 }
 
 /// A `key: value` line of a lock file.
