@@ -1067,3 +1067,55 @@ fn message(subject: &str, body: &str, trailers: &[(String, String)]) -> String {
 fn short(sha: &str) -> &str {
     &sha[..sha.len().min(12)]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, owner: (&str, &str), reason: &str) -> Value {
+        json!({"kind": "Pod", "version": "v1", "namespace": "apps", "name": name,
+            "health": {"status": "Progressing"},
+            "parentRefs": [{"group": "apps", "kind": owner.0, "namespace": "apps", "name": owner.1}],
+            "info": [{"name": "Status Reason", "value": reason}, {"name": "Node"}]})
+    }
+
+    #[test]
+    fn the_candidates_pending_pods_are_those_its_workload_owns() {
+        let tree: greenlight_argocd::ResourceTree = greenlight_argocd::model::decode(json!({
+            "nodes": [
+                {"group": "apps", "kind": "Deployment", "namespace": "apps", "name": "web-candidate"},
+                {"group": "apps", "kind": "ReplicaSet", "namespace": "apps", "name": "web-candidate-5d9",
+                 "parentRefs": [{"group": "apps", "kind": "Deployment", "namespace": "apps", "name": "web-candidate"}]},
+                pod("web-candidate-5d9-a", ("ReplicaSet", "web-candidate-5d9"), "Pending"),
+                pod("web-candidate-5d9-b", ("ReplicaSet", "web-candidate-5d9"), "Running"),
+                // Another workload whose name starts with the candidate's.
+                {"group": "apps", "kind": "ReplicaSet", "namespace": "apps", "name": "web-candidate-x-7f",
+                 "parentRefs": [{"group": "apps", "kind": "Deployment", "namespace": "apps", "name": "web-candidate-x"}]},
+                pod("web-candidate-x-7f-c", ("ReplicaSet", "web-candidate-x-7f"), "Pending"),
+                {"kind": "Pod", "namespace": "apps", "name": "other-1",
+                 "info": [{"name": "Status Reason", "value": "Pending"}]},
+            ]
+        }))
+        .unwrap();
+        let names: Vec<&str> = pending_candidate_pods(&tree, "Deployment", "web-candidate", "apps")
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect();
+        assert_eq!(names, ["web-candidate-5d9-a"]);
+    }
+
+    #[test]
+    fn the_schedulers_message_is_the_pod_scheduled_false_condition() {
+        let pending = json!({"status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}]}});
+        assert_eq!(
+            unschedulable_message(&pending).as_deref(),
+            Some("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+        );
+        let scheduled = json!({"status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "True"}]}});
+        assert_eq!(unschedulable_message(&scheduled), None);
+        assert_eq!(unschedulable_message(&json!({})), None);
+    }
+}
