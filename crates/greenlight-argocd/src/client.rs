@@ -354,6 +354,42 @@ impl ArgoClient {
         self.fetch_decoded(url).await
     }
 
+    /// `GET /api/v1/applications/{name}/resource?namespace=&resourceName=&version=&group=&kind=`:
+    /// the live object of one node of the app's resource tree (`version` may be empty: Argo CD
+    /// does not match it). `None` when Argo CD says 404 (the app, or a managed resource not
+    /// created yet).
+    pub async fn resource(
+        &self,
+        namespace: &str,
+        name: &str,
+        resource: &crate::model::ResourceRef,
+        version: &str,
+    ) -> Result<Option<serde_json::Value>, ArgoError> {
+        if name.is_empty() || resource.name.is_empty() {
+            return Err(ArgoError::EmptyName);
+        }
+        let mut url = self.url(
+            &["api", "v1", "applications", name, "resource"],
+            Some(namespace),
+        );
+        url.query_pairs_mut()
+            .append_pair("namespace", &resource.namespace)
+            .append_pair("resourceName", &resource.name)
+            .append_pair("version", version)
+            .append_pair("group", &resource.group)
+            .append_pair("kind", &resource.kind);
+        let endpoint = url.to_string();
+        let Some(found) = self
+            .fetch_decoded::<crate::model::ResourceManifest>(url)
+            .await?
+        else {
+            return Ok(None);
+        };
+        model::decode_str(&found.manifest)
+            .map(Some)
+            .map_err(|e| decode_error(&endpoint, e))
+    }
+
     /// `GET /api/v1/stream/applications` as server-sent events (`Accept: text/event-stream`, so
     /// that Argo CD sends heartbeats): every Application change, and every heartbeat, until the
     /// server closes the stream (the end of the returned Stream). An `{"error":…}` message or an

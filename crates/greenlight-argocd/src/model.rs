@@ -388,6 +388,38 @@ pub struct ResourceNode {
     /// Empty for top-level (managed) resources; children (ReplicaSets, Pods) name their owners.
     #[serde(deserialize_with = "nullable")]
     pub parent_refs: Vec<ResourceRef>,
+    /// Argo CD's facts about the live object; a Pod's include `Status Reason` (`Pending`,
+    /// `Running`, …) — but not the scheduler's message, which only the live Pod holds.
+    #[serde(deserialize_with = "nullable")]
+    pub info: Vec<InfoItem>,
+}
+
+/// One `{name, value}` of a node's `info`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct InfoItem {
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+    #[serde(deserialize_with = "nullable")]
+    pub value: String,
+}
+
+impl ResourceNode {
+    /// The value of the `info` item named `name`.
+    pub fn info_value(&self, name: &str) -> Option<&str> {
+        self.info
+            .iter()
+            .find(|i| i.name == name)
+            .map(|i| i.value.as_str())
+    }
+}
+
+/// `GET /api/v1/applications/{name}/resource`: the live object as a JSON string.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct ResourceManifest {
+    #[serde(deserialize_with = "nullable")]
+    pub manifest: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]

@@ -565,3 +565,87 @@ fn a_run_while_another_holds_the_lock_is_refused_and_an_expired_lock_is_taken_ov
 fn kit_git(dir: &Path, args: &[&str]) -> String {
     git(dir, args)
 }
+
+#[test]
+fn a_candidate_stuck_pending_is_reported_short_of_capacity_with_the_schedulers_words() {
+    const SCHEDULER: &str = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.";
+    // The live workload asks for what the cluster lacks: its pod template carries the sandbox's
+    // schedule annotation, so the candidate made from it is Pending too.
+    let live = deployment("web", LIVE)
+        .replace(
+            "spec:\n  replicas: 1\n",
+            "spec:\n  replicas: 1\n  progressDeadlineSeconds: 2\n",
+        )
+        .replace(
+            "    metadata:\n      labels: {app: web}\n",
+            &format!(
+                "    metadata:\n      labels: {{app: web}}\n      annotations:\n        {}: \"{SCHEDULER}\"\n",
+                greenlight_sandbox::SCHEDULE_ANNOTATION
+            ),
+        );
+    assert!(live.contains(SCHEDULER) && live.contains("progressDeadlineSeconds: 2"));
+    let repo = Repo::new();
+    repo.write("apps/web/deploy.yaml", &live)
+        .write("apps/candidates/README.md", "promotion candidates\n")
+        .commit_push("web: pinned, on GPUs");
+    let sb = sandbox(
+        &repo,
+        &["web=apps/web", "cands=apps/candidates"],
+        &["--prune", "cands", "--allow-empty", "cands"],
+    );
+    settled(&sb, &repo, &["cands"]);
+    let tip = repo.remote_tip();
+    sb.wait_app("web", Duration::from_secs(60), |a| {
+        a["status"]["sync"]["revision"] == tip.as_str() && a["status"]["sync"]["status"] == "Synced"
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("never", &["sh", "-c", "echo must not run"])]);
+    let o = promote(
+        &repo,
+        &sb,
+        "run",
+        &cfg,
+        &["--candidate", NEW, "--candidate-deadline", "8s"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    for needle in [
+        "candidate short of capacity, promotion blocked: 1 pod(s) Pending",
+        SCHEDULER,
+        "free or add capacity for the candidate's replicas",
+        "candidate kept",
+    ] {
+        assert!(
+            out.contains(needle),
+            "missing {needle:?} in:\n{out}\nstderr:\n{err}"
+        );
+    }
+    assert!(
+        !out.contains("must not run") && !out.contains("check 1"),
+        "{out}"
+    );
+    assert!(!err.contains("warning"), "{err}");
+    assert_eq!(
+        live_manifest(&repo),
+        live.trim_end(),
+        "the live manifest unchanged"
+    );
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        [
+            "apps/candidates/README.md",
+            "apps/candidates/web-candidate.yaml"
+        ],
+        "the candidate kept, the lock released"
+    );
+    let kept = repo.bare_git(&["show", "main:apps/candidates/web-candidate.yaml"]);
+    assert!(
+        kept.contains(NEW) && kept.contains("greenlight.dev/kept-until"),
+        "{kept}"
+    );
+    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        msg.contains("Greenlight-Gate: blocked, candidate kept:") && msg.contains(NEW),
+        "{msg}"
+    );
+}

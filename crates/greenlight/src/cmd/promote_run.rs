@@ -726,9 +726,81 @@ impl RunCtx {
             CandidateVerdict::NotReady {
                 state,
                 reason,
-                pending: Vec::new(),
+                pending: self.pending_pods().await,
             }
         })
+    }
+
+    /// The scheduler's messages (distinct) for the candidate's Pods stuck Pending: the candidate
+    /// Application's resource tree names the Pending Pods, and each live Pod's `PodScheduled=False`
+    /// condition says why. A read that fails is a warning; what was found so far is kept.
+    async fn pending_pods(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        let Some((_, values, docs)) = &self.made else {
+            return found;
+        };
+        let Some(workload) = docs[0]["metadata"]["name"].as_str() else {
+            return found;
+        };
+        let kind = self.promotion.live.workload.kind.as_str();
+        let app = &self.promotion.candidate.app;
+        let app_ns = app.namespace.as_deref().unwrap_or("");
+        let warn = |what: &str, e: &dyn std::fmt::Display| {
+            // A warning that cannot be written is no reason to hide the verdict.
+            let _ = crate::cmd::err(&format!(
+                "warning: cannot read {what} of the candidate Application {}: {e}; the candidate's Pending Pods are not all named\n",
+                app.name
+            ));
+        };
+        let argo = match greenlight_argocd::ArgoClient::with_options(
+            &self.judge.argocd_url,
+            self.judge.argocd_token.clone(),
+            greenlight_argocd::ClientOptions::default(),
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                warn("the resource tree", &e);
+                return found;
+            }
+        };
+        let tree = match argo.resource_tree(app_ns, &app.name).await {
+            Ok(Some(t)) => t,
+            Ok(None) => {
+                warn("the resource tree", &"Argo CD says 404");
+                return found;
+            }
+            Err(e) => {
+                warn("the resource tree", &e);
+                return found;
+            }
+        };
+        for pod in pending_candidate_pods(&tree, kind, workload, &values.namespace) {
+            let what = format!("the Pod {}/{}", pod.namespace, pod.name);
+            let reference = greenlight_argocd::model::ResourceRef {
+                group: pod.group.clone(),
+                kind: pod.kind.clone(),
+                namespace: pod.namespace.clone(),
+                name: pod.name.clone(),
+            };
+            match argo
+                .resource(app_ns, &app.name, &reference, &pod.version)
+                .await
+            {
+                Ok(Some(live)) => {
+                    if let Some(m) = unschedulable_message(&live)
+                        && !found.contains(&m)
+                    {
+                        found.push(m);
+                    }
+                }
+                Ok(None) => warn(&what, &"Argo CD says 404"),
+                Err(e) => {
+                    warn(&what, &e);
+                    return found;
+                }
+            }
+        }
+        found
     }
 
     async fn run_check(&self, index: usize) -> CheckOutcome {
@@ -880,6 +952,62 @@ impl RunCtx {
     }
 }
 
+/// The tree's Pods that Argo CD reports Pending (`info` `Status Reason: Pending`) and that are
+/// the candidate's: in its namespace, named after its workload, and (when the tree says their
+/// owners) owned through their parents by the candidate's Deployment or StatefulSet.
+fn pending_candidate_pods<'t>(
+    tree: &'t greenlight_argocd::ResourceTree,
+    kind: &str,
+    workload: &str,
+    namespace: &str,
+) -> Vec<&'t greenlight_argocd::model::ResourceNode> {
+    let owned = |node: &greenlight_argocd::model::ResourceNode| {
+        let mut refs: Vec<&greenlight_argocd::model::ResourceRef> =
+            node.parent_refs.iter().collect();
+        if refs.is_empty() {
+            return true;
+        }
+        for _ in 0..4 {
+            if refs.iter().any(|r| r.kind == kind && r.name == workload) {
+                return true;
+            }
+            refs = refs
+                .iter()
+                .flat_map(|r| {
+                    tree.nodes
+                        .iter()
+                        .filter(|n| {
+                            n.kind == r.kind && n.name == r.name && n.namespace == r.namespace
+                        })
+                        .flat_map(|n| n.parent_refs.iter())
+                })
+                .collect();
+        }
+        false
+    };
+    let prefix = format!("{workload}-");
+    tree.nodes
+        .iter()
+        .filter(|n| n.kind == "Pod" && n.group.is_empty())
+        .filter(|n| n.namespace == namespace && n.name.starts_with(&prefix))
+        .filter(|n| n.info_value("Status Reason") == Some("Pending"))
+        .filter(|n| owned(n))
+        .collect()
+}
+
+/// The scheduler's message of a live Pod it could not place: its `PodScheduled=False`
+/// condition's message.
+fn unschedulable_message(pod: &Value) -> Option<String> {
+    pod.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "PodScheduled" && c["status"] == "False")
+        .and_then(|c| c["message"].as_str())
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(str::to_string)
+}
+
 /// A `key: value` line of a lock file.
 fn lock_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     text.lines()
@@ -938,4 +1066,56 @@ fn message(subject: &str, body: &str, trailers: &[(String, String)]) -> String {
 
 fn short(sha: &str) -> &str {
     &sha[..sha.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, owner: (&str, &str), reason: &str) -> Value {
+        json!({"kind": "Pod", "version": "v1", "namespace": "apps", "name": name,
+            "health": {"status": "Progressing"},
+            "parentRefs": [{"group": "apps", "kind": owner.0, "namespace": "apps", "name": owner.1}],
+            "info": [{"name": "Status Reason", "value": reason}, {"name": "Node"}]})
+    }
+
+    #[test]
+    fn the_candidates_pending_pods_are_those_its_workload_owns() {
+        let tree: greenlight_argocd::ResourceTree = greenlight_argocd::model::decode(json!({
+            "nodes": [
+                {"group": "apps", "kind": "Deployment", "namespace": "apps", "name": "web-candidate"},
+                {"group": "apps", "kind": "ReplicaSet", "namespace": "apps", "name": "web-candidate-5d9",
+                 "parentRefs": [{"group": "apps", "kind": "Deployment", "namespace": "apps", "name": "web-candidate"}]},
+                pod("web-candidate-5d9-a", ("ReplicaSet", "web-candidate-5d9"), "Pending"),
+                pod("web-candidate-5d9-b", ("ReplicaSet", "web-candidate-5d9"), "Running"),
+                // Another workload whose name starts with the candidate's.
+                {"group": "apps", "kind": "ReplicaSet", "namespace": "apps", "name": "web-candidate-x-7f",
+                 "parentRefs": [{"group": "apps", "kind": "Deployment", "namespace": "apps", "name": "web-candidate-x"}]},
+                pod("web-candidate-x-7f-c", ("ReplicaSet", "web-candidate-x-7f"), "Pending"),
+                {"kind": "Pod", "namespace": "apps", "name": "other-1",
+                 "info": [{"name": "Status Reason", "value": "Pending"}]},
+            ]
+        }))
+        .unwrap();
+        let names: Vec<&str> = pending_candidate_pods(&tree, "Deployment", "web-candidate", "apps")
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect();
+        assert_eq!(names, ["web-candidate-5d9-a"]);
+    }
+
+    #[test]
+    fn the_schedulers_message_is_the_pod_scheduled_false_condition() {
+        let pending = json!({"status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}]}});
+        assert_eq!(
+            unschedulable_message(&pending).as_deref(),
+            Some("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+        );
+        let scheduled = json!({"status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "True"}]}});
+        assert_eq!(unschedulable_message(&scheduled), None);
+        assert_eq!(unschedulable_message(&json!({})), None);
+    }
 }
