@@ -68,8 +68,8 @@ pub enum Input {
 pub enum CandidateVerdict {
     /// CONFIRMED: reached, healthy, stable.
     Ready,
-    /// Any other verdict, with the judge's reason; `pending` holds the scheduler's message of
-    /// each candidate pod stuck Pending (short of capacity).
+    /// Any other verdict, with the judge's reason; `pending` holds each distinct message the
+    /// scheduler gave for the candidate's pods stuck Pending (short of capacity).
     NotReady {
         state: String,
         reason: String,

@@ -1378,8 +1378,7 @@ fn debug_quoted(s: &str) -> Option<(String, &str)> {
 pub fn gate_blocked_summary(b: &Blocked) -> String {
     match b {
         Blocked::CandidateNotReady { pending, .. } if !pending.is_empty() => format!(
-            "candidate short of capacity: {} pod(s) Pending ({})",
-            pending.len(),
+            "candidate short of capacity: its pods are Pending ({})",
             pending.join("; ")
         ),
         Blocked::CandidateNotReady { state, reason, .. } => {
@@ -1440,8 +1439,7 @@ impl fmt::Display for GateMessage {
             GateMessage::Blocked(b) => match b {
                 Blocked::CandidateNotReady { pending, .. } if !pending.is_empty() => write!(
                     f,
-                    "candidate short of capacity, promotion blocked: {} pod(s) Pending ({}); free or add capacity for the candidate's replicas (GPUs included), or lower the candidate's replicas",
-                    pending.len(),
+                    "candidate short of capacity, promotion blocked: its pods are Pending ({}); free or add capacity for the candidate's replicas (GPUs included), or lower the candidate's replicas",
                     pending.join("; ")
                 ),
                 Blocked::CandidateNotReady { state, reason, .. } => write!(

@@ -610,7 +610,7 @@ fn a_candidate_stuck_pending_is_reported_short_of_capacity_with_the_schedulers_w
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
     for needle in [
-        "candidate short of capacity, promotion blocked: 1 pod(s) Pending",
+        "candidate short of capacity, promotion blocked: its pods are Pending (",
         SCHEDULER,
         "free or add capacity for the candidate's replicas",
         "candidate kept",
