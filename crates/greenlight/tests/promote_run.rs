@@ -649,3 +649,127 @@ fn a_candidate_stuck_pending_is_reported_short_of_capacity_with_the_schedulers_w
         "{msg}"
     );
 }
+
+/// `greenlight promote gc` over `repo` (it needs neither Argo CD nor the cluster).
+fn gc(repo: &Repo, config: &str) -> Output {
+    Command::new(BIN)
+        .args([
+            "promote",
+            "gc",
+            "--config",
+            config,
+            "--repo",
+            &repo.repo(),
+            "--git-author",
+            "greenlight-bot <bot@greenlight.test>",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run greenlight")
+}
+
+#[test]
+fn gc_removes_expired_kept_candidates_in_one_commit_and_leaves_the_rest() {
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 1"])]);
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("candidate kept"), "{out}");
+
+    // The kept candidate, retained a day by default, is not expired yet: nothing to do.
+    let tip = repo.remote_tip();
+    let o = gc(&repo, &cfg);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("apps/candidates/web-candidate.yaml: kept until")
+            && out.contains("not expired, kept")
+            && out.contains("nothing expired"),
+        "{out}"
+    );
+    assert_eq!(repo.remote_tip(), tip, "nothing committed");
+
+    // Its retention moved into the past (no waiting), beside one not expired, one whose run is
+    // under way, and a file greenlight did not keep.
+    repo.pull();
+    let kept = repo.bare_git(&["show", "main:apps/candidates/web-candidate.yaml"]);
+    let until = kept
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("greenlight.dev/kept-until:"))
+        .expect("kept-until")
+        .trim()
+        .to_string();
+    let manifest = |name: &str, until: Option<&str>| {
+        let annotations = until.map_or(String::new(), |u| {
+            format!("  annotations:\n    greenlight.dev/kept-until: \"{u}\"\n")
+        });
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-candidate\n  namespace: apps\n{annotations}"
+        )
+    };
+    repo.write(
+        "apps/candidates/web-candidate.yaml",
+        &kept.replace(&until, "2000-01-01T00:00:00Z"),
+    )
+    .write(
+        "apps/candidates/api-candidate.yaml",
+        &manifest("api", Some("2999-01-01T00:00:00Z")),
+    )
+    .write(
+        "apps/candidates/job-candidate.yaml",
+        &manifest("job", Some("2000-01-01T00:00:00Z")),
+    )
+    .write(
+        "apps/candidates/job-candidate.lock",
+        "holder: release-bot\nstarted: 2026-01-01T00:00:00Z\nexpires: 2999-01-01T00:00:00Z\n",
+    )
+    .write(
+        "apps/candidates/hand-candidate.yaml",
+        &manifest("hand", None),
+    )
+    .commit_push("candidates of every kind");
+    let before = repo.remote_tip();
+
+    let o = gc(&repo, &cfg);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("removed 1 expired candidate(s)")
+            && out.contains("job-candidate.yaml: a promotion run holds its lock")
+            && out.contains("hand-candidate.yaml: no greenlight.dev/kept-until annotation"),
+        "{out}"
+    );
+    assert_eq!(
+        repo.bare_git(&["rev-parse", "main~1"]),
+        before,
+        "exactly one commit"
+    );
+    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        msg.starts_with("promote gc: remove 1 expired candidate(s)")
+            && msg.contains(
+                "- web: apps/candidates/web-candidate.yaml, kept until 2000-01-01T00:00:00Z"
+            ),
+        "{msg}"
+    );
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        [
+            "apps/candidates/README.md",
+            "apps/candidates/api-candidate.yaml",
+            "apps/candidates/hand-candidate.yaml",
+            "apps/candidates/job-candidate.lock",
+            "apps/candidates/job-candidate.yaml",
+        ]
+    );
+
+    let after = repo.remote_tip();
+    let o = gc(&repo, &cfg);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("nothing expired"), "{out}");
+    assert_eq!(repo.remote_tip(), after, "a second gc commits nothing");
+    assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
+}

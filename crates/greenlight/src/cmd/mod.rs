@@ -32,6 +32,7 @@ pub mod guard;
 pub mod lint;
 pub mod once;
 pub mod promote;
+pub mod promote_gc;
 pub mod promote_run;
 pub mod sandbox;
 pub mod status;

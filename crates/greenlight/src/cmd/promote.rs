@@ -6,7 +6,7 @@
 //! error, each problem on its own line naming the file, line, column and field.
 //!
 //! Must never: touch git, Argo CD or the cluster (`plan` reads the config's files only).
-//! `promote run` and `promote self-test` live in `promote_run.rs`.
+//! `promote run` and `promote self-test` live in `promote_run.rs`, `promote gc` in `promote_gc.rs`.
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -30,6 +30,8 @@ pub enum PromoteAction {
     Run(super::promote_run::RunArgs),
     /// Run the gate on a candidate made to fail (its image does not exist): exit 0 only when the gate blocks it; never promotes.
     SelfTest(super::promote_run::SelfTestArgs),
+    /// Remove the kept candidates whose kept-until has passed, in one commit (none expired: no commit).
+    Gc(super::promote_gc::GcArgs),
 }
 
 #[derive(Args)]
@@ -44,6 +46,7 @@ pub fn run(a: PromoteArgs) -> Result<ExitCode> {
         PromoteAction::Plan(args) => args,
         PromoteAction::Run(args) => return super::promote_run::run(args),
         PromoteAction::SelfTest(args) => return super::promote_run::self_test(args),
+        PromoteAction::Gc(args) => return super::promote_gc::gc(args),
     };
     let file = args.config.display().to_string();
     let promotion = match promote::load(&args.config) {

@@ -38,8 +38,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The file that keeps the candidates' directory in git when no candidate is in it.
-const CANDIDATES_README: &str = "README.md";
-const CANDIDATES_README_TEXT: &str = "# Promotion candidates\n\nWritten by `greenlight promote`: each candidate of a promotion run is committed here\nwhile it is verified, and removed when the run promotes it (a failed one is kept for its\nretention window). This file keeps the directory in git when no candidate\nis in it, so that the Application deploying it never loses its path.\n";
+pub(crate) const CANDIDATES_README: &str = "README.md";
+pub(crate) const CANDIDATES_README_TEXT: &str = "# Promotion candidates\n\nWritten by `greenlight promote`: each candidate of a promotion run is committed here\nwhile it is verified, and removed when the run promotes it (a failed one is kept for its\nretention window). This file keeps the directory in git when no candidate\nis in it, so that the Application deploying it never loses its path.\n";
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -112,7 +112,7 @@ pub struct CommonArgs {
 }
 
 /// "Name <email>" → (name, email).
-fn parse_author(s: &str) -> Result<(String, String)> {
+pub(crate) fn parse_author(s: &str) -> Result<(String, String)> {
     let bad = || usage(format!("--git-author {s:?}: expected \"Name <email>\""));
     let (name, rest) = s.split_once('<').ok_or_else(bad)?;
     let email = rest.strip_suffix('>').ok_or_else(bad)?.trim();
@@ -1009,7 +1009,7 @@ fn unschedulable_message(pod: &Value) -> Option<String> {
 }
 
 /// A `key: value` line of a lock file.
-fn lock_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+pub(crate) fn lock_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     text.lines()
         .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
         .map(str::trim)
