@@ -6,6 +6,7 @@
 
 use crate::model::{self, Application, DecodeError, ResourceTree};
 use futures_util::{Stream, StreamExt};
+use greenlight_core::error_text::{chain, innermost};
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
 use reqwest::{StatusCode, Url};
 use std::fmt;
@@ -640,30 +641,6 @@ fn parse_base(base_url: &str) -> Result<Url, ArgoError> {
         return Err(shown("the URL must not have a query or fragment"));
     }
     Ok(url)
-}
-
-/// The root cause ("Connection refused (os error 111)"), which is what a person can act on.
-fn innermost(e: &dyn std::error::Error) -> String {
-    let mut cur = e;
-    while let Some(s) = cur.source() {
-        cur = s;
-    }
-    cur.to_string()
-}
-
-/// An error and its causes in one line: "error sending request: connection refused".
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cur = s.source();
-    }
-    out
 }
 
 fn decode_error(endpoint: &str, e: DecodeError) -> ArgoError {

@@ -12,6 +12,7 @@ pub mod breaker;
 pub mod candidate;
 pub mod commit;
 pub mod directive;
+pub mod error_text;
 pub mod event;
 pub mod gate;
 pub mod image;

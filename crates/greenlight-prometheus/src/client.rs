@@ -7,6 +7,7 @@
 use crate::auth::{Auth, Secret, Secrets, base64};
 use crate::decode::{QueryResult, decode};
 use crate::error::PromError;
+use greenlight_core::error_text::{chain, innermost};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
 use std::fmt;
@@ -268,30 +269,6 @@ fn parse_base(base_url: &str) -> Result<Url, PromError> {
         url.set_path(&path);
     }
     Ok(url)
-}
-
-/// The root cause ("Connection refused (os error 111)"), which is what a person can act on.
-fn innermost(e: &dyn std::error::Error) -> String {
-    let mut cur = e;
-    while let Some(s) = cur.source() {
-        cur = s;
-    }
-    cur.to_string()
-}
-
-/// An error and its causes in one line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cur = s.source();
-    }
-    out
 }
 
 #[cfg(test)]
