@@ -113,6 +113,18 @@ pub fn config_file(explicit: Option<&Path>) -> anyhow::Result<Config> {
     greenlight_lint::config::load(explicit).map_err(|e| usage(e.to_string()))
 }
 
+/// `--git-author "Name <email>"` → (name, email); every command that commits reads it so.
+pub(crate) fn parse_author(s: &str) -> anyhow::Result<(String, String)> {
+    let bad = || usage(format!("--git-author {s:?}: expected \"Name <email>\""));
+    let (name, rest) = s.split_once('<').ok_or_else(bad)?;
+    let email = rest.strip_suffix('>').ok_or_else(bad)?.trim();
+    let name = name.trim();
+    if name.is_empty() || email.is_empty() || email.contains(['<', '>']) {
+        return Err(bad());
+    }
+    Ok((name.to_string(), email.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

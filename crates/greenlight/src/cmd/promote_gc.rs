@@ -7,10 +7,8 @@
 //! candidate whose run's lock is present and not expired (a run under way); force a push; put a
 //! token in a message, a log line or a process argument.
 
-use super::promote_run::{
-    CANDIDATES_README, CANDIDATES_README_TEXT, KEPT_UNTIL, lock_field, parse_author,
-};
-use crate::cmd::{secret_file, usage};
+use super::promote_run::{CANDIDATES_README, CANDIDATES_README_TEXT, KEPT_UNTIL, lock_field};
+use crate::cmd::{parse_author, secret_file, usage};
 use anyhow::{Context as _, Result, anyhow};
 use clap::Args;
 use greenlight::clock::{Clock, SystemClock};

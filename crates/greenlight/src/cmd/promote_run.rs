@@ -10,7 +10,7 @@
 //! line or a process argument (tokens are read from files and given to git through its
 //! credential helper); run a check kind that is not built (refused before anything is written).
 
-use crate::cmd::{positive_duration_flag, secret_file, usage};
+use crate::cmd::{parse_author, positive_duration_flag, secret_file, usage};
 use anyhow::{Context as _, Result, anyhow};
 use clap::Args;
 use greenlight::clock::{Clock, SystemClock};
@@ -109,18 +109,6 @@ pub struct CommonArgs {
     pub unknown_app_grace: String,
     #[arg(long = "fetch-interval", default_value = "10s")]
     pub fetch_interval: String,
-}
-
-/// "Name <email>" → (name, email).
-pub(crate) fn parse_author(s: &str) -> Result<(String, String)> {
-    let bad = || usage(format!("--git-author {s:?}: expected \"Name <email>\""));
-    let (name, rest) = s.split_once('<').ok_or_else(bad)?;
-    let email = rest.strip_suffix('>').ok_or_else(bad)?.trim();
-    let name = name.trim();
-    if name.is_empty() || email.is_empty() || email.contains(['<', '>']) {
-        return Err(bad());
-    }
-    Ok((name.to_string(), email.to_string()))
 }
 
 /// What the run is asked to verify: the candidate given (`run`), or none (`self-test`, which

@@ -1,6 +1,6 @@
 //! `greenlight watch`: the commit watchdog daemon, and its `--once` self-check gate.
 
-use crate::cmd::{positive_duration_flag, secret_file, usage};
+use crate::cmd::{parse_author, positive_duration_flag, secret_file, usage};
 use anyhow::{Context, Result};
 use clap::Args;
 use greenlight::clock::{Clock, SystemClock};
@@ -87,18 +87,6 @@ fn truthy(var: &str) -> bool {
             "1" | "true" | "yes" | "on"
         )
     })
-}
-
-/// "Name <email>" → (name, email).
-fn parse_author(s: &str) -> Result<(String, String)> {
-    let bad = || usage(format!("--git-author {s:?}: expected \"Name <email>\""));
-    let (name, rest) = s.split_once('<').ok_or_else(bad)?;
-    let email = rest.strip_suffix('>').ok_or_else(bad)?.trim();
-    let name = name.trim();
-    if name.is_empty() || email.is_empty() || email.contains(['<', '>']) {
-        return Err(bad());
-    }
-    Ok((name.to_string(), email.to_string()))
 }
 
 pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
@@ -196,7 +184,7 @@ pub async fn shutdown_signal() {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_author;
+    use crate::cmd::parse_author;
 
     #[test]
     fn author() {
