@@ -873,8 +873,7 @@ impl Engine {
         });
         if gap.is_some_and(|g| g > self.config.stale_after_ms)
             && self.watches[i].deadline_passed()
-            && (self.watches[i].healthy_since().is_some()
-                || self.watches[i].streak_paused_at().is_some())
+            && self.watches[i].healthy_since().is_some()
         {
             // The streak under way at the deadline was not observed to its end; no later
             // streak may stand in for it, and a gap is not a health failure.
