@@ -445,7 +445,14 @@ fn a_self_test_that_the_gate_lets_through_fails() {
     let sb = sandbox(
         &repo,
         &["web=apps/web", "cands=apps/candidates"],
-        &["--registry", registry.to_str().unwrap()],
+        &[
+            "--registry",
+            registry.to_str().unwrap(),
+            "--prune",
+            "cands",
+            "--allow-empty",
+            "cands",
+        ],
     );
     settled(&sb, &repo, &["web", "cands"]);
     let dir = tempfile::tempdir().unwrap();
@@ -772,4 +779,107 @@ fn gc_removes_expired_kept_candidates_in_one_commit_and_leaves_the_rest() {
     assert!(out.contains("nothing expired"), "{out}");
     assert_eq!(repo.remote_tip(), after, "a second gc commits nothing");
     assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
+}
+
+#[test]
+fn applications_that_cannot_carry_a_promotion_are_refused_before_anything_is_written() {
+    // The candidates' Application neither prunes nor allows an empty sync, and the live one is
+    // rendered through kustomize (its spec names it): all three are said at once, exit 2, and
+    // the remote is untouched.
+    let repo = Repo::new();
+    repo.write("apps/web/deploy.yaml", &deployment("web", LIVE))
+        .write("apps/candidates/README.md", "promotion candidates\n")
+        .commit_push("web: pinned");
+    let sb = sandbox(&repo, &["web=apps/web", "cands=apps/candidates"], &[]);
+    settled(&sb, &repo, &["web", "cands"]);
+    let patched = sb.patch_app(
+        "web",
+        r#"{"spec":{"source":{"directory":null,"kustomize":{"namePrefix":"prod-"}}}}"#,
+        "merge",
+    );
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    let before = repo.remote_tip();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    for action in ["run", "self-test"] {
+        let o = if action == "run" {
+            run(&repo, &sb, &cfg, NEW, &[])
+        } else {
+            promote(&repo, &sb, action, &cfg, &[])
+        };
+        let (out, err) = text(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{action}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+        for needle in [
+            "error: live.app `web` renders spec.source (path `apps/web`) with Kustomize (its spec has a `kustomize` block)",
+            "error: candidate.app `cands` does not prune automatically",
+            "error: candidate.app `cands` does not allow an empty sync",
+            r#"kubectl -n argocd patch application cands --type merge -p '{"spec":{"syncPolicy":{"automated":{"prune":true,"allowEmpty":true}}}}'"#,
+            "3 problem(s) with the Applications in Argo CD; nothing was run",
+        ] {
+            assert!(
+                err.contains(needle),
+                "{action}: {needle:?} missing from:\n{err}"
+            );
+        }
+        assert_eq!(repo.remote_tip(), before, "{action} wrote nothing");
+    }
+    // A bypass reads the live Application only: its commit would promote nothing either.
+    let o = run(
+        &repo,
+        &sb,
+        &cfg,
+        NEW,
+        &["--bypass-gate", "--reason", "hotfix"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(err.contains("1 problem(s) with the Applications"), "{err}");
+    assert_eq!(repo.remote_tip(), before);
+}
+
+#[test]
+fn a_live_application_that_also_deploys_the_candidates_or_not_the_manifest_is_refused() {
+    let repo = Repo::new();
+    repo.write("apps/web/deploy.yaml", &deployment("web", LIVE))
+        .write("apps/candidates/README.md", "promotion candidates\n")
+        .commit_push("web: pinned");
+    // `apps` recursively: the live app would deploy the candidates too.
+    let sb = sandbox(
+        &repo,
+        &["web=apps", "cands=apps/candidates", "other=apps/other"],
+        &["--prune", "cands", "--allow-empty", "cands"],
+    );
+    let before = repo.remote_tip();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("error: live.app `web`: spec.source (path `apps`) also deploys candidate.path `apps/candidates`"),
+        "{err}"
+    );
+    // An Application whose path does not hold the live manifest.
+    let wrong = cfg_with(&cfg, "  app: web\n", "  app: other\n");
+    let o = run(&repo, &sb, &wrong, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("error: live.app `other` does not deploy live.manifest `apps/web/deploy.yaml`: its source(s) of this repository are spec.source path `apps/other`"),
+        "{err}"
+    );
+    assert_eq!(repo.remote_tip(), before);
+}
+
+/// A copy of a config file with one piece of text replaced (next to it, under another name).
+fn cfg_with(cfg: &str, from: &str, to: &str) -> String {
+    let text = std::fs::read_to_string(cfg).unwrap();
+    assert!(text.contains(from), "{from:?} not in the config");
+    let other = Path::new(cfg).with_file_name("promote-other.yaml");
+    std::fs::write(&other, text.replacen(from, to, 1)).unwrap();
+    other.to_string_lossy().into_owned()
 }

@@ -237,9 +237,12 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
         };
         let repo = Repo::open_or_clone(&remote, &dir, auth)
             .with_context(|| format!("cannot clone {}", RepoUrl::new(remote.clone())))?;
-        let branch = match &a.branch {
-            Some(b) => b.clone(),
-            None => repo.remote_default_branch()?,
+        let (branch, head_is_branch) = match &a.branch {
+            Some(b) => {
+                let head = repo.remote_default_branch().ok().map(|d| d == *b);
+                (b.clone(), head)
+            }
+            None => (repo.remote_default_branch()?, Some(true)),
         };
         let base = repo.fetch(&branch)?;
         let mut judge = judge;
@@ -258,6 +261,7 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
             promotion,
             repo,
             branch,
+            head_is_branch,
             base,
             author_name,
             author_email,
@@ -321,6 +325,8 @@ struct RunCtx {
     promotion: Promotion,
     repo: Repo,
     branch: String,
+    /// Whether the remote's `HEAD` is `branch` (`None`: the remote did not say).
+    head_is_branch: Option<bool>,
     /// The branch's tip when the run read the live manifest: every later commit is guarded
     /// against a change of the live manifest since.
     base: String,
@@ -369,6 +375,9 @@ impl RunCtx {
             Some(r) if resolve_live => Some(resolve(r, plain_http).await?),
             _ => None,
         };
+        if let Some(refused) = self.check_applications(bypass.is_some()).await? {
+            return Ok(refused);
+        }
         let self_test = candidate.is_none();
         let candidate = match candidate {
             Some(c) => c,
@@ -412,6 +421,89 @@ impl RunCtx {
             }
         }
         ran
+    }
+
+    /// Check the Applications against Argo CD before anything is written
+    /// (`docs/promote.md#applications`): the live one deploys the live manifest as plain YAML
+    /// (a bypass too: its commit promotes nothing otherwise), the candidates' one deploys
+    /// `candidate.path` and prunes. Warnings go to stderr; problems are all reported, and the run
+    /// ends with exit 2 and nothing written.
+    async fn check_applications(&self, bypass: bool) -> Result<Option<ExitCode>> {
+        use greenlight::promote::apps;
+        let p = &self.promotion;
+        let argo = greenlight_argocd::ArgoClient::with_options(
+            &self.judge.argocd_url,
+            self.judge.argocd_token.clone(),
+            greenlight_argocd::ClientOptions::default(),
+        )
+        .map_err(|e| usage(format!("--argocd-url: {e}")))?;
+        let fetch = async |label: &str, app: &greenlight_core::directive::AppRef| {
+            let ns = app.namespace.as_deref().unwrap_or("");
+            match argo.get(ns, &app.name).await {
+                Ok(Some(found)) => Ok(found),
+                Ok(None) => Err(usage(format!(
+                    "{label} `{app}`: Argo CD at {} has no such Application; nothing was run",
+                    argo.base_url()
+                ))),
+                Err(e) => Err(anyhow!(
+                    "cannot read the Application `{app}` ({label}) from Argo CD: {e}; nothing was run"
+                )),
+            }
+        };
+        let target = apps::Target {
+            repo: &self.judge.repo,
+            branch: &self.branch,
+            head_is_branch: self.head_is_branch,
+        };
+        let discovered = |path: &str| {
+            let files = self.repo.list_files(&self.base, path).unwrap_or_default();
+            let prefix = if path.is_empty() {
+                String::new()
+            } else {
+                format!("{path}/")
+            };
+            let names: Vec<&str> = files
+                .iter()
+                .filter_map(|f| f.strip_prefix(prefix.as_str()))
+                .filter(|n| !n.contains('/'))
+                .collect();
+            apps::discover(names)
+        };
+        let live = fetch("live.app", &p.live.app).await?;
+        let mut found = apps::check_live(
+            &live,
+            &format!("live.app `{}`", p.live.app),
+            &p.live.manifest,
+            &p.candidate.path,
+            &target,
+            &discovered,
+        );
+        if !bypass {
+            let candidates = fetch("candidate.app", &p.candidate.app).await?;
+            let more = apps::check_candidates(
+                &candidates,
+                &format!("candidate.app `{}`", p.candidate.app),
+                &p.candidate.path,
+                &target,
+                &discovered,
+            );
+            found.problems.extend(more.problems);
+            found.warnings.extend(more.warnings);
+        }
+        for w in &found.warnings {
+            errln!("warning: {w}");
+        }
+        if found.problems.is_empty() {
+            return Ok(None);
+        }
+        for problem in &found.problems {
+            errln!("error: {problem}");
+        }
+        errln!(
+            "error: {} problem(s) with the Applications in Argo CD; nothing was run",
+            found.problems.len()
+        );
+        Ok(Some(ExitCode::from(2)))
     }
 
     /// Execute the machine's effects, reporting each result back, until it is done.

@@ -5,6 +5,7 @@
 //! are greenlight-core's (`greenlight_core::promote`); this module only reads.
 
 pub mod analysis_template;
+pub mod apps;
 pub mod config;
 mod reader;
 
