@@ -44,6 +44,26 @@ pub struct Start {
     /// `promote self-test`: the candidate is made to fail on purpose; the run passes only if the
     /// gate blocks it, and it never promotes.
     pub self_test: bool,
+    /// How the live image got there, when a gate bypass put it there: the commit and its reason.
+    pub live_bypassed: Option<LiveBypass>,
+    /// Other workloads' kept candidates past their retention, still in git and deployed.
+    pub expired_kept: Vec<ExpiredKept>,
+}
+
+/// The bypass commit that put the live image there (no check ever ran on it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveBypass {
+    pub commit: String,
+    pub reason: String,
+}
+
+/// A kept candidate past its `kept-until`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpiredKept {
+    /// Its file in the repository.
+    pub path: String,
+    /// Its `kept-until`, as written (RFC 3339).
+    pub until: String,
 }
 
 /// What the caller reports back.
@@ -227,6 +247,21 @@ pub enum GateMessage {
     BypassRequested {
         reason: String,
     },
+    /// A no-op on an image a bypass put live: nothing to promote, and nothing ever checked it.
+    NoOpAfterBypass {
+        digest: String,
+        commit: String,
+        reason: String,
+    },
+    /// The live image came in by a bypass; this run checks the candidate only.
+    LiveWasBypassed {
+        commit: String,
+        reason: String,
+    },
+    /// Kept candidates past their retention pile up: nothing runs `promote gc`.
+    KeptCandidatesExpired {
+        expired: Vec<ExpiredKept>,
+    },
     Bypassed {
         app: String,
         candidate: String,
@@ -287,6 +322,20 @@ impl Gate {
 
     fn begin(&mut self) -> Vec<Effect> {
         let s = &self.start;
+        // Diagnostics first, whatever the run does next.
+        let mut said = Vec::new();
+        if !s.expired_kept.is_empty() {
+            said.push(Effect::Say(GateMessage::KeptCandidatesExpired {
+                expired: s.expired_kept.clone(),
+            }));
+        }
+        let mut out = self.decide();
+        said.append(&mut out);
+        said
+    }
+
+    fn decide(&mut self) -> Vec<Effect> {
+        let s = &self.start;
         if let Some(reason) = s.bypass.clone() {
             self.step = Step::Promoting;
             return vec![
@@ -311,7 +360,16 @@ impl Gate {
         }
         if !s.self_test && s.live_digest.as_deref() == Some(s.candidate_digest.as_str()) {
             self.step = Step::Done;
-            let (msg, outcome) = if s.live_tag_is_mutable {
+            let (msg, outcome) = if let Some(b) = &s.live_bypassed {
+                (
+                    GateMessage::NoOpAfterBypass {
+                        digest: s.candidate_digest.clone(),
+                        commit: b.commit.clone(),
+                        reason: b.reason.clone(),
+                    },
+                    Outcome::NoOp,
+                )
+            } else if s.live_tag_is_mutable {
                 (
                     GateMessage::SuspiciousNoOp {
                         live_image: s.live_image.clone(),
@@ -329,14 +387,21 @@ impl Gate {
             };
             return vec![Effect::Say(msg), Effect::Done(outcome)];
         }
-        vec![
-            Effect::Say(GateMessage::Started {
-                app: self.plan.app.clone(),
-                candidate: s.candidate.clone(),
-                checks: self.plan.checks.len(),
-            }),
-            Effect::CommitCandidate,
-        ]
+        let mut out = vec![Effect::Say(GateMessage::Started {
+            app: self.plan.app.clone(),
+            candidate: s.candidate.clone(),
+            checks: self.plan.checks.len(),
+        })];
+        if let Some(b) = &s.live_bypassed
+            && !s.self_test
+        {
+            out.push(Effect::Say(GateMessage::LiveWasBypassed {
+                commit: b.commit.clone(),
+                reason: b.reason.clone(),
+            }));
+        }
+        out.push(Effect::CommitCandidate);
+        out
     }
 
     /// The next step after `input`. An input the current step does not wait for changes
@@ -594,6 +659,8 @@ mod tests {
             live_tag_is_mutable: false,
             bypass: None,
             self_test: false,
+            live_bypassed: None,
+            expired_kept: Vec::new(),
         }
     }
 
@@ -772,6 +839,69 @@ mod tests {
         let words = said(&out).join("\n");
         assert!(words.contains("short of capacity"), "{words}");
         assert!(words.contains("Insufficient nvidia.com/gpu"), "{words}");
+    }
+
+    #[test]
+    fn a_live_image_a_bypass_put_there_is_named_and_its_no_op_is_not_silent() {
+        let bypass = LiveBypass {
+            commit: "abc1234".into(),
+            reason: "hotfix at 3am".into(),
+        };
+        // The same digest again: still a no-op (nothing to promote), but it says that no
+        // check ever ran on what is live, and never that anything passed.
+        let mut s = start();
+        s.live_digest = Some(s.candidate_digest.clone());
+        s.live_bypassed = Some(bypass.clone());
+        let (_, out) = Gate::start(plan(&[("smoke", "http")]), s);
+        assert_eq!(done(&out), Some(&Outcome::NoOp));
+        let words = said(&out).join("\n");
+        assert!(
+            words.starts_with("no-op on a bypassed image: ")
+                && words.contains("GATE BYPASS put it there in abc1234 (hotfix at 3am)")
+                && !says_passed(&words),
+            "{words}"
+        );
+        // A new candidate: the run goes on, after a note that live came in by a bypass.
+        let mut s = start();
+        s.live_bypassed = Some(bypass);
+        let (_, out) = Gate::start(plan(&[("smoke", "http")]), s);
+        assert_eq!(out.last(), Some(&Effect::CommitCandidate));
+        let words = said(&out);
+        assert!(words[0].starts_with("promotion of "), "{words:?}");
+        assert!(
+            words[1].starts_with("note, live came in by a GATE BYPASS in abc1234"),
+            "{words:?}"
+        );
+    }
+
+    #[test]
+    fn expired_kept_candidates_are_a_warning_before_whatever_the_run_does() {
+        let expired = vec![
+            ExpiredKept {
+                path: "deploy/candidates/api-candidate.yaml".into(),
+                until: "2026-11-02T10:00:00Z".into(),
+            },
+            ExpiredKept {
+                path: "deploy/candidates/llm-candidate.yaml".into(),
+                until: "2026-10-30T08:00:00Z".into(),
+            },
+        ];
+        for no_op in [false, true] {
+            let mut s = start();
+            s.expired_kept = expired.clone();
+            if no_op {
+                s.live_digest = Some(s.candidate_digest.clone());
+            }
+            let (_, out) = Gate::start(plan(&[("smoke", "http")]), s);
+            let words = said(&out);
+            assert!(
+                words[0].starts_with("warning, kept candidates pile up: 2 candidate(s)")
+                    && words[0].contains("the oldest kept until 2026-10-30T08:00:00Z")
+                    && words[0].contains("greenlight promote gc"),
+                "{words:?}"
+            );
+            assert_eq!(words.len(), 2, "{words:?}");
+        }
     }
 
     #[test]
@@ -992,6 +1122,21 @@ mod tests {
                 commit: "p".into(),
             },
             GateMessage::BypassRequested { reason: "r".into() },
+            GateMessage::NoOpAfterBypass {
+                digest: "d".into(),
+                commit: "c".into(),
+                reason: "r".into(),
+            },
+            GateMessage::LiveWasBypassed {
+                commit: "c".into(),
+                reason: "r".into(),
+            },
+            GateMessage::KeptCandidatesExpired {
+                expired: vec![ExpiredKept {
+                    path: "p".into(),
+                    until: "u".into(),
+                }],
+            },
             GateMessage::Bypassed {
                 app: "a".into(),
                 candidate: "c".into(),
@@ -1027,7 +1172,10 @@ mod tests {
             let text = m.to_string().to_lowercase();
             if matches!(
                 m,
-                GateMessage::BypassRequested { .. } | GateMessage::Bypassed { .. }
+                GateMessage::BypassRequested { .. }
+                    | GateMessage::Bypassed { .. }
+                    | GateMessage::NoOpAfterBypass { .. }
+                    | GateMessage::LiveWasBypassed { .. }
             ) {
                 assert!(text.contains("bypass") && !says_passed(&text), "{text}");
             }

@@ -1412,7 +1412,7 @@ impl fmt::Display for GateMessage {
             ),
             GateMessage::NoOp { digest } => write!(
                 f,
-                "no-op: the candidate is already live ({digest}); nothing committed, nothing notified"
+                "no-op: the candidate is already live ({digest}); nothing committed, nothing notified (if every run says this, the pipeline is proposing the live image: give it the digest its build produced)"
             ),
             GateMessage::SuspiciousNoOp { live_image, digest } => write!(
                 f,
@@ -1483,6 +1483,32 @@ impl fmt::Display for GateMessage {
                 f,
                 "GATE BYPASSED on request ({reason}): no candidate, no check runs"
             ),
+            GateMessage::NoOpAfterBypass {
+                digest,
+                commit,
+                reason,
+            } => write!(
+                f,
+                "no-op on a bypassed image: the candidate is already live ({digest}), but a GATE BYPASS put it there in {commit} ({reason}) and no check ever ran on it; nothing committed. The gate promotes only a new digest: to check this one, run its checks by hand against the live workload, or gate the next build"
+            ),
+            GateMessage::LiveWasBypassed { commit, reason } => write!(
+                f,
+                "note, live came in by a GATE BYPASS in {commit} ({reason}): no check ever ran on what is live; this run checks the candidate only"
+            ),
+            GateMessage::KeptCandidatesExpired { expired } => {
+                let oldest = expired
+                    .iter()
+                    .map(|e| e.until.as_str())
+                    .min()
+                    .unwrap_or_default();
+                let paths: Vec<&str> = expired.iter().map(|e| e.path.as_str()).collect();
+                write!(
+                    f,
+                    "warning, kept candidates pile up: {} candidate(s) past their retention are still in git and deployed (the oldest kept until {oldest}: {}); only `greenlight promote gc --config …` removes them: run it on a schedule (a CI schedule or a CronJob)",
+                    expired.len(),
+                    paths.join(", ")
+                )
+            }
             GateMessage::Bypassed {
                 app,
                 candidate,

@@ -201,6 +201,26 @@ impl Repo {
         files.sort();
         Ok(files)
     }
+
+    /// The commits reachable from `rev` that changed `path`, newest first, at most `limit`
+    /// (`git log --format=%H -n <limit> <rev> -- <path>`).
+    pub fn path_history(&self, rev: &str, path: &str, limit: usize) -> Result<Vec<String>> {
+        check_path(path)?;
+        let commit = self.full_commit(rev)?;
+        let out = self
+            .env()
+            .git(["log", "--format=%H"])
+            .arg(format!("-n{limit}"))
+            .arg(&commit)
+            .arg("--")
+            .arg(path)
+            .run_ok()?;
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect())
+    }
 }
 
 /// A repository path greenlight may write: relative, no `..`, never inside `.git`.

@@ -88,6 +88,21 @@ fn writes_and_removals_land_in_one_commit_pushed_fast_forward() {
         repo.list_files(&commit, "nothing/here").unwrap(),
         Vec::<String>::new()
     );
+    assert_eq!(
+        repo.path_history(&commit, "app/deploy.yaml", 5).unwrap()[0],
+        commit,
+        "the newest change of the file first"
+    );
+    assert_eq!(
+        repo.path_history(&commit, "candidates/web/deploy.yaml", 5)
+            .unwrap(),
+        std::slice::from_ref(&commit)
+    );
+    assert!(
+        repo.path_history(&before, "candidates/web/deploy.yaml", 5)
+            .unwrap()
+            .is_empty()
+    );
     assert_clean(&fx.clone_dir());
     // The same changes again: nothing to commit, nothing pushed.
     let again = repo

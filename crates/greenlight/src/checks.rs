@@ -245,6 +245,9 @@ pub async fn analysis_check(
     if let Some(why) = run.message() {
         evidence.push_str(&format!(" — {why}"));
     }
+    for hint in run.results().iter().filter_map(|r| r.noise_hint()) {
+        evidence.push_str(&format!(" — {hint}"));
+    }
     match run.phase() {
         Phase::Successful => CheckOutcome::Passed { evidence },
         Phase::Failed => CheckOutcome::Failed { evidence },

@@ -336,6 +336,53 @@ fn a_bypass_promotes_without_candidate_or_check_and_never_says_passed() {
         "{msg}"
     );
     assert_eq!(live_manifest(&repo), deployment("web", NEW).trim_end());
+
+    // A bypass nobody noticed: the pipeline proposes the same image again. There is nothing
+    // to promote, but the no-op says that no check ever ran on what is live.
+    let tip = repo.remote_tip();
+    let bypass = short(&tip);
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.starts_with("no-op on a bypassed image: the candidate is already live (sha256:2222")
+            && out.contains(&format!(
+            "a GATE BYPASS put it there in {bypass} (incident 42: hotfix) and no check ever ran on it"
+        )),
+        "{out}"
+    );
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert_eq!(repo.remote_tip(), tip, "nothing committed");
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..12]
+}
+
+#[test]
+fn kept_candidates_past_their_retention_are_a_warning_on_every_run() {
+    let (repo, sb) = world();
+    // Another workload's candidate, kept by an earlier run and long expired: nothing ran gc.
+    repo.write(
+        "apps/candidates/api-candidate.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: api-candidate\n  namespace: apps\n  annotations:\n    greenlight.dev/kept-until: \"2026-01-02T03:04:05Z\"\n",
+    )
+    .commit_push("api: a kept candidate");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let o = run(&repo, &sb, &cfg, LIVE, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[0]
+            .starts_with("warning, kept candidates pile up: 1 candidate(s) past their retention")
+            && lines[0].contains("apps/candidates/api-candidate.yaml")
+            && lines[0].contains("2026-01-02T03:04:05Z"),
+        "{out}"
+    );
+    assert!(lines[1].starts_with("no-op: "), "{out}");
 }
 
 #[test]

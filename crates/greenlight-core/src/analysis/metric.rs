@@ -332,6 +332,24 @@ impl MetricResult {
         self.assessment.is_some()
     }
 
+    /// For a metric that failed on its `failureLimit` while most of its measurements were
+    /// successful, the diagnosis a team needs when a gate keeps failing on noise: the rule is
+    /// stricter than the metric is steady. `None` for any other result — a metric that failed on
+    /// most of its measurements is a failure, not noise.
+    pub fn noise_hint(&self) -> Option<String> {
+        let Some(Assessment::FailureLimit { failed, limit }) = &self.assessment else {
+            return None;
+        };
+        let c = self.counts;
+        (c.successful > c.failed).then(|| {
+            format!(
+                "`{}` failed on {failed} of {} measurements with failureLimit {limit}, the others successful: if this gate often fails on such noise, failureLimit is too strict for how steady the metric is; raise failureLimit (with count) or smooth the query (a longer rate window), rather than bypass the gate",
+                self.name(),
+                c.count
+            )
+        })
+    }
+
     /// Argo Rollouts' sentence for a completed metric: `Metric "x" assessed Failed due to
     /// failed (1) > failureLimit (0)`, with the last measurement's error appended when it was
     /// an Error.
@@ -505,5 +523,39 @@ mod tests {
         assert_eq!(with(1, 1, 5), Some(Phase::Error));
         assert_eq!(with(1, 0, 5), Some(Phase::Error));
         assert_eq!(with(0, 1, 5), Some(Phase::Error));
+    }
+
+    #[test]
+    fn a_failure_on_a_few_measurements_among_successes_names_failure_limit_as_too_strict() {
+        let mut spec = MetricSpec::new("error-rate");
+        spec.count = Some(10);
+        spec.interval_ms = Some(30_000);
+        let metric = spec.validate().unwrap();
+        let with = |successful, failed, inconclusive| {
+            let mut r = MetricResult::start(metric.clone(), Timestamp(0));
+            r.counts = Counts {
+                count: successful + failed + inconclusive,
+                successful,
+                failed,
+                inconclusive,
+                ..Counts::default()
+            };
+            r.assessment = r.assess();
+            r
+        };
+        let noisy = with(6, 1, 0);
+        assert_eq!(noisy.phase(), Phase::Failed);
+        let hint = noisy.noise_hint().expect("a hint");
+        assert!(
+            hint.starts_with("`error-rate` failed on 1 of 7 measurements with failureLimit 0")
+                && hint.contains("raise failureLimit"),
+            "{hint}"
+        );
+        // Failed at once, or mostly failing: a failure, not noise.
+        assert_eq!(with(0, 1, 0).noise_hint(), None);
+        assert_eq!(with(1, 1, 0).noise_hint(), None);
+        // Not a failure at all.
+        assert_eq!(with(6, 0, 1).noise_hint(), None);
+        assert_eq!(with(3, 0, 0).noise_hint(), None);
     }
 }

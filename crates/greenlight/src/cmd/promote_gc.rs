@@ -47,7 +47,7 @@ pub struct GcArgs {
 
 /// What gc decided about one candidate file.
 #[derive(Debug, PartialEq, Eq)]
-enum Verdict {
+pub(crate) enum Verdict {
     /// `kept-until` has passed and no run holds the lock: removed.
     Expired { until: Timestamp },
     /// `kept-until` is still ahead.
@@ -100,27 +100,13 @@ pub fn gc(a: GcArgs) -> Result<ExitCode> {
     let now = SystemClock.now();
     let files = repo.list_files(&base, &dir)?;
     let mut expired: Vec<(String, String, Timestamp)> = Vec::new();
-    let mut looked = 0usize;
-    for path in &files {
-        let Some(name) = path
-            .strip_prefix(&format!("{dir}/"))
-            .filter(|f| !f.contains('/'))
-            .and_then(|f| f.strip_suffix("-candidate.yaml"))
-        else {
-            continue;
-        };
-        looked += 1;
-        let text = repo
-            .read_file(&base, path)?
-            .map(|t| String::from_utf8_lossy(&t).into_owned())
-            .unwrap_or_default();
-        let lock = repo
-            .read_file(&base, &format!("{dir}/{name}-candidate.lock"))?
-            .map(|t| String::from_utf8_lossy(&t).into_owned());
-        match verdict(&text, lock.as_deref(), now) {
+    let surveyed = survey(&repo, &base, &dir, now)?;
+    let looked = surveyed.len();
+    for (name, path, verdict) in surveyed {
+        match verdict {
             Verdict::Expired { until } => {
                 outln!("{path}: kept until {}: expired, removed", until.rfc3339());
-                expired.push((name.to_string(), path.clone(), until));
+                expired.push((name, path, until));
             }
             Verdict::Kept { until } => {
                 outln!("{path}: kept until {}: not expired, kept", until.rfc3339())
@@ -197,6 +183,36 @@ pub fn gc(a: GcArgs) -> Result<ExitCode> {
             &tip[..tip.len().min(12)]
         )),
     }
+}
+
+/// Each candidate file (`<dir>/<name>-candidate.yaml`) at `base`, with its name and what gc
+/// makes of it.
+pub(crate) fn survey(
+    repo: &greenlight_git::Repo,
+    base: &str,
+    dir: &str,
+    now: Timestamp,
+) -> Result<Vec<(String, String, Verdict)>> {
+    let mut out = Vec::new();
+    for path in repo.list_files(base, dir)? {
+        let Some(name) = path
+            .strip_prefix(&format!("{dir}/"))
+            .filter(|f| !f.contains('/'))
+            .and_then(|f| f.strip_suffix("-candidate.yaml"))
+        else {
+            continue;
+        };
+        let text = repo
+            .read_file(base, &path)?
+            .map(|t| String::from_utf8_lossy(&t).into_owned())
+            .unwrap_or_default();
+        let lock = repo
+            .read_file(base, &format!("{dir}/{name}-candidate.lock"))?
+            .map(|t| String::from_utf8_lossy(&t).into_owned());
+        let v = verdict(&text, lock.as_deref(), now);
+        out.push((name.to_string(), path, v));
+    }
+    Ok(out)
 }
 
 /// Whether a candidate file is an expired kept candidate, given its run's lock (if any).

@@ -21,7 +21,8 @@ use greenlight_core::candidate::{CandidateSpec, make_candidate};
 use greenlight_core::directive::{Directive, Mode};
 use greenlight_core::event::EventKind;
 use greenlight_core::gate::{
-    CandidateVerdict, CheckOutcome, Effect, Gate, GatePlan, Input, Outcome, PlannedCheck, Start,
+    CANDIDATE_TRAILER, CandidateVerdict, CheckOutcome, Effect, ExpiredKept, GATE_TRAILER, Gate,
+    GatePlan, Input, LiveBypass, Outcome, PlannedCheck, Start,
 };
 use greenlight_core::image::{ImageRef, TagPolicy};
 use greenlight_core::promote::template::CandidateValues;
@@ -400,6 +401,7 @@ impl RunCtx {
                 .collect(),
             watch_trailer: format!("{}: {}", p.commit.watch.key, p.watch_directive().render()),
         };
+        let start_live_image = live_image.clone();
         let start = Start {
             candidate: candidate.as_str().to_string(),
             candidate_digest: candidate.digest().unwrap_or_default().to_string(),
@@ -408,6 +410,8 @@ impl RunCtx {
             live_tag_is_mutable,
             bypass,
             self_test,
+            live_bypassed: self.live_bypassed(&start_live_image)?,
+            expired_kept: self.expired_kept()?,
         };
         let (gate, first) = Gate::start(plan, start);
         let ran = self.drive(gate, first, &candidate).await;
@@ -504,6 +508,60 @@ impl RunCtx {
             found.problems.len()
         );
         Ok(Some(ExitCode::from(2)))
+    }
+
+    /// The bypass that put the live image there, if one did: the newest commit of the live
+    /// manifest's history that records a gate outcome (`Greenlight-Gate`) says `bypassed` and
+    /// names the live image as its candidate. A later hand edit of the image is not a bypass.
+    fn live_bypassed(&self, live_image: &str) -> Result<Option<LiveBypass>> {
+        let history = self
+            .repo
+            .path_history(&self.base, &self.promotion.live.manifest, 50)?;
+        for sha in history {
+            let commit = self.repo.commit(&sha)?;
+            let trailers = greenlight_core::trailer::parse(&commit.message);
+            let field = |key: &str| {
+                trailers
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                    .map(|(_, v)| v.as_str())
+            };
+            let (Some(gate), Some(candidate)) = (field(GATE_TRAILER), field(CANDIDATE_TRAILER))
+            else {
+                continue;
+            };
+            if candidate != live_image {
+                // The image changed by hand since that promotion.
+                return Ok(None);
+            }
+            return Ok(gate
+                .strip_prefix("bypassed, no check ran: ")
+                .map(|reason| LiveBypass {
+                    commit: short(&sha).to_string(),
+                    reason: reason.to_string(),
+                }));
+        }
+        Ok(None)
+    }
+
+    /// Other workloads' kept candidates in `candidate.path` past their `kept-until` (this run
+    /// writes its own workload's candidate over its own).
+    fn expired_kept(&self) -> Result<Vec<ExpiredKept>> {
+        let dir = self.promotion.candidate.path.trim_end_matches('/');
+        let now = SystemClock.now();
+        let own = &self.promotion.live.workload.name;
+        Ok(super::promote_gc::survey(&self.repo, &self.base, dir, now)?
+            .into_iter()
+            .filter(|(name, _, _)| name != own)
+            .filter_map(|(_, path, v)| match v {
+                super::promote_gc::Verdict::Expired { until } => Some(ExpiredKept {
+                    path,
+                    until: until.rfc3339(),
+                }),
+                _ => None,
+            })
+            .collect())
     }
 
     /// Execute the machine's effects, reporting each result back, until it is done.
