@@ -317,6 +317,33 @@ fn a_tag_the_registry_does_not_have_is_an_error_naming_the_image_and_nothing_is_
     assert_eq!(repo.remote_tip(), before, "nothing committed");
 }
 
+#[test]
+fn a_live_tag_the_registry_does_not_have_is_an_error_that_says_it_is_the_live_image() {
+    let registry = Registry::start();
+    // The live manifest names a tag the registry no longer has (a retention policy removed it).
+    let gone = registry.push(REPO, "stable", "web 1.0");
+    let live = registry.image(&format!("{REPO}:stable"));
+    let (repo, sb) = world(&live);
+    registry.delete_manifest(REPO, &gone);
+    registry.push(REPO, "2.0.0", "web 2.0");
+    let before = repo.remote_tip();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path());
+
+    let candidate = registry.image(&format!("{REPO}:2.0.0"));
+    let o = run(&repo, &sb.url, &cfg, &candidate, RESOLVE);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(
+        err,
+        format!(
+            "error: live.manifest apps/web/deploy.yaml: its image `{live}` is resolved with --resolve to tell a no-op: cannot resolve `{live}`: the registry has no manifest for {live} (HTTP 404)\n"
+        )
+    );
+    assert_eq!(out, "");
+    assert_eq!(repo.remote_tip(), before, "nothing committed");
+}
+
 /// `greenlight guard image --resolve --plain-http` over `images`.
 fn guard_resolve(images: &[&str]) -> Output {
     Command::new(BIN)
