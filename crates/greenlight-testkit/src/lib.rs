@@ -13,6 +13,8 @@
 //!   server that never answers.
 //! - [`prometheus`]: a real Prometheus (Debian's binary) on a loopback port, scraping an
 //!   exporter whose gauges the test sets.
+//! - [`registry`]: a real OCI registry (Debian's `docker-registry`) on a loopback port, and
+//!   pushes of small images to it over the distribution API.
 //! - [`sandbox`]: `greenlight sandbox` as a child process, started and read over HTTP.
 //! - [`watch`]: `greenlight watch` as a child process and its `status --json`.
 //!
@@ -30,6 +32,7 @@ pub mod git_http;
 pub mod http;
 pub mod process;
 pub mod prometheus;
+pub mod registry;
 pub mod sandbox;
 pub mod watch;
 
@@ -39,5 +42,6 @@ pub use git_http::GitHttpServer;
 pub use http::{Response, SilentServer, http_get, http_post, http_request, http_send};
 pub use process::Proc;
 pub use prometheus::{BasicAuthUser, Exporter, Prometheus};
+pub use registry::{ManifestKind, Registry};
 pub use sandbox::{Sandbox, healthy_at};
 pub use watch::{TERMINAL_STATES, Watchdog, status_json, wait_state, watch_args, watch_of};

@@ -373,7 +373,13 @@ impl RunCtx {
         let live_ref = ImageRef::parse(&live_image).ok();
         let live_digest = match &live_ref {
             Some(r) if r.digest().is_some() => r.digest().map(str::to_string),
-            Some(r) if resolve_live => Some(resolve(r, plain_http).await?),
+            // Said as the live manifest's image: the user named the candidate, not this one.
+            Some(r) if resolve_live => Some(resolve(r, plain_http).await.with_context(|| {
+                format!(
+                    "live.manifest {manifest}: its image `{}` is resolved with --resolve to tell a no-op",
+                    r.as_str()
+                )
+            })?),
             _ => None,
         };
         if let Some(refused) = self.check_applications(bypass.is_some()).await? {
