@@ -277,6 +277,10 @@ pub enum GateMessage {
 pub const GATE_TRAILER: &str = "Greenlight-Gate";
 pub const CANDIDATE_TRAILER: &str = "Greenlight-Candidate";
 pub const CHECK_TRAILER: &str = "Greenlight-Check";
+/// On a promotion commit: the candidates' directory, which a revert of the commit (the
+/// watchdog's, when the promoted image fails live) leaves as it is on the branch, so that
+/// undoing the promotion does not bring back the candidate and the lock the commit removed.
+pub const REVERT_KEEPS_TRAILER: &str = "Greenlight-Revert-Keeps";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Step {

@@ -224,7 +224,7 @@ impl Repo {
 }
 
 /// A repository path greenlight may write: relative, no `..`, never inside `.git`.
-fn check_path(path: &str) -> Result<()> {
+pub(crate) fn check_path(path: &str) -> Result<()> {
     let bad = |reason| {
         Err(Error::InvalidInput {
             what: "path",

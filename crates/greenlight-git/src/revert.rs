@@ -32,6 +32,12 @@ pub struct RevertRequest {
     /// commit on the branch is then adopted, in effect or not: a revert a human undid is a
     /// human's decision, never pushed over.
     pub adopt_any: bool,
+    /// Paths (files or directories, from the repository's root) whose changes the revert
+    /// leaves as they are on the branch: it undoes the rest of the commit. A conflict only in
+    /// these paths is resolved to the branch's version. The promotion gate names its
+    /// candidates' directory here, so that undoing a promotion does not bring back the
+    /// candidate and the lock it removed.
+    pub keep: Vec<String>,
 }
 
 /// How a revert request ended. Errors (git failing, every push rejected) are `Err`.
@@ -149,8 +155,20 @@ impl Repo {
             revert = revert.arg("-m").arg("1");
         }
         let out = self.with_identity(revert.arg(commit), req).run()?;
-        if !out.status.success() {
-            let paths = self.conflicted_paths()?;
+        let conflicted = if out.status.success() {
+            Vec::new()
+        } else {
+            self.conflicted_paths()?
+        };
+        let resolvable = !conflicted.is_empty()
+            && conflicted
+                .iter()
+                .all(|p| req.keep.iter().any(|k| under(p, k)));
+        if resolvable || (out.status.success() && !req.keep.is_empty()) {
+            self.keep_as_on_branch(&req.keep)?;
+        }
+        if !out.status.success() && !resolvable {
+            let paths = conflicted;
             // Best effort: the reset below restores the work tree whatever --abort did.
             let _ = self.env().git(["revert", "--abort"]).run();
             self.reset_work_tree(&req.branch)?;
@@ -181,7 +199,14 @@ impl Repo {
                 ),
             }));
         }
-        let message = revert_message(&data.subject, &data.sha, &req.reason);
+        let mut message = revert_message(&data.subject, &data.sha, &req.reason);
+        if !req.keep.is_empty() {
+            message.push_str(&format!(
+                "\nLeft as they are on {}: {} (the commit asks a revert to keep them).\n",
+                req.branch,
+                req.keep.join(", ")
+            ));
+        }
         let commit_cmd = self
             .env()
             .git([
@@ -201,6 +226,35 @@ impl Repo {
                 detail: "HEAD names no commit after committing the revert".into(),
             })?;
         Ok(Built::Commit(revert))
+    }
+
+    /// Puts `paths` back as they are at HEAD (the branch's tip) in the index and the work
+    /// tree, whatever the revert did to them: changes undone, files it brought back removed,
+    /// conflicts resolved to the branch's side.
+    fn keep_as_on_branch(&self, paths: &[String]) -> Result<()> {
+        for path in paths {
+            let spec = format!(":(literal){}", path.trim_end_matches('/'));
+            let known = |args: &[&str]| -> Result<bool> {
+                let out = self
+                    .env()
+                    .git(args.iter().copied())
+                    .arg("--")
+                    .arg(&spec)
+                    .run_ok()?;
+                Ok(!out.stdout.is_empty())
+            };
+            if !known(&["ls-files", "--cached"])?
+                && !known(&["ls-tree", "-r", "--name-only", "HEAD"])?
+            {
+                continue;
+            }
+            self.env()
+                .git(["restore", "--source=HEAD", "--staged", "--worktree"])
+                .arg("--")
+                .arg(&spec)
+                .run_ok()?;
+        }
+        Ok(())
     }
 
     fn with_identity<'a>(
@@ -295,7 +349,19 @@ fn rejection(porcelain: &str) -> Option<String> {
     })
 }
 
+/// Whether `path` is `dir` or below it.
+fn under(path: &str, dir: &str) -> bool {
+    let dir = dir.trim_end_matches('/');
+    path == dir
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
 fn check_request(req: &RevertRequest) -> Result<()> {
+    for path in &req.keep {
+        crate::change::check_path(path.trim_end_matches('/'))?;
+    }
     let bad = |what, value: &str, reason| {
         Err(Error::InvalidInput {
             what,

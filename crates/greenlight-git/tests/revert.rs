@@ -19,6 +19,7 @@ fn request(fx: &Fixture, commit: &str) -> RevertRequest {
         author_email: "greenlight@example.com".into(),
         max_attempts: 3,
         adopt_any: false,
+        keep: Vec::new(),
     }
 }
 
@@ -416,4 +417,80 @@ fn refuses_bad_requests_before_touching_anything() {
         .unwrap_err();
     assert!(matches!(err, Error::UnknownCommit { .. }), "{err:?}");
     assert_eq!(fx.on_remote(&["rev-parse", "main"]), before);
+}
+
+#[test]
+fn a_revert_leaves_the_paths_it_is_asked_to_keep_as_they_are_on_the_branch() {
+    // PROMO changed the live manifest and removed a candidate and its lock; NEXT wrote a new
+    // candidate and lock since. Undoing PROMO restores the live manifest only: the candidate
+    // directory stays as the branch has it, the conflict on the new candidate resolved to the
+    // branch's side, and the old lock is not brought back.
+    let fx = Fixture::build("promotion.sh");
+    let repo = fx.open();
+    let mut req = request(&fx, "PROMO");
+    req.keep = vec!["cands/".into()];
+    let outcome = repo.revert_and_push(&req).unwrap();
+    let RevertOutcome::Pushed { revert, .. } = outcome else {
+        panic!("expected Pushed, got {outcome:?}");
+    };
+    assert_eq!(fx.on_remote(&["rev-parse", "main"]), revert);
+    assert_eq!(
+        fx.on_remote(&["diff", "--name-only", "main^", "main"]),
+        "app/deploy.yaml"
+    );
+    assert_eq!(
+        fx.on_remote(&["show", "main:app/deploy.yaml"]),
+        "image: web:1"
+    );
+    assert_eq!(
+        fx.on_remote(&["show", "main:cands/web-candidate.yaml"]),
+        "image: web:3"
+    );
+    assert_eq!(
+        fx.on_remote(&["show", "main:cands/web-candidate.lock"]),
+        "holder: run 2"
+    );
+    let message = fx.on_remote(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        message
+            .contains("Left as they are on main: cands/ (the commit asks a revert to keep them)."),
+        "{message}"
+    );
+    assert_clean(&fx.clone_dir());
+
+    // Without `keep`, git's own revert conflicts on the candidate and lock NEXT wrote: nothing
+    // pushed.
+    let fx = Fixture::build("promotion.sh");
+    let repo = fx.open();
+    let tip = fx.on_remote(&["rev-parse", "main"]);
+    let outcome = repo.revert_and_push(&request(&fx, "PROMO")).unwrap();
+    assert!(
+        matches!(&outcome, RevertOutcome::Conflict { paths, .. }
+            if paths == &["cands/web-candidate.lock", "cands/web-candidate.yaml"]),
+        "{outcome:?}"
+    );
+    assert_eq!(fx.on_remote(&["rev-parse", "main"]), tip);
+    assert_clean(&fx.clone_dir());
+}
+
+#[test]
+fn a_revert_keeping_paths_still_stops_on_a_conflict_outside_them() {
+    let fx = Fixture::build("revert.sh");
+    let repo = fx.open();
+    let tip = fx.on_remote(&["rev-parse", "main"]);
+    // X changed app/conf.txt and Y changed it again: reverting X conflicts there.
+    let mut req = request(&fx, "X");
+    req.keep = vec!["cands".into()];
+    let outcome = repo.revert_and_push(&req).unwrap();
+    assert!(
+        matches!(&outcome, RevertOutcome::Conflict { paths, .. } if paths == &["app/conf.txt"]),
+        "{outcome:?}"
+    );
+    assert_eq!(fx.on_remote(&["rev-parse", "main"]), tip);
+    assert_clean(&fx.clone_dir());
+    req.keep = vec!["../outside".into()];
+    assert!(matches!(
+        repo.revert_and_push(&req),
+        Err(Error::InvalidInput { .. })
+    ));
 }

@@ -168,7 +168,8 @@ fn a_candidate_that_is_confirmed_and_passes_its_check_is_promoted_in_one_commit(
         "Greenlight-Gate: passed: candidate ready, 1 check(s) in order",
         &format!("Greenlight-Candidate: {NEW}"),
         "Greenlight-Check: 1 smoke (command) passed: sh exited 0",
-        "Nav-Watchdog: app=web deadline=60s mode=shadow expect=Healthy",
+        // A watchdog revert of this commit must not bring the candidate and the lock back.
+        "Greenlight-Revert-Keeps: apps/candidates\nNav-Watchdog: app=web deadline=60s mode=shadow expect=Healthy",
     ] {
         assert!(msg.contains(needle), "missing {needle:?} in:\n{msg}");
     }

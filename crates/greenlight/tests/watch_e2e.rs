@@ -493,7 +493,61 @@ fn once_fails_on_a_bad_argocd_url_and_passes_on_a_good_one() {
     assert!(!state.exists(), "--once writes no state");
 }
 
+/// A promotion commit changes the live manifest and removes the candidate and its lock; it
+/// names the candidates' directory in `Greenlight-Revert-Keeps`. When the promoted image fails
+/// live, the revert undoes the live manifest only: the candidate and the lock stay gone.
+fn a_promotion_revert_leaves_the_candidates_directory_as_it_is() {
+    let repo = Repo::new();
+    repo.write("apps/candidates/README.md", "promotion candidates\n")
+        .write(
+            "apps/candidates/web-candidate.yaml",
+            &deployment("web-candidate", GOOD),
+        )
+        .write("apps/candidates/web-candidate.lock", "holder: a run\n")
+        .commit_push("candidate");
+    let sb = sandbox(
+        &repo,
+        &["web=apps/web", "cands=apps/candidates"],
+        &["--prune", "cands", "--allow-empty", "cands"],
+    );
+    settled(&sb, &repo, &["web", "cands"]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    repo.write("apps/web/deploy.yaml", &deployment("web", BAD));
+    repo.git(&[
+        "rm",
+        "-q",
+        "apps/candidates/web-candidate.yaml",
+        "apps/candidates/web-candidate.lock",
+    ]);
+    let msg = format!(
+        "promote web: 2.0.0 (gate passed)\n\nGreenlight-Gate: passed: 1 check(s)\nGreenlight-Revert-Keeps: apps/candidates\n{}",
+        trailer("web", "3", "arm")
+    );
+    repo.git(&["commit", "-q", "-am", &msg]);
+    repo.git(&["push", "-q", "origin", "main"]);
+    let promo = repo.git(&["rev-parse", "HEAD"]);
+    let w = wd.wait_state(&promo, "REVERTED", T);
+    let revert = w["revert_commit"].as_str().unwrap();
+    assert_eq!(repo.remote_tip(), revert);
+    assert_eq!(
+        repo.bare_git(&["diff", "--name-only", &format!("{revert}^"), revert]),
+        "apps/web/deploy.yaml"
+    );
+    let file = repo.bare_git(&["show", "main:apps/web/deploy.yaml"]);
+    assert!(file.contains(GOOD), "{file}");
+    assert_eq!(
+        repo.bare_git(&["ls-tree", "-r", "--name-only", "main", "apps/candidates"]),
+        "apps/candidates/README.md"
+    );
+    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        msg.contains("Left as they are on main: apps/candidates"),
+        "{msg}"
+    );
+}
+
 on_every_argocd_version!(
+    a_promotion_revert_leaves_the_candidates_directory_as_it_is,
     canary_commit_is_reverted_and_the_app_recovers,
     a_good_commit_is_confirmed,
     shadow_fails_without_pushing,

@@ -22,7 +22,7 @@ use greenlight_core::directive::{Directive, Mode};
 use greenlight_core::event::EventKind;
 use greenlight_core::gate::{
     CANDIDATE_TRAILER, CandidateVerdict, CheckOutcome, Effect, ExpiredKept, GATE_TRAILER, Gate,
-    GatePlan, Input, LiveBypass, Outcome, PlannedCheck, Start,
+    GatePlan, Input, LiveBypass, Outcome, PlannedCheck, REVERT_KEEPS_TRAILER, Start,
 };
 use greenlight_core::image::{ImageRef, TagPolicy};
 use greenlight_core::promote::template::CandidateValues;
@@ -1007,7 +1007,27 @@ impl RunCtx {
                 path: self.lock_path.clone(),
             });
         }
-        let outcome = self.push(changes, message(subject, "", trailers), true)?;
+        // A watchdog revert of this commit (the promoted image failing live) undoes the live
+        // manifest only: it must not bring back the candidate and the lock removed here.
+        let mut trailers = trailers.to_vec();
+        if self.made.is_some() || self.lock_held {
+            let at = trailers
+                .iter()
+                .position(|(k, _)| k == &self.promotion.commit.watch.key)
+                .unwrap_or(trailers.len());
+            trailers.insert(
+                at,
+                (
+                    REVERT_KEEPS_TRAILER.to_string(),
+                    self.promotion
+                        .candidate
+                        .path
+                        .trim_end_matches('/')
+                        .to_string(),
+                ),
+            );
+        }
+        let outcome = self.push(changes, message(subject, "", &trailers), true)?;
         Ok(match outcome {
             ChangeOutcome::Pushed { commit, .. } => Input::PromotionCommitted { commit },
             ChangeOutcome::Guarded { tip, .. } => Input::LiveManifestChanged { commit: tip },

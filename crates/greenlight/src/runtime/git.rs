@@ -26,6 +26,23 @@ impl GitRepository {
     pub fn remote_default_branch(&self) -> Result<String> {
         Ok(self.repo.remote_default_branch()?)
     }
+
+    /// The paths a revert of `commit` leaves as they are: its `Greenlight-Revert-Keeps`
+    /// trailers (a promotion commit names its candidates' directory, so that undoing the
+    /// promotion does not bring back the candidate and the lock it removed).
+    fn revert_keeps(&self, commit: &str) -> Result<Vec<String>> {
+        let data = self.repo.commit(commit)?;
+        Ok(greenlight_core::trailer::parse(&data.message)
+            .into_iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(greenlight_core::gate::REVERT_KEEPS_TRAILER))
+            .flat_map(|(_, v)| {
+                v.split(',')
+                    .map(|p| p.trim().to_string())
+                    .filter(|p| !p.is_empty())
+                    .collect::<Vec<_>>()
+            })
+            .collect())
+    }
 }
 
 impl Repository for GitRepository {
@@ -68,6 +85,14 @@ impl Repository for GitRepository {
 
 impl RevertExecutor for GitRepository {
     fn revert(&self, r: &RevertRequest, branch: &str) -> RevertOutcome {
+        let keep = match self.revert_keeps(r.commit.as_ref()) {
+            Ok(k) => k,
+            Err(e) => {
+                return RevertOutcome::Failed {
+                    message: format!("cannot read the commit's trailers: {e:#}"),
+                };
+            }
+        };
         let req = greenlight_git::RevertRequest {
             commit: r.commit.to_string(),
             branch: branch.to_string(),
@@ -76,6 +101,7 @@ impl RevertExecutor for GitRepository {
             author_email: self.author_email.clone(),
             max_attempts: 5,
             adopt_any: r.reissued,
+            keep,
         };
         match self.repo.revert_and_push(&req) {
             Ok(greenlight_git::RevertOutcome::Pushed { revert, .. }) => {
