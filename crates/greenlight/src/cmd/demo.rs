@@ -25,6 +25,7 @@ pub struct DemoArgs {
     /// Keep the temporary directory and print its path.
     #[arg(long)]
     pub keep: bool,
+    /// The format of the watchdog's lines.
     #[arg(long = "log-format", value_enum, default_value = "text")]
     pub log_format: LogFormat,
 }
@@ -65,7 +66,7 @@ spec:
 }
 
 /// git with the user's configuration kept out, as a person would run it in their clone.
-fn git(dir: &Path, args: &[&str]) -> Result<String> {
+pub(super) fn git(dir: &Path, args: &[&str]) -> Result<String> {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -88,7 +89,7 @@ fn git(dir: &Path, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-fn say(line: &str) {
+pub(super) fn say(line: &str) {
     greenlight::output::stdout_line(&format!("demo: {line}"));
 }
 
@@ -173,7 +174,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
     say(&format!(
         "Argo CD stand-in serving the Argo CD REST API at {url}"
     ));
-    wait_app(&sandbox, Duration::from_secs(30), |app| {
+    wait_app(&sandbox, APP, Duration::from_secs(30), |app| {
         health(app) == "Healthy" && sync(app) == "Synced"
     })
     .await
@@ -296,7 +297,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         body.lines().next().unwrap_or("")
     ));
 
-    wait_app(&sandbox, Duration::from_secs(30), |app| {
+    wait_app(&sandbox, APP, Duration::from_secs(30), |app| {
         health(app) == "Healthy" && sync(app) == "Synced" && revision(app) == tip
     })
     .await
@@ -323,32 +324,33 @@ fn field<'a>(app: &'a Value, path: &[&str]) -> &'a str {
     }
     v.as_str().unwrap_or("")
 }
-fn health(app: &Value) -> &str {
+pub(super) fn health(app: &Value) -> &str {
     field(app, &["status", "health", "status"])
 }
-fn sync(app: &Value) -> &str {
+pub(super) fn sync(app: &Value) -> &str {
     field(app, &["status", "sync", "status"])
 }
-fn revision(app: &Value) -> &str {
+pub(super) fn revision(app: &Value) -> &str {
     field(app, &["status", "sync", "revision"])
 }
 
-async fn wait_app(
+pub(super) async fn wait_app(
     sandbox: &greenlight_sandbox::Sandbox,
+    name: &str,
     within: Duration,
     ok: impl Fn(&Value) -> bool,
 ) -> Result<()> {
     let end = Instant::now() + within;
     loop {
-        if let Some(app) = sandbox.application(APP)
+        if let Some(app) = sandbox.application(name)
             && ok(&app)
         {
             return Ok(());
         }
         if Instant::now() > end {
-            let app = sandbox.application(APP).unwrap_or(Value::Null);
+            let app = sandbox.application(name).unwrap_or(Value::Null);
             bail!(
-                "after {}s: health {} sync {} revision {}",
+                "{name} after {}s: health {} sync {} revision {}",
                 within.as_secs(),
                 health(&app),
                 sync(&app),
