@@ -4,9 +4,11 @@
 //! on this machine. It prints each transition as it happens and exits 0 only after checking
 //! that the story really happened: the remote's history holds greenlight's revert of the bad
 //! commit (no watch trailer), and the app is Healthy again at the revert.
+//!
+//! `greenlight demo promote` tells the promotion gate's story instead (`demo_promote.rs`).
 
 use anyhow::{Context, Result, bail, ensure};
-use clap::Args;
+use clap::{Args, Subcommand};
 use greenlight::clock::{Clock, SystemClock};
 use greenlight::output::{LogFormat, Output};
 use greenlight::runtime::{self, DaemonConfig};
@@ -22,12 +24,21 @@ use tokio::sync::mpsc;
 
 #[derive(Args)]
 pub struct DemoArgs {
+    /// Which story: none is the canary's (a bad commit reverted).
+    #[command(subcommand)]
+    pub story: Option<Story>,
     /// Keep the temporary directory and print its path.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub keep: bool,
     /// The format of the watchdog's lines.
-    #[arg(long = "log-format", value_enum, default_value = "text")]
+    #[arg(long = "log-format", value_enum, default_value = "text", global = true)]
     pub log_format: LogFormat,
+}
+
+#[derive(Subcommand)]
+pub enum Story {
+    /// The promotion gate's story: one candidate promoted, one blocked, by digest.
+    Promote,
 }
 
 const APP: &str = "nav-canary";
@@ -94,6 +105,9 @@ pub(super) fn say(line: &str) {
 }
 
 pub fn run(a: DemoArgs) -> Result<ExitCode> {
+    if let Some(Story::Promote) = a.story {
+        return super::demo_promote::run(a.keep, a.log_format);
+    }
     crate::install_crypto();
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let dir = tempfile::Builder::new()
