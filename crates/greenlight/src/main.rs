@@ -21,7 +21,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Tell the canary story end to end in a temporary directory: real git, a local Argo CD stand-in, a revert.
+    /// Tell the canary story end to end in a temporary directory: real git, a local Argo CD stand-in, a revert (`demo promote`: the promotion gate's story).
     Demo(cmd::demo::DemoArgs),
     /// Watch commits that opt in with a trailer; judge reach, health and stability; revert in arm mode.
     Watch(cmd::watch::WatchArgs),

@@ -4,9 +4,11 @@
 //! on this machine. It prints each transition as it happens and exits 0 only after checking
 //! that the story really happened: the remote's history holds greenlight's revert of the bad
 //! commit (no watch trailer), and the app is Healthy again at the revert.
+//!
+//! `greenlight demo promote` tells the promotion gate's story instead (`demo_promote.rs`).
 
 use anyhow::{Context, Result, bail, ensure};
-use clap::Args;
+use clap::{Args, Subcommand};
 use greenlight::clock::{Clock, SystemClock};
 use greenlight::output::{LogFormat, Output};
 use greenlight::runtime::{self, DaemonConfig};
@@ -22,11 +24,21 @@ use tokio::sync::mpsc;
 
 #[derive(Args)]
 pub struct DemoArgs {
+    /// Which story: none is the canary's (a bad commit reverted).
+    #[command(subcommand)]
+    pub story: Option<Story>,
     /// Keep the temporary directory and print its path.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub keep: bool,
-    #[arg(long = "log-format", value_enum, default_value = "text")]
+    /// The format of the watchdog's lines.
+    #[arg(long = "log-format", value_enum, default_value = "text", global = true)]
     pub log_format: LogFormat,
+}
+
+#[derive(Subcommand)]
+pub enum Story {
+    /// The promotion gate's story: one candidate promoted, one blocked, by digest.
+    Promote,
 }
 
 const APP: &str = "nav-canary";
@@ -65,7 +77,7 @@ spec:
 }
 
 /// git with the user's configuration kept out, as a person would run it in their clone.
-fn git(dir: &Path, args: &[&str]) -> Result<String> {
+pub(super) fn git(dir: &Path, args: &[&str]) -> Result<String> {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -88,11 +100,14 @@ fn git(dir: &Path, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-fn say(line: &str) {
+pub(super) fn say(line: &str) {
     greenlight::output::stdout_line(&format!("demo: {line}"));
 }
 
 pub fn run(a: DemoArgs) -> Result<ExitCode> {
+    if let Some(Story::Promote) = a.story {
+        return super::demo_promote::run(a.keep, a.log_format);
+    }
     crate::install_crypto();
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let dir = tempfile::Builder::new()
@@ -173,7 +188,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
     say(&format!(
         "Argo CD stand-in serving the Argo CD REST API at {url}"
     ));
-    wait_app(&sandbox, Duration::from_secs(30), |app| {
+    wait_app(&sandbox, APP, Duration::from_secs(30), |app| {
         health(app) == "Healthy" && sync(app) == "Synced"
     })
     .await
@@ -296,7 +311,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         body.lines().next().unwrap_or("")
     ));
 
-    wait_app(&sandbox, Duration::from_secs(30), |app| {
+    wait_app(&sandbox, APP, Duration::from_secs(30), |app| {
         health(app) == "Healthy" && sync(app) == "Synced" && revision(app) == tip
     })
     .await
@@ -323,32 +338,33 @@ fn field<'a>(app: &'a Value, path: &[&str]) -> &'a str {
     }
     v.as_str().unwrap_or("")
 }
-fn health(app: &Value) -> &str {
+pub(super) fn health(app: &Value) -> &str {
     field(app, &["status", "health", "status"])
 }
-fn sync(app: &Value) -> &str {
+pub(super) fn sync(app: &Value) -> &str {
     field(app, &["status", "sync", "status"])
 }
-fn revision(app: &Value) -> &str {
+pub(super) fn revision(app: &Value) -> &str {
     field(app, &["status", "sync", "revision"])
 }
 
-async fn wait_app(
+pub(super) async fn wait_app(
     sandbox: &greenlight_sandbox::Sandbox,
+    name: &str,
     within: Duration,
     ok: impl Fn(&Value) -> bool,
 ) -> Result<()> {
     let end = Instant::now() + within;
     loop {
-        if let Some(app) = sandbox.application(APP)
+        if let Some(app) = sandbox.application(name)
             && ok(&app)
         {
             return Ok(());
         }
         if Instant::now() > end {
-            let app = sandbox.application(APP).unwrap_or(Value::Null);
+            let app = sandbox.application(name).unwrap_or(Value::Null);
             bail!(
-                "after {}s: health {} sync {} revision {}",
+                "{name} after {}s: health {} sync {} revision {}",
                 within.as_secs(),
                 health(&app),
                 sync(&app),

@@ -28,6 +28,7 @@ macro_rules! errln {
 }
 
 pub mod demo;
+pub mod demo_promote;
 pub mod guard;
 pub mod lint;
 pub mod once;
