@@ -571,6 +571,68 @@ promotion:",
     assert_eq!(live_manifest(&repo), deployment("web", NEW).trim_end());
 }
 
+/// Argo Rollouts' other endings of an analysis, measured against a real Prometheus through the
+/// binary: a failure over a non-zero `failureLimit`, Inconclusive, and Error on a query
+/// Prometheus refuses. None promotes; the undecided ones say an undecided check is not a pass.
+#[test]
+fn prometheus_analyses_fail_on_failure_limit_end_inconclusive_and_error_on_a_bad_query() {
+    use greenlight_testkit::{Exporter, Prometheus};
+    let exporter = Exporter::start();
+    exporter.set("candidate_latency", &[("service", "web-candidate")], 5.0);
+    let prom = Prometheus::start(&exporter);
+    prom.wait_for_value(
+        "candidate_latency{service=\"web-candidate\"}",
+        |v| v == [5.0],
+        Duration::from_secs(30),
+    );
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let base = std::fs::read_to_string(&cfg).unwrap();
+    let with_metric = |fields: &str| {
+        let block = format!(
+            "  - name: latency\n    prometheus:\n      address: {}\n{fields}promotion:",
+            prom.url()
+        );
+        std::fs::write(&cfg, base.replace("promotion:", &block)).unwrap();
+    };
+    let query = "      query: candidate_latency{service=\"{{candidate.service}}\"}\n";
+    let cases: [(String, &str); 3] = [
+        (
+            format!(
+                "{query}      count: 4\n      interval: 200ms\n      successCondition: result[0] < 1\n      failureLimit: 1\n"
+            ),
+            "check 2 latency (prometheus) failed, promotion blocked: Failed: latency Failed (2 measured: 0 successful, 2 failed, 0 inconclusive, 0 error) — Metric \"latency\" assessed Failed due to failed (2) > failureLimit (1)",
+        ),
+        (
+            format!(
+                "{query}      count: 2\n      interval: 200ms\n      successCondition: result[0] < 1\n      failureCondition: result[0] > 10\n"
+            ),
+            "check 2 latency (prometheus) undecided, promotion blocked: Inconclusive: latency Inconclusive (1 measured: 0 successful, 0 failed, 1 inconclusive, 0 error) — Metric \"latency\" assessed Inconclusive due to inconclusive (1) > inconclusiveLimit (0)",
+        ),
+        (
+            "      query: sum(candidate_latency\n      count: 3\n      interval: 200ms\n      successCondition: result[0] < 1\n      consecutiveErrorLimit: 1\n".to_string(),
+            // An error is no measurement (Argo Rollouts counts it apart), and Prometheus's own
+            // words come with it.
+            "check 2 latency (prometheus) undecided, promotion blocked: Error: latency Error (0 measured: 0 successful, 0 failed, 0 inconclusive, 2 error) — Metric \"latency\" assessed Error due to consecutiveErrors (2) > consecutiveErrorLimit (1): \"Error Message: Prometheus at http://127.0.0.1:",
+        ),
+    ];
+    for (fields, expected) in cases {
+        with_metric(&fields);
+        let o = run(&repo, &sb, &cfg, NEW, &[]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+        assert!(out.contains(expected), "{expected:?} missing from:\n{out}");
+        assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
+    }
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("rejected the query (HTTP 400, bad_data)") && out.contains("parse error"),
+        "{out}"
+    );
+}
+
 #[test]
 fn a_run_while_another_holds_the_lock_is_refused_and_an_expired_lock_is_taken_over() {
     let (repo, sb) = world();
