@@ -100,6 +100,24 @@ pub(super) fn git(dir: &Path, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// A bare remote `<root>/origin.git` with `main` as its branch, and a human's clone of it,
+/// `<root>/dana`, on `main`.
+pub(super) fn new_remote(root: &Path) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
+    let remote = root.join("origin.git");
+    let work = root.join("dana");
+    std::fs::create_dir_all(&remote)?;
+    git(
+        &remote,
+        &["init", "--quiet", "--bare", "--initial-branch=main"],
+    )?;
+    git(
+        root,
+        &["clone", "--quiet", remote.to_str().context("path")?, "dana"],
+    )?;
+    git(&work, &["checkout", "--quiet", "-B", "main"])?;
+    Ok((remote, work))
+}
+
 pub(super) fn say(line: &str) {
     greenlight::output::stdout_line(&format!("demo: {line}"));
 }
@@ -134,18 +152,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
 
 async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
     let started = Instant::now();
-    let remote = root.join("origin.git");
-    let work = root.join("dana");
-    std::fs::create_dir_all(&remote)?;
-    git(
-        &remote,
-        &["init", "--quiet", "--bare", "--initial-branch=main"],
-    )?;
-    git(
-        root,
-        &["clone", "--quiet", remote.to_str().context("path")?, "dana"],
-    )?;
-    git(&work, &["checkout", "--quiet", "-B", "main"])?;
+    let (remote, work) = new_remote(root)?;
     std::fs::create_dir_all(work.join("apps/nav-canary"))?;
     std::fs::write(
         work.join("apps/nav-canary/deployment.yaml"),

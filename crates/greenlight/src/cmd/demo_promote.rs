@@ -11,7 +11,7 @@
 //! checks pass the image they verify (`{{candidate.image}}`) and the server answers as that
 //! build would. The gate decides; the server only knows which build is broken.
 
-use super::demo::{git, health, revision, say, sync, wait_app};
+use super::demo::{git, health, new_remote, revision, say, sync, wait_app};
 use super::promote_run::{self, KEPT_UNTIL, RunArgs};
 use anyhow::{Context, Result, bail, ensure};
 use axum::extract::Query;
@@ -139,18 +139,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         "check server at {checks}: answers /healthz and /smoke as the build named by ?image= would ({GOOD} is good; {BAD} answers /smoke with 500)"
     ));
 
-    let remote = root.join("origin.git");
-    let work = root.join("dana");
-    std::fs::create_dir_all(&remote)?;
-    git(
-        &remote,
-        &["init", "--quiet", "--bare", "--initial-branch=main"],
-    )?;
-    git(
-        root,
-        &["clone", "--quiet", remote.to_str().context("path")?, "dana"],
-    )?;
-    git(&work, &["checkout", "--quiet", "-B", "main"])?;
+    let (remote, work) = new_remote(root)?;
     std::fs::create_dir_all(work.join("deploy/prod"))?;
     std::fs::create_dir_all(work.join(CANDIDATES))?;
     std::fs::write(work.join(MANIFEST), live_manifest(LIVE))?;
