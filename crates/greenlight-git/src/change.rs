@@ -181,17 +181,20 @@ impl Repo {
     }
 
     /// The files under `dir` at `rev` (paths from the repository's root), sorted; empty when
-    /// the directory does not exist there.
+    /// the directory does not exist there. `""` is the repository's root.
     pub fn list_files(&self, rev: &str, dir: &str) -> Result<Vec<String>> {
-        check_path(dir)?;
+        if !dir.is_empty() {
+            check_path(dir)?;
+        }
         let commit = self.full_commit(rev)?;
-        let out = self
+        let mut ls = self
             .env()
             .git(["ls-tree", "-r", "-z", "--name-only"])
-            .arg(&commit)
-            .arg("--")
-            .arg(dir)
-            .run_ok()?;
+            .arg(&commit);
+        if !dir.is_empty() {
+            ls = ls.arg("--").arg(dir);
+        }
+        let out = ls.run_ok()?;
         let mut files: Vec<String> = out
             .stdout
             .split(|b| *b == 0)

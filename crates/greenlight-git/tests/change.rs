@@ -88,6 +88,12 @@ fn writes_and_removals_land_in_one_commit_pushed_fast_forward() {
         repo.list_files(&commit, "nothing/here").unwrap(),
         Vec::<String>::new()
     );
+    assert!(
+        repo.list_files(&commit, "")
+            .unwrap()
+            .contains(&"candidates/web/deploy.yaml".to_string()),
+        "the root lists every file"
+    );
     assert_eq!(
         repo.path_history(&commit, "app/deploy.yaml", 5).unwrap()[0],
         commit,

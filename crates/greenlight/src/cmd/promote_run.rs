@@ -466,7 +466,10 @@ impl RunCtx {
             head_is_branch: self.head_is_branch,
         };
         let discovered = |path: &str| {
-            let files = self.repo.list_files(&self.base, path).unwrap_or_default();
+            let files = match self.repo.list_files(&self.base, path) {
+                Ok(f) => f,
+                Err(e) => return apps::Discovered::Unread(format!("{e}")),
+            };
             let prefix = if path.is_empty() {
                 String::new()
             } else {

@@ -26,6 +26,8 @@ pub enum Discovered {
     Directory,
     /// The tool and the file that makes it so (`Helm`, `Chart.yaml`).
     Tool(&'static str, String),
+    /// The path's root could not be read from git (why).
+    Unread(String),
 }
 
 /// Read Argo CD's discovery from the file names at a path's root.
@@ -229,7 +231,11 @@ fn deploys_plainly(
         return;
     };
     let name = field(i);
-    if let Some(tool) = explicit_tool(app, i, s, &path, discovered) {
+    let mut unread = Vec::new();
+    let tool = explicit_tool(app, i, s, &path, discovered, &mut unread);
+    f.warnings
+        .extend(unread.into_iter().map(|w| format!("{label}: {w}")));
+    if let Some(tool) = tool {
         f.problems.push(format!(
             "{label} renders {name} (path `{}`) with {tool}: the gate promotes by editing the image in {what} `{file}`, which {} does not apply as it is; give the gate a manifest an Application deploys as plain YAML (a directory source)",
             shown(&path),
@@ -287,6 +293,7 @@ fn explicit_tool(
     s: &ApplicationSource,
     path: &str,
     discovered: &dyn Fn(&str) -> Discovered,
+    unread: &mut Vec<String>,
 ) -> Option<String> {
     if s.helm.is_some() {
         return Some("Helm (its spec has a `helm` block)".into());
@@ -316,6 +323,13 @@ fn explicit_tool(
             "{tool} (Argo CD finds `{}` at the path's root)",
             join(path, &file)
         )),
+        Discovered::Unread(why) => {
+            unread.push(format!(
+                "cannot read `{}` in git to see what Argo CD discovers there ({why}): make sure it holds no Chart.yaml or kustomization.yaml",
+                shown(path)
+            ));
+            None
+        }
     }
 }
 
@@ -675,6 +689,27 @@ mod tests {
             &plain,
         );
         assert_eq!(f, Findings::default());
+    }
+
+    #[test]
+    fn a_path_git_cannot_list_is_a_warning_not_a_quiet_directory() {
+        let repo = RepoUrl::new(REPO);
+        let t = target(&repo);
+        let fresh = live(json!({"repoURL": REPO, "path": "deploy/prod"}), json!({}));
+        let f = check_live(
+            &fresh,
+            "live.app",
+            "deploy/prod/web.yaml",
+            "deploy/candidates",
+            &t,
+            &|_: &str| Discovered::Unread("git ls-tree failed".into()),
+        );
+        assert!(f.problems.is_empty(), "{f:?}");
+        assert!(
+            f.warnings[0].contains("cannot read `deploy/prod` in git")
+                && f.warnings[0].contains("git ls-tree failed"),
+            "{f:?}"
+        );
     }
 
     #[test]
