@@ -39,14 +39,61 @@ impl fmt::Display for Severity {
     }
 }
 
-/// A place in a file: 1-based line and column; `end_*` is exclusive and on the same or a later line.
+/// A place in a file: 1-based line and column; `end_*` is exclusive and on the same or a later
+/// line. The line (and with it the columns) is `None` when it is not known: a Helm template
+/// whose line could not be found with confidence; `rendered_line` then gives the line of the
+/// rendered output the finding was made at, when there is one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Location {
     pub file: String,
-    pub line: u32,
-    pub column: u32,
-    pub end_line: u32,
-    pub end_column: u32,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    pub end_line: Option<u32>,
+    pub end_column: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rendered_line: Option<u32>,
+}
+
+impl Location {
+    /// A place whose line is known.
+    pub fn at(file: String, line: u32, column: u32, end_line: u32, end_column: u32) -> Location {
+        Location {
+            file,
+            line: Some(line),
+            column: Some(column),
+            end_line: Some(end_line),
+            end_column: Some(end_column),
+            rendered_line: None,
+        }
+    }
+
+    /// A file whose line is not known; `rendered_line` is the rendered output's line, if any.
+    pub fn line_unknown(file: String, rendered_line: Option<u32>) -> Location {
+        Location {
+            file,
+            line: None,
+            column: None,
+            end_line: None,
+            end_column: None,
+            rendered_line,
+        }
+    }
+
+    /// `file:line:column`, or `file (line unknown; rendered output line N)`.
+    pub fn display(&self) -> String {
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => format!("{}:{l}:{c}", self.file),
+            _ => format!("{} {}", self.file, self.unknown_note()),
+        }
+    }
+
+    /// `(line unknown; rendered output line N)`, or `(line unknown)` without a rendered line.
+    pub fn unknown_note(&self) -> String {
+        match self.rendered_line {
+            Some(n) => format!("(line unknown; rendered output line {n})"),
+            None => "(line unknown)".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -89,7 +136,8 @@ pub struct Diagnostic {
     pub message: String,
     pub fix: Option<String>,
     pub related: Vec<Related>,
-    /// Text of the offending line in the file as read (rendered stream for Helm output).
+    /// Text of the offending line: the template's line for Helm output mapped to its template,
+    /// else the line of the input as read.
     #[serde(skip)]
     pub source_line: String,
 }

@@ -58,7 +58,7 @@ pub fn read_inputs(
                     path: "<stdin>".into(),
                     source,
                 })?;
-            push_text(&mut out, "<stdin>".into(), buf);
+            push_text(&mut out, "<stdin>".into(), buf, true);
             continue;
         }
         let path = PathBuf::from(p);
@@ -97,12 +97,12 @@ pub fn read_inputs(
             path: name.clone(),
             source,
         })?;
-        push_text(&mut out, name, bytes);
+        push_text(&mut out, name, bytes, false);
     }
     Ok(out)
 }
 
-fn push_text(out: &mut Inputs, name: String, bytes: Vec<u8>) {
+fn push_text(out: &mut Inputs, name: String, bytes: Vec<u8>, stream: bool) {
     if bytes.len() as u64 > MAX_FILE_BYTES {
         out.unreadable.push(unreadable_source(
             name,
@@ -115,7 +115,11 @@ fn push_text(out: &mut Inputs, name: String, bytes: Vec<u8>) {
             if text.starts_with('\u{feff}') {
                 text.drain(..3);
             }
-            out.sources.push(Source::new(name, text));
+            out.sources.push(if stream {
+                Source::stdin(text)
+            } else {
+                Source::new(name, text)
+            });
         }
         Err(e) => out.unreadable.push(unreadable_source(
             name,

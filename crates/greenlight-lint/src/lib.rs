@@ -2,19 +2,20 @@
 //!
 //! Owns the pipeline: inputs (files, directories, stdin) → spanned YAML documents → objects →
 //! rules → diagnostics with file, line, column and field path, after Helm `# Source:` mapping
-//! and suppression. Must never: exit the process or print (the binary does), or let one bad
+//! (to the chart's template lines, `helm`) and suppression. Must never: exit the process or print (the binary does), or let one bad
 //! file stop the run.
 //!
 //! ```no_run
 //! use greenlight_lint::{Options, Source, lint};
 //! let src = Source::new("deploy.yaml".into(), std::fs::read_to_string("deploy.yaml").unwrap());
 //! let report = lint(&[src], Vec::new(), &Options::default());
-//! for d in &report.diagnostics { println!("{}:{} {}", d.location.file, d.location.line, d.message) }
+//! for d in &report.diagnostics { println!("{} {}", d.location.display(), d.message) }
 //! ```
 
 pub mod config;
 pub mod diagnostic;
 pub mod edit;
+pub mod helm;
 pub mod input;
 pub mod object;
 pub mod report;
@@ -24,6 +25,7 @@ pub mod yaml;
 
 pub use config::{Config, FailOn, GuardConfig, LintConfig};
 pub use diagnostic::{Diagnostic, Location, Note, ObjectRef, Related, Severity};
+pub use helm::{Chart, ChartError};
 pub use input::{InputError, Inputs, read_inputs};
 pub use rules::{RULES, Rule, Settings};
 pub use source::Source;
@@ -31,6 +33,7 @@ pub use source::Source;
 use object::{Object, Workload};
 use rules::{Check, Emit, Finding};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// The object annotation that suppresses rules: `"GL101,GL202 -- reason"`.
 pub const IGNORE_ANNOTATION: &str = "greenlight.dev/ignore";
@@ -48,6 +51,8 @@ pub struct Options {
     pub inline_ignores: bool,
     pub settings: Settings,
     pub limits: yaml::Limits,
+    /// The chart rendered Helm output came from: findings are mapped to its template lines.
+    pub chart: Option<Arc<Chart>>,
 }
 
 impl Default for Options {
@@ -62,6 +67,7 @@ impl Default for Options {
             inline_ignores: true,
             settings: Settings::default(),
             limits: yaml::Limits::default(),
+            chart: None,
         }
     }
 }
@@ -118,13 +124,7 @@ pub fn unreadable_source(name: String, message: String) -> Diagnostic {
         rule: rules::INVALID_YAML.id,
         name: rules::INVALID_YAML.name,
         severity: Severity::Error,
-        location: Location {
-            file: name,
-            line: 1,
-            column: 1,
-            end_line: 1,
-            end_column: 1,
-        },
+        location: Location::at(name, 1, 1, 1, 1),
         object: None,
         field: String::new(),
         message,
@@ -207,13 +207,17 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
         findings.retain(|f| f.rule.id != rules::INVALID_YAML.id);
     }
 
+    let mut mapper = helm::Mapper::new(opts.chart.as_deref());
     for f in findings {
         let src = &sources[f.source];
-        if opts.inline_ignores && suppressed(&f, src) {
+        let placed = place(&mut mapper, sources, f.source, f.span, &f.field);
+        if opts.inline_ignores && suppressed(&f, src, &placed) {
             report.suppressed += 1;
             continue;
         }
-        report.diagnostics.push(to_diagnostic(f, sources, opts));
+        report
+            .diagnostics
+            .push(to_diagnostic(f, placed, &mut mapper, sources, opts));
     }
     report.diagnostics.sort_by(|a, b| {
         (&a.location.file, a.location.line, a.location.column, a.rule).cmp(&(
@@ -232,7 +236,17 @@ fn names_rule(list: &str, rule: &Rule) -> bool {
         .any(|id| id.eq_ignore_ascii_case(rule.id) || id.eq_ignore_ascii_case(rule.name))
 }
 
-fn suppressed(f: &Finding, src: &Source) -> bool {
+fn comment_names(c: Option<source::IgnoreComment>, rule: &Rule) -> bool {
+    c.is_some_and(|c| {
+        c.ids
+            .as_ref()
+            .is_none_or(|ids| ids.iter().any(|id| names_rule(id, rule)))
+    })
+}
+
+/// Suppressed by the object's annotation, or by a `# greenlight:ignore` comment on the
+/// finding's line or the line above: in the input, and for Helm output also in the template.
+fn suppressed(f: &Finding, src: &Source, placed: &Placed) -> bool {
     if let Some(ann) = &f.ignore_annotation {
         let ids = ann.split(" -- ").next().unwrap_or("");
         if names_rule(ids, f.rule) {
@@ -240,72 +254,135 @@ fn suppressed(f: &Finding, src: &Source) -> bool {
         }
     }
     let line = f.span.start.line;
-    [line, line.saturating_sub(1)]
+    let in_input = [line, line.saturating_sub(1)]
         .into_iter()
         .filter(|l| *l > 0)
-        .any(|l| {
-            src.ignore_comment(l).is_some_and(|c| {
-                c.ids
-                    .as_ref()
-                    .is_none_or(|ids| ids.iter().any(|id| names_rule(id, f.rule)))
-            })
-        })
+        .any(|l| comment_names(src.ignore_comment(l), f.rule));
+    let in_template = match (&placed.template, &placed.template_lines) {
+        (Some(t), Some(lines)) => t.line.is_some_and(|l| {
+            [l, l.saturating_sub(1)]
+                .into_iter()
+                .filter(|l| *l > 0)
+                .filter_map(|l| lines.get(l as usize - 1))
+                .any(|text| comment_names(source::ignore_comment(text), f.rule))
+        }),
+        _ => false,
+    };
+    in_input || in_template
 }
 
-fn location(src: &Source, span: yaml::Span) -> (Location, Option<Related>) {
+/// Where a span of an input lies: in the input itself, and for rendered Helm output also in
+/// its template (line known or not) and, when the value was printed from `.Values`, in values.
+struct Placed {
+    input: Location,
+    template: Option<Location>,
+    /// The template line's text, when its line is known.
+    template_text: Option<String>,
+    template_lines: Option<Arc<Vec<String>>>,
+    values: Option<Related>,
+}
+
+fn place(
+    mapper: &mut helm::Mapper,
+    sources: &[Source],
+    index: usize,
+    span: yaml::Span,
+    field: &str,
+) -> Placed {
+    let src = &sources[index];
     let (start, mut end) = (span.start, span.end);
     if end < start {
         end = start;
     }
-    match src.helm_origin(start.line) {
-        Some((template, line)) => {
-            let loc = Location {
-                file: template.to_string(),
-                line,
-                column: start.col,
-                end_line: line + (end.line - start.line),
-                end_column: end.col,
-            };
-            let rendered = Location {
-                file: src.name.clone(),
-                line: start.line,
-                column: start.col,
-                end_line: end.line,
-                end_column: end.col,
-            };
-            (
-                loc,
-                Some(Related {
-                    location: rendered,
-                    message: "in the rendered output".into(),
-                }),
-            )
-        }
-        None => (
-            Location {
-                file: src.name.clone(),
-                line: start.line,
-                column: start.col,
-                end_line: end.line,
-                end_column: end.col,
-            },
-            None,
+    let input = Location::at(src.name.clone(), start.line, start.col, end.line, end.col);
+    let Some(section) = src.section(start.line) else {
+        return Placed {
+            input,
+            template: None,
+            template_text: None,
+            template_lines: None,
+            values: None,
+        };
+    };
+    let end_col = (end.line == start.line).then_some(end.col);
+    let m = mapper.map(&helm::At {
+        index,
+        src,
+        section: &section,
+        line: start.line,
+        col: start.col,
+        end_col,
+        field,
+    });
+    let (template, template_text) = match m.spot {
+        Some(s) => (
+            Location::at(m.file, s.line, s.column, s.line, s.end_column),
+            Some(s.text),
         ),
+        None => (Location::line_unknown(m.file, Some(start.line)), None),
+    };
+    let values = m.values.map(|(file, span, path)| Related {
+        location: Location::at(
+            file,
+            span.start.line,
+            span.start.col,
+            span.end.line,
+            span.end.col,
+        ),
+        message: format!("the value comes from `{path}` in the chart's values"),
+    });
+    Placed {
+        input,
+        template: Some(template),
+        template_text,
+        template_lines: m.lines,
+        values,
     }
 }
 
-fn to_diagnostic(f: Finding, sources: &[Source], opts: &Options) -> Diagnostic {
+fn to_diagnostic(
+    f: Finding,
+    placed: Placed,
+    mapper: &mut helm::Mapper,
+    sources: &[Source],
+    opts: &Options,
+) -> Diagnostic {
     let src = &sources[f.source];
-    let (loc, rendered) = location(src, f.span);
+    let rendered_text = src.line(f.span.start.line).to_string();
+    // A stream (stdin) is reported at the template; a file on disk at its own line, with the
+    // template it was rendered from related.
+    let (location, source_line, mut extra) = match placed.template {
+        Some(template) if src.stream => {
+            let text = placed.template_text.unwrap_or(rendered_text);
+            let rendered = Related {
+                location: placed.input,
+                message: "in the rendered output".into(),
+            };
+            (template, text, vec![rendered])
+        }
+        Some(template) => {
+            let from = Related {
+                location: template,
+                message: "rendered from this template".into(),
+            };
+            (placed.input, rendered_text, vec![from])
+        }
+        None => (placed.input, rendered_text, Vec::new()),
+    };
+    extra.extend(placed.values);
     let mut related = Vec::new();
     for (s, span, message) in f.related {
-        let (l, _) = location(&sources[s], span);
+        let p = place(mapper, sources, s, span, "");
+        let l = match p.template {
+            Some(t) if sources[s].stream => t,
+            _ => p.input,
+        };
         related.push(Related {
             location: l,
             message,
         });
     }
-    related.extend(rendered);
+    related.extend(extra);
     let object = (!f.object.kind.is_empty()).then_some(f.object);
     Diagnostic {
         rule: f.rule.id,
@@ -315,8 +392,8 @@ fn to_diagnostic(f: Finding, sources: &[Source], opts: &Options) -> Diagnostic {
             .get(f.rule.id)
             .copied()
             .unwrap_or(f.rule.severity),
-        source_line: src.line(f.span.start.line).to_string(),
-        location: loc,
+        source_line,
+        location,
         object,
         field: f.field,
         message: f.message,

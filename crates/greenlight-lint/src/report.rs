@@ -22,10 +22,15 @@ pub fn human(report: &Report) -> String {
     for d in &report.diagnostics {
         let loc = &d.location;
         let _ = writeln!(out, "{}[{}]: {}", d.severity, d.rule, d.message);
-        let line_no = loc.line.to_string();
+        // A template line that is not known shows the rendered output's line under its number.
+        let line_no = loc
+            .line
+            .or(loc.rendered_line)
+            .map(|l| l.to_string())
+            .unwrap_or_default();
         let pad = " ".repeat(line_no.len());
-        let _ = writeln!(out, "{pad}--> {}:{}:{}", loc.file, loc.line, loc.column);
-        if !d.source_line.is_empty() {
+        let _ = writeln!(out, "{pad}--> {}", loc.display());
+        if !d.source_line.is_empty() && !line_no.is_empty() {
             let _ = writeln!(out, "{pad} |");
             let _ = writeln!(out, "{line_no} | {}", d.source_line);
             let _ = writeln!(out, "{pad} | {}", marker(&d.source_line, loc));
@@ -37,11 +42,11 @@ pub fn human(report: &Report) -> String {
             let _ = writeln!(out, "{pad} = field: {}", d.field);
         }
         for r in &d.related {
-            let l = &r.location;
             let _ = writeln!(
                 out,
-                "{pad} = related: {}:{}:{}: {}",
-                l.file, l.line, l.column, r.message
+                "{pad} = related: {}: {}",
+                r.location.display(),
+                r.message
             );
         }
         if let Some(fix) = &d.fix {
@@ -80,12 +85,15 @@ pub fn human(report: &Report) -> String {
     out
 }
 
-/// `^^^^` under the span on its first line (at least one character).
+/// `^^^^` under the span on its first line (at least one character); for a location whose
+/// line is unknown, under the rendered line's column when known, else the whole line.
 fn marker(line: &str, loc: &Location) -> String {
-    let start = loc.column.saturating_sub(1) as usize;
+    let column = loc.column.unwrap_or(1);
+    let end_column = loc.end_column.unwrap_or(0);
+    let start = column.saturating_sub(1) as usize;
     let chars: Vec<char> = line.chars().collect();
-    let end = if loc.end_line == loc.line && loc.end_column > loc.column {
-        (loc.end_column - 1) as usize
+    let end = if loc.end_line == loc.line && end_column > column {
+        (end_column - 1) as usize
     } else {
         chars.len().max(start + 1)
     };
@@ -277,17 +285,32 @@ fn artifact(file: &str, cwd: &Path) -> Value {
 }
 
 fn region(l: &Location) -> Value {
-    let end_column = if l.end_line == l.line {
-        l.end_column.max(l.column)
+    let (Some(line), Some(column)) = (l.line, l.column) else {
+        // GitHub requires a start line: the file's first, with the message saying it is unknown.
+        return json!({"startLine": 1});
+    };
+    let end_line = l.end_line.unwrap_or(line);
+    let end_column = l.end_column.unwrap_or(column);
+    let end_column = if end_line == line {
+        end_column.max(column)
     } else {
-        l.end_column.max(1)
+        end_column.max(1)
     };
     json!({
-        "startLine": l.line.max(1),
-        "startColumn": l.column.max(1),
-        "endLine": l.end_line.max(l.line).max(1),
+        "startLine": line.max(1),
+        "startColumn": column.max(1),
+        "endLine": end_line.max(line).max(1),
         "endColumn": end_column.max(1),
     })
+}
+
+/// A message, with ` (line unknown; rendered output line N)` when the location has no line.
+fn with_unknown_note(message: &str, l: &Location) -> String {
+    if l.line.is_some() {
+        message.to_string()
+    } else {
+        format!("{message} {}", l.unknown_note())
+    }
 }
 
 fn help_markdown(r: &Rule) -> String {
@@ -328,7 +351,7 @@ pub fn sarif(report: &Report, cwd: &Path) -> String {
         .iter()
         .map(|d| {
             let index = RULES.iter().position(|r| r.id == d.rule).unwrap_or(0);
-            let mut text = d.message.clone();
+            let mut text = with_unknown_note(&d.message, &d.location);
             if let Some(fix) = &d.fix {
                 text.push_str("\nFix: ");
                 text.push_str(fix);
@@ -353,7 +376,7 @@ pub fn sarif(report: &Report, cwd: &Path) -> String {
                     json!({
                         "id": i + 1,
                         "physicalLocation": {"artifactLocation": artifact(&r.location.file, cwd), "region": region(&r.location)},
-                        "message": {"text": r.message},
+                        "message": {"text": with_unknown_note(&r.message, &r.location)},
                     })
                 })
                 .collect();
@@ -426,7 +449,7 @@ pub fn github(report: &Report) -> String {
             Severity::Info => "notice",
         };
         let l = &d.location;
-        let mut msg = d.message.clone();
+        let mut msg = with_unknown_note(&d.message, l);
         if let Some(o) = &d.object {
             msg = format!("{o}: {msg}");
         }
@@ -434,13 +457,18 @@ pub fn github(report: &Report) -> String {
             msg.push_str("\nFix: ");
             msg.push_str(fix);
         }
+        // Without a known line the annotation is on the file as a whole.
+        let place = match (l.line, l.column) {
+            (Some(line), Some(col)) => format!(
+                ",line={line},col={col},endLine={}",
+                l.end_line.unwrap_or(line)
+            ),
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
-            "::{cmd} file={},line={},col={},endLine={},title={}::{}",
+            "::{cmd} file={}{place},title={}::{}",
             gh_escape_prop(&l.file),
-            l.line,
-            l.column,
-            l.end_line,
             gh_escape_prop(&format!("{} {}", d.rule, d.name)),
             gh_escape_data(&msg)
         );

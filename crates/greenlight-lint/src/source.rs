@@ -1,5 +1,6 @@
-//! One input as read: its display name, its text, the lines of its `# Source:` sections
-//! (Helm's rendered output) and its `# greenlight:ignore` comments.
+//! One input as read: its display name, whether it is a rendered stream (stdin) or a file, its
+//! text, the lines of its `# Source:` sections (Helm's rendered output) and its
+//! `# greenlight:ignore` comments.
 //! Must never: parse YAML (that is `yaml`) or decide what a rule means.
 
 /// A `# greenlight:ignore [ID,...]` comment: `None` ids means every rule.
@@ -8,10 +9,22 @@ pub struct IgnoreComment {
     pub ids: Option<Vec<String>>,
 }
 
+/// A `# Source:` section of rendered Helm output: the comment's line, the template path it
+/// names, and the section's last line (before the next `---` or the end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    pub header: u32,
+    pub path: String,
+    pub last: u32,
+}
+
 #[derive(Debug)]
 pub struct Source {
     /// The name shown to users: the path as given (or found under a given directory), or `<stdin>`.
     pub name: String,
+    /// Read from stdin (`helm template … | greenlight lint -`): its `# Source:` templates are
+    /// where findings are reported. A file on disk is reported at its own lines.
+    pub stream: bool,
     pub text: String,
     line_starts: Vec<usize>,
     /// `(line of the "# Source:" comment, template path)`, in line order.
@@ -37,10 +50,35 @@ impl Source {
         }
         Source {
             name,
+            stream: false,
             text,
             line_starts,
             helm_sections,
         }
+    }
+
+    /// Text read from stdin, shown as `<stdin>`.
+    pub fn stdin(text: String) -> Source {
+        Source {
+            stream: true,
+            ..Source::new("<stdin>".into(), text)
+        }
+    }
+
+    /// Whether the text has `# Source:` comments (rendered Helm output).
+    pub fn has_helm_sections(&self) -> bool {
+        !self.helm_sections.is_empty()
+    }
+
+    /// The template paths named by `# Source:` comments.
+    pub fn helm_template_paths(&self) -> impl Iterator<Item = &str> {
+        self.helm_sections.iter().map(|(_, p)| p.as_str())
+    }
+
+    fn line_count(&self) -> u32 {
+        let n = self.line_starts.len() as u32;
+        // A final line break starts no line.
+        if self.text.ends_with('\n') { n - 1 } else { n }
     }
 
     /// The text of a 1-based line, without its line break.
@@ -57,40 +95,60 @@ impl Source {
     /// For a line of rendered Helm output: the template it came from and the line within that
     /// template (the line after the `# Source:` comment is line 1).
     pub fn helm_origin(&self, line: u32) -> Option<(&str, u32)> {
+        let s = self.section(line)?;
+        let idx = self.helm_sections.partition_point(|(l, _)| *l < line);
+        let (_, path) = self.helm_sections.get(idx.checked_sub(1)?)?;
+        Some((path.as_str(), line - s.header))
+    }
+
+    /// The `# Source:` section holding a line of rendered Helm output.
+    pub fn section(&self, line: u32) -> Option<Section> {
         let idx = self.helm_sections.partition_point(|(l, _)| *l < line);
         let (start, path) = self.helm_sections.get(idx.checked_sub(1)?)?;
-        // A `---` between the comment and the line closes the section.
-        if (start + 1..line).any(|l| self.line(l).starts_with("---")) {
-            return None;
-        }
-        Some((path.as_str(), line - start))
+        let next = self
+            .helm_sections
+            .get(idx)
+            .map_or(self.line_count() + 1, |(l, _)| *l);
+        // The section ends before the first `---` after its comment.
+        let last = (start + 1..next)
+            .find(|l| self.line(*l).starts_with("---"))
+            .map_or(next - 1, |l| l - 1);
+        (line > *start && line <= last).then(|| Section {
+            header: *start,
+            path: path.clone(),
+            last,
+        })
     }
 
     /// A `# greenlight:ignore` comment on this line.
     pub fn ignore_comment(&self, line: u32) -> Option<IgnoreComment> {
-        let text = self.line(line);
-        let hash = text.find('#')?;
-        let rest = text[hash..]
-            .find("greenlight:ignore")
-            .map(|i| &text[hash + i..])?;
-        // The marker must be the comment's first word: `# greenlight:ignore`.
-        let before = text[hash + 1..].trim_start();
-        if !before.starts_with("greenlight:ignore") {
-            return None;
-        }
-        let args = rest["greenlight:ignore".len()..].trim();
-        let args = args.split(" -- ").next().unwrap_or("").trim();
-        if args.is_empty() {
-            return Some(IgnoreComment { ids: None });
-        }
-        let ids = args
-            .split([',', ' '])
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect();
-        Some(IgnoreComment { ids: Some(ids) })
+        ignore_comment(self.line(line))
     }
+}
+
+/// A `# greenlight:ignore` comment in a line of text (of an input, or of a Helm template).
+pub fn ignore_comment(text: &str) -> Option<IgnoreComment> {
+    let hash = text.find('#')?;
+    let rest = text[hash..]
+        .find("greenlight:ignore")
+        .map(|i| &text[hash + i..])?;
+    // The marker must be the comment's first word: `# greenlight:ignore`.
+    let before = text[hash + 1..].trim_start();
+    if !before.starts_with("greenlight:ignore") {
+        return None;
+    }
+    let args = rest["greenlight:ignore".len()..].trim();
+    let args = args.split(" -- ").next().unwrap_or("").trim();
+    if args.is_empty() {
+        return Some(IgnoreComment { ids: None });
+    }
+    let ids = args
+        .split([',', ' '])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    Some(IgnoreComment { ids: Some(ids) })
 }
 
 #[cfg(test)]

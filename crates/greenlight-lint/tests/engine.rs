@@ -22,7 +22,12 @@ spec:
 ";
 
 fn run(name: &str, text: &str, opts: &Options) -> Report {
-    lint(&[Source::new(name.into(), text.into())], Vec::new(), opts)
+    let src = if name == "<stdin>" {
+        Source::stdin(text.into())
+    } else {
+        Source::new(name.into(), text.into())
+    };
+    lint(&[src], Vec::new(), opts)
 }
 
 fn rules(r: &Report) -> Vec<&'static str> {
@@ -120,16 +125,31 @@ spec:
 ";
 
 #[test]
-fn helm_source_sections_name_the_template_and_keep_the_rendered_line() {
+fn helm_output_without_its_chart_names_the_template_and_no_line() {
+    // Piped in with no chart at hand: the template is known, its line is not, and the rendered
+    // stream's line is kept.
     let r = run("<stdin>", HELM, &Options::default());
     insta::assert_snapshot!(render(&r), @r"
-    shop/templates/pdb.yaml:6:3-6:18 GL401 error [PodDisruptionBudget web] spec.minAvailable
+    shop/templates/pdb.yaml:?:?-?:? GL401 error [PodDisruptionBudget web] spec.minAvailable
       PodDisruptionBudget requires minAvailable 1 but its selector matches only 1 replica(s): no eviction is ever allowed, so every drain of a node running these pods hangs
       fix: use `maxUnavailable: 1`, or run more than 1 replicas
-      related shop/templates/deployment.yaml:6:3: Deployment web has 1 replica(s)
+      related shop/templates/deployment.yaml:?:?: Deployment web has 1 replica(s)
       related <stdin>:8:3: in the rendered output
     ");
+    assert_eq!(r.diagnostics[0].location.rendered_line, Some(8));
     assert_eq!(r.diagnostics[0].source_line, "  minAvailable: 1");
+}
+
+#[test]
+fn a_committed_render_keeps_its_own_lines_and_relates_the_template() {
+    let r = run("rendered/all.yaml", HELM, &Options::default());
+    insta::assert_snapshot!(render(&r), @r"
+    rendered/all.yaml:8:3-8:18 GL401 error [PodDisruptionBudget web] spec.minAvailable
+      PodDisruptionBudget requires minAvailable 1 but its selector matches only 1 replica(s): no eviction is ever allowed, so every drain of a node running these pods hangs
+      fix: use `maxUnavailable: 1`, or run more than 1 replicas
+      related rendered/all.yaml:18:3: Deployment web has 1 replica(s)
+      related shop/templates/pdb.yaml:?:?: rendered from this template
+    ");
 }
 
 #[test]
@@ -145,7 +165,7 @@ fn list_items_are_objects_with_indexed_paths() {
             r.diagnostics[0].location.line,
             r.diagnostics[0].location.column
         ),
-        (12, 17)
+        (Some(12), Some(17))
     );
 }
 
@@ -158,8 +178,12 @@ fn a_syntax_error_is_one_diagnostic_and_the_run_goes_on() {
     assert_eq!(rules(&r), vec!["GL000", "GL001"], "{}", render(&r));
     let err = &r.diagnostics[0];
     assert_eq!(err.severity, Severity::Error);
-    assert!((8..=10).contains(&err.location.line), "{}", render(&r));
-    assert_eq!(r.diagnostics[1].location.line, 14);
+    assert!(
+        (8..=10).contains(&err.location.line.unwrap()),
+        "{}",
+        render(&r)
+    );
+    assert_eq!(r.diagnostics[1].location.line, Some(14));
 }
 
 #[test]
@@ -170,7 +194,7 @@ fn a_flow_collection_left_open_at_the_next_document_loses_only_its_own_document(
                 apiVersion: v1\nkind: Pod\nmetadata: {name: q}\nspec:\n  containers: [{name: q, image: 'q:latest'}]\n";
     let r = run("open.yaml", text, &Options::default());
     assert_eq!(rules(&r), vec!["GL000", "GL001"], "{}", render(&r));
-    assert_eq!(r.diagnostics[1].location.line, 11, "{}", render(&r));
+    assert_eq!(r.diagnostics[1].location.line, Some(11), "{}", render(&r));
 }
 
 #[test]
@@ -261,7 +285,7 @@ fn json_manifests_are_linted_with_positions() {
     let text = "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"Pod\",\n  \"metadata\": {\"name\": \"j\"},\n  \"spec\": {\"containers\": [\n    {\"name\": \"a\", \"image\": \"nginx:latest\"}\n  ]}\n}\n";
     let r = run("pod.json", text, &Options::default());
     assert_eq!(rules(&r), vec!["GL001"]);
-    assert_eq!(r.diagnostics[0].location.line, 6);
+    assert_eq!(r.diagnostics[0].location.line, Some(6));
 }
 
 #[test]
@@ -296,7 +320,7 @@ fn cross_object_rules_see_objects_of_all_files() {
     assert_eq!(r.diagnostics.len(), 1);
     assert_eq!(r.diagnostics[0].location.file, "pdb.yaml");
     assert_eq!(r.diagnostics[0].related[0].location.file, "dep.yaml");
-    assert_eq!(r.diagnostics[0].related[0].location.line, 5);
+    assert_eq!(r.diagnostics[0].related[0].location.line, Some(5));
 }
 
 #[test]

@@ -23,6 +23,11 @@ pub fn fixture_report(rule: &str, tweak: impl FnOnce(&mut Options)) -> (String, 
     (text, report)
 }
 
+/// A line or column, `?` when unknown.
+fn n(v: Option<u32>) -> String {
+    v.map_or_else(|| "?".into(), |v| v.to_string())
+}
+
 /// One block per diagnostic: location, rule, severity, object, field, message, fix, related.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
@@ -32,7 +37,14 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(
             out,
             "{}:{}:{}-{}:{} {} {} [{obj}] {}",
-            l.file, l.line, l.column, l.end_line, l.end_column, d.rule, d.severity, d.field
+            l.file,
+            n(l.line),
+            n(l.column),
+            n(l.end_line),
+            n(l.end_column),
+            d.rule,
+            d.severity,
+            d.field
         );
         let _ = writeln!(out, "  {}", d.message);
         if let Some(f) = &d.fix {
@@ -42,7 +54,10 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(
                 out,
                 "  related {}:{}:{}: {}",
-                r.location.file, r.location.line, r.location.column, r.message
+                r.location.file,
+                n(r.location.line),
+                n(r.location.column),
+                r.message
             );
         }
     }

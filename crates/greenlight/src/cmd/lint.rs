@@ -4,7 +4,8 @@
 //! Must never: print anything but the report on stdout (SARIF consumers parse all of it).
 
 use clap::{Args, ValueEnum};
-use greenlight_lint::{FailOn, Options, report, rules};
+use greenlight_lint::{Chart, FailOn, Options, report, rules};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -44,6 +45,15 @@ pub struct LintArgs {
     /// Audit mode: `greenlight.dev/ignore` annotations and `# greenlight:ignore` comments do not suppress.
     #[arg(long)]
     pub no_inline_ignores: bool,
+    /// The Helm chart rendered output came from (`helm template DIR | greenlight lint --chart
+    /// DIR -`): findings point at its template lines. Default: the current directory, when its
+    /// Chart.yaml `name` is the first segment of the `# Source:` paths.
+    #[arg(long, value_name = "DIR")]
+    pub chart: Option<String>,
+    /// A values file given to `helm template -f` (repeatable, later ones win): a finding whose
+    /// value was printed from `.Values` also points at where the value is set.
+    #[arg(long = "values", short = 'f', value_name = "FILE")]
+    pub values: Vec<String>,
 }
 
 /// `greenlight rules` has formats of its own: a rule list is not a report.
@@ -105,6 +115,7 @@ pub fn run_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
     };
     let inputs = greenlight_lint::read_inputs(&paths, &cfg.exclude, &mut std::io::stdin().lock())
         .map_err(|e| super::usage(e.to_string()))?;
+    opts.chart = chart(&a.chart, &a.values, &inputs.sources)?.map(std::sync::Arc::new);
     let mut rep = greenlight_lint::lint(&inputs.sources, inputs.unreadable, &opts);
     rep.notes.extend(inputs.notes);
     let out = match a.format {
@@ -120,6 +131,37 @@ pub fn run_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The chart of `--chart`, else the current directory's when the input was rendered from it.
+fn chart(
+    dir: &Option<String>,
+    values: &[String],
+    sources: &[greenlight_lint::Source],
+) -> anyhow::Result<Option<Chart>> {
+    let cwd = std::env::current_dir().ok();
+    for v in values {
+        if !Path::new(v).is_file() {
+            return Err(super::usage(format!("--values {v}: no such file")));
+        }
+    }
+    let values: Vec<PathBuf> = values.iter().map(PathBuf::from).collect();
+    let chart = match dir {
+        Some(d) => Some(
+            Chart::load(Path::new(d), &values, cwd.as_deref())
+                .map_err(|e| super::usage(e.to_string()))?,
+        ),
+        None => Chart::detect(Path::new("."), sources, &values, cwd.as_deref())
+            .map_err(|e| super::usage(e.to_string()))?,
+    };
+    if chart.is_none() && !values.is_empty() {
+        return Err(super::usage(
+            "--values needs the chart it belongs to: give --chart DIR, or run in the chart's \
+             directory (its Chart.yaml `name` is the first segment of the `# Source:` paths)"
+                .to_string(),
+        ));
+    }
+    Ok(chart)
 }
 
 pub fn run_rules(a: RulesArgs) -> anyhow::Result<ExitCode> {
