@@ -344,8 +344,9 @@ enum Kind {
 struct TLine {
     text: String,
     kind: Kind,
-    /// Inside `if`/`with`/`range`: may be absent from the output.
-    optional: bool,
+    /// Branches that may be left out whole: from this line (an `if`, `with`, `range` or
+    /// `else`) straight to these lines (the next `else`, or the `end`).
+    skips: Vec<usize>,
     actions: Vec<Action>,
     /// For the `end` (or `else`) closing a `range` body: the line of its `range`.
     back_to: Option<usize>,
@@ -600,7 +601,7 @@ impl Template {
             .map(|t| TLine {
                 text: t.to_string(),
                 kind: Kind::Nothing,
-                optional: false,
+                skips: Vec::new(),
                 actions: Vec::new(),
                 back_to: None,
             })
@@ -615,15 +616,14 @@ impl Template {
                 *c = true;
             }
         }
-        // (opener, its line, dot before it, depth contribution)
+        // (opener, its line, dot before it)
         let mut stack: Vec<(Opener, usize, Dot)> = Vec::new();
+        // For each open block: its opening line and its `else` lines so far.
+        let mut branches: Vec<Vec<usize>> = Vec::new();
         let mut dot = Dot::Root;
         let mut define_depth: Option<usize> = None;
         for idx in 0..lines.len() {
             let in_define = define_depth.is_some();
-            let optional = stack
-                .iter()
-                .any(|(o, _, _)| matches!(o, Opener::If | Opener::With | Opener::Range));
             let mut acts = Vec::new();
             for a in &by_line[idx] {
                 let kind = classify(&a.body);
@@ -657,12 +657,16 @@ impl Template {
                             _ => Dot::Unknown,
                         };
                         stack.push((o, idx, dot.clone()));
+                        branches.push(vec![idx]);
                         if o == Opener::Define && define_depth.is_none() {
                             define_depth = Some(stack.len());
                         }
                         dot = next;
                     }
                     ActKind::Else => {
+                        if let Some(b) = branches.last_mut() {
+                            b.push(idx);
+                        }
                         if let Some((o, open, before)) = stack.last().cloned() {
                             if o == Opener::Range && lines[idx].back_to.is_none() {
                                 lines[idx].back_to = Some(open);
@@ -680,6 +684,22 @@ impl Template {
                         }
                     }
                     ActKind::End => {
+                        // Each branch may be left out whole; after a branch, the rest too.
+                        if let Some(points) = branches.pop() {
+                            for w in points.windows(2) {
+                                if w[0] != w[1] {
+                                    lines[w[0]].skips.push(w[1]);
+                                }
+                            }
+                            for &e in &points[1..] {
+                                if e != idx {
+                                    lines[e].skips.push(idx);
+                                }
+                            }
+                            if points.len() == 1 && points[0] != idx {
+                                lines[points[0]].skips.push(idx);
+                            }
+                        }
                         if let Some((o, open, before)) = stack.pop() {
                             if o == Opener::Range {
                                 lines[idx].back_to = Some(open);
@@ -704,7 +724,6 @@ impl Template {
                 acts.push(action);
             }
             let l = &mut lines[idx];
-            l.optional = optional;
             l.kind = if covered[idx] || in_define || define_depth.is_some() && acts.is_empty() {
                 Kind::Nothing
             } else if acts.is_empty() {
@@ -897,12 +916,15 @@ struct Step {
 }
 
 impl Template {
+    /// Leaving out one line. A line of text is always printed when its branch is taken, so
+    /// leaving it out alone costs; a branch not taken is left out whole at no cost (`skips`).
+    /// A `---` ends the rendered document: only a branch left out whole passes it.
     fn skip_cost(&self, j: usize) -> i32 {
         let l = &self.lines[j];
         match l.kind {
             Kind::DocSep => NEG,
-            Kind::Literal | Kind::Inline if !l.optional => REQUIRED_SKIP,
-            Kind::Block if !l.optional && has_literal_prefix(l) => REQUIRED_SKIP,
+            Kind::Literal | Kind::Inline => REQUIRED_SKIP,
+            Kind::Block if has_literal_prefix(l) => REQUIRED_SKIP,
             _ => 0,
         }
     }
@@ -1000,6 +1022,9 @@ impl Template {
                     if sc > NEG {
                         changed |= relax(&mut f0, idx(i, j + 1), v + sc);
                     }
+                    for &q in &self.lines[j].skips {
+                        changed |= relax(&mut f0, idx(i, q), v);
+                    }
                     if let Some(back) = self.lines[j].back_to {
                         changed |= relax(&mut f0, idx(i, back + 1), v);
                     }
@@ -1055,6 +1080,9 @@ impl Template {
                     let sc = self.skip_cost(j);
                     if sc > NEG && b0[idx(i, j + 1)] > NEG {
                         v = v.max(sc + b0[idx(i, j + 1)]);
+                    }
+                    for &q in &self.lines[j].skips {
+                        v = v.max(b0[idx(i, q)]);
                     }
                     if let Some(back) = self.lines[j].back_to {
                         v = v.max(b0[idx(i, back + 1)]);
@@ -1532,6 +1560,27 @@ items:
         assert_eq!(
             align(template, "apiVersion: v1\nkind: C\n"),
             vec![None, None]
+        );
+    }
+
+    #[test]
+    fn a_document_separator_inside_a_condition_may_be_left_out() {
+        let template = "\
+# licence
+{{- if .Values.account }}
+kind: ServiceAccount
+---
+{{- end }}
+kind: Deployment
+spec:
+";
+        assert_eq!(
+            align(template, "# licence\nkind: Deployment\nspec:\n"),
+            vec![Some(1), Some(6), Some(7)]
+        );
+        assert_eq!(
+            align(template, "kind: Deployment\nspec:\n"),
+            vec![Some(6), Some(7)]
         );
     }
 

@@ -329,7 +329,7 @@ fn place(
             span.end.line,
             span.end.col,
         ),
-        message: format!("the value comes from `{path}` in the chart's values"),
+        message: format!("the value comes from `.Values.{path}`"),
     });
     Placed {
         input,
