@@ -9,6 +9,7 @@
 //!   line by line with bounded timeouts.
 //! - [`git_http`]: a git smart-HTTP remote (`git http-backend` behind a front that demands
 //!   credentials) on 127.0.0.1, recording what each request carried.
+//! - [`helm`]: real helm (installed by `scripts/test`) rendering charts with `helm template`.
 //! - [`http`]: small blocking HTTP/1.1 requests for tests that poll a local server, and a
 //!   server that never answers.
 //! - [`prometheus`]: a real Prometheus (Debian's binary) on a loopback port, scraping an
@@ -29,6 +30,7 @@
 pub mod corpus;
 pub mod git;
 pub mod git_http;
+pub mod helm;
 pub mod http;
 pub mod process;
 pub mod prometheus;
