@@ -644,3 +644,518 @@ fn sarif_of_the_real_world_corpus_validates() {
     assert!(v["runs"][0]["results"].as_array().unwrap().len() > 500);
     validate_sarif(&out);
 }
+
+// Helm charts rendered by real helm (`greenlight_testkit::helm`; scripts/test installs it), the
+// way a user pipes them: `helm template … | greenlight lint -`.
+
+/// The fixture charts: `shop` (with `_helpers.tpl`, `include`, `toYaml | nindent` under
+/// `with`, `range`, `tpl`, a subchart in `charts/` and a CI values file).
+fn helm_fixtures() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/helm"))
+}
+
+fn json_of(o: &Output) -> serde_json::Value {
+    serde_json::from_str(&stdout(o))
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}{}", stdout(o), stderr(o)))
+}
+
+/// The last named key of a field path: `livenessProbe` of `…containers[0].livenessProbe`,
+/// `command` of `…exec.command[2]`.
+fn last_key(field: &str) -> &str {
+    let last = field.rsplit('.').next().unwrap_or(field);
+    last.split('[').next().unwrap_or(last)
+}
+
+/// The template line a diagnostic names holds the field's key, or its span holds the template
+/// expression that produced the value; returns the line's text.
+fn assert_template_line_holds_the_field(chart: &Path, d: &serde_json::Value) -> String {
+    let file = d["file"].as_str().unwrap();
+    let line = d["line"].as_u64().unwrap_or_else(|| panic!("no line: {d}")) as usize;
+    let text =
+        std::fs::read_to_string(chart.join(file)).unwrap_or_else(|e| panic!("{file}: {e} ({d})"));
+    let text = text
+        .lines()
+        .nth(line - 1)
+        .unwrap_or_else(|| panic!("{file} has no line {line}"));
+    let chars: Vec<char> = text.chars().collect();
+    let col = d["column"].as_u64().unwrap() as usize;
+    let end = d["end_column"].as_u64().unwrap() as usize;
+    assert!(
+        col >= 1 && col <= chars.len() && end > col && end <= chars.len() + 1,
+        "{file}:{line}:{col}-{end} outside the line {text:?}"
+    );
+    let span: String = chars[col - 1..end - 1].iter().collect();
+    let key = last_key(d["field"].as_str().unwrap());
+    let holds_key = text.contains(&format!("{key}:"));
+    let holds_expression = span.contains("{{");
+    assert!(
+        holds_key || holds_expression,
+        "{file}:{line}:{col} is {text:?} (span {span:?}): neither the key `{key}` nor a template \
+         expression ({} {})",
+        d["rule"],
+        d["field"]
+    );
+    text.to_string()
+}
+
+fn related_with<'a>(d: &'a serde_json::Value, message: &str) -> Option<&'a serde_json::Value> {
+    d["related"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["message"].as_str().unwrap().contains(message))
+}
+
+#[test]
+fn helm_findings_point_at_the_template_lines_of_the_chart() {
+    let chart = helm_fixtures().join("shop");
+    let rendered = greenlight_testkit::helm::template(&chart, ".", &["-f", "ci-values.yaml"]);
+    // In the chart's directory the chart is found by its name in the `# Source:` paths.
+    let o = greenlight(
+        &chart,
+        &[
+            "lint",
+            "--format",
+            "json",
+            "--no-inline-ignores",
+            "--values",
+            "ci-values.yaml",
+            "-",
+        ],
+        Some(&rendered),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = json_of(&o);
+    let diags = v["diagnostics"].as_array().unwrap();
+    let mut got: Vec<(String, String, u64, String)> = Vec::new();
+    for d in diags {
+        assert_template_line_holds_the_field(&chart, d);
+        // The rendered stream's own line is kept.
+        let r = related_with(d, "in the rendered output").expect("rendered line related");
+        assert_eq!(r["file"], "<stdin>");
+        got.push((
+            d["rule"].as_str().unwrap().into(),
+            d["file"].as_str().unwrap().into(),
+            d["line"].as_u64().unwrap(),
+            d["field"].as_str().unwrap().into(),
+        ));
+    }
+    let want = [
+        ("GL301", "charts/cache/templates/deployment.yaml", 5, "spec"),
+        (
+            "GL001",
+            "charts/cache/templates/deployment.yaml",
+            17,
+            "spec.template.spec.containers[0].image",
+        ),
+        ("GL301", "templates/deployment.yaml", 7, "spec"),
+        (
+            "GL001",
+            "templates/deployment.yaml",
+            23,
+            "spec.template.spec.containers[0].image",
+        ),
+        (
+            "GL101",
+            "templates/deployment.yaml",
+            27,
+            "spec.template.spec.containers[0].lifecycle.preStop.exec.command[2]",
+        ),
+        (
+            "GL102",
+            "templates/deployment.yaml",
+            27,
+            "spec.template.spec.containers[0].lifecycle.preStop.exec.command[2]",
+        ),
+        (
+            "GL202",
+            "templates/deployment.yaml",
+            29,
+            "spec.template.spec.containers[0].livenessProbe",
+        ),
+        // Inside `toYaml . | nindent 12` under `with .Values.probes.liveness`.
+        (
+            "GL201",
+            "templates/deployment.yaml",
+            30,
+            "spec.template.spec.containers[0].livenessProbe.initialDelaySeconds",
+        ),
+        // Inside `include "shop.proxy"`: the line that includes it, not `_helpers.tpl`.
+        (
+            "GL001",
+            "templates/deployment.yaml",
+            38,
+            "spec.template.spec.containers[1].image",
+        ),
+        // Inside `tpl (toYaml .containers) $ | nindent 8`.
+        (
+            "GL001",
+            "templates/migration.yaml",
+            12,
+            "spec.template.spec.containers[0].image",
+        ),
+        ("GL401", "templates/pdb.yaml", 7, "spec.minAvailable"),
+        // Both workers of the `range`, on the range body's lines.
+        (
+            "GL302",
+            "templates/workers.yaml",
+            12,
+            "spec.strategy.rollingUpdate.maxUnavailable",
+        ),
+        (
+            "GL302",
+            "templates/workers.yaml",
+            12,
+            "spec.strategy.rollingUpdate.maxUnavailable",
+        ),
+        (
+            "GL001",
+            "templates/workers.yaml",
+            23,
+            "spec.template.spec.containers[0].image",
+        ),
+    ];
+    let want: Vec<(String, String, u64, String)> = want
+        .iter()
+        .map(|(r, f, l, p)| (r.to_string(), f.to_string(), *l, p.to_string()))
+        .collect();
+    assert_eq!(got, want);
+
+    // Values printed as they are point at where they are set: the chart's values.yaml, the
+    // `--values` file that overrides it, the subchart's own values.yaml.
+    let values = |rule: &str, file: &str| -> (String, u64) {
+        let d = diags
+            .iter()
+            .find(|d| d["rule"] == rule && d["file"] == file)
+            .unwrap();
+        let r = related_with(d, "the value comes from").unwrap_or_else(|| panic!("{d}"));
+        (
+            r["file"].as_str().unwrap().to_string(),
+            r["line"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(
+        values("GL201", "templates/deployment.yaml"),
+        ("values.yaml".into(), 18)
+    );
+    assert_eq!(
+        values("GL101", "templates/deployment.yaml"),
+        ("values.yaml".into(), 8)
+    );
+    assert_eq!(
+        values("GL401", "templates/pdb.yaml"),
+        ("ci-values.yaml".into(), 4)
+    );
+    assert_eq!(
+        values("GL001", "charts/cache/templates/deployment.yaml"),
+        ("charts/cache/values.yaml".into(), 1)
+    );
+    // A value built from two references is not a plain `.Values` reference.
+    let image = diags
+        .iter()
+        .find(|d| d["rule"] == "GL001" && d["line"] == 23)
+        .unwrap();
+    assert!(
+        related_with(image, "the value comes from").is_none(),
+        "{image}"
+    );
+    // A related location of the rule (the grace period) is mapped too.
+    let gl101 = diags.iter().find(|d| d["rule"] == "GL101").unwrap();
+    let grace = related_with(gl101, "terminationGracePeriodSeconds").unwrap();
+    assert_eq!(
+        (grace["file"].as_str(), grace["line"].as_u64()),
+        (Some("templates/deployment.yaml"), Some(20))
+    );
+
+    // The human format shows the template's line under its number.
+    let o = greenlight(
+        &chart,
+        &[
+            "lint",
+            "--select",
+            "GL201",
+            "--values",
+            "ci-values.yaml",
+            "-",
+        ],
+        Some(&rendered),
+    );
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            "  --> templates/deployment.yaml:30:13\n   |\n30 |             {{- toYaml . | nindent 12 }}\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("= related: values.yaml:18:5: the value comes from `.Values.probes.liveness.initialDelaySeconds`"),
+        "{out}"
+    );
+}
+
+#[test]
+fn helm_chart_named_with_chart_from_another_directory() {
+    let rendered = greenlight_testkit::helm::template(helm_fixtures(), "shop", &[]);
+    let o = greenlight(
+        helm_fixtures(),
+        &[
+            "lint", "--format", "json", "--select", "GL202", "--chart", "shop", "-",
+        ],
+        Some(&rendered),
+    );
+    let v = json_of(&o);
+    let d = &v["diagnostics"][0];
+    assert_eq!(d["file"], "shop/templates/deployment.yaml");
+    assert_eq!(d["line"], 29);
+    assert_eq!(d["column"], 11);
+    // Without --chart, from a directory that is not the chart: the template, no line.
+    let o = greenlight(
+        helm_fixtures(),
+        &["lint", "--format", "json", "--select", "GL202", "-"],
+        Some(&rendered),
+    );
+    let d = &json_of(&o)["diagnostics"][0];
+    assert_eq!(d["file"], "shop/templates/deployment.yaml");
+    assert!(d["line"].is_null(), "{d}");
+}
+
+#[test]
+fn ignore_comments_in_templates_keep_working() {
+    let chart = helm_fixtures().join("shop");
+    let rendered = greenlight_testkit::helm::template(&chart, ".", &[]);
+    // migration.yaml has `# greenlight:ignore GL001` on the line above its `tpl` block: in the
+    // rendered output the comment is not above the image any more, in the template it is.
+    let o = greenlight(
+        &chart,
+        &["lint", "--format", "json", "--select", "GL001", "-"],
+        Some(&rendered),
+    );
+    let v = json_of(&o);
+    let files: Vec<&str> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["file"].as_str().unwrap())
+        .collect();
+    assert!(!files.contains(&"templates/migration.yaml"), "{files:?}");
+    assert_eq!(v["summary"]["suppressed"], 1);
+}
+
+#[test]
+fn helm_lines_not_known_are_said_so_in_every_format() {
+    // A subchart that is not on disk (a packaged .tgz, or deleted): its template is named and
+    // its line is unknown; the rendered line is kept.
+    let d = tempfile::tempdir().unwrap();
+    let chart = d.path().join("shop");
+    copy_dir(&helm_fixtures().join("shop"), &chart);
+    let rendered = greenlight_testkit::helm::template(&chart, ".", &[]);
+    std::fs::remove_dir_all(chart.join("charts/cache")).unwrap();
+    let args = |format: &'static str| ["lint", "--format", format, "--select", "GL001", "-"];
+    let v = json_of(&greenlight(&chart, &args("json"), Some(&rendered)));
+    let cache = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["file"] == "charts/cache/templates/deployment.yaml")
+        .expect("the subchart's finding");
+    assert!(
+        cache["line"].is_null() && cache["column"].is_null(),
+        "{cache}"
+    );
+    let n = cache["rendered_line"].as_u64().unwrap();
+    assert!(
+        rendered
+            .lines()
+            .nth(n as usize - 1)
+            .unwrap()
+            .contains("image: registry.example/cache:latest")
+    );
+    assert_eq!(
+        related_with(cache, "in the rendered output").unwrap()["line"],
+        n
+    );
+
+    let human = stdout(&greenlight(&chart, &args("human"), Some(&rendered)));
+    assert!(
+        human.contains(&format!(
+            "--> charts/cache/templates/deployment.yaml (line unknown; rendered output line {n})"
+        )),
+        "{human}"
+    );
+
+    let sarif = stdout(&greenlight(&chart, &args("sarif"), Some(&rendered)));
+    let s: serde_json::Value = serde_json::from_str(&sarif).unwrap();
+    let result = s["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| {
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                == "charts/cache/templates/deployment.yaml"
+        })
+        .unwrap();
+    assert_eq!(
+        result["locations"][0]["physicalLocation"]["region"],
+        serde_json::json!({"startLine": 1})
+    );
+    assert!(
+        result["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("(line unknown; rendered output line {n})")),
+        "{result}"
+    );
+    validate_sarif(&sarif);
+
+    let github = stdout(&greenlight(&chart, &args("github"), Some(&rendered)));
+    let line = github
+        .lines()
+        .find(|l| l.contains("file=charts/cache/templates/deployment.yaml"))
+        .unwrap();
+    assert!(!line.contains("line="), "{line}");
+    assert!(
+        line.contains(&format!("(line unknown; rendered output line {n})")),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_committed_render_keeps_its_own_path_and_line() {
+    let d = tempfile::tempdir().unwrap();
+    let chart = d.path().join("shop");
+    copy_dir(&helm_fixtures().join("shop"), &chart);
+    let rendered = greenlight_testkit::helm::template(&chart, ".", &[]);
+    std::fs::write(chart.join("rendered.yaml"), &rendered).unwrap();
+    let o = greenlight(
+        &chart,
+        &[
+            "lint",
+            "--format",
+            "json",
+            "--select",
+            "GL202",
+            "rendered.yaml",
+        ],
+        None,
+    );
+    let v = json_of(&o);
+    let diag = &v["diagnostics"][0];
+    assert_eq!(diag["file"], "rendered.yaml");
+    let line = diag["line"].as_u64().unwrap() as usize;
+    assert!(
+        rendered
+            .lines()
+            .nth(line - 1)
+            .unwrap()
+            .contains("livenessProbe:")
+    );
+    let t = related_with(diag, "rendered from this template").unwrap();
+    assert_eq!(
+        (t["file"].as_str(), t["line"].as_u64()),
+        (Some("templates/deployment.yaml"), Some(29))
+    );
+}
+
+#[test]
+fn chart_and_values_usage_errors_exit_2() {
+    let d = tempfile::tempdir().unwrap();
+    let o = greenlight(d.path(), &["lint", "--chart", "nowhere", "-"], Some(""));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--chart nowhere: no Chart.yaml there"),
+        "{}",
+        stderr(&o)
+    );
+    let o = greenlight(
+        helm_fixtures(),
+        &["lint", "--chart", "shop", "--values", "missing.yaml", "-"],
+        Some(""),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--values missing.yaml: no such file"),
+        "{}",
+        stderr(&o)
+    );
+    let o = greenlight(
+        helm_fixtures(),
+        &["lint", "--values", "shop/ci-values.yaml", "-"],
+        Some("kind: x\n"),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--values needs the chart"),
+        "{}",
+        stderr(&o)
+    );
+    let bad = dir_with(&[("Chart.yaml", "name: [broken\n")]);
+    let o = greenlight(bad.path(), &["lint", "--chart", ".", "-"], Some(""));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("Chart.yaml:"), "{}", stderr(&o));
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+/// The microservices-demo chart of the corpus, rendered by real helm: every finding carries a
+/// template line that holds its field (or says its line is unknown), and at least 90% carry one.
+#[test]
+fn microservices_demo_chart_findings_are_at_their_template_lines() {
+    let Some(corpus) = corpus("microservices_demo_chart_findings_are_at_their_template_lines")
+    else {
+        return;
+    };
+    let chart = Path::new(&corpus).join("GoogleCloudPlatform+microservices-demo/helm-chart");
+    let rendered = greenlight_testkit::helm::template(&chart, ".", &[]);
+    let o = greenlight(
+        &chart,
+        &["lint", "--format", "json", "--fail-on", "never", "-"],
+        Some(&rendered),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json_of(&o);
+    let diags = v["diagnostics"].as_array().unwrap();
+    assert!(diags.len() >= 20, "{}", diags.len());
+    let rendered_lines: Vec<&str> = rendered.lines().collect();
+    let mut with_line = 0;
+    let mut table = String::new();
+    for d in diags {
+        let r = related_with(d, "in the rendered output").unwrap();
+        let n = r["line"].as_u64().unwrap() as usize;
+        // The old answer: the line counted inside the rendered `# Source:` section.
+        let header = (1..n)
+            .rev()
+            .find(|l| rendered_lines[l - 1].starts_with("# Source: "))
+            .unwrap();
+        let after = if d["line"].is_null() {
+            "unknown".to_string()
+        } else {
+            with_line += 1;
+            let text = assert_template_line_holds_the_field(&chart, d);
+            format!("{} `{}`", d["line"], text.trim())
+        };
+        table.push_str(&format!(
+            "{} {} {} before {} after {after}\n",
+            d["file"],
+            d["rule"],
+            d["field"],
+            n - header
+        ));
+    }
+    eprintln!("{table}");
+    assert!(
+        with_line * 10 >= diags.len() * 9,
+        "{with_line} of {} findings carry a template line:\n{table}",
+        diags.len()
+    );
+}
