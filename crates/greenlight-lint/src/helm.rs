@@ -356,6 +356,10 @@ struct TLine {
 #[derive(Debug)]
 pub struct Template {
     lines: Vec<TLine>,
+    /// Each line as a pattern (empty for lines without actions).
+    patterns: Vec<Vec<Piece>>,
+    /// Whether a block line has text of its own before its block.
+    prefixed: Vec<bool>,
 }
 
 struct RawAction {
@@ -754,7 +758,29 @@ impl Template {
             }
             l.actions = acts;
         }
-        Template { lines }
+        let patterns: Vec<Vec<Piece>> = lines
+            .iter()
+            .map(|l| {
+                if matches!(l.kind, Kind::Inline | Kind::Block) {
+                    pattern(l)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        let prefixed = lines
+            .iter()
+            .zip(&patterns)
+            .map(|(l, p)| {
+                l.kind == Kind::Block
+                    && matches!(p.first(), Some(Piece::Lit { text, .. }) if text.iter().any(|c| !c.is_whitespace()))
+            })
+            .collect();
+        Template {
+            lines,
+            patterns,
+            prefixed,
+        }
     }
 }
 
@@ -910,6 +936,9 @@ const LITERAL: i32 = 3;
 const PATTERN: i32 = 2;
 const PATTERN_BARE: i32 = 1;
 const REQUIRED_SKIP: i32 = -3;
+/// The largest alignment table (rendered lines × template lines) worked out; a bigger section's
+/// lines are not placed.
+const MAX_CELLS: usize = 4_000_000;
 
 struct Step {
     score: i32,
@@ -924,7 +953,7 @@ impl Template {
         match l.kind {
             Kind::DocSep => NEG,
             Kind::Literal | Kind::Inline => REQUIRED_SKIP,
-            Kind::Block if has_literal_prefix(l) => REQUIRED_SKIP,
+            Kind::Block if self.prefixed[j] => REQUIRED_SKIP,
             _ => 0,
         }
     }
@@ -935,9 +964,9 @@ impl Template {
         match l.kind {
             Kind::Literal => (l.text.trim_end() == r.trim_end()).then_some(Step { score: LITERAL }),
             Kind::Inline => {
-                let pieces = pattern(l);
+                let pieces = &self.patterns[j];
                 let chars: Vec<char> = r.trim_end().chars().collect();
-                match_pattern(&pieces, &chars)?;
+                match_pattern(pieces, &chars)?;
                 let lit = pieces.iter().any(|p| matches!(p, Piece::Lit { text, .. } if text.iter().any(|c| !c.is_whitespace())));
                 Some(Step {
                     score: if lit { PATTERN } else { PATTERN_BARE },
@@ -950,12 +979,11 @@ impl Template {
     /// The first rendered line of a block line that has text of its own before the block.
     fn block_first(&self, j: usize, r: &str) -> Option<Step> {
         let l = &self.lines[j];
-        if l.kind != Kind::Block || !has_literal_prefix(l) {
+        if l.kind != Kind::Block || !self.prefixed[j] {
             return None;
         }
-        let pieces = pattern(l);
         let chars: Vec<char> = r.trim_end().chars().collect();
-        match_pattern(&pieces, &chars)?;
+        match_pattern(&self.patterns[j], &chars)?;
         Some(Step { score: PATTERN })
     }
 
@@ -989,8 +1017,25 @@ impl Template {
                 ends.push(j);
             }
         }
+        if (r + 1).saturating_mul(w) > MAX_CELLS {
+            return vec![None; r];
+        }
         // Blocks that must match their first line may not absorb lines before it.
-        let first_ok: Vec<bool> = (0..t).map(|j| has_literal_prefix(&self.lines[j])).collect();
+        let first_ok = &self.prefixed;
+        // How each rendered line can be produced by each template line, worked out once.
+        let mut line_scores = vec![None; r * t];
+        let mut first_scores = vec![None; r * t];
+        let mut inserts = vec![false; r * t];
+        for (i, line) in rendered.iter().enumerate() {
+            for j in 0..t {
+                line_scores[i * t + j] = self.line_match(j, line).map(|s| s.score);
+                first_scores[i * t + j] = self.block_first(j, line).map(|s| s.score);
+                inserts[i * t + j] = self.inserted(j, line);
+            }
+        }
+        let line_match = |i: usize, j: usize| line_scores[i * t + j].map(|score| Step { score });
+        let block_first = |i: usize, j: usize| first_scores[i * t + j].map(|score| Step { score });
+        let inserted = |i: usize, j: usize| inserts[i * t + j];
 
         let mut f0 = vec![NEG; (r + 1) * w];
         let mut f1 = vec![NEG; (r + 1) * w];
@@ -1036,21 +1081,20 @@ impl Template {
             if i == r {
                 break;
             }
-            let line = rendered[i];
             for j in 0..t {
                 let v = f0[idx(i, j)];
                 if v > NEG {
-                    if let Some(s) = self.line_match(j, line) {
+                    if let Some(s) = line_match(i, j) {
                         relax(&mut f0, idx(i + 1, j + 1), v + s.score);
                     }
-                    if let Some(s) = self.block_first(j, line) {
+                    if let Some(s) = block_first(i, j) {
                         relax(&mut f1, idx(i + 1, j), v + s.score);
-                    } else if !first_ok[j] && self.inserted(j, line) {
+                    } else if !first_ok[j] && inserted(i, j) {
                         relax(&mut f1, idx(i + 1, j), v);
                     }
                 }
                 let b = f1[idx(i, j)];
-                if b > NEG && self.inserted(j, line) {
+                if b > NEG && inserted(i, j) {
                     relax(&mut f1, idx(i + 1, j), b);
                 }
             }
@@ -1072,7 +1116,7 @@ impl Template {
                 for j in (0..t).rev() {
                     // b1: finish (same layer) or absorb the next line.
                     let mut v1 = b0[idx(i, j + 1)];
-                    if i < r && self.inserted(j, rendered[i]) {
+                    if i < r && inserted(i, j) {
                         v1 = v1.max(b1[idx(i + 1, j)]);
                     }
                     changed |= relax(&mut b1, idx(i, j), v1);
@@ -1088,17 +1132,16 @@ impl Template {
                         v = v.max(b0[idx(i, back + 1)]);
                     }
                     if i < r {
-                        let line = rendered[i];
-                        if let Some(s) = self.line_match(j, line)
+                        if let Some(s) = line_match(i, j)
                             && b0[idx(i + 1, j + 1)] > NEG
                         {
                             v = v.max(s.score + b0[idx(i + 1, j + 1)]);
                         }
-                        if let Some(s) = self.block_first(j, line) {
+                        if let Some(s) = block_first(i, j) {
                             if b1[idx(i + 1, j)] > NEG {
                                 v = v.max(s.score + b1[idx(i + 1, j)]);
                             }
-                        } else if !first_ok[j] && self.inserted(j, line) {
+                        } else if !first_ok[j] && inserted(i, j) {
                             v = v.max(b1[idx(i + 1, j)]);
                         }
                     }
@@ -1113,7 +1156,7 @@ impl Template {
         }
 
         let mut out = Vec::with_capacity(r);
-        for (i, line) in rendered.iter().enumerate() {
+        for i in 0..r {
             let mut found: Vec<(usize, How)> = Vec::new();
             let mut add = |j: usize, how: How| {
                 if !found.contains(&(j, how)) {
@@ -1123,24 +1166,21 @@ impl Template {
             for j in 0..t {
                 let v = f0[idx(i, j)];
                 if v > NEG {
-                    if let Some(s) = self.line_match(j, line)
+                    if let Some(s) = line_match(i, j)
                         && v + s.score + b0[idx(i + 1, j + 1)] == best
                     {
                         add(j, How::Line);
                     }
-                    if let Some(s) = self.block_first(j, line) {
+                    if let Some(s) = block_first(i, j) {
                         if v + s.score + b1[idx(i + 1, j)] == best {
                             add(j, How::Line);
                         }
-                    } else if !first_ok[j]
-                        && self.inserted(j, line)
-                        && v + b1[idx(i + 1, j)] == best
-                    {
+                    } else if !first_ok[j] && inserted(i, j) && v + b1[idx(i + 1, j)] == best {
                         add(j, How::Inserted);
                     }
                 }
                 let b = f1[idx(i, j)];
-                if b > NEG && self.inserted(j, line) && b + b1[idx(i + 1, j)] == best {
+                if b > NEG && inserted(i, j) && b + b1[idx(i + 1, j)] == best {
                     add(j, How::Inserted);
                 }
             }
@@ -1154,13 +1194,6 @@ impl Template {
         }
         out
     }
-}
-
-fn has_literal_prefix(l: &TLine) -> bool {
-    if l.kind != Kind::Block {
-        return false;
-    }
-    matches!(pattern(l).first(), Some(Piece::Lit { text, .. }) if text.iter().any(|c| !c.is_whitespace()))
 }
 
 /// A rendered line's place in its template.
@@ -1348,8 +1381,8 @@ fn spot(
         }),
         (How::Line, Kind::Inline | Kind::Block) => {
             let rendered: Vec<char> = rendered_line.trim_end().chars().collect();
-            let pieces = pattern(l);
-            let m = match_pattern(&pieces, &rendered)?;
+            let pieces = &t.patterns[j];
+            let m = match_pattern(pieces, &rendered)?;
             let c0 = col.saturating_sub(1) as usize;
             let place = |c: usize| -> (usize, Option<usize>) {
                 // The piece holding rendered char `c`: literal -> its template column; wildcard
@@ -1426,7 +1459,7 @@ fn spot(
 /// is appended to `base`.
 fn block_value_path(t: &Template, j: usize, base: &str, field: &str) -> Option<String> {
     let l = &t.lines[j];
-    let key = if has_literal_prefix(l) {
+    let key = if t.prefixed[j] {
         key_of(&l.text)?
     } else {
         let indent = leading_ws(&l.text);
