@@ -144,11 +144,17 @@ fn templates_note(templates: &Path) -> Note {
         .map(display)
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| ".".into());
+    // In the chart's own directory the chart is found by its name; elsewhere it is named.
+    let lint = if chart == "." {
+        "greenlight lint -".to_string()
+    } else {
+        format!("greenlight lint --chart {chart} -")
+    };
     Note {
         file: name.clone(),
         message: format!(
             "skipped {name}: an unrendered Helm chart template directory (Chart.yaml beside it); \
-             lint the rendered output instead: `helm template {chart} | greenlight lint -`"
+             lint the rendered output instead: `helm template {chart} | {lint}`"
         ),
     }
 }

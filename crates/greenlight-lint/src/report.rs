@@ -14,7 +14,7 @@ use std::path::Path;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// JSON output format version; bumped on any incompatible change.
-pub const JSON_VERSION: u32 = 1;
+pub const JSON_VERSION: u32 = 2;
 
 /// rustc/ruff-style text.
 pub fn human(report: &Report) -> String {

@@ -251,7 +251,7 @@ fn json_output_follows_the_documented_schema() {
     let d = dir_with(&[("admin.yaml", ADMIN)]);
     let o = greenlight(d.path(), &["lint", "--format", "json", "admin.yaml"], None);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("stdout is only JSON");
-    assert_eq!(v["version"], 1);
+    assert_eq!(v["version"], 2);
     assert_eq!(v["tool"]["name"], "greenlight");
     assert_eq!(v["summary"]["errors"], 2);
     assert_eq!(v["summary"]["objects"], 2);
@@ -522,7 +522,7 @@ fn chart_templates_are_skipped_with_one_note() {
         "{out}"
     );
     assert!(
-        out.contains("helm template chart | greenlight lint -"),
+        out.contains("helm template chart | greenlight lint --chart chart -"),
         "{out}"
     );
 }
@@ -1157,5 +1157,32 @@ fn microservices_demo_chart_findings_are_at_their_template_lines() {
         with_line * 10 >= diags.len() * 9,
         "{with_line} of {} findings carry a template line:\n{table}",
         diags.len()
+    );
+}
+
+/// The README's Helm example is what greenlight prints for the fixture chart.
+#[test]
+fn readme_helm_example_is_real_output() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let block = readme
+        .split("<!-- helm-example:begin -->\n```\n")
+        .nth(1)
+        .and_then(|b| b.split("```\n<!-- helm-example:end -->").next())
+        .expect("README.md has the helm-example block");
+    let (command, shown) = block.split_once('\n').unwrap();
+    assert_eq!(
+        command,
+        "$ helm template . | greenlight lint --select GL101 -"
+    );
+    let chart = helm_fixtures().join("shop");
+    let rendered = greenlight_testkit::helm::template(&chart, ".", &[]);
+    let o = greenlight(&chart, &["lint", "--select", "GL101", "-"], Some(&rendered));
+    let out = stdout(&o);
+    let printed = out.split("\n\n").next().unwrap();
+    assert_eq!(
+        shown.trim_end(),
+        printed,
+        "update the README's Helm example"
     );
 }
