@@ -4,10 +4,12 @@
 //! `values.yaml` and extra values files), and aligning one rendered `# Source:` section with its
 //! template line by line. Literal template lines match exactly; lines with template actions
 //! (`{{ … }}`) match as patterns whose actions are wildcards; control-only lines (`if`, `else`,
-//! `end`, `with`, `range`, `define`, comments, variable assignments) produce nothing; a line
-//! whose action inserts a block (`include`, `template`, `toYaml`, `tpl`, `nindent`, …) absorbs
-//! the lines it produced; the body of a `range` may repeat; a rendered section is one document,
-//! so it starts at the template's start or after a `---` line and ends at one or at the end.
+//! `end`, `with`, `range`, `define`, comments, variable assignments) produce nothing; a branch
+//! is printed whole or left out whole, so leaving out a single line of text costs; a line whose
+//! action inserts a block (`include`, `template`, `toYaml`, `tpl`, `nindent`, …) absorbs the
+//! lines it produced; the body of a `range` may repeat; a rendered section is one document, so
+//! it starts at the template's start or after a `---` line and ends at one or at the end.
+//! Literal lines score more than patterns, so the alignment holds on to the template's text.
 //! Among the best-scoring alignments, a rendered line is mapped only when every one of them
 //! puts it on the same template line: otherwise its line is unknown, never guessed.
 //! Must never: run helm, or report a template line it is not sure of.

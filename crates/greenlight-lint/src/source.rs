@@ -92,15 +92,6 @@ impl Source {
         self.text[start..end].trim_end_matches(['\n', '\r'])
     }
 
-    /// For a line of rendered Helm output: the template it came from and the line within that
-    /// template (the line after the `# Source:` comment is line 1).
-    pub fn helm_origin(&self, line: u32) -> Option<(&str, u32)> {
-        let s = self.section(line)?;
-        let idx = self.helm_sections.partition_point(|(l, _)| *l < line);
-        let (_, path) = self.helm_sections.get(idx.checked_sub(1)?)?;
-        Some((path.as_str(), line - s.header))
-    }
-
     /// The `# Source:` section holding a line of rendered Helm output.
     pub fn section(&self, line: u32) -> Option<Section> {
         let idx = self.helm_sections.partition_point(|(l, _)| *l < line);
@@ -156,15 +147,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn helm_sections_map_lines_to_templates() {
+    fn helm_sections_end_at_the_next_document() {
         let s = Source::new(
             "<stdin>".into(),
             "---\n# Source: app/templates/a.yaml\napiVersion: v1\nkind: X\n---\nkind: Y\n".into(),
         );
-        assert_eq!(s.helm_origin(3), Some(("app/templates/a.yaml", 1)));
-        assert_eq!(s.helm_origin(4), Some(("app/templates/a.yaml", 2)));
-        assert_eq!(s.helm_origin(6), None);
-        assert_eq!(s.helm_origin(1), None);
+        let a = Section {
+            header: 2,
+            path: "app/templates/a.yaml".into(),
+            last: 4,
+        };
+        assert_eq!(s.section(3), Some(a.clone()));
+        assert_eq!(s.section(4), Some(a));
+        assert_eq!(s.section(6), None);
+        assert_eq!(s.section(1), None);
+        assert_eq!(s.section(2), None);
     }
 
     #[test]
