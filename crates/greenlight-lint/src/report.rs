@@ -33,7 +33,17 @@ pub fn human(report: &Report) -> String {
         if !d.source_line.is_empty() && !line_no.is_empty() {
             let _ = writeln!(out, "{pad} |");
             let _ = writeln!(out, "{line_no} | {}", d.source_line);
-            let _ = writeln!(out, "{pad} | {}", marker(&d.source_line, loc));
+            // A template line that is not known: mark the field on the rendered line shown.
+            let marked = match loc.line {
+                None => d
+                    .related
+                    .iter()
+                    .map(|r| &r.location)
+                    .find(|l| l.line.is_some() && l.line == loc.rendered_line)
+                    .unwrap_or(loc),
+                Some(_) => loc,
+            };
+            let _ = writeln!(out, "{pad} | {}", marker(&d.source_line, marked));
         }
         if let Some(o) = &d.object {
             let _ = writeln!(out, "{pad} = object: {o}");

@@ -978,7 +978,8 @@ fn helm_lines_not_known_are_said_so_in_every_format() {
     let human = stdout(&greenlight(&chart, &args("human"), Some(&rendered)));
     assert!(
         human.contains(&format!(
-            "--> charts/cache/templates/deployment.yaml (line unknown; rendered output line {n})"
+            "--> charts/cache/templates/deployment.yaml (line unknown; rendered output line {n})\n   |\n\
+             {n} |           image: registry.example/cache:latest\n   |           ^^^^^"
         )),
         "{human}"
     );
