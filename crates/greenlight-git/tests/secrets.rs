@@ -272,7 +272,20 @@ fn the_credential_script_answers_from_the_environment() {
             Some(u) => cmd.env("GREENLIGHT_GIT_USERNAME", u),
             None => cmd.env_remove("GREENLIGHT_GIT_USERNAME"),
         };
-        String::from_utf8(cmd.output().unwrap().stdout).unwrap()
+        // The script was written just now; another test thread that forked while it was open
+        // for writing holds that descriptor until its child execs, and an exec of the script
+        // meanwhile fails with ETXTBSY. That window closes by itself: try again.
+        let mut tries = 0;
+        let out = loop {
+            match cmd.output() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                other => break other.unwrap(),
+            }
+        };
+        String::from_utf8(out.stdout).unwrap()
     };
     assert_eq!(
         ask("Username for 'https://h.example': ", None),
