@@ -409,8 +409,9 @@ pub fn validate_digest(digest: &str) -> Result<(), ImageRefErrorReason> {
     Ok(())
 }
 
-/// Which tags count as mutable. Matching ignores ASCII case (`Latest` moves as `latest` does);
-/// an entry ending in `*` matches by prefix (`nightly*`).
+/// Which tags count as mutable: those on the list, and every tag that names no version
+/// ([`names_no_version`]). Matching ignores ASCII case (`Latest` moves as `latest` does); an
+/// entry ending in `*` matches by prefix (`nightly*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TagPolicy {
     pub mutable: Vec<String>,
@@ -441,16 +442,19 @@ impl TagPolicy {
         self
     }
 
-    /// Whether `tag` is on the mutable list.
+    /// Whether `tag` can move to new content: it is on the mutable list, or it names no
+    /// version (see [`names_no_version`]).
     pub fn is_mutable(&self, tag: &str) -> bool {
-        self.mutable
-            .iter()
-            .any(|entry| match entry.strip_suffix('*') {
-                Some(prefix) => tag
-                    .get(..prefix.len())
-                    .is_some_and(|head| head.eq_ignore_ascii_case(prefix)),
-                None => entry.eq_ignore_ascii_case(tag),
-            })
+        names_no_version(tag)
+            || self
+                .mutable
+                .iter()
+                .any(|entry| match entry.strip_suffix('*') {
+                    Some(prefix) => tag
+                        .get(..prefix.len())
+                        .is_some_and(|head| head.eq_ignore_ascii_case(prefix)),
+                    None => entry.eq_ignore_ascii_case(tag),
+                })
     }
 
     /// Judges what `image` will name at deploy time. A digest wins over any tag: the runtime
@@ -465,6 +469,26 @@ impl TagPolicy {
             (None, Some(_)) => TagVerdict::ImmutableTag,
         }
     }
+}
+
+/// A floating tag: one that names no version, so it follows whatever is published next —
+/// no digit at all (`alpine`, `stable-alpine`, `mainline`, `bookworm`, `edge`), or a
+/// `latest` variant of a line (`3.12-latest`, `node_latest`). A digit-free run of at least 7
+/// hex letters (`sha-abcdefa`) is taken for a short commit hash, which is a version.
+pub fn names_no_version(tag: &str) -> bool {
+    let lower = tag.to_ascii_lowercase();
+    if ["-latest", "_latest", ".latest"]
+        .iter()
+        .any(|s| lower.ends_with(s))
+    {
+        return true;
+    }
+    if tag.bytes().any(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    !lower
+        .split(['-', '_', '.'])
+        .any(|run| run.len() >= 7 && run.bytes().all(|b| (b'a'..=b'f').contains(&b)))
 }
 
 /// What a reference will name at deploy time.
@@ -879,6 +903,39 @@ mod tests {
     }
 
     #[test]
+    fn version_less_tags_are_mutable() {
+        let policy = TagPolicy::default();
+        for tag in [
+            "alpine",
+            "stable-alpine",
+            "mainline",
+            "mainline-alpine",
+            "bookworm",
+            "slim",
+            "3.12-latest",
+            "node_latest",
+            "v2.latest",
+        ] {
+            assert!(policy.is_mutable(tag), "{tag}");
+            assert_eq!(
+                policy.judge(&ImageRef::parse(&format!("nginx:{tag}")).unwrap()),
+                TagVerdict::MutableTag { tag: tag.into() }
+            );
+        }
+        for tag in [
+            "1.27-alpine",
+            "v1",
+            "sha-1a2b3c4",
+            "sha-abcdefa",
+            "deadbeefcafe",
+            "2024-12-02",
+            "latest-1.4",
+        ] {
+            assert!(!policy.is_mutable(tag), "{tag}");
+        }
+    }
+
+    #[test]
     fn policy_extra_tags_and_prefixes() {
         let policy = TagPolicy::default().with_extra(["dev", " nightly* ", "LATEST", ""]);
         assert_eq!(policy.mutable.len(), 7, "{:?}", policy.mutable);
@@ -893,8 +950,8 @@ mod tests {
                 tag: "nightly-2026-12-02".into()
             }
         );
-        assert_eq!(judge("app:develop"), TagVerdict::ImmutableTag);
-        assert!(!TagPolicy::default().is_mutable("dev"));
+        assert_eq!(judge("app:develop-7"), TagVerdict::ImmutableTag);
+        assert!(!TagPolicy::default().is_mutable("dev7"));
     }
 
     #[test]

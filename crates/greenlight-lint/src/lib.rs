@@ -20,6 +20,7 @@ pub mod input;
 pub mod object;
 pub mod report;
 pub mod rules;
+pub mod scope;
 pub mod source;
 pub mod yaml;
 
@@ -53,6 +54,9 @@ pub struct Options {
     pub limits: yaml::Limits,
     /// The chart rendered Helm output came from: findings are mapped to its template lines.
     pub chart: Option<Arc<Chart>>,
+    /// Whether a directory holds a `kustomization.yaml`, `Chart.yaml` or `.git`: where
+    /// cross-object pairing stops ([`scope::holds_marker`] asks the filesystem).
+    pub scope_marker: fn(&str) -> bool,
 }
 
 impl Default for Options {
@@ -68,6 +72,7 @@ impl Default for Options {
             settings: Settings::default(),
             limits: yaml::Limits::default(),
             chart: None,
+            scope_marker: scope::holds_marker,
         }
     }
 }
@@ -158,7 +163,7 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
                     // bytes of a GitOps repository and would otherwise stay in memory.
                     let (objects, examined) = object::survey(&doc.root);
                     report.objects += objects;
-                    if examined {
+                    if examined || object::is_kustomization_file(&src.name) {
                         ok.push(doc);
                     }
                 }
@@ -176,22 +181,35 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
                         "fix the syntax at this line".into()
                     }),
                     related: Vec::new(),
+                    severity: None,
                 }),
             }
         }
         docs.push(ok);
     }
+    let mut seen = HashMap::new();
+    let scopes: Vec<scope::Scope> = sources
+        .iter()
+        .map(|s| scope::Scope::of(&s.name, opts.scope_marker, &mut seen))
+        .collect();
     let mut objects: Vec<Object> = Vec::new();
     for (i, ds) in docs.iter().enumerate() {
         let first = objects.len();
+        let kustomization = object::is_kustomization_file(&sources[i].name);
         for d in ds {
+            let before = objects.len();
             Object::collect(&d.root, i, &mut objects);
+            if kustomization && objects.len() == before {
+                objects.extend(Object::kustomization(&d.root, i));
+            }
         }
-        objects[first..]
-            .iter_mut()
-            .for_each(|o| o.file = &sources[i].name);
+        objects[first..].iter_mut().for_each(|o| {
+            o.file = &sources[i].name;
+            o.scope = &scopes[i];
+        });
     }
-    let workloads: Vec<Workload> = objects.iter().filter_map(Workload::of).collect();
+    object::mark_kustomize_patches(&mut objects);
+    let workloads: Vec<Workload> = objects.iter().flat_map(Workload::all).collect();
 
     for rule in RULES.iter().filter(|r| opts.enabled.contains(r.id)) {
         let mut emit = Emit::new(&opts.settings, rule);
@@ -387,10 +405,13 @@ fn to_diagnostic(
     Diagnostic {
         rule: f.rule.id,
         name: f.rule.name,
+        // A configured severity is the user's word for the whole rule; otherwise the finding's
+        // own (GL301 grades by replica count), else the rule's.
         severity: opts
             .severity
             .get(f.rule.id)
             .copied()
+            .or(f.severity)
             .unwrap_or(f.rule.severity),
         source_line,
         location,

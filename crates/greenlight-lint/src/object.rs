@@ -3,6 +3,7 @@
 //! template of every workload kind. Must never: judge anything (rules do).
 
 use crate::diagnostic::ObjectRef;
+use crate::scope::{Scope, UNSCOPED};
 use crate::yaml::Node;
 
 /// Kinds some rule examines.
@@ -15,6 +16,13 @@ const EXAMINED: &[&str] = &[
     "CronJob",
     "Pod",
     "Rollout",
+    "ReplicationController",
+    "AnalysisTemplate",
+    "ClusterAnalysisTemplate",
+    "Experiment",
+    "JobSet",
+    "LeaderWorkerSet",
+    "PersistentVolumeClaim",
     "PodDisruptionBudget",
     "HorizontalPodAutoscaler",
     "Application",
@@ -44,6 +52,10 @@ pub struct Object<'a> {
     pub prefix: String,
     /// Name of its source file (set by the engine; cross-object rules prefer near objects).
     pub file: &'a str,
+    /// Where its source file sits for pairing (set by the engine).
+    pub scope: &'a Scope,
+    /// Its source file is named as a patch by a kustomization in the run (set by the engine).
+    pub kustomize_patch: bool,
 }
 
 impl<'a> Object<'a> {
@@ -66,6 +78,31 @@ impl<'a> Object<'a> {
         out.push(obj);
     }
 
+    /// A kustomization document (by its file name) that does not declare `apiVersion` and
+    /// `kind`, as kustomize allows: kind `Kustomization`, the `apiVersion` empty.
+    pub fn kustomization(root: &'a Node, source: usize) -> Option<Object<'a>> {
+        if !root.is_map() {
+            return None;
+        }
+        Some(Object {
+            source,
+            root,
+            api_version: root.get("apiVersion").and_then(Node::as_str).unwrap_or(""),
+            kind: "Kustomization",
+            name: root.at(&["metadata", "name"]).and_then(Node::as_str),
+            namespace: root.at(&["metadata", "namespace"]).and_then(Node::as_str),
+            prefix: String::new(),
+            file: "",
+            scope: &UNSCOPED,
+            kustomize_patch: false,
+        })
+    }
+
+    /// A kustomization kustomize reads (from a file it would read one from).
+    pub fn is_kustomization(&self) -> bool {
+        self.kind == "Kustomization" && is_kustomization_file(self.file)
+    }
+
     fn from_node(node: &'a Node, source: usize, prefix: String) -> Option<Object<'a>> {
         let api_version = node.get("apiVersion")?.as_str()?;
         let kind = node.get("kind")?.as_str()?;
@@ -81,6 +118,8 @@ impl<'a> Object<'a> {
             namespace,
             prefix,
             file: "",
+            scope: &UNSCOPED,
+            kustomize_patch: false,
         })
     }
 
@@ -106,17 +145,104 @@ impl<'a> Object<'a> {
         self.root.at(&["metadata", "annotations", key])
     }
 
+    /// A live-state dump (`kubectl get -o yaml`, test data of controllers) rather than a
+    /// manifest: it carries a non-empty `status` or a server-assigned `metadata.uid`.
+    /// (`status: {}`, as `kubectl create --dry-run` writes it, is a manifest.)
+    pub fn is_live(&self) -> bool {
+        let status = self.root.get("status").is_some_and(|s| {
+            let empty =
+                s.is_null() || s.as_str() == Some("") || (s.is_map() && s.as_map().is_empty());
+            !empty
+        });
+        status || self.root.at(&["metadata", "uid"]).is_some()
+    }
+
     /// Whether this is an Argo (`argoproj.io`) object of the given kind.
     pub fn is_argo(&self, kind: &str) -> bool {
         self.kind == kind && self.api_version.starts_with("argoproj.io/")
     }
 }
 
-/// The candidates a cross-object rule should match from `from`: those nearest to it in the
-/// file tree — the same file, else the longest shared directory prefix. A run over a whole
-/// repository holds many applications (and test data); an object elsewhere that happens to
-/// share labels or a name must not count when a nearer one exists, while a kustomize overlay
-/// still finds its base.
+/// Whether kustomize reads a kustomization from a file of this name.
+pub fn is_kustomization_file(name: &str) -> bool {
+    matches!(
+        name.rsplit('/').next(),
+        Some("kustomization.yaml" | "kustomization.yml" | "Kustomization")
+    )
+}
+
+/// `a/./b/../c` → `a/c`, lexically (no filesystem).
+fn normalize(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for p in path.split('/') {
+        match p {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|l| *l != "..") => {
+                parts.pop();
+            }
+            _ => parts.push(p),
+        }
+    }
+    let joined = parts.join("/");
+    if path.starts_with('/') {
+        format!("/{joined}")
+    } else {
+        joined
+    }
+}
+
+/// Mark the objects of files that a kustomization in the run names as patches
+/// (`patchesStrategicMerge` entries, `patches[].path`): partial objects that only make sense
+/// merged onto their base.
+pub fn mark_kustomize_patches(objects: &mut [Object]) {
+    let mut patches: Vec<String> = Vec::new();
+    for k in objects.iter().filter(|o| o.is_kustomization()) {
+        let dir = crate::scope::dir_of(k.file);
+        let mut add = |rel: &str| {
+            // Inline patches are YAML text, not file names.
+            if !rel.contains('\n') && !rel.trim().is_empty() {
+                let rel = rel.trim();
+                patches.push(match dir {
+                    "" => normalize(rel),
+                    d => normalize(&format!("{d}/{rel}")),
+                });
+            }
+        };
+        if let Some(list) = k.root.get("patchesStrategicMerge") {
+            list.as_seq()
+                .iter()
+                .filter_map(Node::as_str)
+                .for_each(&mut add);
+        }
+        if let Some(list) = k.root.get("patches") {
+            list.as_seq()
+                .iter()
+                .filter_map(|p| p.get("path").and_then(Node::as_str))
+                .for_each(&mut add);
+        }
+    }
+    if patches.is_empty() {
+        return;
+    }
+    for o in objects.iter_mut() {
+        if patches.contains(&normalize(o.file)) {
+            o.kustomize_patch = true;
+        }
+    }
+}
+
+/// Whether a cross-object rule may pair `a` with `b` at all: both manifests or both live-state
+/// dumps, and in the same file or in inputs whose scopes pair (one's directory is the other's
+/// or an ancestor of it, not above the nearest `kustomization.yaml`, `Chart.yaml` or `.git`;
+/// see [`Scope::pairs_with`]). A run over a whole repository holds many applications, their
+/// test data and other repositories; only objects on one branch of one unit can meet.
+pub fn pairs(a: &Object, b: &Object) -> bool {
+    a.is_live() == b.is_live() && (a.source == b.source || a.scope.pairs_with(b.scope))
+}
+
+/// The candidates a cross-object rule should match from `from`: those that [`pairs`] with it,
+/// and of those the nearest in the file tree — the same file, else the longest shared
+/// directory prefix — so a nearer look-alike wins over one further up the branch.
 pub fn nearest<'o, 'a, T>(
     from: &Object,
     items: Vec<T>,
@@ -125,6 +251,10 @@ pub fn nearest<'o, 'a, T>(
 where
     'a: 'o,
 {
+    let items: Vec<T> = items
+        .into_iter()
+        .filter(|t| pairs(from, object(t)))
+        .collect();
     let closeness = |o: &Object| -> usize {
         if o.source == from.source {
             return usize::MAX;
@@ -145,14 +275,15 @@ where
         .collect()
 }
 
-/// A workload's pod template, whatever kind carries it.
+/// One pod template of a workload, whatever kind carries it (an object may carry several: a
+/// JobSet's replicated jobs, an Experiment's templates, an AnalysisTemplate's job metrics).
 #[derive(Debug)]
 pub struct Workload<'a, 'o> {
     pub object: &'o Object<'a>,
     /// The pod spec.
     pub pod: &'a Node,
     /// Path of the pod spec relative to the object (`spec.template.spec`).
-    pub pod_path: &'static str,
+    pub pod_path: String,
     /// The pod's labels (template labels; a bare Pod's own labels).
     pub labels: Option<&'a Node>,
 }
@@ -165,35 +296,79 @@ pub struct Container<'a> {
     pub name: &'a str,
 }
 
-impl<'a, 'o> Workload<'a, 'o> {
-    /// The workload view of an object, when it is one of the workload kinds.
-    pub fn of(object: &'o Object<'a>) -> Option<Workload<'a, 'o>> {
-        let root = object.root;
-        let (template, pod_path): (&Node, &'static str) = match object.kind {
-            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => {
-                (root.at(&["spec", "template"])?, "spec.template.spec")
-            }
-            "Rollout" if object.is_argo("Rollout") => {
-                (root.at(&["spec", "template"])?, "spec.template.spec")
-            }
-            "CronJob" => (
-                root.at(&["spec", "jobTemplate", "spec", "template"])?,
-                "spec.jobTemplate.spec.template.spec",
-            ),
-            "Pod" => (root, "spec"),
-            _ => return None,
-        };
-        let pod = template.get("spec")?;
-        if !pod.is_map() {
-            return None;
+/// The pod templates (`metadata` + `spec`) an object carries, with their paths.
+fn pod_templates<'a>(object: &Object<'a>) -> Vec<(&'a Node, String)> {
+    let root = object.root;
+    let mut out: Vec<(&'a Node, String)> = Vec::new();
+    let mut at = |keys: &[&str]| {
+        if let Some(t) = root.at(keys) {
+            out.push((t, keys.join(".")));
         }
-        let labels = template.at(&["metadata", "labels"]);
-        Some(Workload {
-            object,
-            pod,
-            pod_path,
-            labels,
-        })
+    };
+    match object.kind {
+        "Deployment"
+        | "StatefulSet"
+        | "DaemonSet"
+        | "ReplicaSet"
+        | "Job"
+        | "ReplicationController" => at(&["spec", "template"]),
+        "Rollout" if object.is_argo("Rollout") => at(&["spec", "template"]),
+        "CronJob" => at(&["spec", "jobTemplate", "spec", "template"]),
+        "LeaderWorkerSet" => {
+            at(&["spec", "leaderWorkerTemplate", "leaderTemplate"]);
+            at(&["spec", "leaderWorkerTemplate", "workerTemplate"]);
+        }
+        "Pod" => out.push((root, String::new())),
+        _ => {}
+    }
+    // Templates inside lists: (list path, path inside each item).
+    let listed: &[(&[&str], &[&str])] = match object.kind {
+        "AnalysisTemplate" | "ClusterAnalysisTemplate"
+            if object.api_version.starts_with("argoproj.io/") =>
+        {
+            &[(
+                &["spec", "metrics"],
+                &["provider", "job", "spec", "template"],
+            )]
+        }
+        "Experiment" if object.is_argo("Experiment") => &[(&["spec", "templates"], &["template"])],
+        "JobSet" => &[(
+            &["spec", "replicatedJobs"],
+            &["template", "spec", "template"],
+        )],
+        _ => &[],
+    };
+    for (list, inner) in listed {
+        let Some(items) = root.at(list) else { continue };
+        for (i, item) in items.as_seq().iter().enumerate() {
+            if let Some(t) = item.at(inner) {
+                out.push((t, format!("{}[{i}].{}", list.join("."), inner.join("."))));
+            }
+        }
+    }
+    out
+}
+
+impl<'a, 'o> Workload<'a, 'o> {
+    /// Every pod template of an object, in document order; none for kinds without one.
+    pub fn all(object: &'o Object<'a>) -> Vec<Workload<'a, 'o>> {
+        pod_templates(object)
+            .into_iter()
+            .filter_map(|(template, path)| {
+                let pod = template.get("spec").filter(|p| p.is_map())?;
+                let pod_path = if path.is_empty() {
+                    "spec".to_string()
+                } else {
+                    format!("{path}.spec")
+                };
+                Some(Workload {
+                    object,
+                    pod,
+                    pod_path,
+                    labels: template.at(&["metadata", "labels"]),
+                })
+            })
+            .collect()
     }
 
     /// Regular containers: the ones that serve traffic, are probed and get preStop hooks.
@@ -223,15 +398,5 @@ impl<'a, 'o> Workload<'a, 'o> {
                 name: c.get("name").and_then(Node::as_str).unwrap_or("?"),
             })
             .collect()
-    }
-
-    /// `spec.replicas` for the kinds that have it; `None` when unset or not applicable.
-    pub fn replicas_node(&self) -> Option<&'a Node> {
-        match self.object.kind {
-            "Deployment" | "StatefulSet" | "ReplicaSet" | "Rollout" => {
-                self.object.root.at(&["spec", "replicas"])
-            }
-            _ => None,
-        }
     }
 }

@@ -3,7 +3,7 @@
 //! count per rule (snapshot). The corpus is not part of the repository: where it is absent the
 //! test says so loudly on stderr and passes, except under `CI=true`, where absence fails.
 
-use greenlight_lint::{Options, RULES, lint, read_inputs};
+use greenlight_lint::{Options, RULES, Severity, lint, read_inputs};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -35,9 +35,11 @@ fn corpus_counts_per_rule_are_stable() {
         .map(|s| (s.name.as_str(), s.text.lines().count()))
         .collect();
     let mut per_rule: BTreeMap<&str, usize> = RULES.iter().map(|r| (r.id, 0)).collect();
+    let mut per_severity: BTreeMap<(&str, Severity), usize> = BTreeMap::new();
     let mut per_repo: BTreeMap<String, usize> = BTreeMap::new();
     for d in &report.diagnostics {
         *per_rule.get_mut(d.rule).unwrap() += 1;
+        *per_severity.entry((d.rule, d.severity)).or_default() += 1;
         let loc = &d.location;
         assert!(loc.line >= Some(1) && loc.column >= Some(1), "{d:?}");
         // Plain files: the line exists. Helm-mapped findings carry the rendered line as related.
@@ -77,7 +79,17 @@ fn corpus_counts_per_rule_are_stable() {
     );
     for (rule, n) in &per_rule {
         let name = RULES.iter().find(|r| r.id == *rule).map_or("", |r| r.name);
-        let _ = writeln!(out, "{rule} {name:<40} {n}");
+        // Rules that grade their findings show the split.
+        let split: Vec<String> = per_severity
+            .iter()
+            .filter(|((r, _), _)| r == rule)
+            .map(|((_, s), n)| format!("{s} {n}"))
+            .collect();
+        if split.len() > 1 {
+            let _ = writeln!(out, "{rule} {name:<40} {n} ({})", split.join(", "));
+        } else {
+            let _ = writeln!(out, "{rule} {name:<40} {n}");
+        }
     }
     let _ = writeln!(out, "-- per source repository --");
     for (repo, n) in &per_repo {

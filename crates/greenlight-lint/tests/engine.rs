@@ -464,7 +464,8 @@ fn cross_object_rules_prefer_the_nearest_objects() {
         r.diagnostics[0].related[0].location.file,
         "apps/shop/deploy.yaml"
     );
-    // A kustomize overlay still finds its base: no nearer candidate exists.
+    // Siblings never pair: a kustomize overlay's PDB and its base's Deployment are two
+    // directories, neither above the other.
     let r = lint(
         &[
             src("app/overlays/prod/pdb.yaml", pdb.into()),
@@ -473,7 +474,119 @@ fn cross_object_rules_prefer_the_nearest_objects() {
         Vec::new(),
         &opts,
     );
+    assert!(r.diagnostics.is_empty(), "{}", render(&r));
+    // An object further up the same branch does pair.
+    let r = lint(
+        &[
+            src("app/pdb.yaml", pdb.into()),
+            src("app/web/deploy.yaml", dep(2)),
+        ],
+        Vec::new(),
+        &opts,
+    );
     assert_eq!(r.diagnostics.len(), 1, "{}", render(&r));
+}
+
+/// Pairing stops at a directory holding a kustomization.yaml, Chart.yaml or .git: an HPA at a
+/// repository's top does not scale a look-alike Deployment of a unit below it.
+#[test]
+fn cross_object_pairing_stops_at_kustomization_chart_and_git() {
+    let dep = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 3\n  template:\n    \
+               spec: {containers: [{name: a, image: 'a:1'}]}\n";
+    let hpa = "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: web}\nspec:\n  \
+               scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n  maxReplicas: 9\n";
+    let opts = Options {
+        enabled: ["GL301", "GL501"].into_iter().collect(),
+        ..Options::default()
+    };
+    for marker in ["kustomization.yaml", "Chart.yaml", ".git"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("unit/deploy")).unwrap();
+        std::fs::write(root.join("hpa.yaml"), hpa).unwrap();
+        std::fs::write(root.join("unit/deploy/web.yaml"), dep).unwrap();
+        let lint_dir = || {
+            let inputs = read_inputs(
+                &[root.to_string_lossy().into_owned()],
+                &[],
+                &mut std::io::empty(),
+            )
+            .unwrap();
+            lint(&inputs.sources, inputs.unreadable, &opts)
+        };
+        // No marker between them: the HPA above pairs (GL501, and GL301 counts its maxReplicas).
+        let r = lint_dir();
+        assert_eq!(rules(&r), vec!["GL301", "GL501"], "{}", render(&r));
+        assert!(
+            r.diagnostics[0]
+                .message
+                .starts_with("Deployment with 9 replica(s)")
+        );
+        assert!(
+            r.diagnostics[0].related[0]
+                .location
+                .file
+                .ends_with("/hpa.yaml")
+        );
+        if marker == ".git" {
+            std::fs::create_dir(root.join("unit/.git")).unwrap();
+        } else {
+            std::fs::write(root.join("unit").join(marker), "{}\n").unwrap();
+        }
+        let r = lint_dir();
+        assert_eq!(rules(&r), vec!["GL301"], "{marker}: {}", render(&r));
+        assert!(
+            r.diagnostics[0]
+                .message
+                .starts_with("Deployment with 3 replica(s) has"),
+            "{marker}: {}",
+            render(&r)
+        );
+        assert!(r.diagnostics[0].related.is_empty());
+    }
+}
+
+/// Live-state dumps (status, metadata.uid) pair only with each other, and standard input pairs
+/// only with itself.
+#[test]
+fn live_state_and_stdin_do_not_pair_with_manifests() {
+    let dep = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 3\n  template:\n    \
+               spec: {containers: [{name: a, image: 'a:1'}]}\n";
+    let hpa = "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: web}\nspec:\n  \
+               scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n  maxReplicas: 9\n";
+    let live_hpa = format!("{hpa}status: {{currentReplicas: 3}}\n");
+    let live_dep = dep.replace("metadata: {name: web}", "metadata: {name: web, uid: 1f0c}");
+    let empty_status = format!("{hpa}status: {{}}\n");
+    let opts = Options {
+        enabled: ["GL501"].into_iter().collect(),
+        ..Options::default()
+    };
+    let src = |name: &str, text: &str| Source::new(name.into(), text.into());
+    let pairs = |a: &str, b: &str| {
+        !lint(&[src("d/a.yaml", a), src("d/b.yaml", b)], Vec::new(), &opts)
+            .diagnostics
+            .is_empty()
+    };
+    assert!(pairs(dep, hpa));
+    assert!(
+        !pairs(dep, &live_hpa),
+        "a live HPA does not scale a manifest"
+    );
+    assert!(
+        !pairs(&live_dep, hpa),
+        "a manifest HPA does not scale a live Deployment"
+    );
+    assert!(pairs(&live_dep, &live_hpa), "two dumps pair");
+    assert!(pairs(dep, &empty_status), "`status: {{}}` is a manifest");
+    let r = lint(
+        &[src("<stdin>", dep), src("hpa.yaml", hpa)],
+        Vec::new(),
+        &opts,
+    );
+    assert!(r.diagnostics.is_empty(), "{}", render(&r));
+    let both = format!("{dep}---\n{hpa}");
+    let r = lint(&[src("<stdin>", &both)], Vec::new(), &opts);
+    assert_eq!(rules(&r), vec!["GL501"], "one stream pairs with itself");
 }
 
 #[test]

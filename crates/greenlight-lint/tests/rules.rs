@@ -5,7 +5,7 @@
 mod common;
 
 use common::{fixture_report, render};
-use greenlight_lint::{Options, RULES, Source, lint, object::Object, yaml};
+use greenlight_lint::{Options, RULES, Severity, Source, lint, object::Object, yaml};
 use std::collections::BTreeSet;
 
 fn names(text: &str) -> Vec<String> {
@@ -71,6 +71,10 @@ fn gl001_mutable_image_tag() {
 #[test]
 fn gl002_image_not_pinned_by_digest() {
     check_fixture("GL002");
+}
+#[test]
+fn gl003_invalid_image_reference() {
+    check_fixture("GL003");
 }
 #[test]
 fn gl101_prestop_sleep_exceeds_grace_period() {
@@ -158,9 +162,173 @@ fn strategy_threshold_is_configurable() {
             .lint;
     let mut opts = Options::from_config(&cfg, Some(vec!["GL301"]), &[]);
     let src = vec![Source::new("d.yaml".into(), text.into())];
-    assert_eq!(lint(&src, Vec::new(), &opts).diagnostics.len(), 1);
+    let severities = |opts: &Options| -> Vec<Severity> {
+        lint(&src, Vec::new(), opts)
+            .diagnostics
+            .iter()
+            .map(|d| d.severity)
+            .collect()
+    };
+    assert_eq!(severities(&opts), vec![Severity::Info]);
     opts.settings.strategy_max_replicas = 4;
-    assert_eq!(lint(&src, Vec::new(), &opts).diagnostics.len(), 0);
+    assert_eq!(severities(&opts), vec![Severity::Warning]);
+    // A configured severity is the user's word for every finding of the rule.
+    opts.severity.insert("GL301", Severity::Error);
+    opts.settings.strategy_max_replicas = 5;
+    assert_eq!(severities(&opts), vec![Severity::Error]);
+}
+
+/// GL301 grades its findings: `info` up to 3 replicas (the defaults are the fix there),
+/// `warning` from 4 and with a ReadWriteOnce claim at any count.
+#[test]
+fn gl301_severity_follows_replicas_and_volumes() {
+    let (_, report) = common::fixture_report("GL301", |_| {});
+    let severity = |name: &str| -> Vec<Severity> {
+        report
+            .diagnostics
+            .iter()
+            .filter(|d| d.object.as_ref().and_then(|o| o.name.as_deref()) == Some(name))
+            .map(|d| d.severity)
+            .collect()
+    };
+    for (name, want) in [
+        ("flagged-no-strategy", Severity::Info),
+        ("flagged-replicas-unset", Severity::Info),
+        ("flagged-type-only", Severity::Info),
+        ("flagged-four-replicas", Severity::Warning),
+        ("flagged-hpa-max-twenty", Severity::Warning),
+        ("flagged-hpa-max-three", Severity::Info),
+        ("flagged-rwo-claim", Severity::Warning),
+        ("flagged-rwx-claim-info", Severity::Info),
+    ] {
+        assert_eq!(severity(name), vec![want], "{name}");
+    }
+    let rwo = report
+        .diagnostics
+        .iter()
+        .find(|d| d.message.contains("ReadWriteOnce"))
+        .expect("the RWO finding");
+    assert!(
+        rwo.message.starts_with("Deployment with 1 replica(s) "),
+        "{}",
+        rwo.message
+    );
+    assert!(rwo.message.contains("`data`") && rwo.fix.as_deref().unwrap().contains("Recreate"));
+    assert_eq!(rwo.related.len(), 1, "the claim is related");
+    let hpa = report
+        .diagnostics
+        .iter()
+        .find(|d| d.message.contains("HorizontalPodAutoscaler twenty"))
+        .expect("the HPA finding");
+    assert!(
+        hpa.message.starts_with("Deployment with 20 replica(s) "),
+        "{}",
+        hpa.message
+    );
+    assert_eq!(
+        hpa.related[0].message,
+        "HorizontalPodAutoscaler twenty scales it up to 20"
+    );
+}
+
+const PARTIAL_DEPLOYMENT: &str =
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 6\n";
+
+/// A file a kustomization names as a patch holds a partial object: GL301 does not judge it.
+#[test]
+fn gl301_skips_kustomize_patch_files() {
+    let opts = Options {
+        enabled: ["GL301"].into_iter().collect(),
+        ..Options::default()
+    };
+    let run = |kustomization: &str| {
+        let srcs = vec![
+            Source::new("app/prod/kustomization.yaml".into(), kustomization.into()),
+            Source::new("app/prod/replicas.yaml".into(), PARTIAL_DEPLOYMENT.into()),
+            Source::new(
+                "app/prod/patches/more.yaml".into(),
+                PARTIAL_DEPLOYMENT.into(),
+            ),
+        ];
+        let files: Vec<String> = lint(&srcs, Vec::new(), &opts)
+            .diagnostics
+            .iter()
+            .map(|d| d.location.file.clone())
+            .collect();
+        files
+    };
+    assert_eq!(
+        run("resources: [../base]\n"),
+        vec!["app/prod/patches/more.yaml", "app/prod/replicas.yaml"],
+        "not named as patches: judged"
+    );
+    assert!(
+        run("patchesStrategicMerge:\n- replicas.yaml\npatches:\n- path: ./patches/../patches/more.yaml\n  target: {kind: Deployment}\n- patch: |-\n    - op: replace\n")
+            .is_empty()
+    );
+    // The same names in a file kustomize would not read are not a kustomization.
+    let srcs = vec![
+        Source::new(
+            "app/prod/notes.yaml".into(),
+            "patchesStrategicMerge: [replicas.yaml]\n".into(),
+        ),
+        Source::new("app/prod/replicas.yaml".into(), PARTIAL_DEPLOYMENT.into()),
+    ];
+    assert_eq!(lint(&srcs, Vec::new(), &opts).diagnostics.len(), 1);
+}
+
+/// A kustomization's `images[].newTag` is what the rendered image will carry.
+#[test]
+fn kustomize_image_tags_are_judged() {
+    let k = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nimages:\n\
+             - name: web\n  newTag: latest\n\
+             - name: api\n  newName: ghcr.io/acme/api\n  newTag: stable-alpine\n\
+             - name: ok-pinned\n  newTag: latest\n  digest: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n\
+             - name: ok-versioned\n  newTag: \"1.4.2\"\n\
+             - name: placeholder\n  newName: <REGISTRY>/app\n";
+    // kustomize does not require apiVersion and kind.
+    let bare = k
+        .split_once("images:")
+        .map(|(_, r)| format!("images:{r}"))
+        .unwrap();
+    for text in [k.to_string(), bare] {
+        let srcs = vec![Source::new("overlay/kustomization.yaml".into(), text)];
+        let mut opts = Options {
+            enabled: ["GL001", "GL003"].into_iter().collect(),
+            ..Options::default()
+        };
+        let r = lint(&srcs, Vec::new(), &opts);
+        let got: Vec<(&str, &str, u32)> = r
+            .diagnostics
+            .iter()
+            .map(|d| {
+                (
+                    d.rule,
+                    d.field.as_str(),
+                    d.location.line.expect("a plain file has lines"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("GL001", "images[0].newTag", got[0].2),
+                ("GL001", "images[1].newTag", got[0].2 + 3),
+                ("GL003", "images[4].newName", got[0].2 + 10),
+            ],
+            "{}",
+            common::render(&r)
+        );
+        assert!(
+            r.diagnostics[1]
+                .message
+                .contains("`ghcr.io/acme/api:stable-alpine`")
+        );
+        // Not a kustomization by name: nothing is read from it.
+        opts.enabled.insert("GL002");
+        let other = vec![Source::new("overlay/images.yaml".into(), k.into())];
+        assert!(lint(&other, Vec::new(), &opts).diagnostics.is_empty());
+    }
 }
 
 #[test]

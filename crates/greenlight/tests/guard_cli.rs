@@ -208,19 +208,29 @@ fn unparsable_wins_over_mutable() {
 
 #[test]
 fn mutable_flag_adds_tags_and_prefixes() {
-    assert_eq!(guard(&["app:dev"]).code, 0, "dev is not mutable by default");
-    let run = guard(&["--mutable", "dev,nightly*", "app:dev"]);
+    // Tags with a version in them: the list decides (a tag naming no version, `dev`, is mutable
+    // by default).
+    assert_eq!(guard(&["app:dev"]).code, 1, "dev names no version");
+    assert_eq!(
+        guard(&["app:dev-1"]).code,
+        0,
+        "dev-1 is not mutable by default"
+    );
+    let run = guard(&["--mutable", "dev-1,nightly*", "app:dev-1"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(run.stderr.contains("mutable tag `dev`"));
+    assert!(run.stderr.contains("mutable tag `dev-1`"));
     assert_eq!(
-        guard(&["--mutable", "dev,nightly*", "app:nightly-2026-12-02"]).code,
+        guard(&["--mutable", "dev-1,nightly*", "app:nightly-2026-12-02"]).code,
         1
     );
     assert_eq!(
-        guard(&["--mutable", "dev", "--mutable", "qa", "app:qa"]).code,
+        guard(&["--mutable", "dev-1", "--mutable", "qa-1", "app:qa-1"]).code,
         1
     );
-    assert_eq!(guard(&["--mutable", "dev,nightly*", "app:develop"]).code, 0);
+    assert_eq!(
+        guard(&["--mutable", "dev-1,nightly*", "app:dev-10"]).code,
+        0
+    );
 }
 
 #[test]
@@ -228,10 +238,10 @@ fn config_file_adds_tags() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join(".greenlight.toml"),
-        "# other tools' sections are ignored\n[lint]\nfail-on = \"error\"\n\n[guard]\nmutable-tags = [\"dev\", \"preview*\"]\n",
+        "# other tools' sections are ignored\n[lint]\nfail-on = \"error\"\n\n[guard]\nmutable-tags = [\"dev-1\", \"preview*\"]\n",
     )
     .unwrap();
-    let run = greenlight(dir.path(), &["guard", "image", "app:dev"]);
+    let run = greenlight(dir.path(), &["guard", "image", "app:dev-1"]);
     assert_eq!(
         run.code, 1,
         "default .greenlight.toml is read: {}",
@@ -246,28 +256,38 @@ fn config_file_adds_tags() {
     // The lint's list is the shared one, so lint and guard agree on what is mutable.
     std::fs::write(
         dir.path().join("shared.toml"),
-        "[lint]\nmutable-tags = [\"release\"]\n",
+        "[lint]\nmutable-tags = [\"release-1\"]\n",
     )
     .unwrap();
     let run = greenlight(
         dir.path(),
-        &["guard", "image", "--config", "shared.toml", "app:release"],
+        &["guard", "image", "--config", "shared.toml", "app:release-1"],
     );
     assert_eq!(run.code, 1, "{}", run.stderr);
 
     std::fs::write(
         dir.path().join("ci.toml"),
-        "[guard]\nmutable-tags = [\"qa\"]\n",
+        "[guard]\nmutable-tags = [\"qa-1\"]\n",
     )
     .unwrap();
     let run = greenlight(
         dir.path(),
-        &["guard", "image", "--config", "ci.toml", "app:qa", "app:dev"],
+        &[
+            "guard",
+            "image",
+            "--config",
+            "ci.toml",
+            "app:qa-1",
+            "app:dev-1",
+        ],
     );
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("`app:qa` uses the mutable tag `qa`"));
     assert!(
-        run.stderr.contains("ok: `app:dev`"),
+        run.stderr
+            .contains("`app:qa-1` uses the mutable tag `qa-1`")
+    );
+    assert!(
+        run.stderr.contains("ok: `app:dev-1`"),
         "--config replaces the default file: {}",
         run.stderr
     );

@@ -56,6 +56,8 @@ kind: Deployment
 metadata: {name: web}
 spec:
   replicas: 4
+  strategy:
+    rollingUpdate: {maxSurge: 1, maxUnavailable: 0}
   template:
     spec:
       containers:
@@ -67,7 +69,7 @@ const WARN_ONLY: &str = "apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
 spec:
-  replicas: 2
+  replicas: 6
   template:
     spec:
       containers:
@@ -145,7 +147,7 @@ fn human_output_points_at_the_offending_field_and_exits_1() {
     assert!(out.contains("error[GL401]"), "{out}");
     assert!(out.contains("--> deploy/admin.yaml:34:3"), "{out}");
     assert!(
-        out.contains("Found 7 problem(s): 2 error(s), 4 warning(s), 1 info"),
+        out.contains("Found 7 problem(s): 2 error(s), 3 warning(s), 2 info"),
         "{out}"
     );
 }
@@ -378,6 +380,9 @@ fn sarif_is_valid_relative_and_alone_on_stdout() {
         10
     );
     assert_eq!(l101["level"], "error");
+    // GL301 grades its findings: one replica and no volume claim is `info`, a SARIF note.
+    let l301 = results.iter().find(|r| r["ruleId"] == "GL301").unwrap();
+    assert_eq!(l301["level"], "note");
     validate_sarif(&out);
 
     let o = greenlight(d.path(), &["lint", "--format", "sarif", "clean.yaml"], None);

@@ -1,11 +1,12 @@
-//! GL001 and GL002: container images with a mutable or missing tag, and (off by default) images not pinned
-//! by digest. Reference parsing and the mutable-tag policy are `greenlight_core::image`'s — the
+//! GL001, GL002 and GL003: container images with a mutable or missing tag, (off by default)
+//! images not pinned by digest, and references that are placeholders or invalid. Reference parsing and the mutable-tag policy are `greenlight_core::image`'s — the
 //! same judge `greenlight guard image` uses, so lint and guard can never disagree.
 //! Must never: split an image on its last `:` (that reads `host:5000/app` as tag `5000/app`).
 
 use super::{Check, Docs, Emit, Rule, key_value_span};
 use crate::diagnostic::Severity;
-use crate::object::Workload;
+use crate::object::{Object, Workload};
+use crate::yaml::{Node, Span};
 use greenlight_core::image::{ImageRef, TagVerdict};
 
 pub use greenlight_core::image::TagPolicy;
@@ -15,13 +16,19 @@ pub const MUTABLE_TAG: Rule = Rule {
     name: "mutable-image-tag",
     severity: Severity::Error,
     default_enabled: true,
-    summary: "A container image uses a mutable tag (latest, main, …) or no tag",
+    summary: "A container image uses a mutable tag (latest, main, alpine, …) or no tag",
     docs: Docs {
-        what: "Flags every container, init container and ephemeral container image whose tag is \
-               mutable (`latest`, `main`, `master`, `stable`, `edge`, plus `[lint] mutable-tags` \
-               in `.greenlight.toml`) or missing (which means `latest`). A digest \
-               (`app@sha256:…`, also `app:v1@sha256:…`) is never flagged. A registry port is not a \
-               tag: `host:5000/app` has no tag and is flagged.",
+        what: "Flags every container, init container and ephemeral container image, in every pod \
+               template (Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, \
+               Job, CronJob, Pod, Argo Rollout, Experiment and AnalysisTemplate job templates, \
+               JobSet and LeaderWorkerSet), and every kustomization `images[].newTag`, whose tag \
+               is mutable or missing (which means `latest`). Mutable: `latest`, `main`, \
+               `master`, `stable`, `edge`, `[lint] mutable-tags` in `.greenlight.toml`, and any \
+               tag that names no version — one without a digit (`alpine`, `stable-alpine`, \
+               `mainline`) or ending in `-latest`. A digest (`app@sha256:…`, also \
+               `app:v1@sha256:…`, or a kustomize `digest`) is never flagged. A registry port is \
+               not a tag: `host:5000/app` has no tag and is flagged. References that are not \
+               valid yet (placeholders, templates) are GL003's.",
         why: "The same tag can point at new content. Redeploying `app:latest` renders an identical \
               pod spec, so Kubernetes creates no new ReplicaSet and pulls nothing: helm reports \
               success, `rollout status` says complete, a \"running image contains the tag\" check \
@@ -30,7 +37,7 @@ pub const MUTABLE_TAG: Rule = Rule {
         fix: "Deploy an immutable tag such as `sha-<short-sha>`, or pin the digest \
               (`greenlight guard image --resolve <ref>` prints `<ref>@sha256:…`).",
     },
-    check: Check::Workload(check_mutable),
+    check: Check::Object(check_mutable),
 };
 
 pub const NOT_PINNED: Rule = Rule {
@@ -52,34 +59,148 @@ pub const NOT_PINNED: Rule = Rule {
     check: Check::Workload(check_not_pinned),
 };
 
-fn check_mutable(w: &Workload, emit: &mut Emit) {
-    for c in w.all_containers() {
-        let Some(e) = c.node.entry("image") else {
-            continue;
-        };
-        let Some(text) = e.value.as_str() else {
-            continue;
-        };
-        let span = key_value_span(&e.key, &e.value);
-        let field = format!("{}.image", c.path);
-        let image = match ImageRef::parse(text.trim()) {
-            Ok(i) => i,
-            Err(err) => {
-                // Templated values (`${IMAGE}`, `{{ .Values.image }}`) are not references yet.
-                if text.contains('$') || text.contains("{{") {
-                    continue;
-                }
-                emit.at(
-                    w.object,
-                    span,
-                    &field,
-                    format!("container `{}`: {err}", c.name),
-                )
-                .fix(
-                    "write a valid image reference: `[registry/]repository[:tag][@sha256:digest]`",
-                );
+pub const INVALID_REFERENCE: Rule = Rule {
+    id: "GL003",
+    name: "invalid-image-reference",
+    severity: Severity::Error,
+    default_enabled: true,
+    summary: "An image reference is a placeholder or not a valid reference",
+    docs: Docs {
+        what: "Flags an image (wherever GL001 reads them) that still holds a placeholder — \
+               `<DOCKER_REPO>/app:1.0`, `gcr.io/PROJECT_ID/app`, `${IMAGE}`, `{{ .Values.image }}` \
+               — as a `warning`, and any other reference that does not follow the image \
+               reference grammar (whitespace, uppercase repository, a bad tag or digest) as an \
+               `error`.",
+        why: "Kubernetes accepts any image string, and the kubelet then fails to pull it \
+              (InvalidImageName, ErrImagePull): the pod never starts, and a rollout that needs it \
+              stalls. A placeholder is fine in a file that is rendered before it is applied, but \
+              then the rendered output is what should be linted; a reference that cannot parse \
+              can never be pulled.",
+        example: "containers:\n- name: chatbot\n  image: <DOCKER_REPO>/chatbot:1.0\n",
+        fix: "Substitute the placeholder before applying (kustomize `images`, Helm values, \
+              envsubst) and lint the rendered output, or write a valid reference: \
+              `[registry/]repository[:tag][@sha256:digest]`.",
+    },
+    check: Check::Object(check_invalid),
+};
+
+/// One place an image reference is written: a container's `image`, or a kustomization's
+/// `images[]` entry (`newName` / `newTag`, composed as kustomize composes them).
+struct Site {
+    /// What the message names: ``container `web` `` or ``kustomize image `app` ``.
+    who: String,
+    /// The reference as it will be pulled.
+    text: String,
+    span: Span,
+    field: String,
+}
+
+fn sites(obj: &Object) -> Vec<Site> {
+    let mut out = Vec::new();
+    for w in Workload::all(obj) {
+        for c in w.all_containers() {
+            let Some(e) = c.node.entry("image") else {
+                continue;
+            };
+            let Some(text) = e.value.as_str() else {
+                continue;
+            };
+            out.push(Site {
+                who: format!("container `{}`", c.name),
+                text: text.trim().to_string(),
+                span: key_value_span(&e.key, &e.value),
+                field: format!("{}.image", c.path),
+            });
+        }
+    }
+    if obj.is_kustomization() {
+        let images = obj.root.get("images").map(Node::as_seq).unwrap_or_default();
+        for (i, img) in images.iter().enumerate() {
+            // A digest replaces the tag: the entry is pinned.
+            if img.get("digest").is_some_and(|d| !d.is_null()) {
                 continue;
             }
+            let name = img.get("name").and_then(Node::as_str).unwrap_or("?");
+            let new_name = img.get("newName").and_then(Node::as_str);
+            let at = match (img.entry("newTag"), img.entry("newName")) {
+                (Some(t), _) if !t.value.is_null() => Some((t, "newTag")),
+                (_, Some(n)) if !n.value.is_null() => Some((n, "newName")),
+                _ => None,
+            };
+            let Some((e, key)) = at else {
+                continue;
+            };
+            let Some(value) = e.value.as_str() else {
+                continue;
+            };
+            let text = match key {
+                "newTag" => format!("{}:{}", new_name.unwrap_or(name).trim(), value.trim()),
+                _ => value.trim().to_string(),
+            };
+            out.push(Site {
+                who: format!("kustomize image `{name}`"),
+                text,
+                span: key_value_span(&e.key, &e.value),
+                field: format!("images[{i}].{key}"),
+            });
+        }
+    }
+    out
+}
+
+/// A placeholder left in a reference: what it is and the text that shows it.
+fn placeholder(text: &str) -> Option<(&'static str, String)> {
+    let between = |open: &str, close: &str| -> Option<String> {
+        let i = text.find(open)?;
+        let rest = &text[i..];
+        let mut end = rest.find(close).map_or(rest.len(), |j| j + close.len());
+        // `<<PROJECT>>`: the closing run as long as it goes.
+        while rest[end..].starts_with(close) && !close.is_empty() {
+            end += close.len();
+        }
+        Some(rest[..end].to_string())
+    };
+    if let Some(t) = between("{{", "}}") {
+        return Some(("a template expression", t));
+    }
+    if let Some(t) = between("${", "}").or_else(|| between("$(", ")")) {
+        return Some(("a variable", t));
+    }
+    if let Some(i) = text.find('$') {
+        let var: String = text[i + 1..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        return Some(("a variable", format!("${var}")));
+    }
+    if let Some(t) = between("<", ">") {
+        return Some(("a placeholder", t));
+    }
+    // An all-capitals word in the name (registry and path): `PROJECT_ID`, `AWS_ACCOUNT_ID`,
+    // `REGISTRY`. Repositories are lowercase and real hostnames are not written in capitals.
+    let name_end = text.find('@').unwrap_or(text.len());
+    let name = match text[..name_end].rfind(':') {
+        Some(c) if !text[c + 1..name_end].contains('/') => &text[..c],
+        _ => &text[..name_end],
+    };
+    name.split(['/', '.', ':'])
+        .find(|w| {
+            w.bytes().filter(u8::is_ascii_uppercase).count() >= 2
+                && w.bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+                && (w.contains('_') || w.len() >= 4)
+        })
+        .map(|w| ("a placeholder", w.to_string()))
+}
+
+fn check_mutable(obj: &Object, emit: &mut Emit) {
+    for site in sites(obj) {
+        if placeholder(&site.text).is_some() {
+            continue;
+        }
+        // Invalid references are GL003's.
+        let Ok(image) = ImageRef::parse(&site.text) else {
+            continue;
         };
         let verdict = emit.settings.tag_policy.judge(&image);
         if verdict.is_acceptable() {
@@ -87,13 +208,45 @@ fn check_mutable(w: &Workload, emit: &mut Emit) {
         }
         let problem = verdict.problem(&image).unwrap_or_default();
         let f = emit.at(
-            w.object,
-            span,
-            &field,
-            format!("container `{}`: {problem}", c.name),
+            obj,
+            site.span,
+            &site.field,
+            format!("{}: {problem}", site.who),
         );
         if let Some(fix) = verdict.fix(&image) {
             f.fix(fix);
+        }
+    }
+}
+
+fn check_invalid(obj: &Object, emit: &mut Emit) {
+    for site in sites(obj) {
+        if let Some((what, token)) = placeholder(&site.text) {
+            let text = site.text.escape_debug().to_string();
+            let holds = if token == site.text {
+                format!("`{text}` is {what}")
+            } else {
+                format!("`{text}` holds {what}, `{token}`")
+            };
+            emit.at(
+                obj,
+                site.span,
+                &site.field,
+                format!(
+                    "{}: {holds}, so it is not an image reference yet: applied as written, the pod \
+                     cannot pull its image",
+                    site.who
+                ),
+            )
+            .severity(Severity::Warning)
+            .fix("substitute it before applying (kustomize `images`, Helm values, envsubst) and lint the rendered output");
+            continue;
+        }
+        if let Err(err) = ImageRef::parse(&site.text) {
+            emit.at(obj, site.span, &site.field, format!("{}: {err}", site.who))
+                .fix(
+                    "write a valid image reference: `[registry/]repository[:tag][@sha256:digest]`",
+                );
         }
     }
 }
@@ -106,6 +259,10 @@ fn check_not_pinned(w: &Workload, emit: &mut Emit) {
         let Some(text) = e.value.as_str() else {
             continue;
         };
+        // Placeholders and invalid references are GL003's.
+        if placeholder(text.trim()).is_some() {
+            continue;
+        }
         let Ok(image) = ImageRef::parse(text.trim()) else {
             continue;
         };

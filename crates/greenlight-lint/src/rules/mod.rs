@@ -99,6 +99,7 @@ pub static RULES: &[Rule] = &[
     INVALID_YAML,
     image::MUTABLE_TAG,
     image::NOT_PINNED,
+    image::INVALID_REFERENCE,
     termination::PRESTOP_EXCEEDS_GRACE,
     termination::PRESTOP_STOPGAP,
     probes::INITIAL_DELAY,
@@ -123,7 +124,8 @@ pub fn find(id_or_name: &str) -> Option<&'static Rule> {
 pub struct Settings {
     /// GL201: `initialDelaySeconds` at or above this, with no startupProbe, is flagged.
     pub initial_delay_seconds: i64,
-    /// GL301: Deployments with at most this many replicas must declare their strategy.
+    /// GL301: an implicit strategy on a Deployment with at most this many replicas is `info`,
+    /// with more a `warning`.
     pub strategy_max_replicas: i64,
     /// GL001: which tags count as mutable.
     pub tag_policy: TagPolicy,
@@ -153,6 +155,8 @@ pub struct Finding {
     pub message: String,
     pub fix: Option<String>,
     pub related: Vec<(usize, Span, String)>,
+    /// This finding's severity when the rule grades its findings; `None`: the rule's.
+    pub severity: Option<Severity>,
 }
 
 /// Where checks put their findings.
@@ -187,12 +191,20 @@ impl<'s> Emit<'s> {
             message,
             fix: None,
             related: Vec::new(),
+            severity: None,
         });
         self.findings.last_mut().expect("just pushed")
     }
 }
 
 impl Finding {
+    /// Grade this finding apart from the rule's default severity (a configured
+    /// `[lint.severity]` still wins).
+    pub fn severity(&mut self, severity: Severity) -> &mut Self {
+        self.severity = Some(severity);
+        self
+    }
+
     pub fn fix(&mut self, fix: impl Into<String>) -> &mut Self {
         self.fix = Some(fix.into());
         self

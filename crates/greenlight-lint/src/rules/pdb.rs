@@ -36,7 +36,12 @@ pub const BLOCKS_DRAIN: Rule = Rule {
 };
 
 fn check(objects: &[Object], emit: &mut Emit) {
-    let workloads: Vec<Workload> = objects.iter().filter_map(Workload::of).collect();
+    // Analysis templates describe pods that exist only while an analysis runs.
+    let workloads: Vec<Workload> = objects
+        .iter()
+        .filter(|o| !matches!(o.kind, "AnalysisTemplate" | "ClusterAnalysisTemplate"))
+        .flat_map(Workload::all)
+        .collect();
     let hpas: Vec<&Object> = objects
         .iter()
         .filter(|o| o.kind == "HorizontalPodAutoscaler")
@@ -173,7 +178,12 @@ fn replicas<'o, 'a>(
     hpas: &[&'o Object<'a>],
 ) -> Option<(i64, &'o Object<'a>, (Span, String))> {
     let obj = w.object;
-    if matches!(obj.kind, "DaemonSet" | "Job" | "CronJob") {
+    // DaemonSets run one pod per node, Jobs run to completion, and JobSets, LeaderWorkerSets
+    // and Experiments multiply their templates: none has a count to compare with.
+    if !matches!(
+        obj.kind,
+        "Deployment" | "StatefulSet" | "ReplicaSet" | "ReplicationController" | "Rollout" | "Pod"
+    ) {
         return None;
     }
     let targeting: Vec<&&Object> = hpas

@@ -24,7 +24,8 @@ pub struct GuardArgs {
 
 #[derive(Subcommand)]
 pub enum GuardCommand {
-    /// Reject image references whose tag can move (latest, main, master, stable, edge, none).
+    /// Reject image references whose tag can move (latest, main, master, stable, edge, any tag
+    /// naming no version such as alpine or 3.12-latest, none).
     ///
     /// Exit 0 when every reference is pinned by digest or uses another tag, 1 when one uses a
     /// mutable tag (each is named, with the fix), 2 when one cannot be parsed.
