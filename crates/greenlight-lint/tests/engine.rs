@@ -174,6 +174,47 @@ fn a_flow_collection_left_open_at_the_next_document_loses_only_its_own_document(
 }
 
 #[test]
+fn a_flow_collection_closed_under_its_key_is_read_and_findings_keep_their_columns() {
+    // go-yaml (kubectl, Argo CD) and PyYAML read this; the YAML spec, and saphyr, want the
+    // lines of `[` … `]` indented deeper than `containers`. The loader indents those lines to
+    // read them; findings must still point at the text as written.
+    let text = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  strategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}
+  template:
+    spec:
+      containers: [{
+        name: web,
+        command: [
+          \"serve\",
+          \"--port\", \"80\"
+        ],
+      image: web:latest
+      }]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec: {containers: [{name: p, image: 'p:latest'}]}
+";
+    let r = run("flow.yaml", text, &Options::default());
+    assert_eq!(rules(&r), vec!["GL001", "GL001"], "{}", render(&r));
+    let at = |d: &greenlight_lint::Diagnostic| {
+        let l = &d.location;
+        (l.line, l.column, l.end_line, l.end_column)
+    };
+    assert_eq!(at(&r.diagnostics[0]), (15, 7, 15, 24), "{}", render(&r));
+    assert_eq!(
+        r.diagnostics[0].field,
+        "spec.template.spec.containers[0].image"
+    );
+    assert_eq!(at(&r.diagnostics[1]), (21, 31, 21, 48), "{}", render(&r));
+}
+
+#[test]
 fn non_kubernetes_yaml_and_unexamined_kinds_are_silent() {
     let ci = "name: CI\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n    - uses: actions/checkout@v4\n";
     let values = "image:\n  repository: nginx\n  tag: latest\nreplicaCount: 1\n";
