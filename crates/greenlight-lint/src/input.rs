@@ -1,6 +1,7 @@
 //! Finding and reading the inputs of a run: files, directories (recursive `*.yaml`, `*.yml`,
 //! `*.json`) and `-` for stdin (shown as `<stdin>`).
-//! Owns: skipping a Helm chart's unrendered `templates/` with one note, config excludes.
+//! Owns: decoding (UTF-8, or UTF-16 with a byte-order mark), skipping a Helm chart's
+//! unrendered `templates/` with one note, config excludes.
 //! Must never: fail the run for a file that merely is not YAML — only a path that cannot be
 //! read at all is an error (exit 2).
 
@@ -110,21 +111,62 @@ fn push_text(out: &mut Inputs, name: String, bytes: Vec<u8>) {
         ));
         return;
     }
-    match String::from_utf8(bytes) {
-        Ok(mut text) => {
-            if text.starts_with('\u{feff}') {
-                text.drain(..3);
-            }
-            out.sources.push(Source::new(name, text));
-        }
-        Err(e) => out.unreadable.push(unreadable_source(
-            name,
-            format!(
-                "not UTF-8 text (invalid byte at offset {}); not linted",
-                e.utf8_error().valid_up_to()
-            ),
-        )),
+    match decode(bytes) {
+        Ok(text) => out.sources.push(Source::new(name, text)),
+        Err(message) => out.unreadable.push(unreadable_source(name, message)),
     }
+}
+
+/// Text from the bytes of a file: UTF-8 with or without a byte-order mark, or UTF-16 (little-
+/// or big-endian) with one, as editors on Windows save it. The mark is dropped, so it is not a
+/// column of the first line. Anything else is the message of a GL000 error.
+fn decode(bytes: Vec<u8>) -> Result<String, String> {
+    if bytes.starts_with(&[0xff, 0xfe, 0, 0]) || bytes.starts_with(&[0, 0, 0xfe, 0xff]) {
+        return Err("UTF-32 text (by its byte-order mark); not linted: save it as UTF-8".into());
+    }
+    let unit: fn([u8; 2]) -> u16 = match bytes.get(..2) {
+        Some([0xff, 0xfe]) => u16::from_le_bytes,
+        Some([0xfe, 0xff]) => u16::from_be_bytes,
+        _ => {
+            return match String::from_utf8(bytes) {
+                Ok(mut text) => {
+                    if text.starts_with('\u{feff}') {
+                        text.drain(..3);
+                    }
+                    Ok(text)
+                }
+                Err(e) => Err(format!(
+                    "not UTF-8 text (invalid byte at offset {}); not linted",
+                    e.utf8_error().valid_up_to()
+                )),
+            };
+        }
+    };
+    let body = &bytes[2..];
+    if body.len() % 2 != 0 {
+        return Err(format!(
+            "UTF-16 text (by its byte-order mark) of an odd number of bytes ({}); not linted",
+            bytes.len()
+        ));
+    }
+    let units = body.chunks_exact(2).map(|c| unit([c[0], c[1]]));
+    let mut text = String::with_capacity(body.len());
+    let mut offset = 2;
+    for c in char::decode_utf16(units) {
+        match c {
+            Ok(c) => {
+                text.push(c);
+                offset += 2 * c.len_utf16();
+            }
+            Err(e) => {
+                return Err(format!(
+                    "not UTF-16 text (unpaired surrogate {:#06x} at offset {offset}); not linted",
+                    e.unpaired_surrogate()
+                ));
+            }
+        }
+    }
+    Ok(text)
 }
 
 /// A Helm chart's `templates/` directory: named `templates` with a `Chart.yaml` beside it.

@@ -351,7 +351,7 @@ fn directories_are_walked_and_chart_templates_skipped_with_one_note() {
     std::fs::write(root.join("app/sub/b.yml"), "kind: x\n").unwrap();
     std::fs::write(root.join("app/sub/c.json"), "{}").unwrap();
     std::fs::write(root.join("app/readme.md"), "# not yaml").unwrap();
-    std::fs::write(root.join("app/bin.yaml"), [0xff, 0xfe, 0x00]).unwrap();
+    std::fs::write(root.join("app/bin.yaml"), [0x61, 0x3a, 0xff, 0x00]).unwrap();
     std::fs::write(
         root.join("chart/Chart.yaml"),
         "apiVersion: v2\nname: chart\n",
@@ -398,6 +398,86 @@ fn directories_are_walked_and_chart_templates_skipped_with_one_note() {
     let missing = vec![root.join("nope.yaml").to_string_lossy().into_owned()];
     let err = read_inputs(&missing, &[], &mut std::io::empty()).unwrap_err();
     assert!(err.to_string().contains("nope.yaml"), "{err}");
+}
+
+#[test]
+fn utf16_and_byte_order_marks_are_read_and_the_mark_is_not_a_column() {
+    // The first finding sits on line 1, where a mark left in the text would shift it.
+    let text = "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: p, image: p}]}}\r\n\
+                ---\r\napiVersion: v1\r\nkind: Pod\r\nmetadata: {name: q}\r\nspec:\r\n  containers:\r\n  \
+                - name: q\r\n    image: \"q:latest\"  # é ✓ 😀\r\n";
+    let utf16 = |be: bool| -> Vec<u8> {
+        let mut b = if be {
+            vec![0xfe, 0xff]
+        } else {
+            vec![0xff, 0xfe]
+        };
+        for u in text.encode_utf16() {
+            b.extend(if be { u.to_be_bytes() } else { u.to_le_bytes() });
+        }
+        b
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let files: [(&str, Vec<u8>); 4] = [
+        ("plain.yaml", text.as_bytes().to_vec()),
+        (
+            "bom8.yaml",
+            [b"\xef\xbb\xbf".as_slice(), text.as_bytes()].concat(),
+        ),
+        ("le16.yaml", utf16(false)),
+        ("be16.yaml", utf16(true)),
+    ];
+    for (name, bytes) in &files {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
+    let paths: Vec<String> = files
+        .iter()
+        .map(|(n, _)| dir.path().join(n).to_string_lossy().into_owned())
+        .collect();
+    let inputs = read_inputs(&paths, &[], &mut std::io::empty()).unwrap();
+    assert!(inputs.unreadable.is_empty(), "{:?}", inputs.unreadable);
+    assert_eq!(inputs.sources.len(), 4);
+    for src in &inputs.sources {
+        assert_eq!(src.text, text, "{}", src.name);
+        let r = lint(std::slice::from_ref(src), Vec::new(), &Options::default());
+        let at: Vec<_> = r
+            .diagnostics
+            .iter()
+            .map(|d| (d.rule, d.location.line, d.location.column))
+            .collect();
+        assert_eq!(at, [("GL001", 1, 80), ("GL001", 9, 5)], "{}", src.name);
+    }
+
+    // What is not text says why, and the run goes on.
+    let bad: [(&str, &[u8], &str); 3] = [
+        (
+            "odd.yaml",
+            &[0xff, 0xfe, 0x61, 0x00, 0x3a],
+            "odd number of bytes",
+        ),
+        (
+            "lone.yaml",
+            &[0xfe, 0xff, 0x00, 0x61, 0xd8, 0x00, 0x00, 0x61],
+            "unpaired surrogate 0xd800 at offset 4",
+        ),
+        (
+            "u32.yaml",
+            &[0xff, 0xfe, 0x00, 0x00, 0x61, 0x00, 0x00, 0x00],
+            "UTF-32",
+        ),
+    ];
+    for (name, bytes, _) in &bad {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
+    let paths: Vec<String> = bad
+        .iter()
+        .map(|(n, _, _)| dir.path().join(n).to_string_lossy().into_owned())
+        .collect();
+    let inputs = read_inputs(&paths, &[], &mut std::io::empty()).unwrap();
+    assert!(inputs.sources.is_empty());
+    for ((_, _, why), d) in bad.iter().zip(&inputs.unreadable) {
+        assert!(d.message.contains(why), "{why}: {}", d.message);
+    }
 }
 
 #[test]
