@@ -24,7 +24,7 @@ pub mod yaml;
 
 pub use config::{Config, FailOn, GuardConfig, LintConfig};
 pub use diagnostic::{Diagnostic, Location, Note, ObjectRef, Related, Severity};
-pub use input::{InputError, Inputs, read_inputs};
+pub use input::{InputError, Inputs, ReadOptions, TEST_DIRS, read_inputs, read_inputs_with};
 pub use rules::{RULES, Rule, Settings};
 pub use source::Source;
 

@@ -4,7 +4,9 @@
 mod common;
 
 use common::render;
-use greenlight_lint::{Options, Report, Severity, Source, lint, read_inputs};
+use greenlight_lint::{
+    Options, ReadOptions, Report, Severity, Source, lint, read_inputs, read_inputs_with,
+};
 
 const DEPLOY: &str = "apiVersion: apps/v1
 kind: Deployment
@@ -478,6 +480,102 @@ fn utf16_and_byte_order_marks_are_read_and_the_mark_is_not_a_column() {
     for ((_, _, why), d) in bad.iter().zip(&inputs.unreadable) {
         assert!(d.message.contains(why), "{why}: {}", d.message);
     }
+}
+
+#[test]
+fn test_directories_found_while_walking_are_skipped_with_one_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    let files = [
+        "app/deploy.yaml",
+        "app/tests.yaml",
+        "app/testing/t.yaml",
+        "app/latest/l.yaml",
+        "app/tests/t.yaml",
+        "app/tests/e2e/deep/x.yml",
+        "app/tests/readme.md",
+        "testdata/a.json",
+        "test/b.yaml",
+        "svc/e2e/c.yaml",
+        "fixtures/d.yaml",
+        "_archived/old/e.yaml",
+        "vendor/tests/v.yaml",
+    ];
+    for f in files {
+        let p = root.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "kind: x\n").unwrap();
+    }
+    std::fs::create_dir_all(root.join("empty/tests")).unwrap();
+    let read = |paths: &[&str], include_tests: bool| {
+        let paths: Vec<String> = paths
+            .iter()
+            .map(|p| root.join(p).to_string_lossy().into_owned())
+            .collect();
+        let opts = ReadOptions {
+            exclude: vec!["vendor".into()],
+            include_tests,
+        };
+        read_inputs_with(&paths, &opts, &mut std::io::empty()).unwrap()
+    };
+    let names = |inputs: &greenlight_lint::Inputs| -> Vec<String> {
+        let prefix = format!("{}/", root.to_string_lossy().replace('\\', "/"));
+        inputs
+            .sources
+            .iter()
+            .map(|s| s.name.strip_prefix(&prefix).unwrap_or(&s.name).to_string())
+            .collect()
+    };
+
+    let inputs = read(&[""], false);
+    assert_eq!(
+        names(&inputs),
+        [
+            "app/deploy.yaml",
+            "app/latest/l.yaml",
+            "app/testing/t.yaml",
+            "app/tests.yaml"
+        ]
+    );
+    // Excluded files are not counted, nor files that would not be linted anyway.
+    assert_eq!(inputs.skipped_tests, 7);
+    assert_eq!(inputs.notes.len(), 1, "{:?}", inputs.notes);
+    let note = &inputs.notes[0].message;
+    assert!(
+        note.starts_with("skipped 7 file(s) in 6 test directories found while walking"),
+        "{note}"
+    );
+    assert!(note.contains("--include-tests"), "{note}");
+    assert!(note.contains("include-tests = true"), "{note}");
+    assert!(
+        inputs.notes[0].file.ends_with("_archived"),
+        "{:?}",
+        inputs.notes
+    );
+
+    let inputs = read(&[""], true);
+    assert_eq!(inputs.sources.len(), 11);
+    assert_eq!((inputs.skipped_tests, inputs.notes.len()), (0, 0));
+
+    // Named paths are always read, even when their own name is a test directory's; below
+    // them, the walk skips as before.
+    let inputs = read(&["app/tests", "svc/e2e/c.yaml", "test"], false);
+    assert_eq!(
+        names(&inputs),
+        ["app/tests/t.yaml", "svc/e2e/c.yaml", "test/b.yaml"]
+    );
+    assert_eq!(inputs.skipped_tests, 1);
+    assert!(
+        inputs.notes[0]
+            .message
+            .starts_with("skipped 1 file(s) in 1 test directory"),
+        "{:?}",
+        inputs.notes
+    );
+    // The default reader is the command's default: tests skipped.
+    let all = vec![root.to_string_lossy().into_owned()];
+    let inputs = read_inputs(&all, &[], &mut std::io::empty()).unwrap();
+    assert_eq!(inputs.skipped_tests, 8);
 }
 
 #[test]

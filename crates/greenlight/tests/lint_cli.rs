@@ -525,6 +525,56 @@ fn chart_templates_are_skipped_with_one_note() {
 }
 
 #[test]
+fn test_directories_are_skipped_while_walking_unless_included_or_named() {
+    let d = dir_with(&[
+        ("deploy/clean.yaml", CLEAN),
+        ("deploy/tests/admin.yaml", ADMIN),
+        ("e2e/fixtures/admin.yaml", ADMIN),
+    ]);
+    let o = greenlight(d.path(), &["lint", "."], None);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert_eq!(
+        out.matches("note: skipped 2 file(s) in 2 test directories found while walking (deploy/tests, e2e): ")
+            .count(),
+        1,
+        "{out}"
+    );
+    assert!(out.contains("No problems found in 1 file(s)"), "{out}");
+
+    let o = greenlight(d.path(), &["lint", "--include-tests", "."], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("note: skipped"), "{}", stdout(&o));
+    // A named directory is linted even when its own name is a test directory's.
+    let o = greenlight(d.path(), &["lint", "deploy/tests"], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let o = greenlight(d.path(), &["lint", "--format", "json", "deploy"], None);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["notes"][0]["file"], "deploy/tests", "{v}");
+    assert_eq!(v["summary"]["files"], 1, "{v}");
+
+    std::fs::write(
+        d.path().join(".greenlight.toml"),
+        "[lint]\ninclude-tests = true\n",
+    )
+    .unwrap();
+    let o = greenlight(d.path(), &["lint", "."], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    std::fs::write(
+        d.path().join(".greenlight.toml"),
+        "[lint]\ninclude-tests = 1\n",
+    )
+    .unwrap();
+    let o = greenlight(d.path(), &["lint", "."], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains(".greenlight.toml:2:17: invalid type: integer `1`, expected a boolean"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn rules_and_explain() {
     let d = tempfile::tempdir().unwrap();
     let o = greenlight(d.path(), &["rules"], None);
@@ -631,7 +681,15 @@ fn sarif_of_the_real_world_corpus_validates() {
     };
     let o = greenlight(
         Path::new(&corpus),
-        &["lint", "--format", "sarif", "--fail-on", "never", "."],
+        &[
+            "lint",
+            "--format",
+            "sarif",
+            "--fail-on",
+            "never",
+            "--include-tests",
+            ".",
+        ],
         None,
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

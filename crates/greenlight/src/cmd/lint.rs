@@ -44,6 +44,10 @@ pub struct LintArgs {
     /// Audit mode: `greenlight.dev/ignore` annotations and `# greenlight:ignore` comments do not suppress.
     #[arg(long)]
     pub no_inline_ignores: bool,
+    /// Also lint test directories (testdata, test, tests, e2e, fixtures, _archived) found while
+    /// walking a directory; a path named on the command line is always linted.
+    #[arg(long)]
+    pub include_tests: bool,
 }
 
 /// `greenlight rules` has formats of its own: a rule list is not a report.
@@ -103,7 +107,11 @@ pub fn run_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
     } else {
         a.paths
     };
-    let inputs = greenlight_lint::read_inputs(&paths, &cfg.exclude, &mut std::io::stdin().lock())
+    let read = greenlight_lint::ReadOptions {
+        exclude: cfg.exclude.clone(),
+        include_tests: a.include_tests || cfg.include_tests,
+    };
+    let inputs = greenlight_lint::read_inputs_with(&paths, &read, &mut std::io::stdin().lock())
         .map_err(|e| super::usage(e.to_string()))?;
     let mut rep = greenlight_lint::lint(&inputs.sources, inputs.unreadable, &opts);
     rep.notes.extend(inputs.notes);
