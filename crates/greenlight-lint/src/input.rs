@@ -189,7 +189,7 @@ fn decode(bytes: Vec<u8>) -> Result<String, String> {
         }
     };
     let body = &bytes[2..];
-    if body.len() % 2 != 0 {
+    if !body.len().is_multiple_of(2) {
         return Err(format!(
             "UTF-16 text (by its byte-order mark) of an odd number of bytes ({}); not linted",
             bytes.len()
