@@ -57,11 +57,17 @@ pub fn human(report: &Report) -> String {
         report.count(Severity::Warning),
         report.count(Severity::Info),
     );
-    let suppressed = if report.suppressed > 0 {
-        format!(", {} suppressed", report.suppressed)
-    } else {
-        String::new()
-    };
+    let mut suppressed = String::new();
+    if report.duplicates > 0 {
+        let _ = write!(
+            suppressed,
+            ", {} more on copies of the same objects (shown as related)",
+            report.duplicates
+        );
+    }
+    if report.suppressed > 0 {
+        let _ = write!(suppressed, ", {} suppressed", report.suppressed);
+    }
     if report.diagnostics.is_empty() {
         let _ = writeln!(
             out,
@@ -113,6 +119,7 @@ pub fn json(report: &Report) -> String {
             "warnings": report.count(Severity::Warning),
             "infos": report.count(Severity::Info),
             "suppressed": report.suppressed,
+            "duplicates": report.duplicates,
         },
     });
     let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();

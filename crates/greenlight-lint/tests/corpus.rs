@@ -108,12 +108,15 @@ fn corpus_counts_per_rule_are_stable() {
     for (what, r) in ["default", "--include-tests"].iter().zip(&runs) {
         let _ = writeln!(
             out,
-            "{what}: files {} objects {} notes {} suppressed {} skipped-as-tests {}",
+            "{what}: files {} objects {} notes {} suppressed {} skipped-as-tests {} \
+             findings {} duplicates {}",
             r.report.files,
             r.report.objects,
             r.report.notes.len() + r.read_notes,
             r.report.suppressed,
             r.skipped_tests,
+            r.report.diagnostics.len(),
+            r.report.duplicates,
         );
     }
     let _ = writeln!(

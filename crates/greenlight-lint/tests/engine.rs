@@ -579,6 +579,61 @@ fn test_directories_found_while_walking_are_skipped_with_one_note() {
 }
 
 #[test]
+fn identical_findings_on_copies_of_an_object_are_reported_once() {
+    let web = |ns: &str, tag: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {ns}\n\
+             spec:\n  replicas: 2\n  strategy: {{rollingUpdate: {{maxSurge: 1, maxUnavailable: 0}}}}\n  \
+             template:\n    spec:\n      containers:\n      - name: web\n        image: web:{tag}\n"
+        )
+    };
+    let helm = format!(
+        "---\n# Source: a-chart/templates/web.yaml\n{}",
+        web("prod", "latest")
+    );
+    let broken = "apiVersion: v1\nkind: Pod\nmetadata: {name: [\n";
+    let sources = [
+        ("<stdin>", helm),
+        ("bundle-a/all.yaml", web("prod", "latest")),
+        ("bundle-b/all.yaml", web("prod", "latest")),
+        ("bundle-c/all.yaml", web("prod", "main")),
+        ("bundle-d/all.yaml", web("staging", "latest")),
+        (
+            "bundle-e/all.yaml",
+            web("prod", "latest").replace("web:latest", "web:latest # greenlight:ignore GL001"),
+        ),
+        ("broken-1.yaml", broken.to_string()),
+        ("broken-2.yaml", broken.to_string()),
+    ];
+    let sources: Vec<Source> = sources
+        .into_iter()
+        .map(|(n, t)| Source::new(n.into(), t))
+        .collect();
+    let r = lint(&sources, Vec::new(), &Options::default());
+    insta::assert_snapshot!(render(&r), @r"
+    a-chart/templates/web.yaml:13:9-13:26 GL001 error [Deployment prod/web] spec.template.spec.containers[0].image
+      container `web`: `web:latest` uses the mutable tag `latest`: the same reference can point at new content, so a redeploy renders an identical pod spec and Kubernetes rolls out nothing while every check reports success
+      fix: dispatch an immutable tag such as `web:sha-<short-sha>`, or pin the digest `web@sha256:<digest>` (`greenlight guard image --resolve web:latest` prints it)
+      related bundle-a/all.yaml:13:9: the same finding on another copy of this object
+      related bundle-b/all.yaml:13:9: the same finding on another copy of this object
+      related <stdin>:15:9: in the rendered output
+    broken-1.yaml:4:1-4:1 GL000 error [] 
+      cannot read YAML: while parsing a node, did not find expected node content
+      fix: fix the syntax at this line
+    broken-2.yaml:4:1-4:1 GL000 error [] 
+      cannot read YAML: while parsing a node, did not find expected node content
+      fix: fix the syntax at this line
+    bundle-c/all.yaml:13:9-13:24 GL001 error [Deployment prod/web] spec.template.spec.containers[0].image
+      container `web`: `web:main` uses the mutable tag `main`: the same reference can point at new content, so a redeploy renders an identical pod spec and Kubernetes rolls out nothing while every check reports success
+      fix: dispatch an immutable tag such as `web:sha-<short-sha>`, or pin the digest `web@sha256:<digest>` (`greenlight guard image --resolve web:main` prints it)
+    bundle-d/all.yaml:13:9-13:26 GL001 error [Deployment staging/web] spec.template.spec.containers[0].image
+      container `web`: `web:latest` uses the mutable tag `latest`: the same reference can point at new content, so a redeploy renders an identical pod spec and Kubernetes rolls out nothing while every check reports success
+      fix: dispatch an immutable tag such as `web:sha-<short-sha>`, or pin the digest `web@sha256:<digest>` (`greenlight guard image --resolve web:latest` prints it)
+    ");
+    assert_eq!((r.duplicates, r.suppressed), (2, 1));
+}
+
+#[test]
 fn stdin_is_read_once_and_named() {
     let mut input: &[u8] = b"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: nginx}]}\n";
     let inputs = read_inputs(&["-".into()], &[], &mut input).unwrap();

@@ -575,6 +575,75 @@ fn test_directories_are_skipped_while_walking_unless_included_or_named() {
 }
 
 #[test]
+fn identical_findings_on_copies_are_reported_once_and_counted() {
+    // The same objects in two generated bundles: each finding once, the copy in `related`.
+    let d = dir_with(&[
+        ("bundles/a/admin.yaml", ADMIN),
+        ("bundles/b/admin.yaml", ADMIN),
+    ]);
+    let o = greenlight(d.path(), &["lint", "--format", "json", "bundles"], None);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let diags = v["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 7, "{v}");
+    assert_eq!(v["summary"]["duplicates"], 7, "{v}");
+    assert_eq!(v["summary"]["errors"], 2, "{v}");
+    for d in diags {
+        assert_eq!(d["file"], "bundles/a/admin.yaml", "{d}");
+        let copy = d["related"].as_array().unwrap().last().unwrap();
+        assert_eq!(copy["file"], "bundles/b/admin.yaml", "{d}");
+        assert_eq!(copy["line"], d["line"], "{d}");
+        assert_eq!(copy["column"], d["column"], "{d}");
+        assert_eq!(
+            copy["message"],
+            "the same finding on another copy of this object"
+        );
+    }
+    let o = greenlight(d.path(), &["lint", "bundles"], None);
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            "Found 7 problem(s): 2 error(s), 4 warning(s), 1 info in 2 file(s), 4 object(s), \
+             7 more on copies of the same objects (shown as related)."
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "= related: bundles/b/admin.yaml:17:42: the same finding on another copy of this object"
+        ),
+        "{out}"
+    );
+    // The exit code follows the severities, copies or not.
+    let o = greenlight(d.path(), &["lint", "--fail-on", "never", "bundles"], None);
+    assert_eq!(o.status.code(), Some(0));
+    let o = greenlight(
+        d.path(),
+        &[
+            "lint",
+            "--select",
+            "GL202",
+            "--fail-on",
+            "warning",
+            "bundles",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    // SARIF: one result, the copy among its related locations, and still valid.
+    let o = greenlight(d.path(), &["lint", "--format", "sarif", "bundles"], None);
+    let out = stdout(&o);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let results = v["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 7);
+    let l101 = results.iter().find(|r| r["ruleId"] == "GL101").unwrap();
+    let copy = &l101["relatedLocations"][1]["physicalLocation"];
+    assert_eq!(copy["artifactLocation"]["uri"], "bundles/b/admin.yaml");
+    assert_eq!(copy["region"]["startLine"], 17);
+    validate_sarif(&out);
+}
+
+#[test]
 fn rules_and_explain() {
     let d = tempfile::tempdir().unwrap();
     let o = greenlight(d.path(), &["rules"], None);
@@ -696,6 +765,13 @@ fn sarif_of_the_real_world_corpus_validates() {
     let out = stdout(&o);
     let v: serde_json::Value = serde_json::from_str(&out).expect("stdout is only SARIF");
     check_github_rules(&v);
-    assert!(v["runs"][0]["results"].as_array().unwrap().len() > 500);
+    // Over 500 findings, counting the identical copies folded into related locations.
+    let results = v["runs"][0]["results"].as_array().unwrap();
+    let copies = results
+        .iter()
+        .flat_map(|r| r["relatedLocations"].as_array().into_iter().flatten())
+        .filter(|l| l["message"]["text"] == greenlight_lint::COPY)
+        .count();
+    assert!(results.len() > 400 && results.len() + copies > 500);
     validate_sarif(&out);
 }
