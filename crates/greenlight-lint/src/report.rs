@@ -441,6 +441,24 @@ pub fn github(report: &Report) -> String {
             msg.push_str("\nFix: ");
             msg.push_str(fix);
         }
+        // An annotation has no related locations: name the copies folded into this one.
+        let copies: Vec<String> = d
+            .related
+            .iter()
+            .filter(|r| r.message == crate::COPY)
+            .map(|r| format!("{}:{}", r.location.file, r.location.line))
+            .collect();
+        if !copies.is_empty() {
+            let shown = copies.len().min(5);
+            let _ = write!(
+                msg,
+                "\nAlso on copies of this object: {}",
+                copies[..shown].join(", ")
+            );
+            if copies.len() > shown {
+                let _ = write!(msg, " and {} more", copies.len() - shown);
+            }
+        }
         let _ = writeln!(
             out,
             "::{cmd} file={},line={},col={},endLine={},title={}::{}",

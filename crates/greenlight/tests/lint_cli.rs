@@ -630,6 +630,13 @@ fn identical_findings_on_copies_are_reported_once_and_counted() {
         None,
     );
     assert_eq!(o.status.code(), Some(1));
+    let o = greenlight(d.path(), &["lint", "--format", "github", "bundles"], None);
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 7, "{out}");
+    assert!(
+        out.contains("%0AAlso on copies of this object: bundles/b/admin.yaml:17\n"),
+        "{out}"
+    );
     // SARIF: one result, the copy among its related locations, and still valid.
     let o = greenlight(d.path(), &["lint", "--format", "sarif", "bundles"], None);
     let out = stdout(&o);
