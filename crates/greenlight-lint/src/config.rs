@@ -1,6 +1,6 @@
 //! `.greenlight.toml`, read once for every command that reads it (`lint` and `guard`): finding
 //! the file, the `[lint]` table (rule selection, severity overrides, thresholds, path
-//! excludes, the mutable-tag list) and the `[guard]` table (tags refused only at dispatch).
+//! excludes, test directories, the mutable-tag list) and the `[guard]` table (tags refused only at dispatch).
 //! Parsed with spans and validated in a second step, so every error names the file, line and
 //! column of the offending value. It lives in the lint crate because `[lint]` is most of the
 //! file and its mutable-tag list is shared with the guard.
@@ -106,6 +106,7 @@ struct RawLint {
     fail_on: Option<Spanned<String>>,
     #[serde(default)]
     exclude: Vec<Spanned<String>>,
+    include_tests: Option<bool>,
     #[serde(default)]
     mutable_tags: Vec<String>,
     #[serde(default)]
@@ -129,6 +130,8 @@ pub struct LintConfig {
     pub ignore: Vec<&'static str>,
     pub fail_on: Option<FailOn>,
     pub exclude: Vec<String>,
+    /// Lint files in test directories found while walking (`include-tests`).
+    pub include_tests: bool,
     pub mutable_tags: Vec<String>,
     pub severity: HashMap<&'static str, Severity>,
     pub initial_delay_seconds: Option<i64>,
@@ -229,6 +232,7 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
         extend_select: rule_ids(&raw.extend_select)?,
         ignore: rule_ids(&raw.ignore)?,
         mutable_tags: raw.mutable_tags,
+        include_tests: raw.include_tests.unwrap_or(false),
         ..LintConfig::default()
     };
     if let Some(f) = &raw.fail_on {
@@ -344,7 +348,7 @@ mod tests {
         let cfg = parse(
             ".greenlight.toml",
             "[watch]\nanything = 1\n[lint]\nselect = [\"GL101\", \"pdb-blocks-drain\"]\nignore = [\"gl202\"]\n\
-             fail-on = \"warning\"\nexclude = [\"vendor/**\"]\nmutable-tags = [\"dev\"]\n\
+             fail-on = \"warning\"\nexclude = [\"vendor/**\"]\ninclude-tests = true\nmutable-tags = [\"dev\"]\n\
              [lint.severity]\nGL201 = \"error\"\n[lint.thresholds]\ninitial-delay-seconds = 90\n",
         )
         .unwrap()
@@ -355,6 +359,8 @@ mod tests {
         assert_eq!(cfg.severity.get("GL201"), Some(&Severity::Error));
         assert_eq!(cfg.initial_delay_seconds, Some(90));
         assert_eq!(cfg.mutable_tags, vec!["dev".to_string()]);
+        assert!(cfg.include_tests);
+        assert!(!parse("c.toml", "[lint]\n").unwrap().lint.include_tests);
     }
 
     #[test]
@@ -375,6 +381,11 @@ mod tests {
         assert_eq!(e.line, 2);
         let e = parse("c.toml", "[lint.thresholds]\ninitial-delay-seconds = 0\n").unwrap_err();
         assert_eq!(e.line, 2);
+        let e = parse("c.toml", "[lint]\nselect = []\ninclude-tests = \"yes\"\n").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 17), "{e}");
+        assert!(e.message.contains("bool"), "{e}");
+        let e = parse("c.toml", "[lint]\ninclude-test = true\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
         let e = parse("c.toml", "[lint\n").unwrap_err();
         assert_eq!(e.line, 1);
     }

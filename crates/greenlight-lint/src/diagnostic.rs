@@ -104,7 +104,7 @@ pub struct Related {
 }
 
 /// The Kubernetes object a diagnostic is about.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct ObjectRef {
     #[serde(rename = "apiVersion")]
     pub api_version: String,

@@ -1,6 +1,8 @@
 //! Finding and reading the inputs of a run: files, directories (recursive `*.yaml`, `*.yml`,
 //! `*.json`) and `-` for stdin (shown as `<stdin>`).
-//! Owns: skipping a Helm chart's unrendered `templates/` with one note, config excludes.
+//! Owns: decoding (UTF-8, or UTF-16 with a byte-order mark), skipping a Helm chart's
+//! unrendered `templates/` with one note, skipping test directories found while walking with
+//! one note, config excludes.
 //! Must never: fail the run for a file that merely is not YAML — only a path that cannot be
 //! read at all is an error (exit 2).
 
@@ -22,6 +24,19 @@ pub enum InputError {
     StdinTwice,
 }
 
+/// Directory names that hold tests, fixtures or archives rather than what a team deploys:
+/// below a named directory, files under one of them are skipped unless tests are included.
+pub const TEST_DIRS: &[&str] = &["testdata", "test", "tests", "e2e", "fixtures", "_archived"];
+
+/// How paths are read.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Globs matched against the displayed path (`[lint] exclude`).
+    pub exclude: Vec<String>,
+    /// Also lint files under [`TEST_DIRS`] found while walking (`--include-tests`).
+    pub include_tests: bool,
+}
+
 /// What reading the inputs produced.
 #[derive(Debug, Default)]
 pub struct Inputs {
@@ -29,6 +44,8 @@ pub struct Inputs {
     /// GL000 diagnostics for files that are not text or are too large.
     pub unreadable: Vec<Diagnostic>,
     pub notes: Vec<Note>,
+    /// Files not read because they lie in a test directory found while walking.
+    pub skipped_tests: usize,
 }
 
 fn display(p: &Path) -> String {
@@ -36,15 +53,39 @@ fn display(p: &Path) -> String {
     s.strip_prefix("./").map(str::to_string).unwrap_or(s)
 }
 
-/// Read every input. `exclude` globs are matched against the displayed path.
+/// Read every input as `greenlight lint` does by default: `exclude` globs are matched against
+/// the displayed path, and test directories found while walking are skipped.
 pub fn read_inputs(
     paths: &[String],
     exclude: &[String],
     stdin: &mut dyn Read,
 ) -> Result<Inputs, InputError> {
+    let opts = ReadOptions {
+        exclude: exclude.to_vec(),
+        include_tests: false,
+    };
+    read_inputs_with(paths, &opts, stdin)
+}
+
+/// Read every input. A path named here is always read, whatever its name; below a named
+/// directory, test directories are skipped (one note counts them) unless `include_tests`.
+pub fn read_inputs_with(
+    paths: &[String],
+    opts: &ReadOptions,
+    stdin: &mut dyn Read,
+) -> Result<Inputs, InputError> {
+    let exclude = opts.exclude.as_slice();
     let mut out = Inputs::default();
     let mut files: Vec<PathBuf> = Vec::new();
     let mut stdin_used = false;
+    let mut walk = Walk {
+        exclude,
+        include_tests: opts.include_tests,
+        files: Vec::new(),
+        notes: Vec::new(),
+        test_dirs: Vec::new(),
+        test_files: 0,
+    };
     for p in paths {
         if p == "-" {
             if stdin_used {
@@ -68,14 +109,20 @@ pub fn read_inputs(
         })?;
         if meta.is_dir() {
             if is_chart_templates(&path) {
-                out.notes.push(templates_note(&path));
+                walk.notes.push(templates_note(&path));
                 continue;
             }
-            walk(&path, exclude, &mut files, &mut out.notes)?;
+            walk.dir(&path)?;
+            files.append(&mut walk.files);
         } else if !exclude.iter().any(|g| glob_match(g, &display(&path))) {
             files.push(path);
         }
     }
+    out.notes = std::mem::take(&mut walk.notes);
+    if walk.test_files > 0 {
+        out.notes.push(walk.tests_note());
+    }
+    out.skipped_tests = walk.test_files;
     for path in files {
         let name = display(&path);
         let meta = std::fs::metadata(&path).map_err(|source| InputError::Read {
@@ -110,25 +157,66 @@ fn push_text(out: &mut Inputs, name: String, bytes: Vec<u8>, stream: bool) {
         ));
         return;
     }
-    match String::from_utf8(bytes) {
-        Ok(mut text) => {
-            if text.starts_with('\u{feff}') {
-                text.drain(..3);
-            }
-            out.sources.push(if stream {
-                Source::stdin(text)
-            } else {
-                Source::new(name, text)
-            });
-        }
-        Err(e) => out.unreadable.push(unreadable_source(
-            name,
-            format!(
-                "not UTF-8 text (invalid byte at offset {}); not linted",
-                e.utf8_error().valid_up_to()
-            ),
-        )),
+    match decode(bytes) {
+        Ok(text) => out.sources.push(if stream {
+            Source::stdin(text)
+        } else {
+            Source::new(name, text)
+        }),
+        Err(message) => out.unreadable.push(unreadable_source(name, message)),
     }
+}
+
+/// Text from the bytes of a file: UTF-8 with or without a byte-order mark, or UTF-16 (little-
+/// or big-endian) with one, as editors on Windows save it. The mark is dropped, so it is not a
+/// column of the first line. Anything else is the message of a GL000 error.
+fn decode(bytes: Vec<u8>) -> Result<String, String> {
+    if bytes.starts_with(&[0xff, 0xfe, 0, 0]) || bytes.starts_with(&[0, 0, 0xfe, 0xff]) {
+        return Err("UTF-32 text (by its byte-order mark); not linted: save it as UTF-8".into());
+    }
+    let unit: fn([u8; 2]) -> u16 = match bytes.get(..2) {
+        Some([0xff, 0xfe]) => u16::from_le_bytes,
+        Some([0xfe, 0xff]) => u16::from_be_bytes,
+        _ => {
+            return match String::from_utf8(bytes) {
+                Ok(mut text) => {
+                    if text.starts_with('\u{feff}') {
+                        text.drain(..3);
+                    }
+                    Ok(text)
+                }
+                Err(e) => Err(format!(
+                    "not UTF-8 text (invalid byte at offset {}); not linted",
+                    e.utf8_error().valid_up_to()
+                )),
+            };
+        }
+    };
+    let body = &bytes[2..];
+    if !body.len().is_multiple_of(2) {
+        return Err(format!(
+            "UTF-16 text (by its byte-order mark) of an odd number of bytes ({}); not linted",
+            bytes.len()
+        ));
+    }
+    let units = body.chunks_exact(2).map(|c| unit([c[0], c[1]]));
+    let mut text = String::with_capacity(body.len());
+    let mut offset = 2;
+    for c in char::decode_utf16(units) {
+        match c {
+            Ok(c) => {
+                text.push(c);
+                offset += 2 * c.len_utf16();
+            }
+            Err(e) => {
+                return Err(format!(
+                    "not UTF-16 text (unpaired surrogate {:#06x} at offset {offset}); not linted",
+                    e.unpaired_surrogate()
+                ));
+            }
+        }
+    }
+    Ok(text)
 }
 
 /// A Helm chart's `templates/` directory: named `templates` with a `Chart.yaml` beside it.
@@ -159,57 +247,113 @@ fn templates_note(templates: &Path) -> Note {
     }
 }
 
-fn walk(
-    dir: &Path,
-    exclude: &[String],
-    files: &mut Vec<PathBuf>,
-    notes: &mut Vec<Note>,
-) -> Result<(), InputError> {
-    let rd = std::fs::read_dir(dir).map_err(|source| InputError::Read {
-        path: display(dir),
-        source,
-    })?;
-    let mut entries: Vec<(PathBuf, bool)> = Vec::new();
-    for e in rd {
-        let e = e.map_err(|source| InputError::Read {
+/// Walking named directories: the files found, the notes, and what the test-directory skip
+/// left out.
+struct Walk<'a> {
+    exclude: &'a [String],
+    include_tests: bool,
+    files: Vec<PathBuf>,
+    notes: Vec<Note>,
+    /// Skipped test directories that held files to lint, in walking order.
+    test_dirs: Vec<PathBuf>,
+    test_files: usize,
+}
+
+impl Walk<'_> {
+    fn dir(&mut self, dir: &Path) -> Result<(), InputError> {
+        let rd = std::fs::read_dir(dir).map_err(|source| InputError::Read {
             path: display(dir),
             source,
         })?;
-        let ft = e.file_type().map_err(|source| InputError::Read {
-            path: display(&e.path()),
-            source,
-        })?;
-        let path = e.path();
-        // Follow symlinks to files, but not to directories (no cycles).
-        let is_dir = ft.is_dir();
-        let is_file = ft.is_file() || (ft.is_symlink() && path.is_file());
-        if is_dir || is_file {
-            entries.push((path, is_dir));
+        let mut entries: Vec<(PathBuf, bool)> = Vec::new();
+        for e in rd {
+            let e = e.map_err(|source| InputError::Read {
+                path: display(dir),
+                source,
+            })?;
+            let ft = e.file_type().map_err(|source| InputError::Read {
+                path: display(&e.path()),
+                source,
+            })?;
+            let path = e.path();
+            // Follow symlinks to files, but not to directories (no cycles).
+            let is_dir = ft.is_dir();
+            let is_file = ft.is_file() || (ft.is_symlink() && path.is_file());
+            if is_dir || is_file {
+                entries.push((path, is_dir));
+            }
         }
-    }
-    entries.sort();
-    let is_chart = dir.join("Chart.yaml").is_file();
-    for (path, is_dir) in entries {
-        let name = display(&path);
-        if exclude.iter().any(|g| glob_match(g, &name)) {
-            continue;
-        }
-        let base = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if is_dir {
-            if base == ".git" {
+        entries.sort();
+        let is_chart = dir.join("Chart.yaml").is_file();
+        for (path, is_dir) in entries {
+            let name = display(&path);
+            if self.exclude.iter().any(|g| glob_match(g, &name)) {
                 continue;
             }
-            if base == "templates" && is_chart {
-                notes.push(templates_note(&path));
-                continue;
+            let base = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if is_dir {
+                if base == ".git" {
+                    continue;
+                }
+                if base == "templates" && is_chart {
+                    self.notes.push(templates_note(&path));
+                    continue;
+                }
+                if !self.include_tests && TEST_DIRS.contains(&base) {
+                    self.skip_tests(&path)?;
+                    continue;
+                }
+                self.dir(&path)?;
+            } else if matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml" | "json")
+            ) {
+                self.files.push(path);
             }
-            walk(&path, exclude, files, notes)?;
-        } else if matches!(
-            path.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml" | "json")
-        ) {
-            files.push(path);
+        }
+        Ok(())
+    }
+
+    /// Count the files a test directory holds (as a walk that included tests would find
+    /// them), and read none of them.
+    fn skip_tests(&mut self, dir: &Path) -> Result<(), InputError> {
+        let mut inner = Walk {
+            exclude: self.exclude,
+            include_tests: true,
+            files: Vec::new(),
+            notes: Vec::new(),
+            test_dirs: Vec::new(),
+            test_files: 0,
+        };
+        inner.dir(dir)?;
+        if !inner.files.is_empty() {
+            self.test_files += inner.files.len();
+            self.test_dirs.push(dir.to_path_buf());
+        }
+        Ok(())
+    }
+
+    fn tests_note(&self) -> Note {
+        let first = self
+            .test_dirs
+            .first()
+            .map(|d| display(d))
+            .unwrap_or_default();
+        let dirs = self.test_dirs.len();
+        let examples: Vec<String> = self.test_dirs.iter().take(3).map(|d| display(d)).collect();
+        let more = if dirs > 3 { ", …" } else { "" };
+        Note {
+            file: first,
+            message: format!(
+                "skipped {} file(s) in {dirs} test director{} found while walking ({}{more}): \
+                 directories named {} hold tests and fixtures, not what is deployed; lint them \
+                 with --include-tests, `include-tests = true` under [lint] in .greenlight.toml, \
+                 or by naming them on the command line",
+                self.test_files,
+                if dirs == 1 { "y" } else { "ies" },
+                examples.join(", "),
+                TEST_DIRS.join(", "),
+            ),
         }
     }
-    Ok(())
 }

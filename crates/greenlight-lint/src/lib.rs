@@ -27,7 +27,7 @@ pub mod yaml;
 pub use config::{Config, FailOn, GuardConfig, LintConfig};
 pub use diagnostic::{Diagnostic, Location, Note, ObjectRef, Related, Severity};
 pub use helm::{Chart, ChartError};
-pub use input::{InputError, Inputs, read_inputs};
+pub use input::{InputError, Inputs, ReadOptions, TEST_DIRS, read_inputs, read_inputs_with};
 pub use rules::{RULES, Rule, Settings};
 pub use source::Source;
 
@@ -115,6 +115,9 @@ pub struct Report {
     pub bytes: usize,
     /// Findings silenced by an annotation or comment.
     pub suppressed: usize,
+    /// Findings identical to a reported one on another copy of the same object (another
+    /// generated bundle, another kustomize base): listed in its `related`, not reported again.
+    pub duplicates: usize,
 }
 
 impl Report {
@@ -245,7 +248,75 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
             b.rule,
         ))
     });
+    report.duplicates = fold_copies(&mut report.diagnostics);
     report
+}
+
+/// The message of a related location that is the rendered Helm output of a finding.
+const RENDERED: &str = "in the rendered output";
+
+/// The message of a related location that is another copy of the finding.
+pub const COPY: &str = "the same finding on another copy of this object";
+
+/// What makes two findings the same: rule, severity, object (apiVersion, kind, namespace,
+/// name), field path, message and fix — everything but where they are.
+type CopyKey = (
+    &'static str,
+    Severity,
+    ObjectRef,
+    String,
+    String,
+    Option<String>,
+);
+
+/// Fold identical findings on copies of one object into the first in report order; each
+/// other copy becomes a related location of it ([`COPY`]), after the rule's own related
+/// locations and before the rendered Helm line. A finding without a named object (GL000) is
+/// never folded. Returns how many were folded.
+fn fold_copies(diagnostics: &mut Vec<Diagnostic>) -> usize {
+    let mut first: HashMap<CopyKey, usize> = HashMap::new();
+    let mut kept: Vec<Diagnostic> = Vec::with_capacity(diagnostics.len());
+    let mut folded = 0;
+    for d in diagnostics.drain(..) {
+        let key = d.object.as_ref().filter(|o| o.name.is_some()).map(|o| {
+            (
+                d.rule,
+                d.severity,
+                o.clone(),
+                d.field.clone(),
+                d.message.clone(),
+                d.fix.clone(),
+            )
+        });
+        let Some(key) = key else {
+            kept.push(d);
+            continue;
+        };
+        match first.get(&key) {
+            Some(&i) => {
+                let primary = &mut kept[i];
+                let at = primary
+                    .related
+                    .iter()
+                    .position(|r| r.message == RENDERED)
+                    .unwrap_or(primary.related.len());
+                primary.related.insert(
+                    at,
+                    Related {
+                        location: d.location,
+                        message: COPY.into(),
+                    },
+                );
+                folded += 1;
+            }
+            None => {
+                first.insert(key, kept.len());
+                kept.push(d);
+            }
+        }
+    }
+    *diagnostics = kept;
+    folded
 }
 
 fn names_rule(list: &str, rule: &Rule) -> bool {
@@ -374,7 +445,7 @@ fn to_diagnostic(
             let text = placed.template_text.unwrap_or(rendered_text);
             let rendered = Related {
                 location: placed.input,
-                message: "in the rendered output".into(),
+                message: RENDERED.into(),
             };
             (template, text, vec![rendered])
         }

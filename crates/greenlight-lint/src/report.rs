@@ -72,11 +72,17 @@ pub fn human(report: &Report) -> String {
         report.count(Severity::Warning),
         report.count(Severity::Info),
     );
-    let suppressed = if report.suppressed > 0 {
-        format!(", {} suppressed", report.suppressed)
-    } else {
-        String::new()
-    };
+    let mut suppressed = String::new();
+    if report.duplicates > 0 {
+        let _ = write!(
+            suppressed,
+            ", {} more on copies of the same objects (shown as related)",
+            report.duplicates
+        );
+    }
+    if report.suppressed > 0 {
+        let _ = write!(suppressed, ", {} suppressed", report.suppressed);
+    }
     if report.diagnostics.is_empty() {
         let _ = writeln!(
             out,
@@ -131,6 +137,7 @@ pub fn json(report: &Report) -> String {
             "warnings": report.count(Severity::Warning),
             "infos": report.count(Severity::Info),
             "suppressed": report.suppressed,
+            "duplicates": report.duplicates,
         },
     });
     let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
@@ -475,6 +482,27 @@ pub fn github(report: &Report) -> String {
             ),
             _ => String::new(),
         };
+        // An annotation has no related locations: name the copies folded into this one.
+        let copies: Vec<String> = d
+            .related
+            .iter()
+            .filter(|r| r.message == crate::COPY)
+            .map(|r| match r.location.line {
+                Some(line) => format!("{}:{line}", r.location.file),
+                None => format!("{} (line unknown)", r.location.file),
+            })
+            .collect();
+        if !copies.is_empty() {
+            let shown = copies.len().min(5);
+            let _ = write!(
+                msg,
+                "\nAlso on copies of this object: {}",
+                copies[..shown].join(", ")
+            );
+            if copies.len() > shown {
+                let _ = write!(msg, " and {} more", copies.len() - shown);
+            }
+        }
         let _ = writeln!(
             out,
             "::{cmd} file={}{place},title={}::{}",

@@ -167,19 +167,38 @@ pub fn load_stream(text: &str, limits: &Limits) -> Vec<Result<Document, LoadErro
     let mut start = 0usize; // byte offset of the current slice
     let mut offset_line = 0u32; // lines before the current slice
     let mut reindents = 0;
+    // Blanks the workarounds below added at the start of a line (absolute line → columns):
+    // positions on that line are given back in the columns of the text as written.
+    let mut shifts: HashMap<u32, u32> = HashMap::new();
     loop {
         let before = out.len();
-        let Some(err_line) = load_slice(&buf[start..], offset_line, limits, &mut out) else {
+        let Some(err_line) = load_slice(&buf[start..], offset_line, limits, &shifts, &mut out)
+        else {
             break;
         };
         if let Some(Err(err)) = out.last()
-            && err.message == QUOTED_INDENT
             && reindents < MAX_REINDENTS
-            && let Some(fixed) = reindent_quoted(&buf, start, offset_line, err.pos)
+            && let Some(fixed) = match err.message.as_str() {
+                QUOTED_INDENT => reindent_quoted(&buf, start, offset_line, err.pos, &mut shifts),
+                FLOW_INDENT | FLOW_SCALAR_INDENT => {
+                    indent_flow_line(&buf, start, offset_line, err.pos, &mut shifts)
+                }
+                _ => None,
+            }
         {
-            // Parse the slice again with the scalar's continuation lines indented.
+            // Parse again from the document that failed (documents before it stand), with
+            // the offending lines indented.
             buf = Cow::Owned(fixed);
-            out.truncate(before);
+            let (resume, resume_line) = document_start_before(&buf, start, offset_line, err_line);
+            let kept = out[before..]
+                .iter()
+                .take_while(|d| match d {
+                    Ok(doc) => doc.start_line <= resume_line,
+                    Err(e) => e.pos.line <= resume_line,
+                })
+                .count();
+            out.truncate(before + kept);
+            (start, offset_line) = (resume, resume_line);
             reindents += 1;
             continue;
         }
@@ -206,33 +225,78 @@ pub fn load_stream(text: &str, limits: &Limits) -> Vec<Result<Document, LoadErro
     out
 }
 
+/// The last line at or before `line` of the slice at `start` that starts a document (`---`),
+/// as a byte offset and the number of lines before it; the slice's own start when none does.
+fn document_start_before(buf: &str, start: usize, offset_line: u32, line: u32) -> (usize, u32) {
+    let mut found = (start, offset_line);
+    let mut at = start;
+    for (i, l) in buf[start..].split_inclusive('\n').enumerate() {
+        let line_no = offset_line + i as u32 + 1;
+        if line_no > line {
+            break;
+        }
+        if i > 0 && is_document_start(l) {
+            found = (at, line_no - 1);
+        }
+        at += l.len();
+    }
+    found
+}
+
+/// Byte offset in `buf` of the start of (absolute) line `line`, the slice at `start` holding
+/// `offset_line` lines before it.
+fn line_start(buf: &str, start: usize, offset_line: u32, line: u32) -> Option<usize> {
+    let rel_line = line.checked_sub(offset_line + 1)? as usize;
+    Some(
+        start
+            + buf[start..]
+                .split_inclusive('\n')
+                .take(rel_line)
+                .map(str::len)
+                .sum::<usize>(),
+    )
+}
+
 const QUOTED_INDENT: &str = "invalid indentation in quoted scalar";
+/// saphyr-parser's words for a token inside a flow collection that sits at or left of the
+/// indentation of the block holding the collection (it says this only in flow context).
+const FLOW_INDENT: &str = "invalid indentation";
+const FLOW_SCALAR_INDENT: &str = "invalid indentation in flow construct";
 const MAX_REINDENTS: usize = 64;
 
 /// saphyr follows the YAML spec and rejects a quoted scalar whose continuation lines are not
 /// indented deeper than its mapping; libyaml and go-yaml (so kubectl and Argo CD) accept it,
 /// and real manifests rely on that. Line folding drops a continuation line's leading blanks,
 /// so indenting those lines further changes no value and no line number: pad each one to one
-/// column past the opening quote. `None` when no quote is at `pos`.
-fn reindent_quoted(buf: &str, start: usize, offset_line: u32, pos: Pos) -> Option<String> {
-    let rel_line = pos.line.checked_sub(offset_line + 1)? as usize;
-    let line_start = start
-        + buf[start..]
-            .split_inclusive('\n')
-            .take(rel_line)
-            .map(str::len)
-            .sum::<usize>();
+/// column past the opening quote (recorded in `shifts`). `None` when no quote is at `pos`.
+fn reindent_quoted(
+    buf: &str,
+    start: usize,
+    offset_line: u32,
+    pos: Pos,
+    shifts: &mut HashMap<u32, u32>,
+) -> Option<String> {
+    let line_start = line_start(buf, start, offset_line, pos.line)?;
     let line = &buf[line_start..];
-    let (qi, quote) = line.char_indices().nth(pos.col.checked_sub(1)? as usize)?;
+    let raw_col = pos.col + shifts.get(&pos.line).copied().unwrap_or(0);
+    let (qi, quote) = line.char_indices().nth(raw_col.checked_sub(1)? as usize)?;
     if quote != '\'' && quote != '"' {
         return None;
     }
-    let want = pos.col as usize; // columns of blanks: one past the quote
+    let want = raw_col as usize; // columns of blanks: one past the quote
     let body_start = line_start + qi + 1;
     let mut out = String::with_capacity(buf.len() + 256);
     out.push_str(&buf[..body_start]);
     let mut chars = buf[body_start..].char_indices().peekable();
     let mut closed_at = None;
+    let mut line_no = pos.line;
+    let mut added: Vec<(u32, u32)> = Vec::new();
+    let mut pad = |rest: &str, line_no: u32, out: &mut String| {
+        let n = pad_line(rest, want, out);
+        if n > 0 {
+            added.push((line_no, n));
+        }
+    };
     while let Some((i, c)) = chars.next() {
         out.push(c);
         match c {
@@ -240,7 +304,8 @@ fn reindent_quoted(buf: &str, start: usize, offset_line: u32, pos: Pos) -> Optio
                 if let Some((_, n)) = chars.next() {
                     out.push(n);
                     if n == '\n' {
-                        pad_line(&buf[body_start + i + 2..], want, &mut out);
+                        line_no += 1;
+                        pad(&buf[body_start + i + 2..], line_no, &mut out);
                     }
                 }
             }
@@ -257,23 +322,59 @@ fn reindent_quoted(buf: &str, start: usize, offset_line: u32, pos: Pos) -> Optio
                 closed_at = Some(body_start + i + 1);
                 break;
             }
-            '\n' => pad_line(&buf[body_start + i + 1..], want, &mut out),
+            '\n' => {
+                line_no += 1;
+                pad(&buf[body_start + i + 1..], line_no, &mut out);
+            }
             _ => {}
         }
     }
     out.push_str(&buf[closed_at?..]);
+    for (l, n) in added {
+        *shifts.entry(l).or_default() += n;
+    }
     Some(out)
 }
 
 /// Add blanks so the line starting `rest` is indented at least `want` columns (blank lines
-/// are left alone: they are line breaks of the value).
-fn pad_line(rest: &str, want: usize, out: &mut String) {
+/// are left alone: they are line breaks of the value). Returns how many were added.
+fn pad_line(rest: &str, want: usize, out: &mut String) -> u32 {
     let line = rest.split('\n').next().unwrap_or("");
     let blanks = line.len() - line.trim_start_matches([' ', '\t']).len();
     if line.trim().is_empty() || blanks >= want {
-        return;
+        return 0;
     }
     out.extend(std::iter::repeat_n(' ', want - blanks));
+    (want - blanks) as u32
+}
+
+/// saphyr follows the YAML spec and rejects a line inside a flow collection (`[`, `{`) that
+/// is not indented deeper than the block holding the collection — typically the closing
+/// bracket written under its key (`command: [` … `]`); libyaml, go-yaml and PyYAML ignore
+/// indentation inside flow collections. Blanks before a flow token are never part of a value,
+/// so the line gets one more leading blank (recorded in `shifts`) and the document is parsed
+/// again; a line further left takes one round per column. `None` unless only blanks come
+/// before the token at `pos` on its line.
+fn indent_flow_line(
+    buf: &str,
+    start: usize,
+    offset_line: u32,
+    pos: Pos,
+    shifts: &mut HashMap<u32, u32>,
+) -> Option<String> {
+    let line_start = line_start(buf, start, offset_line, pos.line)?;
+    let line = buf[line_start..].split('\n').next().unwrap_or("");
+    let blanks = line.len() - line.trim_start_matches([' ', '\t']).len();
+    let shift = shifts.get(&pos.line).copied().unwrap_or(0);
+    if blanks == line.len() || (pos.col + shift) as usize != blanks + 1 {
+        return None;
+    }
+    let mut out = String::with_capacity(buf.len() + 1);
+    out.push_str(&buf[..line_start]);
+    out.push(' ');
+    out.push_str(&buf[line_start..]);
+    *shifts.entry(pos.line).or_default() += 1;
+    Some(out)
 }
 
 fn is_document_start(line: &str) -> bool {
@@ -345,11 +446,17 @@ fn load_slice(
     text: &str,
     offset_line: u32,
     limits: &Limits,
+    shifts: &HashMap<u32, u32>,
     out: &mut Vec<Result<Document, LoadError>>,
 ) -> Option<u32> {
-    let pos = |m: saphyr_parser::Marker| Pos {
-        line: m.line() as u32 + offset_line,
-        col: m.col() as u32 + 1,
+    let pos = |m: saphyr_parser::Marker| {
+        unshift(
+            Pos {
+                line: m.line() as u32 + offset_line,
+                col: m.col() as u32 + 1,
+            },
+            shifts,
+        )
     };
     let mut parser = Parser::new_from_str(text);
     let mut doc: Option<Builder> = None;
@@ -360,7 +467,8 @@ fn load_slice(
             None => return None,
             Some(Ok(ev)) => ev,
             Some(Err(e)) => {
-                let err = scan_error(&e, offset_line);
+                let mut err = scan_error(&e, offset_line);
+                err.pos = unshift(err.pos, shifts);
                 let line = err.pos.line;
                 out.push(Err(err));
                 return Some(line);
@@ -543,6 +651,17 @@ fn apply_merge_keys(entries: Vec<Entry>) -> Vec<Entry> {
     own
 }
 
+/// A position in the text as written, from one in the text the workarounds indented.
+fn unshift(p: Pos, shifts: &HashMap<u32, u32>) -> Pos {
+    match shifts.get(&p.line) {
+        Some(n) => Pos {
+            line: p.line,
+            col: p.col.saturating_sub(*n).max(1),
+        },
+        None => p,
+    }
+}
+
 fn scan_error(e: &ScanError, offset_line: u32) -> LoadError {
     let m = e.marker();
     LoadError {
@@ -634,6 +753,71 @@ mod tests {
             item.entry("after").unwrap().key.span.start,
             Pos { line: 9, col: 5 }
         );
+    }
+
+    /// As PyYAML reads it (`yaml.safe_load`): {'svc': {'flagd': {'command': ['start',
+    /// '--uri', 'x', 'file'], 'env': {'A': 1, 'B': [2, 3]}, 'ports': [8080]}}, 'top': [1, 2]}
+    const FLOW_AT_KEY_INDENT: &str = "svc:
+  flagd:
+    command: [
+      \"start\",
+    \"--uri\", 'x',
+  file
+    ]
+    env: {
+      A: 1,
+    B: [2,
+  3]
+    }
+    ports:
+      - 8080
+top: [
+1, 2
+]
+";
+
+    #[test]
+    fn flow_collections_closed_at_their_key_indent_load_as_kubectl_reads_them() {
+        let docs = load(FLOW_AT_KEY_INDENT);
+        assert_eq!(docs.len(), 1, "{docs:?}");
+        let root = &docs[0].as_ref().unwrap().root;
+        let flagd = root.at(&["svc", "flagd"]).unwrap();
+        let command: Vec<_> = flagd.get("command").unwrap().as_seq().iter().collect();
+        let texts: Vec<_> = command.iter().filter_map(|n| n.as_str()).collect();
+        assert_eq!(texts, ["start", "--uri", "x", "file"]);
+        // Positions are those of the text as written, also on the lines indented to load it.
+        let at = |n: &Node| (n.span.start.line, n.span.start.col);
+        assert_eq!(at(command[1]), (5, 5));
+        assert_eq!(at(command[2]), (5, 14));
+        assert_eq!(command[2].span.end, Pos { line: 5, col: 17 });
+        assert_eq!(at(command[3]), (6, 3));
+        let env = flagd.get("env").unwrap();
+        assert_eq!(env.get("A").and_then(Node::as_i64), Some(1));
+        let b = env.entry("B").unwrap();
+        assert_eq!(at(&b.key), (10, 5));
+        let b: Vec<_> = b.value.as_seq().iter().filter_map(Node::as_i64).collect();
+        assert_eq!(b, [2, 3]);
+        assert_eq!(at(&env.get("B").unwrap().as_seq()[1]), (11, 3));
+        assert_eq!(at(&flagd.entry("ports").unwrap().key), (13, 5));
+        let top = root.get("top").unwrap().as_seq();
+        assert_eq!(top.len(), 2);
+        assert_eq!(at(&top[0]), (16, 1));
+        assert_eq!(at(&top[1]), (16, 4));
+    }
+
+    #[test]
+    fn indenting_a_flow_line_is_bounded_and_keeps_other_errors() {
+        // A real syntax error inside a flow collection is still one, at its own place.
+        let docs = load("a: [\n  1,\n]\nb: [x: y: z]\n");
+        let err = docs[0].as_ref().unwrap_err();
+        assert_eq!(err.pos.line, 4, "{err:?}");
+        // A line far left of its key takes one round per column: past the budget, the
+        // document is an error at the line as written, and the next document still loads.
+        let deep = format!("a:\n{}k: [\n1\n]\n---\nok: 1\n", " ".repeat(70));
+        let docs = load(&deep);
+        assert!(docs[0].is_err(), "{docs:?}");
+        assert_eq!(docs[0].as_ref().unwrap_err().pos.col, 1);
+        assert!(docs.last().unwrap().is_ok(), "{docs:?}");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 mod common;
 
 use common::render;
-use greenlight_lint::{Options, Report, Severity, Source, lint, read_inputs};
+use greenlight_lint::{
+    Options, ReadOptions, Report, Severity, Source, lint, read_inputs, read_inputs_with,
+};
 
 const DEPLOY: &str = "apiVersion: apps/v1
 kind: Deployment
@@ -198,6 +200,57 @@ fn a_flow_collection_left_open_at_the_next_document_loses_only_its_own_document(
 }
 
 #[test]
+fn a_flow_collection_closed_under_its_key_is_read_and_findings_keep_their_columns() {
+    // go-yaml (kubectl, Argo CD) and PyYAML read this; the YAML spec, and saphyr, want the
+    // lines of `[` … `]` indented deeper than `containers`. The loader indents those lines to
+    // read them; findings must still point at the text as written.
+    let text = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  strategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}
+  template:
+    spec:
+      containers: [{
+        name: web,
+        command: [
+          \"serve\",
+          \"--port\", \"80\"
+        ],
+      image: web:latest
+      }]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec: {containers: [{name: p, image: 'p:latest'}]}
+";
+    let r = run("flow.yaml", text, &Options::default());
+    assert_eq!(rules(&r), vec!["GL001", "GL001"], "{}", render(&r));
+    let at = |d: &greenlight_lint::Diagnostic| {
+        let l = &d.location;
+        (l.line, l.column, l.end_line, l.end_column)
+    };
+    assert_eq!(
+        at(&r.diagnostics[0]),
+        (Some(15), Some(7), Some(15), Some(24)),
+        "{}",
+        render(&r)
+    );
+    assert_eq!(
+        r.diagnostics[0].field,
+        "spec.template.spec.containers[0].image"
+    );
+    assert_eq!(
+        at(&r.diagnostics[1]),
+        (Some(21), Some(31), Some(21), Some(48)),
+        "{}",
+        render(&r)
+    );
+}
+
+#[test]
 fn non_kubernetes_yaml_and_unexamined_kinds_are_silent() {
     let ci = "name: CI\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n    - uses: actions/checkout@v4\n";
     let values = "image:\n  repository: nginx\n  tag: latest\nreplicaCount: 1\n";
@@ -334,7 +387,7 @@ fn directories_are_walked_and_chart_templates_skipped_with_one_note() {
     std::fs::write(root.join("app/sub/b.yml"), "kind: x\n").unwrap();
     std::fs::write(root.join("app/sub/c.json"), "{}").unwrap();
     std::fs::write(root.join("app/readme.md"), "# not yaml").unwrap();
-    std::fs::write(root.join("app/bin.yaml"), [0xff, 0xfe, 0x00]).unwrap();
+    std::fs::write(root.join("app/bin.yaml"), [0x61, 0x3a, 0xff, 0x00]).unwrap();
     std::fs::write(
         root.join("chart/Chart.yaml"),
         "apiVersion: v2\nname: chart\n",
@@ -381,6 +434,248 @@ fn directories_are_walked_and_chart_templates_skipped_with_one_note() {
     let missing = vec![root.join("nope.yaml").to_string_lossy().into_owned()];
     let err = read_inputs(&missing, &[], &mut std::io::empty()).unwrap_err();
     assert!(err.to_string().contains("nope.yaml"), "{err}");
+}
+
+#[test]
+fn utf16_and_byte_order_marks_are_read_and_the_mark_is_not_a_column() {
+    // The first finding sits on line 1, where a mark left in the text would shift it.
+    let text = "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: p, image: p}]}}\r\n\
+                ---\r\napiVersion: v1\r\nkind: Pod\r\nmetadata: {name: q}\r\nspec:\r\n  containers:\r\n  \
+                - name: q\r\n    image: \"q:latest\"  # é ✓ 😀\r\n";
+    let utf16 = |be: bool| -> Vec<u8> {
+        let mut b = if be {
+            vec![0xfe, 0xff]
+        } else {
+            vec![0xff, 0xfe]
+        };
+        for u in text.encode_utf16() {
+            b.extend(if be { u.to_be_bytes() } else { u.to_le_bytes() });
+        }
+        b
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let files: [(&str, Vec<u8>); 4] = [
+        ("plain.yaml", text.as_bytes().to_vec()),
+        (
+            "bom8.yaml",
+            [b"\xef\xbb\xbf".as_slice(), text.as_bytes()].concat(),
+        ),
+        ("le16.yaml", utf16(false)),
+        ("be16.yaml", utf16(true)),
+    ];
+    for (name, bytes) in &files {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
+    let paths: Vec<String> = files
+        .iter()
+        .map(|(n, _)| dir.path().join(n).to_string_lossy().into_owned())
+        .collect();
+    let inputs = read_inputs(&paths, &[], &mut std::io::empty()).unwrap();
+    assert!(inputs.unreadable.is_empty(), "{:?}", inputs.unreadable);
+    assert_eq!(inputs.sources.len(), 4);
+    for src in &inputs.sources {
+        assert_eq!(src.text, text, "{}", src.name);
+        let r = lint(std::slice::from_ref(src), Vec::new(), &Options::default());
+        let at: Vec<_> = r
+            .diagnostics
+            .iter()
+            .map(|d| (d.rule, d.location.line, d.location.column))
+            .collect();
+        assert_eq!(
+            at,
+            [("GL001", Some(1), Some(80)), ("GL001", Some(9), Some(5))],
+            "{}",
+            src.name
+        );
+    }
+
+    // What is not text says why, and the run goes on.
+    let bad: [(&str, &[u8], &str); 3] = [
+        (
+            "odd.yaml",
+            &[0xff, 0xfe, 0x61, 0x00, 0x3a],
+            "odd number of bytes",
+        ),
+        (
+            "lone.yaml",
+            &[0xfe, 0xff, 0x00, 0x61, 0xd8, 0x00, 0x00, 0x61],
+            "unpaired surrogate 0xd800 at offset 4",
+        ),
+        (
+            "u32.yaml",
+            &[0xff, 0xfe, 0x00, 0x00, 0x61, 0x00, 0x00, 0x00],
+            "UTF-32",
+        ),
+    ];
+    for (name, bytes, _) in &bad {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
+    let paths: Vec<String> = bad
+        .iter()
+        .map(|(n, _, _)| dir.path().join(n).to_string_lossy().into_owned())
+        .collect();
+    let inputs = read_inputs(&paths, &[], &mut std::io::empty()).unwrap();
+    assert!(inputs.sources.is_empty());
+    for ((_, _, why), d) in bad.iter().zip(&inputs.unreadable) {
+        assert!(d.message.contains(why), "{why}: {}", d.message);
+    }
+}
+
+#[test]
+fn test_directories_found_while_walking_are_skipped_with_one_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    let files = [
+        "app/deploy.yaml",
+        "app/tests.yaml",
+        "app/testing/t.yaml",
+        "app/latest/l.yaml",
+        "app/tests/t.yaml",
+        "app/tests/e2e/deep/x.yml",
+        "app/tests/readme.md",
+        "testdata/a.json",
+        "test/b.yaml",
+        "svc/e2e/c.yaml",
+        "fixtures/d.yaml",
+        "_archived/old/e.yaml",
+        "vendor/tests/v.yaml",
+    ];
+    for f in files {
+        let p = root.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "kind: x\n").unwrap();
+    }
+    std::fs::create_dir_all(root.join("empty/tests")).unwrap();
+    let read = |paths: &[&str], include_tests: bool| {
+        let paths: Vec<String> = paths
+            .iter()
+            .map(|p| root.join(p).to_string_lossy().into_owned())
+            .collect();
+        let opts = ReadOptions {
+            exclude: vec!["vendor".into()],
+            include_tests,
+        };
+        read_inputs_with(&paths, &opts, &mut std::io::empty()).unwrap()
+    };
+    let names = |inputs: &greenlight_lint::Inputs| -> Vec<String> {
+        let prefix = format!("{}/", root.to_string_lossy().replace('\\', "/"));
+        inputs
+            .sources
+            .iter()
+            .map(|s| s.name.strip_prefix(&prefix).unwrap_or(&s.name).to_string())
+            .collect()
+    };
+
+    let inputs = read(&[""], false);
+    assert_eq!(
+        names(&inputs),
+        [
+            "app/deploy.yaml",
+            "app/latest/l.yaml",
+            "app/testing/t.yaml",
+            "app/tests.yaml"
+        ]
+    );
+    // Excluded files are not counted, nor files that would not be linted anyway.
+    assert_eq!(inputs.skipped_tests, 7);
+    assert_eq!(inputs.notes.len(), 1, "{:?}", inputs.notes);
+    let note = &inputs.notes[0].message;
+    assert!(
+        note.starts_with("skipped 7 file(s) in 6 test directories found while walking"),
+        "{note}"
+    );
+    assert!(note.contains("--include-tests"), "{note}");
+    assert!(note.contains("include-tests = true"), "{note}");
+    assert!(
+        inputs.notes[0].file.ends_with("_archived"),
+        "{:?}",
+        inputs.notes
+    );
+
+    let inputs = read(&[""], true);
+    assert_eq!(inputs.sources.len(), 11);
+    assert_eq!((inputs.skipped_tests, inputs.notes.len()), (0, 0));
+
+    // Named paths are always read, even when their own name is a test directory's; below
+    // them, the walk skips as before.
+    let inputs = read(&["app/tests", "svc/e2e/c.yaml", "test"], false);
+    assert_eq!(
+        names(&inputs),
+        ["app/tests/t.yaml", "svc/e2e/c.yaml", "test/b.yaml"]
+    );
+    assert_eq!(inputs.skipped_tests, 1);
+    assert!(
+        inputs.notes[0]
+            .message
+            .starts_with("skipped 1 file(s) in 1 test directory"),
+        "{:?}",
+        inputs.notes
+    );
+    // The default reader is the command's default: tests skipped.
+    let all = vec![root.to_string_lossy().into_owned()];
+    let inputs = read_inputs(&all, &[], &mut std::io::empty()).unwrap();
+    assert_eq!(inputs.skipped_tests, 8);
+}
+
+#[test]
+fn identical_findings_on_copies_of_an_object_are_reported_once() {
+    let web = |ns: &str, tag: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {ns}\n\
+             spec:\n  replicas: 2\n  strategy: {{rollingUpdate: {{maxSurge: 1, maxUnavailable: 0}}}}\n  \
+             template:\n    spec:\n      containers:\n      - name: web\n        image: web:{tag}\n"
+        )
+    };
+    let helm = format!(
+        "---\n# Source: a-chart/templates/web.yaml\n{}",
+        web("prod", "latest")
+    );
+    let broken = "apiVersion: v1\nkind: Pod\nmetadata: {name: [\n";
+    let sources = [
+        ("<stdin>", helm),
+        ("bundle-a/all.yaml", web("prod", "latest")),
+        ("bundle-b/all.yaml", web("prod", "latest")),
+        ("bundle-c/all.yaml", web("prod", "main")),
+        ("bundle-d/all.yaml", web("staging", "latest")),
+        (
+            "bundle-e/all.yaml",
+            web("prod", "latest").replace("web:latest", "web:latest # greenlight:ignore GL001"),
+        ),
+        ("broken-1.yaml", broken.to_string()),
+        ("broken-2.yaml", broken.to_string()),
+    ];
+    let sources: Vec<Source> = sources
+        .into_iter()
+        .map(|(n, t)| {
+            if n == "<stdin>" {
+                Source::stdin(t)
+            } else {
+                Source::new(n.into(), t)
+            }
+        })
+        .collect();
+    let r = lint(&sources, Vec::new(), &Options::default());
+    insta::assert_snapshot!(render(&r), @r"
+    a-chart/templates/web.yaml:?:?-?:? GL001 error [Deployment prod/web] spec.template.spec.containers[0].image
+      container `web`: `web:latest` uses the mutable tag `latest`: the same reference can point at new content, so a redeploy renders an identical pod spec and Kubernetes rolls out nothing while every check reports success
+      fix: dispatch an immutable tag such as `web:sha-<short-sha>`, or pin the digest `web@sha256:<digest>` (`greenlight guard image --resolve web:latest` prints it)
+      related bundle-a/all.yaml:13:9: the same finding on another copy of this object
+      related bundle-b/all.yaml:13:9: the same finding on another copy of this object
+      related <stdin>:15:9: in the rendered output
+    broken-1.yaml:4:1-4:1 GL000 error [] 
+      cannot read YAML: while parsing a node, did not find expected node content
+      fix: fix the syntax at this line
+    broken-2.yaml:4:1-4:1 GL000 error [] 
+      cannot read YAML: while parsing a node, did not find expected node content
+      fix: fix the syntax at this line
+    bundle-c/all.yaml:13:9-13:24 GL001 error [Deployment prod/web] spec.template.spec.containers[0].image
+      container `web`: `web:main` uses the mutable tag `main`: the same reference can point at new content, so a redeploy renders an identical pod spec and Kubernetes rolls out nothing while every check reports success
+      fix: dispatch an immutable tag such as `web:sha-<short-sha>`, or pin the digest `web@sha256:<digest>` (`greenlight guard image --resolve web:main` prints it)
+    bundle-d/all.yaml:13:9-13:26 GL001 error [Deployment staging/web] spec.template.spec.containers[0].image
+      container `web`: `web:latest` uses the mutable tag `latest`: the same reference can point at new content, so a redeploy renders an identical pod spec and Kubernetes rolls out nothing while every check reports success
+      fix: dispatch an immutable tag such as `web:sha-<short-sha>`, or pin the digest `web@sha256:<digest>` (`greenlight guard image --resolve web:latest` prints it)
+    ");
+    assert_eq!((r.duplicates, r.suppressed), (2, 1));
 }
 
 #[test]

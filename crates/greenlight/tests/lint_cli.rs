@@ -533,6 +533,132 @@ fn chart_templates_are_skipped_with_one_note() {
 }
 
 #[test]
+fn test_directories_are_skipped_while_walking_unless_included_or_named() {
+    let d = dir_with(&[
+        ("deploy/clean.yaml", CLEAN),
+        ("deploy/tests/admin.yaml", ADMIN),
+        ("e2e/fixtures/admin.yaml", ADMIN),
+    ]);
+    let o = greenlight(d.path(), &["lint", "."], None);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert_eq!(
+        out.matches("note: skipped 2 file(s) in 2 test directories found while walking (deploy/tests, e2e): ")
+            .count(),
+        1,
+        "{out}"
+    );
+    assert!(out.contains("No problems found in 1 file(s)"), "{out}");
+
+    let o = greenlight(d.path(), &["lint", "--include-tests", "."], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("note: skipped"), "{}", stdout(&o));
+    // A named directory is linted even when its own name is a test directory's.
+    let o = greenlight(d.path(), &["lint", "deploy/tests"], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let o = greenlight(d.path(), &["lint", "--format", "json", "deploy"], None);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["notes"][0]["file"], "deploy/tests", "{v}");
+    assert_eq!(v["summary"]["files"], 1, "{v}");
+
+    std::fs::write(
+        d.path().join(".greenlight.toml"),
+        "[lint]\ninclude-tests = true\n",
+    )
+    .unwrap();
+    let o = greenlight(d.path(), &["lint", "."], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    std::fs::write(
+        d.path().join(".greenlight.toml"),
+        "[lint]\ninclude-tests = 1\n",
+    )
+    .unwrap();
+    let o = greenlight(d.path(), &["lint", "."], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains(".greenlight.toml:2:17: invalid type: integer `1`, expected a boolean"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn identical_findings_on_copies_are_reported_once_and_counted() {
+    // The same objects in two generated bundles: each finding once, the copy in `related`.
+    let d = dir_with(&[
+        ("bundles/a/admin.yaml", ADMIN),
+        ("bundles/b/admin.yaml", ADMIN),
+    ]);
+    let o = greenlight(d.path(), &["lint", "--format", "json", "bundles"], None);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let diags = v["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 7, "{v}");
+    assert_eq!(v["summary"]["duplicates"], 7, "{v}");
+    assert_eq!(v["summary"]["errors"], 2, "{v}");
+    for d in diags {
+        assert_eq!(d["file"], "bundles/a/admin.yaml", "{d}");
+        let copy = d["related"].as_array().unwrap().last().unwrap();
+        assert_eq!(copy["file"], "bundles/b/admin.yaml", "{d}");
+        assert_eq!(copy["line"], d["line"], "{d}");
+        assert_eq!(copy["column"], d["column"], "{d}");
+        assert_eq!(
+            copy["message"],
+            "the same finding on another copy of this object"
+        );
+    }
+    let o = greenlight(d.path(), &["lint", "bundles"], None);
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            "Found 7 problem(s): 2 error(s), 3 warning(s), 2 info in 2 file(s), 4 object(s), \
+             7 more on copies of the same objects (shown as related)."
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "= related: bundles/b/admin.yaml:17:42: the same finding on another copy of this object"
+        ),
+        "{out}"
+    );
+    // The exit code follows the severities, copies or not.
+    let o = greenlight(d.path(), &["lint", "--fail-on", "never", "bundles"], None);
+    assert_eq!(o.status.code(), Some(0));
+    let o = greenlight(
+        d.path(),
+        &[
+            "lint",
+            "--select",
+            "GL202",
+            "--fail-on",
+            "warning",
+            "bundles",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let o = greenlight(d.path(), &["lint", "--format", "github", "bundles"], None);
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 7, "{out}");
+    assert!(
+        out.contains("%0AAlso on copies of this object: bundles/b/admin.yaml:17\n"),
+        "{out}"
+    );
+    // SARIF: one result, the copy among its related locations, and still valid.
+    let o = greenlight(d.path(), &["lint", "--format", "sarif", "bundles"], None);
+    let out = stdout(&o);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let results = v["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 7);
+    let l101 = results.iter().find(|r| r["ruleId"] == "GL101").unwrap();
+    let copy = &l101["relatedLocations"][1]["physicalLocation"];
+    assert_eq!(copy["artifactLocation"]["uri"], "bundles/b/admin.yaml");
+    assert_eq!(copy["region"]["startLine"], 17);
+    validate_sarif(&out);
+}
+
+#[test]
 fn rules_and_explain() {
     let d = tempfile::tempdir().unwrap();
     let o = greenlight(d.path(), &["rules"], None);
@@ -639,14 +765,29 @@ fn sarif_of_the_real_world_corpus_validates() {
     };
     let o = greenlight(
         Path::new(&corpus),
-        &["lint", "--format", "sarif", "--fail-on", "never", "."],
+        &[
+            "lint",
+            "--format",
+            "sarif",
+            "--fail-on",
+            "never",
+            "--include-tests",
+            ".",
+        ],
         None,
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
     let v: serde_json::Value = serde_json::from_str(&out).expect("stdout is only SARIF");
     check_github_rules(&v);
-    assert!(v["runs"][0]["results"].as_array().unwrap().len() > 500);
+    // Over 500 findings, counting the identical copies folded into related locations.
+    let results = v["runs"][0]["results"].as_array().unwrap();
+    let copies = results
+        .iter()
+        .flat_map(|r| r["relatedLocations"].as_array().into_iter().flatten())
+        .filter(|l| l["message"]["text"] == greenlight_lint::COPY)
+        .count();
+    assert!(results.len() > 400 && results.len() + copies > 500);
     validate_sarif(&out);
 }
 

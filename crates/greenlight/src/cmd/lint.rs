@@ -54,6 +54,10 @@ pub struct LintArgs {
     /// value was printed from `.Values` also points at where the value is set.
     #[arg(long = "values", short = 'f', value_name = "FILE")]
     pub values: Vec<String>,
+    /// Also lint test directories (testdata, test, tests, e2e, fixtures, _archived) found while
+    /// walking a directory; a path named on the command line is always linted.
+    #[arg(long)]
+    pub include_tests: bool,
 }
 
 /// `greenlight rules` has formats of its own: a rule list is not a report.
@@ -113,7 +117,11 @@ pub fn run_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
     } else {
         a.paths
     };
-    let inputs = greenlight_lint::read_inputs(&paths, &cfg.exclude, &mut std::io::stdin().lock())
+    let read = greenlight_lint::ReadOptions {
+        exclude: cfg.exclude.clone(),
+        include_tests: a.include_tests || cfg.include_tests,
+    };
+    let inputs = greenlight_lint::read_inputs_with(&paths, &read, &mut std::io::stdin().lock())
         .map_err(|e| super::usage(e.to_string()))?;
     opts.chart = chart(&a.chart, &a.values, &inputs.sources)?.map(std::sync::Arc::new);
     let mut rep = greenlight_lint::lint(&inputs.sources, inputs.unreadable, &opts);
