@@ -58,38 +58,9 @@ promotion:
 /// `greenlight promote run` of `candidate` over `repo` and the sandbox (or an Argo CD URL no
 /// one answers, for runs that must stop before Argo CD), with the kit's test timings.
 fn run(repo: &Repo, argocd_url: &str, config: &str, candidate: &str, extra: &[&str]) -> Output {
-    let mut args: Vec<String> = [
-        "promote",
-        "run",
-        "--config",
-        config,
-        "--candidate",
-        candidate,
-        "--candidate-deadline",
-        "30s",
-        "--repo",
-        &repo.repo(),
-        "--argocd-url",
-        argocd_url,
-        "--git-author",
-        "greenlight-bot <bot@greenlight.test>",
-        "--stable-for",
-        "2s",
-        "--fetch-interval",
-        "200ms",
-        "--stale-after",
-        "3s",
-        "--unknown-app-grace",
-        "3s",
-    ]
-    .map(String::from)
-    .into();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    Command::new(BIN)
-        .args(&args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run greenlight")
+    let mut args = vec!["--candidate", candidate, "--candidate-deadline", "30s"];
+    args.extend(extra);
+    promote_cmd(repo, argocd_url, "run", config, &args)
 }
 
 const RESOLVE: &[&str] = &["--resolve", "--plain-http"];

@@ -72,34 +72,7 @@ fn run(repo: &Repo, sb: &Sandbox, config: &str, candidate: &str, extra: &[&str])
 
 /// `greenlight promote <action>` over `repo` and the sandbox, with the kit's test timings.
 fn promote(repo: &Repo, sb: &Sandbox, action: &str, config: &str, extra: &[&str]) -> Output {
-    let mut args: Vec<String> = [
-        "promote",
-        action,
-        "--config",
-        config,
-        "--repo",
-        &repo.repo(),
-        "--argocd-url",
-        &sb.url,
-        "--git-author",
-        "greenlight-bot <bot@greenlight.test>",
-        "--stable-for",
-        "2s",
-        "--fetch-interval",
-        "200ms",
-        "--stale-after",
-        "3s",
-        "--unknown-app-grace",
-        "3s",
-    ]
-    .map(String::from)
-    .into();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    Command::new(BIN)
-        .args(&args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run greenlight")
+    promote_cmd(repo, &sb.url, action, config, extra)
 }
 
 fn text(o: &Output) -> (String, String) {
@@ -111,6 +84,30 @@ fn text(o: &Output) -> (String, String) {
 
 fn live_manifest(repo: &Repo) -> String {
     repo.bare_git(&["show", "main:apps/web/deploy.yaml"])
+}
+
+/// The blocked candidate stays in git with its `kept-until`, the lock released, and the tip's
+/// commit says why.
+#[track_caller]
+fn assert_candidate_kept(repo: &Repo, image: &str) {
+    assert_eq!(
+        files_under(repo, "apps/candidates"),
+        [
+            "apps/candidates/README.md",
+            "apps/candidates/web-candidate.yaml"
+        ],
+        "the candidate kept, the lock released"
+    );
+    let kept = repo.bare_git(&["show", "main:apps/candidates/web-candidate.yaml"]);
+    assert!(
+        kept.contains(image) && kept.contains("greenlight.dev/kept-until"),
+        "{kept}"
+    );
+    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        msg.contains("Greenlight-Gate: blocked, candidate kept:") && msg.contains(image),
+        "{msg}"
+    );
 }
 
 fn files_under(repo: &Repo, dir: &str) -> Vec<String> {
@@ -263,24 +260,7 @@ fn a_failing_check_blocks_the_promotion_and_keeps_the_candidate() {
         "{out}"
     );
     assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
-    assert_eq!(
-        files_under(&repo, "apps/candidates"),
-        [
-            "apps/candidates/README.md",
-            "apps/candidates/web-candidate.yaml"
-        ],
-        "the candidate kept, the lock released"
-    );
-    let kept = repo.bare_git(&["show", "main:apps/candidates/web-candidate.yaml"]);
-    assert!(
-        kept.contains(NEW) && kept.contains("greenlight.dev/kept-until"),
-        "{kept}"
-    );
-    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
-    assert!(
-        msg.contains("Greenlight-Gate: blocked, candidate kept:") && msg.contains(NEW),
-        "{msg}"
-    );
+    assert_candidate_kept(&repo, NEW);
 }
 
 #[test]
@@ -747,24 +727,7 @@ fn a_candidate_stuck_pending_is_reported_short_of_capacity_with_the_schedulers_w
         live.trim_end(),
         "the live manifest unchanged"
     );
-    assert_eq!(
-        files_under(&repo, "apps/candidates"),
-        [
-            "apps/candidates/README.md",
-            "apps/candidates/web-candidate.yaml"
-        ],
-        "the candidate kept, the lock released"
-    );
-    let kept = repo.bare_git(&["show", "main:apps/candidates/web-candidate.yaml"]);
-    assert!(
-        kept.contains(NEW) && kept.contains("greenlight.dev/kept-until"),
-        "{kept}"
-    );
-    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
-    assert!(
-        msg.contains("Greenlight-Gate: blocked, candidate kept:") && msg.contains(NEW),
-        "{msg}"
-    );
+    assert_candidate_kept(&repo, NEW);
 }
 
 /// `greenlight promote gc` over `repo` (it needs neither Argo CD nor the cluster).

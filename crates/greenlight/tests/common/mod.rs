@@ -155,3 +155,42 @@ pub fn count_reverts_of(repo: &Repo, commit: &str) -> usize {
 pub fn trailer(app: &str, deadline: &str, mode: &str) -> String {
     format!("Nav-Watchdog: app={app} deadline={deadline} mode={mode}")
 }
+
+/// `greenlight promote <action> --config <config>` over `repo` and the Argo CD at `argocd_url`,
+/// with the kit's test timings, then `extra`.
+pub fn promote_cmd(
+    repo: &Repo,
+    argocd_url: &str,
+    action: &str,
+    config: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let mut args: Vec<String> = [
+        "promote",
+        action,
+        "--config",
+        config,
+        "--repo",
+        &repo.repo(),
+        "--argocd-url",
+        argocd_url,
+        "--git-author",
+        "greenlight-bot <bot@greenlight.test>",
+        "--stable-for",
+        "2s",
+        "--fetch-interval",
+        "200ms",
+        "--stale-after",
+        "3s",
+        "--unknown-app-grace",
+        "3s",
+    ]
+    .map(String::from)
+    .into();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    std::process::Command::new(BIN)
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run greenlight")
+}
