@@ -519,3 +519,38 @@ fn tokens_never_reach_output() {
         "the error names the remote: {text}"
     );
 }
+
+/// A dry-run switch in the environment with a value greenlight does not understand refuses to
+/// start (exit 2), naming the variable and the values it accepts: read as "off", `DRY_RUN=y`
+/// used to let armed reverts through.
+#[test]
+fn a_dry_run_switch_it_does_not_understand_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.db");
+    for (var, value) in [
+        ("DRY_RUN", "y"),
+        ("GREENLIGHT_DRY_RUN", "enabled"),
+        ("DRY_RUN", "client"),
+    ] {
+        let out = Command::new(BIN)
+            .args([
+                "watch",
+                "--repo",
+                "/x",
+                "--argocd-url",
+                "http://127.0.0.1:1",
+                "--state",
+                state.to_str().unwrap(),
+            ])
+            .env(var, value)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{var}={value}: {err}");
+        assert!(
+            err.contains(&format!("{var}=\"{value}\"")) && err.contains("1, true, yes or on"),
+            "{err}"
+        );
+        assert!(!state.exists(), "nothing started, no state written");
+    }
+}

@@ -80,13 +80,26 @@ pub struct WatchArgs {
     pub retain: String,
 }
 
-fn truthy(var: &str) -> bool {
-    std::env::var(var).is_ok_and(|v| {
-        matches!(
-            v.trim().to_ascii_lowercase().as_str(),
-            "1" | "true" | "yes" | "on"
-        )
-    })
+/// A dry-run switch from the environment (`docs/verdicts.md#dry-run`). A safety switch fails
+/// closed: a value that is neither a documented "on" nor a documented "off" refuses to start,
+/// naming the variable and the values it accepts, rather than be read as "off" and revert.
+fn dry_run_env(var: &str) -> Result<bool> {
+    let value = match std::env::var(var) {
+        Ok(v) => v,
+        Err(std::env::VarError::NotPresent) => return Ok(false),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            return Err(super::usage(format!(
+                "{var}: not valid UTF-8; a safety switch that cannot be read refuses to start: set 1, true, yes or on for dry-run, or 0, false, no, off or empty for none"
+            )));
+        }
+    };
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" | "" => Ok(false),
+        _ => Err(super::usage(format!(
+            "{var}={value:?}: not a value greenlight understands, and a safety switch refuses to start on one: set 1, true, yes or on for dry-run, or 0, false, no, off or empty for none"
+        ))),
+    }
 }
 
 pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
@@ -138,7 +151,12 @@ pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
         unknown_app_grace_ms: positive_duration_flag("--unknown-app-grace", &a.unknown_app_grace)?
             .as_millis() as i64,
         fetch_interval: positive_duration_flag("--fetch-interval", &a.fetch_interval)?,
-        dry_run: a.dry_run || truthy("GREENLIGHT_DRY_RUN") || truthy("DRY_RUN"),
+        // Both variables are read (and a bad value refused) even when the flag is given.
+        dry_run: {
+            let greenlight = dry_run_env("GREENLIGHT_DRY_RUN")?;
+            let plain = dry_run_env("DRY_RUN")?;
+            a.dry_run || greenlight || plain
+        },
         since: a.since.clone(),
         trailer_key: a.trailer_key.clone(),
         retain_ms: positive_duration_flag("--retain", &a.retain)?.as_millis() as i64,
