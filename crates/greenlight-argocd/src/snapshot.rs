@@ -28,6 +28,8 @@ pub fn glimpse(app: &Application, repo_url: &str) -> Glimpse {
         health: s.health,
         sync_revision: s.sync_revision,
         operation_running: s.operation_running,
+        last_operation_phase: s.last_operation.as_ref().map(|o| o.phase.clone()),
+        sync_status: s.sync_status,
     }
 }
 

@@ -18,19 +18,21 @@ use crate::event::{Event, EventKind, Evidence};
 use crate::paths::{Touch, touches};
 use crate::reason::{
     APP_DOES_NOT_EXIST, ArmBlocked, Deadline, Failure, HEALTH_BROKE, Inconclusive, Landed, Message,
-    NOT_HEALTHY, NoRevert, NotReached, StreakBreak, Unhealthy, Unwatchable, Verdict,
+    NOT_HEALTHY, NoEvidence, NoRevert, NotReached, StreakBreak, Unhealthy, Unwatchable, Verdict,
     revert_commit_reason, revert_not_a_commit,
 };
 use crate::snapshot::{
     AppKey, AppSnapshot, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia, SourceFacts,
-    is_git_sha,
+    SourcePaths, is_git_sha,
 };
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt::Display;
 
-pub use crate::watch::{Baseline, Before, FailedSync, LaterCommit, Phase, Seen, State, Watch};
+pub use crate::watch::{
+    Baseline, Before, BeforeSeen, FailedSync, LaterCommit, Phase, Seen, State, Watch,
+};
 
 /// The judge's settings, from the command line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,6 +122,10 @@ pub struct RevertRequest {
     /// Issued again after a restart: a revert pushed before the crash, even one a human has
     /// reverted since, is adopted, never pushed a second time (`docs/verdicts.md#adoption`).
     pub reissued: bool,
+    /// The app's source paths: a commit on the branch after the reverted one that touches them
+    /// and that the judge has not heard of stops the revert (`docs/verdicts.md#evidence`,
+    /// nothing newer decided it).
+    pub hold_on: SourcePaths,
 }
 
 /// What the revert executor reports back.
@@ -134,6 +140,11 @@ pub enum RevertOutcome {
     /// A conflict, nothing to revert, or an error after retries: a human must act.
     Failed {
         message: String,
+    },
+    /// Fetched just before the push, the branch had newer commits that changed the app (a
+    /// fix-forward): nothing was pushed, and the verdict no longer rests on evidence.
+    Superseded {
+        newer: Vec<LaterCommit>,
     },
 }
 
@@ -179,6 +190,30 @@ pub enum Observation<'a> {
 /// How many compared revisions of an app the judge remembers its idle health at.
 const IDLE_REVISIONS: usize = 8;
 
+/// How many arrived commits the judge remembers, to tell what a sync brought besides a
+/// watched commit (`docs/verdicts.md#evidence`).
+const ARRIVED_KEPT: usize = 4096;
+
+/// How many commits one sync may bring with a watched one before greenlight stops counting
+/// (and, not knowing them all, reverts nothing).
+const BATCH_LIMIT: usize = 256;
+
+/// An app idle (no operation running) at a compared revision.
+#[derive(Clone, Debug)]
+struct Idle {
+    revision: String,
+    health: Health,
+    unclean: Option<String>,
+}
+
+/// A commit that arrived on the branch, as the batch of a later watch needs it.
+#[derive(Clone, Debug)]
+struct Arrived {
+    sha: CommitId,
+    parents: Vec<CommitId>,
+    changed_paths: Vec<String>,
+}
+
 /// All watches and the breaker.
 #[derive(Clone, Debug)]
 pub struct Engine {
@@ -196,7 +231,9 @@ pub struct Engine {
     /// (`sync.revision`), oldest first (at most [`IDLE_REVISIONS`]): the baseline of a watch
     /// that starts after its commit was compared or synced is the newest at a revision without
     /// the commit (`docs/verdicts.md#baseline`).
-    idle: BTreeMap<AppKey, Vec<(String, Health)>>,
+    idle: BTreeMap<AppKey, Vec<Idle>>,
+    /// The commits that arrived on the branch, oldest first (at most [`ARRIVED_KEPT`]).
+    arrived: VecDeque<Arrived>,
     /// The namespaces each Application name was seen in: a bare trailer name that matches
     /// more than one is ambiguous.
     namespaces: BTreeMap<String, BTreeSet<String>>,
@@ -217,6 +254,7 @@ impl Engine {
             finished_ids: BTreeSet::new(),
             confirmed_behind_reverts: Vec::new(),
             idle: BTreeMap::new(),
+            arrived: VecDeque::new(),
             namespaces: BTreeMap::new(),
         }
     }
@@ -295,7 +333,7 @@ impl Engine {
                 if !d.app.matches(&key.namespace, &key.name) {
                     continue;
                 }
-                for (revision, _) in seen {
+                for Idle { revision, .. } in seen {
                     if is_git_sha(revision) && !commit.sha.as_str().eq_ignore_ascii_case(revision) {
                         q.push((commit.sha.to_string(), revision.clone()));
                     }
@@ -332,6 +370,16 @@ impl Engine {
         now: Timestamp,
     ) -> Vec<Effect> {
         let mut out = Vec::new();
+        if !self.arrived.iter().any(|a| a.sha == commit.sha) {
+            self.arrived.push_back(Arrived {
+                sha: commit.sha.clone(),
+                parents: commit.parents.clone(),
+                changed_paths: commit.changed_paths.clone(),
+            });
+            if self.arrived.len() > ARRIVED_KEPT {
+                self.arrived.pop_front();
+            }
+        }
         let reverted = reverted_sha(&commit.message);
         for i in 0..self.watches.len() {
             if !self.watches[i].is_live() {
@@ -373,6 +421,11 @@ impl Engine {
             .next()
             .is_some_and(|id| id.starts_with(&prefix))
         {
+            return out;
+        }
+        // A revert greenlight made starts no watch, whatever its text quotes
+        // (`docs/verdicts.md#revert-commits`).
+        if crate::trailer::is_greenlight_revert(&commit.message) {
             return out;
         }
         for (index, parsed) in directives_in(&commit.message, &self.config.trailer_key)
@@ -429,27 +482,43 @@ impl Engine {
         let dry_run = self.config.dry_run;
         // The baseline is the app's newest idle observation at a revision that git says does not
         // contain the commit (Argo CD had not compared or synced the commit then).
-        let idle: Vec<&Vec<(String, Health)>> = self
+        let idle: Vec<&Vec<Idle>> = self
             .idle
             .iter()
             .filter(|(k, _)| d.app.matches(&k.namespace, &k.name))
             .map(|(_, v)| v)
             .collect();
-        let mut before = Before::Unknown;
+        let mut found = None;
         if let [seen] = idle.as_slice() {
             // Newest first: skip what already has the commit; the first without it is the
             // app as it was before the sync; an unanswered question leaves it unknown.
-            for (revision, health) in seen.iter().rev() {
-                if ancestry.contains(commit.sha.as_str(), revision) {
+            for s in seen.iter().rev() {
+                if ancestry.contains(commit.sha.as_str(), &s.revision) {
                     continue;
                 }
                 // No revision yet (never compared) is before any commit.
-                if !is_git_sha(revision) || ancestry.knows_not(commit.sha.as_str(), revision) {
-                    before = Before::of(*health);
+                if !is_git_sha(&s.revision) || ancestry.knows_not(commit.sha.as_str(), &s.revision)
+                {
+                    found = Some(s.clone());
                 }
                 break;
             }
         }
+        let before = match found {
+            Some(s) => self.before_seen(
+                &commit.sha,
+                Some(&commit.parents),
+                &s.revision,
+                s.health,
+                s.unclean,
+            ),
+            None => BeforeSeen {
+                before: Before::Unknown,
+                revision: None,
+                unclean: None,
+                batch: Some(None),
+            },
+        };
         let mut w = Watch::start(id, commit, d, dry_run, now);
         w.saw_before(before);
         let msg = Message::WatchStarted {
@@ -535,17 +604,142 @@ impl Engine {
             .or_default()
             .insert(key.namespace.clone());
         if !g.operation_running {
-            self.saw_idle(key.clone(), g.sync_revision.clone(), g.health);
+            self.saw_idle(key.clone(), g.sync_revision.clone(), g.health, g.unclean());
         }
     }
 
-    fn saw_idle(&mut self, key: AppKey, revision: String, health: Health) {
+    fn saw_idle(&mut self, key: AppKey, revision: String, health: Health, unclean: Option<String>) {
         let seen = self.idle.entry(key).or_default();
-        seen.retain(|(r, _)| *r != revision);
-        seen.push((revision, health));
+        seen.retain(|s| s.revision != revision);
+        seen.push(Idle {
+            revision,
+            health,
+            unclean,
+        });
         if seen.len() > IDLE_REVISIONS {
             seen.remove(0);
         }
+    }
+
+    /// The baseline an idle observation at `revision` gives the watch of `commit`: its health,
+    /// whether it was clean, and the batch (`docs/verdicts.md#evidence`).
+    fn before_seen(
+        &self,
+        commit: &CommitId,
+        parents: Option<&[CommitId]>,
+        revision: &str,
+        health: Health,
+        unclean: Option<String>,
+    ) -> BeforeSeen {
+        let revision = is_git_sha(revision).then(|| revision.to_ascii_lowercase());
+        let batch = match &revision {
+            Some(r) => self.batch_between(r, commit, parents).map(Some),
+            None => Some(None),
+        };
+        BeforeSeen {
+            before: Before::of(health),
+            revision,
+            unclean,
+            batch,
+        }
+    }
+
+    /// The commits between `base` and `commit` (both excluded) as the arrived commits tell
+    /// them: the first parent of `commit` (a merge's other parents bring the merge's own change)
+    /// and then every parent are followed back to `base`; a commit that arrived before `base`
+    /// did is in it. `None` when a parent on the way is not known (it came before
+    /// greenlight's first fetch, or too long ago), or there are more than [`BATCH_LIMIT`].
+    fn batch_between(
+        &self,
+        base: &str,
+        commit: &CommitId,
+        parents: Option<&[CommitId]>,
+    ) -> Option<Vec<LaterCommit>> {
+        let position = |sha: &str| {
+            self.arrived
+                .iter()
+                .position(|a| a.sha.as_str().eq_ignore_ascii_case(sha))
+        };
+        let parents: Vec<CommitId> = match parents {
+            Some(p) => p.to_vec(),
+            None => self
+                .arrived
+                .get(position(commit.as_str())?)?
+                .parents
+                .clone(),
+        };
+        let base_at = position(base);
+        // A watched merge's other parents bring what the merge is: only its first parent leads
+        // back along the branch to the baseline.
+        let mut stack: Vec<CommitId> = parents.into_iter().take(1).collect();
+        let mut seen = BTreeSet::new();
+        let mut found = Vec::new();
+        while let Some(p) = stack.pop() {
+            if p.as_str().eq_ignore_ascii_case(base) || !seen.insert(p.clone()) {
+                continue;
+            }
+            let at = position(p.as_str())?;
+            if base_at.is_some_and(|b| at < b) {
+                continue;
+            }
+            if found.len() >= BATCH_LIMIT {
+                return None;
+            }
+            found.push(at);
+            stack.extend(self.arrived[at].parents.iter().cloned());
+        }
+        found.sort_unstable();
+        Some(
+            found
+                .into_iter()
+                .map(|at| LaterCommit {
+                    sha: self.arrived[at].sha.clone(),
+                    changed_paths: self.arrived[at].changed_paths.clone(),
+                })
+                .collect(),
+        )
+    }
+
+    /// What is missing from the evidence a revert needs, for a watch whose failure is laid on
+    /// its commit (`docs/verdicts.md#evidence`). A watch recorded before baselines were kept is
+    /// judged as it was then.
+    fn missing_evidence(&self, i: usize) -> Option<NoEvidence> {
+        let w = &self.watches[i];
+        let b = w.baseline();
+        if b.is_not_recorded() {
+            return None;
+        }
+        if b.before == Before::Unknown {
+            return Some(NoEvidence::NoBaseline);
+        }
+        if let Some(why) = &b.unclean {
+            return Some(NoEvidence::NotClean {
+                revision: b.revision.clone(),
+                why: why.clone(),
+            });
+        }
+        let Some(batch) = &b.batch else {
+            return Some(NoEvidence::BatchUnknown {
+                revision: b.revision.clone(),
+            });
+        };
+        let unknown = SourcePaths::Unknown {
+            why: "the app's source paths are not known".into(),
+        };
+        let paths = w.source_paths().unwrap_or(&unknown);
+        let suspects: Vec<CommitId> = batch
+            .iter()
+            .filter(|c| touches(paths, &c.changed_paths).touches())
+            .map(|c| c.sha.clone())
+            .collect();
+        if !suspects.is_empty() {
+            return Some(NoEvidence::OtherSuspects {
+                app: w.app.clone(),
+                commit: w.commit.clone(),
+                suspects,
+            });
+        }
+        None
     }
 
     /// Feed one observation of an app at `now`.
@@ -585,7 +779,12 @@ impl Engine {
                     .or_default()
                     .insert(snap.namespace.clone());
                 if !snap.operation_running {
-                    self.saw_idle(snap.key(), snap.sync_revision.clone(), snap.health);
+                    self.saw_idle(
+                        snap.key(),
+                        snap.sync_revision.clone(),
+                        snap.health,
+                        snap.unclean(),
+                    );
                 }
             }
             Observation::Absent { namespace, name } => {
@@ -750,6 +949,10 @@ impl Engine {
             RevertOutcome::Failed { .. } => {
                 let msg = self.watches[i].reason().to_string();
                 out.push(self.emit(i, EventKind::RevertFailed, msg, now));
+            }
+            RevertOutcome::Superseded { .. } => {
+                let msg = self.watches[i].reason().to_string();
+                out.push(self.emit(i, EventKind::Failed, msg, now));
             }
         }
         if !self.watches.iter().any(|w| w.revert_pending()) {
@@ -929,7 +1132,27 @@ impl Engine {
                 && (!is_git_sha(&snap.sync_revision)
                     || ancestry.knows_not(self.watches[i].commit.as_str(), &snap.sync_revision))
             {
-                self.watches[i].saw_before(Before::of(snap.health));
+                // The batch is worked out once per baseline revision.
+                let b = self.watches[i].baseline();
+                let known = b.batch.is_some()
+                    && b.revision.as_deref() == Some(&snap.sync_revision.to_ascii_lowercase());
+                let before = if known {
+                    BeforeSeen {
+                        before: Before::of(snap.health),
+                        revision: b.revision.clone(),
+                        unclean: snap.unclean(),
+                        batch: None,
+                    }
+                } else {
+                    self.before_seen(
+                        &self.watches[i].commit,
+                        None,
+                        &snap.sync_revision,
+                        snap.health,
+                        snap.unclean(),
+                    )
+                };
+                self.watches[i].saw_before(before);
             }
         } else {
             out.extend(self.check_sync_failure(i, snap, ancestry, now));
@@ -1409,7 +1632,7 @@ impl Engine {
                 before: w.baseline().before,
             })
         } else {
-            None
+            self.missing_evidence(i).map(NoRevert::NoEvidence)
         };
         if let Some(not_reverted) = not_reverted {
             let verdict = Verdict::Failed {
@@ -1487,6 +1710,12 @@ fn revert_request(w: &Watch, failure: &Failure) -> RevertRequest {
         app: w.app.to_string(),
         reason: revert_commit_reason(failure, &w.app),
         reissued: false,
+        hold_on: w
+            .source_paths()
+            .cloned()
+            .unwrap_or_else(|| SourcePaths::Unknown {
+                why: "the app's source paths are not known".into(),
+            }),
     }
 }
 /// The revisions Argo CD shows deployed in `snap` after `w`'s reach: the synced revision while

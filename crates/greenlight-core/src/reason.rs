@@ -68,6 +68,144 @@ pub enum NoRevert {
     NotShownAtFault {
         before: Before,
     },
+    /// The evidence a revert needs is missing (`docs/verdicts.md#evidence`).
+    NoEvidence(NoEvidence),
+}
+
+/// The words every [`NoEvidence`] starts with.
+pub const NO_EVIDENCE: &str = "no evidence that this commit broke the app";
+
+/// What is missing from the evidence standard for a revert (`docs/verdicts.md#evidence`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NoEvidence {
+    /// No observation of the app idle before the commit's sync: no clean before.
+    NoBaseline,
+    /// The last observation before the sync was not clean.
+    NotClean {
+        revision: Option<String>,
+        why: String,
+    },
+    /// The commits between the baseline revision and this commit are not known to greenlight:
+    /// the sync may have brought others with it.
+    BatchUnknown { revision: Option<String> },
+    /// Other commits that changed the app came in the same sync.
+    OtherSuspects {
+        app: AppRef,
+        commit: CommitId,
+        suspects: Vec<CommitId>,
+    },
+    /// Commits that changed the app landed after the verdict, before the revert was pushed.
+    Superseded { app: AppRef, newer: Vec<CommitId> },
+    /// Words read back from a state file.
+    Recorded(String),
+}
+
+impl NoEvidence {
+    /// The variant whose words `text` is, from what the record holds, or the text as recorded.
+    pub fn retype(text: &str, rec: &Recorded<'_>) -> NoEvidence {
+        let b = rec.baseline;
+        // The commits a list of short ids names, each found in `among`.
+        let named = |list: &str, among: &[LaterCommit]| -> Option<Vec<CommitId>> {
+            list.split(", ")
+                .map(|s| {
+                    among
+                        .iter()
+                        .find(|c| c.sha.short() == s)
+                        .map(|c| c.sha.clone())
+                })
+                .collect()
+        };
+        let between = |after: &str, before: &str| -> Option<String> {
+            let rest = &text[text.find(after)? + after.len()..];
+            Some(rest[..rest.find(before)?].to_string())
+        };
+        let mut candidates = vec![
+            NoEvidence::NoBaseline,
+            NoEvidence::BatchUnknown {
+                revision: b.revision.clone(),
+            },
+        ];
+        if let Some(why) = &b.unclean {
+            candidates.push(NoEvidence::NotClean {
+                revision: b.revision.clone(),
+                why: why.clone(),
+            });
+        }
+        if let Some(suspects) = between("also brought commit(s) ", " that changed app ")
+            .and_then(|l| named(&l, b.batch.as_deref().unwrap_or_default()))
+        {
+            candidates.push(NoEvidence::OtherSuspects {
+                app: rec.app.clone(),
+                commit: rec.commit.clone(),
+                suspects,
+            });
+        }
+        if let Some(newer) = between("newer commit(s) ", " changed app ")
+            .and_then(|l| named(&l, rec.later_commits))
+        {
+            candidates.push(NoEvidence::Superseded {
+                app: rec.app.clone(),
+                newer,
+            });
+        }
+        candidates
+            .into_iter()
+            .find(|c| c.to_string() == text)
+            .unwrap_or_else(|| NoEvidence::Recorded(text.to_string()))
+    }
+}
+
+fn shorts(commits: &[CommitId]) -> String {
+    commits
+        .iter()
+        .map(CommitId::short)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn short_revision(revision: &Option<String>) -> String {
+    match revision {
+        Some(r) => format!("revision {}", &r[..r.len().min(7)]),
+        None => "an unresolved revision".to_string(),
+    }
+}
+
+impl fmt::Display for NoEvidence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NoEvidence::NoBaseline => write!(
+                f,
+                "{NO_EVIDENCE}: the app was never observed idle before this commit's sync began (no clean before); not reverted"
+            ),
+            NoEvidence::NotClean { revision, why } => write!(
+                f,
+                "{NO_EVIDENCE}: before this commit's sync the app was not clean at {} ({why}), so what failed may have failed before it; not reverted",
+                short_revision(revision)
+            ),
+            NoEvidence::BatchUnknown { revision } => write!(
+                f,
+                "{NO_EVIDENCE}: greenlight does not know every commit between the app's baseline ({}) and this commit, so the sync may have deployed others with it; not reverted",
+                short_revision(revision)
+            ),
+            NoEvidence::OtherSuspects {
+                app,
+                commit,
+                suspects,
+            } => write!(
+                f,
+                "{NO_EVIDENCE} alone: the sync that deployed it also brought commit(s) {} that changed app {app}'s source paths; suspects: {}, {}; not reverted",
+                shorts(suspects),
+                commit.short(),
+                shorts(suspects)
+            ),
+            NoEvidence::Superseded { app, newer } => write!(
+                f,
+                "{NO_EVIDENCE} any more: newer commit(s) {} changed app {app}'s source paths after the verdict, before the revert was pushed (a fix-forward, or a change Argo CD may have synced since); not reverted",
+                shorts(newer)
+            ),
+            NoEvidence::Recorded(text) => f.write_str(text),
+        }
+    }
 }
 
 /// Why arm was downgraded to shadow for a watch (`docs/verdicts.md#attribution`).
@@ -500,6 +638,7 @@ impl fmt::Display for NoRevert {
             NoRevert::NotShownAtFault { .. } => f.write_str(
                 "baseline unknown: the app was not observed before this commit's sync began and never healthy after it: not shown to be this commit's fault, not reverted",
             ),
+            NoRevert::NoEvidence(e) => e.fmt(f),
         }
     }
 }
@@ -914,6 +1053,10 @@ pub struct Recorded<'a> {
     pub revert_commit: Option<&'a CommitId>,
     /// The failed sync last seen while waiting for reach.
     pub failed_sync: Option<&'a FailedSync>,
+    /// The watched commit.
+    pub commit: &'a CommitId,
+    /// The app's baseline (`docs/verdicts.md#evidence`).
+    pub baseline: &'a crate::watch::Baseline,
 }
 
 impl Failure {
@@ -1110,6 +1253,12 @@ fn retype_fail(text: &str, rec: &Recorded<'_>) -> Vec<Verdict> {
                 not_reverted,
             });
         }
+    }
+    if let Some(at) = text.find(&format!("; {NO_EVIDENCE}")) {
+        out.push(Verdict::Failed {
+            failure: Failure::retype(&text[..at], rec),
+            not_reverted: NoRevert::NoEvidence(NoEvidence::retype(&text[at + 2..], rec)),
+        });
     }
     out
 }
@@ -1543,6 +1692,11 @@ mod tests {
     }
 
     fn rec<'a>(app: &'a AppRef, revert: Option<&'a CommitId>) -> Recorded<'a> {
+        static COMMIT: std::sync::LazyLock<CommitId> = std::sync::LazyLock::new(|| {
+            CommitId::parse("0123456789abcdef0123456789abcdef01234567").unwrap()
+        });
+        static BASELINE: std::sync::LazyLock<crate::watch::Baseline> =
+            std::sync::LazyLock::new(crate::watch::Baseline::default);
         Recorded {
             deadline_ms: 60_000,
             app,
@@ -1550,6 +1704,8 @@ mod tests {
             later_commits: &[],
             revert_commit: revert,
             failed_sync: None,
+            commit: &COMMIT,
+            baseline: &BASELINE,
         }
     }
 

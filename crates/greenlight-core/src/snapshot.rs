@@ -279,6 +279,59 @@ pub struct Glimpse {
     pub sync_revision: String,
     /// `operation` present, or `operationState.phase` Running/Terminating.
     pub operation_running: bool,
+    /// `status.sync.status` (empty when not said, as in a glimpse recorded before it was kept).
+    #[serde(default)]
+    pub sync_status: String,
+    /// The phase of the last operation (`status.operationState.phase`), if any.
+    #[serde(default)]
+    pub last_operation_phase: Option<String>,
+}
+
+impl Glimpse {
+    /// What a glimpse says of an app as a baseline (`docs/verdicts.md#evidence`).
+    pub fn unclean(&self) -> Option<String> {
+        unclean(
+            &self.sync_status,
+            self.operation_running,
+            self.last_operation_phase.as_deref(),
+        )
+    }
+}
+
+/// Why an observation of an app is no *clean before* (`docs/verdicts.md#evidence`): the app
+/// must be `Synced`, with no operation running and its last sync operation (hooks included)
+/// `Succeeded`, or none ever run. `None` when it is clean.
+pub fn unclean(
+    sync_status: &str,
+    operation_running: bool,
+    last_operation_phase: Option<&str>,
+) -> Option<String> {
+    if operation_running {
+        return Some("an operation was running".into());
+    }
+    if sync_status != "Synced" {
+        let sync = if sync_status.is_empty() {
+            "not said"
+        } else {
+            sync_status
+        };
+        return Some(format!("sync status {sync}"));
+    }
+    match last_operation_phase {
+        None | Some("Succeeded") => None,
+        Some(phase) => Some(format!("its last sync operation ended {phase}")),
+    }
+}
+
+impl AppSnapshot {
+    /// See [`unclean`].
+    pub fn unclean(&self) -> Option<String> {
+        unclean(
+            &self.sync_status,
+            self.operation_running,
+            self.last_operation.as_ref().map(|o| o.phase.as_str()),
+        )
+    }
 }
 
 /// An Application's identity.

@@ -153,6 +153,19 @@ fn split_trailer(line: &str) -> Option<(&str, &str)> {
     Some((token, line[colon + 1..].trim()))
 }
 
+/// The trailer that closes every revert greenlight pushes, naming the commit it reverts
+/// (`docs/verdicts.md#revert-commits`). Its last paragraph is greenlight's own, so no text a
+/// revert quotes (a hook's message is the application's own words) can read as a watch
+/// trailer there, and a commit that carries it is never watched.
+pub const REVERT_OF: &str = "Greenlight-Revert-Of";
+
+/// Whether `message` is a revert greenlight made: its trailers carry [`REVERT_OF`].
+pub fn is_greenlight_revert(message: &str) -> bool {
+    parse(message)
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case(REVERT_OF))
+}
+
 #[cfg(test)]
 mod tests {
     use super::{cleanup, parse};

@@ -7,7 +7,9 @@ mod support;
 use greenlight_core::breaker::Breaker;
 use greenlight_core::commit::CommitId;
 use greenlight_core::event::EventKind as K;
-use greenlight_core::judge::{Effect, Engine, JudgeConfig, RevertOutcome, State, Watch};
+use greenlight_core::judge::{
+    CommitInfo, Effect, Engine, JudgeConfig, LaterCommit, RevertOutcome, State, Watch,
+};
 use greenlight_core::snapshot::{Health, SourcePaths};
 use support::*;
 
@@ -2693,7 +2695,7 @@ fn an_observation_before_the_sync_is_the_baseline() {
     h.baseline = None;
     let c = watched(1, "web", "deadline=60 mode=arm");
     h.arrive(&c, t(0));
-    let old = sha(77); // does not contain the commit
+    let old = c.parents[0].to_string(); // does not contain the commit
     h.observe(&Snap::new("web").via_synced_revision(&old), t(1));
     assert_eq!(h.state(&c.sha), State::WaitingReach);
     let r = containing(&mut h, &c.sha, 1);
@@ -2702,6 +2704,157 @@ fn an_observation_before_the_sync_is_the_baseline() {
     h.observe(&s, t(55));
     let out = h.tick(t(62));
     assert_eq!(reverts(&out).len(), 1, "{out:?}");
+}
+
+// ----- the evidence standard (docs/verdicts.md#evidence) -----
+
+/// Fails the watch of `c` (the app Degraded from reach to the deadline) after `before` was the
+/// app's last observation before the sync; returns the verdict's words and the reverts asked.
+fn fail_after(h: &mut Harness, c: &CommitInfo, before: Snap) -> (String, usize) {
+    h.observe(&before, t(1));
+    assert_eq!(h.state(&c.sha), State::WaitingReach);
+    let r = containing(h, &c.sha, 1);
+    let s = Snap::new("web").deployed(&r).health(Health::Degraded);
+    h.observe(&s, t(2));
+    h.observe(&s, t(55));
+    let out = h.tick(t(62));
+    (h.watch(&c.sha).reason().to_string(), reverts(&out).len())
+}
+
+/// A baseline at a revision greenlight cannot trace to the commit (it came before greenlight's
+/// first fetch): the sync may have brought other commits, so nothing is reverted.
+#[test]
+fn a_baseline_whose_commits_up_to_the_watched_one_are_unknown_is_no_evidence() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    h.arrive(&c, t(0));
+    let before = Snap::new("web").via_synced_revision(&sha(77));
+    let (reason, reverted) = fail_after(&mut h, &c, before);
+    assert_eq!(reverted, 0, "{reason}");
+    assert_eq!(h.state(&c.sha), State::Fail);
+    assert!(
+        reason.contains("no evidence that this commit broke the app: greenlight does not know every commit between the app's baseline (revision"),
+        "{reason}"
+    );
+}
+
+/// One sync deploys C1 (no trailer, it changes web's image) and C2 (armed, it adds a ConfigMap
+/// to web): C2 is not reverted, and its reason names both as suspects.
+#[test]
+fn a_sync_that_brought_another_commit_to_the_app_reverts_nothing() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c1 = plain(1, &["apps/web/deploy.yaml"]);
+    let mut c2 = watched(2, "web", "deadline=60 mode=arm");
+    c2.parents = vec![c1.sha.clone()];
+    c2.changed_paths = vec!["apps/web/config.yaml".into()];
+    h.arrive(&c1, t(0));
+    h.arrive(&c2, t(0));
+    let before = Snap::new("web").via_synced_revision(c1.parents[0].as_str());
+    h.ancestor(&c1.sha, &sha(1001));
+    let (reason, reverted) = fail_after(&mut h, &c2, before);
+    assert_eq!(reverted, 0, "{reason}");
+    assert!(
+        reason.contains(&format!(
+            "no evidence that this commit broke the app alone: the sync that deployed it also brought commit(s) {} that changed app web's source paths; suspects: {}, {}",
+            c1.sha.short(),
+            c2.sha.short(),
+            c1.sha.short()
+        )),
+        "{reason}"
+    );
+    assert_eq!(h.engine.breaker().consecutive_reverts, 0);
+}
+
+/// The same batch, but C1 changed another app only: C2 alone changed web, and is reverted.
+#[test]
+fn a_sync_that_brought_only_other_apps_commits_still_reverts() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c1 = plain(1, &["apps/other/deploy.yaml"]);
+    let mut c2 = watched(2, "web", "deadline=60 mode=arm");
+    c2.parents = vec![c1.sha.clone()];
+    h.arrive(&c1, t(0));
+    h.arrive(&c2, t(0));
+    let before = Snap::new("web").via_synced_revision(c1.parents[0].as_str());
+    let (reason, reverted) = fail_after(&mut h, &c2, before);
+    assert_eq!(reverted, 1, "{reason}");
+}
+
+/// A baseline that is not clean — OutOfSync for good (a resource left for a human to prune), or
+/// a last sync whose PostSync hook already failed — is no evidence against the next commit.
+#[test]
+fn an_unclean_baseline_is_no_evidence() {
+    for (before, words) in [
+        (
+            Snap::new("web").sync("OutOfSync"),
+            "was not clean at revision",
+        ),
+        (
+            Snap::new("web")
+                .failed_operation(&sha(5), "Failed", "PostSync hook smoke failed")
+                .sync("Synced"),
+            "its last sync operation ended Failed",
+        ),
+    ] {
+        let mut h = Harness::new(config());
+        h.baseline = None;
+        let c = watched(1, "web", "deadline=60 mode=arm");
+        h.arrive(&c, t(0));
+        let before = before
+            .health(Health::Healthy)
+            .via_synced_revision(c.parents[0].as_str());
+        let (reason, reverted) = fail_after(&mut h, &c, before);
+        assert_eq!(reverted, 0, "{reason}");
+        assert!(reason.contains(words), "{reason}");
+        assert!(
+            reason.contains("no evidence that this commit broke the app"),
+            "{reason}"
+        );
+    }
+}
+
+/// Newer commits to the app found just before the push stop the revert: FAIL, nothing counted.
+#[test]
+fn a_revert_superseded_by_a_newer_commit_is_a_fail_without_revert() {
+    let mut h = Harness::new(config());
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    h.arrive(&c, t(0));
+    let r = containing(&mut h, &c.sha, 1);
+    let s = Snap::new("web").deployed(&r).health(Health::Degraded);
+    h.observe(&s, t(2));
+    h.observe(&s, t(55));
+    let out = h.tick(t(63));
+    let req = reverts(&out).pop().expect("a revert is asked for");
+    assert_eq!(
+        req.hold_on,
+        SourcePaths::Known(vec!["apps/web".into()]),
+        "the executor is told which paths a newer commit must not touch"
+    );
+    let fix = commit_id(9);
+    let out = h.engine.revert_finished(
+        &req.watch_id,
+        RevertOutcome::Superseded {
+            newer: vec![LaterCommit {
+                sha: fix.clone(),
+                changed_paths: vec!["apps/web/deploy.yaml".into()],
+            }],
+        },
+        t(64),
+    );
+    assert_eq!(h.state(&c.sha), State::Fail);
+    let reason = h.watch(&c.sha).reason().to_string();
+    assert!(
+        reason.contains(&format!(
+            "no evidence that this commit broke the app any more: newer commit(s) {} changed app web's source paths after the verdict, before the revert was pushed",
+            fix.short()
+        )),
+        "{reason}"
+    );
+    assert!(kinds(&out).contains(&K::Failed), "{out:?}");
+    assert_eq!(h.engine.breaker().consecutive_reverts, 0);
+    assert!(h.watch(&c.sha).revert_commit().is_none());
 }
 
 /// A stream glimpse taken after the commit's sync already finished is no baseline: git says
@@ -2722,6 +2875,8 @@ fn a_glimpse_of_the_synced_commit_is_no_baseline() {
             health: Health::Healthy,
             sync_revision: r.clone(),
             operation_running: false,
+            sync_status: "Synced".into(),
+            last_operation_phase: None,
         },
     );
     h.arrive(&c, t(0));
@@ -2852,4 +3007,42 @@ fn a_bare_name_matching_two_namespaces_is_unwatchable_naming_both() {
         h.watch(&named.sha).reason()
     );
     no_reverts(&h);
+}
+
+/// A watched merge brings its side branch's commits: they are the merge's own change, not
+/// others in its batch. Its first parent is the baseline: reverted.
+#[test]
+fn a_watched_merges_side_branch_is_its_own_change_not_a_suspect() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let side = plain(1, &["apps/web/deploy.yaml"]);
+    let mut merge = watched(2, "web", "deadline=60 mode=arm");
+    let base = side.parents[0].clone();
+    merge.parents = vec![base.clone(), side.sha.clone()];
+    h.arrive(&side, t(0));
+    h.arrive(&merge, t(0));
+    let before = Snap::new("web").via_synced_revision(base.as_str());
+    let (reason, reverted) = fail_after(&mut h, &merge, before);
+    assert_eq!(reverted, 1, "{reason}");
+}
+
+/// A commit that carries greenlight's revert trailer is never watched, even with a watch
+/// trailer beside it in its last paragraph.
+#[test]
+fn a_revert_greenlight_made_is_never_watched() {
+    let mut h = Harness::new(config());
+    let c = commit(
+        1,
+        &message(
+            "Revert \"web: 2.0.0\"",
+            &[
+                "Nav-Watchdog: app=web deadline=60 mode=arm",
+                &format!("Greenlight-Revert-Of: {}", sha(7)),
+            ],
+        ),
+        &["apps/web/deploy.yaml"],
+    );
+    let out = h.arrive(&c, t(0));
+    assert!(out.is_empty(), "{out:?}");
+    assert!(h.engine.watches().is_empty());
 }

@@ -950,6 +950,8 @@ impl Sim {
                 health: snap.health,
                 sync_revision: snap.sync_revision.clone(),
                 operation_running: snap.operation_running,
+                sync_status: snap.sync_status.clone(),
+                last_operation_phase: snap.last_operation.as_ref().map(|o| o.phase.clone()),
             },
         );
     }
@@ -1068,7 +1070,7 @@ impl Sim {
             RevertOutcome::Pushed { revert } | RevertOutcome::Adopted { revert } => {
                 Some(revert.to_string())
             }
-            RevertOutcome::Failed { .. } => None,
+            RevertOutcome::Failed { .. } | RevertOutcome::Superseded { .. } => None,
         };
         let pushed = matches!(outcome, RevertOutcome::Pushed { .. });
         let out = self.engine.revert_finished(&id, outcome, now);

@@ -10,6 +10,8 @@
 use crate::command::failure;
 use crate::error::{Error, Result};
 use crate::repo::Repo;
+use greenlight_core::paths::touches;
+use greenlight_core::snapshot::SourcePaths;
 
 /// What to revert, where, why and as whom.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +40,11 @@ pub struct RevertRequest {
     /// candidates' directory here, so that undoing a promotion does not bring back the
     /// candidate and the lock it removed.
     pub keep: Vec<String>,
+    /// The app's source paths, when a newer commit that touches them must stop the revert: a
+    /// commit after `commit` on the branch (not a revert of it, not a merge that brings it)
+    /// that changes a file under them means the verdict that asked for this revert no longer
+    /// has the last word — a fix-forward may be on its way to the app. `None`: no such check.
+    pub hold_on: Option<SourcePaths>,
 }
 
 /// How a revert request ended. Errors (git failing, every push rejected) are `Err`.
@@ -70,18 +77,34 @@ pub enum RevertOutcome {
         /// Says why.
         message: String,
     },
+    /// Newer commits on the branch change the app's source paths ([`RevertRequest::hold_on`]);
+    /// nothing was pushed.
+    Superseded {
+        /// Each newer commit that touches them, oldest first, with the paths it changed.
+        newer: Vec<(String, Vec<String>)>,
+    },
 }
 
-/// The revert's message: git's own wording, then the reason. The original's trailers are
-/// not carried over, so the revert cannot start a watch of its own.
-pub fn revert_message(subject: &str, sha: &str, reason: &str) -> String {
+/// The revert's message: git's own wording, then the reason as one paragraph (its line breaks
+/// folded: the reason may quote Argo CD, and a hook's message is the application's own text),
+/// then `extra` paragraphs, then greenlight's own trailer
+/// ([`REVERT_OF`](greenlight_core::trailer::REVERT_OF)) as the last paragraph. The original's
+/// trailers are not carried over and nothing quoted can be the trailer block, so the revert
+/// cannot start a watch of its own.
+pub fn revert_message(subject: &str, sha: &str, reason: &str, extra: &[String]) -> String {
     let mut message = format!("Revert \"{subject}\"\n\nThis reverts commit {sha}.\n");
-    let reason = reason.trim();
-    if !reason.is_empty() {
-        message.push('\n');
-        message.push_str(reason);
-        message.push('\n');
+    let reason = reason.split_whitespace().collect::<Vec<_>>().join(" ");
+    for paragraph in std::iter::once(&reason).chain(extra) {
+        if !paragraph.trim().is_empty() {
+            message.push('\n');
+            message.push_str(paragraph.trim());
+            message.push('\n');
+        }
     }
+    message.push_str(&format!(
+        "\n{}: {sha}\n",
+        greenlight_core::trailer::REVERT_OF
+    ));
     message
 }
 
@@ -122,6 +145,12 @@ impl Repo {
             if let Some(revert) = found {
                 return Ok(RevertOutcome::Adopted { revert });
             }
+            if let Some(paths) = &req.hold_on {
+                let newer = self.newer_touching(&commit, &tip, paths)?;
+                if !newer.is_empty() {
+                    return Ok(RevertOutcome::Superseded { newer });
+                }
+            }
             match self.build_revert(req, &commit, &tip)? {
                 Built::Commit(revert) => match self.push(&revert, &req.branch)? {
                     Push::Accepted => {
@@ -142,6 +171,38 @@ impl Repo {
             attempts: req.max_attempts,
             reason: last_rejection,
         })
+    }
+
+    /// The commits after `commit` up to `tip` that change files under `paths`, oldest first —
+    /// leaving out reverts of `commit` (adoption's business) and merges whose other parents
+    /// bring `commit` itself.
+    fn newer_touching(
+        &self,
+        commit: &str,
+        tip: &str,
+        paths: &SourcePaths,
+    ) -> Result<Vec<(String, Vec<String>)>> {
+        let mut newer = Vec::new();
+        for sha in self.new_commits(Some(commit), tip)? {
+            let data = self.commit(&sha)?;
+            if crate::repo::message_reverts(&data.message, commit) {
+                continue;
+            }
+            let mut brings_it = false;
+            for p in data.parents.iter().skip(1) {
+                if self.is_ancestor(commit, p)? == Some(true) {
+                    brings_it = true;
+                }
+            }
+            if brings_it {
+                continue;
+            }
+            let changed = self.changed_paths(&sha)?;
+            if touches(paths, &changed).touches() {
+                newer.push((sha, changed));
+            }
+        }
+        Ok(newer)
     }
 
     /// Makes the revert commit on top of `tip` in the work tree.
@@ -199,14 +260,14 @@ impl Repo {
                 ),
             }));
         }
-        let mut message = revert_message(&data.subject, &data.sha, &req.reason);
-        if !req.keep.is_empty() {
-            message.push_str(&format!(
-                "\nLeft as they are on {}: {} (the commit asks a revert to keep them).\n",
+        let kept = (!req.keep.is_empty()).then(|| {
+            format!(
+                "Left as they are on {}: {} (the commit asks a revert to keep them).",
                 req.branch,
                 req.keep.join(", ")
-            ));
-        }
+            )
+        });
+        let message = revert_message(&data.subject, &data.sha, &req.reason, kept.as_slice());
         let commit_cmd = self
             .env()
             .git([
@@ -321,7 +382,17 @@ impl Repo {
             return Ok(Push::Accepted);
         }
         match rejection(&out.stdout_str()) {
-            Some(reason) => Ok(Push::Rejected(self.env().redact(&reason))),
+            Some(reason) => {
+                // What the remote itself said (a branch protection's or a hook's words) is
+                // what a human needs: git's summary says only "pre-receive hook declined".
+                let said = remote_lines(&out.stderr);
+                let reason = if said.is_empty() {
+                    reason
+                } else {
+                    format!("{reason}; the remote said: {}", said.join(" / "))
+                };
+                Ok(Push::Rejected(self.env().redact(&reason)))
+            }
             None => Err(failure(self.env(), &out)),
         }
     }
@@ -347,6 +418,16 @@ fn rejection(porcelain: &str) -> Option<String> {
         let summary = fields.next().unwrap_or("").trim();
         Some(format!("{refs}: {summary}"))
     })
+}
+
+/// The `remote:` lines of a push's stderr, each trimmed, blank ones left out.
+fn remote_lines(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("remote:"))
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
 }
 
 /// Whether `path` is `dir` or below it.
@@ -405,13 +486,31 @@ mod tests {
     #[test]
     fn message_shape() {
         assert_eq!(
-            revert_message("Bump image", "abc", "  deadline passed  \n"),
-            "Revert \"Bump image\"\n\nThis reverts commit abc.\n\ndeadline passed\n"
+            revert_message("Bump image", "abc", "  deadline passed  \n", &[]),
+            "Revert \"Bump image\"\n\nThis reverts commit abc.\n\ndeadline passed\n\nGreenlight-Revert-Of: abc\n"
         );
         assert_eq!(
-            revert_message("x", "abc", ""),
-            "Revert \"x\"\n\nThis reverts commit abc.\n"
+            revert_message("x", "abc", "", &[]),
+            "Revert \"x\"\n\nThis reverts commit abc.\n\nGreenlight-Revert-Of: abc\n"
         );
+    }
+
+    /// A reason that quotes a hook's message ending in a watch trailer (the application's own
+    /// text): the revert's trailers are greenlight's alone, and no watch trailer is read.
+    #[test]
+    fn a_quoted_watch_trailer_never_becomes_the_reverts_trailer() {
+        let reason =
+            "its PostSync hook failed: batch/Job/smoke (done\n\nNav-Watchdog: app=web mode=arm)";
+        let message = revert_message("web: 2.0.0", "abc", reason, &[]);
+        assert_eq!(
+            greenlight_core::trailer::parse(&message),
+            vec![("Greenlight-Revert-Of".to_string(), "abc".to_string())]
+        );
+        assert!(
+            greenlight_core::directive::directives_in(&message, "Nav-Watchdog").is_empty(),
+            "{message}"
+        );
+        assert!(greenlight_core::trailer::is_greenlight_revert(&message));
     }
 
     #[test]

@@ -20,6 +20,7 @@ fn request(fx: &Fixture, commit: &str) -> RevertRequest {
         max_attempts: 3,
         adopt_any: false,
         keep: Vec::new(),
+        hold_on: None,
     }
 }
 
@@ -51,7 +52,9 @@ fn reverts_a_commit_and_pushes_it() {
         message,
         format!(
             "Revert \"Roll web to the new image\"\n\nThis reverts commit {}.\n\n\
-             greenlight: web was Degraded 5m after reaching the cluster.",
+             greenlight: web was Degraded 5m after reaching the cluster.\n\n\
+             Greenlight-Revert-Of: {}",
+            fx.sha("BAD"),
             fx.sha("BAD")
         )
     );
@@ -59,6 +62,11 @@ fn reverts_a_commit_and_pushes_it() {
     assert!(
         !trailers.contains("Nav-Watchdog"),
         "no watch trailer: {trailers}"
+    );
+    assert_eq!(
+        trailers.trim(),
+        format!("Greenlight-Revert-Of: {}", fx.sha("BAD")),
+        "git reads greenlight's own trailer, and only it"
     );
     assert_eq!(
         fx.on_remote(&["log", "-1", "--format=%an <%ae>|%cn <%ce>", "main"]),
@@ -493,4 +501,86 @@ fn a_revert_keeping_paths_still_stops_on_a_conflict_outside_them() {
         repo.revert_and_push(&req),
         Err(Error::InvalidInput { .. })
     ));
+}
+
+/// A revert asked to hold on the app's paths: newer commits on the branch that change them (a
+/// fix-forward) stop it before anything is pushed, named oldest first with their paths; newer
+/// commits elsewhere do not.
+#[test]
+fn a_newer_commit_under_the_held_paths_stops_the_revert() {
+    use greenlight_core::snapshot::SourcePaths;
+    let fx = Fixture::build("revert.sh");
+    let repo = fx.open();
+    let before = fx.on_remote(&["rev-parse", "main"]);
+    let req = RevertRequest {
+        hold_on: Some(SourcePaths::Known(vec!["app/conf.txt".into()])),
+        ..request(&fx, "BAD")
+    };
+    let outcome = repo.revert_and_push(&req).unwrap();
+    assert_eq!(
+        outcome,
+        RevertOutcome::Superseded {
+            newer: vec![
+                (fx.sha("X"), vec!["app/conf.txt".to_string()]),
+                (fx.sha("Y"), vec!["app/conf.txt".to_string()]),
+            ]
+        }
+    );
+    assert_eq!(
+        fx.on_remote(&["rev-parse", "main"]),
+        before,
+        "nothing pushed"
+    );
+
+    let req = RevertRequest {
+        hold_on: Some(SourcePaths::Known(vec!["app/deploy.yaml".into()])),
+        ..request(&fx, "BAD")
+    };
+    let outcome = repo.revert_and_push(&req).unwrap();
+    assert!(
+        matches!(outcome, RevertOutcome::Pushed { .. }),
+        "{outcome:?}"
+    );
+}
+
+/// Paths that are not known: any newer commit may have changed the app, so any stops it.
+#[test]
+fn unknown_held_paths_let_any_newer_commit_stop_the_revert() {
+    use greenlight_core::snapshot::SourcePaths;
+    let fx = Fixture::build("revert.sh");
+    let repo = fx.open();
+    let req = RevertRequest {
+        hold_on: Some(SourcePaths::Unknown {
+            why: "a config management plugin".into(),
+        }),
+        ..request(&fx, "BAD")
+    };
+    let outcome = repo.revert_and_push(&req).unwrap();
+    let RevertOutcome::Superseded { newer } = outcome else {
+        panic!("expected Superseded, got {outcome:?}");
+    };
+    assert_eq!(newer[0].0, fx.sha("LATER"));
+}
+
+/// A remote that declines the push (a branch protection, a pre-receive hook): the error quotes
+/// what the remote said, not only git's "pre-receive hook declined".
+#[test]
+fn a_declined_push_quotes_what_the_remote_said() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::build("revert.sh");
+    let hook = fx.path("remote.git/hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\necho 'branch main is protected: changes need an approved review' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let repo = fx.open();
+    let err = repo.revert_and_push(&request(&fx, "BAD")).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::PushRejected { .. }), "{text}");
+    assert!(
+        text.contains("the remote said: branch main is protected: changes need an approved review"),
+        "{text}"
+    );
 }

@@ -860,9 +860,10 @@ async fn two_reverts_open_the_breaker_and_the_third_failure_is_not_reverted() {
             .await;
         h.app_now(deployed(&sha(n), Health::Degraded)).await;
         h.expect(EventKind::Failed, Duration::from_secs(31)).await;
-        // The revert deployed: the app is Healthy again before the next commit, so each
-        // failure is laid on its own commit.
-        h.app_now(deployed(&sha(1), Health::Healthy)).await;
+        // The app is Healthy again, Synced at the failed commit's revision, before the next
+        // commit: that commit's baseline is its parent, so each failure is laid on its own
+        // commit (a baseline at sha(1) would put the earlier commits in its batch).
+        h.app_now(deployed(&sha(n), Health::Healthy)).await;
     }
     h.quiet_for(Duration::from_secs(1)).await;
     let reverts = repo.reverts.lock().unwrap().clone();
@@ -1094,6 +1095,8 @@ async fn after_a_skipped_stream_message_a_quiet_app_is_not_vouched_for() {
             health: other.health,
             sync_revision: other.sync_revision.clone(),
             operation_running: false,
+            sync_status: "Synced".into(),
+            last_operation_phase: None,
         };
         h.send(SourceMsg::Unwatched(other.key(), glimpse)).await;
     }

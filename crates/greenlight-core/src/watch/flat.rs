@@ -147,6 +147,8 @@ impl Watch {
             later_commits: &f.later_commits,
             revert_commit: f.revert_commit.as_ref(),
             failed_sync: f.seen.failed_sync.as_ref(),
+            commit: &f.commit,
+            baseline: &f.baseline,
         };
         let phase = if !f.state.is_terminal() {
             if f.state != live_state {

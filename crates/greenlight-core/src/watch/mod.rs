@@ -13,7 +13,7 @@ use crate::commit::CommitId;
 use crate::directive::{AppRef, Directive, Mode};
 use crate::event::Evidence;
 use crate::judge::{CommitInfo, RevertOutcome};
-use crate::reason::{ArmBlocked, Failure, Landed, Reason, Verdict};
+use crate::reason::{ArmBlocked, Failure, Landed, NoEvidence, NoRevert, Reason, Verdict};
 use crate::snapshot::{Health, ReachCandidate, SourcePaths};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -128,6 +128,29 @@ pub struct Baseline {
     /// When the sync operation last seen at reach started (Argo CD's clock): only an operation
     /// started after it can have withdrawn the commit.
     pub reach_operation_started: Option<Timestamp>,
+    /// The revision Argo CD had compared in that observation (`sync.revision`), when it is a
+    /// commit SHA: the *baseline revision* (`docs/verdicts.md#evidence`).
+    #[serde(default)]
+    pub revision: Option<String>,
+    /// Why that observation was no clean before (not Synced, its last sync operation did not
+    /// succeed), when it was not.
+    #[serde(default)]
+    pub unclean: Option<String>,
+    /// The commits between the baseline revision and this commit (both excluded): what the
+    /// sync that brings this commit brings with it. `None` when greenlight cannot tell.
+    #[serde(default)]
+    pub batch: Option<Vec<LaterCommit>>,
+}
+
+/// What an observation of the app before the commit's sync says, for the baseline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BeforeSeen {
+    pub before: Before,
+    pub revision: Option<String>,
+    pub unclean: Option<String>,
+    /// The batch, when the revision is new to the baseline and the judge could work it out;
+    /// `None` keeps the batch already recorded for the same revision.
+    pub batch: Option<Option<Vec<LaterCommit>>>,
 }
 
 impl Baseline {
@@ -540,10 +563,20 @@ impl Watch {
     pub(crate) fn warned_auto_sync(&mut self) {
         self.warned_auto_sync_off = true;
     }
-    /// The app's health in an observation before the commit's sync began (the last one wins).
-    pub(crate) fn saw_before(&mut self, before: Before) {
-        if self.state() == State::WaitingReach {
-            self.baseline.before = before;
+    /// An observation before the commit's sync began (the last one wins).
+    pub(crate) fn saw_before(&mut self, seen: BeforeSeen) {
+        if self.state() != State::WaitingReach {
+            return;
+        }
+        let b = &mut self.baseline;
+        if b.revision != seen.revision {
+            b.batch = None;
+        }
+        b.before = seen.before;
+        b.revision = seen.revision;
+        b.unclean = seen.unclean;
+        if let Some(batch) = seen.batch {
+            b.batch = batch;
         }
     }
     pub(crate) fn saw_healthy_after_reach(&mut self) {
@@ -734,6 +767,20 @@ impl Watch {
             RevertOutcome::Failed { message } => Verdict::RevertFailed {
                 message: message.clone(),
             },
+            RevertOutcome::Superseded { newer } => {
+                for c in newer {
+                    if !self.later_commits.iter().any(|l| l.sha == c.sha) {
+                        self.later_commits.push(c.clone());
+                    }
+                }
+                Verdict::Failed {
+                    failure: r.failure,
+                    not_reverted: NoRevert::NoEvidence(NoEvidence::Superseded {
+                        app: self.app.clone(),
+                        newer: newer.iter().map(|c| c.sha.clone()).collect(),
+                    }),
+                }
+            }
         };
         self.phase = Phase::Finished(Finished {
             verdict,

@@ -394,12 +394,13 @@ pub struct Harness {
     pub asked: Vec<(String, String)>,
     pub log: Vec<Effect>,
     /// The health the stream shows of each app a commit's trailers name just before the commit
-    /// arrives, at [`BASELINE_REVISION`] (no operation running): the watch's baseline. `None`:
-    /// no such glimpse (the test says what the app looked like itself).
+    /// arrives, Synced at the commit's parent (no operation running, no failed operation): the
+    /// watch's baseline, a clean one when Healthy, with nothing else in the commit's sync.
+    /// `None`: no such glimpse (the test says what the app looked like itself).
     pub baseline: Option<Health>,
 }
 
-/// The revision the apps are at before a commit arrives (no watched commit is its ancestor).
+/// The revision an app is at before a root commit arrives (no watched commit is its ancestor).
 pub const BASELINE_REVISION: &str = "babeba5e0000000000000000000000000000babe";
 
 impl Harness {
@@ -442,8 +443,13 @@ impl Harness {
         if let Some(health) = self.baseline {
             let glimpse = Glimpse {
                 health,
-                sync_revision: BASELINE_REVISION.into(),
+                sync_revision: c
+                    .parents
+                    .first()
+                    .map_or(BASELINE_REVISION.to_string(), |p| p.to_string()),
                 operation_running: false,
+                sync_status: "Synced".into(),
+                last_operation_phase: None,
             };
             for d in directives_in(&c.message, DEFAULT_TRAILER_KEY)
                 .into_iter()

@@ -4,7 +4,7 @@
 use super::seams::{Repository, RevertExecutor};
 use anyhow::Result;
 use greenlight_core::commit::CommitId;
-use greenlight_core::judge::{CommitInfo, RevertOutcome, RevertRequest};
+use greenlight_core::judge::{CommitInfo, LaterCommit, RevertOutcome, RevertRequest};
 use std::sync::Arc;
 
 /// The watchdog's clone, and who signs its reverts.
@@ -102,6 +102,7 @@ impl RevertExecutor for GitRepository {
             max_attempts: 5,
             adopt_any: r.reissued,
             keep,
+            hold_on: Some(r.hold_on.clone()),
         };
         match self.repo.revert_and_push(&req) {
             Ok(greenlight_git::RevertOutcome::Pushed { revert, .. }) => {
@@ -117,6 +118,22 @@ impl RevertExecutor for GitRepository {
                 RevertOutcome::Failed {
                     message: format!("nothing to revert: {message}"),
                 }
+            }
+            Ok(greenlight_git::RevertOutcome::Superseded { newer }) => {
+                let mut later = Vec::new();
+                for (sha, changed_paths) in newer {
+                    match CommitId::parse(&sha) {
+                        Ok(sha) => later.push(LaterCommit { sha, changed_paths }),
+                        Err(e) => {
+                            return RevertOutcome::Failed {
+                                message: format!(
+                                    "a newer commit stopped the revert, but git named it as no commit id: {e}"
+                                ),
+                            };
+                        }
+                    }
+                }
+                RevertOutcome::Superseded { newer: later }
             }
             Err(e) => RevertOutcome::Failed {
                 message: format!("{e}"),

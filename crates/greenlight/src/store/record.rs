@@ -109,6 +109,16 @@ pub struct BaselineRecord {
     pub before: String,
     pub healthy_after_reach: bool,
     pub reach_operation_started: Option<i64>,
+    /// The baseline revision (absent when unresolved, and in bodies written before it was
+    /// kept: such a watch has no evidence for a revert).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// Why the baseline was not clean, when it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unclean: Option<String>,
+    /// The commits between the baseline revision and the watched one; absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<Vec<LaterCommitRecord>>,
 }
 
 impl BaselineRecord {
@@ -123,6 +133,17 @@ impl BaselineRecord {
             before,
             healthy_after_reach: b.healthy_after_reach,
             reach_operation_started: ts(b.reach_operation_started),
+            revision: b.revision.clone(),
+            unclean: b.unclean.clone(),
+            batch: b.batch.as_ref().map(|batch| {
+                batch
+                    .iter()
+                    .map(|c| LaterCommitRecord {
+                        sha: c.sha.as_str().to_string(),
+                        changed_paths: c.changed_paths.clone(),
+                    })
+                    .collect()
+            }),
         })
     }
 
@@ -135,6 +156,20 @@ impl BaselineRecord {
             },
             healthy_after_reach: self.healthy_after_reach,
             reach_operation_started: self.reach_operation_started.map(Timestamp),
+            revision: self.revision,
+            unclean: self.unclean,
+            // A commit id that does not parse makes the whole batch unknown: no evidence.
+            batch: self.batch.and_then(|batch| {
+                batch
+                    .into_iter()
+                    .map(|c| {
+                        Some(LaterCommit {
+                            sha: CommitId::parse(&c.sha).ok()?,
+                            changed_paths: c.changed_paths,
+                        })
+                    })
+                    .collect()
+            }),
         }
     }
 }

@@ -1,0 +1,221 @@
+//! A revert needs evidence (`docs/verdicts.md#evidence`), end to end: `greenlight sandbox` and
+//! `greenlight watch` over real git, in the everyday situations of a busy Argo CD where "the
+//! watched commit reached the app, then the app failed" is not enough to blame the commit. Each
+//! test reverted an innocent commit before the evidence standard. Waits are on recorded states,
+//! never fixed sleeps; every test runs against the sandbox as Argo CD 3.5 and 2.14.
+
+#[macro_use]
+mod common;
+use common::*;
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(60);
+
+fn config_map(value: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: apps\ndata:\n  value: \"{value}\"\n"
+    )
+}
+
+/// A PostSync hook Job whose run fails, as a team's smoke test that fails does.
+fn failing_smoke_test() -> String {
+    "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: smoke\n  namespace: apps\n  annotations: {argocd.argoproj.io/hook: PostSync, sandbox.greenlight.dev/hook: fail}\nspec:\n  template:\n    spec:\n      containers: [{name: smoke, image: 'curl:8'}]\n      restartPolicy: Never\n".to_string()
+}
+
+/// A watchdog over `repo` whose own fetches (and listings) are rare (600 s): it learns of a
+/// commit only when it starts, or when Argo CD reports it; the stream's heartbeats keep it
+/// observing (`--stale-after` 60 s).
+fn slow_fetch_watchdog(repo: &Repo, url: &str, since: &str) -> (Proc, std::path::PathBuf) {
+    let state = repo.path("state/greenlight.db");
+    let mut args = watch_args(repo, url, &state, &["--since", since]);
+    for (flag, value) in [
+        ("--fetch-interval", "600s"),
+        ("--stable-for", "120s"),
+        ("--stale-after", "60s"),
+    ] {
+        let i = args.iter().position(|a| a == flag).unwrap();
+        args[i + 1] = value.into();
+    }
+    (Proc::spawn(BIN, &args, &[]), state)
+}
+
+/// Waits until the watch of `commit` is FAIL with no revert pending any more (a FAIL whose
+/// revert is under way reads `…; reverting`).
+fn settled_fail(state: &std::path::Path, commit: &str, proc: &Proc) -> serde_json::Value {
+    let end = std::time::Instant::now() + T;
+    loop {
+        let w = wait_state(state, commit, "FAIL", T, proc);
+        if !w["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("reverting")
+        {
+            return w;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "still reverting after {T:?}: {w}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Argo CD polls git every three minutes, so one sync often deploys several commits: here C1
+/// (no trailer, it breaks web's image) and C2 (armed, it only adds a ConfigMap to web). Before
+/// the evidence standard C2 was reverted and C1 escaped; now nothing is reverted and C2's reason
+/// names both commits as suspects.
+fn one_sync_deploying_two_commits_to_the_app_reverts_neither() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    sb.control("/sandbox/v1/pause");
+    let c1 = repo.set_image("web", BAD, "web: 2.0.0");
+    repo.write("apps/web/config.yaml", &config_map("1"));
+    let c2 = repo.commit_push(&format!("web: config\n\n{}", trailer("web", "4", "arm")));
+    wd.wait_state(&c2, "WAITING_REACH", T);
+    sb.control("/sandbox/v1/resume");
+    let w = wd.wait_state(&c2, "FAIL", T);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!(
+            "no evidence that this commit broke the app alone: the sync that deployed it also brought commit(s) {} that changed app web's source paths; suspects: {}, {}",
+            &c1[..8],
+            &c2[..8],
+            &c1[..8]
+        )),
+        "{reason}"
+    );
+    assert!(w["revert_commit"].is_null(), "{w}");
+    assert_eq!(repo.remote_tip(), c2, "nothing pushed");
+    assert_eq!(wd.status()["breaker"]["consecutive_reverts"], 0);
+}
+
+/// The same batch when C1 changed another app: C2 alone changed web, and its failure is its
+/// own — the revert still comes (a busy monorepo keeps its watchdog).
+fn one_sync_that_also_deployed_another_apps_commit_still_reverts() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    sb.control("/sandbox/v1/pause");
+    repo.set_image("other", GOOD2, "other: 1.1.0");
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: 2.0.0\n\n{}", trailer("web", "4", "arm")),
+    );
+    wd.wait_state(&bad, "WAITING_REACH", T);
+    sb.control("/sandbox/v1/resume");
+    let w = wd.wait_state(&bad, "REVERTED", T);
+    assert_eq!(repo.remote_tip(), w["revert_commit"].as_str().unwrap());
+    assert_eq!(count_reverts_of(&repo, &bad), 1);
+}
+
+/// A fix-forward pushed while the broken commit's deadline runs out, before greenlight fetched
+/// it and before Argo CD synced it: the revert's fetch just before the push finds it, and
+/// nothing is pushed on top of the fix.
+fn a_fix_forward_greenlight_had_not_fetched_stops_the_revert() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let good = repo.remote_tip();
+    // Held until the watchdog has seen the app idle before the commit (its baseline).
+    sb.control("/sandbox/v1/pause");
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: 2.0.0\n\n{}", trailer("web", "6", "arm")),
+    );
+    let (proc, state) = slow_fetch_watchdog(&repo, &sb.url, &good);
+    wait_state(&state, &bad, "WAITING_REACH", T, &proc);
+    sb.control("/sandbox/v1/resume");
+    wait_state(&state, &bad, "JUDGING", T, &proc);
+    // Argo CD does not see the fix yet (syncing held), and greenlight does not fetch it.
+    sb.control("/sandbox/v1/pause");
+    let fix = repo.set_image("web", GOOD2, "web: back to a good image");
+    let w = settled_fail(&state, &bad, &proc);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!(
+            "no evidence that this commit broke the app any more: newer commit(s) {} changed app web's source paths after the verdict, before the revert was pushed",
+            &fix[..8]
+        )),
+        "{reason}"
+    );
+    assert!(w["revert_commit"].is_null(), "{w}");
+    assert_eq!(repo.remote_tip(), fix, "nothing pushed on top of the fix");
+    assert_eq!(count_reverts_of(&repo, &bad), 0);
+    sb.control("/sandbox/v1/resume");
+}
+
+/// A PostSync smoke test that already failed on the previous revision: the next commit's sync
+/// runs it again and it fails again. That says nothing against the commit.
+fn a_post_sync_check_already_failing_is_no_evidence_against_the_next_commit() {
+    let repo = Repo::new();
+    repo.write("apps/web/smoke.yaml", &failing_smoke_test());
+    let broken = repo.commit_push("web: a smoke test (it fails)");
+    let sb = sandbox(
+        &repo,
+        &["web=apps/web"],
+        &["--retry-backoff", "200ms", "--hook-time", "200ms"],
+    );
+    sb.wait_app("web", T, |a| {
+        a["status"]["operationState"]["phase"] == "Failed"
+            && a["status"]["operationState"]["syncResult"]["revision"] == broken.as_str()
+    });
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1.0\n\n{}", trailer("web", "60", "arm")),
+    );
+    let w = wd.wait_state(&c, "FAIL", T);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("PostSync hook failed")
+            && reason.contains("no evidence that this commit broke the app: before this commit's sync the app was not clean at revision")
+            && reason.contains("its last sync operation ended Failed"),
+        "{reason}"
+    );
+    assert_eq!(repo.remote_tip(), c, "nothing pushed");
+}
+
+/// An app OutOfSync for good — automated prune off, a resource removed from git still live —
+/// is no clean before: a good image bump is not reverted for "OutOfSync".
+fn an_app_out_of_sync_for_good_gets_no_commit_reverted() {
+    let repo = Repo::new();
+    repo.write("apps/web/config.yaml", &config_map("1"));
+    repo.commit_push("web: a config map");
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    repo.git(&["rm", "-q", "apps/web/config.yaml"]);
+    let left = repo.commit_push("web: the config map is no longer needed");
+    sb.wait_app("web", T, |a| {
+        a["status"]["sync"]["status"] == "OutOfSync"
+            && a["status"]["sync"]["revision"] == left.as_str()
+    });
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1.0\n\n{}", trailer("web", "4", "arm")),
+    );
+    let w = wd.wait_state(&c, "FAIL", T);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("sync status is OutOfSync")
+            && reason.contains("was not clean at revision")
+            && reason.contains("(sync status OutOfSync)"),
+        "{reason}"
+    );
+    assert_eq!(repo.remote_tip(), c, "nothing pushed");
+}
+
+on_every_argocd_version!(
+    one_sync_deploying_two_commits_to_the_app_reverts_neither,
+    one_sync_that_also_deployed_another_apps_commit_still_reverts,
+    a_fix_forward_greenlight_had_not_fetched_stops_the_revert,
+    a_post_sync_check_already_failing_is_no_evidence_against_the_next_commit,
+    an_app_out_of_sync_for_good_gets_no_commit_reverted,
+);
