@@ -558,15 +558,22 @@ fn decode_items(body: &[u8]) -> Result<Vec<Result<Application, ItemError>>, Deco
             f.write_str("an application list object")
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Items, A::Error> {
-            let mut items = Vec::new();
+            let mut items = None;
             while let Some(key) = map.next_key::<String>()? {
                 if key == "items" {
-                    items = map.next_value_seed(ItemsSeed)?;
+                    items = Some(map.next_value_seed(ItemsSeed)?);
                 } else {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
-            Ok(items)
+            // Argo CD always writes `items` (`null` when there are none): a body without it is
+            // not an Application list (a proxy's answer, another server), and taking it as
+            // "no applications" would make every app absent.
+            items.ok_or_else(|| {
+                serde::de::Error::custom(
+                    "no `items` field: this is not an Application list, so it says nothing about which applications exist",
+                )
+            })
         }
     }
 

@@ -232,12 +232,14 @@ impl Worker {
         let ns = app.namespace.clone().unwrap_or_default();
         match self.client.get(&ns, &app.name).await {
             Ok(Some(a)) => self.deliver(&a, Origin::Read(ticket)).await,
+            // A 404 is no proof either: an ingress's default backend answers it while Argo CD's
+            // server rolls out. Like a 403, the listing decides.
             Ok(None) => {
-                self.send(SourceMsg::Absent {
-                    app,
-                    origin: Origin::Read(ticket),
-                })
-                .await
+                let why = format!(
+                    "Application {app} answered 404: absent, or the answer did not come from Argo CD's API (an ingress's default backend during a rollout); a listing decides whether it exists"
+                );
+                self.send(SourceMsg::Problem(Problem::AbsentOrForbidden { app, why }))
+                    .await
             }
             Err(e) if e.http_status() == Some(403) => {
                 let why = format!(

@@ -309,6 +309,23 @@ async fn list_with_null_items_is_empty() {
     assert!(client.list().await.unwrap().is_empty());
 }
 
+/// A body without `items` (`{}`, a proxy's answer) is not an Application list: an error naming
+/// the field, never "no applications" (which would make every watched app absent).
+#[tokio::test]
+async fn a_list_body_without_items_is_refused() {
+    provider();
+    let app = Router::new().route(
+        "/api/v1/applications",
+        get(|| async { ([(header::CONTENT_TYPE, "application/json")], "{}") }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let client = ArgoClient::new(&format!("http://{addr}"), None).unwrap();
+    let err = client.list().await.unwrap_err().to_string();
+    assert!(err.contains("no `items` field"), "{err}");
+}
+
 #[tokio::test]
 async fn get_finds_an_app_and_404_is_none() {
     let (fake, base, client) = setup().await;

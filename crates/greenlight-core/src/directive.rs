@@ -153,12 +153,19 @@ impl Directive {
         })
     }
 
-    /// The canonical trailer text for this directive.
+    /// The canonical trailer text for this directive. The deadline is written exactly (`900s`,
+    /// or `1234ms` when it is no whole number of seconds), so the trailer parser reads back the
+    /// very deadline that was given: a rounded one (`0.0s` for 49 ms) would be refused or
+    /// changed.
     pub fn render(&self) -> String {
+        let deadline = if self.deadline_ms % 1000 == 0 {
+            human_duration(self.deadline_ms)
+        } else {
+            format!("{}ms", self.deadline_ms)
+        };
         format!(
-            "app={} deadline={} mode={} expect={}",
+            "app={} deadline={deadline} mode={} expect={}",
             self.app,
-            human_duration(self.deadline_ms),
             self.mode.as_str(),
             self.expect
         )
@@ -208,6 +215,23 @@ pub fn directives_in(message: &str, key: &str) -> Vec<Result<Directive, Directiv
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whatever deadline a directive holds, its trailer reads back as the same deadline.
+    #[test]
+    fn a_rendered_trailer_reads_back_as_the_same_deadline() {
+        for ms in [
+            1, 49, 50, 999, 1000, 1234, 1500, 60_000, 900_000, 86_400_001,
+        ] {
+            let d = Directive {
+                app: parse_app("web").unwrap(),
+                deadline_ms: ms,
+                mode: Mode::Arm,
+                expect: "Healthy".into(),
+            };
+            let back = Directive::parse(DEFAULT_TRAILER_KEY, &d.render()).unwrap();
+            assert_eq!(back.deadline_ms, ms, "{}", d.render());
+        }
+    }
 
     #[test]
     fn full_and_default_fields() {

@@ -84,6 +84,36 @@ pub struct CommitInfo {
     pub message: String,
     /// Files changed against the first parent (every file for a root commit).
     pub changed_paths: Vec<String>,
+    /// For a merge: the parent that was the branch's tip side before it, when greenlight could
+    /// tell (the one parent that contains the tip it recorded before the fetch that brought
+    /// the merge). A `git pull --no-rebase` merge has the developer's commit first, so this is
+    /// not always the first parent (`docs/verdicts.md#evidence`). `None` for a commit with one
+    /// parent, and for a merge whose side greenlight could not tell.
+    #[serde(default)]
+    pub mainline: Option<CommitId>,
+}
+
+impl CommitInfo {
+    /// The parents a merge brings into the branch: all but the mainline, or, with the mainline
+    /// unknown, all but the first (git's own default).
+    pub fn brought_parents(&self) -> Vec<&CommitId> {
+        match &self.mainline {
+            Some(m) => self.parents.iter().filter(|p| *p != m).collect(),
+            None => self.parents.iter().skip(1).collect(),
+        }
+    }
+
+    /// The parents, the mainline first.
+    fn parents_mainline_first(&self) -> Vec<CommitId> {
+        let mut parents = self.parents.clone();
+        if let Some(m) = &self.mainline
+            && let Some(i) = parents.iter().position(|p| p == m)
+        {
+            let m = parents.remove(i);
+            parents.insert(0, m);
+        }
+        parents
+    }
 }
 
 /// Answers to ancestry questions: `(commit, revision) → commit is revision or an ancestor of it`.
@@ -126,6 +156,15 @@ pub struct RevertRequest {
     /// and that the judge has not heard of stops the revert (`docs/verdicts.md#evidence`,
     /// nothing newer decided it).
     pub hold_on: SourcePaths,
+    /// For a merge: the parent that was the branch, whose side the revert keeps (`-m` names
+    /// it). `None`: git's default, the first parent.
+    #[serde(default)]
+    pub mainline: Option<CommitId>,
+    /// The newest commit the judge had heard of when it decided: only commits after it are
+    /// news that can stop the revert. `None` (a revert issued again after a restart): every
+    /// commit after the reverted one is.
+    #[serde(default)]
+    pub known_tip: Option<CommitId>,
 }
 
 /// What the revert executor reports back.
@@ -234,6 +273,9 @@ pub struct Engine {
     idle: BTreeMap<AppKey, Vec<Idle>>,
     /// The commits that arrived on the branch, oldest first (at most [`ARRIVED_KEPT`]).
     arrived: VecDeque<Arrived>,
+    /// The branch's tip when greenlight started following it: every commit before the
+    /// arrived ones is in it.
+    known_tip: Option<CommitId>,
     /// The namespaces each Application name was seen in: a bare trailer name that matches
     /// more than one is ambiguous.
     namespaces: BTreeMap<String, BTreeSet<String>>,
@@ -255,6 +297,7 @@ impl Engine {
             confirmed_behind_reverts: Vec::new(),
             idle: BTreeMap::new(),
             arrived: VecDeque::new(),
+            known_tip: None,
             namespaces: BTreeMap::new(),
         }
     }
@@ -265,6 +308,12 @@ impl Engine {
     pub fn with_finished_ids(mut self, ids: BTreeSet<String>) -> Engine {
         self.finished_ids = ids;
         self
+    }
+
+    /// The branch's tip from which commits are handed over as they arrive: every commit that
+    /// does not arrive is in it (`docs/verdicts.md#evidence`, the batch).
+    pub fn known_tip(&mut self, tip: CommitId) {
+        self.known_tip = Some(tip);
     }
 
     pub fn config(&self) -> &JudgeConfig {
@@ -349,7 +398,7 @@ impl Engine {
             if w.commit == commit.sha {
                 continue; // a re-delivered watched merge is not a later commit of itself
             }
-            for p in &commit.parents[1..] {
+            for p in commit.brought_parents() {
                 // Equality needs no git: `Ancestry::contains` answers it.
                 if *p != w.commit {
                     q.push((w.commit.to_string(), p.to_string()));
@@ -373,7 +422,7 @@ impl Engine {
         if !self.arrived.iter().any(|a| a.sha == commit.sha) {
             self.arrived.push_back(Arrived {
                 sha: commit.sha.clone(),
-                parents: commit.parents.clone(),
+                parents: commit.parents_mainline_first(),
                 changed_paths: commit.changed_paths.clone(),
             });
             if self.arrived.len() > ARRIVED_KEPT {
@@ -392,15 +441,25 @@ impl Engine {
             if !w.is_live() || w.commit == commit.sha {
                 continue;
             }
+            // A merge that brings the watched commit itself (a `git pull` merge of the
+            // developer's commit) is no later change to it.
             if commit.parents.len() > 1
-                && commit.parents[1..]
+                && commit
+                    .brought_parents()
                     .iter()
                     .any(|p| ancestry.contains(w.commit.as_str(), p.as_str()))
             {
                 continue;
             }
             if reverted.as_ref() == Some(&w.commit) {
-                out.extend(self.reverted_by_human(i, &commit.sha, now));
+                if crate::trailer::is_greenlight_revert(&commit.message) {
+                    let why = NotReached::RevertedForAnotherApp {
+                        revert: commit.sha.clone(),
+                    };
+                    out.push(self.finish(i, Verdict::NotReached(why), EventKind::NotReached, now));
+                } else {
+                    out.extend(self.reverted_by_human(i, &commit.sha, now));
+                }
                 continue;
             }
             self.watches[i].later_commit(LaterCommit {
@@ -507,7 +566,7 @@ impl Engine {
         let before = match found {
             Some(s) => self.before_seen(
                 &commit.sha,
-                Some(&commit.parents),
+                Some(&commit.parents_mainline_first()),
                 &s.revision,
                 s.health,
                 s.unclean,
@@ -645,10 +704,13 @@ impl Engine {
     }
 
     /// The commits between `base` and `commit` (both excluded) as the arrived commits tell
-    /// them: the first parent of `commit` (a merge's other parents bring the merge's own change)
-    /// and then every parent are followed back to `base`; a commit that arrived before `base`
-    /// did is in it. `None` when a parent on the way is not known (it came before
-    /// greenlight's first fetch, or too long ago), or there are more than [`BATCH_LIMIT`].
+    /// them: the mainline of `commit` (a merge's other parents bring the merge's own change)
+    /// and then every parent are followed back to `base`. A commit that arrived before `base`
+    /// did is in it, and so is one that never arrived (it was on the branch before greenlight
+    /// followed it, or arrived too long ago to be kept) — when `base` is known to be at least
+    /// that far: it arrived itself, or it is the tip greenlight started from. `None` when it
+    /// is not (`base` is older: what lies between is not known), or there are more than
+    /// [`BATCH_LIMIT`].
     fn batch_between(
         &self,
         base: &str,
@@ -669,8 +731,13 @@ impl Engine {
                 .clone(),
         };
         let base_at = position(base);
-        // A watched merge's other parents bring what the merge is: only its first parent leads
-        // back along the branch to the baseline.
+        let base_covers_the_unknown = base_at.is_some()
+            || self
+                .known_tip
+                .as_ref()
+                .is_some_and(|t| t.as_str().eq_ignore_ascii_case(base));
+        // A watched merge's other parents bring what the merge is: only its mainline (first in
+        // `parents`) leads back along the branch to the baseline.
         let mut stack: Vec<CommitId> = parents.into_iter().take(1).collect();
         let mut seen = BTreeSet::new();
         let mut found = Vec::new();
@@ -678,7 +745,12 @@ impl Engine {
             if p.as_str().eq_ignore_ascii_case(base) || !seen.insert(p.clone()) {
                 continue;
             }
-            let at = position(p.as_str())?;
+            let Some(at) = position(p.as_str()) else {
+                if base_covers_the_unknown {
+                    continue;
+                }
+                return None;
+            };
             if base_at.is_some_and(|b| at < b) {
                 continue;
             }
@@ -711,6 +783,11 @@ impl Engine {
         }
         if b.before == Before::Unknown {
             return Some(NoEvidence::NoBaseline);
+        }
+        if b.merge_side == Some(crate::watch::MergeSide::Unknown) {
+            return Some(NoEvidence::MergeSideUnknown {
+                commit: w.commit.clone(),
+            });
         }
         if let Some(why) = &b.unclean {
             return Some(NoEvidence::NotClean {
@@ -856,9 +933,12 @@ impl Engine {
         for i in 0..self.watches.len() {
             let w = &self.watches[i];
             // An observation after `now` already says more than this vouching could.
+            // A reached app last found absent is not vouched for: nothing of it is being
+            // observed (`docs/verdicts.md#streak-breaks`).
             if !w.is_live()
                 || !w.app.matches(&app.namespace, &app.name)
                 || w.last_observed_at().is_none_or(|t| t > now)
+                || (w.state() == State::Judging && w.app_absent_since().is_some())
             {
                 continue;
             }
@@ -1025,6 +1105,39 @@ impl Engine {
     fn observe_absent(&mut self, i: usize, now: Timestamp) -> Vec<Effect> {
         let mut out = Vec::new();
         self.dirty.insert(i);
+        // After reach, an app that cannot be seen has not been shown gone: a read answering 404
+        // for a moment, a token that lost access, a listing that misspoke. The time is
+        // unobserved — a deadline in it is INCONCLUSIVE — and even a real deletion is no
+        // evidence against the commit (`docs/verdicts.md#not-reached`): the unknown-app grace
+        // ends such a watch unwatchable, never reverted.
+        if self.watches[i].state() == State::Judging {
+            let w = &self.watches[i];
+            // A streak under way at the deadline that goes unseen cannot complete: inconclusive.
+            if w.deadline_passed()
+                && (w.healthy_since().is_some() || w.streak_paused_at().is_some())
+            {
+                let why = Inconclusive::StreakWentStale {
+                    last_observed: w.last_observed_at(),
+                    stale_after_ms: self.config.stale_after_ms,
+                };
+                return vec![self.inconclusive(i, why, now)];
+            }
+            // No healthy time is counted across a span nobody saw: a streak starts again when
+            // the app is seen healthy again.
+            if self.watches[i].streak_broke() {
+                let msg = Message::StreakBroken(StreakBreak::Disappeared);
+                out.push(self.emit(i, EventKind::HealthyStreakBroken, msg, now));
+            }
+            if self.watches[i].absent(now) {
+                let msg = Message::AppNotFound {
+                    app: self.watches[i].app.clone(),
+                    grace_ms: self.config.unknown_app_grace_ms,
+                };
+                out.push(self.emit(i, EventKind::AppNotFound, msg, now));
+            }
+            out.extend(self.decide(i, now));
+            return out;
+        }
         let w = &mut self.watches[i];
         w.observed(now);
         w.saw(Seen {
@@ -1674,7 +1787,14 @@ impl Engine {
             }));
             return out;
         }
-        let request = revert_request(&self.watches[i], &failure);
+        let request = RevertRequest {
+            known_tip: self
+                .arrived
+                .back()
+                .map(|a| a.sha.clone())
+                .or_else(|| self.known_tip.clone()),
+            ..revert_request(&self.watches[i], &failure)
+        };
         self.watches[i].revert_requested(failure.clone(), now);
         let ev = self.emit(i, EventKind::Failed, Message::Reverting(failure), now);
         vec![ev, Effect::Revert(request)]
@@ -1710,6 +1830,11 @@ fn revert_request(w: &Watch, failure: &Failure) -> RevertRequest {
         app: w.app.to_string(),
         reason: revert_commit_reason(failure, &w.app),
         reissued: false,
+        mainline: match &w.baseline().merge_side {
+            Some(crate::watch::MergeSide::Mainline(p)) => Some(p.clone()),
+            _ => None,
+        },
+        known_tip: None,
         hold_on: w
             .source_paths()
             .cloned()

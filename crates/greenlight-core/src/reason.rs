@@ -96,6 +96,8 @@ pub enum NoEvidence {
     },
     /// Commits that changed the app landed after the verdict, before the revert was pushed.
     Superseded { app: AppRef, newer: Vec<CommitId> },
+    /// A watched merge whose branch side greenlight could not tell.
+    MergeSideUnknown { commit: CommitId },
     /// Words read back from a state file.
     Recorded(String),
 }
@@ -121,6 +123,9 @@ impl NoEvidence {
         };
         let mut candidates = vec![
             NoEvidence::NoBaseline,
+            NoEvidence::MergeSideUnknown {
+                commit: rec.commit.clone(),
+            },
             NoEvidence::BatchUnknown {
                 revision: b.revision.clone(),
             },
@@ -140,8 +145,8 @@ impl NoEvidence {
                 suspects,
             });
         }
-        if let Some(newer) = between("newer commit(s) ", " changed app ")
-            .and_then(|l| named(&l, rec.later_commits))
+        if let Some(newer) =
+            between("newer commit(s) ", " changed app ").and_then(|l| named(&l, rec.later_commits))
         {
             candidates.push(NoEvidence::Superseded {
                 app: rec.app.clone(),
@@ -203,6 +208,11 @@ impl fmt::Display for NoEvidence {
                 "{NO_EVIDENCE} any more: newer commit(s) {} changed app {app}'s source paths after the verdict, before the revert was pushed (a fix-forward, or a change Argo CD may have synced since); not reverted",
                 shorts(newer)
             ),
+            NoEvidence::MergeSideUnknown { commit } => write!(
+                f,
+                "{NO_EVIDENCE}: {} is a merge and greenlight could not tell which parent was the branch before it (no tip it recorded is in only one of them), so a revert could undo the wrong side; not reverted",
+                commit.short()
+            ),
             NoEvidence::Recorded(text) => f.write_str(text),
         }
     }
@@ -255,6 +265,12 @@ pub enum NotReached {
     /// was force-pushed back past it, or the app was rolled back): it is no longer in effect.
     Withdrawn {
         revision: String,
+    },
+    /// greenlight's own revert of the commit, pushed for another app's failure, landed before a
+    /// verdict on this app: it is no longer in effect, and nothing was judged here (a shadow
+    /// watch's record must not read as a human's revert).
+    RevertedForAnotherApp {
+        revert: CommitId,
     },
 }
 
@@ -695,6 +711,10 @@ impl fmt::Display for NotReached {
             NotReached::Withdrawn { revision } => write!(
                 f,
                 "withdrawn: revision {revision} does not contain it (Argo CD deployed it after reach: the branch moved back past the commit, or the app was rolled back); the commit is no longer in effect, nothing reverted"
+            ),
+            NotReached::RevertedForAnotherApp { revert } => write!(
+                f,
+                "withdrawn by greenlight: its revert {revert} of this commit, pushed for another app's failure, landed before a verdict on this app; the commit is no longer in effect, and this app's watch says nothing for or against it"
             ),
         }
     }
@@ -1343,6 +1363,14 @@ fn retype_not_reached(text: &str, rec: &Recorded<'_>) -> Vec<Verdict> {
     {
         out.push(Verdict::NotReached(NotReached::Withdrawn {
             revision: revision.to_string(),
+        }));
+    }
+    if let Some(rest) = text.strip_prefix("withdrawn by greenlight: its revert ")
+        && let Some((revert, _)) = rest.split_once(' ')
+        && let Ok(revert) = CommitId::parse(revert)
+    {
+        out.push(Verdict::NotReached(NotReached::RevertedForAnotherApp {
+            revert,
         }));
     }
     out

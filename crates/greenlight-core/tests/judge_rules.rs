@@ -925,14 +925,24 @@ fn a_gap_of_exactly_stale_after_keeps_the_streak() {
     assert_eq!(h.watch(&w).healthy_since(), Some(t(10)));
 }
 
+/// An app that disappears after reach is unobserved from then on: its streak neither breaks nor
+/// counts on, and at the end of the unknown-app grace the watch is unwatchable, never reverted.
 #[test]
-fn an_app_disappearing_breaks_the_streak() {
-    let (mut h, w) = started("deadline=600");
+fn an_app_disappearing_after_reach_is_unobserved_then_unwatchable() {
+    let (mut h, w) = started("deadline=600 mode=arm");
     let s = reach(&mut h, &w, 10, Health::Healthy);
     h.observe(&s, t(20));
     let out = h.absent("web", t(30));
-    assert!(kinds(&out).contains(&K::HealthyStreakBroken));
-    assert_eq!(h.watch(&w).healthy_since(), None);
+    assert_eq!(kinds(&out), vec![K::HealthyStreakBroken, K::AppNotFound]);
+    assert!(h.tick(t(89)).is_empty());
+    assert_eq!(
+        h.state(&w),
+        State::Judging,
+        "not confirmed on unobserved time"
+    );
+    let out = h.tick(t(90));
+    assert_eq!(kinds(&out), vec![K::Unwatchable]);
+    no_reverts(&h);
 }
 
 // ------------------------------------------------------------ deadline (docs/verdicts.md#deadline)
@@ -3019,6 +3029,7 @@ fn a_watched_merges_side_branch_is_its_own_change_not_a_suspect() {
     let mut merge = watched(2, "web", "deadline=60 mode=arm");
     let base = side.parents[0].clone();
     merge.parents = vec![base.clone(), side.sha.clone()];
+    merge.mainline = Some(base.clone());
     h.arrive(&side, t(0));
     h.arrive(&merge, t(0));
     let before = Snap::new("web").via_synced_revision(base.as_str());
@@ -3045,4 +3056,194 @@ fn a_revert_greenlight_made_is_never_watched() {
     let out = h.arrive(&c, t(0));
     assert!(out.is_empty(), "{out:?}");
     assert!(h.engine.watches().is_empty());
+}
+
+// ----- faults are no evidence -----
+
+/// An app that cannot be seen after reach (a read answering 404 for a moment, a token that lost
+/// access) has not been shown deleted: the time is unobserved, and a deadline in it is
+/// INCONCLUSIVE, never a FAIL and never a revert.
+#[test]
+fn an_app_absent_after_reach_is_unobserved_not_a_failure() {
+    let mut h = Harness::new(config());
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    h.arrive(&c, t(0));
+    reach(&mut h, &c.sha, 1, Health::Progressing);
+    for s in [35, 45, 55, 59] {
+        h.absent("web", t(s));
+    }
+    let out = h.tick(t(61));
+    assert_eq!(h.state(&c.sha), State::Inconclusive, "{out:?}");
+    no_reverts(&h);
+}
+
+/// A healthy streak with the app missing from one answer in between: no healthy time is
+/// counted across what nobody saw (the streak starts again when the app is back, and nothing
+/// vouches for an app last found absent), and the absence is no failure.
+#[test]
+fn a_moment_of_absence_inside_a_healthy_streak_counts_no_unseen_time() {
+    let mut h = Harness::new(config());
+    let c = watched(1, "web", "deadline=600 mode=arm");
+    h.arrive(&c, t(0));
+    let s = reach(&mut h, &c.sha, 10, Health::Healthy);
+    h.observe(&s, t(20));
+    h.absent("web", t(21));
+    assert!(h.engine.vouch(&s.snap().key(), t(40)).is_empty());
+    let out = h.observe_every(&s, 22, 140, 10);
+    assert!(!kinds(&out).contains(&K::Confirmed), "{out:?}");
+    let out = h.observe_every(&s, 142, 150, 2);
+    assert!(kinds(&out).contains(&K::Confirmed), "{out:?}");
+    assert!(h.watch(&c.sha).healthy_since() >= Some(t(22)) || h.state(&c.sha) == State::Confirmed);
+    no_reverts(&h);
+}
+
+/// After the deadline, a streak under way that goes unseen is INCONCLUSIVE at once.
+#[test]
+fn an_absence_during_the_streak_after_the_deadline_is_inconclusive() {
+    let mut h = Harness::new(config());
+    let c = watched(1, "web", "deadline=30 mode=arm");
+    h.arrive(&c, t(0));
+    let s = reach(&mut h, &c.sha, 1, Health::Healthy);
+    h.observe_every(&s, 10, 40, 10);
+    assert_eq!(h.state(&c.sha), State::Judging);
+    h.absent("web", t(45));
+    assert_eq!(h.state(&c.sha), State::Inconclusive);
+    no_reverts(&h);
+}
+
+// ----- the right side of a merge -----
+
+/// A `git pull --no-rebase` merge has the developer's commit D first and the branch's tip G
+/// second. Watched on the merge: the revert keeps G's side (`mainline`), and the baseline at G
+/// leaves nothing else in the batch.
+#[test]
+fn a_pull_merges_revert_keeps_the_branchs_side() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let g = plain(1, &["apps/web/config.yaml"]);
+    let d = plain(2, &["apps/web/deploy.yaml"]);
+    let mut m = watched(3, "web", "deadline=60 mode=arm");
+    m.parents = vec![d.sha.clone(), g.sha.clone()];
+    m.mainline = Some(g.sha.clone());
+    h.arrive(&g, t(0));
+    h.arrive(&d, t(0));
+    h.arrive(&m, t(0));
+    let before = Snap::new("web").via_synced_revision(g.sha.as_str());
+    h.observe(&before, t(1));
+    let r = containing(&mut h, &m.sha, 1);
+    let s = Snap::new("web").deployed(&r).health(Health::Degraded);
+    h.observe(&s, t(2));
+    h.observe(&s, t(55));
+    let out = h.tick(t(62));
+    let req = reverts(&out).pop().expect("reverted");
+    assert_eq!(req.mainline, Some(g.sha.clone()));
+}
+
+/// Watched on the developer's commit D instead: the pull merge brings D itself, so it is no
+/// later commit of D's watch (before, the culprit escaped "attributed to a later commit").
+#[test]
+fn a_pull_merge_bringing_the_watched_commit_is_not_a_later_commit() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    // O, then G on the branch; D made on O by a developer who then pulled.
+    let o = plain(10, &["apps/web/deploy.yaml"]);
+    let mut g = plain(1, &["apps/web/config.yaml"]);
+    g.parents = vec![o.sha.clone()];
+    let mut d = watched(2, "web", "deadline=60 mode=arm");
+    d.parents = vec![o.sha.clone()];
+    let mut m = plain(3, &["apps/web/config.yaml"]);
+    m.parents = vec![d.sha.clone(), g.sha.clone()];
+    m.mainline = Some(g.sha.clone());
+    h.arrive(&o, t(0));
+    h.arrive(&g, t(0));
+    h.arrive(&d, t(0));
+    h.arrive(&m, t(0));
+    assert!(h.watch(&d.sha).later_commits().is_empty());
+    let before = Snap::new("web").via_synced_revision(g.sha.as_str());
+    let (reason, reverted) = fail_after(&mut h, &d, before);
+    assert_eq!(reverted, 1, "{reason}");
+}
+
+/// A merge whose branch side greenlight could not tell: no revert, either side could be the
+/// one a revert would undo.
+#[test]
+fn a_merge_whose_side_is_unknown_is_not_reverted() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let side = plain(1, &["apps/other/deploy.yaml"]);
+    let mut m = watched(2, "web", "deadline=60 mode=arm");
+    let base = side.parents[0].clone();
+    m.parents = vec![base.clone(), side.sha.clone()];
+    m.mainline = None;
+    h.arrive(&side, t(0));
+    h.arrive(&m, t(0));
+    let before = Snap::new("web").via_synced_revision(base.as_str());
+    let (reason, reverted) = fail_after(&mut h, &m, before);
+    assert_eq!(reverted, 0, "{reason}");
+    assert!(
+        reason.contains("is a merge and greenlight could not tell which parent was the branch"),
+        "{reason}"
+    );
+}
+
+/// The baseline at the tip greenlight started from: commits that never arrived are older than
+/// it, so they are in it, and the batch is known.
+#[test]
+fn a_baseline_at_the_tip_greenlight_started_from_covers_what_never_arrived() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let start = commit_id(50);
+    h.engine.known_tip(start.clone());
+    // D was made on an older commit than the start tip, and arrives later.
+    let d = watched(1, "web", "deadline=60 mode=arm");
+    h.arrive(&d, t(0));
+    let before = Snap::new("web").via_synced_revision(start.as_str());
+    let (reason, reverted) = fail_after(&mut h, &d, before);
+    assert_eq!(reverted, 1, "{reason}");
+}
+
+/// One commit armed for web and shadow for api: greenlight's revert for web lands while api's
+/// watch still judges. api's record says greenlight withdrew the commit — not a human's revert,
+/// not a failure of api (a shadow track record stays clean).
+#[test]
+fn greenlights_revert_for_another_app_withdraws_the_commit_without_a_verdict_on_this_one() {
+    let mut h = Harness::new(config());
+    let c = commit(
+        1,
+        &message(
+            "change web and api",
+            &[
+                "Nav-Watchdog: app=web deadline=60 mode=arm",
+                "Nav-Watchdog: app=api deadline=600 mode=shadow",
+            ],
+        ),
+        &["apps/web/deploy.yaml", "apps/api/deploy.yaml"],
+    );
+    h.arrive(&c, t(0));
+    let revert = commit(
+        9,
+        &message(
+            "Revert \"change web and api\"",
+            &[&format!("Greenlight-Revert-Of: {}", c.sha)],
+        )
+        .replace(
+            "some explanation of the change",
+            &format!("This reverts commit {}.", c.sha),
+        ),
+        &["apps/web/deploy.yaml", "apps/api/deploy.yaml"],
+    );
+    let out = h.arrive(&revert, t(10));
+    assert_eq!(kinds(&out), vec![K::NotReached, K::NotReached], "{out:?}");
+    for w in h.engine.watches() {
+        assert_eq!(w.state(), State::NotReached);
+        assert!(
+            w.reason().to_string().starts_with(&format!(
+                "withdrawn by greenlight: its revert {} of this commit",
+                revert.sha
+            )),
+            "{}",
+            w.reason()
+        );
+    }
+    no_reverts(&h);
 }

@@ -138,6 +138,9 @@ struct Delivery {
     glimpse: bool,
     /// The spec version the delivery showed (observations only).
     spec_version: u32,
+    /// A clean before, as the evidence standard defines it: Synced, no operation running, the
+    /// last operation (hooks included) Succeeded or none.
+    clean: bool,
 }
 
 /// Invariants beyond the first set, each of which once caught a bug in the judge; kept as
@@ -181,6 +184,8 @@ struct Sim {
     /// The branch's commits in order; index = position. Linear first-parent history.
     hist: Vec<String>,
     index: HashMap<String, usize>,
+    /// The files each commit changed, by sha.
+    changed: HashMap<String, Vec<String>>,
     /// Extra ancestry facts (side branches of merges).
     side: BTreeSet<(String, String)>,
     apps: Vec<AppModel>,
@@ -231,6 +236,10 @@ struct Counters {
     withdrawals: u64,
     /// Watches ended NOT_REACHED because their commit was withdrawn.
     withdrawn: u64,
+    /// Watches ended NOT_REACHED because greenlight's revert for another app withdrew it.
+    withdrawn_by_greenlight: u64,
+    /// FAILs not reverted for want of evidence (docs/verdicts.md#evidence).
+    no_evidence: u64,
     /// FAILs not reverted because the commit was not shown to be at fault.
     not_at_fault: u64,
     /// Verdicts on a failed PostSync hook of an applied commit.
@@ -305,6 +314,7 @@ impl Sim {
             engine,
             now: ts(0),
             hist: vec![base],
+            changed: HashMap::new(),
             index,
             side: BTreeSet::new(),
             apps,
@@ -371,6 +381,8 @@ impl Sim {
 
     fn push_commit(&mut self, c: CommitInfo) {
         self.index.insert(c.sha.to_string(), self.hist.len());
+        self.changed
+            .insert(c.sha.to_string(), c.changed_paths.clone());
         self.hist.push(c.sha.to_string());
         let q = self.engine.arrival_questions(&c);
         let anc = self.answer(q);
@@ -488,6 +500,7 @@ impl Sim {
             subject: format!("change {app}"),
             message,
             changed_paths: paths,
+            mainline: None,
         });
     }
 
@@ -505,6 +518,7 @@ impl Sim {
             subject: "tweak".into(),
             message: "tweak\n\nno trailer here\n".into(),
             changed_paths: paths,
+            mainline: None,
         });
     }
 
@@ -530,6 +544,7 @@ impl Sim {
             subject: "Merge branch 'feature'".into(),
             message: "Merge branch 'feature'\n".into(),
             changed_paths: paths,
+            mainline: None,
         });
     }
 
@@ -556,6 +571,7 @@ impl Sim {
             subject: "Revert \"change\"".into(),
             message: format!("Revert \"change\"\n\nThis reverts commit {target}.\n"),
             changed_paths: vec![format!("apps/{app}/deploy.yaml")],
+            mainline: None,
         });
     }
 
@@ -803,6 +819,7 @@ impl Sim {
             return;
         }
         self.delivered.insert(a.name, self.stream_gen);
+        let snap = self.snapshot(&a);
         self.deliveries.entry(a.name).or_default().push(Delivery {
             at: now,
             idle: a.op_phase != Some("Running"),
@@ -812,8 +829,8 @@ impl Sim {
             compared: a.sync_revision_index(),
             glimpse: false,
             spec_version: a.spec_version,
+            clean: clean_before(&snap),
         });
-        let snap = self.snapshot(&a);
         let q = self.engine.reach_questions(&snap);
         let anc = self.answer(q);
         self.trace.push(format!(
@@ -907,6 +924,48 @@ impl Sim {
         before.is_some_and(|d| d.healthy_app) || healthy_after
     }
 
+    /// The oracle of the evidence standard (docs/verdicts.md#evidence), from the model's own
+    /// history: a revert needs the app's last idle delivery before reach at a revision without
+    /// the commit to be clean, and no commit between that revision and the watched one to
+    /// have changed the app. `None` when the evidence is there.
+    fn evidence_missing(&self, w: &Watch) -> Option<&'static str> {
+        let k = self.index.get(w.commit.as_str()).copied()?;
+        let Some(reached) = w.reached_at() else {
+            return Some("never reached");
+        };
+        let log = self
+            .deliveries
+            .get(w.app.name.as_str())
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let Some(before) = log
+            .iter()
+            .rev()
+            .find(|d| d.at < reached && d.idle && d.compared.is_none_or(|i| i < k))
+        else {
+            return Some("no clean before: never delivered idle before the sync");
+        };
+        if !before.clean {
+            return Some("no clean before: the app was not Synced with its last sync Succeeded");
+        }
+        let Some(ib) = before.compared else {
+            return Some("a baseline at no revision: the batch is unknown");
+        };
+        let app = self.apps.iter().find(|a| a.name == w.app.name)?;
+        let touches = |sha: &String| match &app.paths {
+            SourcePaths::Unknown { .. } => true,
+            SourcePaths::Known(ps) => self.changed.get(sha).is_some_and(|files| {
+                files
+                    .iter()
+                    .any(|f| ps.iter().any(|p| f.starts_with(&format!("{p}/"))))
+            }),
+        };
+        if self.hist[ib + 1..k].iter().any(touches) {
+            return Some("another commit of the same sync changed the app");
+        }
+        None
+    }
+
     /// The stream shows an app no live watch follows.
     fn glimpse_app(&mut self, i: usize) {
         self.evolve(i);
@@ -931,6 +990,7 @@ impl Sim {
             compared: a.sync_revision_index(),
             glimpse: true,
             spec_version: 0,
+            clean: clean_before(&snap),
         });
         self.trace.push(format!(
             "{} glimpse {} health={:?} running={} deployed={:?}",
@@ -1104,11 +1164,13 @@ impl Sim {
                 sha: w.revert_commit().cloned().unwrap(),
                 parents: vec![cid(self.hist.last().unwrap())],
                 subject: format!("Revert \"{}\"", w.subject),
+                // As greenlight writes it: git's words, the reason, its own trailer last.
                 message: format!(
-                    "Revert \"{}\"\n\nThis reverts commit {}.\n\ngreenlight: judged FAIL\n",
-                    w.subject, w.commit
+                    "Revert \"{}\"\n\nThis reverts commit {}.\n\ngreenlight: judged FAIL\n\nGreenlight-Revert-Of: {}\n",
+                    w.subject, w.commit, w.commit
                 ),
                 changed_paths: vec![format!("apps/{}/deploy.yaml", w.app.name)],
+                mainline: None,
             };
             self.push_commit(c);
         }
@@ -1376,6 +1438,8 @@ impl Sim {
                 Some("streak paused by a transient state after the deadline")
             } else if !resuming && !self.fault_shown(w) {
                 Some("never healthy after reach on an app that was not Healthy before its sync")
+            } else if !resuming && let Some(why) = self.evidence_missing(w) {
+                Some(why)
             } else {
                 None
             };
@@ -1449,7 +1513,7 @@ impl Sim {
                 // Only a commit withdrawn after its reach is NOT_REACHED with a reach time.
                 if w.state() == State::NotReached
                     && w.reached_at().is_some()
-                    && !w.reason().to_string().starts_with("withdrawn:")
+                    && !w.reason().to_string().starts_with("withdrawn")
                 {
                     self.fail("NOT_REACHED with a reach time");
                 }
@@ -1666,6 +1730,12 @@ impl Sim {
                     let vouched_through_d = seen
                         .and_then(|v| v.iter().find(|s| s.at >= d))
                         .is_some_and(|s| s.vouched);
+                    // After reach, an app last observed absent is unobserved: nothing vouches
+                    // for it (docs/verdicts.md#streak-breaks).
+                    let absent_after_reach = w.reached_at().is_some()
+                        && seen
+                            .and_then(|v| v.iter().rev().find(|s| !s.vouched && s.at < d))
+                            .is_some_and(|s| s.health.is_none());
                     // Only the watch's own observations count: one made before it started is
                     // nothing the stream can vouch for on its behalf.
                     // A vouching vouches only for a state actually observed before it.
@@ -1673,7 +1743,7 @@ impl Sim {
                         v.iter()
                             .any(|s| !s.vouched && s.at < d && s.at >= w.watch_started_at)
                     });
-                    if d <= now && vouched_through_d && before_d {
+                    if d <= now && vouched_through_d && before_d && !absent_after_reach {
                         self.fail(&format!(
                             "INCONCLUSIVE for {} although the stream vouched for its deadline {d:?}",
                             w.id
@@ -1681,8 +1751,13 @@ impl Sim {
                     }
                     None
                 }
-                // A withdrawn commit ends at once, on the observation that shows it.
-                EventKind::NotReached if moved && !ev.message.starts_with("withdrawn:") => {
+                // A withdrawn commit ends at once, on the observation that shows it, and so
+                // does one greenlight's own revert for another app withdrew.
+                EventKind::NotReached
+                    if moved
+                        && !ev.message.starts_with("withdrawn:")
+                        && !ev.message.starts_with("withdrawn by greenlight:") =>
+                {
                     Some(reach_deadline)
                 }
                 // A failed PostSync hook fails at once, on the observation that shows it.
@@ -1939,6 +2014,12 @@ fn run(seed: u64, steps: usize, strict: Strict) -> Counters {
         if reason.starts_with("withdrawn:") {
             sim.counters.withdrawn += 1;
         }
+        if reason.starts_with("withdrawn by greenlight:") {
+            sim.counters.withdrawn_by_greenlight += 1;
+        }
+        if reason.contains("no evidence that this commit broke the app") {
+            sim.counters.no_evidence += 1;
+        }
         if reason.contains("the streak under way at the deadline paused") {
             sim.counters.paused_confirmations += 1;
         }
@@ -2003,6 +2084,8 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         total.confirmed_beside_reverts += c.confirmed_beside_reverts;
         total.withdrawals += c.withdrawals;
         total.withdrawn += c.withdrawn;
+        total.withdrawn_by_greenlight += c.withdrawn_by_greenlight;
+        total.no_evidence += c.no_evidence;
         total.not_at_fault += c.not_at_fault;
         total.hook_failures += c.hook_failures;
         total.changed_outside += c.changed_outside;
@@ -2020,6 +2103,14 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
             "no confirmation beside another app's revert: {total:?}"
         );
         assert!(total.withdrawn > 0, "no commit withdrawn: {total:?}");
+        assert!(
+            total.no_evidence > 0 && total.reverts > 0,
+            "the evidence standard was never exercised both ways: {total:?}"
+        );
+        assert!(
+            total.withdrawn_by_greenlight > 0,
+            "greenlight's revert never withdrew another app's watch: {total:?}"
+        );
         assert!(
             total.not_at_fault > 0,
             "no FAIL withheld for its baseline: {total:?}"
@@ -2097,4 +2188,13 @@ fn the_test_kits_terminal_states_are_the_judges() {
         .map(State::as_str)
         .collect();
     assert_eq!(terminal, TERMINAL_STATES);
+}
+
+/// A clean before (docs/verdicts.md#evidence), read off what the model delivered.
+fn clean_before(s: &AppSnapshot) -> bool {
+    s.sync_status == "Synced"
+        && !s.operation_running
+        && s.last_operation
+            .as_ref()
+            .is_none_or(|o| o.phase == "Succeeded")
 }

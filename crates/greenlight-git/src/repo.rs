@@ -455,6 +455,35 @@ impl Repo {
             .collect())
     }
 
+    /// Paths that differ between `base` and `rev` (a merge against the parent that was the
+    /// branch: what the merge brought into it). Same conventions as [`Repo::changed_paths`].
+    pub fn changed_paths_against(&self, rev: &str, base: &str) -> Result<Vec<String>> {
+        let out = self
+            .env
+            .git([
+                "diff-tree",
+                "-r",
+                "-z",
+                "--name-only",
+                "--no-renames",
+                "--no-ext-diff",
+                "--end-of-options",
+            ])
+            .arg(format!("{base}^{{commit}}"))
+            .arg(format!("{rev}^{{commit}}"))
+            .arg("--")
+            .run()?;
+        if !out.status.success() {
+            return Err(self.unknown_or_failure(&[base, rev], &out)?);
+        }
+        Ok(out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect())
+    }
+
     /// Whether `ancestor` is an ancestor of, or equal to, `descendant`.
     /// `Ok(None)` when either is not a commit known to the clone (not fetched yet, a typo,
     /// a Helm version): "unknown" is never reported as "no".

@@ -45,6 +45,13 @@ pub struct RevertRequest {
     /// that changes a file under them means the verdict that asked for this revert no longer
     /// has the last word — a fix-forward may be on its way to the app. `None`: no such check.
     pub hold_on: Option<SourcePaths>,
+    /// The newest commit the caller had already taken into account: only commits after it
+    /// (`hold_after..tip`) can stop the revert. `None`: every commit after `commit`.
+    pub hold_after: Option<String>,
+    /// For a merge: the parent that was the branch before it, whose side the revert keeps
+    /// (`git revert -m` names it). `None`: the first parent, git's default. A parent that is
+    /// not one of the merge's is refused.
+    pub mainline: Option<String>,
 }
 
 /// How a revert request ended. Errors (git failing, every push rejected) are `Err`.
@@ -146,7 +153,8 @@ impl Repo {
                 return Ok(RevertOutcome::Adopted { revert });
             }
             if let Some(paths) = &req.hold_on {
-                let newer = self.newer_touching(&commit, &tip, paths)?;
+                let after = req.hold_after.as_deref().unwrap_or(&commit);
+                let newer = self.newer_touching(&commit, after, &tip, paths)?;
                 if !newer.is_empty() {
                     return Ok(RevertOutcome::Superseded { newer });
                 }
@@ -173,17 +181,18 @@ impl Repo {
         })
     }
 
-    /// The commits after `commit` up to `tip` that change files under `paths`, oldest first —
+    /// The commits after `after` up to `tip` that change files under `paths`, oldest first —
     /// leaving out reverts of `commit` (adoption's business) and merges whose other parents
     /// bring `commit` itself.
     fn newer_touching(
         &self,
         commit: &str,
+        after: &str,
         tip: &str,
         paths: &SourcePaths,
     ) -> Result<Vec<(String, Vec<String>)>> {
         let mut newer = Vec::new();
-        for sha in self.new_commits(Some(commit), tip)? {
+        for sha in self.new_commits(Some(after), tip)? {
             let data = self.commit(&sha)?;
             if crate::repo::message_reverts(&data.message, commit) {
                 continue;
@@ -213,7 +222,23 @@ impl Repo {
             .env()
             .git(["revert", "--no-commit", "--no-rerere-autoupdate"]);
         if data.is_merge() {
-            revert = revert.arg("-m").arg("1");
+            let number = match &req.mainline {
+                None => 1,
+                Some(m) => {
+                    let m = self.full_commit(m)?;
+                    match data.parents.iter().position(|p| *p == m) {
+                        Some(i) => i + 1,
+                        None => {
+                            return Err(Error::InvalidInput {
+                                what: "mainline",
+                                value: m,
+                                reason: "not a parent of the merge to revert",
+                            });
+                        }
+                    }
+                }
+            };
+            revert = revert.arg("-m").arg(number.to_string());
         }
         let out = self.with_identity(revert.arg(commit), req).run()?;
         let conflicted = if out.status.success() {

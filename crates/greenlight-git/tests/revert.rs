@@ -21,6 +21,8 @@ fn request(fx: &Fixture, commit: &str) -> RevertRequest {
         adopt_any: false,
         keep: Vec::new(),
         hold_on: None,
+        hold_after: None,
+        mainline: None,
     }
 }
 
@@ -530,6 +532,19 @@ fn a_newer_commit_under_the_held_paths_stops_the_revert() {
         fx.on_remote(&["rev-parse", "main"]),
         before,
         "nothing pushed"
+    );
+
+    // What the caller already took into account (up to X) is no news.
+    let req = RevertRequest {
+        hold_on: Some(SourcePaths::Known(vec!["app/conf.txt".into()])),
+        hold_after: Some(fx.sha("X")),
+        ..request(&fx, "BAD")
+    };
+    assert_eq!(
+        repo.revert_and_push(&req).unwrap(),
+        RevertOutcome::Superseded {
+            newer: vec![(fx.sha("Y"), vec!["app/conf.txt".to_string()])]
+        }
     );
 
     let req = RevertRequest {

@@ -216,6 +216,7 @@ fn commit(n: u64, trailer: Option<&str>) -> CommitInfo {
         subject: format!("change {n}"),
         message,
         changed_paths: vec![format!("apps/{APP}/deployment.yaml")],
+        mainline: None,
     }
 }
 
@@ -775,6 +776,7 @@ async fn a_revision_the_clone_does_not_have_yet_is_fetched_before_reach_is_decid
     // nothing of the app's, so it is no culprit).
     repo.push(CommitInfo {
         changed_paths: vec!["docs/notes.md".into()],
+        mainline: None,
         ..commit(3, None)
     });
     let fetches = repo.state.lock().unwrap().fetches;

@@ -212,10 +212,93 @@ fn an_app_out_of_sync_for_good_gets_no_commit_reverted() {
     assert_eq!(repo.remote_tip(), c, "nothing pushed");
 }
 
+/// A developer committed D (a broken image) on an old tip while G (a ConfigMap for web) landed;
+/// `git pull --no-rebase` then made the merge M with D as its *first* parent. Returns (D, G, M)
+/// once M is pushed; `on_merge` is the trailer of M, `on_d` of D.
+fn pull_merge(repo: &Repo, wd: &Watchdog, on_d: &str, on_merge: &str) -> (String, String, String) {
+    repo.write("apps/web/deploy.yaml", &deployment("web", BAD));
+    repo.git(&["add", "-A"]);
+    let message = if on_d.is_empty() {
+        "web: 2.0.0".to_string()
+    } else {
+        format!("web: 2.0.0\n\n{on_d}")
+    };
+    repo.git(&["commit", "-q", "-m", &message]);
+    let d = repo.git(&["rev-parse", "HEAD"]);
+    // Someone else pushes G first; greenlight fetches it (its watch of `other` starts).
+    let other = repo.path("other-human");
+    git(
+        repo.root(),
+        &["clone", "-q", &repo.repo(), other.to_str().unwrap()],
+    );
+    std::fs::write(other.join("apps/web/config.yaml"), config_map("1")).unwrap();
+    git(&other, &["add", "-A"]);
+    let g_message = format!("web: a config map\n\n{}", trailer("other", "600", "shadow"));
+    git(&other, &["commit", "-q", "-m", &g_message]);
+    git(&other, &["push", "-q", "origin", "main"]);
+    let g = git(&other, &["rev-parse", "HEAD"]);
+    let end = std::time::Instant::now() + T;
+    while watch_of(&wd.status(), &g).is_none() {
+        assert!(std::time::Instant::now() < end, "G was never fetched");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    repo.git(&["pull", "-q", "--no-rebase", "--no-edit", "origin", "main"]);
+    let merge_message = if on_merge.is_empty() {
+        "Merge branch 'main'".to_string()
+    } else {
+        format!("Merge branch 'main'\n\n{on_merge}")
+    };
+    repo.git(&["commit", "-q", "--amend", "-m", &merge_message]);
+    let m = repo.push();
+    assert_eq!(
+        repo.git(&["rev-parse", "HEAD^1", "HEAD^2"]),
+        format!("{d}\n{g}"),
+        "a pull merge has the developer's commit first"
+    );
+    (d, g, m)
+}
+
+/// The trailer on the pull merge: the revert undoes what the merge brought into the branch (D's
+/// broken image) and keeps the branch's side (G's ConfigMap). Before, `-m 1` kept D's side and
+/// undid G's: an innocent change reverted, the broken image left live.
+fn a_pull_merges_revert_undoes_the_developers_side_not_the_branchs() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web", "other=apps/other"], &[]);
+    settled(&sb, &repo, &["web", "other"]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    let (_, _, m) = pull_merge(&repo, &wd, "", &trailer("web", "6", "arm"));
+    let w = wd.wait_state(&m, "REVERTED", T);
+    let revert = w["revert_commit"].as_str().unwrap();
+    assert_eq!(repo.remote_tip(), revert);
+    let image = repo.bare_git(&["show", "main:apps/web/deploy.yaml"]);
+    assert!(image.contains(GOOD), "the broken image is undone: {image}");
+    repo.bare_git(&["cat-file", "-e", "main:apps/web/config.yaml"]);
+}
+
+/// The trailer on the developer's commit D: the pull merge brings D itself, so it is no later
+/// commit of D's watch. Before, D escaped as "attributed to a later commit"; now D is reverted.
+fn a_commit_arriving_through_a_pull_merge_is_judged_as_its_own() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web", "other=apps/other"], &[]);
+    settled(&sb, &repo, &["web", "other"]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    let (d, _, _) = pull_merge(&repo, &wd, &trailer("web", "6", "arm"), "");
+    let w = wd.wait_state(&d, "REVERTED", T);
+    assert!(
+        w["later_commits"].as_array().is_none_or(|l| l.is_empty()),
+        "{w}"
+    );
+    let image = repo.bare_git(&["show", "main:apps/web/deploy.yaml"]);
+    assert!(image.contains(GOOD), "{image}");
+    repo.bare_git(&["cat-file", "-e", "main:apps/web/config.yaml"]);
+}
+
 on_every_argocd_version!(
     one_sync_deploying_two_commits_to_the_app_reverts_neither,
     one_sync_that_also_deployed_another_apps_commit_still_reverts,
     a_fix_forward_greenlight_had_not_fetched_stops_the_revert,
     a_post_sync_check_already_failing_is_no_evidence_against_the_next_commit,
     an_app_out_of_sync_for_good_gets_no_commit_reverted,
+    a_pull_merges_revert_undoes_the_developers_side_not_the_branchs,
+    a_commit_arriving_through_a_pull_merge_is_judged_as_its_own,
 );

@@ -140,6 +140,21 @@ pub struct Baseline {
     /// sync that brings this commit brings with it. `None` when greenlight cannot tell.
     #[serde(default)]
     pub batch: Option<Vec<LaterCommit>>,
+    /// For a watched merge: which parent was the branch (`docs/verdicts.md#evidence`). `None`
+    /// for a commit with one parent, and in records from before it was kept (a merge is then
+    /// reverted against its first parent, as it was).
+    #[serde(default)]
+    pub merge_side: Option<MergeSide>,
+}
+
+/// Which parent of a watched merge was the branch before it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MergeSide {
+    /// This parent: a revert keeps its side and undoes what the merge brought.
+    Mainline(CommitId),
+    /// greenlight could not tell (it had not recorded a tip that only one parent contains):
+    /// no revert, since either side could be the one it would undo.
+    Unknown,
 }
 
 /// What an observation of the app before the commit's sync says, for the baseline.
@@ -527,6 +542,10 @@ impl Watch {
             warned_auto_sync_off: false,
             baseline: Baseline {
                 before: Before::Unknown,
+                merge_side: (commit.parents.len() > 1).then(|| match &commit.mainline {
+                    Some(m) => MergeSide::Mainline(m.clone()),
+                    None => MergeSide::Unknown,
+                }),
                 ..Baseline::default()
             },
             inputs: None,

@@ -74,6 +74,7 @@ pub fn commit(n: u64, msg: &str, paths: &[&str]) -> CommitInfo {
         subject: msg.lines().next().unwrap_or_default().to_string(),
         message: msg.to_string(),
         changed_paths: paths.iter().map(|p| p.to_string()).collect(),
+        mainline: None,
     }
 }
 

@@ -59,8 +59,32 @@ impl Repository for GitRepository {
         let mut commits = Vec::new();
         for sha in shas {
             let data = self.repo.commit(&sha)?;
+            // A merge's mainline is the branch's side: the parent that is the tip greenlight
+            // recorded before this fetch, else the one parent that contains it; none, or more
+            // than one: it cannot tell (`docs/verdicts.md#evidence`).
+            let mut mainline = None;
+            if let (true, Some(from)) = (data.parents.len() > 1, from_exclusive) {
+                if let Some(p) = data.parents.iter().find(|p| p.eq_ignore_ascii_case(from)) {
+                    mainline = Some(CommitId::parse(p)?);
+                } else {
+                    let mut sides = Vec::new();
+                    for p in &data.parents {
+                        if self.repo.is_ancestor(from, p)? == Some(true) {
+                            sides.push(p);
+                        }
+                    }
+                    if let [only] = sides.as_slice() {
+                        mainline = Some(CommitId::parse(only)?);
+                    }
+                }
+            }
+            // What a merge changed is what it brought into the branch: against its mainline.
+            let changed_paths = match &mainline {
+                Some(m) => self.repo.changed_paths_against(&sha, m.as_str())?,
+                None => self.repo.changed_paths(&sha)?,
+            };
             commits.push(CommitInfo {
-                changed_paths: self.repo.changed_paths(&sha)?,
+                changed_paths,
                 sha: CommitId::parse(&data.sha)?,
                 parents: data
                     .parents
@@ -69,6 +93,7 @@ impl Repository for GitRepository {
                     .collect::<Result<_, _>>()?,
                 subject: data.subject,
                 message: data.message,
+                mainline,
             });
         }
         Ok(commits)
@@ -103,6 +128,8 @@ impl RevertExecutor for GitRepository {
             adopt_any: r.reissued,
             keep,
             hold_on: Some(r.hold_on.clone()),
+            mainline: r.mainline.as_ref().map(ToString::to_string),
+            hold_after: r.known_tip.as_ref().map(ToString::to_string),
         };
         match self.repo.revert_and_push(&req) {
             Ok(greenlight_git::RevertOutcome::Pushed { revert, .. }) => {

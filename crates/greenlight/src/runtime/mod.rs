@@ -26,6 +26,7 @@ use crate::clock::Clock;
 use crate::output::Output;
 use crate::store::{Store, Write};
 use anyhow::{Result, anyhow};
+use greenlight_core::commit::CommitId;
 use greenlight_core::directive::AppRef;
 use greenlight_core::event::Event;
 use greenlight_core::judge::{
@@ -322,7 +323,7 @@ impl Runtime {
         }
         let loaded = store.load_live()?;
         let judge = cfg.judge_config(&s.branch, s.branch_is_default);
-        let engine = Engine::restore(judge, loaded.live, loaded.breaker)
+        let mut engine = Engine::restore(judge, loaded.live, loaded.breaker)
             .with_finished_ids(loaded.finished_ids);
         let from = match (&loaded.baseline, &loaded.tip) {
             (Some(_), Some(t)) => {
@@ -347,6 +348,11 @@ impl Runtime {
                 base
             }
         };
+        // Every commit after `from` reaches the judge as it arrives; those up to it were on
+        // the branch before (the batch of a sync is worked out from there).
+        if let Ok(tip) = CommitId::parse(&from) {
+            engine.known_tip(tip);
+        }
         if s.announce {
             ctx.out
                 .plain(&format!("watching {} {} from {}", cfg.repo, s.branch, from));

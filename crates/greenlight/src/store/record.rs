@@ -18,7 +18,7 @@ use greenlight_core::judge::State;
 use greenlight_core::snapshot::{Health, ReachCandidate, ReachVia, SourcePaths};
 use greenlight_core::time::Timestamp;
 use greenlight_core::watch::{
-    Baseline, Before, FailedSync, FlatError, FlatWatch, LaterCommit, Seen, Watch,
+    Baseline, Before, FailedSync, FlatError, FlatWatch, LaterCommit, MergeSide, Seen, Watch,
 };
 use serde::{Deserialize, Serialize};
 
@@ -119,6 +119,10 @@ pub struct BaselineRecord {
     /// The commits between the baseline revision and the watched one; absent when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<Vec<LaterCommitRecord>>,
+    /// For a watched merge, the parent that was the branch, or `unknown`; absent for a
+    /// commit with one parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<String>,
 }
 
 impl BaselineRecord {
@@ -135,6 +139,10 @@ impl BaselineRecord {
             reach_operation_started: ts(b.reach_operation_started),
             revision: b.revision.clone(),
             unclean: b.unclean.clone(),
+            merge: b.merge_side.as_ref().map(|side| match side {
+                MergeSide::Mainline(p) => p.as_str().to_string(),
+                MergeSide::Unknown => "unknown".to_string(),
+            }),
             batch: b.batch.as_ref().map(|batch| {
                 batch
                     .iter()
@@ -158,6 +166,11 @@ impl BaselineRecord {
             reach_operation_started: self.reach_operation_started.map(Timestamp),
             revision: self.revision,
             unclean: self.unclean,
+            // A side that does not parse is no side greenlight can tell.
+            merge_side: self.merge.map(|m| match CommitId::parse(&m) {
+                Ok(p) => MergeSide::Mainline(p),
+                Err(_) => MergeSide::Unknown,
+            }),
             // A commit id that does not parse makes the whole batch unknown: no evidence.
             batch: self.batch.and_then(|batch| {
                 batch
