@@ -15,9 +15,12 @@
 pub mod config;
 pub mod diagnostic;
 pub mod edit;
+pub mod embedded;
 pub mod helm;
 pub mod input;
+pub mod kind;
 pub mod object;
+pub mod pipeline;
 pub mod report;
 pub mod rules;
 pub mod scope;
@@ -28,6 +31,7 @@ pub use config::{Config, FailOn, GuardConfig, LintConfig};
 pub use diagnostic::{Diagnostic, Location, Note, ObjectRef, Related, Severity};
 pub use helm::{Chart, ChartError};
 pub use input::{InputError, Inputs, ReadOptions, TEST_DIRS, read_inputs, read_inputs_with};
+pub use kind::Kind;
 pub use rules::{RULES, Rule, Settings};
 pub use source::Source;
 
@@ -142,6 +146,17 @@ pub fn unreadable_source(name: String, message: String) -> Diagnostic {
     }
 }
 
+/// The message of the note for a script too long to read.
+fn script_too_long(name: &str) -> Note {
+    Note {
+        file: name.to_string(),
+        message: format!(
+            "skipped {name}: a shell script over {} characters is not read",
+            embedded::MAX_CHARS
+        ),
+    }
+}
+
 /// Lint sources. `pre` holds diagnostics found while reading (GL000 for unreadable text).
 pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report {
     let mut report = Report {
@@ -157,8 +172,22 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
 
     let mut docs: Vec<Vec<yaml::Document>> = Vec::with_capacity(sources.len());
     let mut findings: Vec<Finding> = Vec::new();
+    let kinds: Vec<Kind> = sources
+        .iter()
+        .map(|s| {
+            if s.stream {
+                Kind::Manifests
+            } else {
+                Kind::of(&s.name, &s.text)
+            }
+        })
+        .collect();
     for (i, src) in sources.iter().enumerate() {
         let mut ok = Vec::new();
+        if !kinds[i].is_yaml() {
+            docs.push(ok);
+            continue;
+        }
         for d in yaml::load_stream(&src.text, &opts.limits) {
             match d {
                 Ok(doc) => {
@@ -166,7 +195,10 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
                     // bytes of a GitOps repository and would otherwise stay in memory.
                     let (objects, examined) = object::survey(&doc.root);
                     report.objects += objects;
-                    if examined || object::is_kustomization_file(&src.name) {
+                    if examined
+                        || object::is_kustomization_file(&src.name)
+                        || kinds[i] != Kind::Manifests
+                    {
                         ok.push(doc);
                     }
                 }
@@ -184,6 +216,7 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
                         "fix the syntax at this line".into()
                     }),
                     related: Vec::new(),
+                    related_elsewhere: Vec::new(),
                     severity: None,
                 }),
             }
@@ -197,6 +230,9 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
         .collect();
     let mut objects: Vec<Object> = Vec::new();
     for (i, ds) in docs.iter().enumerate() {
+        if kinds[i] != Kind::Manifests {
+            continue;
+        }
         let first = objects.len();
         let kustomization = object::is_kustomization_file(&sources[i].name);
         for d in ds {
@@ -213,6 +249,17 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
     }
     object::mark_kustomize_patches(&mut objects);
     let workloads: Vec<Workload> = objects.iter().flat_map(Workload::all).collect();
+    let mut pipelines = Vec::new();
+    for (i, src) in sources.iter().enumerate() {
+        if kinds[i] == Kind::Manifests {
+            continue;
+        }
+        let roots: Vec<&yaml::Node> = docs[i].iter().map(|d| &d.root).collect();
+        match pipeline::Pipeline::build(kinds[i], i, src, &roots) {
+            Some(p) => pipelines.push(p),
+            None => report.notes.push(script_too_long(&src.name)),
+        }
+    }
 
     for rule in RULES.iter().filter(|r| opts.enabled.contains(r.id)) {
         let mut emit = Emit::new(&opts.settings, rule);
@@ -221,6 +268,7 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
             Check::Workload(f) => workloads.iter().for_each(|w| f(w, &mut emit)),
             Check::Object(f) => objects.iter().for_each(|o| f(o, &mut emit)),
             Check::Set(f) => f(&objects, &mut emit),
+            Check::Pipeline(f) => pipelines.iter().for_each(|p| f(p, &mut emit)),
         }
         findings.extend(emit.findings);
     }
@@ -471,6 +519,7 @@ fn to_diagnostic(
             message,
         });
     }
+    related.extend(f.related_elsewhere);
     related.extend(extra);
     let object = (!f.object.kind.is_empty()).then_some(f.object);
     Diagnostic {

@@ -2,7 +2,11 @@
 //! sections) plus one check function, listed once in [`RULES`]. `greenlight rules`,
 //! `greenlight explain`, the SARIF rule metadata, the crate README's rule table and
 //! `docs/lint-rules.md` are all generated from this table.
-//! Must never: read files or format output; a check only looks at objects and emits findings.
+//! Each rule declares the document kind it checks by its [`Check`]: Kubernetes objects, or
+//! pipelines (GitHub Actions workflows, GitLab CI files, shell scripts).
+//! Must never: read files or format output; a check only looks at objects or pipelines and
+//! emits findings (a file a pipeline applies is read through [`Settings::read_file`], the
+//! engine's seam).
 
 mod argocd;
 mod hpa;
@@ -13,7 +17,9 @@ mod strategy;
 mod termination;
 
 use crate::diagnostic::Severity;
+use crate::kind::Kind;
 use crate::object::{Object, Workload};
+use crate::pipeline::Pipeline;
 use crate::yaml::{Node, Span};
 
 pub use image::TagPolicy;
@@ -29,6 +35,20 @@ pub enum Check {
     Object(fn(&Object, &mut Emit)),
     /// The whole set of objects (cross-object rules: a PDB against what it selects).
     Set(fn(&[Object], &mut Emit)),
+    /// One pipeline at a time: a GitHub Actions workflow, a GitLab CI file or a shell script,
+    /// as the scripts it runs.
+    Pipeline(fn(&Pipeline, &mut Emit)),
+}
+
+impl Check {
+    /// The document kinds a check reads.
+    pub fn kinds(&self) -> &'static [Kind] {
+        match self {
+            Check::Engine => &[Kind::Manifests, Kind::GithubWorkflow, Kind::GitlabCi],
+            Check::Workload(_) | Check::Object(_) | Check::Set(_) => &[Kind::Manifests],
+            Check::Pipeline(_) => &[Kind::GithubWorkflow, Kind::GitlabCi, Kind::ShellScript],
+        }
+    }
 }
 
 /// A rule's documentation, in the fixed sections `greenlight explain` prints.
@@ -129,6 +149,9 @@ pub struct Settings {
     pub strategy_max_replicas: i64,
     /// GL001: which tags count as mutable.
     pub tag_policy: TagPolicy,
+    /// The engine's seam for a file a pipeline names (`kubectl apply -f`): its text, `None`
+    /// when it cannot be read as text.
+    pub read_file: fn(&std::path::Path) -> Option<String>,
 }
 
 impl Default for Settings {
@@ -137,8 +160,18 @@ impl Default for Settings {
             initial_delay_seconds: 60,
             strategy_max_replicas: 3,
             tag_policy: TagPolicy::default(),
+            read_file: read_small_file,
         }
     }
+}
+
+/// A regular file's text, when it is UTF-8 and within [`crate::MAX_FILE_BYTES`].
+pub fn read_small_file(path: &std::path::Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > crate::MAX_FILE_BYTES {
+        return None;
+    }
+    String::from_utf8(std::fs::read(path).ok()?).ok()
 }
 
 /// A finding as a check reports it: spans into the object's source, not yet a user-facing
@@ -155,6 +188,9 @@ pub struct Finding {
     pub message: String,
     pub fix: Option<String>,
     pub related: Vec<(usize, Span, String)>,
+    /// Related locations in files that are not inputs of the run (a manifest a pipeline
+    /// applies), already placed.
+    pub related_elsewhere: Vec<crate::diagnostic::Related>,
     /// This finding's severity when the rule grades its findings; `None`: the rule's.
     pub severity: Option<Severity>,
 }
@@ -191,6 +227,37 @@ impl<'s> Emit<'s> {
             message,
             fix: None,
             related: Vec::new(),
+            related_elsewhere: Vec::new(),
+            severity: None,
+        });
+        self.findings.last_mut().expect("just pushed")
+    }
+
+    /// Report a finding in a pipeline file at `span`; `field` is the YAML path (empty in a
+    /// script file). Pipeline findings name no Kubernetes object.
+    pub fn in_file(
+        &mut self,
+        source: usize,
+        span: Span,
+        field: &str,
+        message: String,
+    ) -> &mut Finding {
+        self.findings.push(Finding {
+            rule: self.rule,
+            source,
+            span,
+            object: crate::diagnostic::ObjectRef {
+                api_version: String::new(),
+                kind: String::new(),
+                namespace: None,
+                name: None,
+            },
+            ignore_annotation: None,
+            field: field.to_string(),
+            message,
+            fix: None,
+            related: Vec::new(),
+            related_elsewhere: Vec::new(),
             severity: None,
         });
         self.findings.last_mut().expect("just pushed")
@@ -212,6 +279,30 @@ impl Finding {
 
     pub fn related(&mut self, obj: &Object, span: Span, message: impl Into<String>) -> &mut Self {
         self.related.push((obj.source, span, message.into()));
+        self
+    }
+
+    /// A related location in an input of the run, by its index.
+    pub fn related_in(
+        &mut self,
+        source: usize,
+        span: Span,
+        message: impl Into<String>,
+    ) -> &mut Self {
+        self.related.push((source, span, message.into()));
+        self
+    }
+
+    /// A related location in a file that is not an input of the run.
+    pub fn related_elsewhere(
+        &mut self,
+        location: crate::diagnostic::Location,
+        message: impl Into<String>,
+    ) -> &mut Self {
+        self.related_elsewhere.push(crate::diagnostic::Related {
+            location,
+            message: message.into(),
+        });
         self
     }
 }
