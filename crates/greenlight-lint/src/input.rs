@@ -1,5 +1,6 @@
 //! Finding and reading the inputs of a run: files, directories (recursive `*.yaml`, `*.yml`,
-//! `*.json`) and `-` for stdin (shown as `<stdin>`).
+//! `*.json`, `*.sh`, `*.bash` and files without an extension that start with an `sh`/`bash`
+//! shebang) and `-` for stdin (shown as `<stdin>`).
 //! Owns: decoding (UTF-8, or UTF-16 with a byte-order mark), skipping a Helm chart's
 //! unrendered `templates/` with one note, skipping test directories found while walking with
 //! one note, config excludes.
@@ -219,6 +220,17 @@ fn decode(bytes: Vec<u8>) -> Result<String, String> {
     Ok(text)
 }
 
+/// A file without an extension whose first line is an `sh` or `bash` shebang (a script in
+/// `bin/` or `scripts/`); only its first bytes are read.
+fn starts_with_shell_shebang(path: &Path) -> bool {
+    let mut head = [0u8; 128];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let text = String::from_utf8_lossy(&head[..n]);
+    crate::kind::is_shell_shebang(&text)
+}
+
 /// A Helm chart's `templates/` directory: named `templates` with a `Chart.yaml` beside it.
 fn is_chart_templates(dir: &Path) -> bool {
     dir.file_name().and_then(|n| n.to_str()) == Some("templates")
@@ -306,8 +318,9 @@ impl Walk<'_> {
                 self.dir(&path)?;
             } else if matches!(
                 path.extension().and_then(|e| e.to_str()),
-                Some("yaml" | "yml" | "json")
-            ) {
+                Some("yaml" | "yml" | "json" | "sh" | "bash")
+            ) || (path.extension().is_none() && starts_with_shell_shebang(&path))
+            {
                 self.files.push(path);
             }
         }

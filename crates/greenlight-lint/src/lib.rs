@@ -24,6 +24,7 @@ pub mod pipeline;
 pub mod report;
 pub mod rules;
 pub mod scope;
+pub mod shell;
 pub mod source;
 pub mod yaml;
 
@@ -157,6 +158,32 @@ fn script_too_long(name: &str) -> Note {
     }
 }
 
+/// A note for each script the shell tokenizer stopped in: the commands from there on are not
+/// checked, and the user should know.
+fn unread_scripts(pipelines: &[pipeline::Pipeline]) -> Vec<Note> {
+    let mut seen = HashSet::new();
+    let mut notes = Vec::new();
+    for p in pipelines {
+        for script in p.jobs.iter().flat_map(|j| &j.scripts) {
+            let Some((at, what)) = shell::parse(&script.text.chars).stopped else {
+                continue;
+            };
+            let pos = script.text.pos(at);
+            if seen.insert((p.source, pos)) {
+                notes.push(Note {
+                    file: p.file.to_string(),
+                    message: format!(
+                        "{}:{}:{}: the shell script could not be read past {what}; the commands \
+                         from there on are not checked",
+                        p.file, pos.line, pos.col
+                    ),
+                });
+            }
+        }
+    }
+    notes
+}
+
 /// Lint sources. `pre` holds diagnostics found while reading (GL000 for unreadable text).
 pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report {
     let mut report = Report {
@@ -259,6 +286,12 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
             Some(p) => pipelines.push(p),
             None => report.notes.push(script_too_long(&src.name)),
         }
+    }
+    if RULES
+        .iter()
+        .any(|r| opts.enabled.contains(r.id) && matches!(r.check, Check::Pipeline(_)))
+    {
+        report.notes.extend(unread_scripts(&pipelines));
     }
 
     for rule in RULES.iter().filter(|r| opts.enabled.contains(r.id)) {

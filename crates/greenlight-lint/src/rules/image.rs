@@ -149,7 +149,7 @@ fn sites(obj: &Object) -> Vec<Site> {
 }
 
 /// A placeholder left in a reference: what it is and the text that shows it.
-fn placeholder(text: &str) -> Option<(&'static str, String)> {
+pub(crate) fn placeholder(text: &str) -> Option<(&'static str, String)> {
     let between = |open: &str, close: &str| -> Option<String> {
         let i = text.find(open)?;
         let rest = &text[i..];

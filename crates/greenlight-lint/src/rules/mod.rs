@@ -12,6 +12,7 @@ mod argocd;
 mod hpa;
 mod image;
 mod pdb;
+mod pipeline;
 mod probes;
 mod strategy;
 mod termination;
@@ -130,6 +131,10 @@ pub static RULES: &[Rule] = &[
     hpa::TARGET_SETS_REPLICAS,
     argocd::AUTOMATED_PRUNE,
     argocd::IMAGE_UPDATER_ARGOCD,
+    pipeline::DEPLOYS_MUTABLE_TAG,
+    pipeline::APPLIES_MUTABLE_MANIFEST,
+    pipeline::ROLLOUT_STATUS_ONLY,
+    pipeline::GREP_TAG,
 ];
 
 /// A rule by ID (case-insensitive) or by name.
@@ -149,9 +154,10 @@ pub struct Settings {
     pub strategy_max_replicas: i64,
     /// GL001: which tags count as mutable.
     pub tag_policy: TagPolicy,
-    /// The engine's seam for a file a pipeline names (`kubectl apply -f`): its text, `None`
-    /// when it cannot be read as text.
-    pub read_file: fn(&std::path::Path) -> Option<String>,
+    /// The engine's seam for the manifests a pipeline applies (`kubectl apply -f PATH`): the
+    /// file at PATH, or the `*.yaml`, `*.yml` and `*.json` files in the directory (below it
+    /// too when the flag says recursive), as (path, text); what cannot be read is left out.
+    pub read_manifests: fn(&std::path::Path, bool) -> Vec<(String, String)>,
 }
 
 impl Default for Settings {
@@ -160,18 +166,51 @@ impl Default for Settings {
             initial_delay_seconds: 60,
             strategy_max_replicas: 3,
             tag_policy: TagPolicy::default(),
-            read_file: read_small_file,
+            read_manifests: read_manifests_on_disk,
         }
     }
 }
 
-/// A regular file's text, when it is UTF-8 and within [`crate::MAX_FILE_BYTES`].
-pub fn read_small_file(path: &std::path::Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > crate::MAX_FILE_BYTES {
-        return None;
+/// [`Settings::read_manifests`] on the filesystem: UTF-8 files within
+/// [`crate::MAX_FILE_BYTES`], symlinked directories not followed, at most 1 000 files.
+pub fn read_manifests_on_disk(path: &std::path::Path, recursive: bool) -> Vec<(String, String)> {
+    fn read(p: &std::path::Path) -> Option<String> {
+        let meta = std::fs::metadata(p).ok()?;
+        if !meta.is_file() || meta.len() > crate::MAX_FILE_BYTES {
+            return None;
+        }
+        String::from_utf8(std::fs::read(p).ok()?).ok()
     }
-    String::from_utf8(std::fs::read(path).ok()?).ok()
+    let show = |p: &std::path::Path| p.to_string_lossy().replace('\\', "/");
+    let mut out = Vec::new();
+    if path.is_file() {
+        out.extend(read(path).map(|t| (show(path), t)));
+        return out;
+    }
+    let mut dirs = vec![path.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = rd.filter_map(Result::ok).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let p = e.path();
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                if recursive {
+                    dirs.push(p);
+                }
+            } else if matches!(
+                p.extension().and_then(|x| x.to_str()),
+                Some("yaml" | "yml" | "json")
+            ) && out.len() < 1000
+            {
+                out.extend(read(&p).map(|t| (show(&p), t)));
+            }
+        }
+    }
+    out
 }
 
 /// A finding as a check reports it: spans into the object's source, not yet a user-facing
