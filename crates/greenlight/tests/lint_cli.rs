@@ -1333,3 +1333,205 @@ fn readme_helm_example_is_real_output() {
         "update the README's Helm example"
     );
 }
+
+/// A deploy workflow as public repositories write them: the tag in the workflow's `env:`, the
+/// deploy in a literal block, the check in a folded one.
+const WORKFLOW: &str = "name: deploy
+on:
+  push:
+    branches: [main]
+env:
+  IMAGE: ghcr.io/acme/shop
+  TAG: latest
+jobs:
+  deploy:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - name: Deploy
+        run: |
+          helm upgrade --install shop ./chart \\
+            --set image.repository=$IMAGE \\
+            --set image.tag=$TAG \\
+            --wait
+      - name: Check
+        run: >-
+          kubectl rollout status deploy/shop
+          --timeout 5m
+      - name: Release build
+        run: helm upgrade --install shop ./chart --set image.tag=${{ github.sha }}
+";
+
+const GITLAB: &str = ".deploy:
+  variables:
+    TAG: main
+  script:
+    - >
+      kubectl set image deployment/shop
+      shop=registry.example/shop:$TAG
+deploy-prod:
+  extends: .deploy
+deploy-tagged:
+  extends: .deploy
+  variables:
+    TAG: $CI_COMMIT_SHA
+";
+
+#[test]
+fn pipeline_findings_are_at_the_value_inside_the_run_block() {
+    let d = dir_with(&[(".github/workflows/deploy.yml", WORKFLOW)]);
+    let o = greenlight(d.path(), &["lint", ".github/workflows/deploy.yml"], None);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    assert!(
+        out.contains("error[GL701]: `helm upgrade` sets `image.tag` to the mutable tag `latest`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  --> .github/workflows/deploy.yml:17:29\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("17 |             --set image.tag=$TAG \\\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("   |                             ^^^^\n"),
+        "{out}"
+    );
+    assert!(out.contains("= field: jobs.deploy.steps[1].run"), "{out}");
+    assert!(
+        out.contains("= related: .github/workflows/deploy.yml:7:8: `TAG` is set to `latest` here"),
+        "{out}"
+    );
+    // Rollout status in the next step, in a folded scalar; `${{ github.sha }}` is not flagged.
+    assert!(out.contains("warning[GL703]"), "{out}");
+    assert!(
+        out.contains("  --> .github/workflows/deploy.yml:21:19\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Found 2 problem(s): 1 error(s), 1 warning(s)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn gitlab_and_scripts_are_found_by_walking_and_reported_in_every_format() {
+    let d = dir_with(&[
+        ("repo/.gitlab-ci.yml", GITLAB),
+        (
+            "repo/bin/deploy",
+            "#!/usr/bin/env bash\nset -e\nkubectl set image deploy/a a=web:stable\n",
+        ),
+        (
+            "repo/bin/notes.txt",
+            "kubectl set image deploy/a a=web:stable\n",
+        ),
+        (
+            "repo/ci/deploy.sh",
+            "TAG=edge\nhelm upgrade a ./c \\\n  --set-string image.tag=\"$TAG\"\n",
+        ),
+    ]);
+    let o = greenlight(d.path(), &["lint", "repo", "--format", "json"], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = json_of(&o);
+    let found: Vec<(String, u64, u64, String)> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["file"].as_str().unwrap().to_string(),
+                d["line"].as_u64().unwrap(),
+                d["column"].as_u64().unwrap(),
+                d["field"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                "repo/.gitlab-ci.yml".to_string(),
+                7,
+                12,
+                "deploy-prod.script[0]".to_string()
+            ),
+            ("repo/bin/deploy".to_string(), 3, 30, String::new()),
+            ("repo/ci/deploy.sh".to_string(), 3, 27, String::new()),
+        ]
+    );
+    assert_eq!(v["diagnostics"][0]["object"], serde_json::Value::Null);
+    assert_eq!(v["diagnostics"][0]["related"][0]["line"], 3);
+    assert_eq!(v["summary"]["files"], 3);
+    let sarif = greenlight(d.path(), &["lint", "repo", "--format", "sarif"], None);
+    validate_sarif(&stdout(&sarif));
+    let gh = stdout(&greenlight(
+        d.path(),
+        &["lint", "repo", "--format", "github"],
+        None,
+    ));
+    assert!(
+        gh.contains("::error file=repo/ci/deploy.sh,line=3,col=27,endLine=3,title=GL701 pipeline-deploys-mutable-tag::`helm upgrade` sets `image.tag` to the mutable tag `edge`"),
+        "{gh}"
+    );
+}
+
+#[test]
+fn binary_and_broken_pipelines_are_errors_with_a_place_not_panics() {
+    let d = dir_with(&[
+        (
+            ".github/workflows/bad.yml",
+            "jobs:\n  d:\n    steps:\n      - run: [unclosed\n",
+        ),
+        (
+            "s.sh",
+            "echo \"unterminated\nhelm upgrade a ./c --set image.tag=latest\n",
+        ),
+    ]);
+    std::fs::write(d.path().join("bin.sh"), [0xff, 0xfe, 0xfd, 0x00, 0x80]).unwrap();
+    let o = greenlight(d.path(), &["lint", "."], None);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    assert!(out.contains("error[GL000]"), "{out}");
+    assert!(out.contains("--> bin.sh:1:1"), "{out}");
+    assert!(out.contains("--> .github/workflows/bad.yml:"), "{out}");
+    assert!(
+        out.contains(
+            "note: s.sh:1:6: the shell script could not be read past an unterminated double quote"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("GL701"), "{out}");
+}
+
+#[test]
+fn readme_pipeline_example_is_real_output() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let block = readme
+        .split("<!-- pipeline-example:begin -->\n```\n")
+        .nth(1)
+        .and_then(|b| b.split("```\n<!-- pipeline-example:end -->").next())
+        .expect("README.md has the pipeline-example block");
+    let (command, shown) = block.split_once('\n').unwrap();
+    assert_eq!(
+        command,
+        "$ greenlight lint --select GL701 .github/workflows/deploy.yml"
+    );
+    let d = dir_with(&[(".github/workflows/deploy.yml", WORKFLOW)]);
+    let o = greenlight(
+        d.path(),
+        &["lint", "--select", "GL701", ".github/workflows/deploy.yml"],
+        None,
+    );
+    let out = stdout(&o);
+    let printed = out.split("\n\n").next().unwrap();
+    assert_eq!(
+        shown.trim_end(),
+        printed,
+        "update the README's pipeline example"
+    );
+}
