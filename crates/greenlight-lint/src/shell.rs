@@ -3,7 +3,8 @@
 //!
 //! Understood: words, single and double quotes, backslash escapes, `\` line continuations,
 //! comments, the separators `;`, `&`, `&&`, `||`, `|`, `(`, `)` and line breaks, `$VAR` and
-//! `${VAR}` (kept as references, resolved later against what the file sets), redirections
+//! `${VAR}` and GitHub's `${{ env.VAR }}` (kept as references, named `VAR` and `env.VAR`,
+//! resolved later against what the file sets), redirections
 //! (`>`, `>>`, `2>&1`, `<`, their target dropped) and here-documents (their body skipped).
 //! Kept opaque (a value that is never known): `$( … )`, `` ` … ` ``, `$(( … ))`, `${VAR:-x}`
 //! and other parameter expansions, `$1`, `$@`, `$?`, and GitHub expressions `${{ … }}`.
@@ -321,14 +322,23 @@ impl Parser<'_> {
         let open = self.i;
         match self.peek(1) {
             Some('{') if self.peek(2) == Some('{') => {
-                // A GitHub expression, substituted before the shell runs.
+                // A GitHub expression, substituted before the shell runs: `${{ env.NAME }}`
+                // is the variable `env.NAME` (the workflow's `env:` as the expression sees
+                // it), anything else is not known.
                 self.i += 3;
                 loop {
                     match self.peek(0) {
                         None => return Err((open, "an unterminated `${{` expression")),
                         Some('}') if self.peek(1) == Some('}') => {
+                            let inner: String = self.s[open + 3..self.i].iter().collect();
                             self.i += 2;
-                            return Ok(Unit::Opaque(open, self.i));
+                            let inner = inner.trim();
+                            return Ok(match inner.strip_prefix("env.") {
+                                Some(name) if is_name(name) => {
+                                    Unit::Var(inner.to_string(), open, self.i)
+                                }
+                                _ => Unit::Opaque(open, self.i),
+                            });
                         }
                         Some(_) => self.i += 1,
                     }

@@ -290,3 +290,23 @@ fn kinds_are_read_by_the_rules_that_declare_them() {
     );
     assert!(as_workflow.diagnostics.is_empty());
 }
+
+#[test]
+fn github_env_expressions_read_the_workflow_env() {
+    let wf = "env:\n  TAG: main\n  V: 1.0.0\njobs:\n  d:\n    steps:\n      - run: |\n          \
+              TAG=1.2.3\n          \
+              helm upgrade a ./c --set image.tag=${{ env.TAG }}\n          \
+              helm upgrade a ./c --set image.tag=${{ env.V }} --set b.tag=${{ env.NOPE }}\n          \
+              helm upgrade a ./c --set image.tag=$TAG\n";
+    let r = lint_one(".github/workflows/x.yml", wf);
+    assert_eq!(
+        at(&r),
+        [("GL701", ".github/workflows/x.yml".to_string(), 9, 46)]
+    );
+    assert!(
+        r.diagnostics[0].related[0]
+            .message
+            .contains("`env.TAG` is set to `main`")
+    );
+    assert_eq!(r.diagnostics[0].location.end_column, Some(60));
+}

@@ -306,13 +306,15 @@ fn base_vars(script: &Script, kind: Kind) -> Vars {
             (Some(t), _) if !t.contains('$') => Some(t.clone()),
             _ => None,
         };
-        vars.insert(
-            v.name.clone(),
-            Val {
-                text,
-                set_at: v.span,
-            },
-        );
+        let val = Val {
+            text,
+            set_at: v.span,
+        };
+        if kind == Kind::GithubWorkflow {
+            // What `${{ env.NAME }}` reads; a shell assignment never changes it.
+            vars.insert(format!("env.{}", v.name), val.clone());
+        }
+        vars.insert(v.name.clone(), val);
     }
     vars
 }
