@@ -9,6 +9,7 @@ use crate::yaml::Node;
 /// Kinds some rule examines.
 const EXAMINED: &[&str] = &[
     "Deployment",
+    "DeploymentConfig",
     "StatefulSet",
     "DaemonSet",
     "ReplicaSet",
@@ -313,6 +314,13 @@ fn pod_templates<'a>(object: &Object<'a>) -> Vec<(&'a Node, String)> {
         | "Job"
         | "ReplicationController" => at(&["spec", "template"]),
         "Rollout" if object.is_argo("Rollout") => at(&["spec", "template"]),
+        // OpenShift's DeploymentConfig (`apps.openshift.io/v1`, or `v1` on OpenShift 3).
+        "DeploymentConfig"
+            if object.api_version.starts_with("apps.openshift.io/")
+                || object.api_version == "v1" =>
+        {
+            at(&["spec", "template"])
+        }
         "CronJob" => at(&["spec", "jobTemplate", "spec", "template"]),
         "LeaderWorkerSet" => {
             at(&["spec", "leaderWorkerTemplate", "leaderTemplate"]);
@@ -374,6 +382,23 @@ impl<'a, 'o> Workload<'a, 'o> {
     /// Regular containers: the ones that serve traffic, are probed and get preStop hooks.
     pub fn containers(&self) -> Vec<Container<'a>> {
         self.list("containers")
+    }
+
+    /// Native sidecars: init containers with `restartPolicy: Always`, which run beside the
+    /// regular containers and are stopped after them, preStop hook included.
+    pub fn sidecars(&self) -> Vec<Container<'a>> {
+        self.list("initContainers")
+            .into_iter()
+            .filter(|c| c.node.get("restartPolicy").and_then(Node::as_str) == Some("Always"))
+            .collect()
+    }
+
+    /// The containers that get a preStop hook at termination: regular ones and native
+    /// sidecars.
+    pub fn stopped_containers(&self) -> Vec<Container<'a>> {
+        let mut all = self.containers();
+        all.extend(self.sidecars());
+        all
     }
 
     /// Every container that pulls an image: init, regular and ephemeral.

@@ -20,7 +20,7 @@ pub const MUTABLE_TAG: Rule = Rule {
     docs: Docs {
         what: "Flags every container, init container and ephemeral container image, in every pod \
                template (Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, \
-               Job, CronJob, Pod, Argo Rollout, Experiment and AnalysisTemplate job templates, \
+               OpenShift DeploymentConfig, Job, CronJob, Pod, Argo Rollout, Experiment and AnalysisTemplate job templates, \
                JobSet and LeaderWorkerSet), and every kustomization `images[].newTag`, whose tag \
                is mutable or missing (which means `latest`). Mutable: `latest`, `main`, \
                `master`, `stable`, `edge`, `[lint] mutable-tags` in `.greenlight.toml`, and any \
