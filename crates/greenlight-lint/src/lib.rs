@@ -104,8 +104,9 @@ impl Options {
         if let Some(v) = cfg.strategy_max_replicas {
             o.settings.strategy_max_replicas = v;
         }
-        o.settings.tag_policy =
-            rules::TagPolicy::default().with_extra(cfg.mutable_tags.iter().cloned());
+        o.settings.tag_policy = rules::TagPolicy::default()
+            .with_extra(cfg.mutable_tags.iter().cloned())
+            .with_immutable(cfg.immutable_tags.iter().cloned());
         o
     }
 }

@@ -374,3 +374,56 @@ fn docs_lint_rules_md_is_current() {
         greenlight_lint::report::REFERENCE_COMMAND
     );
 }
+
+/// `[lint] immutable-tags` declares words a team never pushes twice: GL001 and GL701 then
+/// leave them alone; the default mutable list still wins.
+#[test]
+fn declared_immutable_tags_are_not_flagged() {
+    let manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, image: 'demo:blue'}\n  - {name: b, image: 'demo:green'}\n  - {name: c, image: 'demo:latest'}\n";
+    let script = "#!/bin/sh\nhelm upgrade d ./c --set image.tag=blue\n";
+    let src = || {
+        vec![
+            Source::new("p.yaml".into(), manifest.into()),
+            Source::new("deploy.sh".into(), script.into()),
+        ]
+    };
+    let graded = |r: &greenlight_lint::Report| -> Vec<(String, u32, Severity)> {
+        r.diagnostics
+            .iter()
+            .map(|d| {
+                (
+                    d.location.file.clone(),
+                    d.location.line.unwrap(),
+                    d.severity,
+                )
+            })
+            .collect()
+    };
+    let cfg = greenlight_lint::config::parse("c.toml", "").unwrap().lint;
+    let opts = Options::from_config(&cfg, Some(vec!["GL001", "GL701"]), &[]);
+    let default = lint(&src(), Vec::new(), &opts);
+    assert_eq!(
+        graded(&default),
+        [
+            ("deploy.sh".to_string(), 2, Severity::Warning),
+            ("p.yaml".to_string(), 6, Severity::Warning),
+            ("p.yaml".to_string(), 7, Severity::Warning),
+            ("p.yaml".to_string(), 8, Severity::Error),
+        ]
+    );
+    let cfg = greenlight_lint::config::parse(
+        "c.toml",
+        "[lint]\nimmutable-tags = [\"blue\", \"latest\"]\n",
+    )
+    .unwrap()
+    .lint;
+    let opts = Options::from_config(&cfg, Some(vec!["GL001", "GL701"]), &[]);
+    let declared = lint(&src(), Vec::new(), &opts);
+    assert_eq!(
+        graded(&declared),
+        [
+            ("p.yaml".to_string(), 7, Severity::Warning),
+            ("p.yaml".to_string(), 8, Severity::Error),
+        ]
+    );
+}

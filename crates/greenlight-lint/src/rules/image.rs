@@ -25,7 +25,11 @@ pub const MUTABLE_TAG: Rule = Rule {
                is mutable or missing (which means `latest`). Mutable: `latest`, `main`, \
                `master`, `stable`, `edge`, `[lint] mutable-tags` in `.greenlight.toml`, and any \
                tag that names no version — one without a digit (`alpine`, `stable-alpine`, \
-               `mainline`) or ending in `-latest`. A digest (`app@sha256:…`, also \
+               `mainline`) or ending in `-latest` — unless `[lint] immutable-tags` declares it. \
+               A tag that names no version but is no known floating name (a part such as \
+               `latest`, `main`, `stable`, `edge`, `alpine`, `slim`, `nightly`, `dev`, a \
+               distribution codename, or a branch-like `feature-…`) is a `warning`: \
+               `argoproj/rollouts-demo:blue` may be pushed once. A digest (`app@sha256:…`, also \
                `app:v1@sha256:…`, or a kustomize `digest`) is never flagged. A registry port is \
                not a tag: `host:5000/app` has no tag and is flagged. References that are not \
                valid yet (placeholders, templates) are GL003's.",
@@ -204,6 +208,31 @@ fn check_mutable(obj: &Object, emit: &mut Emit) {
         };
         let verdict = emit.settings.tag_policy.judge(&image);
         if verdict.is_acceptable() {
+            continue;
+        }
+        // A word that names no version but is no known floating name (`blue`) may well be
+        // pushed once per build: a warning, which `[lint] immutable-tags` silences.
+        if let TagVerdict::MutableTag { tag } = &verdict
+            && !emit.settings.tag_policy.is_known_floating(tag)
+        {
+            emit.at(
+                obj,
+                site.span,
+                &site.field,
+                format!(
+                    "{}: `{}` uses the tag `{tag}`, which names no version: if it is ever pushed \
+                     again, a redeploy renders an identical pod spec and Kubernetes rolls out nothing",
+                    site.who,
+                    image.as_str()
+                ),
+            )
+            .severity(Severity::Warning)
+            .fix(format!(
+                "deploy a version, a `sha-<short-sha>` tag or the digest (`greenlight guard image \
+                 --resolve {}`), or, if `{tag}` is never pushed twice, declare it under [lint] \
+                 `immutable-tags` in .greenlight.toml",
+                image.as_str()
+            ));
             continue;
         }
         let problem = verdict.problem(&image).unwrap_or_default();

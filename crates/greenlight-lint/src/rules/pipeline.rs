@@ -50,7 +50,10 @@ pub const DEPLOYS_MUTABLE_TAG: Rule = Rule {
                (workflow, job, step), `variables:` or an earlier assignment or `export`. A \
                value the file does not know (`${{ github.sha }}`, `$CI_COMMIT_SHA`, a command \
                substitution, an unset variable) is never flagged. The finding is at the value \
-               in the script (at the `$VAR` reference, with where the variable is set related).",
+               in the script (at the `$VAR` reference, with where the variable is set related). \
+               As in GL001, a tag that names no version but is no known floating name (`blue`) \
+               is a `warning`, and `[lint] immutable-tags` declares the ones a team never \
+               pushes twice.",
         why: "Deploying the same tag again renders an identical pod spec: Kubernetes starts no \
               rollout and pulls nothing, the pipeline goes green, and production keeps running \
               the previous build — or, on the next node restart, silently pulls a different one.",
@@ -263,6 +266,14 @@ struct Deploy {
     vars: Vec<String>,
     /// Order of the command in the job.
     order: usize,
+    /// `Warning` for a tag that names no version but is no known floating name (as GL001).
+    severity: Option<Severity>,
+}
+
+/// The grade of a mutable tag: a known floating name is the rule's error; a word that merely
+/// names no version (`blue`) a warning, as in GL001.
+fn grade(settings: &Settings, tag: &str) -> Option<Severity> {
+    (!settings.tag_policy.is_known_floating(tag)).then_some(Severity::Warning)
 }
 
 /// A check after a deploy (`kubectl rollout status`, a grep of the pod spec), in job order.
@@ -699,6 +710,7 @@ fn helm(ctx: &Ctx, words: &[Word], releases: &mut Releases, facts: &mut Facts) {
                 tag: text.to_string(),
                 vars: v.vars().into_iter().map(str::to_string).collect(),
                 order: ctx.order,
+                severity: grade(ctx.settings, text),
             });
         }
     }
@@ -717,6 +729,7 @@ fn helm(ctx: &Ctx, words: &[Word], releases: &mut Releases, facts: &mut Facts) {
             fix: FIX_TAG.to_string(),
             related: vec![(at, format!("`{tag}` is set for release `{r}` here"))],
             elsewhere: Vec::new(),
+            severity: grade(ctx.settings, &tag),
             tag,
             vars: Vec::new(),
             order: ctx.order,
@@ -804,6 +817,7 @@ fn kubectl(ctx: &Ctx, words: &[Word], facts: &mut Facts) {
                     tag: image_ref.tag().unwrap_or("latest").to_string(),
                     vars: image.vars().into_iter().map(str::to_string).collect(),
                     order: ctx.order,
+                    severity: grade(ctx.settings, image_ref.tag().unwrap_or("latest")),
                 });
             }
         }
@@ -947,6 +961,7 @@ fn apply(ctx: &Ctx, words: &[Word], facts: &mut Facts) {
                     tag: image_ref.tag().unwrap_or("latest").to_string(),
                     vars: Vec::new(),
                     order: ctx.order,
+                    severity: grade(ctx.settings, image_ref.tag().unwrap_or("latest")),
                 });
             }
         }
@@ -1000,6 +1015,9 @@ fn emit_deploy(p: &Pipeline, job: &Job, d: &Deploy, emit: &mut Emit) {
         d.message.clone(),
     );
     f.fix(d.fix.clone());
+    if let Some(s) = d.severity {
+        f.severity(s);
+    }
     for (span, m) in &d.related {
         f.related_in(p.source, *span, m.clone());
     }

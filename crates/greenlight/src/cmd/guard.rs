@@ -82,7 +82,8 @@ fn run_image(args: ImageArgs) -> anyhow::Result<ExitCode> {
     let config = super::config_file(args.config.as_deref())?;
     let policy = TagPolicy::default()
         .with_extra(config.guard_mutable_tags())
-        .with_extra(args.mutable.iter().map(String::as_str));
+        .with_extra(args.mutable.iter().map(String::as_str))
+        .with_immutable(config.lint.immutable_tags.iter().map(String::as_str));
 
     let mut images = Vec::with_capacity(args.images.len());
     let mut invalid = Vec::new();
