@@ -19,6 +19,7 @@ pub mod embedded;
 pub mod helm;
 pub mod input;
 pub mod kind;
+pub mod kustomize;
 pub mod object;
 pub mod pipeline;
 pub mod report;
@@ -62,6 +63,9 @@ pub struct Options {
     /// Whether a directory holds a `kustomization.yaml`, `Chart.yaml` or `.git`: where
     /// cross-object pairing stops ([`scope::holds_marker`] asks the filesystem).
     pub scope_marker: fn(&str) -> bool,
+    /// The directory `kustomize build` was given: origin annotations' paths are relative to
+    /// it (empty: the current directory).
+    pub kustomize_root: std::path::PathBuf,
 }
 
 impl Default for Options {
@@ -78,6 +82,7 @@ impl Default for Options {
             limits: yaml::Limits::default(),
             chart: None,
             scope_marker: scope::holds_marker,
+            kustomize_root: std::path::PathBuf::new(),
         }
     }
 }
@@ -245,6 +250,7 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
                     }),
                     related: Vec::new(),
                     related_elsewhere: Vec::new(),
+                    origin: None,
                     severity: None,
                 }),
             }
@@ -311,9 +317,15 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
     }
 
     let mut mapper = helm::Mapper::new(opts.chart.as_deref());
+    let mut origins = kustomize::Origins::new(opts.kustomize_root.clone());
     for f in findings {
         let src = &sources[f.source];
-        let placed = place(&mut mapper, sources, f.source, f.span, &f.field);
+        let mut placed = place(&mut mapper, sources, f.source, f.span, &f.field);
+        if placed.template.is_none()
+            && let Some(path) = &f.origin
+        {
+            placed.origin = origins.map(path, &f.object.kind, f.object.name.as_deref(), &f.field);
+        }
         if opts.inline_ignores && suppressed(&f, src, &placed) {
             report.suppressed += 1;
             continue;
@@ -429,6 +441,10 @@ fn suppressed(f: &Finding, src: &Source, placed: &Placed) -> bool {
         .into_iter()
         .filter(|l| *l > 0)
         .any(|l| comment_names(src.ignore_comment(l), f.rule));
+    let in_origin = placed.origin.as_ref().is_some_and(|m| {
+        comment_names(source::ignore_comment(&m.line_text), f.rule)
+            || comment_names(source::ignore_comment(&m.above_text), f.rule)
+    });
     let in_template = match (&placed.template, &placed.template_lines) {
         (Some(t), Some(lines)) => t.line.is_some_and(|l| {
             [l, l.saturating_sub(1)]
@@ -439,7 +455,7 @@ fn suppressed(f: &Finding, src: &Source, placed: &Placed) -> bool {
         }),
         _ => false,
     };
-    in_input || in_template
+    in_input || in_template || in_origin
 }
 
 /// Where a span of an input lies: in the input itself, and for rendered Helm output also in
@@ -451,6 +467,8 @@ struct Placed {
     template_text: Option<String>,
     template_lines: Option<Arc<Vec<String>>>,
     values: Option<Related>,
+    /// For `kustomize build` output with origin annotations: the place in the source file.
+    origin: Option<kustomize::Mapped>,
 }
 
 fn place(
@@ -473,6 +491,7 @@ fn place(
             template_text: None,
             template_lines: None,
             values: None,
+            origin: None,
         };
     };
     let end_col = (end.line == start.line).then_some(end.col);
@@ -508,6 +527,7 @@ fn place(
         template_text,
         template_lines: m.lines,
         values,
+        origin: None,
     }
 }
 
@@ -538,7 +558,17 @@ fn to_diagnostic(
             };
             (placed.input, rendered_text, vec![from])
         }
-        None => (placed.input, rendered_text, Vec::new()),
+        None => match placed.origin {
+            // `kustomize build` output: the source file, with the rendered line related.
+            Some(m) => {
+                let rendered = Related {
+                    location: placed.input,
+                    message: RENDERED.into(),
+                };
+                (m.location, m.line_text, vec![rendered])
+            }
+            None => (placed.input, rendered_text, Vec::new()),
+        },
     };
     extra.extend(placed.values);
     let mut related = Vec::new();

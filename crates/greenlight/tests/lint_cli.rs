@@ -1535,3 +1535,220 @@ fn readme_pipeline_example_is_real_output() {
         "update the README's pipeline example"
     );
 }
+
+/// `kubectl kustomize overlays/prod` (kustomize v5.5.0) of the tree below, with
+/// `buildMetadata: [originAnnotations]`, as it printed it; a second object from a remote base.
+const KUSTOMIZE_BASE: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      terminationGracePeriodSeconds: 10
+      containers:
+        - name: web
+          image: ghcr.io/acme/web:1.0.0
+          lifecycle:
+            preStop:
+              exec:
+                command: [\"sh\", \"-c\", \"sleep 20\"]
+";
+
+const KUSTOMIZE_OVERLAY: &str = "apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namePrefix: prod-
+resources:
+  - ../../base
+images:
+  - name: ghcr.io/acme/web
+    newTag: latest
+buildMetadata: [originAnnotations]
+";
+
+const KUSTOMIZE_BUILT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  annotations:
+    config.kubernetes.io/origin: |
+      path: ../../base/deployment.yaml
+  name: prod-web
+spec:
+  replicas: 2
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - image: ghcr.io/acme/web:latest
+        lifecycle:
+          preStop:
+            exec:
+              command:
+              - sh
+              - -c
+              - sleep 20
+        name: web
+      terminationGracePeriodSeconds: 10
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  annotations:
+    config.kubernetes.io/origin: |
+      path: examples/pod.yaml
+      repo: https://github.com/example/remote
+      ref: v1.0.0
+  name: prod-remote
+spec:
+  containers:
+  - image: busybox:stable
+    name: c
+";
+
+#[test]
+fn kustomize_build_output_maps_to_the_source_files() {
+    let d = dir_with(&[
+        ("base/deployment.yaml", KUSTOMIZE_BASE),
+        (
+            "base/kustomization.yaml",
+            "resources:\n  - deployment.yaml\n",
+        ),
+        ("overlays/prod/kustomization.yaml", KUSTOMIZE_OVERLAY),
+    ]);
+    let o = greenlight(
+        d.path(),
+        &[
+            "lint",
+            "--kustomize-root",
+            "overlays/prod",
+            "--format",
+            "json",
+            "--select",
+            "GL001,GL101,GL301",
+            "-",
+        ],
+        Some(KUSTOMIZE_BUILT),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = json_of(&o);
+    let at: Vec<(String, u64, u64, String)> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["rule"].as_str().unwrap().to_string(),
+                d["line"].as_u64().unwrap(),
+                d["column"].as_u64().unwrap(),
+                d["file"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        at,
+        [
+            // A remote base is not on disk: the rendered line.
+            ("GL001".to_string(), 38, 5, "<stdin>".to_string()),
+            // The field's own line in the base, even though the image differs there (the
+            // overlay's `images` rewrote it).
+            (
+                "GL301".to_string(),
+                5,
+                1,
+                "base/deployment.yaml".to_string()
+            ),
+            (
+                "GL001".to_string(),
+                14,
+                11,
+                "base/deployment.yaml".to_string()
+            ),
+            (
+                "GL101".to_string(),
+                18,
+                39,
+                "base/deployment.yaml".to_string()
+            ),
+        ]
+    );
+    let gl001 = &v["diagnostics"][2];
+    let rendered = related_with(gl001, "in the rendered output").expect("rendered line related");
+    assert_eq!(
+        (rendered["file"].as_str(), rendered["line"].as_u64()),
+        (Some("<stdin>"), Some(16))
+    );
+
+    // Without --kustomize-root the paths do not resolve from here: rendered lines, no guess.
+    let o = greenlight(
+        d.path(),
+        &["lint", "--select", "GL001", "--format", "json", "-"],
+        Some(KUSTOMIZE_BUILT),
+    );
+    let v = json_of(&o);
+    assert!(
+        v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["file"] == "<stdin>"),
+        "{v}"
+    );
+
+    // Not a directory: a usage error.
+    let o = greenlight(
+        d.path(),
+        &["lint", "--kustomize-root", "nope", "-"],
+        Some(KUSTOMIZE_BUILT),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--kustomize-root nope"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_walked_kustomization_says_once_how_to_lint_what_it_renders() {
+    let d = dir_with(&[
+        ("base/deployment.yaml", KUSTOMIZE_BASE),
+        (
+            "base/kustomization.yaml",
+            "resources:\n  - deployment.yaml\n",
+        ),
+        ("overlays/prod/kustomization.yaml", KUSTOMIZE_OVERLAY),
+        ("plain/pod.yaml", CLEAN),
+    ]);
+    let o = greenlight(d.path(), &["lint", "--format", "json", "."], None);
+    let v = json_of(&o);
+    let notes: Vec<&str> = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["message"].as_str())
+        .filter(|m| m.contains("kustomization"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("2 directories hold a kustomization (base, overlays/prod)"),
+        "{}",
+        notes[0]
+    );
+    assert!(
+        notes[0].contains("greenlight lint --kustomize-root <dir> -"),
+        "{}",
+        notes[0]
+    );
+    // A file named on the command line is no walk: no note.
+    let o = greenlight(
+        d.path(),
+        &["lint", "--format", "json", "base/deployment.yaml"],
+        None,
+    );
+    assert_eq!(json_of(&o)["notes"].as_array().unwrap().len(), 0);
+}

@@ -230,6 +230,8 @@ pub struct Finding {
     /// Related locations in files that are not inputs of the run (a manifest a pipeline
     /// applies), already placed.
     pub related_elsewhere: Vec<crate::diagnostic::Related>,
+    /// The source file of a `kustomize build` object (its origin annotation's `path`).
+    pub origin: Option<String>,
     /// This finding's severity when the rule grades its findings; `None`: the rule's.
     pub severity: Option<Severity>,
 }
@@ -256,6 +258,10 @@ impl<'s> Emit<'s> {
             .annotation(crate::IGNORE_ANNOTATION)
             .and_then(Node::as_str)
             .map(str::to_string);
+        let origin = obj
+            .annotation(crate::kustomize::ORIGIN_ANNOTATION)
+            .and_then(Node::as_str)
+            .and_then(crate::kustomize::origin_path);
         self.findings.push(Finding {
             rule: self.rule,
             source: obj.source,
@@ -267,6 +273,7 @@ impl<'s> Emit<'s> {
             fix: None,
             related: Vec::new(),
             related_elsewhere: Vec::new(),
+            origin,
             severity: None,
         });
         self.findings.last_mut().expect("just pushed")
@@ -297,6 +304,7 @@ impl<'s> Emit<'s> {
             fix: None,
             related: Vec::new(),
             related_elsewhere: Vec::new(),
+            origin: None,
             severity: None,
         });
         self.findings.last_mut().expect("just pushed")

@@ -25,7 +25,9 @@ pub enum FailOnArg {
 
 #[derive(Args)]
 pub struct LintArgs {
-    /// Files, directories (recursive *.yaml, *.yml, *.json) or `-` for stdin. Default: `.`
+    /// Files, directories (recursive *.yaml, *.yml, *.json, *.sh, *.bash and sh/bash
+    /// shebang scripts; GitHub Actions workflows and .gitlab-ci.yml are read as pipelines) or
+    /// `-` for stdin. Default: `.`
     pub paths: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
@@ -54,6 +56,11 @@ pub struct LintArgs {
     /// value was printed from `.Values` also points at where the value is set.
     #[arg(long = "values", short = 'f', value_name = "FILE")]
     pub values: Vec<String>,
+    /// The directory `kustomize build` was given (`kustomize build DIR | greenlight lint
+    /// --kustomize-root DIR -`): with `buildMetadata: [originAnnotations]`, findings point at
+    /// the files the objects came from, relative to it. Default: the current directory.
+    #[arg(long, value_name = "DIR")]
+    pub kustomize_root: Option<String>,
     /// Also lint test directories (testdata, test, tests, e2e, fixtures, _archived) found while
     /// walking a directory; a path named on the command line is always linted.
     #[arg(long)]
@@ -106,6 +113,14 @@ pub fn run_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
     let ignore = rule_ids(&a.ignore, "--ignore")?;
     let mut opts = Options::from_config(&cfg, select, &ignore);
     opts.inline_ignores = !a.no_inline_ignores;
+    if let Some(root) = &a.kustomize_root {
+        if !Path::new(root).is_dir() {
+            return Err(super::usage(format!(
+                "--kustomize-root {root}: not a directory"
+            )));
+        }
+        opts.kustomize_root = PathBuf::from(root);
+    }
     let fail_on = match a.fail_on {
         Some(FailOnArg::Error) => FailOn::Error,
         Some(FailOnArg::Warning) => FailOn::Warning,
