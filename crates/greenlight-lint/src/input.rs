@@ -375,7 +375,8 @@ impl Walk<'_> {
             file: shown[0].clone(),
             message: format!(
                 "{n} director{} hold{} a kustomization ({examples}{more}): their files are linted \
-                 as written, not as kustomize renders them; to lint the rendered output with \
+                 as written (GL001 takes their `images` tag rewrites into account), not as \
+                 kustomize renders them; to lint the rendered output with \
                  findings at their source lines, add `buildMetadata: [originAnnotations]` to the \
                  kustomization and run `kustomize build {dir} | greenlight lint \
                  --kustomize-root {dir} -` (or `kubectl kustomize {dir}`)",

@@ -427,3 +427,74 @@ fn declared_immutable_tags_are_not_flagged() {
         ]
     );
 }
+
+/// A kustomization's `images[]` newTag/digest is applied to the containers of the files it
+/// renders before GL001 judges them: a base tag every built overlay replaces is not flagged;
+/// one an overlay deploys as written is.
+#[test]
+fn kustomize_image_rewrites_apply_before_gl001() {
+    let base = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers:\n      - {name: web, image: 'ghcr.io/acme/web:latest'}\n      - {name: side, image: 'busybox:stable'}\n";
+    let run = |files: &[(&str, &str)]| -> Vec<(String, u32)> {
+        let sources: Vec<Source> = files
+            .iter()
+            .map(|(n, t)| Source::new(n.to_string(), t.to_string()))
+            .collect();
+        let opts = Options {
+            enabled: ["GL001"].into_iter().collect(),
+            ..Options::default()
+        };
+        lint(&sources, Vec::new(), &opts)
+            .diagnostics
+            .iter()
+            .map(|d| (d.location.file.clone(), d.location.line.unwrap()))
+            .collect()
+    };
+    let base_k = (
+        "base/kustomization.yaml",
+        "resources:\n  - deployment.yaml\n",
+    );
+    let prod = (
+        "overlays/prod/kustomization.yaml",
+        "resources:\n  - ../../base\nimages:\n  - name: ghcr.io/acme/web\n    newTag: 1.4.2\n",
+    );
+    let stage = (
+        "overlays/stage/kustomization.yaml",
+        "resources: [../../base]\nimages:\n- {name: ghcr.io/acme/web, digest: 'sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef'}\n",
+    );
+    let dev = (
+        "overlays/dev/kustomization.yaml",
+        "resources:\n  - ../../base\n",
+    );
+    // Alone, the base is judged as written.
+    assert_eq!(
+        run(&[("base/deployment.yaml", base)]),
+        [
+            ("base/deployment.yaml".to_string(), 8),
+            ("base/deployment.yaml".to_string(), 9)
+        ]
+    );
+    // Every built overlay retags `web` (a tag, a digest); `busybox` keeps its tag.
+    assert_eq!(
+        run(&[("base/deployment.yaml", base), base_k, prod, stage]),
+        [("base/deployment.yaml".to_string(), 9)]
+    );
+    // An overlay deploying the base as written brings the finding back.
+    assert_eq!(
+        run(&[("base/deployment.yaml", base), base_k, prod, dev]),
+        [
+            ("base/deployment.yaml".to_string(), 8),
+            ("base/deployment.yaml".to_string(), 9)
+        ]
+    );
+    // A rename in the base's own kustomization, retagged again by the overlay under the new
+    // name; `busybox` retagged by the overlay only.
+    let renamed_base_k = (
+        "base/kustomization.yaml",
+        "resources: [deployment.yaml]\nimages:\n- {name: ghcr.io/acme/web, newName: registry.example/web, newTag: '2.0.0'}\n",
+    );
+    let by_new_name = (
+        "overlays/prod/kustomization.yaml",
+        "resources: [../../base]\nimages:\n- {name: registry.example/web, newTag: sha-1a2b3c4}\n- {name: busybox, newTag: '1.36'}\n",
+    );
+    assert!(run(&[("base/deployment.yaml", base), renamed_base_k, by_new_name]).is_empty());
+}

@@ -32,7 +32,11 @@ pub const MUTABLE_TAG: Rule = Rule {
                `argoproj/rollouts-demo:blue` may be pushed once. A digest (`app@sha256:…`, also \
                `app:v1@sha256:…`, or a kustomize `digest`) is never flagged. A registry port is \
                not a tag: `host:5000/app` has no tag and is flagged. References that are not \
-               valid yet (placeholders, templates) are GL003's.",
+               valid yet (placeholders, templates) are GL003's. A container in a file that \
+               the run's kustomizations render (through `resources`, from each kustomization \
+               no other includes) is judged as written only when some rendering keeps its \
+               tag: when every one replaces it (`images[]` with `newTag` or `digest`, matched \
+               by name, after any `newName`), those entries are judged instead.",
         why: "The same tag can point at new content. Redeploying `app:latest` renders an identical \
               pod spec, so Kubernetes creates no new ReplicaSet and pulls nothing: helm reports \
               success, `rollout status` says complete, a \"running image contains the tag\" check \
@@ -93,6 +97,9 @@ pub const INVALID_REFERENCE: Rule = Rule {
 struct Site {
     /// What the message names: ``container `web` `` or ``kustomize image `app` ``.
     who: String,
+    /// A container whose every rendering by the run's kustomizations replaces its tag
+    /// (`images[].newTag` / `digest`): GL001 judges those entries instead.
+    retagged: bool,
     /// The reference as it will be pulled.
     text: String,
     span: Span,
@@ -109,7 +116,13 @@ fn sites(obj: &Object) -> Vec<Site> {
             let Some(text) = e.value.as_str() else {
                 continue;
             };
+            let text_t = text.trim();
             out.push(Site {
+                retagged: !obj.kustomize_renders.is_empty()
+                    && obj
+                        .kustomize_renders
+                        .iter()
+                        .all(|r| retagged_by(text_t, &r.images)),
                 who: format!("container `{}`", c.name),
                 text: text.trim().to_string(),
                 span: key_value_span(&e.key, &e.value),
@@ -142,6 +155,7 @@ fn sites(obj: &Object) -> Vec<Site> {
                 _ => value.trim().to_string(),
             };
             out.push(Site {
+                retagged: false,
                 who: format!("kustomize image `{name}`"),
                 text,
                 span: key_value_span(&e.key, &e.value),
@@ -150,6 +164,33 @@ fn sites(obj: &Object) -> Vec<Site> {
         }
     }
     out
+}
+
+/// Whether kustomize `images` lists (innermost first) replace the tag of `reference`: an
+/// entry whose `name` is the image's name (as renamed by earlier entries' `newName`) sets a
+/// `newTag` or a `digest`.
+fn retagged_by(reference: &str, images: &[(&str, &Node)]) -> bool {
+    let without_digest = reference.split('@').next().unwrap_or(reference);
+    let mut name = match without_digest.rfind(':') {
+        Some(c) if !without_digest[c + 1..].contains('/') => &without_digest[..c],
+        _ => without_digest,
+    }
+    .to_string();
+    let mut retagged = false;
+    for (_, list) in images {
+        for entry in list.as_seq() {
+            if entry.get("name").and_then(Node::as_str).map(str::trim) != Some(name.as_str()) {
+                continue;
+            }
+            if entry.get("newTag").is_some() || entry.get("digest").is_some() {
+                retagged = true;
+            }
+            if let Some(n) = entry.get("newName").and_then(Node::as_str) {
+                name = n.trim().to_string();
+            }
+        }
+    }
+    retagged
 }
 
 /// A placeholder left in a reference: what it is and the text that shows it.
@@ -199,7 +240,7 @@ pub(crate) fn placeholder(text: &str) -> Option<(&'static str, String)> {
 
 fn check_mutable(obj: &Object, emit: &mut Emit) {
     for site in sites(obj) {
-        if placeholder(&site.text).is_some() {
+        if site.retagged || placeholder(&site.text).is_some() {
             continue;
         }
         // Invalid references are GL003's.
