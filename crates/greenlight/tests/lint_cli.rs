@@ -1752,3 +1752,43 @@ fn a_walked_kustomization_says_once_how_to_lint_what_it_renders() {
     );
     assert_eq!(json_of(&o)["notes"].as_array().unwrap().len(), 0);
 }
+
+#[test]
+fn completions_and_man_page_come_from_the_commands_themselves() {
+    let d = tempfile::tempdir().unwrap();
+    let o = greenlight(d.path(), &["completions", "bash"], None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let script = stdout(&o);
+    assert!(
+        script.contains("--kustomize-root") && script.contains("lint"),
+        "{script}"
+    );
+    let path = d.path().join("greenlight.bash");
+    std::fs::write(&path, &script).unwrap();
+    let syntax = Command::new("bash")
+        .arg("-n")
+        .arg(&path)
+        .output()
+        .expect("bash");
+    assert!(
+        syntax.status.success(),
+        "{}",
+        String::from_utf8_lossy(&syntax.stderr)
+    );
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let o = greenlight(d.path(), &["completions", shell], None);
+        assert_eq!(o.status.code(), Some(0), "{shell}");
+        assert!(stdout(&o).contains("greenlight"), "{shell}");
+    }
+    let o = greenlight(d.path(), &["completions", "tcsh"], None);
+    assert_eq!(o.status.code(), Some(2));
+    let man = stdout(&greenlight(d.path(), &["man"], None));
+    assert!(
+        man.starts_with(".ie") && man.contains(".TH greenlight 1"),
+        "{man}"
+    );
+    assert!(
+        man.contains("greenlight\\-lint") || man.contains("lint"),
+        "{man}"
+    );
+}
