@@ -16,6 +16,7 @@ pub mod config;
 pub mod diagnostic;
 pub mod edit;
 pub mod embedded;
+pub mod fix;
 pub mod helm;
 pub mod input;
 pub mod kind;
@@ -150,6 +151,7 @@ pub fn unreadable_source(name: String, message: String) -> Diagnostic {
         fix: None,
         related: Vec::new(),
         source_line: String::new(),
+        edits: Vec::new(),
     }
 }
 
@@ -251,6 +253,7 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
                     related: Vec::new(),
                     related_elsewhere: Vec::new(),
                     origin: None,
+                    edits: Vec::new(),
                     severity: None,
                 }),
             }
@@ -390,6 +393,7 @@ fn fold_copies(diagnostics: &mut Vec<Diagnostic>) -> usize {
         match first.get(&key) {
             Some(&i) => {
                 let primary = &mut kept[i];
+                primary.edits.extend(d.edits);
                 let at = primary
                     .related
                     .iter()
@@ -541,6 +545,16 @@ fn to_diagnostic(
 ) -> Diagnostic {
     let src = &sources[f.source];
     let rendered_text = src.line(f.span.start.line).to_string();
+    // Fixes edit the file as written: never standard input, rendered Helm output or
+    // kustomize output reported in its sources.
+    let edits = if src.stream || placed.template.is_some() || placed.origin.is_some() {
+        Vec::new()
+    } else {
+        f.edits
+            .iter()
+            .filter_map(|(e, rank)| fix::resolve(src, e, *rank))
+            .collect()
+    };
     // A stream (stdin) is reported at the template; a file on disk at its own line, with the
     // template it was rendered from related.
     let (location, source_line, mut extra) = match placed.template {
@@ -605,5 +619,6 @@ fn to_diagnostic(
         message: f.message,
         fix: f.fix,
         related,
+        edits,
     }
 }

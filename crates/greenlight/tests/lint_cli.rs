@@ -1792,3 +1792,112 @@ fn completions_and_man_page_come_from_the_commands_themselves() {
         "{man}"
     );
 }
+
+#[test]
+fn diff_prints_the_fixes_and_fix_applies_them_then_lints_again() {
+    let d = dir_with(&[("deploy/admin.yaml", ADMIN), ("clean.yaml", CLEAN)]);
+    let diff = greenlight(d.path(), &["lint", "--diff", "deploy"], None);
+    let out = stdout(&diff);
+    assert_eq!(diff.status.code(), Some(1), "the report's exit code: {out}");
+    assert!(
+        out.starts_with("--- a/deploy/admin.yaml\n+++ b/deploy/admin.yaml\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "-      terminationGracePeriodSeconds: 10\n+      terminationGracePeriodSeconds: 60\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("+  strategy:\n+    type: RollingUpdate\n"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("deploy/admin.yaml")).unwrap(),
+        ADMIN,
+        "--diff writes nothing"
+    );
+
+    let fixed = greenlight(
+        d.path(),
+        &["lint", "--fix", "--format", "json", "deploy"],
+        None,
+    );
+    assert!(
+        stderr(&fixed).contains("fixed 2 finding(s) in 1 file(s)"),
+        "{}",
+        stderr(&fixed)
+    );
+    let text = std::fs::read_to_string(d.path().join("deploy/admin.yaml")).unwrap();
+    assert!(
+        text.contains("      terminationGracePeriodSeconds: 60\n"),
+        "{text}"
+    );
+    // What remains is reported: GL401's PDB and the probes have no mechanical fix.
+    let v = json_of(&fixed);
+    let rules: Vec<&str> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["rule"].as_str().unwrap())
+        .collect();
+    assert!(
+        !rules.contains(&"GL101") && !rules.contains(&"GL301"),
+        "{rules:?}"
+    );
+    assert!(rules.contains(&"GL401"), "{rules:?}");
+    assert_eq!(fixed.status.code(), Some(1), "GL401 remains an error");
+
+    // When nothing that fails remains, --fix exits 0.
+    let only = dir_with(&[("a.yaml", ADMIN)]);
+    let o = greenlight(
+        only.path(),
+        &["lint", "--fix", "--select", "GL101,GL302", "a.yaml"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let o = greenlight(
+        only.path(),
+        &["lint", "--diff", "--select", "GL101", "a.yaml"],
+        None,
+    );
+    assert_eq!(stdout(&o), "", "nothing left to fix");
+}
+
+#[test]
+fn fix_refuses_stdin_and_leaves_rendered_helm_output_and_crlf_alone() {
+    let d = dir_with(&[]);
+    for flag in ["--fix", "--diff"] {
+        let o = greenlight(d.path(), &["lint", flag, "-"], Some(ADMIN));
+        assert_eq!(o.status.code(), Some(2), "{flag}");
+        assert!(
+            stderr(&o).contains("standard input cannot be fixed in place"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let render = format!("---\n# Source: shop/templates/admin.yaml\n{ADMIN}");
+    let crlf = ADMIN.replace('\n', "\r\n");
+    let d = dir_with(&[("render.yaml", &render), ("crlf.yaml", &crlf)]);
+    let o = greenlight(d.path(), &["lint", "--fix", "--select", "GL101", "."], None);
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("render.yaml")).unwrap(),
+        render
+    );
+    let fixed = std::fs::read_to_string(d.path().join("crlf.yaml")).unwrap();
+    assert!(
+        fixed.contains("terminationGracePeriodSeconds: 60\r\n"),
+        "{fixed:?}"
+    );
+    assert!(
+        !fixed.replace("\r\n", "").contains('\n'),
+        "line endings kept: {fixed:?}"
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the render's finding remains: {}",
+        stdout(&o)
+    );
+}

@@ -232,6 +232,8 @@ pub struct Finding {
     pub related_elsewhere: Vec<crate::diagnostic::Related>,
     /// The source file of a `kustomize build` object (its origin annotation's `path`).
     pub origin: Option<String>,
+    /// Mechanical fixes, each with its rank (see [`crate::fix::TextEdit::rank`]).
+    pub edits: Vec<(crate::fix::Edit, i64)>,
     /// This finding's severity when the rule grades its findings; `None`: the rule's.
     pub severity: Option<Severity>,
 }
@@ -274,6 +276,7 @@ impl<'s> Emit<'s> {
             related: Vec::new(),
             related_elsewhere: Vec::new(),
             origin,
+            edits: Vec::new(),
             severity: None,
         });
         self.findings.last_mut().expect("just pushed")
@@ -305,6 +308,7 @@ impl<'s> Emit<'s> {
             related: Vec::new(),
             related_elsewhere: Vec::new(),
             origin: None,
+            edits: Vec::new(),
             severity: None,
         });
         self.findings.last_mut().expect("just pushed")
@@ -321,6 +325,12 @@ impl Finding {
 
     pub fn fix(&mut self, fix: impl Into<String>) -> &mut Self {
         self.fix = Some(fix.into());
+        self
+    }
+
+    /// A mechanical fix `--fix` may apply; of two for one place the higher `rank` wins.
+    pub fn edit(&mut self, edit: crate::fix::Edit, rank: i64) -> &mut Self {
+        self.edits.push((edit, rank));
         self
     }
 

@@ -5,6 +5,7 @@
 
 use super::{Check, Docs, Emit, Rule, entry_span, parse_sleep_duration, secs};
 use crate::diagnostic::Severity;
+use crate::fix::Edit;
 use crate::object::{Container, Workload};
 use crate::yaml::{Node, Span};
 
@@ -206,6 +207,23 @@ fn check_exceeds(w: &Workload, emit: &mut Emit) {
         let span = value_span(sleep.node);
         let f = emit.at(w.object, span, &sleep.field, message);
         f.fix(fix);
+        // `--fix`: the grace period raised to the value the fix names.
+        if sleep.seconds.is_finite() {
+            let margin = (sleep.seconds.ceil() as i64).saturating_add(15);
+            let edit = match grace_node {
+                Some(g) => Some(Edit::Scalar {
+                    span: g.span,
+                    value: margin.to_string(),
+                }),
+                None => w.pod.as_map().first().map(|e| Edit::Keys {
+                    at: e.key.span.start,
+                    lines: vec![format!("terminationGracePeriodSeconds: {margin}")],
+                }),
+            };
+            if let Some(edit) = edit {
+                f.edit(edit, margin);
+            }
+        }
         if let Some(g) = grace_node {
             let gspan = entry_span(w.pod, "terminationGracePeriodSeconds").unwrap_or(g.span);
             f.related(

@@ -56,6 +56,16 @@ pub struct LintArgs {
     /// value was printed from `.Values` also points at where the value is set.
     #[arg(long = "values", short = 'f', value_name = "FILE")]
     pub values: Vec<String>,
+    /// Apply the mechanical fixes to the files (GL101: the grace period raised to the value
+    /// the fix names; GL301: an explicit rolling-update strategy; GL302: `maxSurge: 1`), then
+    /// lint again: the report and the exit code are those of what remains. Never standard
+    /// input or rendered Helm output.
+    #[arg(long, conflicts_with = "diff")]
+    pub fix: bool,
+    /// Print the mechanical fixes `--fix` would apply, as a unified diff, instead of the
+    /// report; the exit code is the report's.
+    #[arg(long)]
+    pub diff: bool,
     /// The directory `kustomize build` was given (`kustomize build DIR | greenlight lint
     /// --kustomize-root DIR -`): with `buildMetadata: [originAnnotations]`, findings point at
     /// the files the objects came from, relative to it. Default: the current directory.
@@ -65,6 +75,53 @@ pub struct LintArgs {
     /// walking a directory; a path named on the command line is always linted.
     #[arg(long)]
     pub include_tests: bool,
+}
+
+/// The files the report's fixes change: (name, text before, text after), in file order.
+/// Rendered Helm output committed to the repository is never edited (its findings carry no
+/// edits); a file whose fixes do not apply cleanly is an error, not a half-edit.
+fn fixes(
+    sources: &[greenlight_lint::Source],
+    rep: &greenlight_lint::Report,
+) -> anyhow::Result<Vec<(String, String, String)>> {
+    let edits = greenlight_lint::fix::select(
+        rep.diagnostics
+            .iter()
+            .flat_map(|d| d.edits.iter().cloned())
+            .collect(),
+    );
+    let mut out = Vec::new();
+    for src in sources.iter().filter(|s| !s.stream) {
+        let mut mine: Vec<greenlight_lint::fix::TextEdit> = edits
+            .iter()
+            .filter(|e| e.file == src.name)
+            .cloned()
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        // Written back byte for byte: a file read through a byte-order mark or as UTF-16 is
+        // left alone rather than re-encoded.
+        if std::fs::read(&src.name).ok().as_deref() != Some(src.text.as_bytes()) {
+            super::err(&format!(
+                "greenlight: not fixing {}: it is not plain UTF-8 text as read (a byte-order \
+                 mark or UTF-16)\n",
+                src.name
+            ))?;
+            continue;
+        }
+        if src.text.contains("\r\n") {
+            for e in &mut mine {
+                e.text = e.text.replace('\n', "\r\n");
+            }
+        }
+        let mine: Vec<&greenlight_lint::fix::TextEdit> = mine.iter().collect();
+        let new = greenlight_lint::fix::apply(&src.text, &mine).ok_or_else(|| {
+            anyhow::anyhow!("--fix: the fixes for {} do not apply to its text", src.name)
+        })?;
+        out.push((src.name.clone(), src.text.clone(), new));
+    }
+    Ok(out)
 }
 
 /// `greenlight rules` has formats of its own: a rule list is not a report.
@@ -136,11 +193,58 @@ pub fn run_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
         exclude: cfg.exclude.clone(),
         include_tests: a.include_tests || cfg.include_tests,
     };
+    if (a.fix || a.diff) && paths.iter().any(|p| p == "-") {
+        return Err(super::usage(format!(
+            "{}: standard input cannot be fixed in place; fix the files it was rendered from \
+             (a chart's templates or values, a kustomization's sources)",
+            if a.fix { "--fix" } else { "--diff" }
+        )));
+    }
     let inputs = greenlight_lint::read_inputs_with(&paths, &read, &mut std::io::stdin().lock())
         .map_err(|e| super::usage(e.to_string()))?;
     opts.chart = chart(&a.chart, &a.values, &inputs.sources)?.map(std::sync::Arc::new);
     let mut rep = greenlight_lint::lint(&inputs.sources, inputs.unreadable, &opts);
     rep.notes.extend(inputs.notes);
+    if a.fix || a.diff {
+        let fixed = fixes(&inputs.sources, &rep)?;
+        if a.diff {
+            let diff: String = fixed
+                .iter()
+                .map(|(name, old, new)| {
+                    similar::TextDiff::from_lines(old.as_str(), new.as_str())
+                        .unified_diff()
+                        .context_radius(3)
+                        .header(&format!("a/{name}"), &format!("b/{name}"))
+                        .to_string()
+                })
+                .collect();
+            super::out(&diff)?;
+            let failed = rep.diagnostics.iter().any(|d| report::reaches(d, fail_on));
+            return Ok(if failed {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            });
+        }
+        for (name, _, new) in &fixed {
+            std::fs::write(name, new)
+                .map_err(|e| anyhow::anyhow!("--fix: cannot write {name}: {e}"))?;
+        }
+        let count = rep
+            .diagnostics
+            .iter()
+            .filter(|d| !d.edits.is_empty())
+            .count();
+        super::err(&format!(
+            "greenlight: fixed {count} finding(s) in {} file(s); linting again\n",
+            fixed.len()
+        ))?;
+        // What remains decides the report and the exit code.
+        let again = greenlight_lint::read_inputs_with(&paths, &read, &mut std::io::empty())
+            .map_err(|e| super::usage(e.to_string()))?;
+        rep = greenlight_lint::lint(&again.sources, again.unreadable, &opts);
+        rep.notes.extend(again.notes);
+    }
     let out = match a.format {
         Format::Human => report::human(&rep),
         Format::Json => report::json(&rep),
