@@ -18,6 +18,9 @@ pub enum Edit {
     /// New keys for the block mapping whose first key starts at `at`, inserted before it,
     /// each line at the mapping's indentation (a line's own leading blanks nest under it).
     Keys { at: Pos, lines: Vec<String> },
+    /// An image reference (a scalar on one line) to pin to the digest its registry serves:
+    /// only with `--resolve`, which asks the registry and fills in the text.
+    Pin { span: Span, reference: String },
 }
 
 /// An edit of a file's text: replace `start..end` (1-based line, 1-based character column)
@@ -28,13 +31,45 @@ pub struct TextEdit {
     pub file: String,
     pub start: Pos,
     pub end: Pos,
+    /// The new text; for a pin, the quote the value is written in (empty when plain), around
+    /// which the pinned reference goes.
     pub text: String,
     pub rank: i64,
+    /// For a pin: the reference to resolve. Without a resolution the edit is not applied.
+    pub pin: Option<String>,
+}
+
+impl TextEdit {
+    /// A pin's text, with the reference pinned to `pinned` in the value's quotes.
+    pub fn pinned(&self, pinned: &str) -> TextEdit {
+        TextEdit {
+            text: format!("{q}{pinned}{q}", q = self.text),
+            pin: None,
+            ..self.clone()
+        }
+    }
 }
 
 /// The text edit of `edit` in `src`; `None` when its place is not what the edit expects.
 pub fn resolve(src: &Source, edit: &Edit, rank: i64) -> Option<TextEdit> {
     match edit {
+        Edit::Pin { span, reference } => {
+            let e = resolve(
+                src,
+                &Edit::Scalar {
+                    span: *span,
+                    value: String::new(),
+                },
+                rank,
+            )?;
+            // `e.text` is the empty value in the scalar's quotes: keep the quote alone.
+            let quote = e.text.chars().next().map(String::from).unwrap_or_default();
+            Some(TextEdit {
+                pin: Some(reference.clone()),
+                text: quote,
+                ..e
+            })
+        }
         Edit::Scalar { span, value } => {
             if span.start.line != span.end.line || span.end.col <= span.start.col {
                 return None;
@@ -55,6 +90,7 @@ pub fn resolve(src: &Source, edit: &Edit, rank: i64) -> Option<TextEdit> {
                 end: span.end,
                 text,
                 rank,
+                pin: None,
             })
         }
         Edit::Keys { at, lines } => {
@@ -73,6 +109,7 @@ pub fn resolve(src: &Source, edit: &Edit, rank: i64) -> Option<TextEdit> {
                 end: *at,
                 text,
                 rank,
+                pin: None,
             })
         }
     }
@@ -94,8 +131,9 @@ fn offset(text: &str, p: Pos) -> Option<usize> {
 }
 
 /// The edits that will be applied: for one place, the highest rank; none that overlaps an
-/// edit already kept; in file order.
+/// edit already kept; no pin that was not resolved ([`TextEdit::pinned`]); in file order.
 pub fn select(mut edits: Vec<TextEdit>) -> Vec<TextEdit> {
+    edits.retain(|e| e.pin.is_none());
     edits.sort_by(|a, b| {
         (&a.file, a.start, a.end, std::cmp::Reverse(a.rank)).cmp(&(
             &b.file,
@@ -201,6 +239,7 @@ mod tests {
             end: pos(l, c),
             text: t.into(),
             rank,
+            pin: None,
         };
         let kept = select(vec![at(2, 3, "a", 30), at(2, 3, "b", 60), at(1, 1, "c", 0)]);
         let texts: Vec<&str> = kept.iter().map(|e| e.text.as_str()).collect();

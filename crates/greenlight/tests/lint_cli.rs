@@ -1901,3 +1901,86 @@ fn fix_refuses_stdin_and_leaves_rendered_helm_output_and_crlf_alone() {
         stdout(&o)
     );
 }
+
+/// `--fix --resolve` against a real OCI registry (Debian's docker-registry, as the guard's
+/// `--resolve` tests run it): a mutable tag is pinned to the digest the registry serves, in
+/// the value's own quotes; a reference the registry does not have stays, and so does its
+/// finding.
+#[test]
+fn fix_resolve_pins_mutable_images_to_the_served_digest() {
+    let registry = greenlight_testkit::registry::Registry::start();
+    let digest = registry.push("team/web", "latest", "web build 7");
+    let web = registry.image("team/web:latest");
+    let gone = registry.image("team/gone:main");
+    let manifest = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n  - name: web # the app\n    image: \"{web}\"\n  - name: gone\n    image: {gone}\n"
+    );
+    let d = dir_with(&[("pod.yaml", &manifest)]);
+    let diff = greenlight(
+        d.path(),
+        &[
+            "lint",
+            "--diff",
+            "--resolve",
+            "--plain-http",
+            "--select",
+            "GL001",
+            "pod.yaml",
+        ],
+        None,
+    );
+    let out = stdout(&diff);
+    assert!(
+        out.contains(&format!(
+            "-    image: \"{web}\"\n+    image: \"{web}@{digest}\"\n"
+        )),
+        "{out}\n{}",
+        stderr(&diff)
+    );
+    assert!(
+        stderr(&diff).contains(&format!("cannot resolve `{gone}`")),
+        "{}",
+        stderr(&diff)
+    );
+    // Without --resolve there is nothing to pin.
+    let plain = greenlight(
+        d.path(),
+        &["lint", "--diff", "--select", "GL001", "pod.yaml"],
+        None,
+    );
+    assert_eq!(stdout(&plain), "");
+    let o = greenlight(d.path(), &["lint", "--resolve", "pod.yaml"], None);
+    assert_eq!(o.status.code(), Some(2), "--resolve needs --fix or --diff");
+
+    let fixed = greenlight(
+        d.path(),
+        &[
+            "lint",
+            "--fix",
+            "--resolve",
+            "--plain-http",
+            "--select",
+            "GL001",
+            "--format",
+            "json",
+            "pod.yaml",
+        ],
+        None,
+    );
+    let text = std::fs::read_to_string(d.path().join("pod.yaml")).unwrap();
+    assert!(
+        text.contains(&format!(
+            "  - name: web # the app\n    image: \"{web}@{digest}\"\n"
+        )),
+        "{text}"
+    );
+    let v = json_of(&fixed);
+    let left: Vec<u64> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(left, [9], "only the unresolved image remains");
+    assert_eq!(fixed.status.code(), Some(1));
+}

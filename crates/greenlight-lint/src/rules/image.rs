@@ -103,6 +103,8 @@ struct Site {
     /// The reference as it will be pulled.
     text: String,
     span: Span,
+    /// The image scalar itself (a container's `image`), where `--fix --resolve` pins it.
+    value_span: Option<Span>,
     field: String,
 }
 
@@ -126,6 +128,7 @@ fn sites(obj: &Object) -> Vec<Site> {
                 who: format!("container `{}`", c.name),
                 text: text.trim().to_string(),
                 span: key_value_span(&e.key, &e.value),
+                value_span: Some(e.value.span),
                 field: format!("{}.image", c.path),
             });
         }
@@ -159,6 +162,7 @@ fn sites(obj: &Object) -> Vec<Site> {
                 who: format!("kustomize image `{name}`"),
                 text,
                 span: key_value_span(&e.key, &e.value),
+                value_span: None,
                 field: format!("images[{i}].{key}"),
             });
         }
@@ -274,6 +278,15 @@ fn check_mutable(obj: &Object, emit: &mut Emit) {
                  `immutable-tags` in .greenlight.toml",
                 image.as_str()
             ));
+            if let (Some(f), Some(span)) = (emit.findings.last_mut(), site.value_span) {
+                f.edit(
+                    crate::fix::Edit::Pin {
+                        span,
+                        reference: site.text.clone(),
+                    },
+                    0,
+                );
+            }
             continue;
         }
         let problem = verdict.problem(&image).unwrap_or_default();
@@ -285,6 +298,16 @@ fn check_mutable(obj: &Object, emit: &mut Emit) {
         );
         if let Some(fix) = verdict.fix(&image) {
             f.fix(fix);
+        }
+        // `--fix --resolve`: the reference pinned to the digest its registry serves.
+        if let Some(span) = site.value_span {
+            f.edit(
+                crate::fix::Edit::Pin {
+                    span,
+                    reference: site.text.clone(),
+                },
+                0,
+            );
         }
     }
 }

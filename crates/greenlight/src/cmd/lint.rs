@@ -66,6 +66,17 @@ pub struct LintArgs {
     /// report; the exit code is the report's.
     #[arg(long)]
     pub diff: bool,
+    /// With --fix or --diff: also pin each container image GL001 flags to the digest its
+    /// registry serves (`image: web:latest` → `web:latest@sha256:…`), as `greenlight guard
+    /// image --resolve` does.
+    #[arg(long)]
+    pub resolve: bool,
+    /// With --resolve: talk to registries over plain HTTP (a local registry).
+    #[arg(long, requires = "resolve")]
+    pub plain_http: bool,
+    /// With --resolve: a file holding a bearer token for the registry (anonymous without it).
+    #[arg(long, requires = "resolve", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// The directory `kustomize build` was given (`kustomize build DIR | greenlight lint
     /// --kustomize-root DIR -`): with `buildMetadata: [originAnnotations]`, findings point at
     /// the files the objects came from, relative to it. Default: the current directory.
@@ -77,17 +88,83 @@ pub struct LintArgs {
     pub include_tests: bool,
 }
 
+/// Each reference GL001 asks to pin, resolved by its registry: reference → the reference
+/// pinned to the served digest. A reference that cannot be resolved is named on stderr and
+/// left as it is (its finding remains).
+fn resolve_pins(
+    rep: &greenlight_lint::Report,
+    plain_http: bool,
+    token_file: Option<&Path>,
+) -> anyhow::Result<std::collections::HashMap<String, String>> {
+    use greenlight_core::image::ImageRef;
+    use greenlight_registry::{BearerToken, ClientOptions, RegistryClient};
+    let mut wanted: Vec<&str> = rep
+        .diagnostics
+        .iter()
+        .flat_map(|d| d.edits.iter())
+        .filter_map(|e| e.pin.as_deref())
+        .collect();
+    wanted.sort();
+    wanted.dedup();
+    let mut out = std::collections::HashMap::new();
+    if wanted.is_empty() {
+        return Ok(out);
+    }
+    let token = match token_file {
+        Some(p) => {
+            let secret = super::secret_file("--token-file", p)?;
+            Some(
+                BearerToken::new(secret.expose(), format!("--token-file {}", p.display()))
+                    .map_err(|e| super::usage(e.to_string()))?,
+            )
+        }
+        None => None,
+    };
+    crate::install_crypto();
+    let registry = RegistryClient::new(ClientOptions {
+        plain_http,
+        timeout: std::time::Duration::from_secs(30),
+        token,
+    })?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    for reference in wanted {
+        let Ok(image) = ImageRef::parse(reference) else {
+            continue;
+        };
+        match runtime.block_on(registry.resolve(&image)) {
+            Ok(digest) => {
+                out.insert(reference.to_string(), image.pinned_to(&digest));
+            }
+            Err(err) => {
+                let err = anyhow::Error::new(err);
+                super::err(&format!(
+                    "greenlight: cannot resolve `{reference}`, left as it is: {err:#}\n"
+                ))?;
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The files the report's fixes change: (name, text before, text after), in file order.
 /// Rendered Helm output committed to the repository is never edited (its findings carry no
 /// edits); a file whose fixes do not apply cleanly is an error, not a half-edit.
 fn fixes(
     sources: &[greenlight_lint::Source],
     rep: &greenlight_lint::Report,
+    pins: Option<&std::collections::HashMap<String, String>>,
 ) -> anyhow::Result<Vec<(String, String, String)>> {
+    // A pin is applied only with the digest its registry served.
     let edits = greenlight_lint::fix::select(
         rep.diagnostics
             .iter()
-            .flat_map(|d| d.edits.iter().cloned())
+            .flat_map(|d| d.edits.iter())
+            .filter_map(|e| match &e.pin {
+                None => Some(e.clone()),
+                Some(reference) => pins?.get(reference).map(|p| e.pinned(p)),
+            })
             .collect(),
     );
     let mut out = Vec::new();
@@ -205,8 +282,18 @@ pub fn run_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
     opts.chart = chart(&a.chart, &a.values, &inputs.sources)?.map(std::sync::Arc::new);
     let mut rep = greenlight_lint::lint(&inputs.sources, inputs.unreadable, &opts);
     rep.notes.extend(inputs.notes);
+    if a.resolve && !(a.fix || a.diff) {
+        return Err(super::usage(
+            "--resolve pins images only with --fix or --diff",
+        ));
+    }
     if a.fix || a.diff {
-        let fixed = fixes(&inputs.sources, &rep)?;
+        let pins = if a.resolve {
+            Some(resolve_pins(&rep, a.plain_http, a.token_file.as_deref())?)
+        } else {
+            None
+        };
+        let fixed = fixes(&inputs.sources, &rep, pins.as_ref())?;
         if a.diff {
             let diff: String = fixed
                 .iter()
