@@ -75,7 +75,6 @@ impl Embedded {
         // they are at the end.
         positions.resize(want.len(), end);
         positions.push(end);
-        debug_assert_eq!(chars.len().min(want.len()), chars.len());
         Some(Embedded {
             chars: want,
             positions,

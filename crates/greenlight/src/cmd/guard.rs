@@ -47,7 +47,8 @@ pub struct ImageArgs {
     #[arg(long, value_delimiter = ',', value_name = "TAG,...")]
     mutable: Vec<String>,
 
-    /// Config file whose `[lint]` and `[guard]` `mutable-tags = [...]` add mutable tags
+    /// Config file whose `[lint]` and `[guard]` `mutable-tags = [...]` add mutable tags and
+    /// whose `[lint] immutable-tags` declares tags never pushed twice
     /// [default: .greenlight.toml when present]
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
