@@ -66,7 +66,7 @@ impl Embedded {
                 flow(src, node, s.style).filter(|(c, _)| *c == want)
             }
         }?;
-        let (chars, mut positions) = built;
+        let (_, mut positions) = built;
         let end = positions.last().map_or(node.span.start, |p| Pos {
             line: p.line,
             col: p.col + 1,
