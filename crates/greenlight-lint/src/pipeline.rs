@@ -43,6 +43,8 @@ pub struct Script {
 pub struct Job {
     pub name: String,
     pub scripts: Vec<Script>,
+    /// A GitLab job whose `artifacts: reports: dotenv` sets variables of later jobs.
+    pub dotenv: bool,
 }
 
 /// A pipeline or script file as rules see it.
@@ -87,6 +89,7 @@ impl<'a> Pipeline<'a> {
                 let text = Embedded::file(&src.text)?;
                 vec![Job {
                     name: String::new(),
+                    dotenv: false,
                     scripts: vec![Script {
                         text,
                         field: String::new(),
@@ -186,6 +189,7 @@ fn github(src: &Source, root: &Node) -> Vec<Job> {
         out.push(Job {
             name: id.to_string(),
             scripts,
+            dotenv: false,
         });
     }
     out
@@ -287,9 +291,13 @@ fn gitlab(src: &Source, root: &Node) -> Vec<Job> {
                 });
             }
         }
+        let dotenv = gitlab_get(root, job, "artifacts", 0)
+            .and_then(|a| a.at(&["reports", "dotenv"]))
+            .is_some();
         out.push(Job {
             name: name.to_string(),
             scripts,
+            dotenv,
         });
     }
     out

@@ -310,3 +310,20 @@ fn github_env_expressions_read_the_workflow_env() {
     );
     assert_eq!(r.diagnostics[0].location.end_column, Some(60));
 }
+
+/// A value a step writes to `$GITHUB_ENV`, or a GitLab job's dotenv report, replaces the one
+/// the file sets for the steps and jobs after it: not known, not flagged.
+#[test]
+fn values_handed_on_at_run_time_are_not_known() {
+    let wf = "env:\n  TAG: latest\njobs:\n  d:\n    steps:\n      - run: helm upgrade a ./c --set image.tag=$TAG\n      - run: |\n          \
+              echo \"TAG=sha-${GITHUB_SHA::7}\" >> \"$GITHUB_ENV\"\n      - run: helm upgrade a ./c --set image.tag=$TAG\n      - run: helm upgrade a ./c --set image.tag=${{ env.TAG }}\n";
+    let r = lint_one(".github/workflows/x.yml", wf);
+    assert_eq!(
+        at(&r),
+        [("GL701", ".github/workflows/x.yml".to_string(), 6, 49)]
+    );
+    let gl = "variables:\n  TAG: main\nbuild:\n  script:\n    - echo \"TAG=$CI_COMMIT_SHORT_SHA\" > build.env\n  artifacts:\n    reports:\n      dotenv: build.env\ndeploy:\n  script:\n    - helm upgrade a ./c --set image.tag=$TAG\n";
+    assert!(lint_one(".gitlab-ci.yml", gl).diagnostics.is_empty());
+    let without = gl.replace("      dotenv: build.env\n", "      junit: r.xml\n");
+    assert_eq!(lint_one(".gitlab-ci.yml", &without).diagnostics.len(), 1);
+}

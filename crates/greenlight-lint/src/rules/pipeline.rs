@@ -300,10 +300,53 @@ type Releases = HashMap<String, (String, Span)>;
 
 fn analyze(p: &Pipeline, settings: &Settings) -> Vec<Facts> {
     let mut releases = Releases::new();
+    // GitLab: a job's `reports: dotenv` sets variables of the jobs after it, whatever the
+    // file says: every name such a job's scripts assign is not known anywhere.
+    let dotenv: Vec<String> = p
+        .jobs
+        .iter()
+        .filter(|j| j.dotenv)
+        .flat_map(|j| &j.scripts)
+        .flat_map(|s| assigned_names(&s.text.chars))
+        .collect();
     p.jobs
         .iter()
-        .map(|job| analyze_job(p, job, settings, &mut releases))
+        .map(|job| analyze_job(p, job, settings, &mut releases, &dotenv))
         .collect()
+}
+
+/// Every `NAME=` written in a script, quoted or not (`echo "TAG=…" >> $GITHUB_ENV`, a
+/// here-document's `TAG=…` lines): the names a step may hand to later steps. More names than
+/// are really set only make more values unknown.
+fn assigned_names(chars: &[char]) -> Vec<String> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if (chars[i].is_ascii_alphabetic() || chars[i] == '_') && (i == 0 || !ident(chars[i - 1])) {
+            let start = i;
+            while i < chars.len() && ident(chars[i]) {
+                i += 1;
+            }
+            if chars.get(i) == Some(&'=') {
+                out.push(chars[start..i].iter().collect());
+            }
+            continue;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Mark `names` as set to something not known.
+fn forget(vars: &mut Vars, names: &[String]) {
+    for n in names {
+        for key in [n.clone(), format!("env.{n}")] {
+            if let Some(v) = vars.get_mut(&key) {
+                v.text = None;
+            }
+        }
+    }
 }
 
 /// The variables a script starts with. GitLab expands `$NAME` and `${NAME}` in a variable's
@@ -409,11 +452,19 @@ fn program(w: &Word) -> Option<String> {
     Some(t.rsplit('/').next().unwrap_or("").to_string())
 }
 
-fn analyze_job(p: &Pipeline, job: &Job, settings: &Settings, releases: &mut Releases) -> Facts {
+fn analyze_job(
+    p: &Pipeline,
+    job: &Job,
+    settings: &Settings,
+    releases: &mut Releases,
+    dotenv: &[String],
+) -> Facts {
     let mut facts = Facts::default();
     let mut vars = Vars::new();
     let mut session = None;
     let mut order = 0usize;
+    // GitHub: names an earlier step may have written to `$GITHUB_ENV`.
+    let mut exported: Vec<String> = dotenv.to_vec();
     for (si, script) in job.scripts.iter().enumerate() {
         if session != Some(script.session) {
             vars = base_vars(script, p.kind);
@@ -422,6 +473,11 @@ fn analyze_job(p: &Pipeline, job: &Job, settings: &Settings, releases: &mut Rele
             for (k, v) in base_vars(script, p.kind) {
                 vars.entry(k).or_insert(v);
             }
+        }
+        forget(&mut vars, &exported);
+        let text: String = script.text.chars.iter().collect();
+        if text.contains("GITHUB_ENV") {
+            exported.extend(assigned_names(&script.text.chars));
         }
         let parsed = shell::parse(&script.text.chars);
         let mut prev: Option<&Command> = None;
