@@ -57,6 +57,9 @@ pub struct Pipeline<'a> {
     /// `.github/workflows`, the one holding `.gitlab-ci.yml`, a script's own directory.
     pub root: String,
     pub jobs: Vec<Job>,
+    /// What the pipeline rules found, worked out once for all of them (the manifests a job
+    /// applies are read and parsed once).
+    pub(crate) facts: std::cell::OnceCell<Vec<crate::rules::pipeline::Facts>>,
 }
 
 /// GitLab CI's top-level keywords that are not jobs.
@@ -108,6 +111,7 @@ impl<'a> Pipeline<'a> {
             file: &src.name,
             root,
             jobs,
+            facts: std::cell::OnceCell::new(),
         })
     }
 }

@@ -12,7 +12,7 @@ mod argocd;
 mod hpa;
 mod image;
 mod pdb;
-mod pipeline;
+pub(crate) mod pipeline;
 mod probes;
 mod strategy;
 mod termination;

@@ -287,7 +287,7 @@ struct AfterCheck {
 }
 
 #[derive(Debug, Default)]
-struct Facts {
+pub(crate) struct Facts {
     deploys: Vec<Deploy>,
     rollout_status: Vec<AfterCheck>,
     greps: Vec<AfterCheck>,
@@ -297,6 +297,11 @@ struct Facts {
 
 /// A Helm release's tag as set by a command of the file.
 type Releases = HashMap<String, (String, Span)>;
+
+/// The facts of a pipeline, worked out by the first pipeline rule that asks.
+fn analysis<'p>(p: &'p Pipeline, settings: &Settings) -> &'p [Facts] {
+    p.facts.get_or_init(|| analyze(p, settings))
+}
 
 fn analyze(p: &Pipeline, settings: &Settings) -> Vec<Facts> {
     let mut releases = Releases::new();
@@ -1083,7 +1088,7 @@ fn emit_deploy(p: &Pipeline, job: &Job, d: &Deploy, emit: &mut Emit) {
 }
 
 fn check_deploys(p: &Pipeline, emit: &mut Emit) {
-    for (job, facts) in p.jobs.iter().zip(analyze(p, emit.settings)) {
+    for (job, facts) in p.jobs.iter().zip(analysis(p, emit.settings)) {
         for d in facts
             .deploys
             .iter()
@@ -1095,7 +1100,7 @@ fn check_deploys(p: &Pipeline, emit: &mut Emit) {
 }
 
 fn check_applies(p: &Pipeline, emit: &mut Emit) {
-    for (job, facts) in p.jobs.iter().zip(analyze(p, emit.settings)) {
+    for (job, facts) in p.jobs.iter().zip(analysis(p, emit.settings)) {
         for d in facts
             .deploys
             .iter()
@@ -1107,7 +1112,7 @@ fn check_applies(p: &Pipeline, emit: &mut Emit) {
 }
 
 fn check_rollout_status(p: &Pipeline, emit: &mut Emit) {
-    for (job, facts) in p.jobs.iter().zip(analyze(p, emit.settings)) {
+    for (job, facts) in p.jobs.iter().zip(analysis(p, emit.settings)) {
         if facts.verifies {
             continue;
         }
@@ -1133,7 +1138,7 @@ fn check_rollout_status(p: &Pipeline, emit: &mut Emit) {
 }
 
 fn check_grep(p: &Pipeline, emit: &mut Emit) {
-    for (job, facts) in p.jobs.iter().zip(analyze(p, emit.settings)) {
+    for (job, facts) in p.jobs.iter().zip(analysis(p, emit.settings)) {
         for c in &facts.greps {
             let Some((text, vars)) = &c.pattern else {
                 continue;
