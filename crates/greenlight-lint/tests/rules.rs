@@ -497,4 +497,17 @@ fn kustomize_image_rewrites_apply_before_gl001() {
         "resources: [../../base]\nimages:\n- {name: registry.example/web, newTag: sha-1a2b3c4}\n- {name: busybox, newTag: '1.36'}\n",
     );
     assert!(run(&[("base/deployment.yaml", base), renamed_base_k, by_new_name]).is_empty());
+    // `newName` alone keeps the container's tag: the entry is no finding of its own, and the
+    // base's tag is judged where it is written.
+    let rename_only = (
+        "overlays/mirror/kustomization.yaml",
+        "resources: [../../base]\nimages:\n- {name: busybox, newName: mirror.example/busybox}\n",
+    );
+    assert_eq!(
+        run(&[("base/deployment.yaml", base), base_k, prod, rename_only]),
+        [
+            ("base/deployment.yaml".to_string(), 8),
+            ("base/deployment.yaml".to_string(), 9)
+        ]
+    );
 }

@@ -36,7 +36,8 @@ pub const MUTABLE_TAG: Rule = Rule {
                the run's kustomizations render (through `resources`, from each kustomization \
                no other includes) is judged as written only when some rendering keeps its \
                tag: when every one replaces it (`images[]` with `newTag` or `digest`, matched \
-               by name, after any `newName`), those entries are judged instead.",
+               by name, after any `newName`), those entries are judged instead. An entry with \
+               only `newName` keeps the container's tag and is no finding of its own.",
         why: "The same tag can point at new content. Redeploying `app:latest` renders an identical \
               pod spec, so Kubernetes creates no new ReplicaSet and pulls nothing: helm reports \
               success, `rollout status` says complete, a \"running image contains the tag\" check \
@@ -245,6 +246,11 @@ pub(crate) fn placeholder(text: &str) -> Option<(&'static str, String)> {
 fn check_mutable(obj: &Object, emit: &mut Emit) {
     for site in sites(obj) {
         if site.retagged || placeholder(&site.text).is_some() {
+            continue;
+        }
+        // An entry with only `newName` keeps the container's own tag, which is judged where
+        // the container is written.
+        if site.field.ends_with(".newName") {
             continue;
         }
         // Invalid references are GL003's.
