@@ -1467,6 +1467,24 @@ fn gitlab_and_scripts_are_found_by_walking_and_reported_in_every_format() {
     assert_eq!(v["summary"]["files"], 3);
     let sarif = greenlight(d.path(), &["lint", "repo", "--format", "sarif"], None);
     validate_sarif(&stdout(&sarif));
+    // Two findings in one script file are two alerts: their fingerprints differ.
+    let two = dir_with(&[(
+        "d.sh",
+        "helm upgrade a ./c --set image.tag=main\nhelm upgrade b ./c --set image.tag=edge\n",
+    )]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&greenlight(
+        two.path(),
+        &["lint", "--format", "sarif", "."],
+        None,
+    )))
+    .unwrap();
+    let prints: std::collections::BTreeSet<String> = v["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["partialFingerprints"]["greenlightField/v1"].to_string())
+        .collect();
+    assert_eq!(prints.len(), 2, "{prints:?}");
     let gh = stdout(&greenlight(
         d.path(),
         &["lint", "repo", "--format", "github"],
