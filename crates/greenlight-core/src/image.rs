@@ -409,19 +409,75 @@ pub fn validate_digest(digest: &str) -> Result<(), ImageRefErrorReason> {
     Ok(())
 }
 
-/// Which tags count as mutable: those on the list, and every tag that names no version
-/// ([`names_no_version`]). Matching ignores ASCII case (`Latest` moves as `latest` does); an
-/// entry ending in `*` matches by prefix (`nightly*`).
+/// Which tags count as mutable: those on the `mutable` list, and every tag that names no
+/// version ([`names_no_version`]) unless a team declared it on the `immutable` list (a word
+/// it never pushes twice, such as `blue`). Matching ignores ASCII case (`Latest` moves as
+/// `latest` does); an entry ending in `*` matches by prefix (`nightly*`). The `mutable` list
+/// wins over the `immutable` one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TagPolicy {
     pub mutable: Vec<String>,
+    pub immutable: Vec<String>,
 }
 
 impl Default for TagPolicy {
     fn default() -> Self {
         TagPolicy {
             mutable: DEFAULT_MUTABLE_TAGS.iter().map(|t| t.to_string()).collect(),
+            immutable: Vec::new(),
         }
+    }
+}
+
+/// Words that name a moving line rather than one build: conventions for "the newest" and
+/// for branches, and base-image flavours and distribution codenames that follow updates.
+/// A tag is a known floating name when one of its `-`/`_`/`.` parts is one of these.
+pub const FLOATING_WORDS: &[&str] = &[
+    "latest",
+    "main",
+    "master",
+    "stable",
+    "edge",
+    "alpine",
+    "slim",
+    "develop",
+    "development",
+    "dev",
+    "trunk",
+    "nightly",
+    "next",
+    "canary",
+    "head",
+    "current",
+    "lts",
+    "mainline",
+    "unstable",
+    "testing",
+    "rolling",
+    "snapshot",
+    "preview",
+    "beta",
+    "alpha",
+    "bookworm",
+    "bullseye",
+    "buster",
+    "trixie",
+    "jammy",
+    "noble",
+    "focal",
+];
+
+/// First words of tags built from branch names (`feature-login`, `pr-1234` is versioned).
+const BRANCH_PREFIXES: &[&str] = &[
+    "feature", "feat", "fix", "bugfix", "hotfix", "release", "branch",
+];
+
+fn matches_entry(entry: &str, tag: &str) -> bool {
+    match entry.strip_suffix('*') {
+        Some(prefix) => tag
+            .get(..prefix.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(prefix)),
+        None => entry.eq_ignore_ascii_case(tag),
     }
 }
 
@@ -442,19 +498,42 @@ impl TagPolicy {
         self
     }
 
+    /// The policy plus tags a team declares immutable (`[lint] immutable-tags`).
+    pub fn with_immutable<I, S>(mut self, tags: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        for tag in tags {
+            let tag = tag.into();
+            let tag = tag.trim();
+            if !tag.is_empty() && !self.immutable.iter().any(|t| t.eq_ignore_ascii_case(tag)) {
+                self.immutable.push(tag.to_string());
+            }
+        }
+        self
+    }
+
     /// Whether `tag` can move to new content: it is on the mutable list, or it names no
-    /// version (see [`names_no_version`]).
+    /// version (see [`names_no_version`]) and is not on the immutable list.
     pub fn is_mutable(&self, tag: &str) -> bool {
-        names_no_version(tag)
-            || self
-                .mutable
+        self.mutable.iter().any(|e| matches_entry(e, tag))
+            || (names_no_version(tag) && !self.immutable.iter().any(|e| matches_entry(e, tag)))
+    }
+
+    /// Whether a mutable `tag` is known to float — on the mutable list, a `*-latest` tag,
+    /// a tag with a part in [`FLOATING_WORDS`] (`stable-alpine`, `bookworm-slim`) or one made
+    /// from a branch name (`feature-login`) — rather than merely naming no version (`blue`,
+    /// `green`, `prod`), which a team may never push twice.
+    pub fn is_known_floating(&self, tag: &str) -> bool {
+        let lower = tag.to_ascii_lowercase();
+        let parts: Vec<&str> = lower.split(['-', '_', '.']).collect();
+        self.mutable.iter().any(|e| matches_entry(e, tag))
+            || ["-latest", "_latest", ".latest"]
                 .iter()
-                .any(|entry| match entry.strip_suffix('*') {
-                    Some(prefix) => tag
-                        .get(..prefix.len())
-                        .is_some_and(|head| head.eq_ignore_ascii_case(prefix)),
-                    None => entry.eq_ignore_ascii_case(tag),
-                })
+                .any(|s| lower.ends_with(s))
+            || parts.iter().any(|p| FLOATING_WORDS.contains(p))
+            || (parts.len() > 1 && BRANCH_PREFIXES.contains(&parts[0]))
     }
 
     /// Judges what `image` will name at deploy time. A digest wins over any tag: the runtime
@@ -545,6 +624,36 @@ impl TagVerdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn known_floating_names_and_declared_immutable_words() {
+        let p = TagPolicy::default();
+        for t in [
+            "latest",
+            "stable-alpine",
+            "bookworm-slim",
+            "3.12-latest",
+            "feature-login",
+            "nightly",
+            "Main",
+        ] {
+            assert!(p.is_mutable(t) && p.is_known_floating(t), "{t}");
+        }
+        for t in ["blue", "green", "prod"] {
+            assert!(p.is_mutable(t) && !p.is_known_floating(t), "{t}");
+        }
+        assert!(!p.is_known_floating("pr-1234"));
+        let team = TagPolicy::default().with_immutable(["blue", "release-*"]);
+        assert!(!team.is_mutable("blue") && !team.is_mutable("Blue"));
+        assert!(!team.is_mutable("release-candidate"));
+        assert!(team.is_mutable("green"));
+        // The mutable list wins: `latest` cannot be declared immutable.
+        assert!(
+            TagPolicy::default()
+                .with_immutable(["latest"])
+                .is_mutable("latest")
+        );
+    }
 
     const HEX64: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 

@@ -110,6 +110,8 @@ struct RawLint {
     #[serde(default)]
     mutable_tags: Vec<String>,
     #[serde(default)]
+    immutable_tags: Vec<String>,
+    #[serde(default)]
     severity: HashMap<String, Spanned<String>>,
     #[serde(default)]
     thresholds: RawThresholds,
@@ -133,6 +135,9 @@ pub struct LintConfig {
     /// Lint files in test directories found while walking (`include-tests`).
     pub include_tests: bool,
     pub mutable_tags: Vec<String>,
+    /// Tags the team never pushes twice (`immutable-tags`): a word like `blue` that names no
+    /// version is then not mutable, for lint and guard alike.
+    pub immutable_tags: Vec<String>,
     pub severity: HashMap<&'static str, Severity>,
     pub initial_delay_seconds: Option<i64>,
     pub strategy_max_replicas: Option<i64>,
@@ -232,6 +237,7 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
         extend_select: rule_ids(&raw.extend_select)?,
         ignore: rule_ids(&raw.ignore)?,
         mutable_tags: raw.mutable_tags,
+        immutable_tags: raw.immutable_tags,
         include_tests: raw.include_tests.unwrap_or(false),
         ..LintConfig::default()
     };

@@ -140,6 +140,10 @@ pub struct Diagnostic {
     /// else the line of the input as read.
     #[serde(skip)]
     pub source_line: String,
+    /// Mechanical fixes (`--fix`, `--diff`), in this file or in copies folded into it; none
+    /// for standard input, rendered Helm output and kustomize output mapped to its sources.
+    #[serde(skip)]
+    pub edits: Vec<crate::fix::TextEdit>,
 }
 
 /// Something the run wants the user to know that is not a finding (a skipped Helm template dir).

@@ -1,5 +1,6 @@
 //! Finding and reading the inputs of a run: files, directories (recursive `*.yaml`, `*.yml`,
-//! `*.json`) and `-` for stdin (shown as `<stdin>`).
+//! `*.json`, `*.sh`, `*.bash` and files without an extension that start with an `sh`/`bash`
+//! shebang) and `-` for stdin (shown as `<stdin>`).
 //! Owns: decoding (UTF-8, or UTF-16 with a byte-order mark), skipping a Helm chart's
 //! unrendered `templates/` with one note, skipping test directories found while walking with
 //! one note, config excludes.
@@ -85,6 +86,7 @@ pub fn read_inputs_with(
         notes: Vec::new(),
         test_dirs: Vec::new(),
         test_files: 0,
+        kustomizations: Vec::new(),
     };
     for p in paths {
         if p == "-" {
@@ -123,6 +125,9 @@ pub fn read_inputs_with(
         out.notes.push(walk.tests_note());
     }
     out.skipped_tests = walk.test_files;
+    if !walk.kustomizations.is_empty() {
+        out.notes.push(walk.kustomize_note());
+    }
     for path in files {
         let name = display(&path);
         let meta = std::fs::metadata(&path).map_err(|source| InputError::Read {
@@ -219,6 +224,17 @@ fn decode(bytes: Vec<u8>) -> Result<String, String> {
     Ok(text)
 }
 
+/// A file without an extension whose first line is an `sh` or `bash` shebang (a script in
+/// `bin/` or `scripts/`); only its first bytes are read.
+fn starts_with_shell_shebang(path: &Path) -> bool {
+    let mut head = [0u8; 128];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let text = String::from_utf8_lossy(&head[..n]);
+    crate::kind::is_shell_shebang(&text)
+}
+
 /// A Helm chart's `templates/` directory: named `templates` with a `Chart.yaml` beside it.
 fn is_chart_templates(dir: &Path) -> bool {
     dir.file_name().and_then(|n| n.to_str()) == Some("templates")
@@ -257,6 +273,8 @@ struct Walk<'a> {
     /// Skipped test directories that held files to lint, in walking order.
     test_dirs: Vec<PathBuf>,
     test_files: usize,
+    /// Walked directories that hold a kustomization, in walking order.
+    kustomizations: Vec<PathBuf>,
 }
 
 impl Walk<'_> {
@@ -285,6 +303,12 @@ impl Walk<'_> {
         }
         entries.sort();
         let is_chart = dir.join("Chart.yaml").is_file();
+        if ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+            .iter()
+            .any(|k| dir.join(k).is_file())
+        {
+            self.kustomizations.push(dir.to_path_buf());
+        }
         for (path, is_dir) in entries {
             let name = display(&path);
             if self.exclude.iter().any(|g| glob_match(g, &name)) {
@@ -306,8 +330,9 @@ impl Walk<'_> {
                 self.dir(&path)?;
             } else if matches!(
                 path.extension().and_then(|e| e.to_str()),
-                Some("yaml" | "yml" | "json")
-            ) {
+                Some("yaml" | "yml" | "json" | "sh" | "bash")
+            ) || (path.extension().is_none() && starts_with_shell_shebang(&path))
+            {
                 self.files.push(path);
             }
         }
@@ -324,6 +349,7 @@ impl Walk<'_> {
             notes: Vec::new(),
             test_dirs: Vec::new(),
             test_files: 0,
+            kustomizations: Vec::new(),
         };
         inner.dir(dir)?;
         if !inner.files.is_empty() {
@@ -331,6 +357,33 @@ impl Walk<'_> {
             self.test_dirs.push(dir.to_path_buf());
         }
         Ok(())
+    }
+
+    /// Once per run: the kustomizations found are linted as written, and how to lint what
+    /// they render instead.
+    fn kustomize_note(&self) -> Note {
+        let shown: Vec<String> = self.kustomizations.iter().map(|d| display(d)).collect();
+        let shown: Vec<String> = shown
+            .into_iter()
+            .map(|d| if d.is_empty() { ".".into() } else { d })
+            .collect();
+        let n = shown.len();
+        let examples = shown.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+        let more = if n > 3 { ", …" } else { "" };
+        let dir = if n == 1 { shown[0].as_str() } else { "<dir>" };
+        Note {
+            file: shown[0].clone(),
+            message: format!(
+                "{n} director{} hold{} a kustomization ({examples}{more}): their files are linted \
+                 as written (GL001 takes their `images` tag rewrites into account), not as \
+                 kustomize renders them; to lint the rendered output with \
+                 findings at their source lines, add `buildMetadata: [originAnnotations]` to the \
+                 kustomization and run `kustomize build {dir} | greenlight lint \
+                 --kustomize-root {dir} -` (or `kubectl kustomize {dir}`)",
+                if n == 1 { "y" } else { "ies" },
+                if n == 1 { "s" } else { "" },
+            ),
+        }
     }
 
     fn tests_note(&self) -> Note {

@@ -15,12 +15,18 @@
 pub mod config;
 pub mod diagnostic;
 pub mod edit;
+pub mod embedded;
+pub mod fix;
 pub mod helm;
 pub mod input;
+pub mod kind;
+pub mod kustomize;
 pub mod object;
+pub mod pipeline;
 pub mod report;
 pub mod rules;
 pub mod scope;
+pub mod shell;
 pub mod source;
 pub mod yaml;
 
@@ -28,6 +34,7 @@ pub use config::{Config, FailOn, GuardConfig, LintConfig};
 pub use diagnostic::{Diagnostic, Location, Note, ObjectRef, Related, Severity};
 pub use helm::{Chart, ChartError};
 pub use input::{InputError, Inputs, ReadOptions, TEST_DIRS, read_inputs, read_inputs_with};
+pub use kind::Kind;
 pub use rules::{RULES, Rule, Settings};
 pub use source::Source;
 
@@ -57,6 +64,9 @@ pub struct Options {
     /// Whether a directory holds a `kustomization.yaml`, `Chart.yaml` or `.git`: where
     /// cross-object pairing stops ([`scope::holds_marker`] asks the filesystem).
     pub scope_marker: fn(&str) -> bool,
+    /// The directory `kustomize build` was given: origin annotations' paths are relative to
+    /// it (empty: the current directory).
+    pub kustomize_root: std::path::PathBuf,
 }
 
 impl Default for Options {
@@ -73,6 +83,7 @@ impl Default for Options {
             limits: yaml::Limits::default(),
             chart: None,
             scope_marker: scope::holds_marker,
+            kustomize_root: std::path::PathBuf::new(),
         }
     }
 }
@@ -99,8 +110,9 @@ impl Options {
         if let Some(v) = cfg.strategy_max_replicas {
             o.settings.strategy_max_replicas = v;
         }
-        o.settings.tag_policy =
-            rules::TagPolicy::default().with_extra(cfg.mutable_tags.iter().cloned());
+        o.settings.tag_policy = rules::TagPolicy::default()
+            .with_extra(cfg.mutable_tags.iter().cloned())
+            .with_immutable(cfg.immutable_tags.iter().cloned());
         o
     }
 }
@@ -139,7 +151,45 @@ pub fn unreadable_source(name: String, message: String) -> Diagnostic {
         fix: None,
         related: Vec::new(),
         source_line: String::new(),
+        edits: Vec::new(),
     }
+}
+
+/// The message of the note for a script too long to read.
+fn script_too_long(name: &str) -> Note {
+    Note {
+        file: name.to_string(),
+        message: format!(
+            "skipped {name}: a shell script over {} characters is not read",
+            embedded::MAX_CHARS
+        ),
+    }
+}
+
+/// A note for each script the shell tokenizer stopped in: the commands from there on are not
+/// checked, and the user should know.
+fn unread_scripts(pipelines: &[pipeline::Pipeline]) -> Vec<Note> {
+    let mut seen = HashSet::new();
+    let mut notes = Vec::new();
+    for p in pipelines {
+        for script in p.jobs.iter().flat_map(|j| &j.scripts) {
+            let Some((at, what)) = shell::parse(&script.text.chars).stopped else {
+                continue;
+            };
+            let pos = script.text.pos(at);
+            if seen.insert((p.source, pos)) {
+                notes.push(Note {
+                    file: p.file.to_string(),
+                    message: format!(
+                        "{}:{}:{}: the shell script could not be read past {what}; the commands \
+                         from there on are not checked",
+                        p.file, pos.line, pos.col
+                    ),
+                });
+            }
+        }
+    }
+    notes
 }
 
 /// Lint sources. `pre` holds diagnostics found while reading (GL000 for unreadable text).
@@ -157,8 +207,22 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
 
     let mut docs: Vec<Vec<yaml::Document>> = Vec::with_capacity(sources.len());
     let mut findings: Vec<Finding> = Vec::new();
+    let kinds: Vec<Kind> = sources
+        .iter()
+        .map(|s| {
+            if s.stream {
+                Kind::Manifests
+            } else {
+                Kind::of(&s.name, &s.text)
+            }
+        })
+        .collect();
     for (i, src) in sources.iter().enumerate() {
         let mut ok = Vec::new();
+        if !kinds[i].is_yaml() {
+            docs.push(ok);
+            continue;
+        }
         for d in yaml::load_stream(&src.text, &opts.limits) {
             match d {
                 Ok(doc) => {
@@ -166,7 +230,10 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
                     // bytes of a GitOps repository and would otherwise stay in memory.
                     let (objects, examined) = object::survey(&doc.root);
                     report.objects += objects;
-                    if examined || object::is_kustomization_file(&src.name) {
+                    if examined
+                        || object::is_kustomization_file(&src.name)
+                        || kinds[i] != Kind::Manifests
+                    {
                         ok.push(doc);
                     }
                 }
@@ -184,6 +251,9 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
                         "fix the syntax at this line".into()
                     }),
                     related: Vec::new(),
+                    related_elsewhere: Vec::new(),
+                    origin: None,
+                    edits: Vec::new(),
                     severity: None,
                 }),
             }
@@ -197,6 +267,9 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
         .collect();
     let mut objects: Vec<Object> = Vec::new();
     for (i, ds) in docs.iter().enumerate() {
+        if kinds[i] != Kind::Manifests {
+            continue;
+        }
         let first = objects.len();
         let kustomization = object::is_kustomization_file(&sources[i].name);
         for d in ds {
@@ -212,7 +285,25 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
         });
     }
     object::mark_kustomize_patches(&mut objects);
+    object::mark_kustomize_renders(&mut objects);
     let workloads: Vec<Workload> = objects.iter().flat_map(Workload::all).collect();
+    let mut pipelines = Vec::new();
+    for (i, src) in sources.iter().enumerate() {
+        if kinds[i] == Kind::Manifests {
+            continue;
+        }
+        let roots: Vec<&yaml::Node> = docs[i].iter().map(|d| &d.root).collect();
+        match pipeline::Pipeline::build(kinds[i], i, src, &roots) {
+            Some(p) => pipelines.push(p),
+            None => report.notes.push(script_too_long(&src.name)),
+        }
+    }
+    if RULES
+        .iter()
+        .any(|r| opts.enabled.contains(r.id) && matches!(r.check, Check::Pipeline(_)))
+    {
+        report.notes.extend(unread_scripts(&pipelines));
+    }
 
     for rule in RULES.iter().filter(|r| opts.enabled.contains(r.id)) {
         let mut emit = Emit::new(&opts.settings, rule);
@@ -221,6 +312,7 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
             Check::Workload(f) => workloads.iter().for_each(|w| f(w, &mut emit)),
             Check::Object(f) => objects.iter().for_each(|o| f(o, &mut emit)),
             Check::Set(f) => f(&objects, &mut emit),
+            Check::Pipeline(f) => pipelines.iter().for_each(|p| f(p, &mut emit)),
         }
         findings.extend(emit.findings);
     }
@@ -229,9 +321,15 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
     }
 
     let mut mapper = helm::Mapper::new(opts.chart.as_deref());
+    let mut origins = kustomize::Origins::new(opts.kustomize_root.clone());
     for f in findings {
         let src = &sources[f.source];
-        let placed = place(&mut mapper, sources, f.source, f.span, &f.field);
+        let mut placed = place(&mut mapper, sources, f.source, f.span, &f.field);
+        if placed.template.is_none()
+            && let Some(path) = &f.origin
+        {
+            placed.origin = origins.map(path, &f.object.kind, f.object.name.as_deref(), &f.field);
+        }
         if opts.inline_ignores && suppressed(&f, src, &placed) {
             report.suppressed += 1;
             continue;
@@ -295,6 +393,7 @@ fn fold_copies(diagnostics: &mut Vec<Diagnostic>) -> usize {
         match first.get(&key) {
             Some(&i) => {
                 let primary = &mut kept[i];
+                primary.edits.extend(d.edits);
                 let at = primary
                     .related
                     .iter()
@@ -347,6 +446,10 @@ fn suppressed(f: &Finding, src: &Source, placed: &Placed) -> bool {
         .into_iter()
         .filter(|l| *l > 0)
         .any(|l| comment_names(src.ignore_comment(l), f.rule));
+    let in_origin = placed.origin.as_ref().is_some_and(|m| {
+        comment_names(source::ignore_comment(&m.line_text), f.rule)
+            || comment_names(source::ignore_comment(&m.above_text), f.rule)
+    });
     let in_template = match (&placed.template, &placed.template_lines) {
         (Some(t), Some(lines)) => t.line.is_some_and(|l| {
             [l, l.saturating_sub(1)]
@@ -357,7 +460,7 @@ fn suppressed(f: &Finding, src: &Source, placed: &Placed) -> bool {
         }),
         _ => false,
     };
-    in_input || in_template
+    in_input || in_template || in_origin
 }
 
 /// Where a span of an input lies: in the input itself, and for rendered Helm output also in
@@ -369,6 +472,8 @@ struct Placed {
     template_text: Option<String>,
     template_lines: Option<Arc<Vec<String>>>,
     values: Option<Related>,
+    /// For `kustomize build` output with origin annotations: the place in the source file.
+    origin: Option<kustomize::Mapped>,
 }
 
 fn place(
@@ -391,6 +496,7 @@ fn place(
             template_text: None,
             template_lines: None,
             values: None,
+            origin: None,
         };
     };
     let end_col = (end.line == start.line).then_some(end.col);
@@ -426,6 +532,7 @@ fn place(
         template_text,
         template_lines: m.lines,
         values,
+        origin: None,
     }
 }
 
@@ -438,6 +545,16 @@ fn to_diagnostic(
 ) -> Diagnostic {
     let src = &sources[f.source];
     let rendered_text = src.line(f.span.start.line).to_string();
+    // Fixes edit the file as written: never standard input, rendered Helm output or
+    // kustomize output reported in its sources.
+    let edits = if src.stream || placed.template.is_some() || placed.origin.is_some() {
+        Vec::new()
+    } else {
+        f.edits
+            .iter()
+            .filter_map(|(e, rank)| fix::resolve(src, e, *rank))
+            .collect()
+    };
     // A stream (stdin) is reported at the template; a file on disk at its own line, with the
     // template it was rendered from related.
     let (location, source_line, mut extra) = match placed.template {
@@ -456,7 +573,17 @@ fn to_diagnostic(
             };
             (placed.input, rendered_text, vec![from])
         }
-        None => (placed.input, rendered_text, Vec::new()),
+        None => match placed.origin {
+            // `kustomize build` output: the source file, with the rendered line related.
+            Some(m) => {
+                let rendered = Related {
+                    location: placed.input,
+                    message: RENDERED.into(),
+                };
+                (m.location, m.line_text, vec![rendered])
+            }
+            None => (placed.input, rendered_text, Vec::new()),
+        },
     };
     extra.extend(placed.values);
     let mut related = Vec::new();
@@ -471,6 +598,7 @@ fn to_diagnostic(
             message,
         });
     }
+    related.extend(f.related_elsewhere);
     related.extend(extra);
     let object = (!f.object.kind.is_empty()).then_some(f.object);
     Diagnostic {
@@ -491,5 +619,6 @@ fn to_diagnostic(
         message: f.message,
         fix: f.fix,
         related,
+        edits,
     }
 }

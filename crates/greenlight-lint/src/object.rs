@@ -9,6 +9,7 @@ use crate::yaml::Node;
 /// Kinds some rule examines.
 const EXAMINED: &[&str] = &[
     "Deployment",
+    "DeploymentConfig",
     "StatefulSet",
     "DaemonSet",
     "ReplicaSet",
@@ -56,6 +57,19 @@ pub struct Object<'a> {
     pub scope: &'a Scope,
     /// Its source file is named as a patch by a kustomization in the run (set by the engine).
     pub kustomize_patch: bool,
+    /// How the kustomizations of the run render its file (set by the engine): one entry per
+    /// kustomization that is built (included by no other) and reaches the file through
+    /// `resources`; empty when none does.
+    pub kustomize_renders: Vec<Render<'a>>,
+}
+
+/// One way a kustomization renders a file: the kustomization that is built, and the `images`
+/// lists met from the file's own kustomization up to it (innermost first, as kustomize
+/// applies them).
+#[derive(Debug, Clone)]
+pub struct Render<'a> {
+    pub top: &'a str,
+    pub images: Vec<(&'a str, &'a Node)>,
 }
 
 impl<'a> Object<'a> {
@@ -95,6 +109,7 @@ impl<'a> Object<'a> {
             file: "",
             scope: &UNSCOPED,
             kustomize_patch: false,
+            kustomize_renders: Vec::new(),
         })
     }
 
@@ -120,6 +135,7 @@ impl<'a> Object<'a> {
             file: "",
             scope: &UNSCOPED,
             kustomize_patch: false,
+            kustomize_renders: Vec::new(),
         })
     }
 
@@ -231,6 +247,105 @@ pub fn mark_kustomize_patches(objects: &mut [Object]) {
     }
 }
 
+/// Record on each object how the kustomizations of the run render its file: from every
+/// kustomization that no other includes, down `resources` (files, and directories holding a
+/// kustomization in the run), collecting `images` lists on the way. Remote resources are not
+/// followed; the walk is bounded in depth and never revisits a kustomization on one path.
+pub fn mark_kustomize_renders(objects: &mut [Object]) {
+    struct Kust<'a> {
+        file: &'a str,
+        images: Option<&'a Node>,
+        files: Vec<String>,
+        kusts: Vec<usize>,
+    }
+    let found: Vec<(&str, &Node)> = objects
+        .iter()
+        .filter(|o| o.is_kustomization())
+        .map(|o| (o.file, o.root))
+        .collect();
+    if found.is_empty() {
+        return;
+    }
+    let dir_index: std::collections::HashMap<String, usize> = found
+        .iter()
+        .enumerate()
+        .map(|(i, (f, _))| (normalize(crate::scope::dir_of(f)), i))
+        .collect();
+    let mut kusts: Vec<Kust> = Vec::new();
+    for (file, root) in &found {
+        let dir = crate::scope::dir_of(file);
+        let mut k = Kust {
+            file,
+            images: root.get("images"),
+            files: Vec::new(),
+            kusts: Vec::new(),
+        };
+        for key in ["resources", "bases"] {
+            for r in root.get(key).map(Node::as_seq).unwrap_or_default() {
+                let Some(rel) = r.as_str().map(str::trim) else {
+                    continue;
+                };
+                if rel.is_empty() || rel.contains("://") || rel.starts_with("github.com/") {
+                    continue;
+                }
+                let path = match dir {
+                    "" => normalize(rel),
+                    d => normalize(&format!("{d}/{rel}")),
+                };
+                match dir_index.get(&path) {
+                    Some(&i) => k.kusts.push(i),
+                    None => k.files.push(path),
+                }
+            }
+        }
+        kusts.push(k);
+    }
+    let included: std::collections::HashSet<usize> =
+        kusts.iter().flat_map(|k| k.kusts.iter().copied()).collect();
+    let mut renders: std::collections::HashMap<String, Vec<(usize, Vec<usize>)>> =
+        std::collections::HashMap::new();
+    for top in (0..kusts.len()).filter(|i| !included.contains(i)) {
+        // (kustomization, chain from the top down to it)
+        let mut stack = vec![(top, vec![top])];
+        while let Some((k, chain)) = stack.pop() {
+            for f in &kusts[k].files {
+                renders
+                    .entry(f.clone())
+                    .or_default()
+                    .push((top, chain.clone()));
+            }
+            for &c in &kusts[k].kusts {
+                if chain.contains(&c) || chain.len() >= 16 {
+                    continue;
+                }
+                let mut next = chain.clone();
+                next.push(c);
+                stack.push((c, next));
+            }
+        }
+    }
+    if renders.is_empty() {
+        return;
+    }
+    let kusts: Vec<(&str, Option<&Node>)> = kusts.iter().map(|k| (k.file, k.images)).collect();
+    for o in objects.iter_mut() {
+        let Some(rs) = renders.get(&normalize(o.file)) else {
+            continue;
+        };
+        o.kustomize_renders = rs
+            .iter()
+            .map(|(top, chain)| Render {
+                top: kusts[*top].0,
+                images: chain
+                    .iter()
+                    .rev()
+                    .filter_map(|i| kusts[*i].1.map(|n| (kusts[*i].0, n)))
+                    .collect(),
+            })
+            .collect();
+    }
+}
+
 /// Whether a cross-object rule may pair `a` with `b` at all: both manifests or both live-state
 /// dumps, and in the same file or in inputs whose scopes pair (one's directory is the other's
 /// or an ancestor of it, not above the nearest `kustomization.yaml`, `Chart.yaml` or `.git`;
@@ -313,6 +428,13 @@ fn pod_templates<'a>(object: &Object<'a>) -> Vec<(&'a Node, String)> {
         | "Job"
         | "ReplicationController" => at(&["spec", "template"]),
         "Rollout" if object.is_argo("Rollout") => at(&["spec", "template"]),
+        // OpenShift's DeploymentConfig (`apps.openshift.io/v1`, or `v1` on OpenShift 3).
+        "DeploymentConfig"
+            if object.api_version.starts_with("apps.openshift.io/")
+                || object.api_version == "v1" =>
+        {
+            at(&["spec", "template"])
+        }
         "CronJob" => at(&["spec", "jobTemplate", "spec", "template"]),
         "LeaderWorkerSet" => {
             at(&["spec", "leaderWorkerTemplate", "leaderTemplate"]);
@@ -374,6 +496,23 @@ impl<'a, 'o> Workload<'a, 'o> {
     /// Regular containers: the ones that serve traffic, are probed and get preStop hooks.
     pub fn containers(&self) -> Vec<Container<'a>> {
         self.list("containers")
+    }
+
+    /// Native sidecars: init containers with `restartPolicy: Always`, which run beside the
+    /// regular containers and are stopped after them, preStop hook included.
+    pub fn sidecars(&self) -> Vec<Container<'a>> {
+        self.list("initContainers")
+            .into_iter()
+            .filter(|c| c.node.get("restartPolicy").and_then(Node::as_str) == Some("Always"))
+            .collect()
+    }
+
+    /// The containers that get a preStop hook at termination: regular ones and native
+    /// sidecars.
+    pub fn stopped_containers(&self) -> Vec<Container<'a>> {
+        let mut all = self.containers();
+        all.extend(self.sidecars());
+        all
     }
 
     /// Every container that pulls an image: init, regular and ephemeral.

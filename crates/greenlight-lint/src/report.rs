@@ -267,6 +267,23 @@ pub fn explain(r: &Rule) -> String {
     )
 }
 
+fn fingerprint(d: &Diagnostic) -> String {
+    let base = format!(
+        "{}:{}:{}",
+        d.rule,
+        d.object.as_ref().map(|o| o.to_string()).unwrap_or_default(),
+        d.field
+    );
+    let pipeline = d.object.is_none()
+        && crate::rules::find(d.rule)
+            .is_some_and(|r| matches!(r.check, crate::rules::Check::Pipeline(_)));
+    if pipeline {
+        format!("{base}:{}", d.message)
+    } else {
+        base
+    }
+}
+
 fn sarif_level(s: Severity) -> &'static str {
     match s {
         Severity::Error => "error",
@@ -403,13 +420,10 @@ pub fn sarif(report: &Report, cwd: &Path) -> String {
                 "level": sarif_level(d.severity),
                 "message": {"text": text},
                 "locations": [loc],
-                // Stable across edits that move lines: the rule, the object and the field.
-                "partialFingerprints": {"greenlightField/v1": format!(
-                    "{}:{}:{}",
-                    d.rule,
-                    d.object.as_ref().map(|o| o.to_string()).unwrap_or_default(),
-                    d.field
-                )},
+                // Stable across edits that move lines: the rule, the object and the field; a
+                // pipeline finding names no object, and one step may hold several, so its
+                // message (the key and value it is about) is part of it too.
+                "partialFingerprints": {"greenlightField/v1": fingerprint(d)},
             });
             if !related.is_empty() {
                 result["relatedLocations"] = Value::Array(related);

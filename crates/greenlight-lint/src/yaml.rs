@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// A 1-based line and 1-based column (in characters).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
 pub struct Pos {
     pub line: u32,
     pub col: u32,
@@ -32,6 +32,21 @@ pub struct Scalar {
     pub text: String,
     /// Plain (unquoted, not block) scalars are the only ones YAML resolves to null/int/bool.
     pub plain: bool,
+    /// How the scalar is written: what [`crate::embedded`] needs to find each character of
+    /// `text` in the file.
+    pub style: Style,
+}
+
+/// The five ways YAML writes a scalar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Plain,
+    SingleQuoted,
+    DoubleQuoted,
+    /// `|`: line breaks kept.
+    Literal,
+    /// `>`: line breaks folded into spaces.
+    Folded,
 }
 
 #[derive(Debug, Clone)]
@@ -51,6 +66,9 @@ pub enum Value {
 pub struct Node {
     pub span: Span,
     pub value: Value,
+    /// A local tag written on the node (`!reference` in GitLab CI), without the core schema's
+    /// `!!str`-style tags.
+    pub tag: Option<Box<str>>,
 }
 
 const NO_NODES: &[Node] = &[];
@@ -388,6 +406,7 @@ enum Frame {
         anchor: usize,
         first: usize,
         items: Vec<Node>,
+        tag: Option<Box<str>>,
     },
     Map {
         start: Pos,
@@ -395,6 +414,7 @@ enum Frame {
         first: usize,
         entries: Vec<Entry>,
         key: Option<Node>,
+        tag: Option<Box<str>>,
     },
 }
 
@@ -511,15 +531,24 @@ fn load_slice(
 
 fn apply(b: &mut Builder, ev: Event, start: Pos, end: Pos) -> Result<(), LoadError> {
     match ev {
-        Event::Scalar(text, style, anchor, _tag) => {
+        Event::Scalar(text, style, anchor, tag) => {
             b.created += 1;
             let plain = matches!(style, ScalarStyle::Plain);
+            let style = match style {
+                ScalarStyle::Plain => Style::Plain,
+                ScalarStyle::SingleQuoted => Style::SingleQuoted,
+                ScalarStyle::DoubleQuoted => Style::DoubleQuoted,
+                ScalarStyle::Literal => Style::Literal,
+                ScalarStyle::Folded => Style::Folded,
+            };
             let node = Node {
                 span: Span { start, end },
                 value: Value::Scalar(Scalar {
                     text: text.into_owned(),
                     plain,
+                    style,
                 }),
+                tag: local_tag(tag.as_deref()),
             };
             b.finish_node(node, anchor, 1);
         }
@@ -546,7 +575,7 @@ fn apply(b: &mut Builder, ev: Event, start: Pos, end: Pos) -> Result<(), LoadErr
             b.created += size;
             b.finish_node(node, 0, size);
         }
-        Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+        Event::SequenceStart(anchor, ref tag) | Event::MappingStart(anchor, ref tag) => {
             if b.stack.len() >= b.limits.max_depth {
                 return Err(LoadError {
                     pos: start,
@@ -558,12 +587,14 @@ fn apply(b: &mut Builder, ev: Event, start: Pos, end: Pos) -> Result<(), LoadErr
             }
             b.created += 1;
             let first = b.created;
+            let tag = local_tag(tag.as_deref());
             b.stack.push(if matches!(ev, Event::SequenceStart(..)) {
                 Frame::Seq {
                     start,
                     anchor,
                     first,
                     items: Vec::new(),
+                    tag,
                 }
             } else {
                 Frame::Map {
@@ -572,6 +603,7 @@ fn apply(b: &mut Builder, ev: Event, start: Pos, end: Pos) -> Result<(), LoadErr
                     first,
                     entries: Vec::new(),
                     key: None,
+                    tag,
                 }
             });
         }
@@ -585,12 +617,14 @@ fn apply(b: &mut Builder, ev: Event, start: Pos, end: Pos) -> Result<(), LoadErr
                     anchor,
                     first,
                     items,
+                    tag,
                 } => {
                     let e = items.last().map_or(end, |n| n.span.end.max(end));
                     (
                         Node {
                             span: Span { start: s, end: e },
                             value: Value::Seq(items),
+                            tag,
                         },
                         anchor,
                         b.created - first + 1,
@@ -601,6 +635,7 @@ fn apply(b: &mut Builder, ev: Event, start: Pos, end: Pos) -> Result<(), LoadErr
                     anchor,
                     first,
                     entries,
+                    tag,
                     ..
                 } => {
                     let entries = apply_merge_keys(entries);
@@ -609,6 +644,7 @@ fn apply(b: &mut Builder, ev: Event, start: Pos, end: Pos) -> Result<(), LoadErr
                         Node {
                             span: Span { start: s, end: e },
                             value: Value::Map(entries),
+                            tag,
                         },
                         anchor,
                         b.created - first + 1,
@@ -620,6 +656,12 @@ fn apply(b: &mut Builder, ev: Event, start: Pos, end: Pos) -> Result<(), LoadErr
         _ => {}
     }
     Ok(())
+}
+
+/// A local tag (`!reference`) as written; the core schema's `!!` tags say nothing a rule reads.
+fn local_tag(tag: Option<&saphyr_parser::Tag>) -> Option<Box<str>> {
+    let t = tag?;
+    (t.handle == "!").then(|| format!("!{}", t.suffix).into_boxed_str())
 }
 
 /// YAML 1.1 merge keys (`<<: *base`), which the Kubernetes YAML decoder honours: explicit keys

@@ -691,27 +691,43 @@ fn stdin_is_read_once_and_named() {
 #[test]
 fn truncated_and_mangled_fixtures_never_panic() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-    let mut texts: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
-        .collect();
-    texts.push(HELM.to_string());
+    // (name, text): the pipeline fixtures keep their names, so they are read as workflows,
+    // GitLab CI files and scripts.
+    let mut texts: Vec<(String, String)> = Vec::new();
+    let mut dirs = vec![std::path::PathBuf::from(dir)];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                let name = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                let name = if name.contains('/') {
+                    name
+                } else {
+                    "cut.yaml".into()
+                };
+                texts.push((name, std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+    texts.push(("cut.yaml".into(), HELM.to_string()));
     let all = Options {
         enabled: greenlight_lint::RULES.iter().map(|r| r.id).collect(),
         ..Options::default()
     };
     let mut runs = 0;
-    for text in &texts {
+    for (name, text) in &texts {
         let cuts = (0..text.len())
             .step_by(37)
             .filter(|i| text.is_char_boundary(*i));
         for cut in cuts {
-            let _ = run("cut.yaml", &text[..cut], &all);
+            let _ = run(name, &text[..cut], &all);
             let mut mangled = text.clone().into_bytes();
-            let punct = b"-:[]{}&*!|>'\"%@`#,? \n";
+            let punct = b"-:[]{}&*!|>'\"%@`#,? \n$\\";
             mangled[cut] = punct[cut % punct.len()];
             if let Ok(m) = String::from_utf8(mangled) {
-                let _ = run("mangled.yaml", &m, &all);
+                let _ = run(name, &m, &all);
             }
             runs += 1;
         }

@@ -124,7 +124,15 @@ fn every_checking_rule_has_a_fixture() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    for r in RULES.iter().filter(|r| r.id != "GL000") {
+    // Pipeline rules are tested on the workflows, GitLab CI file and scripts of
+    // `tests/fixtures/pipelines` (tests/pipelines.rs).
+    let objects = |r: &&greenlight_lint::Rule| {
+        !matches!(
+            r.check,
+            greenlight_lint::rules::Check::Engine | greenlight_lint::rules::Check::Pipeline(_)
+        )
+    };
+    for r in RULES.iter().filter(objects) {
         let want = format!("{}_{}.yaml", r.id, r.name.replace('-', "_"));
         assert!(files.contains(&want), "missing fixture {want}");
     }
@@ -364,5 +372,142 @@ fn docs_lint_rules_md_is_current() {
         "docs/lint-rules.md is not what the rule table generates; regenerate it from the \
          repository root with:\n    {}",
         greenlight_lint::report::REFERENCE_COMMAND
+    );
+}
+
+/// `[lint] immutable-tags` declares words a team never pushes twice: GL001 and GL701 then
+/// leave them alone; the default mutable list still wins.
+#[test]
+fn declared_immutable_tags_are_not_flagged() {
+    let manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, image: 'demo:blue'}\n  - {name: b, image: 'demo:green'}\n  - {name: c, image: 'demo:latest'}\n";
+    let script = "#!/bin/sh\nhelm upgrade d ./c --set image.tag=blue\n";
+    let src = || {
+        vec![
+            Source::new("p.yaml".into(), manifest.into()),
+            Source::new("deploy.sh".into(), script.into()),
+        ]
+    };
+    let graded = |r: &greenlight_lint::Report| -> Vec<(String, u32, Severity)> {
+        r.diagnostics
+            .iter()
+            .map(|d| {
+                (
+                    d.location.file.clone(),
+                    d.location.line.unwrap(),
+                    d.severity,
+                )
+            })
+            .collect()
+    };
+    let cfg = greenlight_lint::config::parse("c.toml", "").unwrap().lint;
+    let opts = Options::from_config(&cfg, Some(vec!["GL001", "GL701"]), &[]);
+    let default = lint(&src(), Vec::new(), &opts);
+    assert_eq!(
+        graded(&default),
+        [
+            ("deploy.sh".to_string(), 2, Severity::Warning),
+            ("p.yaml".to_string(), 6, Severity::Warning),
+            ("p.yaml".to_string(), 7, Severity::Warning),
+            ("p.yaml".to_string(), 8, Severity::Error),
+        ]
+    );
+    let cfg = greenlight_lint::config::parse(
+        "c.toml",
+        "[lint]\nimmutable-tags = [\"blue\", \"latest\"]\n",
+    )
+    .unwrap()
+    .lint;
+    let opts = Options::from_config(&cfg, Some(vec!["GL001", "GL701"]), &[]);
+    let declared = lint(&src(), Vec::new(), &opts);
+    assert_eq!(
+        graded(&declared),
+        [
+            ("p.yaml".to_string(), 7, Severity::Warning),
+            ("p.yaml".to_string(), 8, Severity::Error),
+        ]
+    );
+}
+
+/// A kustomization's `images[]` newTag/digest is applied to the containers of the files it
+/// renders before GL001 judges them: a base tag every built overlay replaces is not flagged;
+/// one an overlay deploys as written is.
+#[test]
+fn kustomize_image_rewrites_apply_before_gl001() {
+    let base = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers:\n      - {name: web, image: 'ghcr.io/acme/web:latest'}\n      - {name: side, image: 'busybox:stable'}\n";
+    let run = |files: &[(&str, &str)]| -> Vec<(String, u32)> {
+        let sources: Vec<Source> = files
+            .iter()
+            .map(|(n, t)| Source::new(n.to_string(), t.to_string()))
+            .collect();
+        let opts = Options {
+            enabled: ["GL001"].into_iter().collect(),
+            ..Options::default()
+        };
+        lint(&sources, Vec::new(), &opts)
+            .diagnostics
+            .iter()
+            .map(|d| (d.location.file.clone(), d.location.line.unwrap()))
+            .collect()
+    };
+    let base_k = (
+        "base/kustomization.yaml",
+        "resources:\n  - deployment.yaml\n",
+    );
+    let prod = (
+        "overlays/prod/kustomization.yaml",
+        "resources:\n  - ../../base\nimages:\n  - name: ghcr.io/acme/web\n    newTag: 1.4.2\n",
+    );
+    let stage = (
+        "overlays/stage/kustomization.yaml",
+        "resources: [../../base]\nimages:\n- {name: ghcr.io/acme/web, digest: 'sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef'}\n",
+    );
+    let dev = (
+        "overlays/dev/kustomization.yaml",
+        "resources:\n  - ../../base\n",
+    );
+    // Alone, the base is judged as written.
+    assert_eq!(
+        run(&[("base/deployment.yaml", base)]),
+        [
+            ("base/deployment.yaml".to_string(), 8),
+            ("base/deployment.yaml".to_string(), 9)
+        ]
+    );
+    // Every built overlay retags `web` (a tag, a digest); `busybox` keeps its tag.
+    assert_eq!(
+        run(&[("base/deployment.yaml", base), base_k, prod, stage]),
+        [("base/deployment.yaml".to_string(), 9)]
+    );
+    // An overlay deploying the base as written brings the finding back.
+    assert_eq!(
+        run(&[("base/deployment.yaml", base), base_k, prod, dev]),
+        [
+            ("base/deployment.yaml".to_string(), 8),
+            ("base/deployment.yaml".to_string(), 9)
+        ]
+    );
+    // A rename in the base's own kustomization, retagged again by the overlay under the new
+    // name; `busybox` retagged by the overlay only.
+    let renamed_base_k = (
+        "base/kustomization.yaml",
+        "resources: [deployment.yaml]\nimages:\n- {name: ghcr.io/acme/web, newName: registry.example/web, newTag: '2.0.0'}\n",
+    );
+    let by_new_name = (
+        "overlays/prod/kustomization.yaml",
+        "resources: [../../base]\nimages:\n- {name: registry.example/web, newTag: sha-1a2b3c4}\n- {name: busybox, newTag: '1.36'}\n",
+    );
+    assert!(run(&[("base/deployment.yaml", base), renamed_base_k, by_new_name]).is_empty());
+    // `newName` alone keeps the container's tag: the entry is no finding of its own, and the
+    // base's tag is judged where it is written.
+    let rename_only = (
+        "overlays/mirror/kustomization.yaml",
+        "resources: [../../base]\nimages:\n- {name: busybox, newName: mirror.example/busybox}\n",
+    );
+    assert_eq!(
+        run(&[("base/deployment.yaml", base), base_k, prod, rename_only]),
+        [
+            ("base/deployment.yaml".to_string(), 8),
+            ("base/deployment.yaml".to_string(), 9)
+        ]
     );
 }

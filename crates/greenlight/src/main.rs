@@ -33,7 +33,7 @@ enum Command {
     Trailer(cmd::trailer::TrailerArgs),
     /// A local Argo CD stand-in that syncs a git repository and serves the Argo CD REST API.
     Sandbox(cmd::sandbox::SandboxArgs),
-    /// Lint Kubernetes manifests for rollout safety.
+    /// Lint Kubernetes manifests, CI pipelines and deploy scripts for rollout safety.
     Lint(cmd::lint::LintArgs),
     /// List every lint rule.
     Rules(cmd::lint::RulesArgs),
@@ -43,6 +43,10 @@ enum Command {
     Guard(cmd::guard::GuardArgs),
     /// The verified promotion gate: `plan` checks a promotion config and shows what its checks cost.
     Promote(cmd::promote::PromoteArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(cmd::completions::CompletionsArgs),
+    /// Print the manual page (roff, section 1) to stdout: `greenlight man > greenlight.1`.
+    Man,
 }
 
 /// reqwest's TLS needs a process-wide crypto provider; ring is the one compiled in.
@@ -64,6 +68,8 @@ fn main() -> ExitCode {
         Command::Explain(a) => cmd::lint::run_explain(a),
         Command::Guard(a) => cmd::guard::run(a),
         Command::Promote(a) => cmd::promote::run(a),
+        Command::Completions(a) => cmd::completions::run_completions(a),
+        Command::Man => cmd::completions::run_man(),
     };
     match result {
         Ok(code) => code,

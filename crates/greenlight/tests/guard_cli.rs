@@ -293,6 +293,30 @@ fn config_file_adds_tags() {
     );
 }
 
+/// `[lint] immutable-tags` is the team's word for lint and guard alike: a word that names no
+/// version passes once declared; `latest` never does.
+#[test]
+fn declared_immutable_tags_pass_the_guard_as_they_pass_lint() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = greenlight(
+        dir.path(),
+        &["guard", "image", "argoproj/rollouts-demo:blue"],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    std::fs::write(
+        dir.path().join(".greenlight.toml"),
+        "[lint]\nimmutable-tags = [\"blue\", \"latest\"]\n",
+    )
+    .unwrap();
+    let run = greenlight(
+        dir.path(),
+        &["guard", "image", "argoproj/rollouts-demo:blue"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = greenlight(dir.path(), &["guard", "image", "app:latest"]);
+    assert_eq!(run.code, 1, "the mutable list wins: {}", run.stderr);
+}
+
 #[test]
 fn bad_config_files_exit_2_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();

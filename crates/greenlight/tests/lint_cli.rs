@@ -1333,3 +1333,672 @@ fn readme_helm_example_is_real_output() {
         "update the README's Helm example"
     );
 }
+
+/// A deploy workflow as public repositories write them: the tag in the workflow's `env:`, the
+/// deploy in a literal block, the check in a folded one.
+const WORKFLOW: &str = "name: deploy
+on:
+  push:
+    branches: [main]
+env:
+  IMAGE: ghcr.io/acme/shop
+  TAG: latest
+jobs:
+  deploy:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - name: Deploy
+        run: |
+          helm upgrade --install shop ./chart \\
+            --set image.repository=$IMAGE \\
+            --set image.tag=$TAG \\
+            --wait
+      - name: Check
+        run: >-
+          kubectl rollout status deploy/shop
+          --timeout 5m
+      - name: Release build
+        run: helm upgrade --install shop ./chart --set image.tag=${{ github.sha }}
+";
+
+const GITLAB: &str = ".deploy:
+  variables:
+    TAG: main
+  script:
+    - >
+      kubectl set image deployment/shop
+      shop=registry.example/shop:$TAG
+deploy-prod:
+  extends: .deploy
+deploy-tagged:
+  extends: .deploy
+  variables:
+    TAG: $CI_COMMIT_SHA
+";
+
+#[test]
+fn pipeline_findings_are_at_the_value_inside_the_run_block() {
+    let d = dir_with(&[(".github/workflows/deploy.yml", WORKFLOW)]);
+    let o = greenlight(d.path(), &["lint", ".github/workflows/deploy.yml"], None);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    assert!(
+        out.contains("error[GL701]: `helm upgrade` sets `image.tag` to the mutable tag `latest`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  --> .github/workflows/deploy.yml:17:29\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("17 |             --set image.tag=$TAG \\\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("   |                             ^^^^\n"),
+        "{out}"
+    );
+    assert!(out.contains("= field: jobs.deploy.steps[1].run"), "{out}");
+    assert!(
+        out.contains("= related: .github/workflows/deploy.yml:7:8: `TAG` is set to `latest` here"),
+        "{out}"
+    );
+    // Rollout status in the next step, in a folded scalar; `${{ github.sha }}` is not flagged.
+    assert!(out.contains("warning[GL703]"), "{out}");
+    assert!(
+        out.contains("  --> .github/workflows/deploy.yml:21:19\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Found 2 problem(s): 1 error(s), 1 warning(s)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn gitlab_and_scripts_are_found_by_walking_and_reported_in_every_format() {
+    let d = dir_with(&[
+        ("repo/.gitlab-ci.yml", GITLAB),
+        (
+            "repo/bin/deploy",
+            "#!/usr/bin/env bash\nset -e\nkubectl set image deploy/a a=web:stable\n",
+        ),
+        (
+            "repo/bin/notes.txt",
+            "kubectl set image deploy/a a=web:stable\n",
+        ),
+        (
+            "repo/ci/deploy.sh",
+            "TAG=edge\nhelm upgrade a ./c \\\n  --set-string image.tag=\"$TAG\"\n",
+        ),
+    ]);
+    let o = greenlight(d.path(), &["lint", "repo", "--format", "json"], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = json_of(&o);
+    let found: Vec<(String, u64, u64, String)> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["file"].as_str().unwrap().to_string(),
+                d["line"].as_u64().unwrap(),
+                d["column"].as_u64().unwrap(),
+                d["field"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                "repo/.gitlab-ci.yml".to_string(),
+                7,
+                12,
+                "deploy-prod.script[0]".to_string()
+            ),
+            ("repo/bin/deploy".to_string(), 3, 30, String::new()),
+            ("repo/ci/deploy.sh".to_string(), 3, 27, String::new()),
+        ]
+    );
+    assert_eq!(v["diagnostics"][0]["object"], serde_json::Value::Null);
+    assert_eq!(v["diagnostics"][0]["related"][0]["line"], 3);
+    assert_eq!(v["summary"]["files"], 3);
+    let sarif = greenlight(d.path(), &["lint", "repo", "--format", "sarif"], None);
+    validate_sarif(&stdout(&sarif));
+    // Two findings in one script file are two alerts: their fingerprints differ.
+    let two = dir_with(&[(
+        "d.sh",
+        "helm upgrade a ./c --set image.tag=main\nhelm upgrade b ./c --set image.tag=edge\n",
+    )]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&greenlight(
+        two.path(),
+        &["lint", "--format", "sarif", "."],
+        None,
+    )))
+    .unwrap();
+    let prints: std::collections::BTreeSet<String> = v["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["partialFingerprints"]["greenlightField/v1"].to_string())
+        .collect();
+    assert_eq!(prints.len(), 2, "{prints:?}");
+    let gh = stdout(&greenlight(
+        d.path(),
+        &["lint", "repo", "--format", "github"],
+        None,
+    ));
+    assert!(
+        gh.contains("::error file=repo/ci/deploy.sh,line=3,col=27,endLine=3,title=GL701 pipeline-deploys-mutable-tag::`helm upgrade` sets `image.tag` to the mutable tag `edge`"),
+        "{gh}"
+    );
+}
+
+#[test]
+fn binary_and_broken_pipelines_are_errors_with_a_place_not_panics() {
+    let d = dir_with(&[
+        (
+            ".github/workflows/bad.yml",
+            "jobs:\n  d:\n    steps:\n      - run: [unclosed\n",
+        ),
+        (
+            "s.sh",
+            "echo \"unterminated\nhelm upgrade a ./c --set image.tag=latest\n",
+        ),
+    ]);
+    std::fs::write(d.path().join("bin.sh"), [0xff, 0xfe, 0xfd, 0x00, 0x80]).unwrap();
+    let o = greenlight(d.path(), &["lint", "."], None);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    assert!(out.contains("error[GL000]"), "{out}");
+    assert!(out.contains("--> bin.sh:1:1"), "{out}");
+    assert!(out.contains("--> .github/workflows/bad.yml:"), "{out}");
+    assert!(
+        out.contains(
+            "note: s.sh:1:6: the shell script could not be read past an unterminated double quote"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("GL701"), "{out}");
+}
+
+#[test]
+fn readme_pipeline_example_is_real_output() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let block = readme
+        .split("<!-- pipeline-example:begin -->\n```\n")
+        .nth(1)
+        .and_then(|b| b.split("```\n<!-- pipeline-example:end -->").next())
+        .expect("README.md has the pipeline-example block");
+    let (command, shown) = block.split_once('\n').unwrap();
+    assert_eq!(
+        command,
+        "$ greenlight lint --select GL701 .github/workflows/deploy.yml"
+    );
+    let d = dir_with(&[(".github/workflows/deploy.yml", WORKFLOW)]);
+    let o = greenlight(
+        d.path(),
+        &["lint", "--select", "GL701", ".github/workflows/deploy.yml"],
+        None,
+    );
+    let out = stdout(&o);
+    let printed = out.split("\n\n").next().unwrap();
+    assert_eq!(
+        shown.trim_end(),
+        printed,
+        "update the README's pipeline example"
+    );
+}
+
+/// `kubectl kustomize overlays/prod` (kustomize v5.5.0) of the tree below, with
+/// `buildMetadata: [originAnnotations]`, as it printed it; a second object from a remote base.
+const KUSTOMIZE_BASE: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      terminationGracePeriodSeconds: 10
+      containers:
+        - name: web
+          image: ghcr.io/acme/web:1.0.0
+          lifecycle:
+            preStop:
+              exec:
+                command: [\"sh\", \"-c\", \"sleep 20\"]
+";
+
+const KUSTOMIZE_OVERLAY: &str = "apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namePrefix: prod-
+resources:
+  - ../../base
+images:
+  - name: ghcr.io/acme/web
+    newTag: latest
+buildMetadata: [originAnnotations]
+";
+
+const KUSTOMIZE_BUILT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  annotations:
+    config.kubernetes.io/origin: |
+      path: ../../base/deployment.yaml
+  name: prod-web
+spec:
+  replicas: 2
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - image: ghcr.io/acme/web:latest
+        lifecycle:
+          preStop:
+            exec:
+              command:
+              - sh
+              - -c
+              - sleep 20
+        name: web
+      terminationGracePeriodSeconds: 10
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  annotations:
+    config.kubernetes.io/origin: |
+      path: examples/pod.yaml
+      repo: https://github.com/example/remote
+      ref: v1.0.0
+  name: prod-remote
+spec:
+  containers:
+  - image: busybox:stable
+    name: c
+";
+
+#[test]
+fn kustomize_build_output_maps_to_the_source_files() {
+    let d = dir_with(&[
+        ("base/deployment.yaml", KUSTOMIZE_BASE),
+        (
+            "base/kustomization.yaml",
+            "resources:\n  - deployment.yaml\n",
+        ),
+        ("overlays/prod/kustomization.yaml", KUSTOMIZE_OVERLAY),
+    ]);
+    let o = greenlight(
+        d.path(),
+        &[
+            "lint",
+            "--kustomize-root",
+            "overlays/prod",
+            "--format",
+            "json",
+            "--select",
+            "GL001,GL101,GL301",
+            "-",
+        ],
+        Some(KUSTOMIZE_BUILT),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = json_of(&o);
+    let at: Vec<(String, u64, u64, String)> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["rule"].as_str().unwrap().to_string(),
+                d["line"].as_u64().unwrap(),
+                d["column"].as_u64().unwrap(),
+                d["file"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        at,
+        [
+            // A remote base is not on disk: the rendered line.
+            ("GL001".to_string(), 38, 5, "<stdin>".to_string()),
+            // The field's own line in the base, even though the image differs there (the
+            // overlay's `images` rewrote it).
+            (
+                "GL301".to_string(),
+                5,
+                1,
+                "base/deployment.yaml".to_string()
+            ),
+            (
+                "GL001".to_string(),
+                14,
+                11,
+                "base/deployment.yaml".to_string()
+            ),
+            (
+                "GL101".to_string(),
+                18,
+                39,
+                "base/deployment.yaml".to_string()
+            ),
+        ]
+    );
+    let gl001 = &v["diagnostics"][2];
+    let rendered = related_with(gl001, "in the rendered output").expect("rendered line related");
+    assert_eq!(
+        (rendered["file"].as_str(), rendered["line"].as_u64()),
+        (Some("<stdin>"), Some(16))
+    );
+
+    // Without --kustomize-root the paths do not resolve from here: rendered lines, no guess.
+    let o = greenlight(
+        d.path(),
+        &["lint", "--select", "GL001", "--format", "json", "-"],
+        Some(KUSTOMIZE_BUILT),
+    );
+    let v = json_of(&o);
+    assert!(
+        v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["file"] == "<stdin>"),
+        "{v}"
+    );
+
+    // Not a directory: a usage error.
+    let o = greenlight(
+        d.path(),
+        &["lint", "--kustomize-root", "nope", "-"],
+        Some(KUSTOMIZE_BUILT),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--kustomize-root nope"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_walked_kustomization_says_once_how_to_lint_what_it_renders() {
+    let d = dir_with(&[
+        ("base/deployment.yaml", KUSTOMIZE_BASE),
+        (
+            "base/kustomization.yaml",
+            "resources:\n  - deployment.yaml\n",
+        ),
+        ("overlays/prod/kustomization.yaml", KUSTOMIZE_OVERLAY),
+        ("plain/pod.yaml", CLEAN),
+    ]);
+    let o = greenlight(d.path(), &["lint", "--format", "json", "."], None);
+    let v = json_of(&o);
+    let notes: Vec<&str> = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["message"].as_str())
+        .filter(|m| m.contains("kustomization"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("2 directories hold a kustomization (base, overlays/prod)"),
+        "{}",
+        notes[0]
+    );
+    assert!(
+        notes[0].contains("greenlight lint --kustomize-root <dir> -"),
+        "{}",
+        notes[0]
+    );
+    // A file named on the command line is no walk: no note.
+    let o = greenlight(
+        d.path(),
+        &["lint", "--format", "json", "base/deployment.yaml"],
+        None,
+    );
+    assert_eq!(json_of(&o)["notes"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_commands_themselves() {
+    let d = tempfile::tempdir().unwrap();
+    let o = greenlight(d.path(), &["completions", "bash"], None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let script = stdout(&o);
+    assert!(
+        script.contains("--kustomize-root") && script.contains("lint"),
+        "{script}"
+    );
+    let path = d.path().join("greenlight.bash");
+    std::fs::write(&path, &script).unwrap();
+    let syntax = Command::new("bash")
+        .arg("-n")
+        .arg(&path)
+        .output()
+        .expect("bash");
+    assert!(
+        syntax.status.success(),
+        "{}",
+        String::from_utf8_lossy(&syntax.stderr)
+    );
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let o = greenlight(d.path(), &["completions", shell], None);
+        assert_eq!(o.status.code(), Some(0), "{shell}");
+        assert!(stdout(&o).contains("greenlight"), "{shell}");
+    }
+    let o = greenlight(d.path(), &["completions", "tcsh"], None);
+    assert_eq!(o.status.code(), Some(2));
+    let man = stdout(&greenlight(d.path(), &["man"], None));
+    assert!(
+        man.starts_with(".ie") && man.contains(".TH greenlight 1"),
+        "{man}"
+    );
+    assert!(
+        man.contains("greenlight\\-lint") || man.contains("lint"),
+        "{man}"
+    );
+}
+
+#[test]
+fn diff_prints_the_fixes_and_fix_applies_them_then_lints_again() {
+    let d = dir_with(&[("deploy/admin.yaml", ADMIN), ("clean.yaml", CLEAN)]);
+    let diff = greenlight(d.path(), &["lint", "--diff", "deploy"], None);
+    let out = stdout(&diff);
+    assert_eq!(diff.status.code(), Some(1), "the report's exit code: {out}");
+    assert!(
+        out.starts_with("--- a/deploy/admin.yaml\n+++ b/deploy/admin.yaml\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "-      terminationGracePeriodSeconds: 10\n+      terminationGracePeriodSeconds: 60\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("+  strategy:\n+    type: RollingUpdate\n"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("deploy/admin.yaml")).unwrap(),
+        ADMIN,
+        "--diff writes nothing"
+    );
+
+    let fixed = greenlight(
+        d.path(),
+        &["lint", "--fix", "--format", "json", "deploy"],
+        None,
+    );
+    assert!(
+        stderr(&fixed).contains("fixed 2 finding(s) in 1 file(s)"),
+        "{}",
+        stderr(&fixed)
+    );
+    let text = std::fs::read_to_string(d.path().join("deploy/admin.yaml")).unwrap();
+    assert!(
+        text.contains("      terminationGracePeriodSeconds: 60\n"),
+        "{text}"
+    );
+    // What remains is reported: GL401's PDB and the probes have no mechanical fix.
+    let v = json_of(&fixed);
+    let rules: Vec<&str> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["rule"].as_str().unwrap())
+        .collect();
+    assert!(
+        !rules.contains(&"GL101") && !rules.contains(&"GL301"),
+        "{rules:?}"
+    );
+    assert!(rules.contains(&"GL401"), "{rules:?}");
+    assert_eq!(fixed.status.code(), Some(1), "GL401 remains an error");
+
+    // When nothing that fails remains, --fix exits 0.
+    let only = dir_with(&[("a.yaml", ADMIN)]);
+    let o = greenlight(
+        only.path(),
+        &["lint", "--fix", "--select", "GL101,GL302", "a.yaml"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let o = greenlight(
+        only.path(),
+        &["lint", "--diff", "--select", "GL101", "a.yaml"],
+        None,
+    );
+    assert_eq!(stdout(&o), "", "nothing left to fix");
+}
+
+#[test]
+fn fix_refuses_stdin_and_leaves_rendered_helm_output_and_crlf_alone() {
+    let d = dir_with(&[]);
+    for flag in ["--fix", "--diff"] {
+        let o = greenlight(d.path(), &["lint", flag, "-"], Some(ADMIN));
+        assert_eq!(o.status.code(), Some(2), "{flag}");
+        assert!(
+            stderr(&o).contains("standard input cannot be fixed in place"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let render = format!("---\n# Source: shop/templates/admin.yaml\n{ADMIN}");
+    let crlf = ADMIN.replace('\n', "\r\n");
+    let d = dir_with(&[("render.yaml", &render), ("crlf.yaml", &crlf)]);
+    let o = greenlight(d.path(), &["lint", "--fix", "--select", "GL101", "."], None);
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("render.yaml")).unwrap(),
+        render
+    );
+    let fixed = std::fs::read_to_string(d.path().join("crlf.yaml")).unwrap();
+    assert!(
+        fixed.contains("terminationGracePeriodSeconds: 60\r\n"),
+        "{fixed:?}"
+    );
+    assert!(
+        !fixed.replace("\r\n", "").contains('\n'),
+        "line endings kept: {fixed:?}"
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the render's finding remains: {}",
+        stdout(&o)
+    );
+}
+
+/// `--fix --resolve` against a real OCI registry (Debian's docker-registry, as the guard's
+/// `--resolve` tests run it): a mutable tag is pinned to the digest the registry serves, in
+/// the value's own quotes; a reference the registry does not have stays, and so does its
+/// finding.
+#[test]
+fn fix_resolve_pins_mutable_images_to_the_served_digest() {
+    let registry = greenlight_testkit::registry::Registry::start();
+    let digest = registry.push("team/web", "latest", "web build 7");
+    let web = registry.image("team/web:latest");
+    let gone = registry.image("team/gone:main");
+    let manifest = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n  - name: web # the app\n    image: \"{web}\"\n  - name: gone\n    image: {gone}\n"
+    );
+    let d = dir_with(&[("pod.yaml", &manifest)]);
+    let diff = greenlight(
+        d.path(),
+        &[
+            "lint",
+            "--diff",
+            "--resolve",
+            "--plain-http",
+            "--select",
+            "GL001",
+            "pod.yaml",
+        ],
+        None,
+    );
+    let out = stdout(&diff);
+    assert!(
+        out.contains(&format!(
+            "-    image: \"{web}\"\n+    image: \"{web}@{digest}\"\n"
+        )),
+        "{out}\n{}",
+        stderr(&diff)
+    );
+    assert!(
+        stderr(&diff).contains(&format!("cannot resolve `{gone}`")),
+        "{}",
+        stderr(&diff)
+    );
+    // Without --resolve there is nothing to pin.
+    let plain = greenlight(
+        d.path(),
+        &["lint", "--diff", "--select", "GL001", "pod.yaml"],
+        None,
+    );
+    assert_eq!(stdout(&plain), "");
+    let o = greenlight(d.path(), &["lint", "--resolve", "pod.yaml"], None);
+    assert_eq!(o.status.code(), Some(2), "--resolve needs --fix or --diff");
+
+    let fixed = greenlight(
+        d.path(),
+        &[
+            "lint",
+            "--fix",
+            "--resolve",
+            "--plain-http",
+            "--select",
+            "GL001",
+            "--format",
+            "json",
+            "pod.yaml",
+        ],
+        None,
+    );
+    let text = std::fs::read_to_string(d.path().join("pod.yaml")).unwrap();
+    assert!(
+        text.contains(&format!(
+            "  - name: web # the app\n    image: \"{web}@{digest}\"\n"
+        )),
+        "{text}"
+    );
+    let v = json_of(&fixed);
+    let left: Vec<u64> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(left, [9], "only the unresolved image remains");
+    assert_eq!(fixed.status.code(), Some(1));
+}

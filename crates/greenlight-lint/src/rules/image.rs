@@ -20,15 +20,24 @@ pub const MUTABLE_TAG: Rule = Rule {
     docs: Docs {
         what: "Flags every container, init container and ephemeral container image, in every pod \
                template (Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, \
-               Job, CronJob, Pod, Argo Rollout, Experiment and AnalysisTemplate job templates, \
+               OpenShift DeploymentConfig, Job, CronJob, Pod, Argo Rollout, Experiment and AnalysisTemplate job templates, \
                JobSet and LeaderWorkerSet), and every kustomization `images[].newTag`, whose tag \
                is mutable or missing (which means `latest`). Mutable: `latest`, `main`, \
                `master`, `stable`, `edge`, `[lint] mutable-tags` in `.greenlight.toml`, and any \
                tag that names no version — one without a digit (`alpine`, `stable-alpine`, \
-               `mainline`) or ending in `-latest`. A digest (`app@sha256:…`, also \
+               `mainline`) or ending in `-latest` — unless `[lint] immutable-tags` declares it. \
+               A tag that names no version but is no known floating name (a part such as \
+               `latest`, `main`, `stable`, `edge`, `alpine`, `slim`, `nightly`, `dev`, a \
+               distribution codename, or a branch-like `feature-…`) is a `warning`: \
+               `argoproj/rollouts-demo:blue` may be pushed once. A digest (`app@sha256:…`, also \
                `app:v1@sha256:…`, or a kustomize `digest`) is never flagged. A registry port is \
                not a tag: `host:5000/app` has no tag and is flagged. References that are not \
-               valid yet (placeholders, templates) are GL003's.",
+               valid yet (placeholders, templates) are GL003's. A container in a file that \
+               the run's kustomizations render (through `resources`, from each kustomization \
+               no other includes) is judged as written only when some rendering keeps its \
+               tag: when every one replaces it (`images[]` with `newTag` or `digest`, matched \
+               by name, after any `newName`), those entries are judged instead. An entry with \
+               only `newName` keeps the container's tag and is no finding of its own.",
         why: "The same tag can point at new content. Redeploying `app:latest` renders an identical \
               pod spec, so Kubernetes creates no new ReplicaSet and pulls nothing: helm reports \
               success, `rollout status` says complete, a \"running image contains the tag\" check \
@@ -89,9 +98,14 @@ pub const INVALID_REFERENCE: Rule = Rule {
 struct Site {
     /// What the message names: ``container `web` `` or ``kustomize image `app` ``.
     who: String,
+    /// A container whose every rendering by the run's kustomizations replaces its tag
+    /// (`images[].newTag` / `digest`): GL001 judges those entries instead.
+    retagged: bool,
     /// The reference as it will be pulled.
     text: String,
     span: Span,
+    /// The image scalar itself (a container's `image`), where `--fix --resolve` pins it.
+    value_span: Option<Span>,
     field: String,
 }
 
@@ -105,10 +119,17 @@ fn sites(obj: &Object) -> Vec<Site> {
             let Some(text) = e.value.as_str() else {
                 continue;
             };
+            let text_t = text.trim();
             out.push(Site {
+                retagged: !obj.kustomize_renders.is_empty()
+                    && obj
+                        .kustomize_renders
+                        .iter()
+                        .all(|r| retagged_by(text_t, &r.images)),
                 who: format!("container `{}`", c.name),
                 text: text.trim().to_string(),
                 span: key_value_span(&e.key, &e.value),
+                value_span: Some(e.value.span),
                 field: format!("{}.image", c.path),
             });
         }
@@ -138,9 +159,11 @@ fn sites(obj: &Object) -> Vec<Site> {
                 _ => value.trim().to_string(),
             };
             out.push(Site {
+                retagged: false,
                 who: format!("kustomize image `{name}`"),
                 text,
                 span: key_value_span(&e.key, &e.value),
+                value_span: None,
                 field: format!("images[{i}].{key}"),
             });
         }
@@ -148,8 +171,35 @@ fn sites(obj: &Object) -> Vec<Site> {
     out
 }
 
+/// Whether kustomize `images` lists (innermost first) replace the tag of `reference`: an
+/// entry whose `name` is the image's name (as renamed by earlier entries' `newName`) sets a
+/// `newTag` or a `digest`.
+fn retagged_by(reference: &str, images: &[(&str, &Node)]) -> bool {
+    let without_digest = reference.split('@').next().unwrap_or(reference);
+    let mut name = match without_digest.rfind(':') {
+        Some(c) if !without_digest[c + 1..].contains('/') => &without_digest[..c],
+        _ => without_digest,
+    }
+    .to_string();
+    let mut retagged = false;
+    for (_, list) in images {
+        for entry in list.as_seq() {
+            if entry.get("name").and_then(Node::as_str).map(str::trim) != Some(name.as_str()) {
+                continue;
+            }
+            if entry.get("newTag").is_some() || entry.get("digest").is_some() {
+                retagged = true;
+            }
+            if let Some(n) = entry.get("newName").and_then(Node::as_str) {
+                name = n.trim().to_string();
+            }
+        }
+    }
+    retagged
+}
+
 /// A placeholder left in a reference: what it is and the text that shows it.
-fn placeholder(text: &str) -> Option<(&'static str, String)> {
+pub(crate) fn placeholder(text: &str) -> Option<(&'static str, String)> {
     let between = |open: &str, close: &str| -> Option<String> {
         let i = text.find(open)?;
         let rest = &text[i..];
@@ -195,7 +245,12 @@ fn placeholder(text: &str) -> Option<(&'static str, String)> {
 
 fn check_mutable(obj: &Object, emit: &mut Emit) {
     for site in sites(obj) {
-        if placeholder(&site.text).is_some() {
+        if site.retagged || placeholder(&site.text).is_some() {
+            continue;
+        }
+        // An entry with only `newName` keeps the container's own tag, which is judged where
+        // the container is written.
+        if site.field.ends_with(".newName") {
             continue;
         }
         // Invalid references are GL003's.
@@ -204,6 +259,40 @@ fn check_mutable(obj: &Object, emit: &mut Emit) {
         };
         let verdict = emit.settings.tag_policy.judge(&image);
         if verdict.is_acceptable() {
+            continue;
+        }
+        // A word that names no version but is no known floating name (`blue`) may well be
+        // pushed once per build: a warning, which `[lint] immutable-tags` silences.
+        if let TagVerdict::MutableTag { tag } = &verdict
+            && !emit.settings.tag_policy.is_known_floating(tag)
+        {
+            emit.at(
+                obj,
+                site.span,
+                &site.field,
+                format!(
+                    "{}: `{}` uses the tag `{tag}`, which names no version: if it is ever pushed \
+                     again, a redeploy renders an identical pod spec and Kubernetes rolls out nothing",
+                    site.who,
+                    image.as_str()
+                ),
+            )
+            .severity(Severity::Warning)
+            .fix(format!(
+                "deploy a version, a `sha-<short-sha>` tag or the digest (`greenlight guard image \
+                 --resolve {}`), or, if `{tag}` is never pushed twice, declare it under [lint] \
+                 `immutable-tags` in .greenlight.toml",
+                image.as_str()
+            ));
+            if let (Some(f), Some(span)) = (emit.findings.last_mut(), site.value_span) {
+                f.edit(
+                    crate::fix::Edit::Pin {
+                        span,
+                        reference: site.text.clone(),
+                    },
+                    0,
+                );
+            }
             continue;
         }
         let problem = verdict.problem(&image).unwrap_or_default();
@@ -215,6 +304,16 @@ fn check_mutable(obj: &Object, emit: &mut Emit) {
         );
         if let Some(fix) = verdict.fix(&image) {
             f.fix(fix);
+        }
+        // `--fix --resolve`: the reference pinned to the digest its registry serves.
+        if let Some(span) = site.value_span {
+            f.edit(
+                crate::fix::Edit::Pin {
+                    span,
+                    reference: site.text.clone(),
+                },
+                0,
+            );
         }
     }
 }

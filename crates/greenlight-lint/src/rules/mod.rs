@@ -2,18 +2,25 @@
 //! sections) plus one check function, listed once in [`RULES`]. `greenlight rules`,
 //! `greenlight explain`, the SARIF rule metadata, the crate README's rule table and
 //! `docs/lint-rules.md` are all generated from this table.
-//! Must never: read files or format output; a check only looks at objects and emits findings.
+//! Each rule declares the document kind it checks by its [`Check`]: Kubernetes objects, or
+//! pipelines (GitHub Actions workflows, GitLab CI files, shell scripts).
+//! Must never: read files or format output; a check only looks at objects or pipelines and
+//! emits findings (a file a pipeline applies is read through [`Settings::read_file`], the
+//! engine's seam).
 
 mod argocd;
 mod hpa;
 mod image;
 mod pdb;
+pub(crate) mod pipeline;
 mod probes;
 mod strategy;
 mod termination;
 
 use crate::diagnostic::Severity;
+use crate::kind::Kind;
 use crate::object::{Object, Workload};
+use crate::pipeline::Pipeline;
 use crate::yaml::{Node, Span};
 
 pub use image::TagPolicy;
@@ -29,6 +36,20 @@ pub enum Check {
     Object(fn(&Object, &mut Emit)),
     /// The whole set of objects (cross-object rules: a PDB against what it selects).
     Set(fn(&[Object], &mut Emit)),
+    /// One pipeline at a time: a GitHub Actions workflow, a GitLab CI file or a shell script,
+    /// as the scripts it runs.
+    Pipeline(fn(&Pipeline, &mut Emit)),
+}
+
+impl Check {
+    /// The document kinds a check reads.
+    pub fn kinds(&self) -> &'static [Kind] {
+        match self {
+            Check::Engine => &[Kind::Manifests, Kind::GithubWorkflow, Kind::GitlabCi],
+            Check::Workload(_) | Check::Object(_) | Check::Set(_) => &[Kind::Manifests],
+            Check::Pipeline(_) => &[Kind::GithubWorkflow, Kind::GitlabCi, Kind::ShellScript],
+        }
+    }
 }
 
 /// A rule's documentation, in the fixed sections `greenlight explain` prints.
@@ -110,6 +131,10 @@ pub static RULES: &[Rule] = &[
     hpa::TARGET_SETS_REPLICAS,
     argocd::AUTOMATED_PRUNE,
     argocd::IMAGE_UPDATER_ARGOCD,
+    pipeline::DEPLOYS_MUTABLE_TAG,
+    pipeline::APPLIES_MUTABLE_MANIFEST,
+    pipeline::ROLLOUT_STATUS_ONLY,
+    pipeline::GREP_TAG,
 ];
 
 /// A rule by ID (case-insensitive) or by name.
@@ -129,6 +154,10 @@ pub struct Settings {
     pub strategy_max_replicas: i64,
     /// GL001: which tags count as mutable.
     pub tag_policy: TagPolicy,
+    /// The engine's seam for the manifests a pipeline applies (`kubectl apply -f PATH`): the
+    /// file at PATH, or the `*.yaml`, `*.yml` and `*.json` files in the directory (below it
+    /// too when the flag says recursive), as (path, text); what cannot be read is left out.
+    pub read_manifests: fn(&std::path::Path, bool) -> Vec<(String, String)>,
 }
 
 impl Default for Settings {
@@ -137,8 +166,51 @@ impl Default for Settings {
             initial_delay_seconds: 60,
             strategy_max_replicas: 3,
             tag_policy: TagPolicy::default(),
+            read_manifests: read_manifests_on_disk,
         }
     }
+}
+
+/// [`Settings::read_manifests`] on the filesystem: UTF-8 files within
+/// [`crate::MAX_FILE_BYTES`], symlinked directories not followed, at most 1 000 files.
+pub fn read_manifests_on_disk(path: &std::path::Path, recursive: bool) -> Vec<(String, String)> {
+    fn read(p: &std::path::Path) -> Option<String> {
+        let meta = std::fs::metadata(p).ok()?;
+        if !meta.is_file() || meta.len() > crate::MAX_FILE_BYTES {
+            return None;
+        }
+        String::from_utf8(std::fs::read(p).ok()?).ok()
+    }
+    let show = |p: &std::path::Path| p.to_string_lossy().replace('\\', "/");
+    let mut out = Vec::new();
+    if path.is_file() {
+        out.extend(read(path).map(|t| (show(path), t)));
+        return out;
+    }
+    let mut dirs = vec![path.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = rd.filter_map(Result::ok).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let p = e.path();
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                if recursive {
+                    dirs.push(p);
+                }
+            } else if matches!(
+                p.extension().and_then(|x| x.to_str()),
+                Some("yaml" | "yml" | "json")
+            ) && out.len() < 1000
+            {
+                out.extend(read(&p).map(|t| (show(&p), t)));
+            }
+        }
+    }
+    out
 }
 
 /// A finding as a check reports it: spans into the object's source, not yet a user-facing
@@ -155,6 +227,13 @@ pub struct Finding {
     pub message: String,
     pub fix: Option<String>,
     pub related: Vec<(usize, Span, String)>,
+    /// Related locations in files that are not inputs of the run (a manifest a pipeline
+    /// applies), already placed.
+    pub related_elsewhere: Vec<crate::diagnostic::Related>,
+    /// The source file of a `kustomize build` object (its origin annotation's `path`).
+    pub origin: Option<String>,
+    /// Mechanical fixes, each with its rank (see [`crate::fix::TextEdit::rank`]).
+    pub edits: Vec<(crate::fix::Edit, i64)>,
     /// This finding's severity when the rule grades its findings; `None`: the rule's.
     pub severity: Option<Severity>,
 }
@@ -181,6 +260,10 @@ impl<'s> Emit<'s> {
             .annotation(crate::IGNORE_ANNOTATION)
             .and_then(Node::as_str)
             .map(str::to_string);
+        let origin = obj
+            .annotation(crate::kustomize::ORIGIN_ANNOTATION)
+            .and_then(Node::as_str)
+            .and_then(crate::kustomize::origin_path);
         self.findings.push(Finding {
             rule: self.rule,
             source: obj.source,
@@ -191,6 +274,41 @@ impl<'s> Emit<'s> {
             message,
             fix: None,
             related: Vec::new(),
+            related_elsewhere: Vec::new(),
+            origin,
+            edits: Vec::new(),
+            severity: None,
+        });
+        self.findings.last_mut().expect("just pushed")
+    }
+
+    /// Report a finding in a pipeline file at `span`; `field` is the YAML path (empty in a
+    /// script file). Pipeline findings name no Kubernetes object.
+    pub fn in_file(
+        &mut self,
+        source: usize,
+        span: Span,
+        field: &str,
+        message: String,
+    ) -> &mut Finding {
+        self.findings.push(Finding {
+            rule: self.rule,
+            source,
+            span,
+            object: crate::diagnostic::ObjectRef {
+                api_version: String::new(),
+                kind: String::new(),
+                namespace: None,
+                name: None,
+            },
+            ignore_annotation: None,
+            field: field.to_string(),
+            message,
+            fix: None,
+            related: Vec::new(),
+            related_elsewhere: Vec::new(),
+            origin: None,
+            edits: Vec::new(),
             severity: None,
         });
         self.findings.last_mut().expect("just pushed")
@@ -210,8 +328,38 @@ impl Finding {
         self
     }
 
+    /// A mechanical fix `--fix` may apply; of two for one place the higher `rank` wins.
+    pub fn edit(&mut self, edit: crate::fix::Edit, rank: i64) -> &mut Self {
+        self.edits.push((edit, rank));
+        self
+    }
+
     pub fn related(&mut self, obj: &Object, span: Span, message: impl Into<String>) -> &mut Self {
         self.related.push((obj.source, span, message.into()));
+        self
+    }
+
+    /// A related location in an input of the run, by its index.
+    pub fn related_in(
+        &mut self,
+        source: usize,
+        span: Span,
+        message: impl Into<String>,
+    ) -> &mut Self {
+        self.related.push((source, span, message.into()));
+        self
+    }
+
+    /// A related location in a file that is not an input of the run.
+    pub fn related_elsewhere(
+        &mut self,
+        location: crate::diagnostic::Location,
+        message: impl Into<String>,
+    ) -> &mut Self {
+        self.related_elsewhere.push(crate::diagnostic::Related {
+            location,
+            message: message.into(),
+        });
         self
     }
 }

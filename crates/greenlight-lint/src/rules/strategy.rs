@@ -238,6 +238,27 @@ fn check_implicit(obj: &Object, hpas: &[&Object], claims: &[&Object], emit: &mut
     };
     let f = emit.at(obj, span, field, message);
     f.severity(severity).fix(fix);
+    // `--fix`: the strategy the fix names, as the first key of `spec`.
+    if strategy.is_none()
+        && claim.is_none()
+        && let Some(first) = spec.as_map().first()
+    {
+        f.edit(
+            crate::fix::Edit::Keys {
+                at: first.key.span.start,
+                lines: [
+                    "strategy:",
+                    "  type: RollingUpdate",
+                    "  rollingUpdate:",
+                    "    maxSurge: 1",
+                    "    maxUnavailable: 0",
+                ]
+                .map(String::from)
+                .to_vec(),
+            },
+            0,
+        );
+    }
     if let Some((h, max, at)) = hpa {
         f.related(
             h,
@@ -297,4 +318,16 @@ fn check_cannot_progress(obj: &Object, emit: &mut Emit) {
     )
     .fix("set `maxSurge: 1` (keeps full capacity) or a non-zero `maxUnavailable`")
     .related(obj, sspan, "maxSurge is 0");
+    // `--fix`: `maxSurge: 1`, when written plain (a quoted "0%" stays the author's).
+    if matches!(&surge.value, crate::yaml::Value::Scalar(s) if s.plain)
+        && let Some(f) = emit.findings.last_mut()
+    {
+        f.edit(
+            crate::fix::Edit::Scalar {
+                span: surge.span,
+                value: "1".into(),
+            },
+            1,
+        );
+    }
 }

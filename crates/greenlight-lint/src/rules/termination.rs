@@ -5,6 +5,7 @@
 
 use super::{Check, Docs, Emit, Rule, entry_span, parse_sleep_duration, secs};
 use crate::diagnostic::Severity;
+use crate::fix::Edit;
 use crate::object::{Container, Workload};
 use crate::yaml::{Node, Span};
 
@@ -17,10 +18,12 @@ pub const PRESTOP_EXCEEDS_GRACE: Rule = Rule {
     default_enabled: true,
     summary: "A preStop sleep as long as the termination grace period is cut short by SIGKILL",
     docs: Docs {
-        what: "Flags a container whose preStop hook sleeps at least as long as the pod's \
+        what: "Flags a container — a regular one, or a native sidecar (an init container with \
+               `restartPolicy: Always`) — whose preStop hook sleeps at least as long as the pod's \
                `terminationGracePeriodSeconds` (30 s when unset). Recognized: `exec` \
                `[\"sleep\", \"N\"]`, `sleep 5s` / `1m` units, shell scripts (`sh -c \"sleep 30 && \
-               nginx -s quit\"`, several sleeps add up), `sleep infinity`, and the built-in \
+               nginx -s quit\"`, also `sh -c -- \"…\"`, several sleeps add up), `sleep infinity`, \
+               and the built-in \
                `lifecycle.preStop.sleep.seconds`. A probe-level `terminationGracePeriodSeconds` \
                is ignored: it applies only to kills by a failing probe.",
         why: "The grace period is the whole budget for the preStop hook and the SIGTERM shutdown \
@@ -112,7 +115,11 @@ fn prestop_sleep<'a>(c: &Container<'a>) -> Option<Sleep<'a>> {
         .skip(shell_at + 1)
         .find(|(_, w)| w.starts_with('-') && !w.starts_with("--") && w.contains('c'))?
         .0;
-    let script_at = c_flag + 1;
+    // `sh -c -- "sleep 5"`: `--` ends the options; the script follows it.
+    let script_at = match words.get(c_flag + 1) {
+        Some(&"--") => c_flag + 2,
+        _ => c_flag + 1,
+    };
     let script = words.get(script_at)?;
     let seconds = script_sleep(script)?;
     Some(Sleep {
@@ -154,7 +161,7 @@ fn grace_period<'a>(w: &Workload<'a, '_>) -> (i64, Option<&'a Node>) {
 
 fn check_exceeds(w: &Workload, emit: &mut Emit) {
     let (grace, grace_node) = grace_period(w);
-    for c in w.containers() {
+    for c in w.stopped_containers() {
         let Some(sleep) = prestop_sleep(&c) else {
             continue;
         };
@@ -200,6 +207,23 @@ fn check_exceeds(w: &Workload, emit: &mut Emit) {
         let span = value_span(sleep.node);
         let f = emit.at(w.object, span, &sleep.field, message);
         f.fix(fix);
+        // `--fix`: the grace period raised to the value the fix names.
+        if sleep.seconds.is_finite() {
+            let margin = (sleep.seconds.ceil() as i64).saturating_add(15);
+            let edit = match grace_node {
+                Some(g) => Some(Edit::Scalar {
+                    span: g.span,
+                    value: margin.to_string(),
+                }),
+                None => w.pod.as_map().first().map(|e| Edit::Keys {
+                    at: e.key.span.start,
+                    lines: vec![format!("terminationGracePeriodSeconds: {margin}")],
+                }),
+            };
+            if let Some(edit) = edit {
+                f.edit(edit, margin);
+            }
+        }
         if let Some(g) = grace_node {
             let gspan = entry_span(w.pod, "terminationGracePeriodSeconds").unwrap_or(g.span);
             f.related(
@@ -212,7 +236,7 @@ fn check_exceeds(w: &Workload, emit: &mut Emit) {
 }
 
 fn check_stopgap(w: &Workload, emit: &mut Emit) {
-    for c in w.containers() {
+    for c in w.stopped_containers() {
         let Some(sleep) = prestop_sleep(&c) else {
             continue;
         };

@@ -47,7 +47,8 @@ pub struct ImageArgs {
     #[arg(long, value_delimiter = ',', value_name = "TAG,...")]
     mutable: Vec<String>,
 
-    /// Config file whose `[lint]` and `[guard]` `mutable-tags = [...]` add mutable tags
+    /// Config file whose `[lint]` and `[guard]` `mutable-tags = [...]` add mutable tags and
+    /// whose `[lint] immutable-tags` declares tags never pushed twice
     /// [default: .greenlight.toml when present]
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -82,7 +83,8 @@ fn run_image(args: ImageArgs) -> anyhow::Result<ExitCode> {
     let config = super::config_file(args.config.as_deref())?;
     let policy = TagPolicy::default()
         .with_extra(config.guard_mutable_tags())
-        .with_extra(args.mutable.iter().map(String::as_str));
+        .with_extra(args.mutable.iter().map(String::as_str))
+        .with_immutable(config.lint.immutable_tags.iter().map(String::as_str));
 
     let mut images = Vec::with_capacity(args.images.len());
     let mut invalid = Vec::new();
