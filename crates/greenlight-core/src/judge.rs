@@ -237,12 +237,17 @@ const ARRIVED_KEPT: usize = 4096;
 /// (and, not knowing them all, reverts nothing).
 const BATCH_LIMIT: usize = 256;
 
-/// An app idle (no operation running) at a compared revision.
-#[derive(Clone, Debug)]
-struct Idle {
-    revision: String,
-    health: Health,
-    unclean: Option<String>,
+/// An app seen idle (no operation running) at a compared revision: the baseline of a watch
+/// whose commit that revision lacks. The state file keeps them, so a restart between an app's
+/// last idle observation and its commit's arrival loses no baseline (`docs/verdicts.md#baseline`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Idle {
+    /// `sync.revision`: what Argo CD had compared.
+    pub revision: String,
+    pub health: Health,
+    /// Why it was no clean before, when it was not.
+    #[serde(default)]
+    pub unclean: Option<String>,
 }
 
 /// A commit that arrived on the branch, as the batch of a later watch needs it.
@@ -271,6 +276,8 @@ pub struct Engine {
     /// that starts after its commit was compared or synced is the newest at a revision without
     /// the commit (`docs/verdicts.md#baseline`).
     idle: BTreeMap<AppKey, Vec<Idle>>,
+    /// Apps whose idle observations changed since the store last took them.
+    idle_dirty: BTreeSet<AppKey>,
     /// The commits that arrived on the branch, oldest first (at most [`ARRIVED_KEPT`]).
     arrived: VecDeque<Arrived>,
     /// The branch's tip when greenlight started following it: every commit before the
@@ -296,6 +303,7 @@ impl Engine {
             finished_ids: BTreeSet::new(),
             confirmed_behind_reverts: Vec::new(),
             idle: BTreeMap::new(),
+            idle_dirty: BTreeSet::new(),
             arrived: VecDeque::new(),
             known_tip: None,
             namespaces: BTreeMap::new(),
@@ -324,6 +332,28 @@ impl Engine {
     }
     pub fn breaker(&self) -> &Breaker {
         &self.breaker
+    }
+
+    /// Each app's idle observations as the state file kept them (after a restart).
+    pub fn restore_idle(&mut self, idle: Vec<(AppKey, Vec<Idle>)>) {
+        for (key, mut seen) in idle {
+            seen.truncate(IDLE_REVISIONS);
+            if !seen.is_empty() {
+                self.idle.insert(key, seen);
+            }
+        }
+    }
+
+    /// The apps whose idle observations changed since the last call, each with all of them
+    /// (none: forget the app), for the store to persist.
+    pub fn take_idle_dirty(&mut self) -> Vec<(AppKey, Vec<Idle>)> {
+        std::mem::take(&mut self.idle_dirty)
+            .into_iter()
+            .map(|k| {
+                let seen = self.idle.get(&k).cloned().unwrap_or_default();
+                (k, seen)
+            })
+            .collect()
     }
 
     /// Watches changed since the last call, for the store to persist with the events.
@@ -668,16 +698,21 @@ impl Engine {
     }
 
     fn saw_idle(&mut self, key: AppKey, revision: String, health: Health, unclean: Option<String>) {
-        let seen = self.idle.entry(key).or_default();
-        seen.retain(|s| s.revision != revision);
-        seen.push(Idle {
+        let seen = self.idle.entry(key.clone()).or_default();
+        let idle = Idle {
             revision,
             health,
             unclean,
-        });
+        };
+        if seen.last() == Some(&idle) {
+            return;
+        }
+        seen.retain(|s| s.revision != idle.revision);
+        seen.push(idle);
         if seen.len() > IDLE_REVISIONS {
             seen.remove(0);
         }
+        self.idle_dirty.insert(key);
     }
 
     /// The baseline an idle observation at `revision` gives the watch of `commit`: its health,
@@ -865,8 +900,16 @@ impl Engine {
                 }
             }
             Observation::Absent { namespace, name } => {
-                self.idle
-                    .retain(|k, _| k.name != name || namespace.is_some_and(|ns| ns != k.namespace));
+                let gone: Vec<AppKey> = self
+                    .idle
+                    .keys()
+                    .filter(|k| k.name == name && namespace.is_none_or(|ns| ns == k.namespace))
+                    .cloned()
+                    .collect();
+                for k in gone {
+                    self.idle.remove(&k);
+                    self.idle_dirty.insert(k);
+                }
                 if let Some(seen) = self.namespaces.get_mut(name) {
                     match namespace {
                         Some(ns) => {

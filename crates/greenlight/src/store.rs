@@ -16,7 +16,8 @@ mod record;
 use anyhow::{Context, Result, bail};
 use greenlight_core::breaker::Breaker;
 use greenlight_core::event::Event;
-use greenlight_core::judge::Watch;
+use greenlight_core::judge::{Idle, Watch};
+use greenlight_core::snapshot::AppKey;
 use greenlight_core::time::Timestamp;
 use record::{BreakerRecord, WatchRecord};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
@@ -50,6 +51,9 @@ pub struct Write<'a> {
     pub baseline: Option<&'a str>,
     /// The breaker reset this write applies was requested by `greenlight breaker reset`.
     pub clear_breaker_reset_request: bool,
+    /// Apps whose idle observations changed (`docs/verdicts.md#baseline`), each with all of
+    /// them; none forgets the app.
+    pub idle: &'a [(AppKey, Vec<Idle>)],
 }
 
 /// Everything the store holds, read back by `status`: every retained watch, finished or not.
@@ -73,6 +77,9 @@ pub struct Resume {
     pub live: Vec<Watch>,
     /// The ids of the retained finished watches (their bodies are not read).
     pub finished_ids: BTreeSet<String>,
+    /// Each app's idle observations as last written: the baselines of commits that arrive
+    /// after the restart. A row that does not read is left out (no baseline, so no revert).
+    pub idle: Vec<(AppKey, Vec<Idle>)>,
 }
 
 /// What one prune removed.
@@ -403,7 +410,31 @@ impl Store {
             breaker: self.breaker()?,
             live: self.watches_where("WHERE live = 1")?,
             finished_ids,
+            idle: self.idle()?,
         })
+    }
+
+    /// The idle observations kept in `meta`, one row an app (`idle:<namespace>/<name>`).
+    fn idle(&self) -> Result<Vec<(AppKey, Vec<Idle>)>> {
+        let rows: Vec<(String, String)> = self
+            .conn
+            .prepare("SELECT key, value FROM meta WHERE key LIKE 'idle:%'")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(k, v)| {
+                let (namespace, name) = k.strip_prefix("idle:")?.split_once('/')?;
+                let seen: Vec<Idle> = serde_json::from_str(&v).ok()?;
+                Some((
+                    AppKey {
+                        namespace: namespace.to_string(),
+                        name: name.to_string(),
+                    },
+                    seen,
+                ))
+            })
+            .collect())
     }
 
     /// Write one step atomically.
@@ -458,6 +489,14 @@ impl Store {
         }
         if let Some(b) = w.baseline {
             meta("baseline", b)?;
+        }
+        for (key, seen) in w.idle {
+            let k = idle_key(key);
+            if seen.is_empty() {
+                tx.execute("DELETE FROM meta WHERE key = ?1", [&k])?;
+            } else {
+                meta(&k, &serde_json::to_string(seen)?)?;
+            }
         }
         if w.clear_breaker_reset_request {
             tx.execute("DELETE FROM meta WHERE key = 'breaker_reset_requested'", [])?;
@@ -531,6 +570,11 @@ impl Store {
     pub fn breaker_reset_requested(&self) -> Result<bool> {
         Ok(self.meta("breaker_reset_requested")?.is_some())
     }
+}
+
+/// The `meta` key of an app's idle observations.
+fn idle_key(key: &AppKey) -> String {
+    format!("idle:{}/{}", key.namespace, key.name)
 }
 
 #[cfg(test)]

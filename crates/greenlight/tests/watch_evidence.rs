@@ -293,6 +293,52 @@ fn a_commit_arriving_through_a_pull_merge_is_judged_as_its_own() {
     repo.bare_git(&["cat-file", "-e", "main:apps/web/config.yaml"]);
 }
 
+/// The idle observation of `app` the state file at `state` keeps, as its JSON row, if any.
+fn kept_idle(state: &std::path::Path, app: &str) -> Option<String> {
+    let conn =
+        rusqlite::Connection::open_with_flags(state, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .ok()?;
+    conn.query_row(
+        "SELECT value FROM meta WHERE key = ?1",
+        [format!("idle:argocd/{app}")],
+        |r| r.get(0),
+    )
+    .ok()
+}
+
+/// greenlight dies after it last saw the app idle and before the commit's push; Argo CD syncs
+/// the broken commit while it is down. Restarted, greenlight finds the app's last idle
+/// observation in its state file — the commit's clean before — and reverts. Before, that
+/// observation lived only in memory: "baseline unknown", the revert lost.
+fn a_restart_before_the_commit_arrives_keeps_the_apps_baseline() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let good = repo.remote_tip();
+    let mut wd = watchdog(&repo, &sb.url, &[], &[]);
+    let end = std::time::Instant::now() + T;
+    while !kept_idle(&wd.state, "web").is_some_and(|v| v.contains(&good)) {
+        assert!(
+            std::time::Instant::now() < end,
+            "the idle observation was never written"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wd.proc.kill9();
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: 2.0.0\n\n{}", trailer("web", "6", "arm")),
+    );
+    sb.wait_app("web", T, |a| {
+        a["status"]["sync"]["revision"] == bad.as_str()
+            && a["status"]["operationState"]["phase"] == "Succeeded"
+    });
+    let wd2 = watchdog_with_state(&repo, &sb.url, &wd.state, &[], &[]);
+    let w = wd2.wait_state(&bad, "REVERTED", T);
+    assert_eq!(repo.remote_tip(), w["revert_commit"].as_str().unwrap());
+}
+
 on_every_argocd_version!(
     one_sync_deploying_two_commits_to_the_app_reverts_neither,
     one_sync_that_also_deployed_another_apps_commit_still_reverts,
@@ -301,4 +347,5 @@ on_every_argocd_version!(
     an_app_out_of_sync_for_good_gets_no_commit_reverted,
     a_pull_merges_revert_undoes_the_developers_side_not_the_branchs,
     a_commit_arriving_through_a_pull_merge_is_judged_as_its_own,
+    a_restart_before_the_commit_arrives_keeps_the_apps_baseline,
 );

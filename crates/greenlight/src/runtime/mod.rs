@@ -325,6 +325,7 @@ impl Runtime {
         let judge = cfg.judge_config(&s.branch, s.branch_is_default);
         let mut engine = Engine::restore(judge, loaded.live, loaded.breaker)
             .with_finished_ids(loaded.finished_ids);
+        engine.restore_idle(loaded.idle);
         let from = match (&loaded.baseline, &loaded.tip) {
             (Some(_), Some(t)) => {
                 if cfg.since.is_some() {
@@ -643,7 +644,9 @@ impl Runtime {
             self.listing = Some(ticket);
             self.ctx.source.request_listing(ticket);
         }
-        Ok(())
+        // Apps no watch follows change their idle observations without a step of their own:
+        // they are written here, so a restart keeps the baseline of a commit not yet fetched.
+        self.apply(Vec::new(), None)
     }
 
     /// Run a blocking git call as a job on the git lane; `done` turns its result into an input.
@@ -1232,6 +1235,7 @@ impl Runtime {
     /// Persist, then announce, then act: the store first so nothing printed or pushed is lost.
     fn apply(&mut self, effects: Vec<Effect>, tip: Option<&str>) -> Result<()> {
         let (watches, breaker) = self.engine.take_dirty();
+        let idle = self.engine.take_idle_dirty();
         let mut events: Vec<Event> = Vec::new();
         let mut reverts = Vec::new();
         for e in effects {
@@ -1245,6 +1249,7 @@ impl Runtime {
             || !events.is_empty()
             || tip.is_some()
             || self.clear_reset_request
+            || !idle.is_empty()
         {
             self.store.write(Write {
                 watches: &watches,
@@ -1253,6 +1258,7 @@ impl Runtime {
                 tip,
                 baseline: None,
                 clear_breaker_reset_request: self.clear_reset_request,
+                idle: &idle,
             })?;
             self.clear_reset_request = false;
         }

@@ -606,3 +606,51 @@ fn a_failed_prune_is_tried_again_an_hour_later_not_at_every_tick() {
     assert_eq!(store.prune_due(t0.plus_ms(60_000), 1).unwrap(), None);
     assert!(store.prune_due(t0.plus_ms(PRUNE_EVERY_MS), 1).is_err());
 }
+
+/// Each app's idle observations are written as they change and read back at the next start;
+/// none forgets the app, and a row that does not read is left out (no baseline, no revert).
+#[test]
+fn idle_observations_survive_a_restart() {
+    use greenlight_core::judge::Idle;
+    use greenlight_core::snapshot::{AppKey, Health};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let key = |name: &str| AppKey {
+        namespace: "argocd".into(),
+        name: name.into(),
+    };
+    let seen = vec![
+        Idle {
+            revision: "a".repeat(40),
+            health: Health::Healthy,
+            unclean: None,
+        },
+        Idle {
+            revision: "b".repeat(40),
+            health: Health::Degraded,
+            unclean: Some("sync status OutOfSync".into()),
+        },
+    ];
+    let mut store = Store::open_or_create(&path).unwrap();
+    store
+        .write(Write {
+            idle: &[(key("web"), seen.clone()), (key("api"), seen[..1].to_vec())],
+            ..Write::default()
+        })
+        .unwrap();
+    store
+        .write(Write {
+            idle: &[(key("api"), Vec::new())],
+            ..Write::default()
+        })
+        .unwrap();
+    drop(store);
+    sql(&path)
+        .execute(
+            "INSERT INTO meta (key, value) VALUES ('idle:argocd/broken', 'not json')",
+            [],
+        )
+        .unwrap();
+    let store = Store::open_or_create(&path).unwrap();
+    assert_eq!(store.load_live().unwrap().idle, vec![(key("web"), seen)]);
+}
