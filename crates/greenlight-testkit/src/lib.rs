@@ -14,6 +14,8 @@
 //!   server that never answers.
 //! - [`kubectl`]: real kubectl (installed by `scripts/test`) rendering kustomizations with
 //!   `kubectl kustomize`.
+//! - [`pre_commit`]: real pre-commit (installed by `scripts/test`) run with an isolated git
+//!   environment and a pre-commit home of the test's.
 //! - [`prometheus`]: a real Prometheus (Debian's binary) on a loopback port, scraping an
 //!   exporter whose gauges the test sets.
 //! - [`registry`]: a real OCI registry (Debian's `docker-registry`) on a loopback port, and
@@ -35,6 +37,7 @@ pub mod git_http;
 pub mod helm;
 pub mod http;
 pub mod kubectl;
+pub mod pre_commit;
 pub mod process;
 pub mod prometheus;
 pub mod registry;
