@@ -1,4 +1,4 @@
-//! A YAML file of the repository (`.pre-commit-hooks.yaml`) read as JSON, with saphyr:
+//! A YAML file of the repository (`action.yml`, `.pre-commit-hooks.yaml`) read as JSON, with saphyr:
 //! a parser of its own, not the linter's, so the tests of these files do not lean on the code
 //! they ship beside.
 
