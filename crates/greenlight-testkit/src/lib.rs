@@ -12,6 +12,10 @@
 //! - [`helm`]: real helm (installed by `scripts/test`) rendering charts with `helm template`.
 //! - [`http`]: small blocking HTTP/1.1 requests for tests that poll a local server, and a
 //!   server that never answers.
+//! - [`kubectl`]: real kubectl (installed by `scripts/test`) rendering kustomizations with
+//!   `kubectl kustomize`.
+//! - [`pre_commit`]: real pre-commit (installed by `scripts/test`) run with an isolated git
+//!   environment and a pre-commit home of the test's.
 //! - [`prometheus`]: a real Prometheus (Debian's binary) on a loopback port, scraping an
 //!   exporter whose gauges the test sets.
 //! - [`registry`]: a real OCI registry (Debian's `docker-registry`) on a loopback port, and
@@ -32,6 +36,8 @@ pub mod git;
 pub mod git_http;
 pub mod helm;
 pub mod http;
+pub mod kubectl;
+pub mod pre_commit;
 pub mod process;
 pub mod prometheus;
 pub mod registry;
