@@ -1554,6 +1554,57 @@ fn readme_pipeline_example_is_real_output() {
     );
 }
 
+/// The README's `--diff` example is what the binary prints for the manifest it shows.
+#[test]
+fn readme_fix_example_is_real_output() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let block = readme
+        .split("<!-- fix-example:begin -->\n```\n")
+        .nth(1)
+        .and_then(|b| b.split("```\n<!-- fix-example:end -->").next())
+        .expect("README.md has the fix-example block");
+    let (command, shown) = block.split_once('\n').unwrap();
+    assert_eq!(
+        command,
+        "$ greenlight lint --diff --select GL101 k8s/web.yaml"
+    );
+    let manifest = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      terminationGracePeriodSeconds: 10   # the default is 30
+      containers:
+        - name: web
+          image: registry.example.com/web:1.4.2
+          lifecycle:
+            preStop:
+              exec:
+                command: [\"/bin/sh\", \"-c\", \"sleep 45\"]
+";
+    let d = dir_with(&[("k8s/web.yaml", manifest)]);
+    let o = greenlight(
+        d.path(),
+        &["lint", "--diff", "--select", "GL101", "k8s/web.yaml"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1), "the finding remains until --fix");
+    assert_eq!(shown, stdout(&o), "update the README's fix example");
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("k8s/web.yaml")).unwrap(),
+        manifest,
+        "--diff writes nothing"
+    );
+}
+
 /// `kubectl kustomize overlays/prod` (kustomize v5.5.0) of the tree below, with
 /// `buildMetadata: [originAnnotations]`, as it printed it; a second object from a remote base.
 const KUSTOMIZE_BASE: &str = "apiVersion: apps/v1
