@@ -250,13 +250,19 @@ pub struct Idle {
     pub unclean: Option<String>,
 }
 
-/// A commit that arrived on the branch, as the batch of a later watch needs it.
-#[derive(Clone, Debug)]
-struct Arrived {
-    sha: CommitId,
-    parents: Vec<CommitId>,
-    changed_paths: Vec<String>,
+/// A commit that arrived on the branch, as the batch of a later watch needs it. The state
+/// file keeps the newest [`ARRIVED_KEPT`], so a restart does not forget what lies between an
+/// app's baseline and a commit (`docs/verdicts.md#evidence`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Arrived {
+    pub sha: CommitId,
+    /// The mainline first.
+    pub parents: Vec<CommitId>,
+    pub changed_paths: Vec<String>,
 }
+
+/// How many arrived commits the state file keeps: as many as the judge remembers.
+pub const ARRIVED_KEPT_IN_STATE: usize = ARRIVED_KEPT;
 
 /// All watches and the breaker.
 #[derive(Clone, Debug)]
@@ -280,6 +286,8 @@ pub struct Engine {
     idle_dirty: BTreeSet<AppKey>,
     /// The commits that arrived on the branch, oldest first (at most [`ARRIVED_KEPT`]).
     arrived: VecDeque<Arrived>,
+    /// Arrived commits the store has not taken yet.
+    arrived_unsaved: Vec<Arrived>,
     /// The branch's tip when greenlight started following it: every commit before the
     /// arrived ones is in it.
     known_tip: Option<CommitId>,
@@ -305,6 +313,7 @@ impl Engine {
             idle: BTreeMap::new(),
             idle_dirty: BTreeSet::new(),
             arrived: VecDeque::new(),
+            arrived_unsaved: Vec::new(),
             known_tip: None,
             namespaces: BTreeMap::new(),
         }
@@ -332,6 +341,17 @@ impl Engine {
     }
     pub fn breaker(&self) -> &Breaker {
         &self.breaker
+    }
+
+    /// The arrived commits the state file kept, oldest first (after a restart).
+    pub fn restore_arrived(&mut self, arrived: Vec<Arrived>) {
+        let skip = arrived.len().saturating_sub(ARRIVED_KEPT);
+        self.arrived = arrived.into_iter().skip(skip).collect();
+    }
+
+    /// The commits that arrived since the last call, oldest first, for the store to keep.
+    pub fn take_arrived(&mut self) -> Vec<Arrived> {
+        std::mem::take(&mut self.arrived_unsaved)
     }
 
     /// Each app's idle observations as the state file kept them (after a restart).
@@ -450,11 +470,13 @@ impl Engine {
     ) -> Vec<Effect> {
         let mut out = Vec::new();
         if !self.arrived.iter().any(|a| a.sha == commit.sha) {
-            self.arrived.push_back(Arrived {
+            let arrived = Arrived {
                 sha: commit.sha.clone(),
                 parents: commit.parents_mainline_first(),
                 changed_paths: commit.changed_paths.clone(),
-            });
+            };
+            self.arrived_unsaved.push(arrived.clone());
+            self.arrived.push_back(arrived);
             if self.arrived.len() > ARRIVED_KEPT {
                 self.arrived.pop_front();
             }

@@ -170,7 +170,8 @@ fn shorts(commits: &[CommitId]) -> String {
 
 fn short_revision(revision: &Option<String>) -> String {
     match revision {
-        Some(r) => format!("revision {}", &r[..r.len().min(7)]),
+        // A revision read back from a state file may be anything: never sliced mid-character.
+        Some(r) => format!("revision {}", r.chars().take(7).collect::<String>()),
         None => "an unresolved revision".to_string(),
     }
 }

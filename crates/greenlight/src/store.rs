@@ -16,7 +16,7 @@ mod record;
 use anyhow::{Context, Result, bail};
 use greenlight_core::breaker::Breaker;
 use greenlight_core::event::Event;
-use greenlight_core::judge::{Idle, Watch};
+use greenlight_core::judge::{ARRIVED_KEPT_IN_STATE, Arrived, Idle, Watch};
 use greenlight_core::snapshot::AppKey;
 use greenlight_core::time::Timestamp;
 use record::{BreakerRecord, WatchRecord};
@@ -54,6 +54,9 @@ pub struct Write<'a> {
     /// Apps whose idle observations changed (`docs/verdicts.md#baseline`), each with all of
     /// them; none forgets the app.
     pub idle: &'a [(AppKey, Vec<Idle>)],
+    /// Commits that arrived, oldest first: kept (the newest few thousand) for the batches of
+    /// watches after a restart (`docs/verdicts.md#evidence`).
+    pub arrived: &'a [Arrived],
 }
 
 /// Everything the store holds, read back by `status`: every retained watch, finished or not.
@@ -80,6 +83,9 @@ pub struct Resume {
     /// Each app's idle observations as last written: the baselines of commits that arrive
     /// after the restart. A row that does not read is left out (no baseline, so no revert).
     pub idle: Vec<(AppKey, Vec<Idle>)>,
+    /// The arrived commits kept, oldest first. A row that does not read ends the list there
+    /// (what came before it is dropped: a batch through it is then unknown, never wrong).
+    pub arrived: Vec<Arrived>,
 }
 
 /// What one prune removed.
@@ -411,7 +417,26 @@ impl Store {
             live: self.watches_where("WHERE live = 1")?,
             finished_ids,
             idle: self.idle()?,
+            arrived: self.arrived()?,
         })
+    }
+
+    /// The arrived commits kept in `meta` (`arrived:<sequence>`), oldest first.
+    fn arrived(&self) -> Result<Vec<Arrived>> {
+        let rows: Vec<String> = self
+            .conn
+            .prepare("SELECT value FROM meta WHERE key LIKE 'arrived:%' ORDER BY key")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut out = Vec::new();
+        for row in rows {
+            match serde_json::from_str::<Arrived>(&row) {
+                Ok(a) => out.push(a),
+                // Only an unbroken run of commits up to the newest tells a batch.
+                Err(_) => out.clear(),
+            }
+        }
+        Ok(out)
     }
 
     /// The idle observations kept in `meta`, one row an app (`idle:<namespace>/<name>`).
@@ -489,6 +514,27 @@ impl Store {
         }
         if let Some(b) = w.baseline {
             meta("baseline", b)?;
+        }
+        if !w.arrived.is_empty() {
+            let mut next: i64 = tx
+                .query_row(
+                    "SELECT value FROM meta WHERE key = 'arrived_next'",
+                    [],
+                    |r| r.get::<_, String>(0),
+                )
+                .optional()?
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            for a in w.arrived {
+                meta(&format!("arrived:{next:016}"), &serde_json::to_string(a)?)?;
+                next += 1;
+            }
+            meta("arrived_next", &next.to_string())?;
+            let keep_from = next - ARRIVED_KEPT_IN_STATE as i64;
+            tx.execute(
+                "DELETE FROM meta WHERE key LIKE 'arrived:%' AND key < ?1",
+                [format!("arrived:{:016}", keep_from.max(0))],
+            )?;
         }
         for (key, seen) in w.idle {
             let k = idle_key(key);

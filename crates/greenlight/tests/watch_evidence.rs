@@ -339,6 +339,49 @@ fn a_restart_before_the_commit_arrives_keeps_the_apps_baseline() {
     assert_eq!(repo.remote_tip(), w["revert_commit"].as_str().unwrap());
 }
 
+/// greenlight fetched X (another app's commit) while Argo CD had not compared it for web yet,
+/// then died; a broken armed commit of web is pushed and synced with X while it is down.
+/// Restarted, greenlight still knows X came between web's baseline and the commit (the arrived
+/// commits are in its state file): X did not touch web, so the revert comes. Before, the batch
+/// was unknown after a restart and nothing was reverted.
+fn a_restart_keeps_the_commits_between_an_apps_baseline_and_its_next_commit() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web", "other=apps/other"], &[]);
+    settled(&sb, &repo, &["web", "other"]);
+    let good = repo.remote_tip();
+    let mut wd = watchdog(&repo, &sb.url, &[], &[]);
+    let end = std::time::Instant::now() + T;
+    while !kept_idle(&wd.state, "web").is_some_and(|v| v.contains(&good)) {
+        assert!(
+            std::time::Instant::now() < end,
+            "the idle observation was never written"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Argo CD holds (web stays compared at `good`); greenlight fetches X.
+    sb.control("/sandbox/v1/pause");
+    let x = repo.set_image(
+        "other",
+        GOOD2,
+        &format!("other: 1.1.0\n\n{}", trailer("other", "600", "shadow")),
+    );
+    wd.wait_state(&x, "WAITING_REACH", T);
+    wd.proc.kill9();
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: 2.0.0\n\n{}", trailer("web", "6", "arm")),
+    );
+    sb.control("/sandbox/v1/resume");
+    sb.wait_app("web", T, |a| {
+        a["status"]["sync"]["revision"] == bad.as_str()
+            && a["status"]["operationState"]["phase"] == "Succeeded"
+    });
+    let wd2 = watchdog_with_state(&repo, &sb.url, &wd.state, &[], &[]);
+    let w = wd2.wait_state(&bad, "REVERTED", T);
+    assert_eq!(repo.remote_tip(), w["revert_commit"].as_str().unwrap());
+}
+
 on_every_argocd_version!(
     one_sync_deploying_two_commits_to_the_app_reverts_neither,
     one_sync_that_also_deployed_another_apps_commit_still_reverts,
@@ -348,4 +391,5 @@ on_every_argocd_version!(
     a_pull_merges_revert_undoes_the_developers_side_not_the_branchs,
     a_commit_arriving_through_a_pull_merge_is_judged_as_its_own,
     a_restart_before_the_commit_arrives_keeps_the_apps_baseline,
+    a_restart_keeps_the_commits_between_an_apps_baseline_and_its_next_commit,
 );

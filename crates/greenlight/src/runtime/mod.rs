@@ -326,6 +326,7 @@ impl Runtime {
         let mut engine = Engine::restore(judge, loaded.live, loaded.breaker)
             .with_finished_ids(loaded.finished_ids);
         engine.restore_idle(loaded.idle);
+        engine.restore_arrived(loaded.arrived);
         let from = match (&loaded.baseline, &loaded.tip) {
             (Some(_), Some(t)) => {
                 if cfg.since.is_some() {
@@ -1236,6 +1237,7 @@ impl Runtime {
     fn apply(&mut self, effects: Vec<Effect>, tip: Option<&str>) -> Result<()> {
         let (watches, breaker) = self.engine.take_dirty();
         let idle = self.engine.take_idle_dirty();
+        let arrived = self.engine.take_arrived();
         let mut events: Vec<Event> = Vec::new();
         let mut reverts = Vec::new();
         for e in effects {
@@ -1250,6 +1252,7 @@ impl Runtime {
             || tip.is_some()
             || self.clear_reset_request
             || !idle.is_empty()
+            || !arrived.is_empty()
         {
             self.store.write(Write {
                 watches: &watches,
@@ -1259,6 +1262,7 @@ impl Runtime {
                 baseline: None,
                 clear_breaker_reset_request: self.clear_reset_request,
                 idle: &idle,
+                arrived: &arrived,
             })?;
             self.clear_reset_request = false;
         }

@@ -654,3 +654,52 @@ fn idle_observations_survive_a_restart() {
     let store = Store::open_or_create(&path).unwrap();
     assert_eq!(store.load_live().unwrap().idle, vec![(key("web"), seen)]);
 }
+
+/// Arrived commits are kept in order, the newest few thousand; a row that does not read drops
+/// what came before it (a batch through it is then unknown, never wrong).
+#[test]
+fn arrived_commits_survive_a_restart_in_order() {
+    use greenlight_core::commit::CommitId;
+    use greenlight_core::judge::{ARRIVED_KEPT_IN_STATE, Arrived};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let commit = |n: usize| Arrived {
+        sha: CommitId::parse(&format!("{n:040x}")).unwrap(),
+        parents: vec![CommitId::parse(&format!("{:040x}", n + 1_000_000)).unwrap()],
+        changed_paths: vec![format!("apps/{n}/deploy.yaml")],
+    };
+    let mut store = Store::open_or_create(&path).unwrap();
+    let first: Vec<Arrived> = (0..3).map(commit).collect();
+    store
+        .write(Write {
+            arrived: &first,
+            ..Write::default()
+        })
+        .unwrap();
+    let more: Vec<Arrived> = (3..ARRIVED_KEPT_IN_STATE + 2).map(commit).collect();
+    store
+        .write(Write {
+            arrived: &more,
+            ..Write::default()
+        })
+        .unwrap();
+    let kept = store.load_live().unwrap().arrived;
+    assert_eq!(kept.len(), ARRIVED_KEPT_IN_STATE);
+    assert_eq!(kept[0], commit(2));
+    assert_eq!(kept.last(), Some(&commit(ARRIVED_KEPT_IN_STATE + 1)));
+    drop(store);
+    sql(&path)
+        .execute(
+            "UPDATE meta SET value = 'not json' WHERE key = (SELECT min(key) FROM meta WHERE key LIKE 'arrived:%' AND key > (SELECT min(key) FROM meta WHERE key LIKE 'arrived:%'))",
+            [],
+        )
+        .unwrap();
+    let store = Store::open_or_create(&path).unwrap();
+    let kept = store.load_live().unwrap().arrived;
+    assert_eq!(
+        kept.len(),
+        ARRIVED_KEPT_IN_STATE - 2,
+        "the broken row and the one before it"
+    );
+    assert_eq!(kept[0], commit(4));
+}
