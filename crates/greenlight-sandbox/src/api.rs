@@ -49,7 +49,8 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
     let control = Router::new()
         .route("/sandbox/v1/pause", post(pause))
         .route("/sandbox/v1/resume", post(resume))
-        .route("/sandbox/v1/outage", post(outage));
+        .route("/sandbox/v1/outage", post(outage))
+        .route("/sandbox/v1/default-backend", post(default_backend));
     argocd.merge(control).with_state(shared)
 }
 
@@ -108,6 +109,15 @@ async fn gate(State(shared): Sandbox, request: Request, next: Next) -> Response 
             14,
             "the Argo CD API is unavailable (sandbox outage)",
         );
+    }
+    if shared.in_default_backend() {
+        // ingress-nginx's default backend: 404 and a one-line text body, whatever was asked.
+        return (
+            StatusCode::NOT_FOUND,
+            [(header::CONTENT_TYPE, "text/plain")],
+            "default backend - 404",
+        )
+            .into_response();
     }
     if let Some(expected) = &shared.token {
         let given = request
@@ -889,6 +899,26 @@ async fn outage(State(shared): Sandbox, Query(q): Query<HashMap<String, String>>
     };
     shared.start_outage(Duration::from_secs_f64(seconds));
     control_answer(json!({"outageSeconds": seconds}))
+}
+
+async fn default_backend(
+    State(shared): Sandbox,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let seconds = match q.get("seconds").map(|s| s.trim().parse::<f64>()) {
+        Some(Ok(s)) if s.is_finite() && (0.0..=86_400.0).contains(&s) => s,
+        _ => {
+            return (
+                StatusCode::BAD_REQUEST,
+                axum::Json(
+                    json!({"error": "seconds: expected a number from 0 to 86400 (?seconds=N)"}),
+                ),
+            )
+                .into_response();
+        }
+    };
+    shared.start_default_backend(Duration::from_secs_f64(seconds));
+    control_answer(json!({"defaultBackendSeconds": seconds}))
 }
 
 #[cfg(test)]

@@ -27,6 +27,8 @@ pub(crate) struct Shared {
     world: Mutex<World>,
     paused: AtomicBool,
     outage_until: Mutex<Option<Instant>>,
+    /// Until when requests meet an ingress's default backend (404) instead of Argo CD.
+    default_backend_until: Mutex<Option<Instant>>,
     /// Bumped when an outage starts: open streams end when they see it change.
     pub(crate) outage_epoch: watch::Sender<u64>,
     pub(crate) shutdown: watch::Sender<bool>,
@@ -118,6 +120,27 @@ impl Shared {
                 shared.log("sandbox: API outage over");
             }
         });
+    }
+
+    /// For `length`, new API requests reach an ingress's default backend, which answers 404
+    /// for everything (as ingress-nginx's does while the server's endpoints are replaced in a
+    /// rollout); streams already open stay open.
+    pub(crate) fn start_default_backend(&self, length: Duration) {
+        *self
+            .default_backend_until
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(Instant::now() + length);
+        self.log(&format!(
+            "sandbox: requests meet the ingress's default backend (404) for {}",
+            humantime::format_duration(length)
+        ));
+    }
+
+    pub(crate) fn in_default_backend(&self) -> bool {
+        self.default_backend_until
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|until| Instant::now() < until)
     }
 
     pub(crate) fn in_outage(&self) -> bool {
@@ -342,6 +365,7 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
         world: Mutex::new(world),
         paused: AtomicBool::new(config.start_paused),
         outage_until: Mutex::new(None),
+        default_backend_until: Mutex::new(None),
         outage_epoch: watch::channel(0).0,
         shutdown: watch::channel(false).0,
         wake_sync: Notify::new(),

@@ -3125,3 +3125,53 @@ async fn a_post_sync_hook_runs_after_the_rollout_on_the_sandboxs_own_clock() {
     );
     s.sandbox.shutdown().await;
 }
+
+/// An ingress's default backend in front of the API for a while: every new request is `404`
+/// with its one-line text (not Argo CD's error body), an open stream stays open, the control
+/// API stays up, and Argo CD answers again afterwards.
+#[tokio::test]
+async fn the_default_backend_answers_404_to_every_api_request_for_a_while() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let s = start(config, log).await;
+    let mut plain = Raw::read(open_raw(&s.base, "?name=web", "application/json").await);
+    plain.until("the ADDED line", |t| t.contains('\n')).await;
+    assert_eq!(
+        post(&s.base, "/sandbox/v1/default-backend?seconds=1").await,
+        200
+    );
+    for path in [
+        "/api/v1/applications",
+        "/api/v1/applications/web",
+        "/api/v1/applications/web/resource-tree",
+    ] {
+        let response = client()
+            .get(format!("{}{path}", s.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 404, "{path}");
+        assert_eq!(
+            response.text().await.unwrap(),
+            "default backend - 404",
+            "{path}"
+        );
+    }
+    assert_eq!(
+        post(&s.base, "/sandbox/v1/pause").await,
+        200,
+        "the control API stays up"
+    );
+    assert_eq!(post(&s.base, "/sandbox/v1/resume").await, 200);
+    assert_eq!(
+        post(&s.base, "/sandbox/v1/default-backend?seconds=x").await,
+        400
+    );
+    eventually("Argo CD answering again", || async {
+        (get(&s.base, "/api/v1/applications/web").await.0 == 200).then_some(())
+    })
+    .await;
+    while let Ok(item) = plain.rx.try_recv() {
+        assert!(item.is_some(), "the open stream ended: {:?}", plain.text);
+    }
+}

@@ -382,6 +382,44 @@ fn a_restart_keeps_the_commits_between_an_apps_baseline_and_its_next_commit() {
     assert_eq!(repo.remote_tip(), w["revert_commit"].as_str().unwrap());
 }
 
+/// Argo CD's server rolls out behind an ingress: for a while every request meets the ingress's
+/// default backend, `404` for everything, right through a healthy armed commit's deadline. A
+/// 404 is no proof the app is gone — the listing decides, and a listing that fails proves
+/// nothing — so the commit is confirmed once Argo CD answers again. Before, the 404 read was
+/// taken as "the app does not exist" and the healthy commit was reverted.
+fn a_read_answering_404_at_the_deadline_is_no_failure() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let good = repo.remote_tip();
+    let state = repo.path("state/greenlight.db");
+    let mut args = watch_args(&repo, &sb.url, &state, &["--since", &good]);
+    // A window longer than the deadline, so the streak is under way when the deadline passes;
+    // the 404s last less than --stale-after, so the time is not unobserved for too long.
+    for (flag, value) in [("--stable-for", "15s"), ("--stale-after", "5s")] {
+        let i = args.iter().position(|a| a == flag).unwrap();
+        args[i + 1] = value.into();
+    }
+    let proc = Proc::spawn(BIN, &args, &[]);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1.0\n\n{}", trailer("web", "2", "arm")),
+    );
+    proc.wait_line("stability window of 15s started", T);
+    // From the start of the streak past the deadline (reach + 2 s): the deadline's read is a 404.
+    sb.control("/sandbox/v1/default-backend?seconds=3");
+    let w = wait_state(&state, &c, "CONFIRMED", T, &proc);
+    assert!(w["revert_commit"].is_null(), "{w}");
+    assert_eq!(repo.remote_tip(), c, "nothing pushed");
+    assert!(
+        proc.output()
+            .contains("answered 404: absent, or the answer did not come from Argo CD's API"),
+        "{}",
+        proc.output()
+    );
+}
+
 on_every_argocd_version!(
     one_sync_deploying_two_commits_to_the_app_reverts_neither,
     one_sync_that_also_deployed_another_apps_commit_still_reverts,
@@ -392,4 +430,5 @@ on_every_argocd_version!(
     a_commit_arriving_through_a_pull_merge_is_judged_as_its_own,
     a_restart_before_the_commit_arrives_keeps_the_apps_baseline,
     a_restart_keeps_the_commits_between_an_apps_baseline_and_its_next_commit,
+    a_read_answering_404_at_the_deadline_is_no_failure,
 );
