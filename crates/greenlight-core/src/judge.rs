@@ -1181,10 +1181,7 @@ impl Engine {
             if w.deadline_passed()
                 && (w.healthy_since().is_some() || w.streak_paused_at().is_some())
             {
-                let why = Inconclusive::StreakWentStale {
-                    last_observed: w.last_observed_at(),
-                    stale_after_ms: self.config.stale_after_ms,
-                };
+                let why = Inconclusive::AppUnseen { since: now };
                 return vec![self.inconclusive(i, why, now)];
             }
             // No healthy time is counted across a span nobody saw: a streak starts again when
@@ -1769,6 +1766,11 @@ impl Engine {
                 }
                 if stale {
                     let why = stale_at(Deadline::Health);
+                    return vec![self.inconclusive(i, why, now)];
+                }
+                // An app that cannot be seen at its deadline is unobserved, never failed.
+                if let Some(since) = j.absent_since {
+                    let why = Inconclusive::AppUnseen { since };
                     return vec![self.inconclusive(i, why, now)];
                 }
                 if streak.since().is_some() {

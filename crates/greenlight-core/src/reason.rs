@@ -344,6 +344,9 @@ pub enum Inconclusive {
     /// That streak paused on a transient state and the app was not healthy again within
     /// stable-for (`docs/verdicts.md#transient`).
     NotHealthyAgain { within_ms: i64, why: String },
+    /// After reach the app could not be seen (absent from Argo CD's answers) when a deadline or
+    /// the streak under way at it needed it (`docs/verdicts.md#streak-breaks`).
+    AppUnseen { since: Timestamp },
 }
 
 /// A verdict: how a watch ended (`docs/verdicts.md#states`). The state it reports is
@@ -811,6 +814,10 @@ impl fmt::Display for Inconclusive {
                     human_duration(*stale_after_ms)
                 )
             }
+            Inconclusive::AppUnseen { since } => write!(
+                f,
+                "inconclusive: the app could not be seen since {since} (absent from Argo CD's answers: a deletion, a token that lost access, an answer that was not Argo CD's), so the verdict has nothing to rest on; not reverted"
+            ),
             Inconclusive::StreakGap { gap_ms } => write!(
                 f,
                 "inconclusive: the healthy streak under way at the deadline went unobserved for {}; not reverted",
@@ -1486,6 +1493,12 @@ fn retype_inconclusive(text: &str) -> Vec<Inconclusive> {
                 stale_after_ms,
             });
         }
+    }
+    if let Some(r) = rest.strip_prefix("the app could not be seen since ")
+        && let Some((since, _)) = r.split_once(" (absent from Argo CD's answers")
+        && let Some(since) = Timestamp::parse_rfc3339(since)
+    {
+        out.push(Inconclusive::AppUnseen { since });
     }
     if let Some(r) =
         rest.strip_prefix("the healthy streak under way at the deadline went unobserved ")

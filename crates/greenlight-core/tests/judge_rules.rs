@@ -3247,3 +3247,25 @@ fn greenlights_revert_for_another_app_withdraws_the_commit_without_a_verdict_on_
     }
     no_reverts(&h);
 }
+
+/// Hidden from the token a few seconds before the deadline (within --stale-after): the streak
+/// starts again when the app is seen, and at the deadline an app that cannot be seen is
+/// INCONCLUSIVE — before, the deadline found no streak and failed the healthy commit.
+#[test]
+fn an_app_unseen_at_its_deadline_is_inconclusive_not_failed() {
+    let mut h = Harness::new(config());
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    h.arrive(&c, t(0));
+    let s = reach(&mut h, &c.sha, 1, Health::Healthy);
+    h.observe_every(&s, 10, 50, 10);
+    h.absent("web", t(55));
+    h.tick(t(61));
+    assert_eq!(h.state(&c.sha), State::Inconclusive);
+    assert!(
+        h.reason(&c.sha)
+            .starts_with("inconclusive: the app could not be seen since"),
+        "{}",
+        h.reason(&c.sha)
+    );
+    no_reverts(&h);
+}

@@ -50,7 +50,8 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/sandbox/v1/pause", post(pause))
         .route("/sandbox/v1/resume", post(resume))
         .route("/sandbox/v1/outage", post(outage))
-        .route("/sandbox/v1/default-backend", post(default_backend));
+        .route("/sandbox/v1/default-backend", post(default_backend))
+        .route("/sandbox/v1/hide", post(hide));
     argocd.merge(control).with_state(shared)
 }
 
@@ -186,6 +187,7 @@ async fn list(State(shared): Sandbox, Query(params): Query<Vec<(String, String)>
             .applications(params.given("name"))
             .into_iter()
             .filter(|app| in_projects(&projects, app))
+            .filter(|app| !shared.is_hidden(text_at(app, "/metadata/name")))
             .collect()
     };
     let metadata = json!({"resourceVersion": world.resource_version().to_string()});
@@ -203,7 +205,7 @@ async fn one(
 ) -> Response {
     let found = {
         let world = shared.world();
-        let exists = !other_namespace(&q) && world.has(&name);
+        let exists = !other_namespace(&q) && world.has(&name) && !shared.is_hidden(&name);
         access(exists, q.project.as_deref()).map(|()| world.application_served(&name))
     };
     match found {
@@ -222,7 +224,7 @@ async fn tree(
     Query(q): Query<AppQuery>,
 ) -> Response {
     let world = shared.world();
-    let exists = !other_namespace(&q) && world.has(&name);
+    let exists = !other_namespace(&q) && world.has(&name) && !shared.is_hidden(&name);
     if let Err(denied) = access(exists, q.project.as_deref()) {
         return denied.answer(&name);
     }
@@ -256,7 +258,8 @@ async fn resource(
         let exists = params
             .given("appNamespace")
             .is_none_or(|ns| ns == APP_NAMESPACE)
-            && world.has(&app_name);
+            && world.has(&app_name)
+            && !shared.is_hidden(&app_name);
         if let Err(denied) = access(exists, params.given("project")) {
             return denied.answer(&app_name);
         }
@@ -309,7 +312,8 @@ async fn managed_resources(
         let exists = params
             .given("appNamespace")
             .is_none_or(|ns| ns == APP_NAMESPACE)
-            && world.has(&app_name);
+            && world.has(&app_name)
+            && !shared.is_hidden(&app_name);
         if let Err(denied) = access(exists, params.given("project")) {
             return denied.answer(&app_name);
         }
@@ -424,7 +428,7 @@ async fn sync(
     };
     let answer = {
         let mut world = shared.world();
-        let exists = !other_namespace(&q) && world.has(&name);
+        let exists = !other_namespace(&q) && world.has(&name) && !shared.is_hidden(&name);
         if let Err(denied) = access(exists, project.as_deref()) {
             return denied.answer(&name);
         }
@@ -479,7 +483,7 @@ async fn patch_application(
     };
     let answer = {
         let mut world = shared.world();
-        let exists = !other_namespace(&namespace) && world.has(&name);
+        let exists = !other_namespace(&namespace) && world.has(&name) && !shared.is_hidden(&name);
         if let Err(denied) = access(exists, project.as_deref()) {
             return denied.answer(&name);
         }
@@ -817,6 +821,7 @@ async fn run_feed(
                 .applications(None)
                 .into_iter()
                 .filter(|app| filter.permits(app))
+                .filter(|app| !shared.is_hidden(text_at(app, "/metadata/name")))
                 .map(|mut app| {
                     world.refill_resource_health(&mut app);
                     (text_at(&app, "/metadata/name").to_string(), app)
@@ -849,7 +854,7 @@ async fn run_feed(
         tokio::select! {
             change = updates.recv() => {
                 let Some(change) = change else { return Err(End::Gone) };
-                if !filter.permits(&change.application) {
+                if !filter.permits(&change.application) || shared.is_hidden(&change.name) {
                     continue;
                 }
                 let mut app = (*change.application).clone();
@@ -919,6 +924,27 @@ async fn default_backend(
     };
     shared.start_default_backend(Duration::from_secs_f64(seconds));
     control_answer(json!({"defaultBackendSeconds": seconds}))
+}
+
+/// `?app=NAME&seconds=N`: for N seconds the token may not see the app, as after an RBAC change.
+async fn hide(State(shared): Sandbox, Query(q): Query<HashMap<String, String>>) -> Response {
+    let seconds = q.get("seconds").map(|s| s.trim().parse::<f64>());
+    let (Some(app), Some(Ok(seconds))) = (q.get("app"), seconds) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": "expected ?app=NAME&seconds=N"})),
+        )
+            .into_response();
+    };
+    if !seconds.is_finite() || !(0.0..=86_400.0).contains(&seconds) {
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": "seconds: expected a number from 0 to 86400"})),
+        )
+            .into_response();
+    }
+    shared.hide(app, Duration::from_secs_f64(seconds));
+    control_answer(json!({"hidden": app, "seconds": seconds}))
 }
 
 #[cfg(test)]

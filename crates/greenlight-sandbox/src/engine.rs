@@ -29,6 +29,8 @@ pub(crate) struct Shared {
     outage_until: Mutex<Option<Instant>>,
     /// Until when requests meet an ingress's default backend (404) instead of Argo CD.
     default_backend_until: Mutex<Option<Instant>>,
+    /// Apps the token may not see, each until when (an RBAC change for a while).
+    hidden: Mutex<std::collections::HashMap<String, Instant>>,
     /// Bumped when an outage starts: open streams end when they see it change.
     pub(crate) outage_epoch: watch::Sender<u64>,
     pub(crate) shutdown: watch::Sender<bool>,
@@ -134,6 +136,27 @@ impl Shared {
             "sandbox: requests meet the ingress's default backend (404) for {}",
             humantime::format_duration(length)
         ));
+    }
+
+    /// For `length`, the token may not see `app`, as after an RBAC change: Argo CD leaves it
+    /// out of listings and streams and answers 403 `permission denied` for it.
+    pub(crate) fn hide(&self, app: &str, length: Duration) {
+        self.hidden
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(app.to_string(), Instant::now() + length);
+        self.log(&format!(
+            "sandbox: app {app} hidden from the token for {}",
+            humantime::format_duration(length)
+        ));
+    }
+
+    pub(crate) fn is_hidden(&self, app: &str) -> bool {
+        self.hidden
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(app)
+            .is_some_and(|until| Instant::now() < *until)
     }
 
     pub(crate) fn in_default_backend(&self) -> bool {
@@ -366,6 +389,7 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
         paused: AtomicBool::new(config.start_paused),
         outage_until: Mutex::new(None),
         default_backend_until: Mutex::new(None),
+        hidden: Mutex::new(std::collections::HashMap::new()),
         outage_epoch: watch::channel(0).0,
         shutdown: watch::channel(false).0,
         wake_sync: Notify::new(),

@@ -18,6 +18,7 @@
 //! | `GET /api/v1/stream/applications[?name=&appNamespace=&projects=&resourceVersion=&fields=]` | `{"result":{"type","application"}}` messages (see *the stream*) |
 //! | `POST /sandbox/v1/pause`, `POST /sandbox/v1/resume` | stop / restart syncing (no auth) |
 //! | `POST /sandbox/v1/outage?seconds=N` | for N seconds every `/api/v1` route answers 503 code 14 and open streams end with an error (no auth) |
+//! | `POST /sandbox/v1/hide?app=NAME&seconds=N` | for N seconds the token may not see the app, as after an RBAC change: left out of listings and streams, 403 `permission denied` for it (no auth) |
 //! | `POST /sandbox/v1/default-backend?seconds=N` | for N seconds every new `/api/v1` request answers 404 `default backend - 404` (text/plain), as an ingress's default backend does while Argo CD's server rolls out; open streams stay open (no auth) |
 //!
 //! Errors have Argo CD's body `{"error":m,"code":grpc,"message":m}`. *Unknown apps*: an app that

@@ -3175,3 +3175,27 @@ async fn the_default_backend_answers_404_to_every_api_request_for_a_while() {
         assert!(item.is_some(), "the open stream ended: {:?}", plain.text);
     }
 }
+
+/// An app hidden from the token for a while, as after an RBAC change: left out of listings and
+/// of the stream, 403 `permission denied` when asked for; seen again afterwards.
+#[tokio::test]
+async fn a_hidden_app_is_left_out_and_forbidden_for_a_while() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let s = start(config, log).await;
+    assert_eq!(
+        post(&s.base, "/sandbox/v1/hide?app=web&seconds=1").await,
+        200
+    );
+    let (status, list) = get(&s.base, "/api/v1/applications").await;
+    assert_eq!(status, 200);
+    assert_eq!(list["items"], serde_json::json!([]), "{list}");
+    let (status, body) = get(&s.base, "/api/v1/applications/web").await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["code"], 7, "{body}");
+    assert_eq!(post(&s.base, "/sandbox/v1/hide?app=web").await, 400);
+    eventually("the app visible again", || async {
+        (get(&s.base, "/api/v1/applications/web").await.0 == 200).then_some(())
+    })
+    .await;
+}

@@ -420,6 +420,56 @@ fn a_read_answering_404_at_the_deadline_is_no_failure() {
     );
 }
 
+/// An RBAC change hides the app from greenlight's token for a moment right before a healthy
+/// armed commit's deadline: Argo CD leaves it out of listings and streams and answers 403. An
+/// app that cannot be seen has not been shown deleted: the verdict is INCONCLUSIVE (or, if it is
+/// seen again in time, CONFIRMED), never a revert. Before, "the app does not exist" reverted it.
+fn an_app_hidden_from_the_token_before_the_deadline_is_not_reverted() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let good = repo.remote_tip();
+    let state = repo.path("state/greenlight.db");
+    let mut args = watch_args(&repo, &sb.url, &state, &["--since", &good]);
+    for (flag, value) in [("--stable-for", "30s"), ("--stale-after", "5s")] {
+        let i = args.iter().position(|a| a == flag).unwrap();
+        args[i + 1] = value.into();
+    }
+    let proc = Proc::spawn(BIN, &args, &[]);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1.0\n\n{}", trailer("web", "3", "arm")),
+    );
+    proc.wait_line("stability window of 30s started", T);
+    sb.control("/sandbox/v1/hide?app=web&seconds=4");
+    let end = std::time::Instant::now() + T;
+    let w = loop {
+        let st = status_json(&state);
+        if let Some(w) = watch_of(&st, &c)
+            && [
+                "INCONCLUSIVE",
+                "CONFIRMED",
+                "FAIL",
+                "REVERTED",
+                "REVERT_FAILED",
+            ]
+            .contains(&w["state"].as_str().unwrap_or_default())
+        {
+            break w.clone();
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "no verdict: {}",
+            proc.output()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(w["state"], "INCONCLUSIVE", "{w}\n{}", proc.output());
+    assert!(w["revert_commit"].is_null(), "{w}");
+    assert_eq!(repo.remote_tip(), c, "nothing pushed");
+}
+
 on_every_argocd_version!(
     one_sync_deploying_two_commits_to_the_app_reverts_neither,
     one_sync_that_also_deployed_another_apps_commit_still_reverts,
@@ -431,4 +481,5 @@ on_every_argocd_version!(
     a_restart_before_the_commit_arrives_keeps_the_apps_baseline,
     a_restart_keeps_the_commits_between_an_apps_baseline_and_its_next_commit,
     a_read_answering_404_at_the_deadline_is_no_failure,
+    an_app_hidden_from_the_token_before_the_deadline_is_not_reverted,
 );
