@@ -161,6 +161,47 @@ impl<'a> Object<'a> {
         self.root.at(&["metadata", "annotations", key])
     }
 
+    /// The `greenlight.dev/ignore` annotations that apply to a finding at `field` (relative
+    /// to the object): the object's own, and each pod template's
+    /// (`spec.template.metadata.annotations`, as a Helm chart's `podAnnotations` sets them)
+    /// unless `field` lies inside another pod template of the object. A template's annotation
+    /// thus covers the workload as the object's would — its pod and its object-level fields
+    /// (`spec.replicas`, `spec.strategy`) — but not a sibling template of a JobSet, an
+    /// Experiment or a LeaderWorkerSet.
+    pub fn ignore_annotations(&self, field: &str) -> Vec<&'a str> {
+        let mut out: Vec<&'a str> = self
+            .annotation(crate::IGNORE_ANNOTATION)
+            .and_then(Node::as_str)
+            .into_iter()
+            .collect();
+        let templates = pod_templates(self);
+        let inside = |path: &str| {
+            field
+                .strip_prefix(path)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+        };
+        // A bare Pod's template is the object itself: its annotation is the object's.
+        let templates: Vec<&(&'a Node, String)> = templates
+            .iter()
+            .filter(|(_, path)| !path.is_empty())
+            .collect();
+        for (template, path) in &templates {
+            let in_another = templates
+                .iter()
+                .any(|(_, other)| other != path && inside(other));
+            if in_another {
+                continue;
+            }
+            if let Some(a) = template
+                .at(&["metadata", "annotations", crate::IGNORE_ANNOTATION])
+                .and_then(Node::as_str)
+            {
+                out.push(a);
+            }
+        }
+        out
+    }
+
     /// A live-state dump (`kubectl get -o yaml`, test data of controllers) rather than a
     /// manifest: it carries a non-empty `status` or a server-assigned `metadata.uid`.
     /// (`status: {}`, as `kubectl create --dry-run` writes it, is a manifest.)

@@ -954,3 +954,119 @@ fn cross_object_pairs_must_be_nearest_from_both_sides() {
     assert_eq!(rules(&r), vec!["GL501"], "{}", render(&r));
     assert_eq!(r.diagnostics[0].related.len(), 2, "{}", render(&r));
 }
+
+/// A chart that only lets its users set pod annotations (`podAnnotations`): the suppression
+/// annotation on the pod template counts as the object's.
+const DEPLOY_POD_ANNOTATION: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  template:
+    metadata:
+      annotations:
+        greenlight.dev/ignore: \"GL001 -- CI pins the digest at deploy time\"
+    spec:
+      containers:
+      - name: web
+        image: web:latest
+";
+
+#[test]
+fn a_pod_template_annotation_suppresses_as_the_objects_does() {
+    let r = run("d.yaml", DEPLOY_POD_ANNOTATION, &Options::default());
+    assert_eq!(rules(&r), vec!["GL301"]);
+    assert_eq!(r.suppressed, 1);
+
+    // An object-level field (the strategy GL301 reports) is the workload's too.
+    let both =
+        DEPLOY_POD_ANNOTATION.replace("\"GL001 -- ", "\"GL001,implicit-rollout-strategy -- ");
+    let r = run("d.yaml", &both, &Options::default());
+    assert_eq!(rules(&r), Vec::<&str>::new());
+    assert_eq!(r.suppressed, 2);
+
+    // Another rule named: nothing of GL001 is silenced.
+    let other = DEPLOY_POD_ANNOTATION.replace("\"GL001 -- ", "\"GL101 -- ");
+    let r = run("d.yaml", &other, &Options::default());
+    assert_eq!(rules(&r), vec!["GL301", "GL001"]);
+    assert_eq!(r.suppressed, 0);
+
+    // The object's annotation and the template's add up.
+    let object_too = DEPLOY_POD_ANNOTATION.replace(
+        "metadata:\n  name: web\n",
+        "metadata:\n  name: web\n  annotations:\n    greenlight.dev/ignore: GL301\n",
+    );
+    let r = run("d.yaml", &object_too, &Options::default());
+    assert_eq!(rules(&r), Vec::<&str>::new());
+    assert_eq!(r.suppressed, 2);
+
+    // Audit mode reads neither.
+    let audit = Options {
+        inline_ignores: false,
+        ..Options::default()
+    };
+    let r = run("d.yaml", DEPLOY_POD_ANNOTATION, &audit);
+    assert_eq!(rules(&r), vec!["GL301", "GL001"]);
+    assert_eq!(r.suppressed, 0);
+
+    // Not a string (a list, a number): no suppression and no panic.
+    for value in ["[GL001]", "1"] {
+        let odd =
+            DEPLOY_POD_ANNOTATION.replace("\"GL001 -- CI pins the digest at deploy time\"", value);
+        let r = run("d.yaml", &odd, &Options::default());
+        assert_eq!(rules(&r), vec!["GL301", "GL001"], "{value}");
+    }
+
+    // A CronJob's pod template is `spec.jobTemplate.spec.template`.
+    let cron = "apiVersion: batch/v1
+kind: CronJob
+metadata: {name: report}
+spec:
+  schedule: \"0 * * * *\"
+  jobTemplate:
+    spec:
+      template:
+        metadata:
+          annotations: {greenlight.dev/ignore: mutable-image-tag}
+        spec:
+          containers:
+          - {name: report, image: report:latest}
+";
+    let r = run("c.yaml", cron, &Options::default());
+    assert_eq!(rules(&r), Vec::<&str>::new());
+    assert_eq!(r.suppressed, 1);
+}
+
+#[test]
+fn a_pod_template_annotation_leaves_the_objects_other_templates_alone() {
+    let jobset = "apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: train}
+spec:
+  replicatedJobs:
+  - name: leader
+    template:
+      spec:
+        template:
+          metadata:
+            annotations: {greenlight.dev/ignore: GL001}
+          spec:
+            containers:
+            - {name: leader, image: trainer:latest}
+  - name: workers
+    template:
+      spec:
+        template:
+          spec:
+            containers:
+            - {name: worker, image: trainer:latest}
+";
+    let r = run("j.yaml", jobset, &Options::default());
+    assert_eq!(rules(&r), vec!["GL001"]);
+    assert_eq!(
+        r.diagnostics[0].field,
+        "spec.replicatedJobs[1].template.spec.template.spec.containers[0].image"
+    );
+    assert_eq!(r.suppressed, 1);
+}
