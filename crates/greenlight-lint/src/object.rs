@@ -28,6 +28,7 @@ const EXAMINED: &[&str] = &[
     "HorizontalPodAutoscaler",
     "Application",
     "ApplicationSet",
+    "ImageUpdater",
 ];
 
 /// How many Kubernetes objects a document holds and whether any is of a kind some rule
