@@ -286,6 +286,7 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
     }
     object::mark_kustomize_patches(&mut objects);
     object::mark_kustomize_renders(&mut objects);
+    object::mark_deploy_images(&mut objects);
     let workloads: Vec<Workload> = objects.iter().flat_map(Workload::all).collect();
     let mut pipelines = Vec::new();
     for (i, src) in sources.iter().enumerate() {

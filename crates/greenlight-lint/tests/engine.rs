@@ -1070,3 +1070,136 @@ spec:
     );
     assert_eq!(r.suppressed, 1);
 }
+
+const SKAFFOLD: &str = "apiVersion: skaffold/v4beta11
+kind: Config
+build:
+  artifacts:
+    - image: web
+      docker: {dockerfile: Dockerfile}
+profiles:
+  - name: prod
+    build:
+      artifacts:
+        - image: registry.example/worker
+manifests:
+  rawYaml: [k8s/*.yaml]
+";
+
+const WORKLOADS: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  strategy:
+    rollingUpdate: {maxSurge: 1, maxUnavailable: 0}
+  template:
+    spec:
+      containers:
+      - name: web
+        image: web
+      - name: worker
+        image: registry.example/worker:latest
+      - name: proxy
+        image: envoyproxy/envoy:latest
+";
+
+fn gl001(r: &Report) -> Vec<(String, Severity, String)> {
+    r.diagnostics
+        .iter()
+        .filter(|d| d.rule == "GL001")
+        .map(|d| (d.field.clone(), d.severity, d.message.clone()))
+        .collect()
+}
+
+#[test]
+fn gl001_says_when_skaffold_replaces_the_image_at_deploy_time() {
+    let sources = || {
+        vec![
+            Source::new("skaffold.yaml".into(), SKAFFOLD.into()),
+            Source::new("k8s/web.yaml".into(), WORKLOADS.into()),
+        ]
+    };
+    let r = lint(&sources(), Vec::new(), &Options::default());
+    let found = gl001(&r);
+    assert_eq!(found.len(), 3, "{found:#?}");
+    let (field, severity, message) = &found[0];
+    assert_eq!(field, "spec.template.spec.containers[0].image");
+    assert_eq!(*severity, Severity::Info);
+    assert!(
+        message.ends_with(
+            "(but skaffold.yaml builds `web` at `build.artifacts[0].image` and replaces this \
+             reference at deploy time: lint what `skaffold render` writes)"
+        ),
+        "{message}"
+    );
+    let (_, severity, message) = &found[1];
+    assert_eq!(*severity, Severity::Info);
+    assert!(
+        message.contains("`profiles[0].build.artifacts[0].image`"),
+        "{message}"
+    );
+    // An image skaffold does not build stays an error, with no note.
+    let (_, severity, message) = &found[2];
+    assert_eq!(*severity, Severity::Error);
+    assert!(!message.contains("skaffold"), "{message}");
+
+    // Without the skaffold configuration, all three are errors; so with one of a sibling
+    // application's, which never builds these.
+    let r = lint(&sources()[1..], Vec::new(), &Options::default());
+    let severities: Vec<Severity> = gl001(&r).into_iter().map(|f| f.1).collect();
+    assert_eq!(severities, vec![Severity::Error; 3]);
+    let r = lint(
+        &[
+            Source::new("other/skaffold.yaml".into(), SKAFFOLD.into()),
+            Source::new("k8s/web.yaml".into(), WORKLOADS.into()),
+        ],
+        Vec::new(),
+        &Options::default(),
+    );
+    let severities: Vec<Severity> = gl001(&r).into_iter().map(|f| f.1).collect();
+    assert_eq!(severities, vec![Severity::Error; 3]);
+}
+
+#[test]
+fn gl001_says_when_a_kustomization_replaces_the_image() {
+    // The kustomization above k8s/web.yaml does not render it (no `resources`): a pipeline
+    // runs `kustomize edit set image` and builds it at deploy time.
+    let kustomization = "images:
+  - name: web
+  - name: registry.example/worker
+    newName: registry.example/worker-v2
+  - name: envoyproxy/envoy
+    newTag: v1.31.0
+";
+    let r = lint(
+        &[
+            Source::new("app/kustomization.yaml".into(), kustomization.into()),
+            Source::new("app/k8s/web.yaml".into(), WORKLOADS.into()),
+        ],
+        Vec::new(),
+        &Options::default(),
+    );
+    let found = gl001(&r);
+    assert_eq!(found.len(), 3, "{found:#?}");
+    assert_eq!(found[0].1, Severity::Info);
+    assert!(
+        found[0].2.ends_with(
+            "(but the kustomization app/kustomization.yaml lists `web` at `images[0]` with no \
+             tag, the place a deploy-time `kustomize edit set image` fills: lint what it renders)"
+        ),
+        "{}",
+        found[0].2
+    );
+    // Only renamed: the tag `latest` is kept, so the finding stands.
+    assert_eq!(found[1].1, Severity::Error);
+    assert!(!found[1].2.contains("kustomization"), "{}", found[1].2);
+    assert_eq!(found[2].1, Severity::Info);
+    assert!(
+        found[2].2.ends_with(
+            "(but the kustomization app/kustomization.yaml sets `envoyproxy/envoy` at \
+             `images[2]`, so `kustomize build` replaces it: lint what it renders)"
+        ),
+        "{}",
+        found[2].2
+    );
+}
