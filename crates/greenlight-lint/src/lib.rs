@@ -242,7 +242,7 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
                     source: i,
                     span: yaml::Span { start: e.pos, end: e.pos },
                     object: ObjectRef { api_version: String::new(), kind: String::new(), namespace: None, name: None },
-                    ignore_annotation: None,
+                    ignore_annotations: Vec::new(),
                     field: String::new(),
                     message: format!("cannot read YAML: {}", e.message),
                     fix: Some(if src.text.contains("{{") {
@@ -286,6 +286,7 @@ pub fn lint(sources: &[Source], pre: Vec<Diagnostic>, opts: &Options) -> Report 
     }
     object::mark_kustomize_patches(&mut objects);
     object::mark_kustomize_renders(&mut objects);
+    object::mark_deploy_images(&mut objects);
     let workloads: Vec<Workload> = objects.iter().flat_map(Workload::all).collect();
     let mut pipelines = Vec::new();
     for (i, src) in sources.iter().enumerate() {
@@ -432,10 +433,10 @@ fn comment_names(c: Option<source::IgnoreComment>, rule: &Rule) -> bool {
     })
 }
 
-/// Suppressed by the object's annotation, or by a `# greenlight:ignore` comment on the
+/// Suppressed by the object's annotation or its pod template's, or by a `# greenlight:ignore` comment on the
 /// finding's line or the line above: in the input, and for Helm output also in the template.
 fn suppressed(f: &Finding, src: &Source, placed: &Placed) -> bool {
-    if let Some(ann) = &f.ignore_annotation {
+    for ann in &f.ignore_annotations {
         let ids = ann.split(" -- ").next().unwrap_or("");
         if names_rule(ids, f.rule) {
             return true;

@@ -28,6 +28,7 @@ const EXAMINED: &[&str] = &[
     "HorizontalPodAutoscaler",
     "Application",
     "ApplicationSet",
+    "ImageUpdater",
 ];
 
 /// How many Kubernetes objects a document holds and whether any is of a kind some rule
@@ -35,7 +36,9 @@ const EXAMINED: &[&str] = &[
 pub fn survey(root: &Node) -> (usize, bool) {
     let mut objects = Vec::new();
     Object::collect(root, 0, &mut objects);
-    let examined = objects.iter().any(|o| EXAMINED.contains(&o.kind));
+    let examined = objects
+        .iter()
+        .any(|o| EXAMINED.contains(&o.kind) || o.is_skaffold_config());
     (objects.len(), examined)
 }
 
@@ -61,6 +64,26 @@ pub struct Object<'a> {
     /// kustomization that is built (included by no other) and reaches the file through
     /// `resources`; empty when none does.
     pub kustomize_renders: Vec<Render<'a>>,
+    /// The image names some file of the run replaces at deploy time (set by the engine:
+    /// [`mark_deploy_images`]), shared by every object.
+    pub deploy_images: std::sync::Arc<Vec<DeployImage>>,
+}
+
+/// An image name that a tool replaces at deploy time: a skaffold artifact it builds, or a
+/// kustomization `images[]` entry that sets the tag (or only names the image, for a
+/// `kustomize edit set image` at deploy time).
+#[derive(Debug, Clone)]
+pub struct DeployImage {
+    /// The image name as written there (no tag).
+    pub name: String,
+    /// `skaffold` or `kustomize`.
+    pub tool: &'static str,
+    /// The file that says so and the field.
+    pub file: String,
+    pub field: String,
+    /// A kustomization entry with nothing but its `name`: the place a deploy-time
+    /// `kustomize edit set image` fills.
+    pub name_only: bool,
 }
 
 /// One way a kustomization renders a file: the kustomization that is built, and the `images`
@@ -110,6 +133,7 @@ impl<'a> Object<'a> {
             scope: &UNSCOPED,
             kustomize_patch: false,
             kustomize_renders: Vec::new(),
+            deploy_images: Default::default(),
         })
     }
 
@@ -136,6 +160,7 @@ impl<'a> Object<'a> {
             scope: &UNSCOPED,
             kustomize_patch: false,
             kustomize_renders: Vec::new(),
+            deploy_images: Default::default(),
         })
     }
 
@@ -161,6 +186,47 @@ impl<'a> Object<'a> {
         self.root.at(&["metadata", "annotations", key])
     }
 
+    /// The `greenlight.dev/ignore` annotations that apply to a finding at `field` (relative
+    /// to the object): the object's own, and each pod template's
+    /// (`spec.template.metadata.annotations`, as a Helm chart's `podAnnotations` sets them)
+    /// unless `field` lies inside another pod template of the object. A template's annotation
+    /// thus covers the workload as the object's would — its pod and its object-level fields
+    /// (`spec.replicas`, `spec.strategy`) — but not a sibling template of a JobSet, an
+    /// Experiment or a LeaderWorkerSet.
+    pub fn ignore_annotations(&self, field: &str) -> Vec<&'a str> {
+        let mut out: Vec<&'a str> = self
+            .annotation(crate::IGNORE_ANNOTATION)
+            .and_then(Node::as_str)
+            .into_iter()
+            .collect();
+        let templates = pod_templates(self);
+        let inside = |path: &str| {
+            field
+                .strip_prefix(path)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+        };
+        // A bare Pod's template is the object itself: its annotation is the object's.
+        let templates: Vec<&(&'a Node, String)> = templates
+            .iter()
+            .filter(|(_, path)| !path.is_empty())
+            .collect();
+        for (template, path) in &templates {
+            let in_another = templates
+                .iter()
+                .any(|(_, other)| other != path && inside(other));
+            if in_another {
+                continue;
+            }
+            if let Some(a) = template
+                .at(&["metadata", "annotations", crate::IGNORE_ANNOTATION])
+                .and_then(Node::as_str)
+            {
+                out.push(a);
+            }
+        }
+        out
+    }
+
     /// A live-state dump (`kubectl get -o yaml`, test data of controllers) rather than a
     /// manifest: it carries a non-empty `status` or a server-assigned `metadata.uid`.
     /// (`status: {}`, as `kubectl create --dry-run` writes it, is a manifest.)
@@ -171,6 +237,11 @@ impl<'a> Object<'a> {
             !empty
         });
         status || self.root.at(&["metadata", "uid"]).is_some()
+    }
+
+    /// A skaffold configuration (`skaffold.yaml`: `apiVersion: skaffold/…`, `kind: Config`).
+    pub fn is_skaffold_config(&self) -> bool {
+        self.kind == "Config" && self.api_version.starts_with("skaffold/")
     }
 
     /// Whether this is an Argo (`argoproj.io`) object of the given kind.
@@ -343,6 +414,93 @@ pub fn mark_kustomize_renders(objects: &mut [Object]) {
                     .collect(),
             })
             .collect();
+    }
+}
+
+/// Record on every object the image names the run's files replace at deploy time: each
+/// skaffold configuration's `build.artifacts[].image` (also under `profiles[]`), and each
+/// kustomization's `images[]` entry that sets `newTag` or `digest`, or nothing but its
+/// `name` (an entry only renamed by `newName` keeps the tag).
+pub fn mark_deploy_images(objects: &mut [Object]) {
+    let mut found: Vec<DeployImage> = Vec::new();
+    for o in objects.iter() {
+        if o.is_skaffold_config() {
+            let mut builds: Vec<(&Node, String)> = Vec::new();
+            if let Some(b) = o.root.get("build") {
+                builds.push((b, "build".to_string()));
+            }
+            for (i, p) in o
+                .root
+                .get("profiles")
+                .map(Node::as_seq)
+                .unwrap_or_default()
+                .iter()
+                .enumerate()
+            {
+                if let Some(b) = p.get("build") {
+                    builds.push((b, format!("profiles[{i}].build")));
+                }
+            }
+            for (build, path) in builds {
+                let artifacts = build.get("artifacts").map(Node::as_seq).unwrap_or_default();
+                for (i, a) in artifacts.iter().enumerate() {
+                    if let Some(name) = a.get("image").and_then(Node::as_str).map(str::trim)
+                        && !name.is_empty()
+                    {
+                        found.push(DeployImage {
+                            name: name.to_string(),
+                            tool: "skaffold",
+                            file: o.file.to_string(),
+                            field: format!("{path}.artifacts[{i}].image"),
+                            name_only: false,
+                        });
+                    }
+                }
+            }
+        } else if o.is_kustomization() {
+            let images = o.root.get("images").map(Node::as_seq).unwrap_or_default();
+            for (i, img) in images.iter().enumerate() {
+                let set = |k: &str| img.get(k).is_some_and(|v| !v.is_null());
+                let replaces = set("newTag") || set("digest") || !set("newName");
+                if let Some(name) = img.get("name").and_then(Node::as_str).map(str::trim)
+                    && !name.is_empty()
+                    && replaces
+                {
+                    found.push(DeployImage {
+                        name: name.to_string(),
+                        tool: "kustomize",
+                        file: o.file.to_string(),
+                        field: format!("images[{i}]"),
+                        name_only: !set("newTag") && !set("digest"),
+                    });
+                }
+            }
+        }
+    }
+    if found.is_empty() {
+        return;
+    }
+    let found = std::sync::Arc::new(found);
+    for o in objects.iter_mut() {
+        o.deploy_images = found.clone();
+    }
+}
+
+impl DeployImage {
+    /// Whether it applies to a file: one in the directory of the file that declares it, or
+    /// below (a skaffold.yaml or kustomization and the manifests of its application; never a
+    /// sibling application or another repository of the run).
+    pub fn covers(&self, file: &str) -> bool {
+        let dir = normalize(crate::scope::dir_of(&self.file));
+        if dir.is_empty() {
+            return true;
+        }
+        let prefix = if dir.ends_with('/') {
+            dir
+        } else {
+            format!("{dir}/")
+        };
+        normalize(file).starts_with(&prefix)
     }
 }
 

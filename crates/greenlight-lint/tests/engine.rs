@@ -954,3 +954,252 @@ fn cross_object_pairs_must_be_nearest_from_both_sides() {
     assert_eq!(rules(&r), vec!["GL501"], "{}", render(&r));
     assert_eq!(r.diagnostics[0].related.len(), 2, "{}", render(&r));
 }
+
+/// A chart that only lets its users set pod annotations (`podAnnotations`): the suppression
+/// annotation on the pod template counts as the object's.
+const DEPLOY_POD_ANNOTATION: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  template:
+    metadata:
+      annotations:
+        greenlight.dev/ignore: \"GL001 -- CI pins the digest at deploy time\"
+    spec:
+      containers:
+      - name: web
+        image: web:latest
+";
+
+#[test]
+fn a_pod_template_annotation_suppresses_as_the_objects_does() {
+    let r = run("d.yaml", DEPLOY_POD_ANNOTATION, &Options::default());
+    assert_eq!(rules(&r), vec!["GL301"]);
+    assert_eq!(r.suppressed, 1);
+
+    // An object-level field (the strategy GL301 reports) is the workload's too.
+    let both =
+        DEPLOY_POD_ANNOTATION.replace("\"GL001 -- ", "\"GL001,implicit-rollout-strategy -- ");
+    let r = run("d.yaml", &both, &Options::default());
+    assert_eq!(rules(&r), Vec::<&str>::new());
+    assert_eq!(r.suppressed, 2);
+
+    // Another rule named: nothing of GL001 is silenced.
+    let other = DEPLOY_POD_ANNOTATION.replace("\"GL001 -- ", "\"GL101 -- ");
+    let r = run("d.yaml", &other, &Options::default());
+    assert_eq!(rules(&r), vec!["GL301", "GL001"]);
+    assert_eq!(r.suppressed, 0);
+
+    // The object's annotation and the template's add up.
+    let object_too = DEPLOY_POD_ANNOTATION.replace(
+        "metadata:\n  name: web\n",
+        "metadata:\n  name: web\n  annotations:\n    greenlight.dev/ignore: GL301\n",
+    );
+    let r = run("d.yaml", &object_too, &Options::default());
+    assert_eq!(rules(&r), Vec::<&str>::new());
+    assert_eq!(r.suppressed, 2);
+
+    // Audit mode reads neither.
+    let audit = Options {
+        inline_ignores: false,
+        ..Options::default()
+    };
+    let r = run("d.yaml", DEPLOY_POD_ANNOTATION, &audit);
+    assert_eq!(rules(&r), vec!["GL301", "GL001"]);
+    assert_eq!(r.suppressed, 0);
+
+    // Not a string (a list, a number): no suppression and no panic.
+    for value in ["[GL001]", "1"] {
+        let odd =
+            DEPLOY_POD_ANNOTATION.replace("\"GL001 -- CI pins the digest at deploy time\"", value);
+        let r = run("d.yaml", &odd, &Options::default());
+        assert_eq!(rules(&r), vec!["GL301", "GL001"], "{value}");
+    }
+
+    // A CronJob's pod template is `spec.jobTemplate.spec.template`.
+    let cron = "apiVersion: batch/v1
+kind: CronJob
+metadata: {name: report}
+spec:
+  schedule: \"0 * * * *\"
+  jobTemplate:
+    spec:
+      template:
+        metadata:
+          annotations: {greenlight.dev/ignore: mutable-image-tag}
+        spec:
+          containers:
+          - {name: report, image: report:latest}
+";
+    let r = run("c.yaml", cron, &Options::default());
+    assert_eq!(rules(&r), Vec::<&str>::new());
+    assert_eq!(r.suppressed, 1);
+}
+
+#[test]
+fn a_pod_template_annotation_leaves_the_objects_other_templates_alone() {
+    let jobset = "apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: train}
+spec:
+  replicatedJobs:
+  - name: leader
+    template:
+      spec:
+        template:
+          metadata:
+            annotations: {greenlight.dev/ignore: GL001}
+          spec:
+            containers:
+            - {name: leader, image: trainer:latest}
+  - name: workers
+    template:
+      spec:
+        template:
+          spec:
+            containers:
+            - {name: worker, image: trainer:latest}
+";
+    let r = run("j.yaml", jobset, &Options::default());
+    assert_eq!(rules(&r), vec!["GL001"]);
+    assert_eq!(
+        r.diagnostics[0].field,
+        "spec.replicatedJobs[1].template.spec.template.spec.containers[0].image"
+    );
+    assert_eq!(r.suppressed, 1);
+}
+
+const SKAFFOLD: &str = "apiVersion: skaffold/v4beta11
+kind: Config
+build:
+  artifacts:
+    - image: web
+      docker: {dockerfile: Dockerfile}
+profiles:
+  - name: prod
+    build:
+      artifacts:
+        - image: registry.example/worker
+manifests:
+  rawYaml: [k8s/*.yaml]
+";
+
+const WORKLOADS: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  strategy:
+    rollingUpdate: {maxSurge: 1, maxUnavailable: 0}
+  template:
+    spec:
+      containers:
+      - name: web
+        image: web
+      - name: worker
+        image: registry.example/worker:latest
+      - name: proxy
+        image: envoyproxy/envoy:latest
+";
+
+fn gl001(r: &Report) -> Vec<(String, Severity, String)> {
+    r.diagnostics
+        .iter()
+        .filter(|d| d.rule == "GL001")
+        .map(|d| (d.field.clone(), d.severity, d.message.clone()))
+        .collect()
+}
+
+#[test]
+fn gl001_says_when_skaffold_replaces_the_image_at_deploy_time() {
+    let sources = || {
+        vec![
+            Source::new("skaffold.yaml".into(), SKAFFOLD.into()),
+            Source::new("k8s/web.yaml".into(), WORKLOADS.into()),
+        ]
+    };
+    let r = lint(&sources(), Vec::new(), &Options::default());
+    let found = gl001(&r);
+    assert_eq!(found.len(), 3, "{found:#?}");
+    let (field, severity, message) = &found[0];
+    assert_eq!(field, "spec.template.spec.containers[0].image");
+    assert_eq!(*severity, Severity::Info);
+    assert!(
+        message.ends_with(
+            "(but skaffold.yaml builds `web` at `build.artifacts[0].image` and replaces this \
+             reference at deploy time: lint what `skaffold render` writes)"
+        ),
+        "{message}"
+    );
+    let (_, severity, message) = &found[1];
+    assert_eq!(*severity, Severity::Info);
+    assert!(
+        message.contains("`profiles[0].build.artifacts[0].image`"),
+        "{message}"
+    );
+    // An image skaffold does not build stays an error, with no note.
+    let (_, severity, message) = &found[2];
+    assert_eq!(*severity, Severity::Error);
+    assert!(!message.contains("skaffold"), "{message}");
+
+    // Without the skaffold configuration, all three are errors; so with one of a sibling
+    // application's, which never builds these.
+    let r = lint(&sources()[1..], Vec::new(), &Options::default());
+    let severities: Vec<Severity> = gl001(&r).into_iter().map(|f| f.1).collect();
+    assert_eq!(severities, vec![Severity::Error; 3]);
+    let r = lint(
+        &[
+            Source::new("other/skaffold.yaml".into(), SKAFFOLD.into()),
+            Source::new("k8s/web.yaml".into(), WORKLOADS.into()),
+        ],
+        Vec::new(),
+        &Options::default(),
+    );
+    let severities: Vec<Severity> = gl001(&r).into_iter().map(|f| f.1).collect();
+    assert_eq!(severities, vec![Severity::Error; 3]);
+}
+
+#[test]
+fn gl001_says_when_a_kustomization_replaces_the_image() {
+    // The kustomization above k8s/web.yaml does not render it (no `resources`): a pipeline
+    // runs `kustomize edit set image` and builds it at deploy time.
+    let kustomization = "images:
+  - name: web
+  - name: registry.example/worker
+    newName: registry.example/worker-v2
+  - name: envoyproxy/envoy
+    newTag: v1.31.0
+";
+    let r = lint(
+        &[
+            Source::new("app/kustomization.yaml".into(), kustomization.into()),
+            Source::new("app/k8s/web.yaml".into(), WORKLOADS.into()),
+        ],
+        Vec::new(),
+        &Options::default(),
+    );
+    let found = gl001(&r);
+    assert_eq!(found.len(), 3, "{found:#?}");
+    assert_eq!(found[0].1, Severity::Info);
+    assert!(
+        found[0].2.ends_with(
+            "(but the kustomization app/kustomization.yaml lists `web` at `images[0]` with no \
+             tag, the place a deploy-time `kustomize edit set image` fills: lint what it renders)"
+        ),
+        "{}",
+        found[0].2
+    );
+    // Only renamed: the tag `latest` is kept, so the finding stands.
+    assert_eq!(found[1].1, Severity::Error);
+    assert!(!found[1].2.contains("kustomization"), "{}", found[1].2);
+    assert_eq!(found[2].1, Severity::Info);
+    assert!(
+        found[2].2.ends_with(
+            "(but the kustomization app/kustomization.yaml sets `envoyproxy/envoy` at \
+             `images[2]`, so `kustomize build` replaces it: lint what it renders)"
+        ),
+        "{}",
+        found[2].2
+    );
+}

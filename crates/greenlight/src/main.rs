@@ -8,10 +8,19 @@ mod cmd;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// `greenlight --version`: the package version and the commit it was built from (`build.rs`):
+/// `0.1.0 (1a2b3c4d5e6f 2026-12-04)`, or `0.1.0 (unknown)` outside a git checkout.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("GREENLIGHT_BUILD_COMMIT"),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "greenlight",
-    version,
+    version = VERSION,
     about = "Make a GitOps deployment's green light mean what people think it means"
 )]
 struct Cli {

@@ -1,7 +1,7 @@
 //! The repository's pre-commit hooks (`.pre-commit-hooks.yaml`) under real pre-commit, as a
 //! user's repository uses them: a `.pre-commit-config.yaml` naming this repository's hooks by
-//! `repo:` and `rev:`, `pre-commit install`, and `git commit`, with the built `greenlight` first
-//! on `PATH` (the hooks are `language: system`).
+//! `repo:` and `rev:`, `pre-commit install` of the `pre-commit` and `commit-msg` hook types, and
+//! `git commit`, with the built `greenlight` first on `PATH` (the hooks are `language: system`).
 //!
 //! pre-commit comes from `scripts/test` (greenlight-testkit's `pre_commit` module finds it);
 //! without it the test fails, naming that script — it never skips. Its home (clones of hook
@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 /// The hooks each have a test here; a hook added to `.pre-commit-hooks.yaml` needs one.
-const TESTED_HOOKS: [&str; 1] = ["greenlight-lint"];
+const TESTED_HOOKS: [&str; 2] = ["greenlight-lint", "greenlight-trailer-check"];
 
 const MUTABLE: &str = "apiVersion: apps/v1
 kind: Deployment
@@ -137,7 +137,7 @@ fn commits(dir: &Path) -> usize {
 }
 
 #[test]
-fn the_hooks_under_real_pre_commit_block_a_mutable_tag_and_pass_a_pinned_one() {
+fn the_hooks_under_real_pre_commit_refuse_a_mutable_tag_and_a_bad_trailer() {
     let manifest = yaml::load(".pre-commit-hooks.yaml");
     let ids: Vec<&str> = manifest
         .as_array()
@@ -177,15 +177,25 @@ fn the_hooks_under_real_pre_commit_block_a_mutable_tag_and_pass_a_pinned_one() {
         &work,
         ".pre-commit-config.yaml",
         &format!(
-            "repos:\n  - repo: {}\n    rev: {rev}\n    hooks:\n      - id: greenlight-lint\n",
+            "repos:\n  - repo: {}\n    rev: {rev}\n    hooks:\n      - id: greenlight-lint\n      - id: greenlight-trailer-check\n",
             hooks.display()
         ),
     );
     let o = env.pre_commit(&work, &["validate-config"]);
     assert!(o.status.success(), "{version}: {}", text(&o));
-    let o = env.pre_commit(&work, &["install"]);
+    let o = env.pre_commit(
+        &work,
+        &[
+            "install",
+            "--hook-type",
+            "pre-commit",
+            "--hook-type",
+            "commit-msg",
+        ],
+    );
     assert!(o.status.success(), "{version}: {}", text(&o));
     assert!(work.join(".git/hooks/pre-commit").is_file());
+    assert!(work.join(".git/hooks/commit-msg").is_file());
 
     // The config alone is YAML greenlight reads and passes.
     git(&work, &["add", "."]);
@@ -249,6 +259,54 @@ fn the_hooks_under_real_pre_commit_block_a_mutable_tag_and_pass_a_pinned_one() {
     assert_eq!(
         git(&work, &["show", "--name-only", "--format=", "HEAD"]),
         "chart/templates/deployment.yaml\ndeploy/web.yaml\nscripts/rollout"
+    );
+
+    // The commit-msg hook: a `Nav-Watchdog:` trailer greenlight cannot read is refused, naming
+    // the field at fault; the same commit with a valid trailer goes through.
+    write(&work, "notes/web.txt", "canary\n");
+    git(&work, &["add", "."]);
+    let o = env.commit(&work, "web: canary\n\nNav-Watchdog: app=web mode=armed");
+    let out = text(&o);
+    assert!(!o.status.success(), "{version}: {out}");
+    assert_eq!(commits(&work), 2, "the commit was refused: {out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("greenlight trailer check") && l.ends_with("Failed")),
+        "{version}: {out}"
+    );
+    assert!(
+        out.contains("- hook id: greenlight-trailer-check\n- exit code: 1\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "error: Nav-Watchdog trailer \"app=web mode=armed\": field `mode`: \"armed\" is not `shadow` or `arm`"
+        ),
+        "{out}"
+    );
+
+    let o = env.commit(
+        &work,
+        "web: canary\n\nNav-Watchdog: app=web deadline=15m mode=arm",
+    );
+    let out = text(&o);
+    assert!(o.status.success(), "{version}: {out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("greenlight trailer check") && l.ends_with("Passed")),
+        "{out}"
+    );
+    assert_eq!(commits(&work), 3);
+    assert_eq!(
+        git(
+            &work,
+            &[
+                "log",
+                "-1",
+                "--format=%(trailers:key=Nav-Watchdog,valueonly)"
+            ]
+        ),
+        "app=web deadline=15m mode=arm"
     );
 
     // Nothing went to the user's cache: pre-commit cloned the hooks into its home here.

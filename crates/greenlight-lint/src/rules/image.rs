@@ -5,7 +5,7 @@
 
 use super::{Check, Docs, Emit, Rule, key_value_span};
 use crate::diagnostic::Severity;
-use crate::object::{Object, Workload};
+use crate::object::{DeployImage, Object, Workload};
 use crate::yaml::{Node, Span};
 use greenlight_core::image::{ImageRef, TagVerdict};
 
@@ -37,7 +37,13 @@ pub const MUTABLE_TAG: Rule = Rule {
                no other includes) is judged as written only when some rendering keeps its \
                tag: when every one replaces it (`images[]` with `newTag` or `digest`, matched \
                by name, after any `newName`), those entries are judged instead. An entry with \
-               only `newName` keeps the container's tag and is no finding of its own.",
+               only `newName` keeps the container's tag and is no finding of its own. A \
+               container whose image a file of the run replaces at deploy time is reported as \
+               `info`, its message naming that file: a `skaffold.yaml` (`apiVersion: \
+               skaffold/…`) that builds the image (`build.artifacts[].image`, also under \
+               `profiles[]`), or a kustomization whose `images[]` entry of that name sets \
+               `newTag` or `digest`, or nothing but the name (the place a deploy-time \
+               `kustomize edit set image` fills), in the container's directory or above it.",
         why: "The same tag can point at new content. Redeploying `app:latest` renders an identical \
               pod spec, so Kubernetes creates no new ReplicaSet and pulls nothing: helm reports \
               success, `rollout status` says complete, a \"running image contains the tag\" check \
@@ -107,6 +113,18 @@ struct Site {
     /// The image scalar itself (a container's `image`), where `--fix --resolve` pins it.
     value_span: Option<Span>,
     field: String,
+    /// A container whose image name a file of the run replaces at deploy time (skaffold,
+    /// kustomize): GL001 says so and reports it as `info`.
+    deployed: Option<DeployImage>,
+}
+
+/// The name of a reference: without its digest and tag (a registry port is no tag).
+fn image_name(reference: &str) -> &str {
+    let without_digest = reference.split('@').next().unwrap_or(reference);
+    match without_digest.rfind(':') {
+        Some(c) if !without_digest[c + 1..].contains('/') => &without_digest[..c],
+        _ => without_digest,
+    }
 }
 
 fn sites(obj: &Object) -> Vec<Site> {
@@ -131,6 +149,11 @@ fn sites(obj: &Object) -> Vec<Site> {
                 span: key_value_span(&e.key, &e.value),
                 value_span: Some(e.value.span),
                 field: format!("{}.image", c.path),
+                deployed: obj
+                    .deploy_images
+                    .iter()
+                    .find(|d| d.name == image_name(text_t) && d.covers(obj.file))
+                    .cloned(),
             });
         }
     }
@@ -165,10 +188,34 @@ fn sites(obj: &Object) -> Vec<Site> {
                 span: key_value_span(&e.key, &e.value),
                 value_span: None,
                 field: format!("images[{i}].{key}"),
+                deployed: None,
             });
         }
     }
     out
+}
+
+/// What a finding on a container adds when a file of the run replaces its image at deploy
+/// time; empty otherwise.
+fn deployed_note(site: &Site) -> String {
+    match &site.deployed {
+        Some(d) if d.tool == "skaffold" => format!(
+            " (but {} builds `{}` at `{}` and replaces this reference at deploy time: lint what \
+             `skaffold render` writes)",
+            d.file, d.name, d.field
+        ),
+        Some(d) if d.name_only => format!(
+            " (but the kustomization {} lists `{}` at `{}` with no tag, the place a deploy-time \
+             `kustomize edit set image` fills: lint what it renders)",
+            d.file, d.name, d.field
+        ),
+        Some(d) => format!(
+            " (but the kustomization {} sets `{}` at `{}`, so `kustomize build` replaces it: \
+             lint what it renders)",
+            d.file, d.name, d.field
+        ),
+        None => String::new(),
+    }
 }
 
 /// Whether kustomize `images` lists (innermost first) replace the tag of `reference`: an
@@ -176,11 +223,7 @@ fn sites(obj: &Object) -> Vec<Site> {
 /// `newTag` or a `digest`.
 fn retagged_by(reference: &str, images: &[(&str, &Node)]) -> bool {
     let without_digest = reference.split('@').next().unwrap_or(reference);
-    let mut name = match without_digest.rfind(':') {
-        Some(c) if !without_digest[c + 1..].contains('/') => &without_digest[..c],
-        _ => without_digest,
-    }
-    .to_string();
+    let mut name = image_name(without_digest).to_string();
     let mut retagged = false;
     for (_, list) in images {
         for entry in list.as_seq() {
@@ -272,12 +315,17 @@ fn check_mutable(obj: &Object, emit: &mut Emit) {
                 &site.field,
                 format!(
                     "{}: `{}` uses the tag `{tag}`, which names no version: if it is ever pushed \
-                     again, a redeploy renders an identical pod spec and Kubernetes rolls out nothing",
+                     again, a redeploy renders an identical pod spec and Kubernetes rolls out nothing{}",
                     site.who,
-                    image.as_str()
+                    image.as_str(),
+                    deployed_note(&site)
                 ),
             )
-            .severity(Severity::Warning)
+            .severity(if site.deployed.is_some() {
+                Severity::Info
+            } else {
+                Severity::Warning
+            })
             .fix(format!(
                 "deploy a version, a `sha-<short-sha>` tag or the digest (`greenlight guard image \
                  --resolve {}`), or, if `{tag}` is never pushed twice, declare it under [lint] \
@@ -300,8 +348,11 @@ fn check_mutable(obj: &Object, emit: &mut Emit) {
             obj,
             site.span,
             &site.field,
-            format!("{}: {problem}", site.who),
+            format!("{}: {problem}{}", site.who, deployed_note(&site)),
         );
+        if site.deployed.is_some() {
+            f.severity(Severity::Info);
+        }
         if let Some(fix) = verdict.fix(&image) {
             f.fix(fix);
         }

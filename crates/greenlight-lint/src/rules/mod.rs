@@ -221,8 +221,9 @@ pub struct Finding {
     pub source: usize,
     pub span: Span,
     pub object: crate::diagnostic::ObjectRef,
-    /// `greenlight.dev/ignore` annotation of the object, when present.
-    pub ignore_annotation: Option<String>,
+    /// The `greenlight.dev/ignore` annotations that apply: the object's and its pod
+    /// templates' ([`Object::ignore_annotations`]).
+    pub ignore_annotations: Vec<String>,
     pub field: String,
     pub message: String,
     pub fix: Option<String>,
@@ -256,10 +257,11 @@ impl<'s> Emit<'s> {
 
     /// Report a finding on `obj` at `span`; `field` is relative to the object.
     pub fn at(&mut self, obj: &Object, span: Span, field: &str, message: String) -> &mut Finding {
-        let ignore_annotation = obj
-            .annotation(crate::IGNORE_ANNOTATION)
-            .and_then(Node::as_str)
-            .map(str::to_string);
+        let ignore_annotations = obj
+            .ignore_annotations(field)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
         let origin = obj
             .annotation(crate::kustomize::ORIGIN_ANNOTATION)
             .and_then(Node::as_str)
@@ -269,7 +271,7 @@ impl<'s> Emit<'s> {
             source: obj.source,
             span,
             object: obj.reference(),
-            ignore_annotation,
+            ignore_annotations,
             field: obj.path(field),
             message,
             fix: None,
@@ -301,7 +303,7 @@ impl<'s> Emit<'s> {
                 namespace: None,
                 name: None,
             },
-            ignore_annotation: None,
+            ignore_annotations: Vec::new(),
             field: field.to_string(),
             message,
             fix: None,
