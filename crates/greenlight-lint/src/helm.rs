@@ -291,7 +291,39 @@ enum Dot {
     Root,
     /// A path under `.Values` (`""` is `.Values` itself).
     Values(String),
+    /// Under `with (merge .Values.a .Values.b)`: a key is looked up in each map in turn, the
+    /// one that takes precedence first (`merge`'s first argument, `mergeOverwrite`'s last).
+    Merged(Vec<String>),
     Unknown,
+}
+
+/// The maps a `with` over sprig's `merge`/`mergeOverwrite` of `.Values` maps combines, the one
+/// whose keys win first; `None` for any other `with` argument.
+fn merged_values(body: &str, dot: &Dot) -> Option<Vec<String>> {
+    let arg = body.trim().strip_prefix("with")?.trim();
+    let arg = arg
+        .strip_prefix('(')
+        .and_then(|a| a.strip_suffix(')'))
+        .unwrap_or(arg);
+    let mut words = arg.split_whitespace();
+    let overwrite = match words.next()? {
+        "merge" => false,
+        "mergeOverwrite" => true,
+        _ => return None,
+    };
+    let mut maps: Vec<String> = words
+        .map(|w| match w {
+            ".Values" | "$.Values" => Some(String::new()),
+            _ => values_ref(w, dot),
+        })
+        .collect::<Option<_>>()?;
+    if maps.len() < 2 {
+        return None;
+    }
+    if overwrite {
+        maps.reverse();
+    }
+    Some(maps)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -558,9 +590,32 @@ fn values_ref(word: &str, dot: &Dot) -> Option<String> {
                 format!("{base}.{p}")
             })
         }
+        // Each candidate, the winning map first, as alternatives the lookup tries in turn.
+        Dot::Merged(maps) => {
+            let p = word.strip_prefix('.')?;
+            if word == "." || !ok(p) {
+                return None;
+            }
+            Some(
+                maps.iter()
+                    .map(|m| {
+                        if m.is_empty() {
+                            p.to_string()
+                        } else {
+                            format!("{m}.{p}")
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(ALTERNATIVES),
+            )
+        }
         Dot::Unknown => None,
     }
 }
+
+/// Between `.Values` paths that may each have set a value (`merge`d maps), the first that a
+/// values file sets wins. No path contains it.
+const ALTERNATIVES: &str = "|";
 
 /// The `.Values` path an output action prints as it is: `.Values.a.b`, `toYaml .Values.a.b`,
 /// `toYaml .` under `with .Values.a.b`, followed only by formatting (`quote`, `nindent 4`, …).
@@ -653,11 +708,16 @@ impl Template {
                         let arg = a.body.split_whitespace().nth(1).unwrap_or("");
                         let next = match o {
                             Opener::With => match values_ref(arg, &dot) {
-                                Some(p) => Dot::Values(p),
+                                // A path of alternatives (a key under merged maps) is no map.
+                                Some(p) if !p.contains(ALTERNATIVES) => Dot::Values(p),
+                                Some(_) => Dot::Unknown,
                                 None if arg == ".Values" || arg == "$.Values" => {
                                     Dot::Values(String::new())
                                 }
-                                None => Dot::Unknown,
+                                None => match merged_values(&a.body, &dot) {
+                                    Some(maps) => Dot::Merged(maps),
+                                    None => Dot::Unknown,
+                                },
                             },
                             Opener::If => dot.clone(),
                             _ => Dot::Unknown,
@@ -1342,9 +1402,11 @@ impl<'c> Mapper<'c> {
             )
         });
         let values = spot.as_ref().and_then(|s| s.values.as_ref()).and_then(|p| {
-            chart
-                .value_location(&resolved, p)
-                .map(|(f, span)| (f, span, p.clone()))
+            p.split(ALTERNATIVES).find_map(|p| {
+                chart
+                    .value_location(&resolved, p)
+                    .map(|(f, span)| (f, span, p.to_string()))
+            })
         });
         Mapped {
             file,

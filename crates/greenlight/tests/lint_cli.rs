@@ -2053,3 +2053,68 @@ fn fix_resolve_pins_mutable_images_to_the_served_digest() {
     assert_eq!(left, [9], "only the unresolved image remains");
     assert_eq!(fixed.status.code(), Some(1));
 }
+
+/// A tag printed under `with (merge .Values.overrides .Values.defaults)`: GL001's related line is
+/// the values line that set it — the map that wins first (`merge`'s first argument), else the
+/// next — as for a plain `.Values` reference. Rendered by real helm.
+#[test]
+fn a_tag_under_merged_values_names_the_values_line_that_set_it() {
+    let template = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  strategy:
+    type: RollingUpdate
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+{{- with (merge .Values.overrides .Values.defaults) }}
+        - name: web
+          image: {{ .image }}
+{{- end }}
+";
+    let chart = |overrides: &str| {
+        let values =
+            format!("overrides:{overrides}\ndefaults:\n  image: registry.example.com/web:latest\n");
+        dir_with(&[
+            ("Chart.yaml", "apiVersion: v2\nname: web\nversion: 0.1.0\n"),
+            ("values.yaml", &values),
+            ("templates/deployment.yaml", template),
+        ])
+    };
+    for (overrides, line, path) in [
+        (" {}", 3, "defaults.image"),
+        (
+            "\n  image: registry.example.com/web:main",
+            2,
+            "overrides.image",
+        ),
+    ] {
+        let d = chart(overrides);
+        let rendered = greenlight_testkit::helm::template(d.path(), ".", &[]);
+        let o = greenlight(
+            d.path(),
+            &["lint", "--format", "json", "--select", "GL001", "-"],
+            Some(&rendered),
+        );
+        let v = json_of(&o);
+        let diags = v["diagnostics"].as_array().unwrap();
+        assert_eq!(diags.len(), 1, "{v}");
+        assert_eq!(diags[0]["file"], "templates/deployment.yaml", "{v}");
+        let r = related_with(&diags[0], "the value comes from")
+            .unwrap_or_else(|| panic!("no values line related: {v}"));
+        assert_eq!(r["file"], "values.yaml", "{v}");
+        assert_eq!(r["line"], line, "{v}");
+        assert_eq!(
+            r["message"],
+            format!("the value comes from `.Values.{path}`"),
+            "{v}"
+        );
+    }
+}
