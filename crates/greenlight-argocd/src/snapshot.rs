@@ -29,6 +29,7 @@ pub fn glimpse(app: &Application, repo_url: &str) -> Glimpse {
         sync_revision: s.sync_revision,
         operation_running: s.operation_running,
         last_operation_phase: s.last_operation.as_ref().map(|o| o.phase.clone()),
+        last_operation_revision: s.last_operation.as_ref().map(|o| o.revision.clone()),
         sync_status: s.sync_status,
     }
 }

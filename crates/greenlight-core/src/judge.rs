@@ -248,6 +248,10 @@ pub struct Idle {
     /// Why it was no clean before, when it was not.
     #[serde(default)]
     pub unclean: Option<String>,
+    /// The revision the last sync operation applied, when it Succeeded and differs: hooks last
+    /// ran there (see [`AppSnapshot::applied_revision`]).
+    #[serde(default)]
+    pub applied: Option<String>,
 }
 
 /// A commit that arrived on the branch, as the batch of a later watch needs it. The state
@@ -620,6 +624,7 @@ impl Engine {
                 &commit.sha,
                 Some(&commit.parents_mainline_first()),
                 &s.revision,
+                s.applied.as_deref(),
                 s.health,
                 s.unclean,
             ),
@@ -715,16 +720,31 @@ impl Engine {
             .or_default()
             .insert(key.namespace.clone());
         if !g.operation_running {
-            self.saw_idle(key.clone(), g.sync_revision.clone(), g.health, g.unclean());
+            self.saw_idle(
+                key.clone(),
+                g.sync_revision.clone(),
+                g.health,
+                g.unclean(),
+                g.applied_revision(),
+            );
         }
     }
 
-    fn saw_idle(&mut self, key: AppKey, revision: String, health: Health, unclean: Option<String>) {
+    fn saw_idle(
+        &mut self,
+        key: AppKey,
+        revision: String,
+        health: Health,
+        unclean: Option<String>,
+        applied: Option<String>,
+    ) {
         let seen = self.idle.entry(key.clone()).or_default();
+        let applied = applied.filter(|a| !a.eq_ignore_ascii_case(&revision));
         let idle = Idle {
             revision,
             health,
             unclean,
+            applied,
         };
         if seen.last() == Some(&idle) {
             return;
@@ -744,14 +764,36 @@ impl Engine {
         commit: &CommitId,
         parents: Option<&[CommitId]>,
         revision: &str,
+        applied: Option<&str>,
         health: Health,
         unclean: Option<String>,
     ) -> BeforeSeen {
         let revision = is_git_sha(revision).then(|| revision.to_ascii_lowercase());
-        let batch = match &revision {
+        let mut batch = match &revision {
             Some(r) => self.batch_between(r, commit, parents).map(Some),
             None => Some(None),
         };
+        // Argo CD compares a commit that changes only hooks (or files it does not render) as
+        // Synced without running a sync: its hooks first run with the next commit's sync. So
+        // the commits since the last sync operation's revision, up to the compared one, are in
+        // this commit's batch too — when greenlight can tell them.
+        if let (Some(Some(list)), Some(r), Some(applied)) = (&mut batch, &revision, applied)
+            && is_git_sha(applied)
+            && !applied.eq_ignore_ascii_case(r)
+            && let Ok(compared) = CommitId::parse(r)
+            && let Some(at) = self.arrived.iter().position(|a| a.sha == compared)
+            && let Some(between) = self.batch_between(applied, &compared, None)
+        {
+            let compared = LaterCommit {
+                sha: compared,
+                changed_paths: self.arrived[at].changed_paths.clone(),
+            };
+            for c in between.into_iter().chain([compared]) {
+                if !list.iter().any(|l| l.sha == c.sha) {
+                    list.push(c);
+                }
+            }
+        }
         BeforeSeen {
             before: Before::of(health),
             revision,
@@ -918,6 +960,7 @@ impl Engine {
                         snap.sync_revision.clone(),
                         snap.health,
                         snap.unclean(),
+                        snap.applied_revision(),
                     );
                 }
             }
@@ -1323,6 +1366,7 @@ impl Engine {
                         &self.watches[i].commit,
                         None,
                         &snap.sync_revision,
+                        snap.applied_revision().as_deref(),
                         snap.health,
                         snap.unclean(),
                     )

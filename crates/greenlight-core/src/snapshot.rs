@@ -285,9 +285,19 @@ pub struct Glimpse {
     /// The phase of the last operation (`status.operationState.phase`), if any.
     #[serde(default)]
     pub last_operation_phase: Option<String>,
+    /// The revision the last operation applied (`syncResult.revision` for the watched source).
+    #[serde(default)]
+    pub last_operation_revision: Option<String>,
 }
 
 impl Glimpse {
+    /// See [`AppSnapshot::applied_revision`].
+    pub fn applied_revision(&self) -> Option<String> {
+        self.last_operation_revision
+            .clone()
+            .filter(|r| self.last_operation_phase.as_deref() == Some("Succeeded") && is_git_sha(r))
+    }
+
     /// What a glimpse says of an app as a baseline (`docs/verdicts.md#evidence`).
     pub fn unclean(&self) -> Option<String> {
         unclean(
@@ -324,6 +334,15 @@ pub fn unclean(
 }
 
 impl AppSnapshot {
+    /// The revision the last sync operation applied, when it Succeeded: hooks (which Argo CD
+    /// does not compare) last ran there, however far `sync.revision` has moved since.
+    pub fn applied_revision(&self) -> Option<String> {
+        self.last_operation
+            .as_ref()
+            .filter(|o| o.phase == "Succeeded" && is_git_sha(&o.revision))
+            .map(|o| o.revision.clone())
+    }
+
     /// See [`unclean`].
     pub fn unclean(&self) -> Option<String> {
         unclean(

@@ -2887,6 +2887,7 @@ fn a_glimpse_of_the_synced_commit_is_no_baseline() {
             operation_running: false,
             sync_status: "Synced".into(),
             last_operation_phase: None,
+            last_operation_revision: None,
         },
     );
     h.arrive(&c, t(0));
@@ -3268,4 +3269,31 @@ fn an_app_unseen_at_its_deadline_is_inconclusive_not_failed() {
         h.reason(&c.sha)
     );
     no_reverts(&h);
+}
+
+/// C1 changes only a hook: Argo CD compares it Synced without a sync (it does not compare
+/// hooks), so the hook first runs with C2's sync. C1 is in C2's batch (the commits since the
+/// last sync operation's revision), a suspect: C2 is not reverted for what C1's hook does.
+#[test]
+fn a_hook_only_commit_compared_without_a_sync_is_in_the_next_commits_batch() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c0 = plain(10, &["apps/web/deploy.yaml"]);
+    let mut c1 = plain(1, &["apps/web/smoke-test.yaml"]);
+    c1.parents = vec![c0.sha.clone()];
+    let mut c2 = watched(2, "web", "deadline=60 mode=arm");
+    c2.parents = vec![c1.sha.clone()];
+    c2.changed_paths = vec!["apps/web/config.yaml".into()];
+    h.arrive(&c0, t(0));
+    h.arrive(&c1, t(0));
+    h.arrive(&c2, t(0));
+    let before = Snap::new("web")
+        .deployed(c0.sha.as_str())
+        .via_synced_revision(c1.sha.as_str());
+    let (reason, reverted) = fail_after(&mut h, &c2, before);
+    assert_eq!(reverted, 0, "{reason}");
+    assert!(
+        reason.contains(&format!("suspects: {}, {}", c2.sha.short(), c1.sha.short())),
+        "{reason}"
+    );
 }

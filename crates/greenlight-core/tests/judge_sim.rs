@@ -1012,6 +1012,7 @@ impl Sim {
                 operation_running: snap.operation_running,
                 sync_status: snap.sync_status.clone(),
                 last_operation_phase: snap.last_operation.as_ref().map(|o| o.phase.clone()),
+                last_operation_revision: snap.last_operation.as_ref().map(|o| o.revision.clone()),
             },
         );
     }

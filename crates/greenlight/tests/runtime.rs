@@ -1099,6 +1099,7 @@ async fn after_a_skipped_stream_message_a_quiet_app_is_not_vouched_for() {
             operation_running: false,
             sync_status: "Synced".into(),
             last_operation_phase: None,
+            last_operation_revision: None,
         };
         h.send(SourceMsg::Unwatched(other.key(), glimpse)).await;
     }

@@ -470,6 +470,38 @@ fn an_app_hidden_from_the_token_before_the_deadline_is_not_reverted() {
     assert_eq!(repo.remote_tip(), c, "nothing pushed");
 }
 
+/// C1 adds only a PostSync hook that fails: Argo CD does not compare hooks, so it calls the app
+/// Synced at C1 without running a sync, and the hook first runs with the next commit's sync. C2
+/// (armed, an innocent ConfigMap) is that next commit: its sync fails in C1's hook. C1 is in
+/// C2's batch (the commits since the last sync operation's revision), so C2 is not reverted.
+/// Before, C2 was reverted for C1's hook.
+fn a_hook_only_commit_is_a_suspect_of_the_next_commits_sync() {
+    let repo = Repo::new();
+    let sb = sandbox(
+        &repo,
+        &["web=apps/web"],
+        &["--retry-backoff", "200ms", "--hook-time", "200ms"],
+    );
+    settled(&sb, &repo, &["web"]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    repo.write("apps/web/smoke.yaml", &failing_smoke_test());
+    let c1 = repo.commit_push("web: a smoke test");
+    sb.wait_app("web", T, |a| {
+        a["status"]["sync"]["revision"] == c1.as_str() && a["status"]["sync"]["status"] == "Synced"
+    });
+    repo.write("apps/web/config.yaml", &config_map("1"));
+    let c2 = repo.commit_push(&format!("web: config\n\n{}", trailer("web", "60", "arm")));
+    let w = wd.wait_state(&c2, "FAIL", T);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("PostSync hook failed")
+            && reason.contains(&format!("suspects: {}, {}", &c2[..8], &c1[..8])),
+        "{reason}"
+    );
+    assert!(w["revert_commit"].is_null(), "{w}");
+    assert_eq!(repo.remote_tip(), c2, "nothing pushed");
+}
+
 on_every_argocd_version!(
     one_sync_deploying_two_commits_to_the_app_reverts_neither,
     one_sync_that_also_deployed_another_apps_commit_still_reverts,
@@ -482,4 +514,5 @@ on_every_argocd_version!(
     a_restart_keeps_the_commits_between_an_apps_baseline_and_its_next_commit,
     a_read_answering_404_at_the_deadline_is_no_failure,
     an_app_hidden_from_the_token_before_the_deadline_is_not_reverted,
+    a_hook_only_commit_is_a_suspect_of_the_next_commits_sync,
 );

@@ -451,6 +451,7 @@ impl Harness {
                 operation_running: false,
                 sync_status: "Synced".into(),
                 last_operation_phase: None,
+                last_operation_revision: None,
             };
             for d in directives_in(&c.message, DEFAULT_TRAILER_KEY)
                 .into_iter()

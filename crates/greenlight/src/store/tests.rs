@@ -624,11 +624,13 @@ fn idle_observations_survive_a_restart() {
             revision: "a".repeat(40),
             health: Health::Healthy,
             unclean: None,
+            applied: None,
         },
         Idle {
             revision: "b".repeat(40),
             health: Health::Degraded,
             unclean: Some("sync status OutOfSync".into()),
+            applied: Some("c".repeat(40)),
         },
     ];
     let mut store = Store::open_or_create(&path).unwrap();
