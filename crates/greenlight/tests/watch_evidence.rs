@@ -22,21 +22,33 @@ fn failing_smoke_test() -> String {
     "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: smoke\n  namespace: apps\n  annotations: {argocd.argoproj.io/hook: PostSync, sandbox.greenlight.dev/hook: fail}\nspec:\n  template:\n    spec:\n      containers: [{name: smoke, image: 'curl:8'}]\n      restartPolicy: Never\n".to_string()
 }
 
+/// A watchdog over `repo` from `since`, the kit's timings with `flags` set to other values;
+/// returns it and its state file.
+fn watchdog_timed(
+    repo: &Repo,
+    url: &str,
+    since: &str,
+    flags: &[(&str, &str)],
+) -> (Proc, std::path::PathBuf) {
+    let state = repo.path("state/greenlight.db");
+    let mut args = watch_args(repo, url, &state, &["--since", since]);
+    for (flag, value) in flags {
+        let i = args.iter().position(|a| a == flag).unwrap();
+        args[i + 1] = value.to_string();
+    }
+    (Proc::spawn(BIN, &args, &[]), state)
+}
+
 /// A watchdog over `repo` whose own fetches (and listings) are rare (600 s): it learns of a
 /// commit only when it starts, or when Argo CD reports it; the stream's heartbeats keep it
 /// observing (`--stale-after` 60 s).
 fn slow_fetch_watchdog(repo: &Repo, url: &str, since: &str) -> (Proc, std::path::PathBuf) {
-    let state = repo.path("state/greenlight.db");
-    let mut args = watch_args(repo, url, &state, &["--since", since]);
-    for (flag, value) in [
+    let flags = [
         ("--fetch-interval", "600s"),
         ("--stable-for", "120s"),
         ("--stale-after", "60s"),
-    ] {
-        let i = args.iter().position(|a| a == flag).unwrap();
-        args[i + 1] = value.into();
-    }
-    (Proc::spawn(BIN, &args, &[]), state)
+    ];
+    watchdog_timed(repo, url, since, &flags)
 }
 
 /// Waits until the watch of `commit` is FAIL with no revert pending any more (a FAIL whose
@@ -392,15 +404,10 @@ fn a_read_answering_404_at_the_deadline_is_no_failure() {
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     settled(&sb, &repo, &["web"]);
     let good = repo.remote_tip();
-    let state = repo.path("state/greenlight.db");
-    let mut args = watch_args(&repo, &sb.url, &state, &["--since", &good]);
     // A window longer than the deadline, so the streak is under way when the deadline passes;
     // the 404s last less than --stale-after, so the time is not unobserved for too long.
-    for (flag, value) in [("--stable-for", "15s"), ("--stale-after", "5s")] {
-        let i = args.iter().position(|a| a == flag).unwrap();
-        args[i + 1] = value.into();
-    }
-    let proc = Proc::spawn(BIN, &args, &[]);
+    let flags = [("--stable-for", "15s"), ("--stale-after", "5s")];
+    let (proc, state) = watchdog_timed(&repo, &sb.url, &good, &flags);
     let c = repo.set_image(
         "web",
         GOOD2,
@@ -429,13 +436,8 @@ fn an_app_hidden_from_the_token_before_the_deadline_is_not_reverted() {
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     settled(&sb, &repo, &["web"]);
     let good = repo.remote_tip();
-    let state = repo.path("state/greenlight.db");
-    let mut args = watch_args(&repo, &sb.url, &state, &["--since", &good]);
-    for (flag, value) in [("--stable-for", "30s"), ("--stale-after", "5s")] {
-        let i = args.iter().position(|a| a == flag).unwrap();
-        args[i + 1] = value.into();
-    }
-    let proc = Proc::spawn(BIN, &args, &[]);
+    let flags = [("--stable-for", "30s"), ("--stale-after", "5s")];
+    let (proc, state) = watchdog_timed(&repo, &sb.url, &good, &flags);
     let c = repo.set_image(
         "web",
         GOOD2,
