@@ -516,15 +516,28 @@ impl Store {
             meta("baseline", b)?;
         }
         if !w.arrived.is_empty() {
-            let mut next: i64 = tx
+            // The next sequence number; a missing or unreadable counter is never a reason to
+            // write below rows already there (their order is the arrival order).
+            let counter: Option<i64> = tx
                 .query_row(
                     "SELECT value FROM meta WHERE key = 'arrived_next'",
                     [],
                     |r| r.get::<_, String>(0),
                 )
                 .optional()?
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
+                .and_then(|v| v.parse().ok());
+            let newest: Option<String> = tx.query_row(
+                "SELECT max(key) FROM meta WHERE key LIKE 'arrived:%'",
+                [],
+                |r| r.get(0),
+            )?;
+            let after_newest = newest
+                .and_then(|k| {
+                    k.strip_prefix("arrived:")
+                        .and_then(|n| n.parse::<i64>().ok())
+                })
+                .map_or(0, |n| n + 1);
+            let mut next = counter.unwrap_or(0).max(after_newest);
             for a in w.arrived {
                 meta(&format!("arrived:{next:016}"), &serde_json::to_string(a)?)?;
                 next += 1;

@@ -704,4 +704,18 @@ fn arrived_commits_survive_a_restart_in_order() {
         "the broken row and the one before it"
     );
     assert_eq!(kept[0], commit(4));
+    // A counter lost or garbled never writes below the rows already there.
+    drop(store);
+    sql(&path)
+        .execute("UPDATE meta SET value = 'x' WHERE key = 'arrived_next'", [])
+        .unwrap();
+    let mut store = Store::open_or_create(&path).unwrap();
+    let newest = commit(ARRIVED_KEPT_IN_STATE + 7);
+    store
+        .write(Write {
+            arrived: std::slice::from_ref(&newest),
+            ..Write::default()
+        })
+        .unwrap();
+    assert_eq!(store.load_live().unwrap().arrived.last(), Some(&newest));
 }
