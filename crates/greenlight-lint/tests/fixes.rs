@@ -1,6 +1,7 @@
 //! `--fix` on the rule fixtures: every edit the fixable rules (GL101, GL301, GL302) attach is
 //! applied, and the fixed file is linted again — the findings that carried a fix are gone,
-//! nothing new appears, the file still parses, and every comment is kept.
+//! nothing new appears, every other rule finds what it found before, the file still parses,
+//! and every comment is kept.
 
 mod common;
 
@@ -84,6 +85,23 @@ fn each_fixable_rule_fixes_its_fixture_and_the_fixed_file_lints_clean_of_it() {
         for line in text.lines().filter(|l| l.trim_start().starts_with('#')) {
             assert!(new.contains(line), "{rule}: comment kept: {line}");
         }
+        // Nothing else changed: every other rule finds exactly what it found before.
+        let others = |t: &str| -> BTreeSet<String> {
+            let opts = Options {
+                enabled: RULES
+                    .iter()
+                    .map(|r| r.id)
+                    .filter(|id| *id != rule)
+                    .collect(),
+                ..Options::default()
+            };
+            lint(&[Source::new("f.yaml".into(), t.into())], Vec::new(), &opts)
+                .diagnostics
+                .iter()
+                .map(|d| format!("{} {} {}", d.rule, d.field, d.message))
+                .collect()
+        };
+        assert_eq!(others(&text), others(&new), "{rule}: other rules' findings");
     }
 }
 
