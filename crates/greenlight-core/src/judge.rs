@@ -229,9 +229,9 @@ pub enum Observation<'a> {
 /// How many compared revisions of an app the judge remembers its idle health at.
 const IDLE_REVISIONS: usize = 8;
 
-/// How many arrived commits the judge remembers, to tell what a sync brought besides a
-/// watched commit (`docs/verdicts.md#evidence`).
-const ARRIVED_KEPT: usize = 4096;
+/// How many arrived commits the judge remembers (and the state file keeps), to tell what a
+/// sync brought besides a watched commit (`docs/verdicts.md#evidence`).
+pub const ARRIVED_KEPT: usize = 4096;
 
 /// How many commits one sync may bring with a watched one before greenlight stops counting
 /// (and, not knowing them all, reverts nothing).
@@ -264,9 +264,6 @@ pub struct Arrived {
     pub parents: Vec<CommitId>,
     pub changed_paths: Vec<String>,
 }
-
-/// How many arrived commits the state file keeps: as many as the judge remembers.
-pub const ARRIVED_KEPT_IN_STATE: usize = ARRIVED_KEPT;
 
 /// All watches and the breaker.
 #[derive(Clone, Debug)]

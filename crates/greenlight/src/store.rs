@@ -16,7 +16,7 @@ mod record;
 use anyhow::{Context, Result, bail};
 use greenlight_core::breaker::Breaker;
 use greenlight_core::event::Event;
-use greenlight_core::judge::{ARRIVED_KEPT_IN_STATE, Arrived, Idle, Watch};
+use greenlight_core::judge::{ARRIVED_KEPT, Arrived, Idle, Watch};
 use greenlight_core::snapshot::AppKey;
 use greenlight_core::time::Timestamp;
 use record::{BreakerRecord, WatchRecord};
@@ -543,7 +543,7 @@ impl Store {
                 next += 1;
             }
             meta("arrived_next", &next.to_string())?;
-            let keep_from = next - ARRIVED_KEPT_IN_STATE as i64;
+            let keep_from = next - ARRIVED_KEPT as i64;
             tx.execute(
                 "DELETE FROM meta WHERE key LIKE 'arrived:%' AND key < ?1",
                 [format!("arrived:{:016}", keep_from.max(0))],

@@ -504,6 +504,51 @@ fn a_hook_only_commit_is_a_suspect_of_the_next_commits_sync() {
     assert_eq!(repo.remote_tip(), c2, "nothing pushed");
 }
 
+/// One commit armed for web (a broken image) and shadow for other (a rollout that takes its
+/// time): greenlight reverts it for web while other's watch still judges. other's record says
+/// greenlight withdrew the commit — not a human's revert, not a verdict on other.
+fn greenlights_revert_for_one_app_withdraws_the_commits_watch_of_another() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web", "other=apps/other"], &[]);
+    settled(&sb, &repo, &["web", "other"]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    repo.write("apps/web/deploy.yaml", &deployment("web", BAD));
+    let slow = deployment("other", GOOD2).replace(
+        "  namespace: apps\n",
+        "  namespace: apps\n  annotations:\n    sandbox.greenlight.dev/health: Progressing\n",
+    );
+    repo.write("apps/other/deploy.yaml", &slow);
+    let c = repo.commit_push(&format!(
+        "web and other: new images\n\n{}\n{}",
+        trailer("web", "4", "arm"),
+        trailer("other", "600", "shadow")
+    ));
+    let web = wd.wait_state(&c, "REVERTED", T);
+    let revert = web["revert_commit"].as_str().unwrap().to_string();
+    let end = std::time::Instant::now() + T;
+    let other = loop {
+        let st = wd.status();
+        if let Some(w) = greenlight_testkit::watch::watch_of_app(&st, &c, Some("other")).cloned()
+            && w["state"] != "JUDGING"
+            && w["state"] != "WAITING_REACH"
+        {
+            break w;
+        }
+        assert!(std::time::Instant::now() < end, "{}", wd.proc.output());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(other["state"], "NOT_REACHED", "{other}");
+    let reason = other["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!(
+            "withdrawn by greenlight: its revert {revert} of this commit"
+        )),
+        "{reason}"
+    );
+    assert!(!reason.contains("not made by greenlight"), "{reason}");
+    assert_eq!(count_reverts_of(&repo, &c), 1);
+}
+
 on_every_argocd_version!(
     one_sync_deploying_two_commits_to_the_app_reverts_neither,
     one_sync_that_also_deployed_another_apps_commit_still_reverts,
@@ -517,4 +562,5 @@ on_every_argocd_version!(
     a_read_answering_404_at_the_deadline_is_no_failure,
     an_app_hidden_from_the_token_before_the_deadline_is_not_reverted,
     a_hook_only_commit_is_a_suspect_of_the_next_commits_sync,
+    greenlights_revert_for_one_app_withdraws_the_commits_watch_of_another,
 );

@@ -662,7 +662,7 @@ fn idle_observations_survive_a_restart() {
 #[test]
 fn arrived_commits_survive_a_restart_in_order() {
     use greenlight_core::commit::CommitId;
-    use greenlight_core::judge::{ARRIVED_KEPT_IN_STATE, Arrived};
+    use greenlight_core::judge::{ARRIVED_KEPT, Arrived};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     let commit = |n: usize| Arrived {
@@ -678,7 +678,7 @@ fn arrived_commits_survive_a_restart_in_order() {
             ..Write::default()
         })
         .unwrap();
-    let more: Vec<Arrived> = (3..ARRIVED_KEPT_IN_STATE + 2).map(commit).collect();
+    let more: Vec<Arrived> = (3..ARRIVED_KEPT + 2).map(commit).collect();
     store
         .write(Write {
             arrived: &more,
@@ -686,9 +686,9 @@ fn arrived_commits_survive_a_restart_in_order() {
         })
         .unwrap();
     let kept = store.load_live().unwrap().arrived;
-    assert_eq!(kept.len(), ARRIVED_KEPT_IN_STATE);
+    assert_eq!(kept.len(), ARRIVED_KEPT);
     assert_eq!(kept[0], commit(2));
-    assert_eq!(kept.last(), Some(&commit(ARRIVED_KEPT_IN_STATE + 1)));
+    assert_eq!(kept.last(), Some(&commit(ARRIVED_KEPT + 1)));
     drop(store);
     sql(&path)
         .execute(
@@ -700,7 +700,7 @@ fn arrived_commits_survive_a_restart_in_order() {
     let kept = store.load_live().unwrap().arrived;
     assert_eq!(
         kept.len(),
-        ARRIVED_KEPT_IN_STATE - 2,
+        ARRIVED_KEPT - 2,
         "the broken row and the one before it"
     );
     assert_eq!(kept[0], commit(4));
@@ -710,7 +710,7 @@ fn arrived_commits_survive_a_restart_in_order() {
         .execute("UPDATE meta SET value = 'x' WHERE key = 'arrived_next'", [])
         .unwrap();
     let mut store = Store::open_or_create(&path).unwrap();
-    let newest = commit(ARRIVED_KEPT_IN_STATE + 7);
+    let newest = commit(ARRIVED_KEPT + 7);
     store
         .write(Write {
             arrived: std::slice::from_ref(&newest),
