@@ -13,6 +13,7 @@
 
 use crate::breaker::{Breaker, OPEN_AFTER};
 use crate::commit::CommitId;
+use crate::directive::AppRef;
 use crate::directive::{Directive, Mode, directives_in};
 use crate::event::{Event, EventKind, Evidence};
 use crate::paths::{Touch, touches};
@@ -51,6 +52,18 @@ pub struct JudgeConfig {
     pub branch: String,
     /// Whether `branch` is the remote's HEAD branch (then `targetRevision: HEAD` tracks it).
     pub branch_is_default: bool,
+    /// How long after a `NOT_REACHED` its commit reaching the app later re-opens the watch
+    /// (`docs/verdicts.md#reopen`); 0: never.
+    #[serde(default = "default_reopen_horizon_ms")]
+    pub reopen_horizon_ms: i64,
+}
+
+/// A day: longer than a sync window holds syncs, short enough that a re-opened watch is still
+/// about the change someone is waiting for.
+pub const DEFAULT_REOPEN_HORIZON_MS: i64 = 24 * 3_600_000;
+
+fn default_reopen_horizon_ms() -> i64 {
+    DEFAULT_REOPEN_HORIZON_MS
 }
 
 impl JudgeConfig {
@@ -64,7 +77,15 @@ impl JudgeConfig {
             repo: repo.to_string(),
             branch: branch.to_string(),
             branch_is_default,
+            reopen_horizon_ms: DEFAULT_REOPEN_HORIZON_MS,
         }
+    }
+
+    /// How much of one gap between observations that nothing vouched for a healthy streak may
+    /// count: `--stale-after`, and never more than a quarter of `--stable-for`, so a window is
+    /// never mostly unobserved time, whatever the two are set to (`docs/verdicts.md#observed-time`).
+    pub fn unobserved_slack_ms(&self) -> i64 {
+        self.stale_after_ms.min(self.stable_for_ms / 4).max(0)
     }
 
     fn tracks_branch(&self, target_revision: &str) -> bool {
@@ -263,6 +284,10 @@ pub struct Arrived {
     /// The mainline first.
     pub parents: Vec<CommitId>,
     pub changed_paths: Vec<String>,
+    /// The commit its message says it reverts (`This reverts commit <sha>.`), if any: such a
+    /// commit's watch that ended `NOT_REACHED` never re-opens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverts: Option<CommitId>,
 }
 
 /// All watches and the breaker.
@@ -295,6 +320,9 @@ pub struct Engine {
     /// The namespaces each Application name was seen in: a bare trailer name that matches
     /// more than one is ambiguous.
     namespaces: BTreeMap<String, BTreeSet<String>>,
+    /// The latest time the judge was given: questions are asked before an observation's own
+    /// time is known.
+    clock: Timestamp,
 }
 
 impl Engine {
@@ -317,6 +345,7 @@ impl Engine {
             arrived_unsaved: Vec::new(),
             known_tip: None,
             namespaces: BTreeMap::new(),
+            clock: Timestamp(i64::MIN),
         }
     }
 
@@ -469,12 +498,14 @@ impl Engine {
         ancestry: &Ancestry,
         now: Timestamp,
     ) -> Vec<Effect> {
+        self.clock = self.clock.max(now);
         let mut out = Vec::new();
         if !self.arrived.iter().any(|a| a.sha == commit.sha) {
             let arrived = Arrived {
                 sha: commit.sha.clone(),
                 parents: commit.parents_mainline_first(),
                 changed_paths: commit.changed_paths.clone(),
+                reverts: reverted_sha(&commit.message),
             };
             self.arrived_unsaved.push(arrived.clone());
             self.arrived.push_back(arrived);
@@ -592,46 +623,8 @@ impl Engine {
         now: Timestamp,
     ) -> Effect {
         let dry_run = self.config.dry_run;
-        // The baseline is the app's newest idle observation at a revision that git says does not
-        // contain the commit (Argo CD had not compared or synced the commit then).
-        let idle: Vec<&Vec<Idle>> = self
-            .idle
-            .iter()
-            .filter(|(k, _)| d.app.matches(&k.namespace, &k.name))
-            .map(|(_, v)| v)
-            .collect();
-        let mut found = None;
-        if let [seen] = idle.as_slice() {
-            // Newest first: skip what already has the commit; the first without it is the
-            // app as it was before the sync; an unanswered question leaves it unknown.
-            for s in seen.iter().rev() {
-                if ancestry.contains(commit.sha.as_str(), &s.revision) {
-                    continue;
-                }
-                // No revision yet (never compared) is before any commit.
-                if !is_git_sha(&s.revision) || ancestry.knows_not(commit.sha.as_str(), &s.revision)
-                {
-                    found = Some(s.clone());
-                }
-                break;
-            }
-        }
-        let before = match found {
-            Some(s) => self.before_seen(
-                &commit.sha,
-                Some(&commit.parents_mainline_first()),
-                &s.revision,
-                s.applied.as_deref(),
-                s.health,
-                s.unclean,
-            ),
-            None => BeforeSeen {
-                before: Before::Unknown,
-                revision: None,
-                unclean: None,
-                batch: Some(None),
-            },
-        };
+        let parents = commit.parents_mainline_first();
+        let before = self.idle_baseline(&commit.sha, Some(&parents), &d.app, ancestry);
         let mut w = Watch::start(id, commit, d, dry_run, now);
         w.saw_before(before);
         let msg = Message::WatchStarted {
@@ -643,6 +636,160 @@ impl Engine {
         self.watches.push(w);
         let i = self.watches.len() - 1;
         self.emit(i, EventKind::WatchStarted, msg, now)
+    }
+
+    /// The baseline of a watch of `commit` on `app` starting now: the app's newest idle
+    /// observation at a revision that git says does not contain the commit (Argo CD had not
+    /// compared or synced the commit then).
+    fn idle_baseline(
+        &self,
+        commit: &CommitId,
+        parents: Option<&[CommitId]>,
+        app: &AppRef,
+        ancestry: &Ancestry,
+    ) -> BeforeSeen {
+        let idle: Vec<&Vec<Idle>> = self
+            .idle
+            .iter()
+            .filter(|(k, _)| app.matches(&k.namespace, &k.name))
+            .map(|(_, v)| v)
+            .collect();
+        let mut found = None;
+        if let [seen] = idle.as_slice() {
+            // Newest first: skip what already has the commit; the first without it is the
+            // app as it was before the sync; an unanswered question leaves it unknown.
+            for s in seen.iter().rev() {
+                if s.revision.eq_ignore_ascii_case(commit.as_str())
+                    || ancestry.contains(commit.as_str(), &s.revision)
+                {
+                    continue;
+                }
+                // No revision yet (never compared) is before any commit.
+                if !is_git_sha(&s.revision) || ancestry.knows_not(commit.as_str(), &s.revision) {
+                    found = Some(s.clone());
+                }
+                break;
+            }
+        }
+        match found {
+            Some(s) => self.before_seen(
+                commit,
+                parents,
+                &s.revision,
+                s.applied.as_deref(),
+                s.health,
+                s.unclean,
+            ),
+            None => BeforeSeen {
+                before: Before::Unknown,
+                revision: None,
+                unclean: None,
+                batch: Some(None),
+            },
+        }
+    }
+
+    /// Whether the finished watch `i` may re-open (`docs/verdicts.md#reopen`): it ended
+    /// `NOT_REACHED` because its commit was not (or no longer) deployed — never because it was
+    /// reverted — within the horizon, it is the newest watch of its commit and app, and no
+    /// commit that reverts it has arrived.
+    fn may_reopen(&self, i: usize, now: Timestamp) -> bool {
+        let w = &self.watches[i];
+        let horizon = self.config.reopen_horizon_ms;
+        let Phase::Finished(f) = w.phase() else {
+            return false;
+        };
+        let why = match &f.verdict {
+            Verdict::NotReached(why) => why,
+            _ => return false,
+        };
+        let not_deployed = matches!(
+            why,
+            NotReached::NeverSynced { .. }
+                | NotReached::SyncFailed { .. }
+                | NotReached::ComparisonError { .. }
+                | NotReached::AppMissing { .. }
+                | NotReached::Withdrawn { .. }
+        );
+        not_deployed
+            && horizon > 0
+            && now.0.saturating_sub(f.at.0) <= horizon
+            && !self.watches.iter().enumerate().any(|(j, o)| {
+                j != i
+                    && o.commit == w.commit
+                    && o.app == w.app
+                    && o.watch_started_at >= w.watch_started_at
+            })
+            && !self
+                .arrived
+                .iter()
+                .any(|a| a.reverts.as_ref() == Some(&w.commit))
+    }
+
+    /// Watches of `snap`'s app that ended `NOT_REACHED` and whose commit Argo CD now deploys:
+    /// each starts again as a new watch, reached by this very observation
+    /// (`docs/verdicts.md#reopen`).
+    fn reopen(&mut self, snap: &AppSnapshot, ancestry: &Ancestry, now: Timestamp) -> Vec<Effect> {
+        let mut out = Vec::new();
+        for i in 0..self.watches.len() {
+            if !self.watches[i].app.matches(&snap.namespace, &snap.name) || !self.may_reopen(i, now)
+            {
+                continue;
+            }
+            let w = &self.watches[i];
+            let Some(ended) = w.finished_at() else {
+                continue;
+            };
+            let ran = synced_by_an_operation(snap, &w.commit, ancestry);
+            let Some(revision) = deployed_since(snap, ended)
+                .into_iter()
+                .filter(|(_, synced)| !synced || ran)
+                .map(|(r, _)| r)
+                .find(|r| ancestry.contains(w.commit.as_str(), r))
+                .map(str::to_string)
+            else {
+                continue;
+            };
+            let base = w.id.split('~').next().unwrap_or(&w.id).to_string();
+            let n = self
+                .watches
+                .iter()
+                .filter(|o| o.id == base || o.id.starts_with(&format!("{base}~")))
+                .count();
+            let previous = w.id.clone();
+            let mut reopened = w.reopened(format!("{base}~{n}"), now);
+            let before = self.idle_baseline(&reopened.commit, None, &reopened.app, ancestry);
+            reopened.saw_before(before);
+            // The commits after this one that the reaching revision brings arrived before the
+            // watch re-opened: they are its later commits, as if they had arrived during it
+            // (`docs/verdicts.md#attribution`). Unknown ones leave the batch unknown.
+            if !reopened.commit.as_str().eq_ignore_ascii_case(&revision) {
+                let later = CommitId::parse(&revision).ok().and_then(|r| {
+                    let at = self.arrived.iter().position(|a| a.sha == r)?;
+                    let mut list = self.batch_between(reopened.commit.as_str(), &r, None)?;
+                    list.push(LaterCommit {
+                        sha: r,
+                        changed_paths: self.arrived[at].changed_paths.clone(),
+                    });
+                    Some(list)
+                });
+                match later {
+                    Some(list) => list.into_iter().for_each(|c| reopened.later_commit(c)),
+                    None => reopened.batch_unknown(),
+                }
+            }
+            self.watches.push(reopened);
+            let j = self.watches.len() - 1;
+            let msg = Message::Reopened {
+                previous,
+                ended,
+                revision,
+                mode: self.watches[j].mode,
+                deadline_ms: self.watches[j].deadline_ms,
+            };
+            out.push(self.emit(j, EventKind::WatchStarted, msg, now));
+        }
+        out
     }
 
     /// Ancestry questions for a snapshot: each live watch of this app against each candidate
@@ -701,6 +848,35 @@ impl Engine {
                 }
                 if is_git_sha(&c.revision) && w.commit != c.revision {
                     q.push((w.commit.to_string(), c.revision.clone()));
+                }
+            }
+        }
+        // A watch that may re-open: whether what Argo CD deploys now has its commit, and the
+        // app's idle revisions for the re-opened watch's baseline.
+        for i in 0..self.watches.len() {
+            let w = &self.watches[i];
+            if !w.app.matches(&snap.namespace, &snap.name) || !self.may_reopen(i, self.clock) {
+                continue;
+            }
+            let Some(ended) = w.finished_at() else {
+                continue;
+            };
+            let deployed: Vec<&str> = deployed_since(snap, ended)
+                .into_iter()
+                .map(|(r, _)| r)
+                .chain(snap.last_operation.as_ref().map(|o| o.revision.as_str()))
+                .collect();
+            if deployed.is_empty() {
+                continue;
+            }
+            let idle = self
+                .idle
+                .iter()
+                .filter(|(k, _)| w.app.matches(&k.namespace, &k.name))
+                .flat_map(|(_, v)| v.iter().map(|s| s.revision.as_str()));
+            for revision in deployed.into_iter().chain(idle) {
+                if is_git_sha(revision) && w.commit != revision {
+                    q.push((w.commit.to_string(), revision.to_string()));
                 }
             }
         }
@@ -944,6 +1120,7 @@ impl Engine {
         now: Timestamp,
         gap: bool,
     ) -> Vec<Effect> {
+        self.clock = self.clock.max(now);
         let mut out = Vec::new();
         match obs {
             Observation::Present(snap) => {
@@ -960,6 +1137,7 @@ impl Engine {
                         snap.applied_revision(),
                     );
                 }
+                out.extend(self.reopen(snap, ancestry, now));
             }
             Observation::Absent { namespace, name } => {
                 let gone: Vec<AppKey> = self
@@ -1058,6 +1236,7 @@ impl Engine {
 
     /// Time passed: deadlines, stability windows, the unknown-app grace.
     pub fn tick(&mut self, now: Timestamp) -> Vec<Effect> {
+        self.clock = self.clock.max(now);
         let mut out = Vec::new();
         for i in 0..self.watches.len() {
             if self.watches[i].is_live() {
@@ -1301,6 +1480,10 @@ impl Engine {
         if gap.is_some_and(|g| g > self.config.stale_after_ms) && self.watches[i].streak_broke() {
             let msg = Message::StreakBroken(StreakBreak::Unobserved { gap_ms });
             out.push(self.emit(i, EventKind::HealthyStreakBroken, msg, now));
+        } else if let Some(g) = gap {
+            // A short gap counts only up to the slack; the rest is not healthy time.
+            let slack = self.config.unobserved_slack_ms();
+            self.watches[i].streak_unobserved(g - slack);
         }
         let failed_sync = failed_sync_of(snap, &self.watches[i], ancestry);
         let w = &mut self.watches[i];
@@ -1340,6 +1523,15 @@ impl Engine {
                 out.push(self.emit(i, EventKind::SyncFailed, msg, now));
             }
             out.extend(self.check_reach(i, snap, ancestry, now));
+            // Compared as Synced with the commit, yet no sync operation ran with it.
+            if self.watches[i].state() == State::WaitingReach
+                && snap.sync_status == "Synced"
+                && !snap.operation_running
+                && is_git_sha(&snap.sync_revision)
+                && ancestry.contains(self.watches[i].commit.as_str(), &snap.sync_revision)
+            {
+                self.watches[i].saw_not_applied(snap.sync_revision.clone());
+            }
             // Not reached, nothing syncing and the commit not yet compared (a resource it adds
             // would show Missing): the app as it was before the commit.
             if self.watches[i].state() == State::WaitingReach
@@ -1384,7 +1576,10 @@ impl Engine {
         if self.watches[i].state() == State::Judging {
             let verdict = healthy(snap).and_then(|()| fresh_comparison(snap, ancestry));
             let w = &mut self.watches[i];
-            w.saw_health(verdict.as_ref().err().map(ToString::to_string));
+            w.saw_health(
+                verdict.as_ref().err().map(ToString::to_string),
+                verdict.as_ref().err().is_some_and(Unhealthy::is_transient),
+            );
             let stable_for_ms = self.config.stable_for_ms;
             match verdict {
                 Ok(()) => {
@@ -1579,6 +1774,8 @@ impl Engine {
             .iter()
             .filter(|c| {
                 admissible(snap, c)
+                    && (c.via != ReachVia::SyncedRevision
+                        || synced_by_an_operation(snap, &commit, ancestry))
                     && !matches!(c.via, ReachVia::OperationFailed { .. })
                     && is_git_sha(&c.revision)
                     && ancestry.contains(commit.as_str(), &c.revision)
@@ -1718,6 +1915,11 @@ impl Engine {
                         phase: f.phase.clone(),
                         message: f.message.clone(),
                     }
+                } else if let Some(revision) = &w.seen().not_applied {
+                    NotReached::NotApplied {
+                        deadline_ms: w.deadline_ms,
+                        revision: revision.clone(),
+                    }
                 } else if let Some(message) = &w.seen().comparison_error {
                     NotReached::ComparisonError {
                         deadline_ms: w.deadline_ms,
@@ -1737,19 +1939,22 @@ impl Engine {
                     return Vec::new();
                 };
                 let streak = j.streak;
-                let banked = j.banked_ms;
+                let banked = j.banked_ms - j.unobserved_ms;
                 let pauses = j.pauses;
                 let deadline = j.reached_at.plus_ms(w.deadline_ms);
                 // A streak counts through `now` while the last observation is fresh: the
                 // source reports every change, and silence past stale-after is not observation.
                 let fresh = !gap && now.ms_since(last) <= self.config.stale_after_ms;
                 if let Some(h) = streak.since() {
-                    let observed = banked
-                        + if fresh && extend {
-                            now.ms_since(h)
-                        } else {
-                            last.ms_since(h)
-                        };
+                    // Past the last observation, only what the slack allows: a moment nothing
+                    // vouched for is not observed (`docs/verdicts.md#observed-time`).
+                    let tail = if fresh && extend {
+                        now.ms_since(last.max(h))
+                            .min(self.config.unobserved_slack_ms())
+                    } else {
+                        0
+                    };
+                    let observed = banked + last.ms_since(h).max(0) + tail;
                     if observed >= self.config.stable_for_ms {
                         // Dry-run verdicts do not count for the breaker, either way.
                         if !(w.dry_run || self.config.dry_run) {
@@ -1819,6 +2024,24 @@ impl Engine {
                     let msg = Message::DeadlinePassedStreakUnderWay;
                     return vec![self.emit(i, EventKind::DeadlinePassedStreakUnderWay, msg, now)];
                 }
+                // Healthy after reach, then passing through a transient state that spans the
+                // deadline (an HPA scale-up, a sync of someone else's change): no evidence the
+                // commit failed — the streak is as one paused at the deadline, and the app must
+                // be healthy again within stable-for (`docs/verdicts.md#transient`).
+                let transient = w.baseline().healthy_after_reach && w.seen().transient;
+                if transient && self.watches[i].streak_paused_at_deadline(now) {
+                    let why = self.watches[i]
+                        .seen()
+                        .why_not_healthy
+                        .clone()
+                        .unwrap_or_else(|| NOT_HEALTHY.into());
+                    let msg = Message::DeadlinePassedTransient {
+                        why,
+                        stable_for_ms: self.config.stable_for_ms,
+                    };
+                    return vec![self.emit(i, EventKind::HealthyStreakPaused, msg, now)];
+                }
+                let w = &self.watches[i];
                 if w.seen().health == Some(Health::Suspended) {
                     let verdict = Verdict::Suspended {
                         deadline_ms: w.deadline_ms,
@@ -1981,6 +2204,41 @@ fn deployed_revisions<'a>(snap: &'a AppSnapshot, w: &Watch) -> Vec<&'a str> {
     out
 }
 
+/// The revisions Argo CD deploys in `snap` as proof of reach for a watch that ended at
+/// `ended`: the synced revision while Synced with no operation running, and the revision of a
+/// whole sync operation that started after `ended` and applied it. Git SHAs only; never the
+/// history (it holds what was deployed before). Each says whether it is the synced revision
+/// (then it is reach only if [`synced_by_an_operation`]).
+fn deployed_since(snap: &AppSnapshot, ended: Timestamp) -> Vec<(&str, bool)> {
+    let mut out = Vec::new();
+    if snap.sync_status == "Synced" && !snap.operation_running && is_git_sha(&snap.sync_revision) {
+        out.push((snap.sync_revision.as_str(), true));
+    }
+    if let Some(op) = &snap.last_operation
+        && !op.applies_nothing_whole()
+        && is_git_sha(&op.revision)
+        && op.started_at.is_some_and(|s| s > ended)
+        && (op.phase == "Succeeded"
+            || snap.reach_candidates.iter().any(|c| {
+                c.revision == op.revision && matches!(c.via, ReachVia::PostSyncHookFailed { .. })
+            }))
+    {
+        out.push((op.revision.as_str(), false));
+    }
+    out
+}
+
+/// Whether a sync operation ran with `commit`: the last one (not a dry run) applied a revision
+/// that has it. Argo CD compares a commit that changes nothing it compares (only hooks, files it
+/// does not render) as `Synced` without running a sync, so the synced revision alone is reach
+/// only of a commit some sync operation ran with: hooks run, and what changed was applied
+/// (`docs/verdicts.md#reach`).
+fn synced_by_an_operation(snap: &AppSnapshot, commit: &CommitId, ancestry: &Ancestry) -> bool {
+    snap.last_operation.as_ref().is_some_and(|op| {
+        !op.dry_run && is_git_sha(&op.revision) && ancestry.contains(commit.as_str(), &op.revision)
+    })
+}
+
 /// An input that is another source's revision, not a digest of a spec field.
 fn is_revision_input(name: &str) -> bool {
     name.ends_with(" revision")
@@ -2090,6 +2348,8 @@ fn seen_of(s: &AppSnapshot) -> Seen {
         why_not_healthy: healthy(s).err().map(|why| why.to_string()),
         comparison_error: s.comparison_error.clone(),
         failed_sync: None,
+        transient: healthy(s).err().is_some_and(|why| why.is_transient()),
+        not_applied: None,
     }
 }
 

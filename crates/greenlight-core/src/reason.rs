@@ -254,6 +254,13 @@ pub enum NotReached {
         deadline_ms: i64,
         message: String,
     },
+    /// Argo CD compared a revision with the commit as Synced, but no sync operation ran with
+    /// it: the commit changed nothing Argo CD compares (hooks, files it does not render), and
+    /// takes effect with the next sync (`docs/verdicts.md#reach`).
+    NotApplied {
+        deadline_ms: i64,
+        revision: String,
+    },
     /// Argo CD's last sync of a revision with the commit failed before it applied it
     /// (`docs/verdicts.md#operation-outcomes`), and no later sync applied it.
     SyncFailed {
@@ -455,6 +462,15 @@ pub enum Message {
         key: String,
         app: AppRef,
     },
+    /// A watch that ended `NOT_REACHED` (`previous`, at `ended`) started again: Argo CD now
+    /// deploys `revision`, which has its commit (`docs/verdicts.md#reopen`).
+    Reopened {
+        previous: String,
+        ended: Timestamp,
+        revision: String,
+        mode: Mode,
+        deadline_ms: i64,
+    },
     /// `deadline` is the live watch's deadline, counted from `from`.
     Resumed {
         deadline: Option<Timestamp>,
@@ -500,6 +516,12 @@ pub enum Message {
         stable_for_ms: i64,
     },
     DeadlinePassedStreakUnderWay,
+    /// The deadline came with no streak under way, the app healthy after reach and now in a
+    /// transient state (`why`).
+    DeadlinePassedTransient {
+        why: String,
+        stable_for_ms: i64,
+    },
     Verdict(Verdict),
     /// FAIL in arm mode, revert requested.
     Reverting(Failure),
@@ -692,6 +714,14 @@ impl fmt::Display for NotReached {
                 "not reached within {} of the watch start (app at revision {revision:?}, sync {}): the commit was never deployed; check the sync pipeline, nothing reverted",
                 human_duration(*deadline_ms),
                 if sync.is_empty() { "unknown" } else { sync }
+            ),
+            NotReached::NotApplied {
+                deadline_ms,
+                revision,
+            } => write!(
+                f,
+                "not reached within {} of the watch start: Argo CD compares revision {revision}, which has the commit, as Synced, but no sync operation ran with it (the commit changes nothing Argo CD compares: hooks, or files it does not render); it takes effect with the next sync, which re-opens this watch; nothing reverted",
+                human_duration(*deadline_ms)
             ),
             NotReached::ComparisonError {
                 deadline_ms,
@@ -973,6 +1003,19 @@ impl fmt::Display for Message {
                 f,
                 "no watch started: this commit already has a {key} trailer for app {app}; only the first counts"
             ),
+            Message::Reopened {
+                previous,
+                ended,
+                revision,
+                mode,
+                deadline_ms,
+            } => write!(
+                f,
+                "watch re-opened mode={} deadline={}: watch {previous} ended NOT_REACHED at {}, and Argo CD now deploys {revision}, which has the commit; judged as new",
+                mode.as_str(),
+                human_duration(*deadline_ms),
+                ended.rfc3339(),
+            ),
             Message::Resumed { deadline, from } => write!(
                 f,
                 "resumed after a restart; deadline {} (from the recorded {} time); unobserved time does not count toward stability",
@@ -1043,6 +1086,11 @@ impl fmt::Display for Message {
             ),
             Message::DeadlinePassedStreakUnderWay => f.write_str(
                 "deadline passed during a healthy streak: judging goes on until the streak completes or breaks",
+            ),
+            Message::DeadlinePassedTransient { why, stable_for_ms } => write!(
+                f,
+                "deadline passed while the app, healthy after reach, was in a transient state: {why}; not a failure: the streak counts as paused, and judging goes on if the app is healthy again within {}",
+                human_duration(*stable_for_ms)
             ),
             Message::Verdict(v) => v.fmt(f),
             Message::Reverting(failure) => write!(f, "{failure}; arm: reverting"),
@@ -1334,6 +1382,18 @@ fn retype_not_reached(text: &str, rec: &Recorded<'_>) -> Vec<Verdict> {
             deadline_ms: rec.deadline_ms,
             revision,
             sync: if sync == "unknown" { "" } else { sync }.to_string(),
+        }));
+    }
+    let prefix = format!(
+        "not reached within {} of the watch start: Argo CD compares revision ",
+        human_duration(rec.deadline_ms)
+    );
+    if let Some(rest) = text.strip_prefix(&prefix)
+        && let Some((revision, _)) = rest.split_once(", which has the commit, as Synced")
+    {
+        out.push(Verdict::NotReached(NotReached::NotApplied {
+            deadline_ms: rec.deadline_ms,
+            revision: revision.to_string(),
         }));
     }
     let prefix = format!(
@@ -1782,6 +1842,10 @@ mod tests {
                 message: "rpc error: code = Unknown desc = yaml: line 3 (cached), twice)".into(),
             }),
             Verdict::Unwatchable(Unwatchable::SourceHydrator { app: "web".into() }),
+            Verdict::NotReached(NotReached::NotApplied {
+                deadline_ms: 60_000,
+                revision: "0123456789abcdef0123456789abcdef01234567".into(),
+            }),
             Verdict::Unwatchable(Unwatchable::AmbiguousApp {
                 app: "web".into(),
                 namespaces: vec!["argocd".into(), "team-a".into()],

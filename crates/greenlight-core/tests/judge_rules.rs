@@ -312,10 +312,32 @@ fn reach_via_a_succeeded_operation_revision() {
 }
 
 #[test]
-fn reach_via_the_synced_revision_with_no_operation() {
+fn reach_via_the_synced_revision_needs_a_sync_operation_that_ran_with_the_commit() {
     let (mut h, w) = started("deadline=60");
     let r = containing(&mut h, &w, 1);
-    let out = h.observe(&Snap::new("web").via_synced_revision(&r), t(5));
+    // Compared as Synced, but the last sync ran before the commit (it changed only a hook, or
+    // nothing Argo CD renders): not reach.
+    let old = sha(90);
+    let compared = Snap::new("web").via_operation(&old).via_synced_revision(&r);
+    let out = h.observe(&compared, t(5));
+    assert!(!kinds(&out).contains(&K::Reached), "{out:?}");
+    h.observe_every(&compared, 15, 55, 10);
+    h.tick(t(60));
+    assert_eq!(h.state(&w), State::NotReached);
+    assert!(
+        h.reason(&w).contains(&format!(
+            "Argo CD compares revision {r}, which has the commit, as Synced, but no sync operation ran with it"
+        )),
+        "{}",
+        h.reason(&w)
+    );
+    // A sync operation that ran with the commit makes the synced revision reach.
+    let (mut h, w) = started("deadline=60");
+    let r = containing(&mut h, &w, 1);
+    let out = h.observe(
+        &Snap::new("web").via_operation(&r).via_synced_revision(&r),
+        t(5),
+    );
     assert!(kinds(&out).contains(&K::Reached));
     assert_eq!(h.state(&w), State::Judging);
 }
@@ -1121,6 +1143,63 @@ fn a_pause_that_turns_degraded_fails_and_reverts() {
     assert_eq!(reverts(&out).len(), 1, "{out:?}");
 }
 
+/// Healthy after reach; an HPA scale-up makes the app Progressing from t(60), 10 s before the
+/// deadline, and through it. Before, the broken streak made the deadline a FAIL and a revert of
+/// a good commit; now the deadline finds a transient state after a healthy app, and the streak
+/// counts as paused there.
+fn transient_from_before_the_deadline() -> (Harness, CommitId, Snap) {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let ok = reach(&mut h, &w, 10, Health::Healthy);
+    let scaling = ok.clone().health(Health::Progressing);
+    h.observe_every(&ok, 20, 50, 10);
+    let out = h.observe(&scaling, t(60));
+    assert_eq!(kinds(&out), vec![K::HealthyStreakBroken], "{out:?}");
+    let out = h.tick(t(70));
+    assert_eq!(kinds(&out), vec![K::HealthyStreakPaused], "{out:?}");
+    assert_eq!(h.state(&w), State::Judging);
+    assert_eq!(h.watch(&w).streak_paused_at(), Some(t(70)));
+    no_reverts(&h);
+    (h, w, ok)
+}
+
+#[test]
+fn a_transient_state_from_before_the_deadline_pauses_at_it_and_confirms_when_healthy_again() {
+    let (mut h, w, ok) = transient_from_before_the_deadline();
+    h.observe(&ok.clone().health(Health::Progressing), t(80));
+    let out = h.observe(&ok, t(90));
+    assert_eq!(kinds(&out), vec![K::HealthyStreakResumed], "{out:?}");
+    h.observe_every(&ok, 100, 200, 10);
+    let out = h.observe(&ok, t(210));
+    assert_eq!(kinds(&out), vec![K::Confirmed], "{out:?}");
+    assert!(h.reason(&w).contains("paused 1 time"), "{}", h.reason(&w));
+    no_reverts(&h);
+}
+
+#[test]
+fn a_transient_state_from_before_the_deadline_that_lasts_is_inconclusive_or_fails_if_it_degrades() {
+    let (mut h, w, ok) = transient_from_before_the_deadline();
+    let scaling = ok.clone().health(Health::Progressing);
+    h.observe_every(&scaling, 80, 180, 10);
+    h.tick(t(190));
+    assert_eq!(h.state(&w), State::Inconclusive, "{}", h.reason(&w));
+    no_reverts(&h);
+
+    let (mut h, w, ok) = transient_from_before_the_deadline();
+    let out = h.observe(&ok.clone().health(Health::Degraded), t(80));
+    assert_eq!(h.state(&w), State::Fail, "{out:?}");
+    assert_eq!(reverts(&out).len(), 1, "a failure, seen: {out:?}");
+}
+
+#[test]
+fn a_commit_never_healthy_after_reach_still_fails_on_progressing_at_the_deadline() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Progressing);
+    h.observe_every(&s, 20, 60, 10);
+    let out = h.tick(t(70));
+    assert_eq!(h.state(&w), State::Fail, "{out:?}");
+    assert_eq!(reverts(&out).len(), 1);
+}
+
 #[test]
 fn only_transient_states_pause_a_streak_after_the_deadline() {
     let transient = |s: &Snap| {
@@ -1403,6 +1482,224 @@ fn a_deadline_reached_while_the_stream_vouches_is_decided_on_the_vouched_state()
         "Degraded, known through the deadline: {out:?}"
     );
     assert_eq!(reverts(&out).len(), 1);
+}
+
+// ------------------------------------- unobserved time (docs/verdicts.md#observed-time)
+
+/// stable-for 60 s at or below stale-after 80 s: each gap nothing vouched for counts at most
+/// 15 s (a quarter of stable-for).
+fn short_window() -> JudgeConfig {
+    let mut cfg = config();
+    cfg.stable_for_ms = 60_000;
+    cfg.stale_after_ms = 80_000;
+    cfg
+}
+
+#[test]
+fn the_slack_is_stale_after_and_never_more_than_a_quarter_of_stable_for() {
+    assert_eq!(
+        config().unobserved_slack_ms(),
+        30_000,
+        "120 s / 30 s: stale-after"
+    );
+    assert_eq!(short_window().unobserved_slack_ms(), 15_000);
+}
+
+#[test]
+fn a_window_nothing_vouched_for_past_one_observation_does_not_confirm() {
+    let (mut h, w) = started_with(short_window(), "deadline=600 mode=arm");
+    reach(&mut h, &w, 10, Health::Healthy);
+    // Argo CD answers 503 from here on: no observation, nothing vouched for. Before, a tick at
+    // the window's end confirmed on one healthy observation (fresh: 60 s <= 80 s).
+    let out = h.tick(t(70));
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(h.state(&w), State::Judging);
+}
+
+#[test]
+fn a_gap_inside_the_window_counts_only_its_slack() {
+    let (mut h, w) = started_with(short_window(), "deadline=600 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Healthy);
+    // 50 s unobserved (under stale-after: the streak goes on), counted 15 s: 35 s more needed.
+    h.observe(&s, t(60));
+    assert_eq!(h.watch(&w).healthy_since(), Some(t(10)), "not broken");
+    assert_eq!(h.watch(&w).streak_unobserved_ms(), 35_000);
+    assert_eq!(h.engine.next_wakeup(), Some(t(105)));
+    assert!(h.engine.vouch(&web_key(), t(104)).is_empty());
+    let out = h.engine.vouch(&web_key(), t(105));
+    assert_eq!(kinds(&out), vec![K::Confirmed]);
+}
+
+#[test]
+fn the_unobserved_time_survives_a_restart_and_a_new_streak_starts_without_it() {
+    let (mut h, w) = started_with(short_window(), "deadline=600 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Healthy);
+    h.observe(&s, t(60));
+    let back = roundtrip(h.engine.watches());
+    let w2 = back
+        .iter()
+        .find(|x| x.commit.as_str() == w.as_str())
+        .unwrap();
+    assert_eq!(w2.streak_unobserved_ms(), 35_000);
+    h.observe(&Snap::new("web").health(Health::Degraded), t(61));
+    h.observe(&s, t(62));
+    assert_eq!(h.watch(&w).streak_unobserved_ms(), 0, "a new streak");
+}
+
+// ------------------------------------------------------------ re-open (docs/verdicts.md#reopen)
+
+/// Every watch of `commit`, oldest first.
+fn watches_of(h: &Harness, commit: &CommitId) -> Vec<Watch> {
+    h.engine
+        .watches()
+        .iter()
+        .filter(|w| &w.commit == commit)
+        .cloned()
+        .collect()
+}
+
+/// An armed watch not reached by its deadline (syncs held): NOT_REACHED at t(60).
+fn not_reached_at_60() -> (Harness, CommitId) {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    // The app stays at the commit's parent, clean and healthy.
+    let parent = commit_id(100_001).to_string();
+    h.observe_every(&Snap::new("web").deployed(&parent), 5, 55, 10);
+    h.tick(t(60));
+    assert_eq!(h.state(&w), State::NotReached);
+    (h, w)
+}
+
+#[test]
+fn a_commit_deployed_after_its_not_reached_is_judged_as_a_new_watch() {
+    let (mut h, w) = not_reached_at_60();
+    // The commit itself (a revision greenlight cannot place would leave the batch unknown).
+    let r = w.to_string();
+    let out = h.observe(
+        &Snap::new("web").deployed(&r).health(Health::Degraded),
+        t(600),
+    );
+    assert_eq!(kinds(&out), vec![K::WatchStarted, K::Reached], "{out:?}");
+    let ws = watches_of(&h, &w);
+    assert_eq!(ws.len(), 2);
+    assert_eq!(ws[0].state(), State::NotReached, "the first verdict stays");
+    assert_eq!(ws[1].id, format!("{}~1", ws[0].id));
+    assert_eq!(ws[1].watch_started_at, t(600));
+    assert_eq!(ws[1].reached_at(), Some(t(600)));
+    assert_eq!(
+        ws[1].baseline().revision.as_deref(),
+        Some(commit_id(100_001).as_str())
+    );
+    let degraded = Snap::new("web").deployed(&r).health(Health::Degraded);
+    h.observe_every(&degraded, 610, 650, 10);
+    let out = h.tick(t(660));
+    assert_eq!(reverts(&out).len(), 1, "the evidence holds: {out:?}");
+
+    // Deployed at a later revision greenlight cannot place: what it brought is not known.
+    let (mut h, w) = not_reached_at_60();
+    let r = containing(&mut h, &w, 1);
+    let degraded = Snap::new("web").deployed(&r).health(Health::Degraded);
+    h.observe_every(&degraded, 600, 650, 10);
+    let out = h.tick(t(660));
+    assert!(reverts(&out).is_empty(), "{out:?}");
+    assert!(
+        h.engine.watches()[1]
+            .reason()
+            .to_string()
+            .contains("no evidence")
+    );
+}
+
+#[test]
+fn a_not_reached_beyond_the_horizon_or_with_the_horizon_off_stays_final() {
+    let (mut h, w) = not_reached_at_60();
+    let r = containing(&mut h, &w, 1);
+    let late = 60 + config().reopen_horizon_ms / 1000 + 1;
+    h.observe(&Snap::new("web").deployed(&r), t(late));
+    assert_eq!(watches_of(&h, &w).len(), 1);
+
+    let mut cfg = config();
+    cfg.reopen_horizon_ms = 0;
+    let (mut h, w) = started_with(cfg, "deadline=60 mode=arm");
+    h.observe_every(&Snap::new("web").deployed(BASELINE_REVISION), 5, 55, 10);
+    h.tick(t(60));
+    assert_eq!(h.state(&w), State::NotReached);
+    let r = containing(&mut h, &w, 1);
+    h.observe(&Snap::new("web").deployed(&r), t(100));
+    assert_eq!(watches_of(&h, &w).len(), 1);
+}
+
+#[test]
+fn only_a_revision_argo_cd_deploys_now_reopens_never_the_history() {
+    let (mut h, w) = not_reached_at_60();
+    let r = containing(&mut h, &w, 1);
+    let history = Snap::new("web").sync("OutOfSync").via_history(&r, 3);
+    h.observe(&history, t(100));
+    assert_eq!(watches_of(&h, &w).len(), 1);
+    // A sync operation that started before the verdict is what the verdict already knew.
+    let old_op = Snap::new("web")
+        .sync("OutOfSync")
+        .via_operation(&r)
+        .operation_started(t(30));
+    h.observe(&old_op, t(110));
+    assert_eq!(watches_of(&h, &w).len(), 1);
+    let new_op = Snap::new("web")
+        .sync("OutOfSync")
+        .via_operation(&r)
+        .operation_started(t(100));
+    h.observe(&new_op, t(120));
+    assert_eq!(watches_of(&h, &w).len(), 2);
+}
+
+#[test]
+fn a_commit_reverted_after_its_not_reached_never_reopens() {
+    let (mut h, w) = not_reached_at_60();
+    let revert = commit(
+        7,
+        &format!("Revert \"web\"\n\nThis reverts commit {w}.\n"),
+        &["apps/web/deploy.yaml"],
+    );
+    h.arrive(&revert, t(70));
+    let r = containing(&mut h, &w, 1);
+    h.observe(&Snap::new("web").deployed(&r), t(100));
+    assert_eq!(
+        watches_of(&h, &w).len(),
+        1,
+        "the revision has the commit and its revert"
+    );
+}
+
+#[test]
+fn a_reopened_watch_that_is_not_reached_again_can_reopen_once_more_and_survives_a_restart() {
+    let (mut h, w) = not_reached_at_60();
+    let r = containing(&mut h, &w, 1);
+    h.observe(&Snap::new("web").deployed(&r), t(100));
+    // Withdrawn again (a force-push back past it).
+    h.observe(
+        &Snap::new("web")
+            .deployed(&sha(98))
+            .operation_started(t(101)),
+        t(102),
+    );
+    let ws = watches_of(&h, &w);
+    assert_eq!(ws[1].state(), State::NotReached, "{}", ws[1].reason());
+    // A restart loads both finished watches back.
+    let engine = Engine::restore(
+        h.engine.config().clone(),
+        roundtrip(h.engine.watches()),
+        Breaker::default(),
+    );
+    let mut h2 = Harness::with_engine(engine);
+    h2.truth = h.truth.clone();
+    let r2 = sha(1002);
+    h2.ancestor(&w, &r2);
+    h2.observe(
+        &Snap::new("web").deployed(&r2).operation_started(t(200)),
+        t(201),
+    );
+    let ws = watches_of(&h2, &w);
+    assert_eq!(ws.len(), 3);
+    assert_eq!(ws[2].id, format!("{}~2", ws[0].id));
+    assert_eq!(ws[2].state(), State::Judging);
 }
 
 // ------------------------------------------------------ not reached (docs/verdicts.md#not-reached)

@@ -1599,56 +1599,71 @@ impl Sim {
         // Healthy runs since reach: consecutive healthy observations no more than stale-after
         // apart. A run covers its time up to the last observation plus stale-after, cut short
         // by the next unhealthy observation and by now. One run must cover stable-for.
+        // Each gap nothing vouched for counts only up to the slack, and so does the time past
+        // the last observation.
         let stale = self.cfg.stale_after_ms;
+        let slack = stale.min(self.cfg.stable_for_ms / 4);
         let now = self.now;
         let mut best = 0i64;
-        let mut run: Option<(Timestamp, Timestamp)> = None;
-        let covered = |start: Timestamp, last: Timestamp, cut: Option<Timestamp>| {
+        let mut run: Option<(Timestamp, Timestamp, i64)> = None;
+        let covered = |(start, last, excess): (Timestamp, Timestamp, i64),
+                       cut: Option<Timestamp>| {
             let mut until = std::cmp::min(now, last.plus_ms(stale));
             if let Some(c) = cut {
                 until = std::cmp::min(until, c);
             }
-            until.ms_since(start)
+            last.ms_since(start) - excess + until.ms_since(last).clamp(0, slack)
+        };
+        let excess = |s: &Seen, last: Timestamp| {
+            if s.vouched {
+                0
+            } else {
+                (s.at.ms_since(last) - slack).max(0)
+            }
         };
         for s in seen.iter().filter(|s| s.at >= reached) {
             match run {
-                Some((start, last)) if s.healthy && (s.vouched || s.at.ms_since(last) <= stale) => {
-                    run = Some((start, s.at));
+                Some((start, last, ex))
+                    if s.healthy && (s.vouched || s.at.ms_since(last) <= stale) =>
+                {
+                    run = Some((start, s.at, ex + excess(s, last)));
                 }
-                Some((start, last)) => {
-                    best = best.max(covered(start, last, (!s.healthy).then_some(s.at)));
-                    run = s.healthy.then_some((s.at, s.at));
+                Some(r) => {
+                    best = best.max(covered(r, (!s.healthy).then_some(s.at)));
+                    run = s.healthy.then_some((s.at, s.at, 0));
                 }
-                None => run = s.healthy.then_some((s.at, s.at)),
+                None => run = s.healthy.then_some((s.at, s.at, 0)),
             }
         }
-        if let Some((start, last)) = run {
-            best = best.max(covered(start, last, None));
+        if let Some(r) = run {
+            best = best.max(covered(r, None));
         }
         // A streak that paused on transient states after the deadline counts the healthy
         // time of a chain of healthy runs with transient observations between them, each pause
         // shorter than stable-for, observed throughout.
         if w.reason().to_string().contains(" paused ") {
             let mut chain = 0i64;
-            let mut run: Option<(Timestamp, Timestamp)> = None;
+            let mut run: Option<(Timestamp, Timestamp, i64)> = None;
             let mut paused: Option<Timestamp> = None;
             let mut last_at: Option<Timestamp> = None;
             for s in seen.iter().filter(|s| s.at >= reached) {
                 let observed = last_at.is_none_or(|l| s.vouched || s.at.ms_since(l) <= stale);
                 if !observed || !(s.healthy || s.transient) {
-                    if let Some((start, last)) = run.take() {
-                        chain += covered(start, last, Some(s.at));
+                    if let Some(r) = run.take() {
+                        chain += covered(r, Some(s.at));
                     }
                     best = best.max(chain);
                     chain = 0;
                     paused = None;
-                    run = s.healthy.then_some((s.at, s.at));
+                    run = s.healthy.then_some((s.at, s.at, 0));
                 } else if s.healthy {
                     paused = None;
-                    run = Some(run.map_or((s.at, s.at), |(start, _)| (start, s.at)));
+                    run = Some(run.map_or((s.at, s.at, 0), |(start, last, ex)| {
+                        (start, s.at, ex + excess(s, last))
+                    }));
                 } else {
-                    if let Some((start, last)) = run.take() {
-                        chain += covered(start, last, Some(s.at));
+                    if let Some(r) = run.take() {
+                        chain += covered(r, Some(s.at));
                     }
                     let p = *paused.get_or_insert(s.at);
                     if s.at.ms_since(p) >= self.cfg.stable_for_ms {
@@ -1658,8 +1673,8 @@ impl Sim {
                 }
                 last_at = Some(s.at);
             }
-            if let Some((start, last)) = run {
-                chain += covered(start, last, None);
+            if let Some(r) = run {
+                chain += covered(r, None);
             }
             best = best.max(chain);
         }
@@ -1680,6 +1695,11 @@ impl Sim {
                 continue;
             }
             let moved = before.get(i).map(|o| o.0) != Some(w.state());
+            // A watch that had ended before the event is not what it speaks of (a re-opened
+            // watch of the same commit and app is).
+            if !moved && w.state().is_terminal() {
+                continue;
+            }
             let reach_deadline = w.watch_started_at.plus_ms(w.deadline_ms);
             let health_deadline = w.reached_at().map(|r| r.plus_ms(w.deadline_ms));
             let decided_at = match ev.event {
@@ -1816,6 +1836,29 @@ impl Sim {
         at_deadline && (self.strict.order || latest)
     }
 
+    /// The model's count of the unobserved time a streak since `since` may not count: each gap
+    /// between consecutive observations of the app that nothing vouched for, beyond the slack.
+    fn unobserved_in_streak(&self, app: &str, since: Timestamp) -> i64 {
+        let slack = self.cfg.stale_after_ms.min(self.cfg.stable_for_ms / 4);
+        let mut last: Option<Timestamp> = None;
+        let mut excess = 0;
+        for s in self
+            .seen
+            .get(app)
+            .into_iter()
+            .flatten()
+            .filter(|s| s.at >= since)
+        {
+            if let Some(l) = last
+                && !s.vouched
+            {
+                excess += (s.at.ms_since(l) - slack).max(0);
+            }
+            last = Some(s.at);
+        }
+        excess
+    }
+
     /// `next_wakeup` is no later than any moment at which a live watch is due.
     fn check_wakeup_covers_everything_due(&self) {
         let next = self.engine.next_wakeup();
@@ -1833,7 +1876,11 @@ impl Sim {
                 w.app_absent_since()
                     .map(|a| a.plus_ms(self.cfg.unknown_app_grace_ms)),
             );
-            due.extend(w.healthy_since().map(|h| h.plus_ms(self.cfg.stable_for_ms)));
+            due.extend(w.healthy_since().map(|h| {
+                h.plus_ms(
+                    self.cfg.stable_for_ms + self.unobserved_in_streak(w.app.name.as_str(), h),
+                )
+            }));
             for d in due {
                 if next.is_none_or(|n| n > d) {
                     self.fail(&format!(
@@ -1874,9 +1921,12 @@ impl Sim {
                     w.id, self.now
                 ));
             }
+            let slack = self.cfg.stale_after_ms.min(self.cfg.stable_for_ms / 4);
             if self.strict.window
                 && let (Some(h), Some(last)) = (w.healthy_since(), w.last_observed_at())
-                && h.plus_ms(self.cfg.stable_for_ms) <= self.now
+                && last.ms_since(h) - self.unobserved_in_streak(w.app.name.as_str(), h)
+                    + self.now.ms_since(last).min(slack)
+                    >= self.cfg.stable_for_ms
                 && self.now.ms_since(last) <= self.cfg.stale_after_ms
             {
                 self.fail(&format!(

@@ -88,6 +88,34 @@ impl Watchdog {
         }
     }
 
+    /// [`Watchdog::start`] with some of the kit's timings set to other values (`("--stable-for",
+    /// "6s")`, …).
+    #[track_caller]
+    pub fn start_timed(
+        bin: impl AsRef<OsStr>,
+        repo: &str,
+        argocd_url: &str,
+        state: &Path,
+        timings: &[(&str, &str)],
+    ) -> Watchdog {
+        let bin = bin.as_ref().to_owned();
+        let mut args = watch_args(repo, argocd_url, state, &[]);
+        for (flag, value) in timings {
+            let i = args
+                .iter()
+                .position(|a| a == flag)
+                .unwrap_or_else(|| panic!("{flag} is not one of the kit's timings"));
+            args[i + 1] = value.to_string();
+        }
+        let proc = Proc::spawn(&bin, args, &[]);
+        proc.wait_line(WATCHING, START);
+        Watchdog {
+            proc,
+            state: state.to_owned(),
+            bin,
+        }
+    }
+
     /// `status --json` of this watchdog's state.
     #[track_caller]
     pub fn status(&self) -> Value {
@@ -147,9 +175,11 @@ pub fn watch_of<'a>(status: &'a Value, commit: &str) -> Option<&'a Value> {
 
 /// The watch of `commit` (on `app`, when given) in a `status --json` document.
 pub fn watch_of_app<'a>(status: &'a Value, commit: &str, app: Option<&str>) -> Option<&'a Value> {
+    // The newest: a watch that re-opened after NOT_REACHED is the one still deciding.
     status["watches"]
         .as_array()?
         .iter()
+        .rev()
         .find(|w| w["commit"] == commit && app.is_none_or(|a| w["app"] == a))
 }
 

@@ -404,17 +404,31 @@ impl Store {
 
     /// What the daemon resumes from: the live watches, and the finished ones by id only.
     pub fn load_live(&self) -> Result<Resume> {
+        self.load_resume(None)
+    }
+
+    /// [`Store::load_live`], and whole the `NOT_REACHED` watches that finished at or after
+    /// `reopen_since` (ms since the epoch): a watch within its re-open horizon
+    /// (`docs/verdicts.md#reopen`) may start again.
+    pub fn load_resume(&self, reopen_since: Option<i64>) -> Result<Resume> {
         self.need_current("resuming the daemon")?;
+        let since = reopen_since.unwrap_or(i64::MAX);
+        let reopenable = format!(
+            "(live = 0 AND state = '{}' AND finished_at >= {since})",
+            greenlight_core::judge::State::NotReached.as_str()
+        );
         let finished_ids = self
             .conn
-            .prepare("SELECT id FROM watches WHERE live = 0")?
+            .prepare(&format!(
+                "SELECT id FROM watches WHERE live = 0 AND NOT {reopenable}"
+            ))?
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         Ok(Resume {
             baseline: self.meta("baseline")?,
             tip: self.meta("tip")?,
             breaker: self.breaker()?,
-            live: self.watches_where("WHERE live = 1")?,
+            live: self.watches_where(&format!("WHERE live = 1 OR {reopenable}"))?,
             finished_ids,
             idle: self.idle()?,
             arrived: self.arrived()?,

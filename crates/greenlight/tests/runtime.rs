@@ -323,6 +323,7 @@ fn config(dir: &Path) -> DaemonConfig {
         trailer_key: "Nav-Watchdog".into(),
         retain_ms: 30 * 86_400_000,
         listing_limit_bytes: 128 << 20,
+        reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
     }
 }
 

@@ -58,6 +58,9 @@ pub struct FlatWatch {
     /// How many times that streak paused.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub streak_pauses: u32,
+    /// Unobserved time inside the streak that does not count toward it.
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub streak_unobserved_ms: i64,
     /// The app's inputs from outside the watched repository as first observed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<BTreeMap<String, String>>,
@@ -102,6 +105,7 @@ impl Watch {
                     || f.streak_paused_at.is_some()
                     || f.streak_banked_ms != 0
                     || f.streak_pauses != 0
+                    || f.streak_unobserved_ms != 0
                 {
                     return Err(fail(
                         "healthy_since, deadline_passed or reported_sync_failure is set for a commit that never reached the app",
@@ -130,6 +134,7 @@ impl Watch {
                 reported_sync_failure: f.reported_sync_failure,
                 banked_ms: f.streak_banked_ms,
                 pauses: f.streak_pauses,
+                unobserved_ms: f.streak_unobserved_ms,
             }),
             _ => return Err(fail("reached_at and reach are recorded only together")),
         };
@@ -247,6 +252,7 @@ impl Watch {
             streak_paused_at: self.streak_paused_at(),
             streak_banked_ms: self.streak_banked_ms(),
             streak_pauses: self.streak_pauses(),
+            streak_unobserved_ms: self.streak_unobserved_ms(),
             inputs: self.inputs.clone(),
         }
     }

@@ -86,6 +86,14 @@ pub struct Seen {
     /// it (`docs/verdicts.md#operation-outcomes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_sync: Option<FailedSync>,
+    /// `why_not_healthy` is a state an app passes through (Progressing with no bad resource,
+    /// an operation running, stale health: `docs/verdicts.md#transient`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub transient: bool,
+    /// While waiting for reach: Argo CD compares this revision, which has the commit, as
+    /// Synced, but no sync operation ran with it (`docs/verdicts.md#reach`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_applied: Option<String>,
 }
 
 /// A sync operation that failed on a revision with the watched commit before applying it.
@@ -240,6 +248,10 @@ pub struct Judging {
     pub banked_ms: i64,
     /// How many times that streak paused.
     pub pauses: u32,
+    /// Unobserved time inside the streak under way beyond what it may count: each gap between
+    /// observations that nothing vouched for counts only up to the judge's slack
+    /// (`docs/verdicts.md#observed-time`); the rest is subtracted from the streak.
+    pub unobserved_ms: i64,
 }
 
 /// The healthy streak (`docs/verdicts.md#stability`).
@@ -437,13 +449,34 @@ impl Watch {
     pub fn streak_banked_ms(&self) -> i64 {
         self.judged().map_or(0, |j| j.banked_ms)
     }
+    /// Unobserved time inside the streak under way that does not count toward it.
+    pub fn streak_unobserved_ms(&self) -> i64 {
+        self.judged().map_or(0, |j| j.unobserved_ms)
+    }
+    /// A gap of `excess_ms` beyond the slack inside the streak under way: it does
+    /// not count toward the streak; true when there was a streak to charge it to.
+    pub(crate) fn streak_unobserved(&mut self, excess_ms: i64) -> bool {
+        match &mut self.phase {
+            Phase::Judging(j)
+                if excess_ms > 0
+                    && matches!(
+                        j.streak,
+                        Streak::UnderWay { .. } | Streak::UnderWayAtDeadline { .. }
+                    ) =>
+            {
+                j.unobserved_ms += excess_ms;
+                true
+            }
+            _ => false,
+        }
+    }
     /// How many times the streak under way at the deadline paused.
     pub fn streak_pauses(&self) -> u32 {
         self.judged().map_or(0, |j| j.pauses)
     }
     /// When the streak under way completes stable-for, if it stays healthy.
     pub fn streak_completes_at(&self, stable_for_ms: i64) -> Option<Timestamp> {
-        let banked = self.streak_banked_ms();
+        let banked = self.streak_banked_ms() - self.streak_unobserved_ms();
         self.healthy_since()
             .map(|h| h.plus_ms((stable_for_ms - banked).max(0)))
     }
@@ -516,6 +549,36 @@ impl Watch {
 
     // ------------------------------------------------------------------- transitions
 
+    /// A new watch of the same commit, app and directive as this finished one, started at
+    /// `now` and judged as new (`docs/verdicts.md#reopen`): its commit was reached after this
+    /// one ended `NOT_REACHED`.
+    pub(crate) fn reopened(&self, id: String, now: Timestamp) -> Watch {
+        Watch {
+            id,
+            commit: self.commit.clone(),
+            subject: self.subject.clone(),
+            app: self.app.clone(),
+            mode: self.mode,
+            dry_run: self.dry_run,
+            deadline_ms: self.deadline_ms,
+            watch_started_at: now,
+            own_paths: self.own_paths.clone(),
+            phase: Phase::WaitingReach(Waiting::default()),
+            last_observed_at: None,
+            seen: Seen::default(),
+            later_commits: Vec::new(),
+            source_paths: self.source_paths.clone(),
+            arm_blocked: None,
+            warned_auto_sync_off: false,
+            baseline: Baseline {
+                before: Before::Unknown,
+                merge_side: self.baseline.merge_side.clone(),
+                ..Baseline::default()
+            },
+            inputs: None,
+        }
+    }
+
     pub(crate) fn start(
         id: String,
         commit: &CommitInfo,
@@ -564,8 +627,12 @@ impl Watch {
     pub(crate) fn saw(&mut self, seen: Seen) {
         self.seen = seen;
     }
-    pub(crate) fn saw_health(&mut self, why_not_healthy: Option<String>) {
+    pub(crate) fn saw_not_applied(&mut self, revision: String) {
+        self.seen.not_applied = Some(revision);
+    }
+    pub(crate) fn saw_health(&mut self, why_not_healthy: Option<String>, transient: bool) {
         self.seen.why_not_healthy = why_not_healthy;
+        self.seen.transient = transient;
     }
     pub(crate) fn learned_source_paths(&mut self, paths: SourcePaths) {
         self.source_paths = Some(paths);
@@ -597,6 +664,10 @@ impl Watch {
         if let Some(batch) = seen.batch {
             b.batch = batch;
         }
+    }
+    /// What a sync brought besides the commit cannot be told: no revert rests on it.
+    pub(crate) fn batch_unknown(&mut self) {
+        self.baseline.batch = None;
     }
     pub(crate) fn saw_healthy_after_reach(&mut self) {
         self.baseline.healthy_after_reach = true;
@@ -645,6 +716,7 @@ impl Watch {
             reported_sync_failure: false,
             banked_ms: 0,
             pauses: 0,
+            unobserved_ms: 0,
         });
         true
     }
@@ -661,6 +733,7 @@ impl Watch {
         match &mut self.phase {
             Phase::Judging(j) if j.streak == Streak::NotUnderWay => {
                 j.streak = Streak::UnderWay { since: at };
+                j.unobserved_ms = 0;
                 true
             }
             _ => false,
@@ -684,7 +757,8 @@ impl Watch {
         match &mut self.phase {
             Phase::Judging(j) => match j.streak {
                 Streak::UnderWayAtDeadline { since } => {
-                    j.banked_ms += at.ms_since(since).max(0);
+                    j.banked_ms += (at.ms_since(since) - j.unobserved_ms).max(0);
+                    j.unobserved_ms = 0;
                     j.pauses += 1;
                     j.streak = Streak::PausedAfterDeadline { at };
                     true
@@ -708,6 +782,20 @@ impl Watch {
             Streak::NotUnderWay | Streak::BrokeAfterDeadline => return false,
         }
         true
+    }
+
+    /// At the deadline, no streak under way but the app was healthy after reach and is now in a
+    /// transient state: the streak is as one paused at the deadline (`docs/verdicts.md#transient`).
+    pub(crate) fn streak_paused_at_deadline(&mut self, at: Timestamp) -> bool {
+        match &mut self.phase {
+            Phase::Judging(j) if j.streak == Streak::NotUnderWay => {
+                j.pauses += 1;
+                j.unobserved_ms = 0;
+                j.streak = Streak::PausedAfterDeadline { at };
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The health deadline passed during the streak under way.

@@ -205,6 +205,7 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
         trailer_key: promotion.commit.watch.key.clone(),
         retain_ms: 86_400_000,
         listing_limit_bytes: 128 << 20,
+        reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
     };
     crate::install_crypto();
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;

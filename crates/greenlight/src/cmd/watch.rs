@@ -78,6 +78,11 @@ pub struct WatchArgs {
     /// always stay.
     #[arg(long, default_value = "30d")]
     pub retain: String,
+    /// How long after a NOT_REACHED verdict its commit reaching the app still re-opens the
+    /// watch, judged as new (a sync window, a manual sync, a force-push that lands the commit
+    /// again); 0 never re-opens.
+    #[arg(long = "reopen-horizon", default_value = "24h")]
+    pub reopen_horizon: String,
 }
 
 /// A dry-run switch from the environment (`docs/verdicts.md#dry-run`). A safety switch fails
@@ -160,6 +165,8 @@ pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
         since: a.since.clone(),
         trailer_key: a.trailer_key.clone(),
         retain_ms: positive_duration_flag("--retain", &a.retain)?.as_millis() as i64,
+        reopen_horizon_ms: super::duration_flag("--reopen-horizon", &a.reopen_horizon)?.as_millis()
+            as i64,
         listing_limit_bytes: match a.listing_limit_mib {
             0 => return Err(super::usage("--listing-limit-mib: must be above zero")),
             mib => (mib as usize) << 20,

@@ -27,6 +27,8 @@ pub struct DaemonConfig {
     pub trailer_key: String,
     /// How long finished watches and their events stay in the state file.
     pub retain_ms: i64,
+    /// How long after a `NOT_REACHED` a watch may re-open (0: never).
+    pub reopen_horizon_ms: i64,
     /// The most an application listing may hold (after field selection) before it is refused.
     pub listing_limit_bytes: usize,
 }
@@ -42,6 +44,7 @@ impl DaemonConfig {
         j.unknown_app_grace_ms = self.unknown_app_grace_ms;
         j.dry_run = self.dry_run;
         j.trailer_key = self.trailer_key.clone();
+        j.reopen_horizon_ms = self.reopen_horizon_ms;
         j
     }
 }
@@ -73,6 +76,7 @@ mod tests {
             trailer_key: "Nav-Watchdog".into(),
             retain_ms: 1,
             listing_limit_bytes: 1 << 20,
+            reopen_horizon_ms: 0,
         };
         // The judge quotes its repository in reasons (stored, shown by `status`).
         let j = cfg.judge_config("main", true);

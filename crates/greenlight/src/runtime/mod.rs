@@ -321,7 +321,8 @@ impl Runtime {
         if let Some(p) = store.prune_due(now, cfg.retain_ms)?.filter(|p| p.any()) {
             ctx.out.info(now, &p.summary());
         }
-        let loaded = store.load_live()?;
+        let reopen_since = (cfg.reopen_horizon_ms > 0).then(|| now.0 - cfg.reopen_horizon_ms);
+        let loaded = store.load_resume(reopen_since)?;
         let judge = cfg.judge_config(&s.branch, s.branch_is_default);
         let mut engine = Engine::restore(judge, loaded.live, loaded.breaker)
             .with_finished_ids(loaded.finished_ids);

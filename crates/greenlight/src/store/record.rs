@@ -86,10 +86,18 @@ pub struct WatchRecord {
     /// The streak under way at the deadline paused (absent unless it ever did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streak_pause: Option<StreakPauseRecord>,
+    /// Unobserved time inside the healthy streak under way that does not count toward it
+    /// (absent when none, and in bodies written before it was kept).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub streak_unobserved_ms: i64,
     /// The app's inputs from outside the watched repository as first observed (absent until
     /// then, and in bodies written before they were kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<std::collections::BTreeMap<String, String>>,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 /// A streak under way at the deadline that paused on a transient state.
@@ -265,6 +273,12 @@ pub struct SeenRecord {
     /// Absent from bodies written before greenlight told failed syncs from reach.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_sync: Option<FailedSyncRecord>,
+    /// Absent when false, and from bodies written before greenlight kept it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub transient: bool,
+    /// Absent unless a compared revision had the commit with no sync operation run with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_applied: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -399,6 +413,8 @@ impl From<&Watch> for WatchRecord {
                     phase: f.phase.clone(),
                     message: f.message.clone(),
                 }),
+                transient: w.seen.transient,
+                not_applied: w.seen.not_applied.clone(),
             },
             baseline: BaselineRecord::of(&w.baseline),
             streak_pause: (w.streak_pauses > 0 || w.streak_paused_at.is_some()).then(|| {
@@ -408,6 +424,7 @@ impl From<&Watch> for WatchRecord {
                     pauses: w.streak_pauses,
                 }
             }),
+            streak_unobserved_ms: w.streak_unobserved_ms,
             inputs: w.inputs.clone(),
         }
     }
@@ -518,6 +535,8 @@ impl TryFrom<WatchRecord> for Watch {
                     phase: f.phase,
                     message: f.message,
                 }),
+                transient: r.seen.transient,
+                not_applied: r.seen.not_applied,
             },
             baseline: r
                 .baseline
@@ -530,6 +549,7 @@ impl TryFrom<WatchRecord> for Watch {
                 .map(Timestamp),
             streak_banked_ms: r.streak_pause.as_ref().map_or(0, |p| p.banked_ms),
             streak_pauses: r.streak_pause.as_ref().map_or(0, |p| p.pauses),
+            streak_unobserved_ms: r.streak_unobserved_ms,
             inputs: r.inputs,
         };
         Ok(Watch::from_flat(flat)?)
