@@ -51,7 +51,8 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/sandbox/v1/resume", post(resume))
         .route("/sandbox/v1/outage", post(outage))
         .route("/sandbox/v1/default-backend", post(default_backend))
-        .route("/sandbox/v1/hide", post(hide));
+        .route("/sandbox/v1/hide", post(hide))
+        .route("/sandbox/v1/health", post(hold_health));
     argocd.merge(control).with_state(shared)
 }
 
@@ -945,6 +946,57 @@ async fn hide(State(shared): Sandbox, Query(q): Query<HashMap<String, String>>) 
     }
     shared.hide(app, Duration::from_secs_f64(seconds));
     control_answer(json!({"hidden": app, "seconds": seconds}))
+}
+
+fn bad_control(message: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        axum::Json(json!({"error": message})),
+    )
+        .into_response()
+}
+
+/// `?app=NAME&kind=KIND&name=NAME[&namespace=NS]&health=H&seconds=N[&message=M]`: for N
+/// seconds the live resource reports health H (with M, or the sandbox's words), as an HPA
+/// scale-up holds a Deployment `Progressing` while its new Pods start.
+async fn hold_health(State(shared): Sandbox, Query(q): Query<HashMap<String, String>>) -> Response {
+    let given = |key: &str| q.get(key).map(|v| v.trim()).filter(|v| !v.is_empty());
+    let mut missing = ["app", "kind", "name", "health", "seconds"]
+        .into_iter()
+        .filter(|key| given(key).is_none());
+    if let Some(key) = missing.next() {
+        return bad_control(&format!(
+            "{key}: missing (use ?app=NAME&kind=KIND&name=NAME&health=H&seconds=N[&namespace=NS][&message=M])"
+        ));
+    }
+    let text = |key: &str| given(key).unwrap_or_default().to_string();
+    let health = match crate::health::Health::parse(&text("health")) {
+        Ok(health) => health,
+        Err(e) => return bad_control(&e),
+    };
+    let seconds = match text("seconds").parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => s,
+        _ => return bad_control("seconds: expected a number from 0 to 86400"),
+    };
+    let hold = crate::world::HoldHealth {
+        kind: text("kind"),
+        name: text("name"),
+        namespace: given("namespace").map(str::to_string),
+        health,
+        message: q.get("message").cloned().unwrap_or_default(),
+        length: Duration::from_secs_f64(seconds),
+    };
+    let app = text("app");
+    match shared.hold_health(&app, hold) {
+        Ok(()) => control_answer(json!({
+            "app": app,
+            "kind": text("kind"),
+            "name": text("name"),
+            "health": health.as_str(),
+            "seconds": seconds,
+        })),
+        Err(e) => bad_control(&e),
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use crate::health::ImagePolicy;
 use crate::manifests::{self, RenderError};
 use crate::repo::{self, Mirror};
-use crate::world::{Now, RenderResult, World, WorldConfig};
+use crate::world::{HoldHealth, Now, RenderResult, World, WorldConfig};
 use crate::{LogSink, SandboxConfig, SandboxError};
 
 /// State shared by the tasks and the HTTP handlers.
@@ -151,6 +151,14 @@ impl Shared {
         ));
     }
 
+    /// For `hold.length` on the sandbox's clock, a live resource of `app` reports another health
+    /// (see [`World::hold_health`]); the clock is woken to end it on time.
+    pub(crate) fn hold_health(&self, app: &str, hold: HoldHealth) -> Result<(), String> {
+        self.world().hold_health(app, hold, Now::current())?;
+        self.wake_health.notify_one();
+        Ok(())
+    }
+
     pub(crate) fn is_hidden(&self, app: &str) -> bool {
         self.hidden
             .lock()
@@ -228,6 +236,32 @@ impl Sandbox {
     /// Makes every `/api/v1` route answer 503 for `length`; open streams end with an error.
     pub fn outage(&self, length: Duration) {
         self.shared.start_outage(length);
+    }
+
+    /// For `length`, the live resource `kind`/`name` of `app` reports `health` (`Healthy`,
+    /// `Progressing`, `Degraded`, `Suspended`, `Missing` or `Unknown`) with `message` (empty:
+    /// the sandbox's words), as `POST /sandbox/v1/health` does. `Err`: what is wrong.
+    pub fn hold_health(
+        &self,
+        app: &str,
+        kind: &str,
+        name: &str,
+        health: &str,
+        message: &str,
+        length: Duration,
+    ) -> Result<(), String> {
+        let health = crate::health::Health::parse(health)?;
+        self.shared.hold_health(
+            app,
+            HoldHealth {
+                kind: kind.to_string(),
+                name: name.to_string(),
+                namespace: None,
+                health,
+                message: message.to_string(),
+                length,
+            },
+        )
     }
 
     /// Stops the server and the loops and waits for them; the private clone is removed.

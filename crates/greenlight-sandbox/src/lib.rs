@@ -19,6 +19,7 @@
 //! | `POST /sandbox/v1/pause`, `POST /sandbox/v1/resume` | stop / restart syncing (no auth) |
 //! | `POST /sandbox/v1/outage?seconds=N` | for N seconds every `/api/v1` route answers 503 code 14 and open streams end with an error (no auth) |
 //! | `POST /sandbox/v1/hide?app=NAME&seconds=N` | for N seconds the token may not see the app, as after an RBAC change: left out of listings and streams, 403 `permission denied` for it (no auth) |
+//! | `POST /sandbox/v1/health?app=NAME&kind=KIND&name=NAME&health=H&seconds=N[&namespace=NS][&message=M]` | for N seconds (on the sandbox's clock) the app's live resource reports health H (`Healthy`, `Progressing`, `Degraded`, `Suspended`, `Missing`, `Unknown`) with message M (default: the sandbox's words) in the tree, `status.resources[]` (inline or re-filled) and, aggregated as its own health would be, the app's health; one update when it starts, one when it ends; its Pods are unchanged; a new hold on the resource replaces the last, `seconds=0` ends it; 400 naming the parameter otherwise (no auth) |
 //! | `POST /sandbox/v1/default-backend?seconds=N` | for N seconds every new `/api/v1` request answers 404 `default backend - 404` (text/plain), as an ingress's default backend does while Argo CD's server rolls out; open streams stay open (no auth) |
 //!
 //! Errors have Argo CD's body `{"error":m,"code":grpc,"message":m}`. *Unknown apps*: an app that

@@ -3199,3 +3199,90 @@ async fn a_hidden_app_is_left_out_and_forbidden_for_a_while() {
     })
     .await;
 }
+
+/// A live resource held `Progressing` for a while, as an HPA scale-up holds a Deployment while
+/// its new Pods start: the app, its tree and Get show it, the stream delivers the change when it
+/// starts and when it ends on the sandbox's clock; bad requests are 400 naming the parameter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_held_progressing_shows_in_the_app_tree_and_stream_for_a_while() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let s = start(config, log).await;
+    app_where(&s.base, "web", "web healthy", |a| health(a) == "Healthy").await;
+    let mut events = Events::open(&s.base, "?name=web").await;
+    let added = events.next().await.unwrap();
+    assert_eq!(added["result"]["type"], "ADDED");
+    let message = "Waiting for rollout to finish: 2 of 4 updated replicas are available...";
+    let (status, answer) = post_json(
+        &s.base,
+        &format!(
+            "/sandbox/v1/health?app=web&kind=Deployment&name=web&health=Progressing&seconds=1&message={}",
+            message.replace(' ', "%20")
+        ),
+        "",
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let held = events
+        .until("the hold", |a| health(a) == "Progressing")
+        .await;
+    let last = held.last().unwrap();
+    let entry = last["status"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "Deployment")
+        .unwrap();
+    assert_eq!(
+        entry["health"],
+        serde_json::json!({"status": "Progressing", "message": message}),
+        "the stream re-fills the held health"
+    );
+    let (_, tree) = get(&s.base, "/api/v1/applications/web/resource-tree").await;
+    assert_eq!(
+        node(&tree, "Deployment", "web")["health"]["status"],
+        "Progressing"
+    );
+    assert_eq!(health(&app(&s.base, "web").await), "Progressing");
+    // The end comes from the sandbox's clock, not from a request.
+    let ended = events
+        .until("the end of the hold", |a| health(a) == "Healthy")
+        .await;
+    assert_eq!(ended.len(), 1, "one update when it ends: {ended:#?}");
+    let lines = s.log.lock().unwrap().clone();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "app web: Deployment web held Progressing for 1s"),
+        "{lines:#?}"
+    );
+    for (query, names) in [
+        (
+            "app=web&kind=Deployment&name=web&seconds=1",
+            "health: missing",
+        ),
+        (
+            "app=web&kind=Deployment&name=web&health=Fine&seconds=1",
+            "health: \"Fine\" is not one of",
+        ),
+        (
+            "app=web&kind=Deployment&name=web&health=Degraded&seconds=x",
+            "seconds: expected a number",
+        ),
+        (
+            "app=nope&kind=Deployment&name=web&health=Degraded&seconds=1",
+            "app: no app named \"nope\"",
+        ),
+        (
+            "app=web&kind=Deployment&name=api&health=Degraded&seconds=1",
+            "kind, name: app web has no live Deployment named \"api\"",
+        ),
+    ] {
+        let (status, body) = post_json(&s.base, &format!("/sandbox/v1/health?{query}"), "").await;
+        assert_eq!(status, 400, "{query}: {body}");
+        let error = body["error"].as_str().unwrap_or_default();
+        assert!(error.starts_with(names), "{query}: {error}");
+    }
+    assert_eq!(health(&app(&s.base, "web").await), "Healthy");
+    s.sandbox.shutdown().await;
+}
