@@ -717,6 +717,72 @@ fn a_transient_progressing_that_breaks_the_streak_and_spans_the_deadline_reverts
     assert_eq!(count_reverts_of(&repo, &c), 0);
 }
 
+/// A healthy armed commit whose deadline passes while a broken proxy or a misbehaving server
+/// answers `on` (the listing, reads or both) with `what` (`{}` or 100000 nested arrays) for a
+/// while: returns the verdict and the watchdog's output.
+fn verdict_through_garbled_answers(what: &str, on: &str) -> (serde_json::Value, String) {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let good = repo.remote_tip();
+    let flags = [("--stable-for", "6s"), ("--stale-after", "5s")];
+    let (mut proc, state) = watchdog_timed(&repo, &sb.url, &good, &flags);
+    idle_seen(&state, &good);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1.0\n\n{}", trailer("web", "3", "arm")),
+    );
+    proc.wait_line("stability window of 6s started", T);
+    // From the start of the streak past the deadline (reach + 3 s).
+    sb.garble(what, on, 4.0);
+    let w = verdict_of(&state, &c, &proc);
+    let out = proc.output();
+    assert!(proc.is_running(), "the watchdog died:\n{out}");
+    assert!(!out.contains("panicked"), "{out}");
+    assert!(w["revert_commit"].is_null(), "{w}\n{out}");
+    assert_eq!(repo.remote_tip(), c, "nothing pushed: {w}\n{out}");
+    assert_eq!(count_reverts_of(&repo, &c), 0);
+    (w, out)
+}
+
+/// The listing answered `{}`: no `items`, so it says nothing about which apps exist. It is
+/// refused (a warning naming why), no app is taken as gone, and the commit is confirmed.
+fn a_listing_without_items_at_the_deadline_is_refused_not_a_failure() {
+    let (w, out) = verdict_through_garbled_answers("no-items", "listing");
+    assert!(
+        out.contains("listing Argo CD applications failed")
+            && out.contains("no `items` field: this is not an Application list"),
+        "{out}"
+    );
+    assert_eq!(w["state"], "CONFIRMED", "{w}\n{out}");
+}
+
+/// The listing and every read answered with an object whose `items` are 100000 nested arrays:
+/// the listing is refused at the parser's depth limit (a warning naming it), never a stack
+/// overflow, and the commit is confirmed.
+fn a_deeply_nested_body_at_the_deadline_is_refused_not_a_crash() {
+    let (w, out) = verdict_through_garbled_answers("nested", "both");
+    assert!(
+        out.contains("listing Argo CD applications failed")
+            && out.contains("recursion limit exceeded"),
+        "{out}"
+    );
+    assert_eq!(w["state"], "CONFIRMED", "{w}\n{out}");
+}
+
+/// Reads of the app answered `{}`: that is no Application, let alone web. The read is refused
+/// (a warning naming why), and the commit is confirmed.
+fn a_read_answering_an_empty_object_at_the_deadline_is_refused_not_a_failure() {
+    let (w, out) = verdict_through_garbled_answers("no-items", "reads");
+    assert!(
+        out.contains("reading Application web failed")
+            && out.contains("the answer is not Application \"web\" but names \"\""),
+        "{out}"
+    );
+    assert_eq!(w["state"], "CONFIRMED", "{w}\n{out}");
+}
+
 on_every_argocd_version!(
     one_sync_deploying_two_commits_to_the_app_reverts_neither,
     one_sync_that_also_deployed_another_apps_commit_still_reverts,
@@ -732,6 +798,9 @@ on_every_argocd_version!(
     a_hook_only_commit_is_a_suspect_of_the_next_commits_sync,
     greenlights_revert_for_one_app_withdraws_the_commits_watch_of_another,
     a_transient_progressing_after_the_deadline_pauses_the_streak_and_confirms,
+    a_listing_without_items_at_the_deadline_is_refused_not_a_failure,
+    a_deeply_nested_body_at_the_deadline_is_refused_not_a_crash,
+    a_read_answering_an_empty_object_at_the_deadline_is_refused_not_a_failure,
 );
 
 /// The operator's expectation where greenlight still reverts a good commit today: a transient
