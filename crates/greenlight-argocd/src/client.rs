@@ -320,7 +320,20 @@ impl ArgoClient {
             return Err(ArgoError::EmptyName);
         }
         let url = self.url(&["api", "v1", "applications", name], Some(namespace));
-        self.fetch_decoded(url).await
+        let endpoint = url.to_string();
+        let found: Option<Application> = self.fetch_decoded(url).await?;
+        // Argo CD answers the Application asked for. Anything else (`{}` from a broken proxy
+        // decodes as an Application with no name) is not an observation of this app.
+        if let Some(app) = &found
+            && let Some(wrong) = not_the_app_asked_for(app, namespace, name)
+        {
+            return Err(ArgoError::Decode {
+                endpoint,
+                path: "metadata".into(),
+                message: wrong,
+            });
+        }
+        Ok(found)
     }
 
     /// `GET /api/v1/applications/{name}/managed-resources`; `None` when Argo CD says 404.
@@ -521,6 +534,23 @@ impl ArgoClient {
                 .map_err(|e| decode_error(&endpoint, e)),
         }
     }
+}
+
+/// Why `app` is not the Application `namespace/name` a read asked for (`namespace` empty: any),
+/// if it is not.
+fn not_the_app_asked_for(app: &Application, namespace: &str, name: &str) -> Option<String> {
+    let (got_ns, got) = (&app.metadata.namespace, &app.metadata.name);
+    if got != name {
+        return Some(format!(
+            "the answer is not Application {name:?} but names {got:?}: not an observation of this app"
+        ));
+    }
+    if !namespace.is_empty() && !got_ns.is_empty() && got_ns != namespace {
+        return Some(format!(
+            "the answer is Application {name:?} in namespace {got_ns:?}, not {namespace:?}: not an observation of this app"
+        ));
+    }
+    None
 }
 
 /// A request URL as errors name it: a `fields=` selection is shortened to `fields=…`, the list

@@ -326,6 +326,74 @@ async fn a_list_body_without_items_is_refused() {
     assert!(err.contains("no `items` field"), "{err}");
 }
 
+/// A read answered by a broken proxy with `{}`, or with another app, is no observation of the
+/// app asked for: refused, naming why (`{}` would decode as an Application without a name).
+#[tokio::test]
+async fn a_read_answering_something_other_than_the_app_is_refused() {
+    provider();
+    let app = Router::new()
+        .route(
+            "/api/v1/applications/web",
+            get(|| async { ([(header::CONTENT_TYPE, "application/json")], "{}") }),
+        )
+        .route(
+            "/api/v1/applications/api",
+            get(|| async { axum::Json(app_json("web")) }),
+        )
+        .route(
+            "/api/v1/applications/deep",
+            get(|| async {
+                let body = format!(
+                    "{{\"items\":{}{}}}",
+                    "[".repeat(100_000),
+                    "]".repeat(100_000)
+                );
+                ([(header::CONTENT_TYPE, "application/json")], body)
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let client = ArgoClient::new(&format!("http://{addr}"), None).unwrap();
+    for (asked, names) in [("web", "\"\""), ("api", "\"web\""), ("deep", "\"\"")] {
+        match client.get("argocd", asked).await {
+            Err(ArgoError::Decode { path, message, .. }) => {
+                assert_eq!(path, "metadata", "{asked}");
+                assert!(
+                    message.starts_with(&format!(
+                        "the answer is not Application {asked:?} but names {names}"
+                    )),
+                    "{asked}: {message}"
+                );
+            }
+            other => panic!("{asked}: {other:?}"),
+        }
+    }
+    // The app in another namespace than asked for.
+    let mut other_ns = app_json("web");
+    other_ns["metadata"]["namespace"] = "team-a".into();
+    let app = Router::new().route(
+        "/api/v1/applications/web",
+        get(move || {
+            let body = other_ns.clone();
+            async move { axum::Json(body) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let client = ArgoClient::new(&format!("http://{addr}"), None).unwrap();
+    let err = client.get("argocd", "web").await.unwrap_err().to_string();
+    assert!(
+        err.contains("in namespace \"team-a\", not \"argocd\""),
+        "{err}"
+    );
+    assert!(
+        client.get("", "web").await.unwrap().is_some(),
+        "no namespace asked for"
+    );
+}
+
 #[tokio::test]
 async fn get_finds_an_app_and_404_is_none() {
     let (fake, base, client) = setup().await;

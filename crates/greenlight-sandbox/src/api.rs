@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use tokio::sync::{mpsc, watch};
 
-use crate::engine::{Shared, stopped};
+use crate::engine::{Garble, GarbleOn, GarbleWhat, Shared, Target, stopped};
 use crate::fields::{FieldSelection, select_list};
 use crate::manifests::ResourceKey;
 use crate::patch::PatchType;
@@ -51,7 +51,9 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/sandbox/v1/resume", post(resume))
         .route("/sandbox/v1/outage", post(outage))
         .route("/sandbox/v1/default-backend", post(default_backend))
-        .route("/sandbox/v1/hide", post(hide));
+        .route("/sandbox/v1/hide", post(hide))
+        .route("/sandbox/v1/health", post(hold_health))
+        .route("/sandbox/v1/garble", post(garble));
     argocd.merge(control).with_state(shared)
 }
 
@@ -119,6 +121,26 @@ async fn gate(State(shared): Sandbox, request: Request, next: Next) -> Response 
             "default backend - 404",
         )
             .into_response();
+    }
+    // A broken proxy or a misbehaving server in front of Argo CD: 200 and a body that is no
+    // Argo CD answer, for the listing and/or reads (streams are left alone).
+    if request.method() == axum::http::Method::GET {
+        let path = request.uri().path();
+        let target = if path == "/api/v1/applications" {
+            Some(Target::Listing)
+        } else if path.starts_with("/api/v1/applications/") {
+            Some(Target::Read)
+        } else {
+            None
+        };
+        if let Some(what) = target.and_then(|t| shared.garbled(t)) {
+            return (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/json")],
+                what.body(),
+            )
+                .into_response();
+        }
     }
     if let Some(expected) = &shared.token {
         let given = request
@@ -945,6 +967,84 @@ async fn hide(State(shared): Sandbox, Query(q): Query<HashMap<String, String>>) 
     }
     shared.hide(app, Duration::from_secs_f64(seconds));
     control_answer(json!({"hidden": app, "seconds": seconds}))
+}
+
+fn bad_control(message: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        axum::Json(json!({"error": message})),
+    )
+        .into_response()
+}
+
+/// `?app=NAME&kind=KIND&name=NAME[&namespace=NS]&health=H&seconds=N[&message=M]`: for N
+/// seconds the live resource reports health H (with M, or the sandbox's words), as an HPA
+/// scale-up holds a Deployment `Progressing` while its new Pods start.
+async fn hold_health(State(shared): Sandbox, Query(q): Query<HashMap<String, String>>) -> Response {
+    let given = |key: &str| q.get(key).map(|v| v.trim()).filter(|v| !v.is_empty());
+    let mut missing = ["app", "kind", "name", "health", "seconds"]
+        .into_iter()
+        .filter(|key| given(key).is_none());
+    if let Some(key) = missing.next() {
+        return bad_control(&format!(
+            "{key}: missing (use ?app=NAME&kind=KIND&name=NAME&health=H&seconds=N[&namespace=NS][&message=M])"
+        ));
+    }
+    let text = |key: &str| given(key).unwrap_or_default().to_string();
+    let health = match crate::health::Health::parse(&text("health")) {
+        Ok(health) => health,
+        Err(e) => return bad_control(&e),
+    };
+    let seconds = match text("seconds").parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => s,
+        _ => return bad_control("seconds: expected a number from 0 to 86400"),
+    };
+    let hold = crate::world::HoldHealth {
+        kind: text("kind"),
+        name: text("name"),
+        namespace: given("namespace").map(str::to_string),
+        health,
+        message: q.get("message").cloned().unwrap_or_default(),
+        length: Duration::from_secs_f64(seconds),
+    };
+    let app = text("app");
+    match shared.hold_health(&app, hold) {
+        Ok(()) => control_answer(json!({
+            "app": app,
+            "kind": text("kind"),
+            "name": text("name"),
+            "health": health.as_str(),
+            "seconds": seconds,
+        })),
+        Err(e) => bad_control(&e),
+    }
+}
+
+/// `?what=no-items|nested&seconds=N[&on=listing|reads|both]` (default `both`): for N seconds
+/// the listing and/or reads answer 200 with a body that is no Argo CD answer (`{}`, or
+/// `{"items":…}` holding 100000 nested arrays), as a broken proxy or a misbehaving server might.
+async fn garble(State(shared): Sandbox, Query(q): Query<HashMap<String, String>>) -> Response {
+    let given = |key: &str| q.get(key).map(|v| v.trim()).filter(|v| !v.is_empty());
+    let Some(what) = given("what") else {
+        return bad_control(
+            "what: missing (use ?what=no-items|nested&seconds=N[&on=listing|reads|both])",
+        );
+    };
+    let Some(what) = GarbleWhat::parse(what) else {
+        return bad_control(&format!("what: {what:?} is not one of no-items, nested"));
+    };
+    let on = match given("on").map(GarbleOn::parse) {
+        None => GarbleOn::Both,
+        Some(Some(on)) => on,
+        Some(None) => return bad_control("on: expected one of listing, reads, both"),
+    };
+    let seconds = match given("seconds").map(str::parse::<f64>) {
+        Some(Ok(s)) if s.is_finite() && (0.0..=86_400.0).contains(&s) => s,
+        Some(_) => return bad_control("seconds: expected a number from 0 to 86400"),
+        None => return bad_control("seconds: missing (use ?seconds=N)"),
+    };
+    shared.start_garble(Garble { what, on }, Duration::from_secs_f64(seconds));
+    control_answer(json!({"garbleSeconds": seconds}))
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use crate::health::ImagePolicy;
 use crate::manifests::{self, RenderError};
 use crate::repo::{self, Mirror};
-use crate::world::{Now, RenderResult, World, WorldConfig};
+use crate::world::{HoldHealth, Now, RenderResult, World, WorldConfig};
 use crate::{LogSink, SandboxConfig, SandboxError};
 
 /// State shared by the tasks and the HTTP handlers.
@@ -31,6 +31,8 @@ pub(crate) struct Shared {
     default_backend_until: Mutex<Option<Instant>>,
     /// Apps the token may not see, each until when (an RBAC change for a while).
     hidden: Mutex<std::collections::HashMap<String, Instant>>,
+    /// A body that is no Argo CD answer, served for a while instead of some answers.
+    garbled: Mutex<Option<(Garble, Instant)>>,
     /// Bumped when an outage starts: open streams end when they see it change.
     pub(crate) outage_epoch: watch::Sender<u64>,
     pub(crate) shutdown: watch::Sender<bool>,
@@ -151,6 +153,34 @@ impl Shared {
         ));
     }
 
+    /// For `hold.length` on the sandbox's clock, a live resource of `app` reports another health
+    /// (see [`World::hold_health`]); the clock is woken to end it on time.
+    pub(crate) fn hold_health(&self, app: &str, hold: HoldHealth) -> Result<(), String> {
+        self.world().hold_health(app, hold, Now::current())?;
+        self.wake_health.notify_one();
+        Ok(())
+    }
+
+    /// For `length`, the answers `garble.on` names are `garble.what`'s body instead (a broken
+    /// proxy, a misbehaving server); a later call replaces it, `length` zero ends it.
+    pub(crate) fn start_garble(&self, garble: Garble, length: Duration) {
+        self.log(&format!(
+            "sandbox: {} answered with {} for {}",
+            garble.on.describe(),
+            garble.what.describe(),
+            humantime::format_duration(length)
+        ));
+        *self.garbled.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((garble, Instant::now() + length));
+    }
+
+    /// The garbled body to answer a request for `target` with, while a garble is on.
+    pub(crate) fn garbled(&self, target: Target) -> Option<GarbleWhat> {
+        let garbled = self.garbled.lock().unwrap_or_else(|p| p.into_inner());
+        let (garble, until) = garbled.as_ref()?;
+        (Instant::now() < *until && garble.on.covers(target)).then_some(garble.what)
+    }
+
     pub(crate) fn is_hidden(&self, app: &str) -> bool {
         self.hidden
             .lock()
@@ -171,6 +201,101 @@ impl Shared {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .is_some_and(|until| Instant::now() < until)
+    }
+}
+
+/// What `POST /sandbox/v1/garble` serves, and instead of which answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Garble {
+    pub what: GarbleWhat,
+    pub on: GarbleOn,
+}
+
+/// A 200 `application/json` body that is no Argo CD answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GarbleWhat {
+    /// `{}`: an object without `items` (a listing) or without anything (a read).
+    NoItems,
+    /// `{"items":[[[…]]]}`, [`NESTED_DEPTH`] nested arrays where a listing's items go: valid
+    /// JSON no parser should recurse through.
+    Nested,
+}
+
+/// How deep [`GarbleWhat::Nested`] nests.
+pub(crate) const NESTED_DEPTH: usize = 100_000;
+
+impl GarbleWhat {
+    pub(crate) fn parse(word: &str) -> Option<GarbleWhat> {
+        match word {
+            "no-items" => Some(GarbleWhat::NoItems),
+            "nested" => Some(GarbleWhat::Nested),
+            _ => None,
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            GarbleWhat::NoItems => "{}".into(),
+            GarbleWhat::Nested => format!("{NESTED_DEPTH} nested arrays as items"),
+        }
+    }
+
+    pub(crate) fn body(self) -> String {
+        match self {
+            GarbleWhat::NoItems => "{}".into(),
+            GarbleWhat::Nested => {
+                format!(
+                    "{{\"items\":{}{}}}",
+                    "[".repeat(NESTED_DEPTH),
+                    "]".repeat(NESTED_DEPTH)
+                )
+            }
+        }
+    }
+}
+
+/// Which answers a garble replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GarbleOn {
+    /// `GET /api/v1/applications`.
+    Listing,
+    /// `GET /api/v1/applications/{name}` and its sub-resources (tree, resource, managed resources).
+    Reads,
+    Both,
+}
+
+/// The kind of request a garble may replace the answer of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    Listing,
+    Read,
+}
+
+impl GarbleOn {
+    pub(crate) fn parse(word: &str) -> Option<GarbleOn> {
+        match word {
+            "listing" => Some(GarbleOn::Listing),
+            "reads" => Some(GarbleOn::Reads),
+            "both" => Some(GarbleOn::Both),
+            _ => None,
+        }
+    }
+
+    fn covers(self, target: Target) -> bool {
+        matches!(
+            (self, target),
+            (GarbleOn::Both, _)
+                | (GarbleOn::Listing, Target::Listing)
+                | (GarbleOn::Reads, Target::Read)
+        )
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            GarbleOn::Listing => "the application listing is",
+            GarbleOn::Reads => "application reads are",
+            GarbleOn::Both => "the application listing and reads are",
+        }
     }
 }
 
@@ -228,6 +353,32 @@ impl Sandbox {
     /// Makes every `/api/v1` route answer 503 for `length`; open streams end with an error.
     pub fn outage(&self, length: Duration) {
         self.shared.start_outage(length);
+    }
+
+    /// For `length`, the live resource `kind`/`name` of `app` reports `health` (`Healthy`,
+    /// `Progressing`, `Degraded`, `Suspended`, `Missing` or `Unknown`) with `message` (empty:
+    /// the sandbox's words), as `POST /sandbox/v1/health` does. `Err`: what is wrong.
+    pub fn hold_health(
+        &self,
+        app: &str,
+        kind: &str,
+        name: &str,
+        health: &str,
+        message: &str,
+        length: Duration,
+    ) -> Result<(), String> {
+        let health = crate::health::Health::parse(health)?;
+        self.shared.hold_health(
+            app,
+            HoldHealth {
+                kind: kind.to_string(),
+                name: name.to_string(),
+                namespace: None,
+                health,
+                message: message.to_string(),
+                length,
+            },
+        )
     }
 
     /// Stops the server and the loops and waits for them; the private clone is removed.
@@ -390,6 +541,7 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
         outage_until: Mutex::new(None),
         default_backend_until: Mutex::new(None),
         hidden: Mutex::new(std::collections::HashMap::new()),
+        garbled: Mutex::new(None),
         outage_epoch: watch::channel(0).0,
         shutdown: watch::channel(false).0,
         wake_sync: Notify::new(),

@@ -32,6 +32,25 @@ impl Health {
         }
     }
 
+    /// One of Argo CD's health status words, as the control API takes it.
+    pub(crate) fn parse(word: &str) -> Result<Health, String> {
+        [
+            Health::Healthy,
+            Health::Progressing,
+            Health::Degraded,
+            Health::Suspended,
+            Health::Missing,
+            Health::Unknown,
+        ]
+        .into_iter()
+        .find(|h| h.as_str() == word)
+        .ok_or_else(|| {
+            format!(
+                "health: {word:?} is not one of Healthy, Progressing, Degraded, Suspended, Missing, Unknown"
+            )
+        })
+    }
+
     // gitops-engine's IsWorse order.
     fn rank(self) -> u8 {
         match self {

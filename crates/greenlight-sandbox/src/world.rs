@@ -386,6 +386,51 @@ struct App {
     edited_spec: Option<Value>,
     /// Hook objects left in the cluster by earlier runs (not shown anywhere).
     hook_objects: BTreeSet<ResourceKey>,
+    /// Healths held on live resources for a while (`POST /sandbox/v1/health`).
+    held: Vec<Held>,
+}
+
+/// A health a live resource reports until `until`, whatever its own check says (an HPA
+/// scale-up holding a Deployment `Progressing` while its new Pods start, for one).
+#[derive(Debug, Clone)]
+struct Held {
+    kind: String,
+    name: String,
+    /// `None`: the resource of that kind and name in any namespace.
+    namespace: Option<String>,
+    assessment: Assessment,
+    until: Instant,
+}
+
+impl Held {
+    fn matches(&self, key: &ResourceKey) -> bool {
+        self.kind == key.kind
+            && self.name == key.name
+            && self
+                .namespace
+                .as_ref()
+                .is_none_or(|ns| *ns == key.namespace)
+    }
+}
+
+/// The health a held resource reports at `now`, if a hold on it is still on.
+fn held_at<'a>(held: &'a [Held], key: &ResourceKey, now: Now) -> Option<&'a Assessment> {
+    held.iter()
+        .filter(|h| now.mono < h.until)
+        .find(|h| h.matches(key))
+        .map(|h| &h.assessment)
+}
+
+/// What [`World::hold_health`] holds: which live resource, what it reports, for how long.
+#[derive(Debug, Clone)]
+pub(crate) struct HoldHealth {
+    pub kind: String,
+    pub name: String,
+    pub namespace: Option<String>,
+    pub health: Health,
+    /// Empty: the sandbox's own words.
+    pub message: String,
+    pub length: Duration,
 }
 
 impl App {
@@ -568,6 +613,7 @@ impl World {
                     render_failure: None,
                     edited_spec: None,
                     hook_objects: BTreeSet::new(),
+                    held: Vec::new(),
                 },
             );
         }
@@ -1536,7 +1582,8 @@ impl World {
                 } else if let Some(until) = l.rolling_until.filter(|until| *until > now.mono) {
                     return Some(until);
                 }
-                match assessment_at(l, now, &self.policy) {
+                let held = held_at(&app.held, &l.key, now).cloned();
+                match held.or_else(|| assessment_at(l, now, &self.policy)) {
                     None => Some(now.mono),
                     Some(a) if matches!(a.status, Health::Healthy | Health::Degraded) => {
                         Some(now.mono)
@@ -1672,9 +1719,12 @@ impl World {
     // Recomputes every live resource's health; returns whether any changed.
     fn settle_live(&mut self, name: &str, now: Now) -> bool {
         let app = self.apps.get_mut(name).expect("known app");
+        app.held.retain(|h| now.mono < h.until);
         let mut changed = false;
         for l in &mut app.live {
-            let assessment = assessment_at(l, now, &self.policy);
+            let assessment = held_at(&app.held, &l.key, now)
+                .cloned()
+                .or_else(|| assessment_at(l, now, &self.policy));
             let rolling = l.rolling_until.is_some_and(|until| now.mono < until);
             if assessment != l.assessment || rolling != l.rolling {
                 changed |= assessment != l.assessment;
@@ -1759,6 +1809,71 @@ impl World {
         }
     }
 
+    /// `POST /sandbox/v1/health`: for `hold.length` the live resource of the app named by kind,
+    /// name (and namespace, when given) reports `hold.health`, wherever its own health shows:
+    /// `status.resources[]` (inline, before 3.0), the resource tree, Get's and the stream's
+    /// re-fill, and the app's health, aggregated as any resource's (a live resource reporting
+    /// `Missing` counts in every version, as in Argo CD). One update now when that changes the
+    /// Application, one when the hold ends (`tick`, at `next_deadline`). A new hold on the same
+    /// resource replaces the old one. `Err`: a sentence naming the parameter that is wrong.
+    pub(crate) fn hold_health(
+        &mut self,
+        app_name: &str,
+        hold: HoldHealth,
+        now: Now,
+    ) -> Result<(), String> {
+        let Some(app) = self.apps.get_mut(app_name) else {
+            return Err(format!("app: no app named {app_name:?}"));
+        };
+        let held = Held {
+            kind: hold.kind,
+            name: hold.name,
+            namespace: hold.namespace,
+            assessment: Assessment::new(
+                hold.health,
+                if hold.message.is_empty() {
+                    format!(
+                        "health held by the sandbox for {}",
+                        humantime::format_duration(hold.length)
+                    )
+                } else {
+                    hold.message
+                },
+            ),
+            until: now.mono + hold.length,
+        };
+        let Some(key) = app
+            .live
+            .iter()
+            .map(|l| &l.key)
+            .find(|key| held.matches(key))
+            .cloned()
+        else {
+            let namespace = held
+                .namespace
+                .as_deref()
+                .map_or(String::new(), |ns| format!(" in namespace {ns}"));
+            return Err(format!(
+                "kind, name: app {app_name} has no live {} named {:?}{namespace}",
+                held.kind, held.name
+            ));
+        };
+        app.held.retain(|h| !h.matches(&key));
+        let line = format!(
+            "app {app_name}: {} {} held {} for {}",
+            key.kind,
+            key.name,
+            held.assessment.status.as_str(),
+            humantime::format_duration(hold.length)
+        );
+        app.held.push(held);
+        self.log(line);
+        self.settle_live(app_name, now);
+        self.update_app_health(app_name, now);
+        self.commit(app_name);
+        Ok(())
+    }
+
     /// Fires whatever is due: retries whose back-off ended, render errors whose grace ended,
     /// rollouts that finished, then the steps of syncs with hooks that can go on.
     pub(crate) fn tick(&mut self, now: Now) {
@@ -1830,7 +1945,14 @@ impl World {
             .filter(|f| !f.shown)
             .map(|f| f.since + grace);
         let steps = self.apps.values().filter_map(|a| self.progress_at(a, now));
+        let holds_ending = self
+            .apps
+            .values()
+            .flat_map(|a| a.held.iter())
+            .map(|h| h.until)
+            .filter(|until| *until > now.mono);
         rollouts
+            .chain(holds_ending)
             .chain(progress_deadlines)
             .chain(retries)
             .chain(render_errors)
@@ -4915,6 +5037,174 @@ mod tests {
         assert_eq!(
             kitchen(std::time::UNIX_EPOCH + Duration::from_secs(60)),
             "12:01AM"
+        );
+    }
+
+    fn hold(kind: &str, name: &str, health: Health, seconds: u64) -> HoldHealth {
+        HoldHealth {
+            kind: kind.into(),
+            name: name.into(),
+            namespace: None,
+            health,
+            message: String::new(),
+            length: Duration::from_secs(seconds),
+        }
+    }
+
+    /// A healthy web Deployment (rollout time 1 s, clock run to its end) under `version`.
+    fn healthy_web(version: ArgoCdVersion) -> (World, Now) {
+        let t0 = Now::current();
+        let mut w = world_with(config(Duration::from_secs(1), version), t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        let now = run_clock(&mut w, t0);
+        assert_eq!(health_of(&w), "Healthy");
+        (w, now)
+    }
+
+    #[test]
+    fn a_held_health_shows_everywhere_for_a_while_and_ends_on_the_clock() {
+        for version in ArgoCdVersion::ALL {
+            let (mut w, t1) = healthy_web(version);
+            let mut updates = w.subscribe(1024);
+            let mut h = hold("Deployment", "web", Health::Progressing, 20);
+            h.message =
+                "Waiting for rollout to finish: 2 of 4 updated replicas are available...".into();
+            w.hold_health("web", h, t1).unwrap();
+            let expected = json!({"status": "Progressing", "message": "Waiting for rollout to finish: 2 of 4 updated replicas are available..."});
+            let changes = drain(&mut updates);
+            assert_eq!(changes.len(), 1, "{version:?}: one update when it starts");
+            assert_eq!(changes[0]["status"]["health"]["status"], "Progressing");
+            assert_eq!(health_of(&w), "Progressing", "{version:?}");
+            assert_eq!(tree_node(&w, "Deployment", "web")["health"], expected);
+            let served = w.application_served("web").unwrap();
+            assert_eq!(resource_health(&served, "web"), expected, "{version:?}");
+            let stored = w.application("web").unwrap();
+            let inline = if version.inline_resource_health() {
+                expected.clone()
+            } else {
+                Value::Null
+            };
+            assert_eq!(resource_health(&stored, "web"), inline, "{version:?}");
+            // The clock wakes exactly when the hold ends.
+            assert_eq!(
+                w.next_deadline(t1),
+                Some(t1.mono + Duration::from_secs(20)),
+                "{version:?}"
+            );
+            w.tick(at(t1, Duration::from_millis(19_900)));
+            assert!(drain(&mut updates).is_empty(), "{version:?}: still held");
+            assert_eq!(health_of(&w), "Progressing");
+            w.tick(at(t1, Duration::from_secs(20)));
+            let changes = drain(&mut updates);
+            assert_eq!(changes.len(), 1, "{version:?}: one update when it ends");
+            assert_eq!(changes[0]["status"]["health"]["status"], "Healthy");
+            assert_eq!(
+                tree_node(&w, "Deployment", "web")["health"],
+                json!({"status": "Healthy"})
+            );
+            assert_eq!(w.next_deadline(at(t1, Duration::from_secs(20))), None);
+        }
+    }
+
+    #[test]
+    fn a_held_health_is_aggregated_as_the_resources_own() {
+        for version in ArgoCdVersion::ALL {
+            let (mut w, t1) = healthy_web(version);
+            // A live resource reporting Missing counts in every version (Argo CD leaves out only
+            // Missing resources that do not exist, from 3.4 on).
+            w.hold_health("web", hold("Deployment", "web", Health::Missing, 5), t1)
+                .unwrap();
+            assert_eq!(health_of(&w), "Missing", "{version:?}");
+            assert_eq!(
+                tree_node(&w, "Deployment", "web")["health"]["status"],
+                "Missing"
+            );
+            // A new hold on the same resource replaces the old one; Suspended is better than
+            // Degraded, Degraded worse than Progressing.
+            w.hold_health("web", hold("Deployment", "web", Health::Suspended, 5), t1)
+                .unwrap();
+            assert_eq!(health_of(&w), "Suspended", "{version:?}");
+            w.hold_health("web", hold("Deployment", "web", Health::Degraded, 5), t1)
+                .unwrap();
+            assert_eq!(health_of(&w), "Degraded", "{version:?}");
+            // Zero seconds ends the hold at once.
+            w.hold_health("web", hold("Deployment", "web", Health::Unknown, 0), t1)
+                .unwrap();
+            assert_eq!(health_of(&w), "Healthy", "{version:?}");
+        }
+    }
+
+    #[test]
+    fn a_held_health_on_an_ignored_resource_leaves_the_app_healthy() {
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        let ignored = deployment("nginx:1", "argocd.argoproj.io/ignore-healthcheck: 'true'");
+        w.observe_tip(
+            &sha('a'),
+            &BTreeMap::from([("web".to_string(), files(&ignored))]),
+            &no_refresh,
+            t0,
+        );
+        let t1 = run_clock(&mut w, t0);
+        w.hold_health("web", hold("Deployment", "web", Health::Degraded, 5), t1)
+            .unwrap();
+        assert_eq!(
+            tree_node(&w, "Deployment", "web")["health"]["status"],
+            "Degraded"
+        );
+        assert_eq!(health_of(&w), "Healthy");
+    }
+
+    #[test]
+    fn a_hold_survives_a_new_apply_of_the_resource_until_it_ends() {
+        let (mut w, t1) = healthy_web(ArgoCdVersion::V3_5);
+        w.hold_health(
+            "web",
+            hold("Deployment", "web", Health::Progressing, 30),
+            t1,
+        )
+        .unwrap();
+        let t2 = at(t1, Duration::from_secs(2));
+        w.observe_tip(&sha('b'), &rendered("nginx:2"), &no_refresh, t2);
+        let t3 = run_clock(&mut w, t2);
+        assert_eq!(
+            t3.mono,
+            t1.mono + Duration::from_secs(30),
+            "the hold ends last"
+        );
+        assert_eq!(health_of(&w), "Healthy");
+        assert_eq!(
+            w.application("web").unwrap()["status"]["sync"]["revision"],
+            sha('b')
+        );
+    }
+
+    #[test]
+    fn a_hold_names_what_it_cannot_find() {
+        let (mut w, t1) = healthy_web(ArgoCdVersion::V3_5);
+        assert_eq!(
+            w.hold_health("nope", hold("Deployment", "web", Health::Degraded, 5), t1)
+                .unwrap_err(),
+            "app: no app named \"nope\""
+        );
+        assert_eq!(
+            w.hold_health("web", hold("Deployment", "api", Health::Degraded, 5), t1)
+                .unwrap_err(),
+            "kind, name: app web has no live Deployment named \"api\""
+        );
+        let mut elsewhere = hold("Deployment", "web", Health::Degraded, 5);
+        elsewhere.namespace = Some("other".into());
+        assert_eq!(
+            w.hold_health("web", elsewhere, t1).unwrap_err(),
+            "kind, name: app web has no live Deployment named \"web\" in namespace other"
+        );
+        let mut here = hold("Deployment", "web", Health::Degraded, 5);
+        here.namespace = Some("default".into());
+        w.hold_health("web", here, t1).unwrap();
+        assert_eq!(health_of(&w), "Degraded");
+        assert_eq!(
+            Health::parse("Fine").unwrap_err(),
+            "health: \"Fine\" is not one of Healthy, Progressing, Degraded, Suspended, Missing, Unknown"
         );
     }
 }

@@ -3199,3 +3199,177 @@ async fn a_hidden_app_is_left_out_and_forbidden_for_a_while() {
     })
     .await;
 }
+
+/// A live resource held `Progressing` for a while, as an HPA scale-up holds a Deployment while
+/// its new Pods start: the app, its tree and Get show it, the stream delivers the change when it
+/// starts and when it ends on the sandbox's clock; bad requests are 400 naming the parameter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_held_progressing_shows_in_the_app_tree_and_stream_for_a_while() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let s = start(config, log).await;
+    app_where(&s.base, "web", "web healthy", |a| health(a) == "Healthy").await;
+    let mut events = Events::open(&s.base, "?name=web").await;
+    let added = events.next().await.unwrap();
+    assert_eq!(added["result"]["type"], "ADDED");
+    let message = "Waiting for rollout to finish: 2 of 4 updated replicas are available...";
+    let (status, answer) = post_json(
+        &s.base,
+        &format!(
+            "/sandbox/v1/health?app=web&kind=Deployment&name=web&health=Progressing&seconds=1&message={}",
+            message.replace(' ', "%20")
+        ),
+        "",
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let held = events
+        .until("the hold", |a| health(a) == "Progressing")
+        .await;
+    let last = held.last().unwrap();
+    let entry = last["status"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "Deployment")
+        .unwrap();
+    assert_eq!(
+        entry["health"],
+        serde_json::json!({"status": "Progressing", "message": message}),
+        "the stream re-fills the held health"
+    );
+    let (_, tree) = get(&s.base, "/api/v1/applications/web/resource-tree").await;
+    assert_eq!(
+        node(&tree, "Deployment", "web")["health"]["status"],
+        "Progressing"
+    );
+    assert_eq!(health(&app(&s.base, "web").await), "Progressing");
+    // The end comes from the sandbox's clock, not from a request.
+    let ended = events
+        .until("the end of the hold", |a| health(a) == "Healthy")
+        .await;
+    assert_eq!(ended.len(), 1, "one update when it ends: {ended:#?}");
+    let lines = s.log.lock().unwrap().clone();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "app web: Deployment web held Progressing for 1s"),
+        "{lines:#?}"
+    );
+    for (query, names) in [
+        (
+            "app=web&kind=Deployment&name=web&seconds=1",
+            "health: missing",
+        ),
+        (
+            "app=web&kind=Deployment&name=web&health=Fine&seconds=1",
+            "health: \"Fine\" is not one of",
+        ),
+        (
+            "app=web&kind=Deployment&name=web&health=Degraded&seconds=x",
+            "seconds: expected a number",
+        ),
+        (
+            "app=nope&kind=Deployment&name=web&health=Degraded&seconds=1",
+            "app: no app named \"nope\"",
+        ),
+        (
+            "app=web&kind=Deployment&name=api&health=Degraded&seconds=1",
+            "kind, name: app web has no live Deployment named \"api\"",
+        ),
+    ] {
+        let (status, body) = post_json(&s.base, &format!("/sandbox/v1/health?{query}"), "").await;
+        assert_eq!(status, 400, "{query}: {body}");
+        let error = body["error"].as_str().unwrap_or_default();
+        assert!(error.starts_with(names), "{query}: {error}");
+    }
+    assert_eq!(health(&app(&s.base, "web").await), "Healthy");
+    s.sandbox.shutdown().await;
+}
+
+async fn get_text(base: &str, path: &str) -> (u16, String) {
+    let response = client().get(format!("{base}{path}")).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap())
+}
+
+/// A broken proxy or a misbehaving server for a while: the listing and/or reads answer 200 with
+/// `{}` or an object whose `items` are 100000 nested arrays; the stream and the other answers are left alone, and Argo CD
+/// answers again afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbled_answers_replace_the_listing_or_reads_for_a_while() {
+    let (remote, _) = web_remote("nginx:1.27");
+    let (config, log) = config(&remote.repo(), &["web=apps/web"]);
+    let s = start(config, log).await;
+    app_where(&s.base, "web", "web healthy", |a| health(a) == "Healthy").await;
+    assert_eq!(
+        post(
+            &s.base,
+            "/sandbox/v1/garble?what=no-items&on=listing&seconds=30"
+        )
+        .await,
+        200
+    );
+    assert_eq!(
+        get_text(&s.base, "/api/v1/applications").await,
+        (200, "{}".to_string())
+    );
+    assert_eq!(
+        health(&app(&s.base, "web").await),
+        "Healthy",
+        "reads answer"
+    );
+    assert_eq!(
+        post(&s.base, "/sandbox/v1/garble?what=nested&on=reads&seconds=1").await,
+        200,
+        "a new garble replaces the last"
+    );
+    for path in [
+        "/api/v1/applications/web",
+        "/api/v1/applications/web/resource-tree",
+    ] {
+        let (status, body) = get_text(&s.base, path).await;
+        assert_eq!(status, 200, "{path}");
+        assert_eq!(body.len(), 200_010, "{path}");
+        assert!(
+            body.starts_with("{\"items\":[[[") && body.ends_with("]]]}"),
+            "{path}"
+        );
+    }
+    let (status, list) = get(&s.base, "/api/v1/applications").await;
+    assert_eq!(status, 200);
+    assert_eq!(list["items"][0]["metadata"]["name"], "web", "{list}");
+    let mut events = Events::open(&s.base, "?name=web").await;
+    assert_eq!(events.next().await.unwrap()["result"]["type"], "ADDED");
+    for (query, names) in [
+        ("seconds=1", "what: missing"),
+        ("what=junk&seconds=1", "what: \"junk\" is not one of"),
+        ("what=nested&on=stream&seconds=1", "on: expected one of"),
+        ("what=nested", "seconds: missing"),
+        ("what=nested&seconds=-1", "seconds: expected a number"),
+    ] {
+        let (status, body) = post_json(&s.base, &format!("/sandbox/v1/garble?{query}"), "").await;
+        assert_eq!(status, 400, "{query}: {body}");
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with(names),
+            "{query}: {body}"
+        );
+    }
+    // Garbled reads are 200 too: wait for an Application.
+    let again = eventually("Argo CD answering reads again", || async {
+        let (_, body) = get(&s.base, "/api/v1/applications/web").await;
+        (body["metadata"]["name"] == "web").then_some(body)
+    })
+    .await;
+    assert_eq!(health(&again), "Healthy");
+    let lines = s.log.lock().unwrap().clone();
+    assert!(
+        lines.iter().any(|l| l
+            == "sandbox: application reads are answered with 100000 nested arrays as items for 1s"),
+        "{lines:#?}"
+    );
+    s.sandbox.shutdown().await;
+}

@@ -67,6 +67,34 @@ impl Sandbox {
         http_post(&format!("{}{path}", self.url));
     }
 
+    /// `POST /sandbox/v1/health`: for `seconds` the live resource `kind`/`name` of `app` reports
+    /// `health` (as an HPA scale-up holds a Deployment `Progressing`). Fails the test unless the
+    /// sandbox accepts it.
+    #[track_caller]
+    pub fn hold_health(&self, app: &str, kind: &str, name: &str, health: &str, seconds: f64) {
+        let url = format!(
+            "{}/sandbox/v1/health?app={app}&kind={kind}&name={name}&health={health}&seconds={seconds}",
+            self.url
+        );
+        let answer = crate::http::http_request("POST", &url, &[])
+            .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+        assert_eq!(answer.status, 200, "POST {url}: {}", answer.body);
+    }
+
+    /// `POST /sandbox/v1/garble`: for `seconds` the answers `on` names (`listing`, `reads` or
+    /// `both`) are `what` instead (`no-items`: `{}`; `nested`: 100000 nested arrays), as a
+    /// broken proxy might send. Fails the test unless the sandbox accepts it.
+    #[track_caller]
+    pub fn garble(&self, what: &str, on: &str, seconds: f64) {
+        let url = format!(
+            "{}/sandbox/v1/garble?what={what}&on={on}&seconds={seconds}",
+            self.url
+        );
+        let answer = crate::http::http_request("POST", &url, &[])
+            .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+        assert_eq!(answer.status, 200, "POST {url}: {}", answer.body);
+    }
+
     /// The application `name` as the Argo CD API returns it; `Null` when there is no answer.
     pub fn app(&self, name: &str) -> Value {
         let url = format!("{}/api/v1/applications/{name}", self.url);
