@@ -706,6 +706,7 @@ impl Engine {
         let not_deployed = matches!(
             why,
             NotReached::NeverSynced { .. }
+                | NotReached::NotApplied { .. }
                 | NotReached::SyncFailed { .. }
                 | NotReached::ComparisonError { .. }
                 | NotReached::AppMissing { .. }
@@ -790,6 +791,18 @@ impl Engine {
             out.push(self.emit(j, EventKind::WatchStarted, msg, now));
         }
         out
+    }
+
+    /// The apps whose observations the judge needs (the rest are glimpses): those of live
+    /// watches, and those of watches that may still re-open (`docs/verdicts.md#reopen`).
+    pub fn followed_apps(&self) -> Vec<AppRef> {
+        let mut apps: Vec<AppRef> = (0..self.watches.len())
+            .filter(|&i| self.watches[i].is_live() || self.may_reopen(i, self.clock))
+            .map(|i| self.watches[i].app.clone())
+            .collect();
+        apps.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        apps.dedup();
+        apps
     }
 
     /// Ancestry questions for a snapshot: each live watch of this app against each candidate

@@ -175,12 +175,19 @@ pub fn watch_of<'a>(status: &'a Value, commit: &str) -> Option<&'a Value> {
 
 /// The watch of `commit` (on `app`, when given) in a `status --json` document.
 pub fn watch_of_app<'a>(status: &'a Value, commit: &str, app: Option<&str>) -> Option<&'a Value> {
-    // The newest: a watch that re-opened after NOT_REACHED is the one still deciding.
-    status["watches"]
-        .as_array()?
+    let watches = status["watches"].as_array()?;
+    let first = watches
         .iter()
-        .rev()
-        .find(|w| w["commit"] == commit && app.is_none_or(|a| w["app"] == a))
+        .find(|w| w["commit"] == commit && app.is_none_or(|a| w["app"] == a))?;
+    // A watch that re-opened after NOT_REACHED (`<id>~<n>`) is the one still deciding.
+    let reopened = format!("{}~", first["id"].as_str().unwrap_or_default());
+    Some(
+        watches
+            .iter()
+            .rev()
+            .find(|w| w["id"].as_str().is_some_and(|id| id.starts_with(&reopened)))
+            .unwrap_or(first),
+    )
 }
 
 /// Waits until the watch of `commit` recorded in `state_file` is in state `want`, and returns

@@ -117,6 +117,7 @@ fn status_reads_a_v1_file_without_writing_it_and_shows_every_watch() {
         assert_eq!(
             keys(w),
             BTreeSet::from([
+                "id",
                 "commit",
                 "app",
                 "mode",

@@ -122,15 +122,21 @@ fn a_reverted_commit_never_reopens() {
         &format!("web: 2.0.0\n\n{}", trailer("web", "4", "arm")),
     );
     wd.wait_state(&bad, "NOT_REACHED", T);
-    // The revert, watched itself (shadow): its CONFIRMED shows the watchdog observed web
-    // deployed at a revision that contains the reverted commit.
-    repo.git(&["revert", "--no-commit", &bad]);
-    let revert = repo.commit_push(&format!(
-        "Revert web 2.0.0\n\nThis reverts commit {bad}.\n\n{}",
+    repo.git(&["revert", "--no-edit", &bad]);
+    repo.push();
+    // Then a change Argo CD syncs, watched itself (shadow): its CONFIRMED shows the watchdog
+    // observed web deployed by a sync at a revision that has the reverted commit. (The revert
+    // alone changes nothing Argo CD compares: the commit was never deployed.)
+    repo.write(
+        "apps/web/config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: apps\ndata:\n  value: \"1\"\n",
+    );
+    let later = repo.commit_push(&format!(
+        "web: config\n\n{}",
         trailer("web", "30", "shadow")
     ));
     sb.control("/sandbox/v1/resume");
-    wd.wait_state(&revert, "CONFIRMED", T);
+    wd.wait_state(&later, "CONFIRMED", T);
     assert_eq!(watches_of(&wd, &bad).len(), 1, "{}", wd.proc.output());
 }
 

@@ -41,6 +41,8 @@ fn ts(t: Option<Timestamp>) -> Value {
 
 pub fn watch_json(w: &Watch) -> Value {
     json!({
+        // `<commit>:<trailer index>`, and `~<n>` for a watch that re-opened (`docs/verdicts.md#reopen`).
+        "id": w.id,
         "commit": w.commit,
         "app": w.app.to_string(),
         "mode": w.mode.as_str(),

@@ -1227,7 +1227,7 @@ impl Runtime {
     }
 
     fn sync_watched(&mut self) {
-        let apps = self.live_apps();
+        let apps = self.engine.followed_apps();
         if apps != self.watched {
             self.watched = apps.clone();
             self.ctx.source.set_watched(apps);
