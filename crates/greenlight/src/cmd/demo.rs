@@ -228,6 +228,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         // `--retain`'s default; the demo's state file is temporary anyway.
         retain_ms: 30 * 86_400_000,
         listing_limit_bytes: 128 << 20,
+        strict_health: false,
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let d = runtime::start(cfg, out, clock)

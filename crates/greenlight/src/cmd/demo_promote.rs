@@ -230,6 +230,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
             trailer_key: DEFAULT_TRAILER_KEY.into(),
             retain_ms: 30 * 86_400_000,
             listing_limit_bytes: 128 << 20,
+            strict_health: false,
         },
         out,
         Arc::new(SystemClock) as Arc<dyn Clock>,

@@ -205,6 +205,8 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
         trailer_key: promotion.commit.watch.key.clone(),
         retain_ms: 86_400_000,
         listing_limit_bytes: 128 << 20,
+        // The candidate must be clean, not as clean as before: the gate's meaning of healthy.
+        strict_health: true,
     };
     crate::install_crypto();
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;

@@ -29,6 +29,9 @@ pub struct DaemonConfig {
     pub retain_ms: i64,
     /// The most an application listing may hold (after field selection) before it is refused.
     pub listing_limit_bytes: usize,
+    /// Health by the strict aggregate only, never relative to a watch's baseline: the
+    /// promotion gate's candidate must be clean (`JudgeConfig::strict_health`).
+    pub strict_health: bool,
 }
 
 impl DaemonConfig {
@@ -42,6 +45,7 @@ impl DaemonConfig {
         j.unknown_app_grace_ms = self.unknown_app_grace_ms;
         j.dry_run = self.dry_run;
         j.trailer_key = self.trailer_key.clone();
+        j.strict_health = self.strict_health;
         j
     }
 }
@@ -73,6 +77,7 @@ mod tests {
             trailer_key: "Nav-Watchdog".into(),
             retain_ms: 1,
             listing_limit_bytes: 1 << 20,
+            strict_health: false,
         };
         // The judge quotes its repository in reasons (stored, shown by `status`).
         let j = cfg.judge_config("main", true);
