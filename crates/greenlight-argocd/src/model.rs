@@ -209,6 +209,10 @@ pub struct ResourceStatus {
     pub health: Option<HealthStatus>,
     #[serde(deserialize_with = "nullable")]
     pub hook: bool,
+    /// A live object git no longer has, left for a prune (`RequiresPruning bool
+    /// json:"requiresPruning,omitempty"` in Argo CD's `ResourceStatus`).
+    #[serde(deserialize_with = "nullable")]
+    pub requires_pruning: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]

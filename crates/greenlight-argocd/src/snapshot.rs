@@ -12,7 +12,8 @@ use greenlight_core::paths::normalize_path;
 use greenlight_core::repo_url::RepoUrl;
 use greenlight_core::snapshot::{
     AppSnapshot, ComparedElsewhere, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia,
-    ResourceHealthSource, SourceFacts, SourcePaths, UnhealthyResource, digest, is_git_sha,
+    ResourceHealthSource, ResourceView, SourceFacts, SourcePaths, UnhealthyResource, digest,
+    is_git_sha,
 };
 use greenlight_core::time::Timestamp;
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,11 +21,12 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The annotation with which an app declares which repository paths its manifests depend on.
 pub const MANIFEST_GENERATE_PATHS: &str = "argocd.argoproj.io/manifest-generate-paths";
 
-/// What the judge keeps of an app no watch follows: its health, revision and whether it is
-/// syncing.
+/// What the judge keeps of an app no watch follows: its health, revision, whether it is
+/// syncing, and what was not clean (its chronic resources and failed PostSync hooks).
 pub fn glimpse(app: &Application, repo_url: &str) -> Glimpse {
     let s = snapshot(app, None, repo_url);
     Glimpse {
+        chronic: s.chronic(),
         health: s.health,
         sync_revision: s.sync_revision,
         operation_running: s.operation_running,
@@ -184,6 +186,7 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
     });
 
     let (unhealthy_resources, resource_health_source) = unhealthy_resources(app, tree);
+    let resources = resource_views(app, tree);
 
     // Health and operations are separate controller loops: health computed before the last
     // operation finished describes the cluster before that sync.
@@ -245,6 +248,7 @@ pub fn snapshot(app: &Application, tree: Option<&ResourceTree>, repo_url: &str) 
         comparison_error,
         source_hydrator,
         inputs: inputs(app, &repo),
+        resources,
     }
 }
 
@@ -347,11 +351,19 @@ pub fn leave_out_ignored(snap: &mut AppSnapshot, managed: &ManagedResources) {
             .or_else(|| annotation(&d.target_state))
             .is_some_and(|a| a == "true")
     };
-    snap.unhealthy_resources.retain(|r| {
-        !managed.items.iter().any(|d| {
-            d.kind == r.kind && d.namespace == r.namespace && d.name == r.name && ignored(d)
-        })
-    });
+    let is_ignored = |kind: &str, namespace: &str, name: &str| {
+        managed
+            .items
+            .iter()
+            .any(|d| d.kind == kind && d.namespace == namespace && d.name == name && ignored(d))
+    };
+    snap.unhealthy_resources
+        .retain(|r| !is_ignored(&r.kind, &r.namespace, &r.name));
+    for r in &mut snap.resources {
+        if is_ignored(&r.kind, &r.namespace, &r.name) {
+            r.health = None;
+        }
+    }
 }
 
 /// The names a revision field holds before Argo CD resolved it to a commit: `HEAD`, and the
@@ -442,6 +454,40 @@ fn unhealthy_resources(
         }
     }
     (out, ResourceHealthSource::ResourceTree)
+}
+
+/// Every top-level managed resource with its sync status, `requiresPruning` and health, read
+/// where [`unhealthy_resources`] reads it (inline, else the tree; none when neither has it).
+fn resource_views(app: &Application, tree: Option<&ResourceTree>) -> Vec<ResourceView> {
+    let from_tree = needs_resource_tree(app);
+    managed_resources(app)
+        .map(|r| {
+            let h = if from_tree {
+                tree.and_then(|t| {
+                    t.nodes.iter().find(|n| {
+                        n.group == r.group
+                            && n.kind == r.kind
+                            && n.namespace == r.namespace
+                            && n.name == r.name
+                    })
+                })
+                .and_then(|n| n.health.as_ref())
+            } else {
+                r.health.as_ref()
+            };
+            let h = h.filter(|h| !h.status.is_empty());
+            ResourceView {
+                group: r.group.clone(),
+                kind: r.kind.clone(),
+                namespace: r.namespace.clone(),
+                name: r.name.clone(),
+                sync_status: r.status.clone(),
+                requires_pruning: r.requires_pruning,
+                health: h.map(|h| Health::parse(&h.status)),
+                message: h.map(|h| h.message.clone()).unwrap_or_default(),
+            }
+        })
+        .collect()
 }
 
 fn unhealthy(r: &ResourceStatus, health: Health, message: &str) -> UnhealthyResource {

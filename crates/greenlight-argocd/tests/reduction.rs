@@ -951,3 +951,61 @@ fn an_app_with_a_source_hydrator_says_so() {
     assert!(s.source_hydrator);
     assert!(!snap("out-of-sync-new-revision.json").source_hydrator);
 }
+
+/// `status.resources[]` becomes the resource-level view a baseline records
+/// (`docs/verdicts.md#evidence`, condition 3): every top-level resource (no hook) with its sync
+/// status, Argo CD's `requiresPruning` and its inline health; the glimpse keeps only what is
+/// not clean.
+#[test]
+fn the_resources_are_viewed_with_their_sync_status_pruning_and_health() {
+    let s = edited(|v| {
+        v["status"]["resources"] = serde_json::json!([
+            {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "apps", "name": "web",
+             "status": "Synced", "health": {"status": "Healthy"}},
+            {"group": "batch", "version": "v1", "kind": "CronJob", "namespace": "apps", "name": "nightly",
+             "status": "Synced", "health": {"status": "Suspended", "message": "CronJob is Suspended"}},
+            {"version": "v1", "kind": "ConfigMap", "namespace": "apps", "name": "old",
+             "status": "OutOfSync", "requiresPruning": true},
+            {"group": "batch", "version": "v1", "kind": "Job", "namespace": "apps", "name": "smoke",
+             "status": "Synced", "hook": true, "health": {"status": "Degraded"}}
+        ]);
+    });
+    let view: Vec<(String, String, bool, Option<Health>)> = s
+        .resources
+        .iter()
+        .map(|r| {
+            (
+                format!("{}/{}", r.group, r.kind),
+                r.sync_status.clone(),
+                r.requires_pruning,
+                r.health,
+            )
+        })
+        .collect();
+    assert_eq!(
+        view,
+        vec![
+            (
+                "apps/Deployment".into(),
+                "Synced".into(),
+                false,
+                Some(Health::Healthy)
+            ),
+            (
+                "batch/CronJob".into(),
+                "Synced".into(),
+                false,
+                Some(Health::Suspended)
+            ),
+            ("/ConfigMap".into(), "OutOfSync".into(), true, None),
+        ]
+    );
+    let chronic: Vec<String> = s.chronic().resources.iter().map(|r| r.label()).collect();
+    assert_eq!(
+        chronic,
+        vec![
+            "CronJob/apps/nightly=Suspended",
+            "ConfigMap/apps/old=OutOfSync (requires pruning)"
+        ]
+    );
+}

@@ -125,6 +125,9 @@ pub struct Evidence {
     pub unhealthy_resources: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_health_source: Option<String>,
+    /// Chronic conditions left out as in the baseline (`docs/verdicts.md#evidence`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub left_out: Vec<String>,
 }
 
 impl Evidence {

@@ -20,11 +20,11 @@ use crate::paths::{Touch, touches};
 use crate::reason::{
     APP_DOES_NOT_EXIST, ArmBlocked, Deadline, Failure, HEALTH_BROKE, Inconclusive, Landed, Message,
     NOT_HEALTHY, NoEvidence, NoRevert, NotReached, StreakBreak, Unhealthy, Unwatchable, Verdict,
-    revert_commit_reason, revert_not_a_commit,
+    revert_commit_reason, revert_not_a_commit, with_left_out,
 };
 use crate::snapshot::{
-    AppKey, AppSnapshot, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia, SourceFacts,
-    SourcePaths, is_git_sha,
+    AppKey, AppSnapshot, Chronic, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia,
+    ResourceHealthSource, ResourceView, SourceFacts, SourcePaths, is_git_sha,
 };
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -56,6 +56,10 @@ pub struct JudgeConfig {
     /// (`docs/verdicts.md#reopen`); 0: never.
     #[serde(default = "default_reopen_horizon_ms")]
     pub reopen_horizon_ms: i64,
+    /// Judge health by the strict aggregate only, never relative to a watch's baseline (the
+    /// promotion gate's meaning of healthy: its candidate must be clean, not as clean as before).
+    #[serde(default)]
+    pub strict_health: bool,
 }
 
 /// A day: longer than a sync window holds syncs, short enough that a re-opened watch is still
@@ -78,6 +82,7 @@ impl JudgeConfig {
             branch: branch.to_string(),
             branch_is_default,
             reopen_horizon_ms: DEFAULT_REOPEN_HORIZON_MS,
+            strict_health: false,
         }
     }
 
@@ -273,6 +278,10 @@ pub struct Idle {
     /// ran there (see [`AppSnapshot::applied_revision`]).
     #[serde(default)]
     pub applied: Option<String>,
+    /// What was not clean then (`docs/verdicts.md#evidence`, condition 3); empty in rows
+    /// written before it was kept.
+    #[serde(default, skip_serializing_if = "Chronic::is_empty")]
+    pub chronic: Chronic,
 }
 
 /// A commit that arrived on the branch, as the batch of a later watch needs it. The state
@@ -679,12 +688,14 @@ impl Engine {
                 s.applied.as_deref(),
                 s.health,
                 s.unclean,
+                s.chronic,
             ),
             None => BeforeSeen {
                 before: Before::Unknown,
                 revision: None,
                 unclean: None,
                 batch: Some(None),
+                chronic: Chronic::default(),
             },
         }
     }
@@ -912,6 +923,7 @@ impl Engine {
                 g.health,
                 g.unclean(),
                 g.applied_revision(),
+                g.chronic.clone(),
             );
         }
     }
@@ -923,6 +935,7 @@ impl Engine {
         health: Health,
         unclean: Option<String>,
         applied: Option<String>,
+        chronic: Chronic,
     ) {
         let seen = self.idle.entry(key.clone()).or_default();
         let applied = applied.filter(|a| !a.eq_ignore_ascii_case(&revision));
@@ -931,6 +944,7 @@ impl Engine {
             health,
             unclean,
             applied,
+            chronic,
         };
         if seen.last() == Some(&idle) {
             return;
@@ -944,7 +958,8 @@ impl Engine {
     }
 
     /// The baseline an idle observation at `revision` gives the watch of `commit`: its health,
-    /// whether it was clean, and the batch (`docs/verdicts.md#evidence`).
+    /// whether it was clean, what was chronic there, and the batch (`docs/verdicts.md#evidence`).
+    #[allow(clippy::too_many_arguments)]
     fn before_seen(
         &self,
         commit: &CommitId,
@@ -953,6 +968,7 @@ impl Engine {
         applied: Option<&str>,
         health: Health,
         unclean: Option<String>,
+        chronic: Chronic,
     ) -> BeforeSeen {
         let revision = is_git_sha(revision).then(|| revision.to_ascii_lowercase());
         let mut batch = match &revision {
@@ -981,10 +997,11 @@ impl Engine {
             }
         }
         BeforeSeen {
-            before: Before::of(health),
+            before: Before::of(chronic.baseline_health(health)),
             revision,
             unclean,
             batch,
+            chronic,
         }
     }
 
@@ -1148,6 +1165,7 @@ impl Engine {
                         snap.health,
                         snap.unclean(),
                         snap.applied_revision(),
+                        snap.chronic(),
                     );
                 }
                 out.extend(self.reopen(snap, ancestry, now));
@@ -1556,12 +1574,14 @@ impl Engine {
                 let b = self.watches[i].baseline();
                 let known = b.batch.is_some()
                     && b.revision.as_deref() == Some(&snap.sync_revision.to_ascii_lowercase());
+                let chronic = snap.chronic();
                 let before = if known {
                     BeforeSeen {
-                        before: Before::of(snap.health),
+                        before: Before::of(chronic.baseline_health(snap.health)),
                         revision: b.revision.clone(),
                         unclean: snap.unclean(),
                         batch: None,
+                        chronic,
                     }
                 } else {
                     self.before_seen(
@@ -1571,6 +1591,7 @@ impl Engine {
                         snap.applied_revision().as_deref(),
                         snap.health,
                         snap.unclean(),
+                        chronic,
                     )
                 };
                 self.watches[i].saw_before(before);
@@ -1587,11 +1608,26 @@ impl Engine {
         }
 
         if self.watches[i].state() == State::Judging {
-            let verdict = healthy(snap).and_then(|()| fresh_comparison(snap, ancestry));
+            let w = &self.watches[i];
+            let chronic = if self.config.strict_health {
+                Chronic::default()
+            } else {
+                w.baseline().chronic.clone()
+            };
+            let judged = healthy_against(snap, &chronic);
+            let verdict = match judged {
+                Ok(_) => fresh_comparison(snap, ancestry),
+                Err(ref why) => Err(why.clone()),
+            };
+            let left_out = judged.unwrap_or_else(|_| left_out_of(snap, &chronic));
             let w = &mut self.watches[i];
             w.saw_health(
-                verdict.as_ref().err().map(ToString::to_string),
+                verdict
+                    .as_ref()
+                    .err()
+                    .map(|why| with_left_out(why.to_string(), &left_out)),
                 verdict.as_ref().err().is_some_and(Unhealthy::is_transient),
+                left_out.clone(),
             );
             let stable_for_ms = self.config.stable_for_ms;
             match verdict {
@@ -1601,6 +1637,7 @@ impl Engine {
                         let msg = Message::StreakStarted {
                             source: snap.resource_health_source,
                             stable_for_ms,
+                            left_out,
                         };
                         out.push(self.emit(i, EventKind::HealthyStreakStarted, msg, now));
                     } else if w.streak_resumed(now) {
@@ -1846,6 +1883,13 @@ impl Engine {
             message: message.clone(),
         };
         let hook_failure = match &c.via {
+            // The same hooks failed in the baseline's last operation: the rest of the app
+            // decides (`docs/verdicts.md#evidence`, condition 3).
+            ReachVia::PostSyncHookFailed { hooks, .. }
+                if !self.config.strict_health && hooks_as_before(hooks, &w.baseline().chronic) =>
+            {
+                None
+            }
             ReachVia::PostSyncHookFailed { message, hooks, .. } => {
                 Some(Failure::PostSyncHookFailed {
                     revision: c.revision.clone(),
@@ -1969,6 +2013,7 @@ impl Engine {
                     };
                     let observed = banked + last.ms_since(h).max(0) + tail;
                     if observed >= self.config.stable_for_ms {
+                        let left_out = w.seen().left_out.clone();
                         // Dry-run verdicts do not count for the breaker, either way.
                         if !(w.dry_run || self.config.dry_run) {
                             self.record_confirmed(w.app.to_string());
@@ -1976,6 +2021,7 @@ impl Engine {
                         let verdict = Verdict::Confirmed {
                             stable_for_ms: self.config.stable_for_ms,
                             pauses,
+                            left_out,
                         };
                         return vec![self.finish(i, verdict, EventKind::Confirmed, now)];
                     }
@@ -2055,7 +2101,10 @@ impl Engine {
                     return vec![self.emit(i, EventKind::HealthyStreakPaused, msg, now)];
                 }
                 let w = &self.watches[i];
-                if w.seen().health == Some(Health::Suspended) {
+                // Suspended as in the baseline (a CronJob suspended on purpose) is no hold.
+                if w.seen().health == Some(Health::Suspended)
+                    && !w.seen().left_out.iter().any(|l| l.ends_with("=Suspended"))
+                {
                     let verdict = Verdict::Suspended {
                         deadline_ms: w.deadline_ms,
                     };
@@ -2321,33 +2370,108 @@ fn fresh_comparison(s: &AppSnapshot, ancestry: &Ancestry) -> Result<(), Unhealth
     }
 }
 
-/// The health predicate (`docs/verdicts.md#health`): Synced + Healthy + no Degraded/Missing resource + no operation, on fresh health.
+/// The health predicate (`docs/verdicts.md#health`): Synced + Healthy + no Degraded/Missing
+/// resource + no operation, on fresh health. Strict: for callers without a baseline (the
+/// promotion gate's meaning of healthy).
 pub fn healthy(s: &AppSnapshot) -> Result<(), Unhealthy> {
-    let resources = || s.unhealthy_resources.iter().map(|r| r.label()).collect();
+    healthy_against(s, &Chronic::default()).map(|_| ())
+}
+
+/// The health predicate of a watch, relative to the chronic conditions its baseline recorded
+/// (`docs/verdicts.md#evidence`, condition 3): a resource in the same condition as then (same
+/// health, same sync status and `requiresPruning`; the health Suspended, Degraded or Missing)
+/// does not count. The app is healthy when no operation runs, health is fresh, and whatever
+/// keeps it from Synced and Healthy is such a resource. Without per-resource health
+/// (`ResourceHealthSource::Unavailable`) it is the strict aggregate. `Ok` names what was left
+/// out.
+pub fn healthy_against(s: &AppSnapshot, chronic: &Chronic) -> Result<Vec<String>, Unhealthy> {
     if s.operation_running {
         return Err(Unhealthy::OperationRunning);
     }
     if s.health_stale {
         return Err(Unhealthy::StaleHealth);
     }
+    let relative = !chronic.resources.is_empty()
+        && s.resource_health_source != ResourceHealthSource::Unavailable;
+    let excused = |r: &ResourceView| relative && chronic.excuses(r);
+    // A Degraded or Missing resource is left out only when its view is the excused condition.
+    let unexcused: Vec<String> = s
+        .unhealthy_resources
+        .iter()
+        .filter(|u| {
+            !s.resources.iter().any(|r| {
+                r.kind == u.kind
+                    && r.namespace == u.namespace
+                    && r.name == u.name
+                    && r.health == Some(u.health)
+                    && excused(r)
+            })
+        })
+        .map(|u| u.label())
+        .collect();
     if s.sync_status != "Synced" {
-        return Err(Unhealthy::NotSynced {
-            sync: s.sync_status.clone(),
-        });
+        let mut not_synced = s.resources.iter().filter(|r| r.sync_status != "Synced");
+        let as_before = s.sync_status == "OutOfSync"
+            && not_synced.clone().next().is_some()
+            && not_synced.all(excused);
+        if !as_before {
+            return Err(Unhealthy::NotSynced {
+                sync: s.sync_status.clone(),
+            });
+        }
     }
     if s.health != Health::Healthy {
-        return Err(Unhealthy::Health {
-            health: s.health,
-            message: s.health_message.clone(),
-            resources: resources(),
-        });
+        // The app's health is the worst of its resources': explained when that worst is an
+        // excused resource's and no other resource is as bad.
+        let rank = s.health.rank();
+        let explained = relative
+            && s.health.may_be_chronic()
+            && s.resources
+                .iter()
+                .any(|r| r.health == Some(s.health) && excused(r))
+            && !s
+                .resources
+                .iter()
+                .any(|r| r.health.is_some_and(|h| h.rank() >= rank) && !excused(r));
+        if !explained {
+            return Err(Unhealthy::Health {
+                health: s.health,
+                message: s.health_message.clone(),
+                resources: unexcused,
+            });
+        }
     }
-    if !s.unhealthy_resources.is_empty() {
+    if !unexcused.is_empty() {
         return Err(Unhealthy::Resources {
-            resources: resources(),
+            resources: unexcused,
         });
     }
-    Ok(())
+    Ok(left_out_of(s, chronic))
+}
+
+/// What a watch's predicate leaves out of `s` as in its baseline: the resources in the same
+/// condition, and the PostSync hooks that failed the same way.
+fn left_out_of(s: &AppSnapshot, chronic: &Chronic) -> Vec<String> {
+    if s.resource_health_source == ResourceHealthSource::Unavailable {
+        return Vec::new();
+    }
+    let hooks = s.failed_post_sync_hooks();
+    let hooks = if hooks_as_before(&hooks, chronic) {
+        hooks
+    } else {
+        Vec::new()
+    };
+    s.resources
+        .iter()
+        .filter(|r| chronic.excuses(r))
+        .map(ResourceView::label)
+        .chain(hooks.iter().map(|h| format!("PostSync hook {h}")))
+        .collect()
+}
+
+/// Every PostSync hook that failed failed the same way in the baseline's last operation.
+fn hooks_as_before(hooks: &[String], chronic: &Chronic) -> bool {
+    !hooks.is_empty() && hooks.iter().all(|h| chronic.hooks.contains(h))
 }
 
 fn seen_of(s: &AppSnapshot) -> Seen {
@@ -2363,6 +2487,7 @@ fn seen_of(s: &AppSnapshot) -> Seen {
         failed_sync: None,
         transient: healthy(s).err().is_some_and(|why| why.is_transient()),
         not_applied: None,
+        left_out: Vec::new(),
     }
 }
 

@@ -365,6 +365,9 @@ pub enum Verdict {
         /// How many times the streak under way at the deadline paused on a transient state
         /// (`docs/verdicts.md#transient`) before it completed.
         pauses: u32,
+        /// The chronic conditions the health predicate left out, as in the baseline
+        /// (`docs/verdicts.md#evidence`, condition 3), labelled.
+        left_out: Vec<String>,
     },
     /// FAIL, and why it was not reverted.
     Failed {
@@ -503,6 +506,8 @@ pub enum Message {
     StreakStarted {
         source: ResourceHealthSource,
         stable_for_ms: i64,
+        /// Chronic conditions left out as in the baseline, labelled.
+        left_out: Vec<String>,
     },
     StreakBroken(StreakBreak),
     /// The streak under way at the deadline paused on a transient state.
@@ -617,6 +622,26 @@ fn last_seen(f: &mut fmt::Formatter<'_>, last_observed: Option<Timestamp>) -> fm
 }
 
 const SHADOW: &str = "shadow mode: judged only, not reverted";
+/// Before the chronic conditions a watch's health predicate left out
+/// (`docs/verdicts.md#evidence`, condition 3).
+const LEFT_OUT: &str = "; left out as in the baseline: ";
+
+/// `why`, followed by the chronic conditions left out as in the baseline, if any.
+pub fn with_left_out(why: String, left_out: &[String]) -> String {
+    if left_out.is_empty() {
+        why
+    } else {
+        format!("{why}{LEFT_OUT}{}", left_out.join(", "))
+    }
+}
+
+fn write_left_out(f: &mut fmt::Formatter<'_>, left_out: &[String]) -> fmt::Result {
+    if left_out.is_empty() {
+        Ok(())
+    } else {
+        write!(f, "{LEFT_OUT}{}", left_out.join(", "))
+    }
+}
 const DRY_RUN: &str = "dry-run: would have reverted; nothing pushed";
 const REVERTING: &str = "; reverting";
 const SUSPENDED: &str = "the app is Suspended (someone is holding it, e.g. a blue/green awaiting promotion); not reverted";
@@ -868,19 +893,27 @@ impl fmt::Display for Verdict {
             Verdict::Confirmed {
                 stable_for_ms,
                 pauses: 0,
-            } => write!(
-                f,
-                "confirmed: reached and healthy without a break for {}",
-                human_duration(*stable_for_ms)
-            ),
+                left_out,
+            } => {
+                write!(
+                    f,
+                    "confirmed: reached and healthy without a break for {}",
+                    human_duration(*stable_for_ms)
+                )?;
+                write_left_out(f, left_out)
+            }
             Verdict::Confirmed {
                 stable_for_ms,
                 pauses,
-            } => write!(
-                f,
-                "confirmed: reached and healthy for {} in all; the streak under way at the deadline paused {pauses} time(s) on a transient state and was healthy again each time",
-                human_duration(*stable_for_ms)
-            ),
+                left_out,
+            } => {
+                write!(
+                    f,
+                    "confirmed: reached and healthy for {} in all; the streak under way at the deadline paused {pauses} time(s) on a transient state and was healthy again each time",
+                    human_duration(*stable_for_ms)
+                )?;
+                write_left_out(f, left_out)
+            }
             Verdict::Failed {
                 failure,
                 not_reverted,
@@ -1063,12 +1096,16 @@ impl fmt::Display for Message {
             Message::StreakStarted {
                 source,
                 stable_for_ms,
-            } => write!(
-                f,
-                "healthy (Synced, Healthy, no Degraded/Missing resource, no operation; resource health from {}): stability window of {} started",
-                source.as_str(),
-                human_duration(*stable_for_ms)
-            ),
+                left_out,
+            } => {
+                write!(
+                    f,
+                    "healthy (Synced, Healthy, no Degraded/Missing resource, no operation; resource health from {}): stability window of {} started",
+                    source.as_str(),
+                    human_duration(*stable_for_ms)
+                )?;
+                write_left_out(f, left_out)
+            }
             Message::StreakBroken(b) => b.fmt(f),
             Message::StreakPaused { why, stable_for_ms } => write!(
                 f,
@@ -1235,10 +1272,15 @@ impl Verdict {
 }
 
 fn retype_confirmed(text: &str) -> Option<Verdict> {
+    let (text, left_out) = match text.split_once(LEFT_OUT) {
+        Some((text, labels)) => (text, labels.split(", ").map(str::to_string).collect()),
+        None => (text, Vec::new()),
+    };
     if let Some(d) = text.strip_prefix("confirmed: reached and healthy without a break for ") {
         return Some(Verdict::Confirmed {
             stable_for_ms: parse_human_duration(d)?,
             pauses: 0,
+            left_out,
         });
     }
     let rest = text.strip_prefix("confirmed: reached and healthy for ")?;
@@ -1247,6 +1289,7 @@ fn retype_confirmed(text: &str) -> Option<Verdict> {
     Some(Verdict::Confirmed {
         stable_for_ms: parse_human_duration(d)?,
         pauses: n.parse().ok()?,
+        left_out,
     })
 }
 

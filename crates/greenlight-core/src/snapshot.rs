@@ -19,6 +19,26 @@ pub enum Health {
 }
 
 impl Health {
+    /// Argo CD's order of badness (gitops-engine `health.IsWorse`): Healthy < Suspended <
+    /// Progressing < Missing < Degraded < Unknown.
+    pub fn rank(self) -> u8 {
+        match self {
+            Health::Healthy => 0,
+            Health::Suspended => 1,
+            Health::Progressing => 2,
+            Health::Missing => 3,
+            Health::Degraded => 4,
+            Health::Unknown => 5,
+        }
+    }
+
+    /// A condition a resource can hold for good, which a baseline may excuse
+    /// (`docs/verdicts.md#evidence`): Suspended, Degraded, Missing. Progressing is a state on
+    /// the way (the commit's own rollout may be what is progressing), Unknown says nothing.
+    pub fn may_be_chronic(self) -> bool {
+        matches!(self, Health::Suspended | Health::Degraded | Health::Missing)
+    }
+
     /// Tolerant: anything Argo CD may add later reads as Unknown, never as Healthy.
     pub fn parse(s: &str) -> Health {
         match s {
@@ -87,6 +107,150 @@ impl UnhealthyResource {
                 self.name,
                 self.health.as_str()
             )
+        }
+    }
+}
+
+/// A top-level managed resource as the last comparison left it (hooks are not managed
+/// resources): its sync status and, when known, its health.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceView {
+    #[serde(default)]
+    pub group: String,
+    pub kind: String,
+    #[serde(default)]
+    pub namespace: String,
+    pub name: String,
+    /// `status.resources[].status`: Synced, OutOfSync (Unknown, or empty when not said).
+    pub sync_status: String,
+    /// `status.resources[].requiresPruning`: a live object git no longer has, left for a
+    /// human (or an automated sync that prunes) to delete.
+    #[serde(default)]
+    pub requires_pruning: bool,
+    /// Inline `status.resources[].health` or the resource tree's; `None` when not known (a
+    /// kind without a health check, `ignore-healthcheck`, health unavailable).
+    #[serde(default)]
+    pub health: Option<Health>,
+    #[serde(default)]
+    pub message: String,
+}
+
+impl ResourceView {
+    /// Synced, and Healthy or without health: nothing a baseline needs to remember.
+    pub fn is_clean(&self) -> bool {
+        self.sync_status == "Synced" && self.health.is_none_or(|h| h == Health::Healthy)
+    }
+
+    /// The same resource (group, kind, namespace, name).
+    pub fn same_object(&self, other: &ResourceView) -> bool {
+        self.group == other.group
+            && self.kind == other.kind
+            && self.namespace == other.namespace
+            && self.name == other.name
+    }
+
+    /// The same resource failing the same way: same health, same sync status, same
+    /// `requiresPruning` (`docs/verdicts.md#evidence`, condition 3).
+    pub fn same_condition(&self, other: &ResourceView) -> bool {
+        self.same_object(other)
+            && self.health == other.health
+            && self.sync_status == other.sync_status
+            && self.requires_pruning == other.requires_pruning
+    }
+
+    /// `Kind/namespace/name=<condition>`, as reasons quote a resource: its health when not
+    /// Healthy, its sync status when not Synced (`CronJob/default/nightly=Suspended`,
+    /// `ConfigMap/apps/old=OutOfSync (requires pruning)`). No comma, so a list reads back.
+    pub fn label(&self) -> String {
+        let object = if self.namespace.is_empty() {
+            format!("{}/{}", self.kind, self.name)
+        } else {
+            format!("{}/{}/{}", self.kind, self.namespace, self.name)
+        };
+        let health = self
+            .health
+            .filter(|h| *h != Health::Healthy)
+            .map(|h| h.as_str().to_string());
+        let sync = (self.sync_status != "Synced").then(|| {
+            let status = if self.sync_status.is_empty() {
+                "sync not said"
+            } else {
+                self.sync_status.as_str()
+            };
+            if self.requires_pruning {
+                format!("{status} (requires pruning)")
+            } else {
+                status.to_string()
+            }
+        });
+        match (health, sync) {
+            (Some(h), Some(s)) => format!("{object}={h} and {s}"),
+            (Some(c), None) | (None, Some(c)) => format!("{object}={c}"),
+            (None, None) => format!("{object}=Healthy"),
+        }
+    }
+}
+
+/// What was already wrong with an app when greenlight saw it idle before a commit's sync: the
+/// *chronic* conditions its baseline records, so that the same condition after the commit is
+/// not laid on the commit (`docs/verdicts.md#evidence`, condition 3). Only what was not clean.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Chronic {
+    /// Every top-level resource that was not Healthy-and-Synced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceView>,
+    /// The PostSync hooks that failed in the last operation, when it failed in PostSync
+    /// (labelled as [`ReachVia::PostSyncHookFailed`] labels them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<String>,
+}
+
+impl Chronic {
+    /// The chronic conditions of an observation: its resources that are not clean, its failed
+    /// PostSync hooks.
+    pub fn of(resources: &[ResourceView], hooks: &[String]) -> Chronic {
+        Chronic {
+            resources: resources
+                .iter()
+                .filter(|r| !r.is_clean())
+                .cloned()
+                .collect(),
+            hooks: hooks.to_vec(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.resources.is_empty() && self.hooks.is_empty()
+    }
+
+    /// `r` is in the same condition as it was here, and that condition may be chronic: its
+    /// health (if any) Suspended, Degraded or Missing.
+    pub fn excuses(&self, r: &ResourceView) -> bool {
+        !r.is_clean()
+            && r.health
+                .is_none_or(|h| h == Health::Healthy || h.may_be_chronic())
+            && self.resources.iter().any(|c| c.same_condition(r))
+    }
+
+    /// An app whose app-level health is `health` with these conditions is healthy apart from
+    /// them: `health` is Healthy, or it is the worst health of its chronic resources and may
+    /// be chronic, and no chronic resource is Progressing or Unknown.
+    pub fn explains(&self, health: Health) -> bool {
+        if health == Health::Healthy {
+            return true;
+        }
+        let healths = || self.resources.iter().filter_map(|r| r.health);
+        health.may_be_chronic()
+            && healths().all(|h| h == Health::Healthy || h.may_be_chronic())
+            && healths().map(Health::rank).max() == Some(health.rank())
+    }
+
+    /// The app-level health a baseline records: Healthy when these conditions explain it.
+    pub fn baseline_health(&self, health: Health) -> Health {
+        if self.explains(health) {
+            Health::Healthy
+        } else {
+            health
         }
     }
 }
@@ -246,6 +410,10 @@ pub struct AppSnapshot {
     /// (`docs/verdicts.md#changed-outside`). Empty when not known.
     #[serde(default)]
     pub inputs: BTreeMap<String, String>,
+    /// Every top-level managed resource (hooks left out), with its sync status and health
+    /// when known (`ignore-healthcheck` resources without health). Empty when not known.
+    #[serde(default)]
+    pub resources: Vec<ResourceView>,
 }
 
 /// A short, stable digest of `text` (64-bit FNV-1a, hex): enough to tell whether a field
@@ -288,6 +456,10 @@ pub struct Glimpse {
     /// The revision the last operation applied (`syncResult.revision` for the watched source).
     #[serde(default)]
     pub last_operation_revision: Option<String>,
+    /// What was not clean: the resources not Healthy-and-Synced, the PostSync hooks that
+    /// failed (`docs/verdicts.md#evidence`). Empty in a glimpse from before it was kept.
+    #[serde(default)]
+    pub chronic: Chronic,
 }
 
 impl Glimpse {
@@ -304,22 +476,27 @@ impl Glimpse {
             &self.sync_status,
             self.operation_running,
             self.last_operation_phase.as_deref(),
+            &self.chronic.resources,
         )
     }
 }
 
 /// Why an observation of an app is no *clean before* (`docs/verdicts.md#evidence`): the app
-/// must be `Synced`, with no operation running and its last sync operation (hooks included)
-/// `Succeeded`, or none ever run. `None` when it is clean.
+/// must be `Synced` — or `OutOfSync` only through resources that require pruning (live objects
+/// git no longer has, which Argo CD leaves for a human to prune and no commit's rendering
+/// contains) — with no operation running and its last sync operation (hooks included)
+/// `Succeeded`, or none ever run. `resources` are the app's resources (its chronic ones are
+/// enough). `None` when it is clean.
 pub fn unclean(
     sync_status: &str,
     operation_running: bool,
     last_operation_phase: Option<&str>,
+    resources: &[ResourceView],
 ) -> Option<String> {
     if operation_running {
         return Some("an operation was running".into());
     }
-    if sync_status != "Synced" {
+    if sync_status != "Synced" && !out_of_sync_only_by_pruning(sync_status, resources) {
         let sync = if sync_status.is_empty() {
             "not said"
         } else {
@@ -333,7 +510,33 @@ pub fn unclean(
     }
 }
 
+/// `OutOfSync` only through resources that require pruning: at least one resource is not
+/// Synced, and every such one requires pruning.
+fn out_of_sync_only_by_pruning(sync_status: &str, resources: &[ResourceView]) -> bool {
+    let mut not_synced = resources.iter().filter(|r| r.sync_status != "Synced");
+    sync_status == "OutOfSync"
+        && not_synced.clone().next().is_some()
+        && not_synced.all(|r| r.sync_status == "OutOfSync" && r.requires_pruning)
+}
+
 impl AppSnapshot {
+    /// The PostSync hooks that failed in the last operation, when it applied its revision and
+    /// failed in PostSync.
+    pub fn failed_post_sync_hooks(&self) -> Vec<String> {
+        self.reach_candidates
+            .iter()
+            .find_map(|c| match &c.via {
+                ReachVia::PostSyncHookFailed { hooks, .. } => Some(hooks.clone()),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
+    /// What is not clean in this observation (see [`Chronic`]).
+    pub fn chronic(&self) -> Chronic {
+        Chronic::of(&self.resources, &self.failed_post_sync_hooks())
+    }
+
     /// The revision the last sync operation applied, when it Succeeded: hooks (which Argo CD
     /// does not compare) last ran there, however far `sync.revision` has moved since.
     pub fn applied_revision(&self) -> Option<String> {
@@ -349,6 +552,7 @@ impl AppSnapshot {
             &self.sync_status,
             self.operation_running,
             self.last_operation.as_ref().map(|o| o.phase.as_str()),
+            &self.resources,
         )
     }
 }

@@ -394,6 +394,7 @@ mod tests {
             comparison_error: None,
             source_hydrator: false,
             inputs: Default::default(),
+            resources: Vec::new(),
         };
         SourceMsg::Observed {
             snapshot: Box::new(snapshot),

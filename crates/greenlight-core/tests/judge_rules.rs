@@ -3185,6 +3185,7 @@ fn a_glimpse_of_the_synced_commit_is_no_baseline() {
             sync_status: "Synced".into(),
             last_operation_phase: None,
             last_operation_revision: None,
+            chronic: Default::default(),
         },
     );
     h.arrive(&c, t(0));
@@ -3593,4 +3594,370 @@ fn a_hook_only_commit_compared_without_a_sync_is_in_the_next_commits_batch() {
         reason.contains(&format!("suspects: {}, {}", c2.sha.short(), c1.sha.short())),
         "{reason}"
     );
+}
+
+// ----- condition 3: what failed is what changed (docs/verdicts.md#evidence) -----
+
+const SMOKE: &str = "batch/Job/smoke (Job has reached the specified backoff limit)";
+
+/// A watch of `web` (armed, deadline 60 s) whose last observation before the sync is `before`
+/// (at the commit's parent); returns the harness, the commit and a revision containing it.
+fn chronic_watch(before: Snap) -> (Harness, CommitId, String) {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    h.arrive(&c, t(0));
+    h.observe(&before.compared_revision(c.parents[0].as_str()), t(1));
+    assert_eq!(h.state(&c.sha), State::WaitingReach);
+    let r = containing(&mut h, &c.sha, 1);
+    (h, c.sha, r)
+}
+
+/// The app after the sync, observed every 10 s from reach to the deadline, then the deadline.
+fn judged_until_deadline(h: &mut Harness, after: &Snap) -> Vec<Effect> {
+    let mut out = h.observe_every(after, 2, 55, 10);
+    out.extend(h.tick(t(62)));
+    out
+}
+
+/// The web Deployment, Synced and as healthy as `h`.
+fn web_deployment(s: Snap, h: Health) -> Snap {
+    s.resource("Deployment", "web", "Synced", false, Some(h))
+}
+
+/// Automated prune off: a ConfigMap removed from git stays live, OutOfSync with
+/// `requiresPruning`, for good. Condition 1 accepts the before (Argo CD waits for a human to
+/// prune it; no commit's sync applies it), and the same leftover after the commit does not count.
+fn out_of_sync_for_pruning(s: Snap) -> Snap {
+    s.sync("OutOfSync")
+        .resource("ConfigMap", "old", "OutOfSync", true, None)
+}
+
+#[test]
+fn an_app_out_of_sync_only_for_pruning_confirms_a_good_commit() {
+    let before = web_deployment(out_of_sync_for_pruning(Snap::new("web")), Health::Healthy);
+    let (mut h, w, r) = chronic_watch(before);
+    assert_eq!(h.watch(&w).baseline().unclean, None);
+    let after = web_deployment(
+        out_of_sync_for_pruning(Snap::new("web").deployed(&r)),
+        Health::Healthy,
+    );
+    h.observe_every(&after, 2, 150, 10);
+    assert_eq!(h.state(&w), State::Confirmed, "{}", h.reason(&w));
+    assert_eq!(
+        h.reason(&w),
+        "confirmed: reached and healthy without a break for 120s; left out as in the baseline: ConfigMap/default/old=OutOfSync (requires pruning)"
+    );
+    no_reverts(&h);
+    let back = through_the_store(&[h.watch(&w).clone()]);
+    assert_eq!(&back[0], h.watch(&w));
+}
+
+#[test]
+fn an_app_out_of_sync_only_for_pruning_reverts_a_commit_that_breaks_it() {
+    let before = web_deployment(out_of_sync_for_pruning(Snap::new("web")), Health::Healthy);
+    let (mut h, w, r) = chronic_watch(before);
+    let after = web_deployment(
+        out_of_sync_for_pruning(Snap::new("web").deployed(&r)),
+        Health::Degraded,
+    )
+    .health(Health::Degraded);
+    let out = judged_until_deadline(&mut h, &after);
+    let rs = reverts(&out);
+    assert_eq!(rs.len(), 1, "{}", h.reason(&w));
+    assert!(
+        rs[0].reason.contains("Deployment/default/web=Degraded")
+            && rs[0].reason.contains(
+                "left out as in the baseline: ConfigMap/default/old=OutOfSync (requires pruning)"
+            ),
+        "{}",
+        rs[0].reason
+    );
+}
+
+/// A resource that newly requires pruning (the commit removed it from git) is no leftover of
+/// the baseline: OutOfSync counts.
+#[test]
+fn a_resource_out_of_sync_since_the_baseline_counts() {
+    let before = web_deployment(out_of_sync_for_pruning(Snap::new("web")), Health::Healthy);
+    let (mut h, w, r) = chronic_watch(before);
+    let after = web_deployment(
+        out_of_sync_for_pruning(Snap::new("web").deployed(&r)),
+        Health::Healthy,
+    )
+    .resource("Service", "web", "OutOfSync", true, None);
+    let out = judged_until_deadline(&mut h, &after);
+    assert_eq!(h.state(&w), State::Fail);
+    assert_eq!(reverts(&out).len(), 1, "{}", h.reason(&w));
+    assert!(
+        h.reason(&w).contains("sync status is OutOfSync"),
+        "{}",
+        h.reason(&w)
+    );
+}
+
+/// A CronJob suspended on purpose: Argo CD calls the app Suspended, before and after.
+fn with_suspended_cronjob(s: Snap) -> Snap {
+    s.health(Health::Suspended).resource(
+        "CronJob",
+        "nightly",
+        "Synced",
+        false,
+        Some(Health::Suspended),
+    )
+}
+
+#[test]
+fn a_cronjob_suspended_on_purpose_confirms_a_good_commit() {
+    let before = web_deployment(with_suspended_cronjob(Snap::new("web")), Health::Healthy);
+    let (mut h, w, r) = chronic_watch(before);
+    assert_eq!(
+        h.watch(&w).baseline().before,
+        greenlight_core::judge::Before::Healthy
+    );
+    let after = web_deployment(
+        with_suspended_cronjob(Snap::new("web").deployed(&r)),
+        Health::Healthy,
+    );
+    h.observe_every(&after, 2, 150, 10);
+    assert_eq!(h.state(&w), State::Confirmed, "{}", h.reason(&w));
+    assert!(
+        h.reason(&w)
+            .ends_with("; left out as in the baseline: CronJob/default/nightly=Suspended"),
+        "{}",
+        h.reason(&w)
+    );
+    no_reverts(&h);
+}
+
+#[test]
+fn a_cronjob_suspended_on_purpose_does_not_hold_back_the_revert_of_a_broken_commit() {
+    let before = web_deployment(with_suspended_cronjob(Snap::new("web")), Health::Healthy);
+    let (mut h, w, r) = chronic_watch(before);
+    let after = web_deployment(
+        with_suspended_cronjob(Snap::new("web").deployed(&r)),
+        Health::Degraded,
+    )
+    .health(Health::Degraded);
+    let out = judged_until_deadline(&mut h, &after);
+    assert_eq!(reverts(&out).len(), 1, "{}", h.reason(&w));
+    assert!(
+        h.reason(&w)
+            .contains("resources: Deployment/default/web=Degraded;"),
+        "only the Deployment is laid on the commit: {}",
+        h.reason(&w)
+    );
+}
+
+/// Suspended before, Degraded now: the CronJob fails differently, and that counts.
+#[test]
+fn a_chronic_resource_that_fails_differently_counts() {
+    let before = web_deployment(with_suspended_cronjob(Snap::new("web")), Health::Healthy);
+    let (mut h, w, r) = chronic_watch(before);
+    let after = web_deployment(Snap::new("web").deployed(&r), Health::Healthy)
+        .health(Health::Degraded)
+        .resource(
+            "CronJob",
+            "nightly",
+            "Synced",
+            false,
+            Some(Health::Degraded),
+        );
+    let out = judged_until_deadline(&mut h, &after);
+    assert_eq!(h.state(&w), State::Fail);
+    assert_eq!(reverts(&out).len(), 1, "{}", h.reason(&w));
+    assert!(
+        h.reason(&w).contains("CronJob/default/nightly=Degraded"),
+        "{}",
+        h.reason(&w)
+    );
+}
+
+/// Suspended only through the chronic CronJob, and the commit's own resource OutOfSync: the
+/// app is not held by someone (no `Suspended` verdict), the commit failed.
+#[test]
+fn an_app_suspended_only_as_in_the_baseline_is_no_hold_at_the_deadline() {
+    let before = web_deployment(with_suspended_cronjob(Snap::new("web")), Health::Healthy);
+    let (mut h, w, r) = chronic_watch(before);
+    let after = web_deployment(
+        with_suspended_cronjob(Snap::new("web").deployed(&r)),
+        Health::Healthy,
+    )
+    .sync("OutOfSync")
+    .resource("Service", "web", "OutOfSync", false, Some(Health::Healthy));
+    let out = judged_until_deadline(&mut h, &after);
+    assert_eq!(reverts(&out).len(), 1, "{}", h.reason(&w));
+    assert!(
+        !h.reason(&w).contains("Suspended (someone"),
+        "{}",
+        h.reason(&w)
+    );
+}
+
+/// The PostSync smoke test already failed on the previous revision: failing again the same way
+/// it says nothing against the commit, and the rest of the app decides.
+#[test]
+fn a_post_sync_hook_failing_as_before_does_not_fail_the_commit_by_itself() {
+    let before = Snap::new("web").post_sync_hook_failed(&sha(900), &[SMOKE]);
+    let (mut h, w, r) = chronic_watch(before);
+    let after = Snap::new("web").post_sync_hook_failed(&r, &[SMOKE]);
+    let out = h.observe(&after, t(2));
+    assert!(kinds(&out).contains(&K::Reached), "{out:?}");
+    assert!(kinds(&out).contains(&K::SyncFailed), "{out:?}");
+    assert_eq!(h.state(&w), State::Judging);
+    h.observe_every(&after, 10, 150, 10);
+    assert_eq!(h.state(&w), State::Confirmed, "{}", h.reason(&w));
+    assert!(
+        h.reason(&w).contains(&format!(
+            "left out as in the baseline: PostSync hook {SMOKE}"
+        )),
+        "{}",
+        h.reason(&w)
+    );
+    no_reverts(&h);
+}
+
+/// The same hook failing again while the commit also breaks a Deployment: FAIL, but the before
+/// was no clean one (its last sync failed in PostSync), so nothing is reverted.
+#[test]
+fn a_post_sync_hook_failing_as_before_leaves_a_broken_commit_unreverted() {
+    let before = Snap::new("web").post_sync_hook_failed(&sha(900), &[SMOKE]);
+    let (mut h, w, r) = chronic_watch(before);
+    let after = web_deployment(
+        Snap::new("web").post_sync_hook_failed(&r, &[SMOKE]),
+        Health::Degraded,
+    )
+    .health(Health::Degraded);
+    judged_until_deadline(&mut h, &after);
+    assert_eq!(h.state(&w), State::Fail);
+    no_reverts(&h);
+    let reason = h.reason(&w);
+    assert!(
+        reason.contains("Deployment/default/web=Degraded")
+            && reason.contains("no evidence that this commit broke the app: before this commit's sync the app was not clean")
+            && reason.contains("its last sync operation ended Failed"),
+        "{reason}"
+    );
+}
+
+/// Another hook than the one failing before fails now: that is the commit's, at once.
+#[test]
+fn a_post_sync_hook_failing_for_the_first_time_still_fails_the_commit() {
+    let before = Snap::new("web").post_sync_hook_failed(&sha(900), &[SMOKE]);
+    let (mut h, w, r) = chronic_watch(before);
+    let after = Snap::new("web").post_sync_hook_failed(&r, &[SMOKE, "batch/Job/e2e (failed)"]);
+    h.observe(&after, t(2));
+    assert_eq!(h.state(&w), State::Fail);
+    assert!(
+        h.reason(&w).contains("PostSync hook failed"),
+        "{}",
+        h.reason(&w)
+    );
+    no_reverts(&h);
+}
+
+/// Argo CD ≥ 3.4 leaves a Missing resource (a Job its TTL deleted) out of the app's health:
+/// Healthy, OutOfSync through the Missing Job, before and after.
+fn with_missing_job(s: Snap, app: Health) -> Snap {
+    s.health(app).sync("OutOfSync").resource(
+        "Job",
+        "cleanup",
+        "OutOfSync",
+        false,
+        Some(Health::Missing),
+    )
+}
+
+#[test]
+fn a_resource_missing_as_in_the_baseline_does_not_fail_a_good_commit() {
+    // Argo CD ≥ 3.4 calls the app Healthy; before 3.4 the Missing Job makes it Missing.
+    for app in [Health::Healthy, Health::Missing] {
+        let before = web_deployment(with_missing_job(Snap::new("web"), app), Health::Healthy);
+        let (mut h, w, r) = chronic_watch(before);
+        let after = web_deployment(
+            with_missing_job(Snap::new("web").deployed(&r), app),
+            Health::Healthy,
+        );
+        h.observe_every(&after, 2, 150, 10);
+        assert_eq!(h.state(&w), State::Confirmed, "{app:?}: {}", h.reason(&w));
+        assert!(
+            h.reason(&w).ends_with(
+                "left out as in the baseline: Job/default/cleanup=Missing and OutOfSync"
+            ),
+            "{}",
+            h.reason(&w)
+        );
+    }
+}
+
+/// The commit's sync re-creates the Missing resource: it does more than the commit, so the
+/// before is no clean one and a broken commit is not reverted (the Missing Job left out of the
+/// reason's failure).
+#[test]
+fn a_resource_missing_before_makes_no_clean_before() {
+    let before = web_deployment(
+        with_missing_job(Snap::new("web"), Health::Healthy),
+        Health::Healthy,
+    );
+    let (mut h, w, r) = chronic_watch(before);
+    let after = web_deployment(
+        with_missing_job(Snap::new("web").deployed(&r), Health::Degraded),
+        Health::Degraded,
+    );
+    judged_until_deadline(&mut h, &after);
+    assert_eq!(h.state(&w), State::Fail);
+    no_reverts(&h);
+    let reason = h.reason(&w);
+    assert!(
+        reason.contains("resources: Deployment/default/web=Degraded;")
+            && reason
+                .contains("left out as in the baseline: Job/default/cleanup=Missing and OutOfSync")
+            && reason.contains("was not clean at revision"),
+        "{reason}"
+    );
+}
+
+/// Without per-resource health the predicate is the strict aggregate: a Suspended app is not
+/// healthy, whatever the baseline recorded.
+#[test]
+fn without_per_resource_health_the_predicate_is_strict() {
+    let before = web_deployment(with_suspended_cronjob(Snap::new("web")), Health::Healthy);
+    let (mut h, w, r) = chronic_watch(before);
+    let mut after = with_suspended_cronjob(Snap::new("web").deployed(&r));
+    after.0.resource_health_source = greenlight_core::snapshot::ResourceHealthSource::Unavailable;
+    for res in &mut after.0.resources {
+        res.health = None;
+    }
+    judged_until_deadline(&mut h, &after);
+    assert_ne!(h.state(&w), State::Confirmed, "{}", h.reason(&w));
+}
+
+/// The promotion gate's meaning of healthy stays strict: its config judges without baselines.
+#[test]
+fn strict_health_ignores_the_baseline() {
+    let mut cfg = config();
+    cfg.strict_health = true;
+    let mut h = Harness::new(cfg);
+    h.baseline = None;
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    h.arrive(&c, t(0));
+    let before = web_deployment(with_suspended_cronjob(Snap::new("web")), Health::Healthy);
+    h.observe(&before.compared_revision(c.parents[0].as_str()), t(1));
+    let r = containing(&mut h, &c.sha, 1);
+    let after = web_deployment(
+        with_suspended_cronjob(Snap::new("web").deployed(&r)),
+        Health::Healthy,
+    );
+    judged_until_deadline(&mut h, &after);
+    assert_ne!(h.state(&c.sha), State::Confirmed, "{}", h.reason(&c.sha));
+}
+
+/// The baseline's chronic conditions survive the state file.
+#[test]
+fn a_baseline_with_chronic_resources_reads_back_from_the_store() {
+    let before = web_deployment(with_suspended_cronjob(Snap::new("web")), Health::Healthy);
+    let (h, w, _) = chronic_watch(before);
+    assert_eq!(h.watch(&w).baseline().chronic.resources.len(), 1);
+    let back = through_the_store(&[h.watch(&w).clone()]);
+    assert_eq!(&back[0], h.watch(&w));
 }

@@ -780,6 +780,7 @@ impl Sim {
             ]
             .into_iter()
             .collect(),
+            resources: Vec::new(),
         }
     }
 
@@ -1013,6 +1014,7 @@ impl Sim {
                 sync_status: snap.sync_status.clone(),
                 last_operation_phase: snap.last_operation.as_ref().map(|o| o.phase.clone()),
                 last_operation_revision: snap.last_operation.as_ref().map(|o| o.revision.clone()),
+                chronic: Default::default(),
             },
         );
     }

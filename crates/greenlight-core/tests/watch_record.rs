@@ -120,6 +120,7 @@ fn each_recorded_body_reads_back_in_its_phase_with_its_typed_reason() {
         Verdict::Confirmed {
             stable_for_ms: 120_000,
             pauses: 0,
+            left_out: Vec::new(),
         }
     );
     let not_healthy = Failure::NotHealthy {

@@ -261,6 +261,7 @@ fn deployed(rev: &str, health: Health) -> AppSnapshot {
         comparison_error: None,
         source_hydrator: false,
         inputs: Default::default(),
+        resources: Vec::new(),
     }
 }
 
@@ -324,6 +325,7 @@ fn config(dir: &Path) -> DaemonConfig {
         retain_ms: 30 * 86_400_000,
         listing_limit_bytes: 128 << 20,
         reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
+        strict_health: false,
     }
 }
 
@@ -1101,6 +1103,7 @@ async fn after_a_skipped_stream_message_a_quiet_app_is_not_vouched_for() {
             sync_status: "Synced".into(),
             last_operation_phase: None,
             last_operation_revision: None,
+            chronic: Default::default(),
         };
         h.send(SourceMsg::Unwatched(other.key(), glimpse)).await;
     }

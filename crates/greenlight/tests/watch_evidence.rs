@@ -1,7 +1,8 @@
 //! A revert needs evidence (`docs/verdicts.md#evidence`), end to end: `greenlight sandbox` and
 //! `greenlight watch` over real git, in the everyday situations of a busy Argo CD where "the
-//! watched commit reached the app, then the app failed" is not enough to blame the commit. Each
-//! test reverted an innocent commit before the evidence standard. Waits are on recorded states,
+//! watched commit reached the app, then the app failed" is not enough to blame the commit (and
+//! "the app is not clean" not enough to spare it). Each test reverted an innocent commit, or
+//! failed a good one or kept a broken one, before the evidence standard. Waits are on recorded states,
 //! never fixed sleeps; every test runs against the sandbox as Argo CD 3.5 and 2.14.
 
 #[macro_use]
@@ -162,7 +163,9 @@ fn a_fix_forward_greenlight_had_not_fetched_stops_the_revert() {
 }
 
 /// A PostSync smoke test that already failed on the previous revision: the next commit's sync
-/// runs it again and it fails again. That says nothing against the commit.
+/// runs it again and it fails again the same way. That says nothing against the commit: the
+/// rest of the app decides, and a good image bump is confirmed, naming the hook it left out.
+/// Before, the innocent commit ended FAIL for the hook.
 fn a_post_sync_check_already_failing_is_no_evidence_against_the_next_commit() {
     let repo = Repo::new();
     repo.write("apps/web/smoke.yaml", &failing_smoke_test());
@@ -182,46 +185,134 @@ fn a_post_sync_check_already_failing_is_no_evidence_against_the_next_commit() {
         GOOD2,
         &format!("web: 1.1.0\n\n{}", trailer("web", "60", "arm")),
     );
-    let w = wd.wait_state(&c, "FAIL", T);
+    let w = wd.wait_state(&c, "CONFIRMED", T);
     let reason = w["reason"].as_str().unwrap();
     assert!(
-        reason.contains("PostSync hook failed")
-            && reason.contains("no evidence that this commit broke the app: before this commit's sync the app was not clean at revision")
-            && reason.contains("its last sync operation ended Failed"),
+        reason.contains(
+            "left out as in the baseline: PostSync hook batch/Job/smoke (Job has reached the specified backoff limit)"
+        ),
         "{reason}"
+    );
+    assert!(
+        wd.proc.output().contains("sync_failed") || wd.proc.output().contains("PostSync"),
+        "the hook's failure is still said: {}",
+        wd.proc.output()
     );
     assert_eq!(repo.remote_tip(), c, "nothing pushed");
 }
 
-/// An app OutOfSync for good — automated prune off, a resource removed from git still live —
-/// is no clean before: a good image bump is not reverted for "OutOfSync".
-fn an_app_out_of_sync_for_good_gets_no_commit_reverted() {
-    let repo = Repo::new();
+/// An app OutOfSync for good — automated prune off, a ConfigMap removed from git still live,
+/// `requiresPruning` — with the watchdog following it and Argo CD holding syncs. Returns the
+/// watchdog once the armed image bump to `image` is pushed and waits for reach (syncing
+/// resumed), and the commit.
+fn out_of_sync_for_pruning_then(repo: &Repo, image: &str) -> (Sandbox, Watchdog, String) {
     repo.write("apps/web/config.yaml", &config_map("1"));
     repo.commit_push("web: a config map");
-    let sb = sandbox(&repo, &["web=apps/web"], &[]);
-    settled(&sb, &repo, &["web"]);
+    let sb = sandbox(repo, &["web=apps/web"], &[]);
+    settled(&sb, repo, &["web"]);
     repo.git(&["rm", "-q", "apps/web/config.yaml"]);
     let left = repo.commit_push("web: the config map is no longer needed");
     sb.wait_app("web", T, |a| {
         a["status"]["sync"]["status"] == "OutOfSync"
             && a["status"]["sync"]["revision"] == left.as_str()
+            && a["status"]["resources"]
+                .as_array()
+                .is_some_and(|rs| rs.iter().any(|r| r["requiresPruning"] == true))
     });
-    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    let wd = watchdog(repo, &sb.url, &[], &[]);
+    sb.control("/sandbox/v1/pause");
     let c = repo.set_image(
         "web",
-        GOOD2,
-        &format!("web: 1.1.0\n\n{}", trailer("web", "4", "arm")),
+        image,
+        &format!("web: new image\n\n{}", trailer("web", "4", "arm")),
     );
-    let w = wd.wait_state(&c, "FAIL", T);
+    wd.wait_state(&c, "WAITING_REACH", T);
+    sb.control("/sandbox/v1/resume");
+    (sb, wd, c)
+}
+
+const PRUNING_LEFT_OUT: &str =
+    "left out as in the baseline: ConfigMap/apps/web-config=OutOfSync (requires pruning)";
+
+/// The leftover waits for a human to prune it, before and after the commit, and no commit's
+/// sync applies it: a good image bump is confirmed. Before, it ended FAIL "OutOfSync".
+fn an_app_out_of_sync_only_for_pruning_confirms_a_good_image_bump() {
+    let repo = Repo::new();
+    let (_sb, wd, c) = out_of_sync_for_pruning_then(&repo, GOOD2);
+    let w = wd.wait_state(&c, "CONFIRMED", T);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(reason.ends_with(PRUNING_LEFT_OUT), "{reason}");
+    assert_eq!(repo.remote_tip(), c, "nothing pushed");
+}
+
+/// The same app, a broken image: a clean before (OutOfSync only for pruning), only this commit
+/// in the batch, and the Deployment Degraded — reverted. Before, "no clean before" kept it.
+fn an_app_out_of_sync_only_for_pruning_reverts_a_broken_image_bump() {
+    let repo = Repo::new();
+    let (_sb, wd, c) = out_of_sync_for_pruning_then(&repo, BAD);
+    let w = wd.wait_state(&c, "REVERTED", T);
     let reason = w["reason"].as_str().unwrap();
     assert!(
-        reason.contains("sync status is OutOfSync")
-            && reason.contains("was not clean at revision")
-            && reason.contains("(sync status OutOfSync)"),
+        reason.contains("Deployment/apps/web=Degraded") && reason.contains(PRUNING_LEFT_OUT),
+        "{reason}"
+    );
+    assert_eq!(repo.remote_tip(), w["revert_commit"].as_str().unwrap());
+    assert_eq!(count_reverts_of(&repo, &c), 1);
+}
+
+/// A CronJob suspended on purpose beside web's Deployment: Argo CD calls the app `Suspended`.
+/// Returns the sandbox and the watchdog once the armed image bump to `image` waits for reach.
+fn suspended_cronjob_then(repo: &Repo, image: &str) -> (Sandbox, Watchdog, String) {
+    repo.write(
+        "apps/web/nightly.yaml",
+        "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: nightly\n  namespace: apps\nspec:\n  suspend: true\n  schedule: '0 3 * * *'\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers: [{name: report, image: 'registry.local/report:1'}]\n          restartPolicy: Never\n",
+    );
+    let tip = repo.commit_push("web: a nightly report, suspended for now");
+    let sb = sandbox(repo, &["web=apps/web"], &[]);
+    sb.wait_app("web", T, |a| {
+        a["status"]["health"]["status"] == "Suspended"
+            && a["status"]["sync"]["status"] == "Synced"
+            && a["status"]["sync"]["revision"] == tip.as_str()
+    });
+    let wd = watchdog(repo, &sb.url, &[], &[]);
+    sb.control("/sandbox/v1/pause");
+    let c = repo.set_image(
+        "web",
+        image,
+        &format!("web: new image\n\n{}", trailer("web", "4", "arm")),
+    );
+    wd.wait_state(&c, "WAITING_REACH", T);
+    sb.control("/sandbox/v1/resume");
+    (sb, wd, c)
+}
+
+/// The app stays `Suspended` through its CronJob, as before the commit: a good image bump is
+/// confirmed. Before, it ended FAIL ("the app is Suspended (someone is holding it …)").
+fn a_cronjob_suspended_on_purpose_confirms_a_good_image_bump() {
+    let repo = Repo::new();
+    let (_sb, wd, c) = suspended_cronjob_then(&repo, GOOD2);
+    let w = wd.wait_state(&c, "CONFIRMED", T);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(
+        reason.ends_with("left out as in the baseline: CronJob/apps/nightly=Suspended"),
         "{reason}"
     );
     assert_eq!(repo.remote_tip(), c, "nothing pushed");
+}
+
+/// The same app, a broken image: the Deployment Degraded is this commit's doing, and it is
+/// reverted. Before, the Suspended baseline ("already unhealthy before this commit") kept it.
+fn a_cronjob_suspended_on_purpose_does_not_keep_a_broken_image_bump() {
+    let repo = Repo::new();
+    let (_sb, wd, c) = suspended_cronjob_then(&repo, BAD);
+    let w = wd.wait_state(&c, "REVERTED", T);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("Deployment/apps/web=Degraded")
+            && reason.contains("left out as in the baseline: CronJob/apps/nightly=Suspended"),
+        "{reason}"
+    );
+    assert_eq!(repo.remote_tip(), w["revert_commit"].as_str().unwrap());
 }
 
 /// A developer committed D (a broken image) on an old tip while G (a ConfigMap for web) landed;
@@ -791,7 +882,10 @@ on_every_argocd_version!(
     one_sync_that_also_deployed_another_apps_commit_still_reverts,
     a_fix_forward_greenlight_had_not_fetched_stops_the_revert,
     a_post_sync_check_already_failing_is_no_evidence_against_the_next_commit,
-    an_app_out_of_sync_for_good_gets_no_commit_reverted,
+    an_app_out_of_sync_only_for_pruning_confirms_a_good_image_bump,
+    an_app_out_of_sync_only_for_pruning_reverts_a_broken_image_bump,
+    a_cronjob_suspended_on_purpose_confirms_a_good_image_bump,
+    a_cronjob_suspended_on_purpose_does_not_keep_a_broken_image_bump,
     a_pull_merges_revert_undoes_the_developers_side_not_the_branchs,
     a_commit_arriving_through_a_pull_merge_is_judged_as_its_own,
     a_restart_before_the_commit_arrives_keeps_the_apps_baseline,

@@ -14,7 +14,7 @@ use crate::directive::{AppRef, Directive, Mode};
 use crate::event::Evidence;
 use crate::judge::{CommitInfo, RevertOutcome};
 use crate::reason::{ArmBlocked, Failure, Landed, NoEvidence, NoRevert, Reason, Verdict};
-use crate::snapshot::{Health, ReachCandidate, SourcePaths};
+use crate::snapshot::{Chronic, Health, ReachCandidate, SourcePaths};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -94,6 +94,10 @@ pub struct Seen {
     /// Synced, but no sync operation ran with it (`docs/verdicts.md#reach`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_applied: Option<String>,
+    /// The chronic conditions the last health judgement left out as in the baseline
+    /// (`docs/verdicts.md#evidence`, condition 3), labelled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 /// A sync operation that failed on a revision with the watched commit before applying it.
@@ -114,6 +118,7 @@ impl Seen {
             operation: self.operation.clone(),
             unhealthy_resources: self.unhealthy_resources.clone(),
             resource_health_source: self.resource_health_source.clone(),
+            left_out: self.left_out.clone(),
         }
     }
 }
@@ -153,6 +158,12 @@ pub struct Baseline {
     /// reverted against its first parent, as it was).
     #[serde(default)]
     pub merge_side: Option<MergeSide>,
+    /// What was not clean in that observation: the resources not Healthy-and-Synced and the
+    /// PostSync hooks that failed (`docs/verdicts.md#evidence`, condition 3). The same
+    /// condition after the commit does not count against it. Empty in records from before it
+    /// was kept (judged strictly, as then).
+    #[serde(default)]
+    pub chronic: Chronic,
 }
 
 /// Which parent of a watched merge was the branch before it.
@@ -174,6 +185,7 @@ pub struct BeforeSeen {
     /// The batch, when the revision is new to the baseline and the judge could work it out;
     /// `None` keeps the batch already recorded for the same revision.
     pub batch: Option<Option<Vec<LaterCommit>>>,
+    pub chronic: Chronic,
 }
 
 impl Baseline {
@@ -630,9 +642,15 @@ impl Watch {
     pub(crate) fn saw_not_applied(&mut self, revision: String) {
         self.seen.not_applied = Some(revision);
     }
-    pub(crate) fn saw_health(&mut self, why_not_healthy: Option<String>, transient: bool) {
+    pub(crate) fn saw_health(
+        &mut self,
+        why_not_healthy: Option<String>,
+        transient: bool,
+        left_out: Vec<String>,
+    ) {
         self.seen.why_not_healthy = why_not_healthy;
         self.seen.transient = transient;
+        self.seen.left_out = left_out;
     }
     pub(crate) fn learned_source_paths(&mut self, paths: SourcePaths) {
         self.source_paths = Some(paths);
@@ -661,6 +679,7 @@ impl Watch {
         b.before = seen.before;
         b.revision = seen.revision;
         b.unclean = seen.unclean;
+        b.chronic = seen.chronic;
         if let Some(batch) = seen.batch {
             b.batch = batch;
         }

@@ -14,7 +14,7 @@ use greenlight_core::judge::{
 };
 use greenlight_core::snapshot::{
     AppKey, AppSnapshot, ComparedElsewhere, Glimpse, Health, OperationFacts, ReachCandidate,
-    ReachVia, ResourceHealthSource, SourceFacts, SourcePaths, UnhealthyResource,
+    ReachVia, ResourceHealthSource, ResourceView, SourceFacts, SourcePaths, UnhealthyResource,
 };
 use greenlight_core::time::Timestamp;
 use greenlight_core::watch::FlatWatch;
@@ -125,6 +125,7 @@ impl Snap {
             comparison_error: None,
             source_hydrator: false,
             inputs: Default::default(),
+            resources: Vec::new(),
         })
     }
 
@@ -308,6 +309,34 @@ impl Snap {
         });
         self
     }
+    /// A top-level resource as the comparison left it, in namespace `default`: its sync
+    /// status, `requiresPruning` and health (`None`: no health check). Degraded or Missing, it
+    /// is also an unhealthy resource, as the adapter reports it.
+    pub fn resource(
+        mut self,
+        kind: &str,
+        name: &str,
+        sync: &str,
+        requires_pruning: bool,
+        health: Option<Health>,
+    ) -> Snap {
+        self.0.resources.push(ResourceView {
+            group: String::new(),
+            kind: kind.into(),
+            namespace: "default".into(),
+            name: name.into(),
+            sync_status: sync.into(),
+            requires_pruning,
+            health,
+            message: String::new(),
+        });
+        match health {
+            Some(h @ (Health::Degraded | Health::Missing)) => {
+                self.unhealthy_resource(kind, name, h)
+            }
+            _ => self,
+        }
+    }
     pub fn auto_sync(mut self, on: bool) -> Snap {
         self.0.automated_sync = on;
         self
@@ -452,6 +481,7 @@ impl Harness {
                 sync_status: "Synced".into(),
                 last_operation_phase: None,
                 last_operation_revision: None,
+                chronic: Default::default(),
             };
             for d in directives_in(&c.message, DEFAULT_TRAILER_KEY)
                 .into_iter()

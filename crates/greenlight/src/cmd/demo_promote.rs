@@ -231,6 +231,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
             retain_ms: 30 * 86_400_000,
             listing_limit_bytes: 128 << 20,
             reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
+            strict_health: false,
         },
         out,
         Arc::new(SystemClock) as Arc<dyn Clock>,

@@ -206,6 +206,8 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
         retain_ms: 86_400_000,
         listing_limit_bytes: 128 << 20,
         reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
+        // The candidate must be clean, not as clean as before: the gate's meaning of healthy.
+        strict_health: true,
     };
     crate::install_crypto();
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;

@@ -171,6 +171,7 @@ pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
             0 => return Err(super::usage("--listing-limit-mib: must be above zero")),
             mib => (mib as usize) << 20,
         },
+        strict_health: false,
     })
 }
 

@@ -31,6 +31,9 @@ pub struct DaemonConfig {
     pub reopen_horizon_ms: i64,
     /// The most an application listing may hold (after field selection) before it is refused.
     pub listing_limit_bytes: usize,
+    /// Health by the strict aggregate only, never relative to a watch's baseline: the
+    /// promotion gate's candidate must be clean (`JudgeConfig::strict_health`).
+    pub strict_health: bool,
 }
 
 impl DaemonConfig {
@@ -45,6 +48,7 @@ impl DaemonConfig {
         j.dry_run = self.dry_run;
         j.trailer_key = self.trailer_key.clone();
         j.reopen_horizon_ms = self.reopen_horizon_ms;
+        j.strict_health = self.strict_health;
         j
     }
 }
@@ -77,6 +81,7 @@ mod tests {
             retain_ms: 1,
             listing_limit_bytes: 1 << 20,
             reopen_horizon_ms: 0,
+            strict_health: false,
         };
         // The judge quotes its repository in reasons (stored, shown by `status`).
         let j = cfg.judge_config("main", true);

@@ -15,7 +15,7 @@ use greenlight_core::breaker::{Breaker, CountedRevert};
 use greenlight_core::commit::CommitId;
 use greenlight_core::directive::{AppRef, Mode};
 use greenlight_core::judge::State;
-use greenlight_core::snapshot::{Health, ReachCandidate, ReachVia, SourcePaths};
+use greenlight_core::snapshot::{Chronic, Health, ReachCandidate, ReachVia, SourcePaths};
 use greenlight_core::time::Timestamp;
 use greenlight_core::watch::{
     Baseline, Before, FailedSync, FlatError, FlatWatch, LaterCommit, MergeSide, Seen, Watch,
@@ -131,6 +131,11 @@ pub struct BaselineRecord {
     /// commit with one parent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<String>,
+    /// What was not clean in the baseline observation (its resources not Healthy-and-Synced,
+    /// its failed PostSync hooks); absent when nothing was, and in bodies written before it
+    /// was kept (such a watch is judged strictly, as then).
+    #[serde(default, skip_serializing_if = "Chronic::is_empty")]
+    pub chronic: Chronic,
 }
 
 impl BaselineRecord {
@@ -147,6 +152,7 @@ impl BaselineRecord {
             reach_operation_started: ts(b.reach_operation_started),
             revision: b.revision.clone(),
             unclean: b.unclean.clone(),
+            chronic: b.chronic.clone(),
             merge: b.merge_side.as_ref().map(|side| match side {
                 MergeSide::Mainline(p) => p.as_str().to_string(),
                 MergeSide::Unknown => "unknown".to_string(),
@@ -174,6 +180,7 @@ impl BaselineRecord {
             reach_operation_started: self.reach_operation_started.map(Timestamp),
             revision: self.revision,
             unclean: self.unclean,
+            chronic: self.chronic,
             // A side that does not parse is no side greenlight can tell.
             merge_side: self.merge.map(|m| match CommitId::parse(&m) {
                 Ok(p) => MergeSide::Mainline(p),
@@ -279,6 +286,10 @@ pub struct SeenRecord {
     /// Absent unless a compared revision had the commit with no sync operation run with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_applied: Option<String>,
+    /// The chronic conditions the last health judgement left out as in the baseline; absent
+    /// when none (and in bodies written before they were).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -415,6 +426,7 @@ impl From<&Watch> for WatchRecord {
                 }),
                 transient: w.seen.transient,
                 not_applied: w.seen.not_applied.clone(),
+                left_out: w.seen.left_out.clone(),
             },
             baseline: BaselineRecord::of(&w.baseline),
             streak_pause: (w.streak_pauses > 0 || w.streak_paused_at.is_some()).then(|| {
@@ -537,6 +549,7 @@ impl TryFrom<WatchRecord> for Watch {
                 }),
                 transient: r.seen.transient,
                 not_applied: r.seen.not_applied,
+                left_out: r.seen.left_out,
             },
             baseline: r
                 .baseline

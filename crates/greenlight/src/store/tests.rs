@@ -612,7 +612,7 @@ fn a_failed_prune_is_tried_again_an_hour_later_not_at_every_tick() {
 #[test]
 fn idle_observations_survive_a_restart() {
     use greenlight_core::judge::Idle;
-    use greenlight_core::snapshot::{AppKey, Health};
+    use greenlight_core::snapshot::{AppKey, Chronic, Health, ResourceView};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     let key = |name: &str| AppKey {
@@ -625,12 +625,27 @@ fn idle_observations_survive_a_restart() {
             health: Health::Healthy,
             unclean: None,
             applied: None,
+            chronic: Chronic::default(),
         },
         Idle {
             revision: "b".repeat(40),
             health: Health::Degraded,
             unclean: Some("sync status OutOfSync".into()),
             applied: Some("c".repeat(40)),
+            // What was not clean there is kept too (`docs/verdicts.md#evidence`).
+            chronic: Chronic {
+                resources: vec![ResourceView {
+                    group: "batch".into(),
+                    kind: "CronJob".into(),
+                    namespace: "apps".into(),
+                    name: "nightly".into(),
+                    sync_status: "Synced".into(),
+                    requires_pruning: false,
+                    health: Some(Health::Suspended),
+                    message: "CronJob is Suspended".into(),
+                }],
+                hooks: vec!["batch/Job/smoke (Job has reached the specified backoff limit)".into()],
+            },
         },
     ];
     let mut store = Store::open_or_create(&path).unwrap();
@@ -669,6 +684,8 @@ fn arrived_commits_survive_a_restart_in_order() {
         sha: CommitId::parse(&format!("{n:040x}")).unwrap(),
         parents: vec![CommitId::parse(&format!("{:040x}", n + 1_000_000)).unwrap()],
         changed_paths: vec![format!("apps/{n}/deploy.yaml")],
+        // Every other one a revert: what it reverts is kept too.
+        reverts: (n % 2 == 1).then(|| CommitId::parse(&format!("{:040x}", n + 2_000_000)).unwrap()),
     };
     let mut store = Store::open_or_create(&path).unwrap();
     let first: Vec<Arrived> = (0..3).map(commit).collect();
