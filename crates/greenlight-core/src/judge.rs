@@ -762,6 +762,27 @@ impl Engine {
             else {
                 continue;
             };
+            // The commits after this one that the reaching revision brings arrived before the
+            // watch re-opens: they are its later commits, as if they had arrived during it
+            // (`docs/verdicts.md#attribution`). When greenlight cannot tell them (they arrived
+            // before its state file kept them), a revert of the commit may be among them: the
+            // watch does not re-open.
+            let later = if w.commit.as_str().eq_ignore_ascii_case(&revision) {
+                Some(Vec::new())
+            } else {
+                CommitId::parse(&revision).ok().and_then(|r| {
+                    let at = self.arrived.iter().position(|a| a.sha == r)?;
+                    let mut list = self.batch_between(w.commit.as_str(), &r, None)?;
+                    list.push(LaterCommit {
+                        sha: r,
+                        changed_paths: self.arrived[at].changed_paths.clone(),
+                    });
+                    Some(list)
+                })
+            };
+            let Some(later) = later else {
+                continue;
+            };
             let base = w.id.split('~').next().unwrap_or(&w.id).to_string();
             let n = self
                 .watches
@@ -772,23 +793,8 @@ impl Engine {
             let mut reopened = w.reopened(format!("{base}~{n}"), now);
             let before = self.idle_baseline(&reopened.commit, None, &reopened.app, ancestry);
             reopened.saw_before(before);
-            // The commits after this one that the reaching revision brings arrived before the
-            // watch re-opened: they are its later commits, as if they had arrived during it
-            // (`docs/verdicts.md#attribution`). Unknown ones leave the batch unknown.
-            if !reopened.commit.as_str().eq_ignore_ascii_case(&revision) {
-                let later = CommitId::parse(&revision).ok().and_then(|r| {
-                    let at = self.arrived.iter().position(|a| a.sha == r)?;
-                    let mut list = self.batch_between(reopened.commit.as_str(), &r, None)?;
-                    list.push(LaterCommit {
-                        sha: r,
-                        changed_paths: self.arrived[at].changed_paths.clone(),
-                    });
-                    Some(list)
-                });
-                match later {
-                    Some(list) => list.into_iter().for_each(|c| reopened.later_commit(c)),
-                    None => reopened.batch_unknown(),
-                }
+            for c in later {
+                reopened.later_commit(c);
             }
             self.watches.push(reopened);
             let j = self.watches.len() - 1;

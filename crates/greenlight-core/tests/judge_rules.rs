@@ -1594,19 +1594,31 @@ fn a_commit_deployed_after_its_not_reached_is_judged_as_a_new_watch() {
     let out = h.tick(t(660));
     assert_eq!(reverts(&out).len(), 1, "the evidence holds: {out:?}");
 
-    // Deployed at a later revision greenlight cannot place: what it brought is not known.
+    // Deployed at a later revision greenlight cannot place: what it brought (a revert of the
+    // commit, perhaps) is not known, and the watch does not re-open.
     let (mut h, w) = not_reached_at_60();
     let r = containing(&mut h, &w, 1);
-    let degraded = Snap::new("web").deployed(&r).health(Health::Degraded);
-    h.observe_every(&degraded, 600, 650, 10);
-    let out = h.tick(t(660));
-    assert!(reverts(&out).is_empty(), "{out:?}");
-    assert!(
-        h.engine.watches()[1]
-            .reason()
-            .to_string()
-            .contains("no evidence")
+    h.observe(
+        &Snap::new("web").deployed(&r).health(Health::Degraded),
+        t(600),
     );
+    assert_eq!(watches_of(&h, &w).len(), 1);
+    // A later commit that arrived: it is the re-opened watch's later commit (attribution).
+    let (mut h, w) = not_reached_at_60();
+    let later = CommitInfo {
+        parents: vec![w.clone()],
+        ..plain(2, &["apps/web/deploy.yaml"])
+    };
+    h.arrive(&later, t(100));
+    h.ancestor(&w, later.sha.as_str());
+    let out = h.observe(&Snap::new("web").deployed(later.sha.as_str()), t(600));
+    assert_eq!(watches_of(&h, &w).len(), 2, "{out:?}");
+    assert_eq!(
+        watches_of(&h, &w)[1].state(),
+        State::Fail,
+        "attribution: {out:?}"
+    );
+    assert!(reverts(&out).is_empty());
 }
 
 #[test]
@@ -1631,7 +1643,7 @@ fn a_not_reached_beyond_the_horizon_or_with_the_horizon_off_stays_final() {
 #[test]
 fn only_a_revision_argo_cd_deploys_now_reopens_never_the_history() {
     let (mut h, w) = not_reached_at_60();
-    let r = containing(&mut h, &w, 1);
+    let r = w.to_string();
     let history = Snap::new("web").sync("OutOfSync").via_history(&r, 3);
     h.observe(&history, t(100));
     assert_eq!(watches_of(&h, &w).len(), 1);
@@ -1671,8 +1683,7 @@ fn a_commit_reverted_after_its_not_reached_never_reopens() {
 #[test]
 fn a_reopened_watch_that_is_not_reached_again_can_reopen_once_more_and_survives_a_restart() {
     let (mut h, w) = not_reached_at_60();
-    let r = containing(&mut h, &w, 1);
-    h.observe(&Snap::new("web").deployed(&r), t(100));
+    h.observe(&Snap::new("web").deployed(w.as_str()), t(100));
     // Withdrawn again (a force-push back past it).
     h.observe(
         &Snap::new("web")
@@ -1690,10 +1701,11 @@ fn a_reopened_watch_that_is_not_reached_again_can_reopen_once_more_and_survives_
     );
     let mut h2 = Harness::with_engine(engine);
     h2.truth = h.truth.clone();
-    let r2 = sha(1002);
-    h2.ancestor(&w, &r2);
+    // The same commit lands again (a force-push puts it back).
     h2.observe(
-        &Snap::new("web").deployed(&r2).operation_started(t(200)),
+        &Snap::new("web")
+            .deployed(w.as_str())
+            .operation_started(t(200)),
         t(201),
     );
     let ws = watches_of(&h2, &w);

@@ -222,6 +222,14 @@ struct Sim {
     next_commit: u64,
     seed: u64,
     counters: Counters,
+    /// Each merge's mainline: the branch's tip before it (a `git pull` merge has it second).
+    merge_mainline: HashMap<String, String>,
+    /// Commits a commit on the branch says it reverts.
+    reverted: BTreeSet<String>,
+    /// Re-opened watches already checked.
+    reopened: BTreeSet<String>,
+    /// The arrived commits the engine handed over for the state file (`take_arrived`).
+    arrived_store: Vec<greenlight_core::judge::Arrived>,
 }
 
 #[derive(Default, Debug, Clone)]
@@ -252,6 +260,13 @@ struct Counters {
     pauses_inconclusive: u64,
     /// NOT_REACHED because the last sync failed before applying the commit.
     sync_failed: u64,
+    /// Watches that re-opened after NOT_REACHED, their commit deployed later.
+    reopened: u64,
+    /// Reverts not pushed: a fix-forward landed on the branch just before the push.
+    superseded: u64,
+    /// Merges whose first parent is the developer's side (`git pull`), and those watched.
+    pull_merges: u64,
+    watched_merges: u64,
     restarts: u64,
     events: u64,
 }
@@ -336,6 +351,10 @@ impl Sim {
             next_commit: 10,
             seed,
             counters: Counters::default(),
+            merge_mainline: HashMap::new(),
+            reverted: BTreeSet::new(),
+            reopened: BTreeSet::new(),
+            arrived_store: Vec::new(),
         }
     }
 
@@ -380,6 +399,13 @@ impl Sim {
     }
 
     fn push_commit(&mut self, c: CommitInfo) {
+        if let Some(at) = c.message.find("This reverts commit ") {
+            let sha: String = c.message[at + "This reverts commit ".len()..]
+                .chars()
+                .take(40)
+                .collect();
+            self.reverted.insert(sha);
+        }
         self.index.insert(c.sha.to_string(), self.hist.len());
         self.changed
             .insert(c.sha.to_string(), c.changed_paths.clone());
@@ -522,7 +548,9 @@ impl Sim {
         });
     }
 
-    /// A merge whose second parent either carries a watched commit or does not.
+    /// A merge whose side parent either carries a watched commit or does not: a merge of a
+    /// feature branch (the branch first), or a `git pull` merge (the developer's side first, the
+    /// branch second). Sometimes the merge itself carries a trailer.
     fn merge_commit(&mut self) {
         let side = self.new_commit_sha();
         let ws: Vec<String> = self
@@ -538,13 +566,32 @@ impl Sim {
         let sha = self.new_commit_sha();
         let parent = self.hist.last().unwrap().clone();
         let paths = vec![self.app_path()];
+        let pull = self.rng.chance(40);
+        let parents = if pull {
+            self.counters.pull_merges += 1;
+            vec![cid(&side), cid(&parent)]
+        } else {
+            vec![cid(&parent), cid(&side)]
+        };
+        let mut message = "Merge branch 'feature'\n".to_string();
+        if self.rng.chance(30) {
+            self.counters.watched_merges += 1;
+            let app = paths[0].split('/').nth(1).unwrap_or("web").to_string();
+            let mode = if self.rng.chance(70) { "arm" } else { "shadow" };
+            let deadline = self.rng.range(10, 200);
+            message = format!(
+                "Merge branch 'main' of origin\n\nNav-Watchdog: app={app} deadline={deadline}s mode={mode}\n"
+            );
+        }
+        self.merge_mainline.insert(sha.clone(), parent.clone());
         self.push_commit(CommitInfo {
             sha: cid(&sha),
-            parents: vec![cid(&parent), cid(&side)],
+            parents,
             subject: "Merge branch 'feature'".into(),
-            message: "Merge branch 'feature'\n".into(),
+            message,
             changed_paths: paths,
-            mainline: None,
+            // greenlight records the branch's tips: the parent that was the tip is the mainline.
+            mainline: Some(cid(&parent)),
         });
     }
 
@@ -1110,10 +1157,25 @@ impl Sim {
             .iter()
             .find(|o| o.commit == watch.commit && o.id != id && o.revert_commit().is_some())
             .and_then(|o| o.revert_commit().cloned());
+        // A fix-forward to the app pushed seconds before the revert's push: the executor's fetch
+        // finds it, and pushes nothing.
+        let fix_forward = (landed_before.is_none() && self.rng.chance(10)).then(|| {
+            let sha = self.new_commit_sha();
+            (sha, vec![format!("apps/{}/deploy.yaml", watch.app.name)])
+        });
         let outcome = match self.rng.below(10) {
             _ if landed_before.is_some() => RevertOutcome::Adopted {
                 revert: landed_before.clone().unwrap(),
             },
+            _ if fix_forward.is_some() => {
+                let (sha, paths) = fix_forward.clone().unwrap();
+                RevertOutcome::Superseded {
+                    newer: vec![greenlight_core::judge::LaterCommit {
+                        sha: cid(&sha),
+                        changed_paths: paths,
+                    }],
+                }
+            }
             0..=5 => RevertOutcome::Pushed {
                 revert: cid(&self.new_commit_sha()),
             },
@@ -1154,6 +1216,30 @@ impl Sim {
             }
         }
         self.after(out, false);
+        if let Some((sha, paths)) = fix_forward {
+            self.counters.superseded += 1;
+            let w = self.engine.watches().iter().find(|w| w.id == id).unwrap();
+            if w.state() != State::Fail || w.revert_pending() || w.revert_commit().is_some() {
+                self.fail(&format!(
+                    "{id} superseded by a fix-forward, yet {:?} pending={} revert={:?}",
+                    w.state(),
+                    w.revert_pending(),
+                    w.revert_commit()
+                ));
+            }
+            self.never_revert.insert(id.clone());
+            // The fix-forward arrives on the branch.
+            let parent = self.hist.last().unwrap().clone();
+            self.push_commit(CommitInfo {
+                sha: cid(&sha),
+                parents: vec![cid(&parent)],
+                subject: "fix forward".into(),
+                message: "fix forward\n\nthe fix\n".into(),
+                changed_paths: paths,
+                mainline: None,
+            });
+            return;
+        }
         // The pushed revert then arrives on the branch like any commit.
         if pushed && self.rng.chance(70) {
             let w = self
@@ -1210,6 +1296,8 @@ impl Sim {
         // Downtime: the clock moves on while nothing is observed.
         self.now = self.now.plus_ms(self.rng.range(0, 60_000));
         self.engine = Engine::restore(self.cfg.clone(), watches, breaker);
+        // The arrived commits, as the state file keeps them.
+        self.engine.restore_arrived(self.arrived_store.clone());
         self.model_confirm_deferred.clear();
         let now = self.now;
         self.trace
@@ -1428,7 +1516,9 @@ impl Sim {
                 Some("attribution/unwatchable/not-reached/inconclusive/human revert")
             } else if r.commit != w.commit {
                 Some("wrong commit")
-            } else if self.spec_changed_under(w) {
+            } else if !resuming && self.spec_changed_under(w) {
+                // (A re-issued revert was decided before the restart: a spec edit since then
+                // came after the decision.)
                 Some("Application spec changed under the watch")
             } else if !resuming
                 && matches!(w.reverting(), Some(Failure::StreakBroke { .. }))
@@ -1443,6 +1533,10 @@ impl Sim {
                 Some("never healthy after reach on an app that was not Healthy before its sync")
             } else if !resuming && let Some(why) = self.evidence_missing(w) {
                 Some(why)
+            } else if let Some(m) = self.merge_mainline.get(w.commit.as_str())
+                && r.mainline.as_ref().map(|c| c.as_str()) != Some(m.as_str())
+            {
+                Some("merge reverted against another parent than the branch's (its mainline)")
             } else {
                 None
             };
@@ -1586,6 +1680,61 @@ impl Sim {
             .collect();
         self.was_open = self.model_breaker.open;
         self.check_wakeup_covers_everything_due();
+        self.check_reopened();
+        let arrived = self.engine.take_arrived();
+        self.arrived_store.extend(arrived);
+    }
+
+    /// A re-opened watch (`docs/verdicts.md#reopen`): the watch it follows ended NOT_REACHED
+    /// within the horizon, no commit on the branch reverts its commit, and the app (in the
+    /// model) is deployed at a revision that has the commit.
+    fn check_reopened(&mut self) {
+        let fresh: Vec<Watch> = self
+            .engine
+            .watches()
+            .iter()
+            .filter(|w| w.id.contains('~') && !self.reopened.contains(&w.id))
+            .cloned()
+            .collect();
+        for w in fresh {
+            self.reopened.insert(w.id.clone());
+            self.counters.reopened += 1;
+            let base = w.id.split('~').next().unwrap();
+            let earlier: Vec<&Watch> = self
+                .engine
+                .watches()
+                .iter()
+                .filter(|o| o.id == base || (o.id.starts_with(&format!("{base}~")) && o.id != w.id))
+                .collect();
+            let Some(last) = earlier.iter().max_by_key(|o| o.watch_started_at) else {
+                self.fail(&format!("{} re-opened no watch", w.id));
+            };
+            if last.state() != State::NotReached {
+                self.fail(&format!("{} re-opened a {:?} watch", w.id, last.state()));
+            }
+            if last
+                .finished_at()
+                .is_none_or(|f| self.now.ms_since(f) > self.cfg.reopen_horizon_ms)
+            {
+                self.fail(&format!("{} re-opened beyond the horizon", w.id));
+            }
+            if self.reverted.contains(w.commit.as_str()) {
+                self.fail(&format!("{} re-opened a reverted commit", w.id));
+            }
+            let Some(k) = self.index.get(w.commit.as_str()).copied() else {
+                continue;
+            };
+            let a = self.apps.iter().find(|a| a.name == w.app.name).unwrap();
+            let deployed = a.deployed.is_some_and(|d| d >= k)
+                || a.op_rev.is_some_and(|d| d >= k)
+                || a.compared.is_some_and(|d| d >= k);
+            if !deployed {
+                self.fail(&format!(
+                    "{} re-opened while the app is at {:?} (the commit is {k})",
+                    w.id, a.deployed
+                ));
+            }
+        }
     }
 
     /// CONFIRMED only after at least stable_for of observed healthy time since reach.
@@ -2147,6 +2296,10 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         total.sync_failed += c.sync_failed;
         total.restarts += c.restarts;
         total.events += c.events;
+        total.reopened += c.reopened;
+        total.superseded += c.superseded;
+        total.pull_merges += c.pull_merges;
+        total.watched_merges += c.watched_merges;
     }
     eprintln!("simulation outcome totals: {total:?}");
     // The scenarios must actually exercise every outcome, or the invariants prove little.
@@ -2183,6 +2336,18 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         assert!(
             total.sync_failed > 0,
             "no NOT_REACHED for a sync that could not apply: {total:?}"
+        );
+        assert!(
+            total.reopened > 0,
+            "no NOT_REACHED watch re-opened: {total:?}"
+        );
+        assert!(
+            total.superseded > 0,
+            "no revert superseded by a fix-forward: {total:?}"
+        );
+        assert!(
+            total.pull_merges > 0 && total.watched_merges > 0,
+            "no pull merge, or no watched merge: {total:?}"
         );
     }
     for st in TERMINAL_STATES {

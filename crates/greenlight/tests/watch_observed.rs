@@ -93,7 +93,46 @@ fn a_restart_inside_the_stability_window_does_not_count_as_healthy_time() {
     );
 }
 
+/// A broken armed commit reaches web; greenlight dies; a human pushes a fix-forward and Argo CD
+/// syncs it while greenlight is down. Restarted, greenlight must not revert the broken commit on
+/// top of the fix: the fix is a later change to the app (attribution), or the deadline passed
+/// unobserved (INCONCLUSIVE) — never a revert.
+fn a_fix_forward_synced_while_greenlight_was_down_is_never_reverted_over() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let state = repo.path("state/greenlight.db");
+    let wd = Watchdog::start_timed(BIN, &repo.repo(), &sb.url, &state, &[]);
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: 2.0.0\n\n{}", trailer("web", "6", "arm")),
+    );
+    wd.wait_state(&bad, "JUDGING", T);
+    drop(wd);
+    let fix = repo.set_image("web", GOOD2, "web: fix forward to 1.1.0");
+    sb.wait_app("web", T, |a| healthy_at(a, &fix));
+    let wd = Watchdog::start_timed(BIN, &repo.repo(), &sb.url, &state, &[]);
+    let end = Instant::now() + T;
+    let w = loop {
+        let st = wd.status();
+        let w = greenlight_testkit::watch::watch_of(&st, &bad)
+            .cloned()
+            .unwrap();
+        if !["JUDGING", "WAITING_REACH"].contains(&w["state"].as_str().unwrap()) {
+            break w;
+        }
+        assert!(Instant::now() < end, "{}", wd.proc.output());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(w["revert_commit"].is_null(), "{w}\n{}", wd.proc.output());
+    assert_ne!(w["state"], "REVERTED", "{w}");
+    assert_eq!(repo.remote_tip(), fix, "nothing pushed on top of the fix");
+    assert_eq!(count_reverts_of(&repo, &bad), 0);
+}
+
 on_every_argocd_version!(
     an_outage_inside_the_stability_window_does_not_count_as_healthy_time,
     a_restart_inside_the_stability_window_does_not_count_as_healthy_time,
+    a_fix_forward_synced_while_greenlight_was_down_is_never_reverted_over,
 );

@@ -684,10 +684,6 @@ impl Watch {
             b.batch = batch;
         }
     }
-    /// What a sync brought besides the commit cannot be told: no revert rests on it.
-    pub(crate) fn batch_unknown(&mut self) {
-        self.baseline.batch = None;
-    }
     pub(crate) fn saw_healthy_after_reach(&mut self) {
         self.baseline.healthy_after_reach = true;
     }

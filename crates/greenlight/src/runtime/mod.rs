@@ -802,15 +802,29 @@ impl Runtime {
                 // for now and asked again at the next observation. What the fetch brought is
                 // handed to the judge first: Argo CD may report a commit greenlight has not
                 // seen yet, and it must be attributed before the app's state is judged.
+                // A revision the clone knows but the judge was not handed yet (a fetch of the
+                // timer's, its commits still queued behind this input) is handed over first
+                // too: a revert of the commit among them must be known before it is judged.
                 let mut answers = Vec::new();
                 let mut fetched = None;
                 for (c, r) in questions {
                     let mut v = repo.is_ancestor(&c, &r)?;
-                    if v.is_none() && fetched.is_none() {
+                    if fetched.is_none() && v.is_none() {
                         let tip = repo.fetch(&branch)?;
                         let commits = repo.commits_between(Some(&last), &tip)?;
                         fetched = Some((tip, commits));
                         v = repo.is_ancestor(&c, &r)?;
+                    } else if fetched.is_none()
+                        && !last.is_empty()
+                        && r != last
+                        && repo.is_ancestor(&r, &last)? != Some(true)
+                        && let Some(local) =
+                            repo.resolve(&format!("refs/remotes/origin/{branch}"))?
+                        && local != last
+                        && repo.is_ancestor(&r, &local)? == Some(true)
+                    {
+                        let commits = repo.commits_between(Some(&last), &local)?;
+                        fetched = Some((local, commits));
                     }
                     answers.push(((c, r), v));
                 }
