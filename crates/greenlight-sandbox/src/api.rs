@@ -53,6 +53,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/sandbox/v1/default-backend", post(default_backend))
         .route("/sandbox/v1/hide", post(hide))
         .route("/sandbox/v1/health", post(hold_health))
+        .route("/sandbox/v1/delete", post(delete_resource))
         .route("/sandbox/v1/garble", post(garble));
     argocd.merge(control).with_state(shared)
 }
@@ -1016,6 +1017,29 @@ async fn hold_health(State(shared): Sandbox, Query(q): Query<HashMap<String, Str
             "health": health.as_str(),
             "seconds": seconds,
         })),
+        Err(e) => bad_control(&e),
+    }
+}
+
+/// `?app=NAME&kind=KIND&name=NAME[&namespace=NS]`: a human deletes the live object out of band,
+/// as `kubectl delete` does.
+async fn delete_resource(
+    State(shared): Sandbox,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let given = |key: &str| q.get(key).map(|v| v.trim()).filter(|v| !v.is_empty());
+    let (Some(app), Some(kind), Some(name)) = (given("app"), given("kind"), given("name")) else {
+        let key = ["app", "kind", "name"]
+            .into_iter()
+            .find(|key| given(key).is_none())
+            .unwrap_or("app");
+        return bad_control(&format!(
+            "{key}: missing (use ?app=NAME&kind=KIND&name=NAME[&namespace=NS])"
+        ));
+    };
+    let namespace = given("namespace");
+    match shared.delete_resource(app, kind, name, namespace) {
+        Ok(()) => control_answer(json!({"app": app, "kind": kind, "name": name, "deleted": true})),
         Err(e) => bad_control(&e),
     }
 }

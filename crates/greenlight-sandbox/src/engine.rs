@@ -161,6 +161,21 @@ impl Shared {
         Ok(())
     }
 
+    /// A human deletes a live resource of `app` out of band (see [`World::delete_resource`]);
+    /// the clock is woken for what the reconcile started (a self-heal's rollout).
+    pub(crate) fn delete_resource(
+        &self,
+        app: &str,
+        kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Result<(), String> {
+        self.world()
+            .delete_resource(app, kind, name, namespace, Now::current())?;
+        self.wake_health.notify_one();
+        Ok(())
+    }
+
     /// For `length`, the answers `garble.on` names are `garble.what`'s body instead (a broken
     /// proxy, a misbehaving server); a later call replaces it, `length` zero ends it.
     pub(crate) fn start_garble(&self, garble: Garble, length: Duration) {
@@ -381,6 +396,12 @@ impl Sandbox {
         )
     }
 
+    /// A human deletes the live resource `kind`/`name` of `app` out of band (`kubectl
+    /// delete`), as `POST /sandbox/v1/delete` does. `Err`: what is wrong.
+    pub fn delete_resource(&self, app: &str, kind: &str, name: &str) -> Result<(), String> {
+        self.shared.delete_resource(app, kind, name, None)
+    }
+
     /// Stops the server and the loops and waits for them; the private clone is removed.
     pub async fn shutdown(mut self) {
         let _ = self.shared.shutdown.send(true);
@@ -436,6 +457,7 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
     for (flag, names) in [
         ("--prune", &config.prune),
         ("--allow-empty", &config.allow_empty),
+        ("--no-self-heal", &config.no_self_heal),
     ] {
         if let Some(name) = names
             .iter()
@@ -529,6 +551,7 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
             manual_sync: config.manual_sync.iter().cloned().collect(),
             prune: config.prune.iter().cloned().collect(),
             allow_empty: config.allow_empty.iter().cloned().collect(),
+            no_self_heal: config.no_self_heal.iter().cloned().collect(),
         },
         policy,
         &config.apps,

@@ -20,6 +20,7 @@
 //! | `POST /sandbox/v1/outage?seconds=N` | for N seconds every `/api/v1` route answers 503 code 14 and open streams end with an error (no auth) |
 //! | `POST /sandbox/v1/hide?app=NAME&seconds=N` | for N seconds the token may not see the app, as after an RBAC change: left out of listings and streams, 403 `permission denied` for it (no auth) |
 //! | `POST /sandbox/v1/health?app=NAME&kind=KIND&name=NAME&health=H&seconds=N[&namespace=NS][&message=M]` | for N seconds (on the sandbox's clock) the app's live resource reports health H (`Healthy`, `Progressing`, `Degraded`, `Suspended`, `Missing`, `Unknown`) with message M (default: the sandbox's words) in the tree, `status.resources[]` (inline or re-filled) and, aggregated as its own health would be, the app's health; one update when it starts, one when it ends; its Pods are unchanged; a new hold on the resource replaces the last, `seconds=0` ends it; 400 naming the parameter otherwise (no auth) |
+//! | `POST /sandbox/v1/delete?app=NAME&kind=KIND&name=NAME[&namespace=NS]` | a human deletes the app's live object out of band (`kubectl delete`): the controller reconciles at once, the resource `Missing` and `OutOfSync` in `status.resources[]` and the tree (a node without uid), the app `OutOfSync` and its health aggregated per version (from 3.4 it is left out, before it makes the app `Missing`), one update; automated sync re-creates it at once only with `selfHeal` (a sync naming what is not Synced, no history), else with the next commit's sync; a hold on it ends; 400 naming the parameter otherwise (no auth) |
 //! | `POST /sandbox/v1/garble?what=no-items\|nested&seconds=N[&on=listing\|reads\|both]` | for N seconds (a fault injection: a broken proxy or a misbehaving server) `GET /api/v1/applications` (`listing`) and/or `GET /api/v1/applications/{name}[/…]` (`reads`; default `both`) answer 200 `application/json` with `{}` (`no-items`) or `{"items":[[[…]]]}`, 100000 nested arrays (`nested`); streams are left alone; a new garble replaces the last, `seconds=0` ends it (no auth) |
 //! | `POST /sandbox/v1/default-backend?seconds=N` | for N seconds every new `/api/v1` request answers 404 `default backend - 404` (text/plain), as an ingress's default backend does while Argo CD's server rolls out; open streams stay open (no auth) |
 //!
@@ -48,9 +49,10 @@
 //! message} in the stored object (none for kinds without health, such as ConfigMap, nor for
 //! resources annotated `argocd.argoproj.io/ignore-healthcheck: "true"`; a resource not created
 //! yet is `Missing`), so a resource's health change is an update. Every app is in project
-//! `default`, with `spec.syncPolicy` `{"automated":{"prune":<p>,"selfHeal":true},"retry":
+//! `default`, with `spec.syncPolicy` `{"automated":{"prune":<p>,"selfHeal":<h>},"retry":
 //! {"limit":2,"backoff":{"duration":<retry_backoff>,"factor":2,"maxDuration":<36 ×
 //! retry_backoff>}}}`, `<p>` true for the apps named in [`SandboxConfig::prune`] (false for the
+//! others), `<h>` false for the apps named in [`SandboxConfig::no_self_heal`] (true for the
 //! others), `automated` also carrying `"allowEmpty":true` for those in
 //! [`SandboxConfig::allow_empty`]; except the apps named in [`SandboxConfig::manual_sync`]: no
 //! `automated` (they are compared at every tip and synced only on request, to any revision),
@@ -70,7 +72,8 @@
 //! - `syncPolicy.automated` is honoured: removed (or, from 3.4 on, `enabled: false`) the app has
 //!   no automated sync, as with `--manual-sync` (new commits are compared, not synced; any
 //!   revision may be requested); present it has, pruning when `prune` is true and allowed to
-//!   prune everything when `allowEmpty` is (`selfHeal` is stored only). Before 3.4 the CRD has no
+//!   prune everything when `allowEmpty` is, self-healing when `selfHeal` is (a live object
+//!   deleted by hand is synced again at once). Before 3.4 the CRD has no
 //!   `enabled`: it is dropped and the app stays automated;
 //! - a source with more than one of `kustomize`, `helm`, `directory`, `plugin` is refused with
 //!   Argo CD's `InvalidSpecError` (`multiple application sources defined: Kustomize,Directory`):
@@ -327,7 +330,9 @@
 //! one by one, no events are recorded); a pruned object is gone at once (Argo CD deletes it in the
 //! foreground: until its Pods have terminated it is still there, `Progressing` `Pending
 //! deletion`, and a sync with several phases waits for it); the `Prune=false` sync option is not
-//! read; self-heal is not modelled (live objects only change through syncs); an app never reconciled
+//! read; self-heal has no back-off (Argo CD's `selfHealBackoff` spaces attempts; the sandbox
+//! heals at once and, if a self-heal leaves the app OutOfSync, does not try again), and live
+//! objects change outside syncs only through `POST /sandbox/v1/delete`; an app never reconciled
 //! yet (started paused) shows OutOfSync and Missing with no revision, where Argo CD leaves those
 //! fields empty; a hydrator app is not hydrated: it renders its path from the tracked branch and
 //! reports that branch's commits as its revisions, where Argo CD would report the commits of
@@ -510,6 +515,11 @@ pub struct SandboxConfig {
     /// leave the app empty is refused, as Argo CD refuses it. Each must name an app with
     /// automated sync.
     pub allow_empty: Vec<String>,
+    /// Apps whose automated sync does not self-heal (`spec.syncPolicy.automated.selfHeal:
+    /// false`): a live object deleted by hand (`POST /sandbox/v1/delete`) stays `Missing` until
+    /// the next commit's sync. The others sync it again at once. Each must name an app with
+    /// automated sync.
+    pub no_self_heal: Vec<String>,
     /// How long a new stream waits between sending its ADDED burst and subscribing to updates
     /// (default 0). Argo CD has this gap too, only shorter: an update in it is never sent on
     /// that stream. A longer one lets tests make it happen on purpose.
@@ -544,6 +554,7 @@ impl SandboxConfig {
             manual_sync: Vec::new(),
             prune: Vec::new(),
             allow_empty: Vec::new(),
+            no_self_heal: Vec::new(),
             stream_subscribe_delay: Duration::ZERO,
             stream_buffer: 1000,
             heartbeat: Duration::from_secs(15),
@@ -572,6 +583,7 @@ impl std::fmt::Debug for SandboxConfig {
             .field("manual_sync", &self.manual_sync)
             .field("prune", &self.prune)
             .field("allow_empty", &self.allow_empty)
+            .field("no_self_heal", &self.no_self_heal)
             .field("stream_subscribe_delay", &self.stream_subscribe_delay)
             .field("stream_buffer", &self.stream_buffer)
             .field("heartbeat", &self.heartbeat)

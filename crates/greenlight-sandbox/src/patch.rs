@@ -10,7 +10,7 @@
 //!   `syncPolicy.retry`, `source.repoURL|path|targetRevision|chart`, `sourceHydrator`) cannot
 //!   change: the sandbox could not honour the edit, so it refuses it, naming the field;
 //! - `syncPolicy.automated` is honoured: present turns automated sync on, absent (or, from 3.4
-//!   on, `enabled: false`) off; so are its `prune` and `allowEmpty`; `selfHeal` is stored;
+//!   on, `enabled: false`) off; so are its `prune`, `allowEmpty` and `selfHeal`;
 //! - a source with more than one of `kustomize`, `helm`, `directory`, `plugin` is refused with
 //!   the InvalidSpecError Argo CD's manifest generation gives it;
 //! - everything else is stored and published as is, null members removed (Go drops them);
@@ -268,6 +268,8 @@ pub(crate) struct SpecEdit {
     pub prune: bool,
     /// `spec.syncPolicy.automated.allowEmpty` is true.
     pub allow_empty: bool,
+    /// `spec.syncPolicy.automated.selfHeal` is true.
+    pub self_heal: bool,
     /// Argo CD's controller refreshes the app for this change: a source or `ignoreDifferences`
     /// changed, or automated sync was turned on.
     pub refresh: bool,
@@ -312,6 +314,7 @@ pub(crate) fn edit_spec(
     let automated = automation(&spec)?;
     let prune = automated_flag(&spec, "prune")?;
     let allow_empty = automated_flag(&spec, "allowEmpty")?;
+    let self_heal = automated_flag(&spec, "selfHeal")?;
     let name = stored.pointer("/metadata/name").and_then(Value::as_str);
     let sources = std::iter::once(spec.get("source"))
         .chain(
@@ -342,6 +345,7 @@ pub(crate) fn edit_spec(
         automated,
         prune,
         allow_empty,
+        self_heal,
         refresh,
     })
 }

@@ -87,6 +87,8 @@ pub(crate) struct WorldConfig {
     pub prune: BTreeSet<String>,
     /// Apps whose automated sync may prune every resource (`automated.allowEmpty: true`).
     pub allow_empty: BTreeSet<String>,
+    /// Apps whose automated sync does not self-heal (`automated.selfHeal: false`).
+    pub no_self_heal: BTreeSet<String>,
 }
 
 /// A resource named in a partial sync (`resources` of a sync request); an empty namespace
@@ -172,6 +174,8 @@ enum Why {
     AfterOperation,
     /// A hidden render error's grace ended.
     Deadline,
+    /// A live object changed outside a sync (deleted by hand).
+    LiveChange,
 }
 
 enum Source {
@@ -360,6 +364,9 @@ struct App {
     prune: bool,
     /// `spec.syncPolicy.automated.allowEmpty`: its automated sync may prune every resource.
     allow_empty: bool,
+    /// `spec.syncPolicy.automated.selfHeal`: a live object that drifted from the commit already
+    /// synced (deleted by hand) is synced again at once; without it, only by the next commit's.
+    self_heal: bool,
     uid: String,
     created: SystemTime,
     source: Source,
@@ -592,6 +599,7 @@ impl World {
                     automated: !cfg.manual_sync.contains(&name),
                     prune: cfg.prune.contains(&name),
                     allow_empty: cfg.allow_empty.contains(&name),
+                    self_heal: !cfg.no_self_heal.contains(&name),
                     uid: uuid_from(&format!("{seed}/{name}")),
                     name,
                     created: now.wall,
@@ -749,6 +757,7 @@ impl World {
         // the same commit (a SyncError after a failed attempt); not, with automated prune and
         // without allowEmpty, when every resource would be pruned (a SyncError).
         let mut auto = false;
+        let mut heal: Option<Vec<SyncResource>> = None;
         let mut sync_error = None;
         let mut skipped = None;
         if code == SyncCode::OutOfSync && app.operation.is_none() && app.automated {
@@ -771,8 +780,33 @@ impl World {
                         target.revision, op.message
                     ));
                     skipped = Some("the last sync attempt to it failed");
+                } else if !app.self_heal {
+                    // The most recent sync is already to this commit: a live object that
+                    // drifted since waits for the next commit's sync.
+                    skipped =
+                        Some("the most recent sync is already to this commit and selfHeal is off");
+                } else if op.request.operation["initiatedBy"]["automated"] == true
+                    && op.request.resources.is_some()
+                {
+                    // A self-heal that left the app OutOfSync: Argo CD tries again after a
+                    // back-off; the sandbox does not (no loop).
+                    skipped = Some("the last self-heal left it OutOfSync");
+                } else {
+                    // Self-heal: sync again what is not Synced, naming it.
+                    heal = Some(
+                        entries
+                            .iter()
+                            .filter(|e| e.status != SyncCode::Synced)
+                            .map(|e| SyncResource {
+                                group: e.key.group.clone(),
+                                kind: e.key.kind.clone(),
+                                name: e.key.name.clone(),
+                                namespace: String::new(),
+                            })
+                            .collect(),
+                    );
+                    auto = true;
                 }
-                // Else the most recent sync is already to this commit.
             } else if app.prune && !app.allow_empty && all_pruned {
                 sync_error = Some(format!(
                     "Skipping sync attempt to [{}]: auto-sync will wipe out all resources",
@@ -811,6 +845,17 @@ impl World {
             if prune {
                 sync["prune"] = json!(true);
             }
+            if let Some(resources) = &heal {
+                sync["resources"] = resources.iter().map(SyncResource::to_json).collect();
+                self.log(format!(
+                    "app {name}: self-heal: syncing {} again",
+                    resources
+                        .iter()
+                        .map(|r| format!("{}/{}", r.kind, r.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
             let operation = json!({
                 "sync": sync,
                 "initiatedBy": {"automated": true},
@@ -820,7 +865,7 @@ impl World {
                 revision: target.revision.clone(),
                 dry_run: false,
                 prune,
-                resources: None,
+                resources: heal,
                 apply_strategy: false,
                 operation,
             };
@@ -1874,6 +1919,47 @@ impl World {
         Ok(())
     }
 
+    /// `POST /sandbox/v1/delete`: a human deletes the live object of the app named by kind,
+    /// name (and namespace, when given) out of band, as `kubectl delete` does. Argo CD's
+    /// controller sees the deletion in its cluster cache and reconciles the app at once: the
+    /// resource is `Missing` and `OutOfSync` in `status.resources[]` and the tree, the app
+    /// `OutOfSync`, its health aggregated per version (from 3.4 a resource that does not exist is
+    /// left out); automated sync then re-creates it only with `selfHeal` (a sync naming what is
+    /// not Synced), else with the next commit's sync. A hold on it ends. `Err`: a sentence
+    /// naming the parameter that is wrong.
+    pub(crate) fn delete_resource(
+        &mut self,
+        app_name: &str,
+        kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+        now: Now,
+    ) -> Result<ResourceKey, String> {
+        let Some(app) = self.apps.get_mut(app_name) else {
+            return Err(format!("app: no app named {app_name:?}"));
+        };
+        let found = app.live.iter().position(|l| {
+            l.key.kind == kind
+                && l.key.name == name
+                && namespace.is_none_or(|ns| ns == l.key.namespace)
+        });
+        let Some(index) = found else {
+            let namespace = namespace.map_or(String::new(), |ns| format!(" in namespace {ns}"));
+            return Err(format!(
+                "kind, name: app {app_name} has no live {kind} named {name:?}{namespace}"
+            ));
+        };
+        let live = app.live.remove(index);
+        app.held.retain(|h| !h.matches(&live.key));
+        self.counter += 1;
+        self.log(format!(
+            "app {app_name}: {} {} deleted by hand (kubectl delete)",
+            live.key.kind, live.key.name
+        ));
+        self.reconcile(app_name, now, Why::LiveChange);
+        Ok(live.key)
+    }
+
     /// Fires whatever is due: retries whose back-off ended, render errors whose grace ended,
     /// rollouts that finished, then the steps of syncs with hooks that can go on.
     pub(crate) fn tick(&mut self, now: Now) {
@@ -2095,6 +2181,7 @@ impl World {
         app.automated = edit.automated;
         app.prune = edit.prune;
         app.allow_empty = edit.allow_empty;
+        app.self_heal = edit.self_heal;
         app.edited_spec = Some(edit.spec);
         let before = app.resource_version;
         self.commit(name);
@@ -2213,7 +2300,7 @@ impl World {
             "syncPolicy": {"retry": self.retry_json()},
         });
         if app.automated {
-            let mut automated = json!({"prune": app.prune, "selfHeal": true});
+            let mut automated = json!({"prune": app.prune, "selfHeal": app.self_heal});
             if app.allow_empty {
                 automated["allowEmpty"] = json!(true);
             }
@@ -3077,6 +3164,7 @@ mod tests {
             manual_sync: Default::default(),
             prune: Default::default(),
             allow_empty: Default::default(),
+            no_self_heal: Default::default(),
         }
     }
 

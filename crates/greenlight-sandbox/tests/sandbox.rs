@@ -3373,3 +3373,163 @@ async fn garbled_answers_replace_the_listing_or_reads_for_a_while() {
     );
     s.sandbox.shutdown().await;
 }
+
+/// The `status.resources[]` entry of `kind` (`Value::Null` when there is none).
+fn resource_entry(app: &Value, kind: &str) -> Value {
+    app["status"]["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["kind"] == kind)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// A human deletes a synced ConfigMap by hand (`kubectl delete`): Argo CD shows it `Missing` and
+/// `OutOfSync` in `status.resources[]` and the tree, the app `OutOfSync`, and its health per
+/// version (from 3.4 a resource that does not exist is left out: `Healthy`; before, `Missing`);
+/// the stream delivers the change. Without selfHeal no operation re-creates it until the next
+/// commit's sync does; with selfHeal a sync naming it re-creates it at once. Bad requests are
+/// 400 naming the parameter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_deleted_by_hand_is_missing_until_a_sync_re_creates_it() {
+    let (remote, _) = web_remote("nginx:1.27");
+    for (version, app_health, image) in [
+        ("3.5", "Healthy", "nginx:1.28"),
+        ("2.14", "Missing", "nginx:1.29"),
+    ] {
+        let (mut config, log) = config(&remote.repo(), &["web=apps/web", "healed=apps/web"]);
+        config.argocd_version = version.parse().unwrap();
+        config.no_self_heal = vec!["web".into()];
+        let s = start(config, log).await;
+        let base = &s.base;
+        app_where(base, "web", "web healthy", |a| health(a) == "Healthy").await;
+        app_where(base, "healed", "healed healthy", |a| health(a) == "Healthy").await;
+        let before = app(base, "web").await;
+        assert_eq!(
+            before["spec"]["syncPolicy"]["automated"]["selfHeal"], false,
+            "{version}"
+        );
+        let tip = revision(&before).to_string();
+        let mut events = Events::open(base, "?name=web").await;
+        assert_eq!(events.next().await.unwrap()["result"]["type"], "ADDED");
+
+        let (status, answer) = post_json(
+            base,
+            "/sandbox/v1/delete?app=web&kind=ConfigMap&name=web-config",
+            "",
+        )
+        .await;
+        assert_eq!(status, 200, "{version}: {answer}");
+        let seen = events
+            .until("the deletion", |a| sync_status(a) == "OutOfSync")
+            .await;
+        let streamed = seen.last().unwrap();
+        let web = app(base, "web").await;
+        for a in [streamed, &web] {
+            assert_eq!(health(a), app_health, "{version}: {}", a["status"]);
+            let entry = resource_entry(a, "ConfigMap");
+            assert_eq!(entry["status"], "OutOfSync", "{version}: {entry}");
+            assert_eq!(entry["health"]["status"], "Missing", "{version}: {entry}");
+            assert!(entry.get("requiresPruning").is_none(), "{entry}");
+            assert_eq!(
+                resource_entry(a, "Deployment")["status"],
+                "Synced",
+                "{version}"
+            );
+        }
+        let (_, tree) = get(base, "/api/v1/applications/web/resource-tree").await;
+        let missing = node(&tree, "ConfigMap", "web-config");
+        assert_eq!(missing["health"]["status"], "Missing", "{version}: {tree}");
+        assert!(missing.get("uid").is_none(), "{version}: {missing}");
+        // selfHeal off: Argo CD skips auto-sync (the most recent sync is already to this
+        // commit); nothing re-creates it.
+        assert!(synced_at(&web, &tip), "{version}: {}", web["status"]);
+        assert_eq!(history_len(&web), 1, "{version}");
+        assert!(web.get("operation").is_none(), "{version}");
+        let lines = s.log.lock().unwrap().clone();
+        assert!(
+            lines
+                .iter()
+                .any(|l| l == "app web: ConfigMap web-config deleted by hand (kubectl delete)"),
+            "{lines:#?}"
+        );
+        assert!(
+            lines.iter().any(|l| l.starts_with("app web: OutOfSync at ")
+                && l.ends_with("(auto-sync skipped: the most recent sync is already to this commit and selfHeal is off)")),
+            "{lines:#?}"
+        );
+        // A refresh changes nothing: it stays Missing.
+        let (_, refreshed) = get(base, "/api/v1/applications/web?refresh=normal").await;
+        assert_eq!(sync_status(&refreshed), "OutOfSync", "{version}");
+        assert_eq!(history_len(&refreshed), 1, "{version}");
+
+        // selfHeal on: a sync naming what is not Synced re-creates it at once, no history.
+        let (status, answer) = post_json(
+            base,
+            "/sandbox/v1/delete?app=healed&kind=ConfigMap&name=web-config&namespace=",
+            "",
+        )
+        .await;
+        assert_eq!(status, 200, "{version}: {answer}");
+        let healed = app_where(base, "healed", "the self-heal", |a| {
+            sync_status(a) == "Synced"
+                && phase(a) == "Succeeded"
+                && a["status"]["operationState"]["operation"]["sync"]["resources"].is_array()
+        })
+        .await;
+        let op = &healed["status"]["operationState"]["operation"];
+        assert_eq!(
+            op["sync"]["resources"],
+            serde_json::json!([{"kind": "ConfigMap", "name": "web-config"}]),
+            "{version}: {op}"
+        );
+        assert_eq!(op["initiatedBy"], serde_json::json!({"automated": true}));
+        assert_eq!(
+            history_len(&healed),
+            1,
+            "{version}: a partial sync adds none"
+        );
+        assert_eq!(health(&healed), "Healthy", "{version}");
+
+        // The next commit's sync re-creates it.
+        remote.write("apps/web/web.yaml", &web_manifests(image));
+        let next = remote.commit_push(&format!("web: {image}"));
+        let web = app_where(base, "web", "the next commit's sync", |a| {
+            synced_at(a, &next) && sync_status(a) == "Synced" && health(a) == "Healthy"
+        })
+        .await;
+        let entry = resource_entry(&web, "ConfigMap");
+        assert_eq!(entry["status"], "Synced", "{version}: {entry}");
+        let (_, tree) = get(base, "/api/v1/applications/web/resource-tree").await;
+        assert!(
+            node(&tree, "ConfigMap", "web-config").get("uid").is_some(),
+            "{version}: {tree}"
+        );
+
+        for (query, names) in [
+            ("kind=ConfigMap&name=web-config", "app: missing"),
+            ("app=web&name=web-config", "kind: missing"),
+            ("app=web&kind=ConfigMap&name=%20", "name: missing"),
+            (
+                "app=nope&kind=ConfigMap&name=web-config",
+                "app: no app named \"nope\"",
+            ),
+            (
+                "app=web&kind=ConfigMap&name=api",
+                "kind, name: app web has no live ConfigMap named \"api\"",
+            ),
+            (
+                "app=web&kind=ConfigMap&name=web-config&namespace=other",
+                "kind, name: app web has no live ConfigMap named \"web-config\" in namespace other",
+            ),
+        ] {
+            let (status, body) = post_json(base, &format!("/sandbox/v1/delete?{query}"), "").await;
+            assert_eq!(status, 400, "{query}: {body}");
+            let error = body["error"].as_str().unwrap_or_default();
+            assert!(error.starts_with(names), "{query}: {error}");
+        }
+        assert_eq!(sync_status(&app(base, "web").await), "Synced");
+        s.sandbox.shutdown().await;
+    }
+}

@@ -81,6 +81,20 @@ impl Sandbox {
         assert_eq!(answer.status, 200, "POST {url}: {}", answer.body);
     }
 
+    /// `POST /sandbox/v1/delete`: a human deletes the live resource `kind`/`name` of `app` out of
+    /// band (`kubectl delete`); Argo CD shows it `Missing` and `OutOfSync`. Fails the test
+    /// unless the sandbox accepts it.
+    #[track_caller]
+    pub fn delete_resource(&self, app: &str, kind: &str, name: &str) {
+        let url = format!(
+            "{}/sandbox/v1/delete?app={app}&kind={kind}&name={name}",
+            self.url
+        );
+        let answer = crate::http::http_request("POST", &url, &[])
+            .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+        assert_eq!(answer.status, 200, "POST {url}: {}", answer.body);
+    }
+
     /// `POST /sandbox/v1/garble`: for `seconds` the answers `on` names (`listing`, `reads` or
     /// `both`) are `what` instead (`no-items`: `{}`; `nested`: 100000 nested arrays), as a
     /// broken proxy might send. Fails the test unless the sandbox accepts it.

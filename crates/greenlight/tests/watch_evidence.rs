@@ -315,6 +315,122 @@ fn a_cronjob_suspended_on_purpose_does_not_keep_a_broken_image_bump() {
     assert_eq!(repo.remote_tip(), w["revert_commit"].as_str().unwrap());
 }
 
+/// web's Deployment and its ConfigMap, automated sync without selfHeal; a human deletes the
+/// ConfigMap by hand (`kubectl delete`): Argo CD shows it `Missing` and `OutOfSync`, and calls
+/// the app `Healthy` from 3.4 on (a resource that does not exist is left out of its health),
+/// `Missing` before. Nothing re-creates it until a sync runs. With the watchdog following the
+/// app (its baseline kept, the Missing ConfigMap among its chronic conditions) and Argo CD
+/// holding syncs, returns the watchdog once the armed image bump to `image` — which does not
+/// touch the ConfigMap — waits for reach (syncing resumed), the commit, and the revision the
+/// ConfigMap went missing at.
+fn config_map_deleted_by_hand_then(
+    repo: &Repo,
+    image: &str,
+) -> (Sandbox, Watchdog, String, String) {
+    repo.write("apps/web/config.yaml", &config_map("1"));
+    let tip = repo.commit_push("web: a config map");
+    let sb = sandbox(repo, &["web=apps/web"], &["--no-self-heal", "web"]);
+    settled(&sb, repo, &["web"]);
+    sb.delete_resource("web", "ConfigMap", "web-config");
+    // The scenario: Missing and OutOfSync (not for pruning), the app's health Argo CD's per
+    // version, and no sync re-creating it.
+    let expected = match argocd_version() {
+        Some("2.14") => "Missing",
+        _ => "Healthy",
+    };
+    let before = sb.wait_app("web", T, |a| {
+        a["status"]["sync"]["status"] == "OutOfSync"
+            && a["status"]["sync"]["revision"] == tip.as_str()
+            && a["status"]["resources"].as_array().is_some_and(|rs| {
+                rs.iter().any(|r| {
+                    r["kind"] == "ConfigMap"
+                        && r["status"] == "OutOfSync"
+                        && r["health"]["status"] == "Missing"
+                        && r.get("requiresPruning").is_none()
+                })
+            })
+    });
+    assert_eq!(
+        before["status"]["health"]["status"], expected,
+        "{}",
+        before["status"]
+    );
+    let wd = watchdog(repo, &sb.url, &[], &[]);
+    // greenlight's baseline: web idle at `tip` with the ConfigMap Missing among its chronic
+    // conditions.
+    let end = std::time::Instant::now() + T;
+    while !kept_idle(&wd.state, "web")
+        .is_some_and(|v| v.contains(&tip) && v.contains("web-config") && v.contains("Missing"))
+    {
+        assert!(
+            std::time::Instant::now() < end,
+            "the idle observation with the Missing ConfigMap was never written: {:?}",
+            kept_idle(&wd.state, "web")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let still = sb.app("web");
+    assert_eq!(still["status"]["sync"]["status"], "OutOfSync", "{still}");
+    assert_eq!(still["status"]["health"]["status"], expected, "{still}");
+    sb.control("/sandbox/v1/pause");
+    let c = repo.set_image(
+        "web",
+        image,
+        &format!("web: new image\n\n{}", trailer("web", "4", "arm")),
+    );
+    wd.wait_state(&c, "WAITING_REACH", T);
+    sb.control("/sandbox/v1/resume");
+    (sb, wd, c, tip)
+}
+
+/// The ConfigMap deleted by hand is not this commit's doing, and the commit's sync re-creates
+/// it (it applies every resource): the app is Synced and Healthy after it, on both versions. An
+/// operator expects the good image bump confirmed, never reverted.
+fn a_config_map_deleted_by_hand_confirms_a_good_image_bump() {
+    let repo = Repo::new();
+    let (sb, wd, c, _) = config_map_deleted_by_hand_then(&repo, GOOD2);
+    let w = wd.wait_state(&c, "CONFIRMED", T);
+    let reason = w["reason"].as_str().unwrap();
+    // Re-created, the ConfigMap is no longer in its baseline's condition: nothing left out.
+    assert!(
+        reason.starts_with("confirmed: reached and healthy") && !reason.contains("left out"),
+        "{reason}"
+    );
+    assert!(w["revert_commit"].is_null(), "{w}");
+    assert_eq!(repo.remote_tip(), c, "nothing pushed");
+    assert_eq!(count_reverts_of(&repo, &c), 0);
+    // The commit's sync re-created the ConfigMap.
+    let after = sb.app("web");
+    assert!(healthy_at(&after, &c), "{}", after["status"]);
+}
+
+/// The same app, a broken image: the Deployment is Degraded after the commit. The before was
+/// not clean — a resource OutOfSync other than for pruning, which the commit's sync re-applied
+/// along with it (`docs/verdicts.md#evidence`, condition 1) — so the FAIL says so and nothing
+/// is reverted; never CONFIRMED.
+fn a_config_map_deleted_by_hand_keeps_a_broken_image_bump_unreverted() {
+    let repo = Repo::new();
+    let (_sb, wd, c, tip) = config_map_deleted_by_hand_then(&repo, BAD);
+    let w = settled_fail(&wd.state, &c, &wd.proc);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("not healthy within 4s after reach: health=Degraded")
+            && reason.contains("Deployment/apps/web=Degraded"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(&format!(
+            "no evidence that this commit broke the app: before this commit's sync the app was not clean at revision {} (sync status OutOfSync)",
+            &tip[..7]
+        )) && reason.ends_with("not reverted"),
+        "{reason}"
+    );
+    assert!(w["revert_commit"].is_null(), "{w}");
+    assert_eq!(repo.remote_tip(), c, "nothing pushed");
+    assert_eq!(count_reverts_of(&repo, &c), 0);
+    assert_eq!(wd.status()["breaker"]["consecutive_reverts"], 0);
+}
+
 /// A developer committed D (a broken image) on an old tip while G (a ConfigMap for web) landed;
 /// `git pull --no-rebase` then made the merge M with D as its *first* parent. Returns (D, G, M)
 /// once M is pushed; `on_merge` is the trailer of M, `on_d` of D.
@@ -886,6 +1002,8 @@ on_every_argocd_version!(
     an_app_out_of_sync_only_for_pruning_reverts_a_broken_image_bump,
     a_cronjob_suspended_on_purpose_confirms_a_good_image_bump,
     a_cronjob_suspended_on_purpose_does_not_keep_a_broken_image_bump,
+    a_config_map_deleted_by_hand_confirms_a_good_image_bump,
+    a_config_map_deleted_by_hand_keeps_a_broken_image_bump_unreverted,
     a_pull_merges_revert_undoes_the_developers_side_not_the_branchs,
     a_commit_arriving_through_a_pull_merge_is_judged_as_its_own,
     a_restart_before_the_commit_arrives_keeps_the_apps_baseline,

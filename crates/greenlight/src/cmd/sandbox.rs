@@ -68,6 +68,11 @@ pub struct SandboxArgs {
     /// Repeatable.
     #[arg(long = "allow-empty", value_name = "APP")]
     allow_empty: Vec<String>,
+    /// An app (by name) whose automated sync does not self-heal
+    /// (spec.syncPolicy.automated.selfHeal: false): a live object deleted by hand
+    /// (POST /sandbox/v1/delete) stays Missing until the next commit's sync. Repeatable.
+    #[arg(long = "no-self-heal", value_name = "APP")]
+    no_self_heal: Vec<String>,
     /// How long a new application stream waits between its ADDED burst and subscribing to
     /// updates: an update in that gap is never sent on it (Argo CD has the gap, only shorter).
     #[arg(long, value_name = "DURATION", default_value = "0s")]
@@ -133,6 +138,7 @@ fn config_from(args: SandboxArgs) -> anyhow::Result<SandboxConfig> {
     config.manual_sync = args.manual_sync;
     config.prune = args.prune;
     config.allow_empty = args.allow_empty;
+    config.no_self_heal = args.no_self_heal;
     config.stream_subscribe_delay =
         super::duration_flag("--stream-subscribe-delay", &args.stream_subscribe_delay)?;
     config.stream_buffer = parse_stream_buffer(&args.stream_buffer)?;
