@@ -15,7 +15,7 @@ use greenlight_core::judge::{
 use greenlight_core::reason::Failure;
 use greenlight_core::snapshot::{
     AppSnapshot, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
-    SourceFacts, SourcePaths, UnhealthyResource,
+    ResourceView, SourceFacts, SourcePaths, UnhealthyResource,
 };
 use greenlight_core::time::Timestamp;
 use greenlight_testkit::TERMINAL_STATES;
@@ -74,6 +74,9 @@ struct AppModel {
     op_rev: Option<usize>,
     health: Health,
     bad_resource: bool,
+    /// A live object git no longer has, left for a human to prune (automated prune off): the
+    /// app is OutOfSync through it for good, a chronic condition no commit caused.
+    leftover: bool,
     stale: bool,
     history: Vec<usize>,
     automated: bool,
@@ -267,6 +270,10 @@ struct Counters {
     /// Merges whose first parent is the developer's side (`git pull`), and those watched.
     pull_merges: u64,
     watched_merges: u64,
+    /// CONFIRMED on an app OutOfSync for good through a resource left for pruning.
+    leftover_confirmed: u64,
+    /// Reverts on such an app (its before clean apart from the leftover).
+    leftover_reverts: u64,
     restarts: u64,
     events: u64,
 }
@@ -310,6 +317,7 @@ impl Sim {
                 op_rev: None,
                 health: Health::Missing,
                 bad_resource: false,
+                leftover: name != "odd" && rng.chance(25),
                 stale: false,
                 history: Vec::new(),
                 automated: !rng.chance(15),
@@ -786,7 +794,13 @@ impl Sim {
                     paths: a.paths.clone(),
                 }
             },
-            sync_status: a.sync_status.into(),
+            // The leftover keeps a Synced app OutOfSync (only through it).
+            sync_status: if a.leftover {
+                "OutOfSync"
+            } else {
+                a.sync_status
+            }
+            .into(),
             sync_revision,
             health: a.health,
             health_message: String::new(),
@@ -827,7 +841,37 @@ impl Sim {
             ]
             .into_iter()
             .collect(),
-            resources: Vec::new(),
+            resources: {
+                let mut rs = Vec::new();
+                if a.leftover {
+                    rs.push(ResourceView {
+                        group: String::new(),
+                        kind: "ConfigMap".into(),
+                        namespace: "default".into(),
+                        name: format!("{}-old", a.name),
+                        sync_status: "OutOfSync".into(),
+                        requires_pruning: true,
+                        health: None,
+                        message: String::new(),
+                    });
+                }
+                // The app's own workload, when a commit is compared but not synced: a rollout
+                // pending (never a condition a baseline excuses). The resource-level view is
+                // otherwise left out here: the model's health is the app's.
+                if a.sync_status != "Synced" {
+                    rs.push(ResourceView {
+                        group: "apps".into(),
+                        kind: "Deployment".into(),
+                        namespace: "default".into(),
+                        name: a.name.into(),
+                        sync_status: "OutOfSync".into(),
+                        requires_pruning: false,
+                        health: Some(Health::Progressing),
+                        message: String::new(),
+                    });
+                }
+                rs
+            },
         }
     }
 
@@ -1061,7 +1105,7 @@ impl Sim {
                 sync_status: snap.sync_status.clone(),
                 last_operation_phase: snap.last_operation.as_ref().map(|o| o.phase.clone()),
                 last_operation_revision: snap.last_operation.as_ref().map(|o| o.revision.clone()),
-                chronic: Default::default(),
+                chronic: snap.chronic(),
             },
         );
     }
@@ -2240,6 +2284,13 @@ fn run(seed: u64, steps: usize, strict: Strict) -> Counters {
         if reason.contains("not shown to be this commit's fault") {
             sim.counters.not_at_fault += 1;
         }
+        let leftover = sim.apps.iter().any(|a| a.name == w.app.name && a.leftover);
+        if leftover && w.state() == State::Confirmed {
+            sim.counters.leftover_confirmed += 1;
+        }
+        if leftover && w.revert_commit().is_some() && w.state() == State::Reverted {
+            sim.counters.leftover_reverts += 1;
+        }
     }
     sim.counters.clone()
 }
@@ -2300,6 +2351,8 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         total.superseded += c.superseded;
         total.pull_merges += c.pull_merges;
         total.watched_merges += c.watched_merges;
+        total.leftover_confirmed += c.leftover_confirmed;
+        total.leftover_reverts += c.leftover_reverts;
     }
     eprintln!("simulation outcome totals: {total:?}");
     // The scenarios must actually exercise every outcome, or the invariants prove little.
@@ -2348,6 +2401,10 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         assert!(
             total.pull_merges > 0 && total.watched_merges > 0,
             "no pull merge, or no watched merge: {total:?}"
+        );
+        assert!(
+            total.leftover_confirmed > 0 && total.leftover_reverts > 0,
+            "an app OutOfSync for good never confirmed or reverted a commit: {total:?}"
         );
     }
     for st in TERMINAL_STATES {
@@ -2410,7 +2467,14 @@ fn the_test_kits_terminal_states_are_the_judges() {
 
 /// A clean before (docs/verdicts.md#evidence), read off what the model delivered.
 fn clean_before(s: &AppSnapshot) -> bool {
-    s.sync_status == "Synced"
+    // OutOfSync only through resources left for a human to prune is as clean as Synced.
+    let synced = s.sync_status == "Synced"
+        || (s.sync_status == "OutOfSync"
+            && s.resources
+                .iter()
+                .filter(|r| r.sync_status != "Synced")
+                .all(|r| r.requires_pruning));
+    synced
         && !s.operation_running
         && s.last_operation
             .as_ref()
