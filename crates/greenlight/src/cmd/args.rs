@@ -9,6 +9,8 @@
 use crate::cmd::{parse_author, positive_duration_flag, secret_file};
 use anyhow::Result;
 use clap::{Arg, Args};
+use greenlight::runtime::seams::Source;
+use greenlight_core::repo_url::RepoUrl;
 use greenlight_git::Secret;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -63,9 +65,17 @@ pub struct ArgoCdArgs {
 }
 
 /// [`ArgoCdArgs`], read.
+#[derive(Clone)]
 pub struct ArgoCd {
     pub url: String,
     pub token: Option<String>,
+}
+
+impl ArgoCd {
+    /// Argo CD's REST API as the runtime's source of `repo`'s Applications.
+    pub fn source(&self, repo: &RepoUrl, max_listing_bytes: usize) -> Result<Source> {
+        greenlight::argocd::source(&self.url, self.token.clone(), repo, max_listing_bytes)
+    }
 }
 
 impl ArgoCdArgs {

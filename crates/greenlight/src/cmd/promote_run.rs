@@ -10,7 +10,7 @@
 //! line or a process argument (tokens are read from files and given to git through its
 //! credential helper); run a check kind that is not built (refused before anything is written).
 
-use crate::cmd::args::{ArgoCdArgs, GitArgs, JudgeArgs, help_of};
+use crate::cmd::args::{ArgoCd, ArgoCdArgs, GitArgs, JudgeArgs, help_of};
 use crate::cmd::{positive_duration_flag, usage};
 use anyhow::{Context as _, Result, anyhow};
 use clap::Args;
@@ -38,6 +38,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The most a listing may hold for the candidate's judge: `watch --listing-limit-mib`'s default.
+const CANDIDATE_LISTING_LIMIT_BYTES: usize = 128 << 20;
 
 /// The file that keeps the candidates' directory in git when no candidate is in it.
 pub(crate) const CANDIDATES_README: &str = "README.md";
@@ -170,8 +173,6 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
     let judge = DaemonConfig {
         repo: RepoUrl::new(a.repo.clone()),
         branch: None,
-        argocd_url: argocd.url,
-        argocd_token: argocd.token,
         git_token: git_token.clone(),
         git_author_name: author_name.clone(),
         git_author_email: author_email.clone(),
@@ -186,7 +187,6 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
         since: None,
         trailer_key: promotion.commit.watch.key.clone(),
         retain_ms: 86_400_000,
-        listing_limit_bytes: 128 << 20,
         reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
         // The candidate must be clean, not as clean as before: the gate's meaning of healthy.
         strict_health: true,
@@ -252,6 +252,7 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
             author_name,
             author_email,
             judge,
+            argocd,
             candidate_deadline,
             config_dir,
             scratch: scratch.path().to_path_buf(),
@@ -319,6 +320,8 @@ struct RunCtx {
     author_name: String,
     author_email: String,
     judge: DaemonConfig,
+    /// Where the Applications are read, by the run and by the candidate's judge.
+    argocd: ArgoCd,
     candidate_deadline: Duration,
     config_dir: PathBuf,
     scratch: PathBuf,
@@ -427,8 +430,8 @@ impl RunCtx {
         use greenlight::promote::apps;
         let p = &self.promotion;
         let argo = greenlight_argocd::ArgoClient::with_options(
-            &self.judge.argocd_url,
-            self.judge.argocd_token.clone(),
+            &self.argocd.url,
+            self.argocd.token.clone(),
             greenlight_argocd::ClientOptions::default(),
         )
         .map_err(|e| usage(format!("--argocd-url: {e}")))?;
@@ -825,7 +828,10 @@ impl RunCtx {
             }
         });
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let daemon = runtime::start(cfg.clone(), out, clock).await?;
+        let source = self
+            .argocd
+            .source(&cfg.repo, CANDIDATE_LISTING_LIMIT_BYTES)?;
+        let daemon = runtime::start(cfg.clone(), source, out, clock).await?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(daemon.run(async move {
             let _ = stopped.await;
@@ -885,8 +891,8 @@ impl RunCtx {
             ));
         };
         let argo = match greenlight_argocd::ArgoClient::with_options(
-            &self.judge.argocd_url,
-            self.judge.argocd_token.clone(),
+            &self.argocd.url,
+            self.argocd.token.clone(),
             greenlight_argocd::ClientOptions::default(),
         ) {
             Ok(c) => c,

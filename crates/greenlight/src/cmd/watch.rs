@@ -1,6 +1,6 @@
 //! `greenlight watch`: the commit watchdog daemon, and its `--once` self-check gate.
 
-use crate::cmd::args::{ArgoCdArgs, GitArgs, JudgeArgs};
+use crate::cmd::args::{ArgoCd, ArgoCdArgs, GitArgs, JudgeArgs};
 use crate::cmd::{positive_duration_flag, usage};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -85,7 +85,15 @@ fn dry_run_env(var: &str) -> Result<bool> {
     }
 }
 
-pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
+/// What `watch` was told: the runtime's settings, and the Argo CD its source reads with the
+/// most a listing may hold.
+pub struct Settings {
+    pub cfg: DaemonConfig,
+    pub argocd: ArgoCd,
+    pub listing_limit_bytes: usize,
+}
+
+pub fn config_from(a: &WatchArgs) -> Result<Settings> {
     let git = a.git.read()?;
     let argocd = a.argocd.read()?;
     if a.trailer_key.is_empty()
@@ -110,11 +118,9 @@ pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
             a.state.with_file_name(name)
         }
     };
-    Ok(DaemonConfig {
+    let cfg = DaemonConfig {
         repo: RepoUrl::new(a.repo.clone()),
         branch: a.branch.clone(),
-        argocd_url: argocd.url,
-        argocd_token: argocd.token,
         git_token: git.token,
         git_author_name: git.author_name,
         git_author_email: git.author_email,
@@ -135,27 +141,40 @@ pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
         retain_ms: positive_duration_flag("--retain", &a.retain)?.as_millis() as i64,
         reopen_horizon_ms: super::duration_flag("--reopen-horizon", &a.reopen_horizon)?.as_millis()
             as i64,
-        listing_limit_bytes: match a.listing_limit_mib {
-            0 => return Err(super::usage("--listing-limit-mib: must be above zero")),
-            mib => (mib as usize) << 20,
-        },
         strict_health: false,
+    };
+    let listing_limit_bytes = match a.listing_limit_mib {
+        0 => return Err(super::usage("--listing-limit-mib: must be above zero")),
+        mib => (mib as usize) << 20,
+    };
+    Ok(Settings {
+        cfg,
+        argocd,
+        listing_limit_bytes,
     })
 }
 
 pub fn run(a: WatchArgs) -> Result<ExitCode> {
-    let cfg = config_from(&a)?;
+    let Settings {
+        cfg,
+        argocd,
+        listing_limit_bytes,
+    } = config_from(&a)?;
     crate::install_crypto();
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let out = Output::new(a.log_format);
     if a.once {
-        return rt.block_on(crate::cmd::once::run(cfg, out));
+        return rt.block_on(async move {
+            let source = argocd.source(&cfg.repo, listing_limit_bytes)?;
+            crate::cmd::once::run(cfg, source, out).await
+        });
     }
     let _lock = lock_state(&cfg.state)?;
     let _clone_lock = lock_data_dir(&cfg.data_dir)?;
     rt.block_on(async move {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let d = runtime::start(cfg, out, clock).await?;
+        let source = argocd.source(&cfg.repo, listing_limit_bytes)?;
+        let d = runtime::start(cfg, source, out, clock).await?;
         d.run(shutdown_signal()).await?;
         Ok(ExitCode::SUCCESS)
     })

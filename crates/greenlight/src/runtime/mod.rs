@@ -35,7 +35,7 @@ use greenlight_core::judge::{
 use greenlight_core::snapshot::AppKey;
 use greenlight_core::source::{Freshness, Origin, Problem, SourceMsg};
 use greenlight_core::time::Timestamp;
-use seams::{Context, Jobs, Repository as _};
+use seams::{Context, Jobs, Repository as _, Source, StartupNote};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,11 +102,8 @@ struct Asking {
     give_up_at: Timestamp,
 }
 
-/// How often Argo CD sends a heartbeat on a server-sent-events stream.
-const ARGOCD_HEARTBEAT_MS: i64 = 15_000;
-
 /// Before the stream's silence extends an app's last observation to a due moment (and a verdict
-/// is built on it), one read per app confirms that Argo CD still has the version the stream last
+/// is built on it), one read per app confirms that the source still has the version the stream last
 /// delivered: the stream may have lost an update (`docs/verdicts.md#observed-time`).
 ///
 /// The read is asked slightly before the moment — early by about twice the last confirmation's
@@ -165,7 +162,7 @@ pub struct Runtime {
     reverting: bool,
     /// A wake-up came while the queue waited for answers: it is handled after them.
     tick_due: bool,
-    /// A due moment waits for Argo CD to confirm the apps the stream vouches for.
+    /// A due moment waits for the source to confirm the apps the stream vouches for.
     confirming: Option<Confirming>,
     /// The due moment a confirmation was last asked for ahead of time, so it is asked once.
     confirmed_ahead: Option<Timestamp>,
@@ -195,8 +192,14 @@ pub struct Start {
     pub announce: bool,
 }
 
-/// Open the clone and the state, record the baseline, and print `watching <repo> <branch> from <sha>`.
-pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Result<Runtime> {
+/// Open the clone and the state, record the baseline, and print `watching <repo> <branch> from <sha>`;
+/// the Applications come from `source`, the caller's choice.
+pub async fn start(
+    cfg: DaemonConfig,
+    source: Source,
+    out: Output,
+    clock: Arc<dyn Clock>,
+) -> Result<Runtime> {
     let store = Store::open_or_create(&cfg.state)?;
     let (repo, branch, default_branch) = open_repo(&cfg, cfg.data_dir.join("repo")).await?;
     store.bind(&cfg.repo.redacted(), &branch)?;
@@ -204,9 +207,9 @@ pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Res
         let (r, b) = (repo.clone(), branch.clone());
         tokio::task::spawn_blocking(move || seams::Repository::fetch(&*r, &b)).await??
     };
-    let (source, deliveries) = argo_source(&cfg)?;
+    let Source { app, deliveries } = source;
     let ctx = Context {
-        source: Box::new(source),
+        source: app,
         repo: repo.clone(),
         reverter: repo,
         clock,
@@ -227,7 +230,7 @@ pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Res
 /// `watch --once`: one cycle of this runtime on a scratch clone and state (the caller's
 /// `cfg.data_dir` and `cfg.state`, with dry-run set): the commits in range (after `--since`, or
 /// the tip alone), one listing, one judgement of each watch.
-pub async fn once(cfg: DaemonConfig, out: Output) -> Result<OnceSummary> {
+pub async fn once(cfg: DaemonConfig, source: Source, out: Output) -> Result<OnceSummary> {
     use anyhow::Context as _;
     let store = Store::open_or_create(&cfg.state)?;
     let (repo, branch, default_branch) = open_repo(&cfg, cfg.data_dir.join("repo"))
@@ -239,9 +242,9 @@ pub async fn once(cfg: DaemonConfig, out: Output) -> Result<OnceSummary> {
             .await?
             .context("self-check: the repository")?
     };
-    let (source, deliveries) = argo_source(&cfg)?;
+    let Source { app, deliveries } = source;
     let ctx = Context {
-        source: Box::new(source),
+        source: app,
         repo: repo.clone(),
         reverter: repo.clone(),
         clock: Arc::new(crate::clock::SystemClock),
@@ -268,24 +271,6 @@ pub async fn once(cfg: DaemonConfig, out: Output) -> Result<OnceSummary> {
     };
     let runtime = Runtime::start_with(cfg, ctx, start).await?;
     runtime.once(commits, tip, branch).await
-}
-
-/// The Argo CD REST API as the Application source, and the channel its messages arrive on.
-fn argo_source(
-    cfg: &DaemonConfig,
-) -> Result<(greenlight_argocd::ArgoSource, mpsc::Receiver<SourceMsg>)> {
-    let argo = greenlight_argocd::ArgoClient::with_options(
-        &cfg.argocd_url,
-        cfg.argocd_token.clone(),
-        greenlight_argocd::ClientOptions {
-            max_listing_bytes: cfg.listing_limit_bytes,
-            ..Default::default()
-        },
-    )
-    .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
-    let (tx, deliveries) = mpsc::channel(256);
-    let source = greenlight_argocd::ArgoSource::new(argo, cfg.repo.expose(), tx);
-    Ok((source, deliveries))
 }
 
 /// Clone (or open) the watched repository and settle the branch: the given one or the remote's HEAD.
@@ -360,22 +345,12 @@ impl Runtime {
             ctx.out
                 .plain(&format!("watching {} {} from {}", cfg.repo, s.branch, from));
         }
-        if cfg
-            .argocd_token
-            .as_deref()
-            .is_some_and(|t| !greenlight_argocd::looks_like_jwt(t))
-        {
-            ctx.out.warn(now, greenlight_argocd::NOT_A_JWT);
-        }
-        if cfg.stale_after_ms < ARGOCD_HEARTBEAT_MS && s.announce {
-            ctx.out.info(
-                now,
-                &format!(
-                    "--stale-after {} is shorter than Argo CD's stream heartbeat ({}): between listings (every --fetch-interval) the stream cannot vouch for an app that does not change",
-                    greenlight_core::time::human_duration(cfg.stale_after_ms),
-                    greenlight_core::time::human_duration(ARGOCD_HEARTBEAT_MS),
-                ),
-            );
+        for note in ctx.source.startup_notes(cfg.stale_after_ms) {
+            match note {
+                StartupNote::Warn(w) => ctx.out.warn(now, &w),
+                StartupNote::Info(i) if s.announce => ctx.out.info(now, &i),
+                StartupNote::Info(_) => {}
+            }
         }
         let (jobs_tx, jobs_rx) = mpsc::channel(64);
         let stale_after_ms = cfg.stale_after_ms;
@@ -554,7 +529,10 @@ impl Runtime {
         {
             self.ctx.out.warn(
                 now,
-                &format!("Argo CD application stream lost: {why}; reconnecting"),
+                &format!(
+                    "{} application stream lost: {why}; reconnecting",
+                    self.ctx.source.name()
+                ),
             );
         }
         let read = match &msg {
@@ -723,7 +701,7 @@ impl Runtime {
                     self.asking = None;
                     self.mark_front_asked();
                 }
-                // New commits go ahead of the input that asked, so a later commit that Argo CD
+                // New commits go ahead of the input that asked, so a later commit that the source
                 // already reports is recorded (and attributed) before that input is judged.
                 if let Some((tip, commits)) = fetched
                     && tip != self.tip
@@ -800,7 +778,7 @@ impl Runtime {
             move || -> Result<Answers> {
                 // An unknown revision triggers one fetch; still unknown, it is "not reached"
                 // for now and asked again at the next observation. What the fetch brought is
-                // handed to the judge first: Argo CD may report a commit greenlight has not
+                // handed to the judge first: the source may report a commit greenlight has not
                 // seen yet, and it must be attributed before the app's state is judged.
                 // A revision the clone knows but the judge was not handed yet (a fetch of the
                 // timer's, its commits still queued behind this input) is handed over first
@@ -942,10 +920,12 @@ impl Runtime {
     ) -> Result<Step> {
         match msg {
             SourceMsg::Connected => {
-                self.ctx
-                    .out
-                    .info(at, "Argo CD application stream connected");
-                // Argo CD sends the initial burst before it subscribes to changes: only a
+                self.ctx.out.info(
+                    at,
+                    &format!("{} application stream connected", self.ctx.source.name()),
+                );
+                // A source may send its initial burst before it subscribes to changes (Argo CD
+                // does): only a
                 // listing asked for from now on is a baseline the stream's silence builds on,
                 // so one is asked for now, even when an older one is still on its way.
                 if !self.strict {
@@ -960,9 +940,10 @@ impl Runtime {
             SourceMsg::Skipped(why) => {
                 // The skipped update may be any app's: until each app is delivered again, the
                 // stream vouches for none (listings keep observing them meanwhile).
-                self.ctx
-                    .out
-                    .warn(at, &format!("Argo CD stream message skipped: {why}"));
+                self.ctx.out.warn(
+                    at,
+                    &format!("{} stream message skipped: {why}", self.ctx.source.name()),
+                );
                 self.problem(why);
             }
             SourceMsg::Observed {
@@ -994,8 +975,10 @@ impl Runtime {
                     self.ctx.out.warn(
                         at,
                         &format!(
-                            "a read of app {}/{} found a newer version than Argo CD's stream had delivered: the updates in between were not observed (the stream lost them, or had not sent them yet), so the time since the last observation counts as unobserved and the stream vouches for nothing until the next listing",
-                            snapshot.namespace, snapshot.name
+                            "a read of app {}/{} found a newer version than {}'s stream had delivered: the updates in between were not observed (the stream lost them, or had not sent them yet), so the time since the last observation counts as unobserved and the stream vouches for nothing until the next listing",
+                            snapshot.namespace,
+                            snapshot.name,
+                            self.ctx.source.name()
                         ),
                     );
                     if self.listing.is_none() {
@@ -1114,7 +1097,7 @@ impl Runtime {
         Ok(())
     }
 
-    /// Shortly before the due moment `due`: ask Argo CD to confirm the apps the stream vouches
+    /// Shortly before the due moment `due`: ask the source to confirm the apps the stream vouches
     /// for now, so the answer is in by the moment.
     fn confirm_ahead(&mut self, due: Timestamp) {
         self.confirmed_ahead = Some(due);
