@@ -4,6 +4,7 @@
 //! `command` checks ([`checks`]). The `greenlight` binary's `cmd/` parses arguments and calls in
 //! here; in-process tests drive [`runtime::Runtime`] with fake seams and a test clock.
 
+pub mod argocd;
 pub mod breaker;
 pub mod checks;
 pub mod clock;

@@ -308,8 +308,6 @@ fn config(dir: &Path) -> DaemonConfig {
     DaemonConfig {
         repo: RepoUrl::new("https://git.example.com/platform/deploy.git"),
         branch: Some("main".into()),
-        argocd_url: "http://argocd.invalid".into(),
-        argocd_token: None,
         git_token: None,
         git_author_name: "greenlight".into(),
         git_author_email: "greenlight@localhost".into(),
@@ -323,7 +321,6 @@ fn config(dir: &Path) -> DaemonConfig {
         since: None,
         trailer_key: "Nav-Watchdog".into(),
         retain_ms: 30 * 86_400_000,
-        listing_limit_bytes: 128 << 20,
         reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
         strict_health: false,
     }

@@ -42,6 +42,8 @@ pub enum Story {
 }
 
 const APP: &str = "nav-canary";
+/// The most a listing may hold: `watch --listing-limit-mib`'s default.
+pub(super) const DEMO_LISTING_LIMIT_BYTES: usize = 128 << 20;
 const GOOD_IMAGE: &str = "registry.local/nav-canary:1.4.2";
 const BAD_IMAGE: &str = "registry.local/nav-canary:1.5.0-does-not-exist";
 
@@ -210,8 +212,6 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
     let cfg = DaemonConfig {
         repo: RepoUrl::new(remote.to_string_lossy()),
         branch: None,
-        argocd_url: url.clone(),
-        argocd_token: None,
         git_token: None,
         git_author_name: "greenlight".into(),
         git_author_email: "greenlight@localhost".into(),
@@ -227,12 +227,13 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         trailer_key: greenlight_core::directive::DEFAULT_TRAILER_KEY.into(),
         // `--retain`'s default; the demo's state file is temporary anyway.
         retain_ms: 30 * 86_400_000,
-        listing_limit_bytes: 128 << 20,
         reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
         strict_health: false,
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let d = runtime::start(cfg, out, clock)
+    // The stand-in serves Argo CD's REST API: the watchdog reads it as it would Argo CD.
+    let source = greenlight::argocd::source(&url, None, &cfg.repo, DEMO_LISTING_LIMIT_BYTES)?;
+    let d = runtime::start(cfg, source, out, clock)
         .await
         .context("starting the watchdog")?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -209,35 +209,31 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
     out.subscribe(move |e| {
         let _ = tx.send(e.clone());
     });
-    let daemon = runtime::start(
-        DaemonConfig {
-            repo: RepoUrl::new(remote.to_string_lossy()),
-            branch: None,
-            argocd_url: url.clone(),
-            argocd_token: None,
-            git_token: None,
-            git_author_name: "greenlight".into(),
-            git_author_email: "greenlight@localhost".into(),
-            state: root.join("state/greenlight.db"),
-            data_dir: root.join("state/data"),
-            stable_for_ms: 2_000,
-            // Above Argo CD's 15 s stream heartbeat, as a real deployment's should be.
-            stale_after_ms: 20_000,
-            unknown_app_grace_ms: 10_000,
-            fetch_interval: Duration::from_millis(300),
-            dry_run: false,
-            since: None,
-            trailer_key: DEFAULT_TRAILER_KEY.into(),
-            retain_ms: 30 * 86_400_000,
-            listing_limit_bytes: 128 << 20,
-            reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
-            strict_health: false,
-        },
-        out,
-        Arc::new(SystemClock) as Arc<dyn Clock>,
-    )
-    .await
-    .context("starting the watchdog")?;
+    let cfg = DaemonConfig {
+        repo: RepoUrl::new(remote.to_string_lossy()),
+        branch: None,
+        git_token: None,
+        git_author_name: "greenlight".into(),
+        git_author_email: "greenlight@localhost".into(),
+        state: root.join("state/greenlight.db"),
+        data_dir: root.join("state/data"),
+        stable_for_ms: 2_000,
+        // Above Argo CD's 15 s stream heartbeat, as a real deployment's should be.
+        stale_after_ms: 20_000,
+        unknown_app_grace_ms: 10_000,
+        fetch_interval: Duration::from_millis(300),
+        dry_run: false,
+        since: None,
+        trailer_key: DEFAULT_TRAILER_KEY.into(),
+        retain_ms: 30 * 86_400_000,
+        reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
+        strict_health: false,
+    };
+    let source =
+        greenlight::argocd::source(&url, None, &cfg.repo, super::demo::DEMO_LISTING_LIMIT_BYTES)?;
+    let daemon = runtime::start(cfg, source, out, Arc::new(SystemClock) as Arc<dyn Clock>)
+        .await
+        .context("starting the watchdog")?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let daemon_task = tokio::spawn(daemon.run(async move {
         let _ = stop_rx.await;

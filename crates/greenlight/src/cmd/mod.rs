@@ -27,6 +27,7 @@ macro_rules! errln {
     };
 }
 
+pub mod args;
 pub mod completions;
 pub mod demo;
 pub mod demo_promote;

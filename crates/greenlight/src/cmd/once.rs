@@ -5,15 +5,16 @@
 
 use anyhow::{Context, Result};
 use greenlight::output::Output;
+use greenlight::runtime::seams::Source;
 use greenlight::runtime::{self, DaemonConfig};
 use std::process::ExitCode;
 
-pub async fn run(mut cfg: DaemonConfig, out: Output) -> Result<ExitCode> {
+pub async fn run(mut cfg: DaemonConfig, source: Source, out: Output) -> Result<ExitCode> {
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     cfg.dry_run = true;
     cfg.state = scratch.path().join("state.db");
     cfg.data_dir = scratch.path().to_path_buf();
-    let summary = runtime::once(cfg.clone(), out.clone()).await?;
+    let summary = runtime::once(cfg.clone(), source, out.clone()).await?;
     if summary.rejected > 0 {
         out.plain(&format!(
             "self-check: {} malformed trailer(s) in range (see directive_rejected above)",

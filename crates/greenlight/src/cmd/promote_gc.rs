@@ -8,7 +8,8 @@
 //! token in a message, a log line or a process argument.
 
 use super::promote_run::{CANDIDATES_README, CANDIDATES_README_TEXT, KEPT_UNTIL, lock_field};
-use crate::cmd::{parse_author, secret_file, usage};
+use crate::cmd::args::{GitArgs, help_of};
+use crate::cmd::usage;
 use anyhow::{Context as _, Result, anyhow};
 use clap::Args;
 use greenlight::clock::{Clock, SystemClock};
@@ -21,6 +22,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Args)]
+#[command(mut_args(help_of(&[(
+    "git_author",
+    Some("Author of the gc commit, \"Name <email>\""),
+)])))]
 pub struct GcArgs {
     /// The promotion config (promote.yaml; docs/promote.md). Its paths are the repository's.
     #[arg(long, value_name = "FILE")]
@@ -31,15 +36,8 @@ pub struct GcArgs {
     /// The branch the candidates are on (default: the remote's HEAD branch).
     #[arg(long)]
     pub branch: Option<String>,
-    /// File holding a git token (given to git through its credential helper, never argv).
-    #[arg(long = "git-token-file")]
-    pub git_token_file: Option<PathBuf>,
-    /// Author of the gc commit, "Name <email>".
-    #[arg(
-        long = "git-author",
-        default_value = "greenlight <greenlight@localhost>"
-    )]
-    pub git_author: String,
+    #[command(flatten)]
+    pub git: GitArgs,
     /// Where gc keeps its clone (default: a scratch directory, removed afterwards).
     #[arg(long = "data-dir")]
     pub data_dir: Option<PathBuf>,
@@ -74,12 +72,8 @@ pub fn gc(a: GcArgs) -> Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let (author_name, author_email) = parse_author(&a.git_author)?;
-    let git_token = a
-        .git_token_file
-        .as_deref()
-        .map(|p| secret_file("--git-token-file", p))
-        .transpose()?;
+    let git = a.git.read()?;
+    let (git_token, author_name, author_email) = (git.token, git.author_name, git.author_email);
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let data_dir = a
         .data_dir

@@ -10,7 +10,8 @@
 //! line or a process argument (tokens are read from files and given to git through its
 //! credential helper); run a check kind that is not built (refused before anything is written).
 
-use crate::cmd::{parse_author, positive_duration_flag, secret_file, usage};
+use crate::cmd::args::{ArgoCd, ArgoCdArgs, GitArgs, JudgeArgs, help_of};
+use crate::cmd::{positive_duration_flag, usage};
 use anyhow::{Context as _, Result, anyhow};
 use clap::Args;
 use greenlight::clock::{Clock, SystemClock};
@@ -37,6 +38,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The most a listing may hold for the candidate's judge: `watch --listing-limit-mib`'s default.
+const CANDIDATE_LISTING_LIMIT_BYTES: usize = 128 << 20;
 
 /// The file that keeps the candidates' directory in git when no candidate is in it.
 pub(crate) const CANDIDATES_README: &str = "README.md";
@@ -70,6 +74,13 @@ pub struct SelfTestArgs {
 }
 
 #[derive(Args)]
+#[command(mut_args(help_of(&[
+    ("git_author", Some("Author of the run's commits, \"Name <email>\"")),
+    ("stable_for", Some("The judge's settings for the candidate, as `greenlight watch` takes them")),
+    ("stale_after", None),
+    ("unknown_app_grace", None),
+    ("fetch_interval", None),
+])))]
 pub struct CommonArgs {
     /// The promotion config (promote.yaml; docs/promote.md). Its paths are the repository's.
     #[arg(long, value_name = "FILE")]
@@ -80,36 +91,18 @@ pub struct CommonArgs {
     /// The branch promoted on (default: the remote's HEAD branch).
     #[arg(long)]
     pub branch: Option<String>,
-    /// Argo CD API server, e.g. https://argocd.example.com
-    #[arg(long = "argocd-url")]
-    pub argocd_url: String,
-    /// File holding an Argo CD API token (sent as a bearer token).
-    #[arg(long = "argocd-token-file")]
-    pub argocd_token_file: Option<PathBuf>,
-    /// File holding a git token (given to git through its credential helper, never argv).
-    #[arg(long = "git-token-file")]
-    pub git_token_file: Option<PathBuf>,
-    /// Author of the run's commits, "Name <email>".
-    #[arg(
-        long = "git-author",
-        default_value = "greenlight <greenlight@localhost>"
-    )]
-    pub git_author: String,
+    #[command(flatten)]
+    pub argocd: ArgoCdArgs,
+    #[command(flatten)]
+    pub git: GitArgs,
     /// Where the run keeps its clone (default: a scratch directory, removed afterwards).
     #[arg(long = "data-dir")]
     pub data_dir: Option<PathBuf>,
     /// How long the candidate has to reach its Application and become healthy.
     #[arg(long = "candidate-deadline", default_value = "10m")]
     pub candidate_deadline: String,
-    /// The judge's settings for the candidate, as `greenlight watch` takes them.
-    #[arg(long = "stable-for", default_value = "120s")]
-    pub stable_for: String,
-    #[arg(long = "stale-after", default_value = "30s")]
-    pub stale_after: String,
-    #[arg(long = "unknown-app-grace", default_value = "300s")]
-    pub unknown_app_grace: String,
-    #[arg(long = "fetch-interval", default_value = "10s")]
-    pub fetch_interval: String,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
 }
 
 /// What the run is asked to verify: the candidate given (`run`), or none (`self-test`, which
@@ -172,39 +165,28 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
             }
         }
     }
-    let (author_name, author_email) = parse_author(&a.git_author)?;
-    let argocd_token = a
-        .argocd_token_file
-        .as_deref()
-        .map(|p| secret_file("--argocd-token-file", p).map(|s| s.expose().to_owned()))
-        .transpose()?;
-    let git_token = a
-        .git_token_file
-        .as_deref()
-        .map(|p| secret_file("--git-token-file", p))
-        .transpose()?;
+    let git = a.git.read()?;
+    let argocd = a.argocd.read()?;
     let candidate_deadline = positive_duration_flag("--candidate-deadline", &a.candidate_deadline)?;
+    let timing = a.judge.read()?;
+    let (git_token, author_name, author_email) = (git.token, git.author_name, git.author_email);
     let judge = DaemonConfig {
         repo: RepoUrl::new(a.repo.clone()),
         branch: None,
-        argocd_url: a.argocd_url.clone(),
-        argocd_token,
         git_token: git_token.clone(),
         git_author_name: author_name.clone(),
         git_author_email: author_email.clone(),
         state: PathBuf::new(),
         data_dir: PathBuf::new(),
-        stable_for_ms: positive_duration_flag("--stable-for", &a.stable_for)?.as_millis() as i64,
-        stale_after_ms: positive_duration_flag("--stale-after", &a.stale_after)?.as_millis() as i64,
-        unknown_app_grace_ms: positive_duration_flag("--unknown-app-grace", &a.unknown_app_grace)?
-            .as_millis() as i64,
-        fetch_interval: positive_duration_flag("--fetch-interval", &a.fetch_interval)?,
+        stable_for_ms: timing.stable_for_ms,
+        stale_after_ms: timing.stale_after_ms,
+        unknown_app_grace_ms: timing.unknown_app_grace_ms,
+        fetch_interval: timing.fetch_interval,
         // The candidate's watch is judged, never reverted: the run removes or keeps it.
         dry_run: true,
         since: None,
         trailer_key: promotion.commit.watch.key.clone(),
         retain_ms: 86_400_000,
-        listing_limit_bytes: 128 << 20,
         reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
         // The candidate must be clean, not as clean as before: the gate's meaning of healthy.
         strict_health: true,
@@ -270,6 +252,7 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
             author_name,
             author_email,
             judge,
+            argocd,
             candidate_deadline,
             config_dir,
             scratch: scratch.path().to_path_buf(),
@@ -337,6 +320,8 @@ struct RunCtx {
     author_name: String,
     author_email: String,
     judge: DaemonConfig,
+    /// Where the Applications are read, by the run and by the candidate's judge.
+    argocd: ArgoCd,
     candidate_deadline: Duration,
     config_dir: PathBuf,
     scratch: PathBuf,
@@ -445,8 +430,8 @@ impl RunCtx {
         use greenlight::promote::apps;
         let p = &self.promotion;
         let argo = greenlight_argocd::ArgoClient::with_options(
-            &self.judge.argocd_url,
-            self.judge.argocd_token.clone(),
+            &self.argocd.url,
+            self.argocd.token.clone(),
             greenlight_argocd::ClientOptions::default(),
         )
         .map_err(|e| usage(format!("--argocd-url: {e}")))?;
@@ -843,7 +828,10 @@ impl RunCtx {
             }
         });
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let daemon = runtime::start(cfg.clone(), out, clock).await?;
+        let source = self
+            .argocd
+            .source(&cfg.repo, CANDIDATE_LISTING_LIMIT_BYTES)?;
+        let daemon = runtime::start(cfg.clone(), source, out, clock).await?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(daemon.run(async move {
             let _ = stopped.await;
@@ -903,8 +891,8 @@ impl RunCtx {
             ));
         };
         let argo = match greenlight_argocd::ArgoClient::with_options(
-            &self.judge.argocd_url,
-            self.judge.argocd_token.clone(),
+            &self.argocd.url,
+            self.argocd.token.clone(),
             greenlight_argocd::ClientOptions::default(),
         ) {
             Ok(c) => c,

@@ -1,6 +1,7 @@
 //! `greenlight watch`: the commit watchdog daemon, and its `--once` self-check gate.
 
-use crate::cmd::{parse_author, positive_duration_flag, secret_file, usage};
+use crate::cmd::args::{ArgoCd, ArgoCdArgs, GitArgs, JudgeArgs};
+use crate::cmd::{positive_duration_flag, usage};
 use anyhow::{Context, Result};
 use clap::Args;
 use greenlight::clock::{Clock, SystemClock};
@@ -18,44 +19,21 @@ pub struct WatchArgs {
     /// a user without a password (https://TOKEN@host/…) is a token, sent with an empty password.
     #[arg(long)]
     pub repo: String,
-    /// Argo CD API server, e.g. https://argocd.example.com
-    #[arg(long = "argocd-url")]
-    pub argocd_url: String,
+    #[command(flatten)]
+    pub argocd: ArgoCdArgs,
     /// The state file (SQLite). One daemon per state file.
     #[arg(long)]
     pub state: PathBuf,
     /// The tracked branch (default: the remote's HEAD branch).
     #[arg(long)]
     pub branch: Option<String>,
-    /// File holding an Argo CD API token (sent as a bearer token).
-    #[arg(long = "argocd-token-file")]
-    pub argocd_token_file: Option<PathBuf>,
-    /// File holding a git token (given to git through its credential helper, never argv).
-    #[arg(long = "git-token-file")]
-    pub git_token_file: Option<PathBuf>,
-    /// Author of revert commits, "Name <email>".
-    #[arg(
-        long = "git-author",
-        default_value = "greenlight <greenlight@localhost>"
-    )]
-    pub git_author: String,
+    #[command(flatten)]
+    pub git: GitArgs,
     /// Where the watchdog keeps its own clone (default: beside the state file).
     #[arg(long = "data-dir")]
     pub data_dir: Option<PathBuf>,
-    /// How long the health condition must hold without a break.
-    #[arg(long = "stable-for", default_value = "120s")]
-    pub stable_for: String,
-    /// An observation older than this when a deadline decides makes the verdict INCONCLUSIVE.
-    #[arg(long = "stale-after", default_value = "30s")]
-    pub stale_after: String,
-    /// How long to wait for an app that does not exist yet. Longer than Argo CD takes to create
-    /// the app of an app-of-apps commit: its refresh (timeout.reconciliation, 120s) plus up to
-    /// 60s of jitter.
-    #[arg(long = "unknown-app-grace", default_value = "300s")]
-    pub unknown_app_grace: String,
-    /// How often to fetch the branch (and re-list apps as a safety net).
-    #[arg(long = "fetch-interval", default_value = "10s")]
-    pub fetch_interval: String,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
     /// The most an application listing may hold, in MiB, after greenlight's field selection;
     /// a larger one is refused with a warning (the stream and reads still observe).
     #[arg(long = "listing-limit-mib", default_value_t = 128)]
@@ -107,18 +85,17 @@ fn dry_run_env(var: &str) -> Result<bool> {
     }
 }
 
-pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
-    let (git_author_name, git_author_email) = parse_author(&a.git_author)?;
-    let argocd_token = a
-        .argocd_token_file
-        .as_deref()
-        .map(|p| secret_file("--argocd-token-file", p).map(|s| s.expose().to_owned()))
-        .transpose()?;
-    let git_token = a
-        .git_token_file
-        .as_deref()
-        .map(|p| secret_file("--git-token-file", p))
-        .transpose()?;
+/// What `watch` was told: the runtime's settings, and the Argo CD its source reads with the
+/// most a listing may hold.
+pub struct Settings {
+    pub cfg: DaemonConfig,
+    pub argocd: ArgoCd,
+    pub listing_limit_bytes: usize,
+}
+
+pub fn config_from(a: &WatchArgs) -> Result<Settings> {
+    let git = a.git.read()?;
+    let argocd = a.argocd.read()?;
     if a.trailer_key.is_empty()
         || a.trailer_key
             .contains(|c: char| c.is_whitespace() || c == ':')
@@ -128,6 +105,7 @@ pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
             a.trailer_key
         )));
     }
+    let judge = a.judge.read()?;
     let data_dir = match &a.data_dir {
         Some(d) => d.clone(),
         None => {
@@ -140,22 +118,18 @@ pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
             a.state.with_file_name(name)
         }
     };
-    Ok(DaemonConfig {
+    let cfg = DaemonConfig {
         repo: RepoUrl::new(a.repo.clone()),
         branch: a.branch.clone(),
-        argocd_url: a.argocd_url.clone(),
-        argocd_token,
-        git_token,
-        git_author_name,
-        git_author_email,
+        git_token: git.token,
+        git_author_name: git.author_name,
+        git_author_email: git.author_email,
         state: a.state.clone(),
         data_dir,
-        // Durations are parsed from i64 milliseconds, so `as_millis` fits back into one.
-        stable_for_ms: positive_duration_flag("--stable-for", &a.stable_for)?.as_millis() as i64,
-        stale_after_ms: positive_duration_flag("--stale-after", &a.stale_after)?.as_millis() as i64,
-        unknown_app_grace_ms: positive_duration_flag("--unknown-app-grace", &a.unknown_app_grace)?
-            .as_millis() as i64,
-        fetch_interval: positive_duration_flag("--fetch-interval", &a.fetch_interval)?,
+        stable_for_ms: judge.stable_for_ms,
+        stale_after_ms: judge.stale_after_ms,
+        unknown_app_grace_ms: judge.unknown_app_grace_ms,
+        fetch_interval: judge.fetch_interval,
         // Both variables are read (and a bad value refused) even when the flag is given.
         dry_run: {
             let greenlight = dry_run_env("GREENLIGHT_DRY_RUN")?;
@@ -167,27 +141,40 @@ pub fn config_from(a: &WatchArgs) -> Result<DaemonConfig> {
         retain_ms: positive_duration_flag("--retain", &a.retain)?.as_millis() as i64,
         reopen_horizon_ms: super::duration_flag("--reopen-horizon", &a.reopen_horizon)?.as_millis()
             as i64,
-        listing_limit_bytes: match a.listing_limit_mib {
-            0 => return Err(super::usage("--listing-limit-mib: must be above zero")),
-            mib => (mib as usize) << 20,
-        },
         strict_health: false,
+    };
+    let listing_limit_bytes = match a.listing_limit_mib {
+        0 => return Err(super::usage("--listing-limit-mib: must be above zero")),
+        mib => (mib as usize) << 20,
+    };
+    Ok(Settings {
+        cfg,
+        argocd,
+        listing_limit_bytes,
     })
 }
 
 pub fn run(a: WatchArgs) -> Result<ExitCode> {
-    let cfg = config_from(&a)?;
+    let Settings {
+        cfg,
+        argocd,
+        listing_limit_bytes,
+    } = config_from(&a)?;
     crate::install_crypto();
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let out = Output::new(a.log_format);
     if a.once {
-        return rt.block_on(crate::cmd::once::run(cfg, out));
+        return rt.block_on(async move {
+            let source = argocd.source(&cfg.repo, listing_limit_bytes)?;
+            crate::cmd::once::run(cfg, source, out).await
+        });
     }
     let _lock = lock_state(&cfg.state)?;
     let _clone_lock = lock_data_dir(&cfg.data_dir)?;
     rt.block_on(async move {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let d = runtime::start(cfg, out, clock).await?;
+        let source = argocd.source(&cfg.repo, listing_limit_bytes)?;
+        let d = runtime::start(cfg, source, out, clock).await?;
         d.run(shutdown_signal()).await?;
         Ok(ExitCode::SUCCESS)
     })

@@ -11,8 +11,6 @@ pub struct DaemonConfig {
     /// The watched repository; it shows itself only redacted.
     pub repo: RepoUrl,
     pub branch: Option<String>,
-    pub argocd_url: String,
-    pub argocd_token: Option<String>,
     pub git_token: Option<greenlight_git::Secret>,
     pub git_author_name: String,
     pub git_author_email: String,
@@ -29,8 +27,6 @@ pub struct DaemonConfig {
     pub retain_ms: i64,
     /// How long after a `NOT_REACHED` a watch may re-open (0: never).
     pub reopen_horizon_ms: i64,
-    /// The most an application listing may hold (after field selection) before it is refused.
-    pub listing_limit_bytes: usize,
     /// Health by the strict aggregate only, never relative to a watch's baseline: the
     /// promotion gate's candidate must be clean (`JudgeConfig::strict_health`).
     pub strict_health: bool,
@@ -64,8 +60,6 @@ mod tests {
                 "https://deploy-bot:s3cret-token@git.example.com/platform/deploy.git",
             ),
             branch: None,
-            argocd_url: "http://127.0.0.1:1".into(),
-            argocd_token: None,
             git_token: None,
             git_author_name: "g".into(),
             git_author_email: "g@example.com".into(),
@@ -79,7 +73,6 @@ mod tests {
             since: None,
             trailer_key: "Nav-Watchdog".into(),
             retain_ms: 1,
-            listing_limit_bytes: 1 << 20,
             reopen_horizon_ms: 0,
             strict_health: false,
         };

@@ -17,10 +17,20 @@
 //! source problems made fatal.
 
 pub mod config;
+mod confirm;
 pub mod git;
+mod git_lane;
+mod inputs;
+mod once;
 pub mod seams;
 
 pub use config::DaemonConfig;
+pub use once::{OnceSummary, once};
+
+use confirm::Confirm;
+use git_lane::{GitLane, JobDone};
+use inputs::{Inputs, Step, Work};
+use once::OnceCycle;
 
 use crate::clock::Clock;
 use crate::output::Output;
@@ -35,103 +45,14 @@ use greenlight_core::judge::{
 use greenlight_core::snapshot::AppKey;
 use greenlight_core::source::{Freshness, Origin, Problem, SourceMsg};
 use greenlight_core::time::Timestamp;
-use seams::{Context, Jobs, Repository as _};
+use seams::{Context, Jobs, Repository as _, Source, StartupNote};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc};
 
-/// An ancestry question: (commit, revision).
-type Question = (String, String);
-
-/// An input for the judge, waiting its turn.
-enum Work {
-    Source {
-        msg: SourceMsg,
-        at: Timestamp,
-        asked: bool,
-        /// The source lost updates of this app before this delivery (see `Freshness`).
-        gap: bool,
-    },
-    /// New commits from one fetch, oldest first; the tip is stored with the watches they start.
-    Commits {
-        commits: VecDeque<CommitInfo>,
-        tip: String,
-        at: Timestamp,
-        effects: Vec<Effect>,
-        asked: bool,
-    },
-    RevertDone {
-        watch_id: String,
-        outcome: RevertOutcome,
-    },
-    BreakerReset,
-}
-
-/// What a job reports back.
-enum JobDone {
-    Fetched(Result<(String, Vec<CommitInfo>)>),
-    Answered {
-        job: u64,
-        answers: Result<Answers>,
-    },
-    Reverted {
-        watch_id: String,
-        outcome: RevertOutcome,
-    },
-}
-
-/// What an ancestry job learnt: the answers, and — when a revision was unknown and the job
-/// fetched — the branch's new tip with the commits up to it, which the judge hears before the
-/// input that asked (a later commit is attributed before any judging of the app's state).
-struct Answers {
-    answers: Vec<(Question, Option<bool>)>,
-    fetched: Option<(String, Vec<CommitInfo>)>,
-}
-
-/// A judge input that needs answers first.
-enum Step {
-    Done,
-    NeedAnswers(Vec<Question>),
-}
-
-/// The ancestry job the queue is waiting for.
-struct Asking {
-    job: u64,
-    /// After this, the queue goes on without the answers.
-    give_up_at: Timestamp,
-}
-
-/// How often Argo CD sends a heartbeat on a server-sent-events stream.
-const ARGOCD_HEARTBEAT_MS: i64 = 15_000;
-
-/// Before the stream's silence extends an app's last observation to a due moment (and a verdict
-/// is built on it), one read per app confirms that Argo CD still has the version the stream last
-/// delivered: the stream may have lost an update (`docs/verdicts.md#observed-time`).
-///
-/// The read is asked slightly before the moment — early by about twice the last confirmation's
-/// round trip, within [`CONFIRM_LEAD_MIN_MS`, `CONFIRM_LEAD_MAX_MS`] — so that the verdict does not
-/// wait for it; an answer that comes after the moment is waited for, as it would be without the
-/// lead.
-struct Confirming {
-    ticket: u64,
-    /// The due moment.
-    at: Timestamp,
-    /// When the read was asked, for the round trip.
-    asked_at: Timestamp,
-    /// The apps not yet confirmed, with the resource version of their last delivery.
-    apps: Vec<(AppKey, Option<u64>)>,
-    give_up_at: Timestamp,
-}
-
-/// How early a confirming read may be asked before its due moment, at least and at most. An
-/// update the stream loses within this margin before the moment is not seen by the verdict.
-const CONFIRM_LEAD_MIN_MS: i64 = 2;
-const CONFIRM_LEAD_MAX_MS: i64 = 100;
 /// How many commit ids the runtime remembers as handed to the judge.
 const DELIVERED_KEPT: usize = 100_000;
-/// The round trip assumed before the first confirmation has measured one.
-const CONFIRM_RTT_GUESS_MS: i64 = 5;
 
 /// The runtime: the judge, the store and the seams, and the order of things.
 pub struct Runtime {
@@ -147,41 +68,21 @@ pub struct Runtime {
     delivered: std::collections::HashSet<String>,
     deliveries: mpsc::Receiver<SourceMsg>,
     freshness: Freshness,
-    jobs_tx: mpsc::Sender<JobDone>,
-    jobs_rx: mpsc::Receiver<JobDone>,
-    /// Git jobs run one at a time: a fetch and a revert never race in one clone.
-    git_lane: Arc<Semaphore>,
-    work: VecDeque<Work>,
-    asking: Option<Asking>,
-    next_job: u64,
-    /// Ancestry never changes: answers are kept.
-    ancestry: HashMap<Question, bool>,
-    /// When the fetch in flight started: git has no timeout of its own on a stalled remote,
-    /// and a fetch that never returns must not stop commit processing quietly.
-    fetching: Option<Timestamp>,
-    stuck_warned: bool,
+    /// The queue of judge inputs and the git answers it waits for (`inputs.rs`).
+    inputs: Inputs,
+    /// Git's jobs: fetches, ancestry, reverts (`git_lane.rs`).
+    git: GitLane,
     listing: Option<u64>,
-    reverts: VecDeque<RevertRequest>,
-    reverting: bool,
-    /// A wake-up came while the queue waited for answers: it is handled after them.
-    tick_due: bool,
-    /// A due moment waits for Argo CD to confirm the apps the stream vouches for.
-    confirming: Option<Confirming>,
-    /// The due moment a confirmation was last asked for ahead of time, so it is asked once.
-    confirmed_ahead: Option<Timestamp>,
-    /// The last confirmation's round trip (ms), which sets how early the next one is asked.
-    confirm_rtt_ms: i64,
+    /// Confirmation reads (`confirm.rs`).
+    confirm: Confirm,
     /// The last wake-up handled, so a moment that stays due is not handled in a loop.
     last_wake: Timestamp,
     /// The next store write also clears the breaker-reset request it applies.
     clear_reset_request: bool,
     /// The apps last given to the source as watched.
     watched: Vec<AppRef>,
-    /// `watch --once`: source problems are collected and fail the cycle.
-    strict: bool,
-    problems: Vec<String>,
-    listed: usize,
-    rejected: usize,
+    /// What a `watch --once` cycle collects (`once.rs`).
+    once: OnceCycle,
 }
 
 /// What [`Runtime::start_with`] needs besides the context.
@@ -195,8 +96,14 @@ pub struct Start {
     pub announce: bool,
 }
 
-/// Open the clone and the state, record the baseline, and print `watching <repo> <branch> from <sha>`.
-pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Result<Runtime> {
+/// Open the clone and the state, record the baseline, and print `watching <repo> <branch> from <sha>`;
+/// the Applications come from `source`, the caller's choice.
+pub async fn start(
+    cfg: DaemonConfig,
+    source: Source,
+    out: Output,
+    clock: Arc<dyn Clock>,
+) -> Result<Runtime> {
     let store = Store::open_or_create(&cfg.state)?;
     let (repo, branch, default_branch) = open_repo(&cfg, cfg.data_dir.join("repo")).await?;
     store.bind(&cfg.repo.redacted(), &branch)?;
@@ -204,9 +111,9 @@ pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Res
         let (r, b) = (repo.clone(), branch.clone());
         tokio::task::spawn_blocking(move || seams::Repository::fetch(&*r, &b)).await??
     };
-    let (source, deliveries) = argo_source(&cfg)?;
+    let Source { app, deliveries } = source;
     let ctx = Context {
-        source: Box::new(source),
+        source: app,
         repo: repo.clone(),
         reverter: repo,
         clock,
@@ -222,70 +129,6 @@ pub async fn start(cfg: DaemonConfig, out: Output, clock: Arc<dyn Clock>) -> Res
         announce: true,
     };
     Runtime::start_with(cfg, ctx, start).await
-}
-
-/// `watch --once`: one cycle of this runtime on a scratch clone and state (the caller's
-/// `cfg.data_dir` and `cfg.state`, with dry-run set): the commits in range (after `--since`, or
-/// the tip alone), one listing, one judgement of each watch.
-pub async fn once(cfg: DaemonConfig, out: Output) -> Result<OnceSummary> {
-    use anyhow::Context as _;
-    let store = Store::open_or_create(&cfg.state)?;
-    let (repo, branch, default_branch) = open_repo(&cfg, cfg.data_dir.join("repo"))
-        .await
-        .context("self-check: the repository")?;
-    let tip = {
-        let (r, b) = (repo.clone(), branch.clone());
-        tokio::task::spawn_blocking(move || seams::Repository::fetch(&*r, &b))
-            .await?
-            .context("self-check: the repository")?
-    };
-    let (source, deliveries) = argo_source(&cfg)?;
-    let ctx = Context {
-        source: Box::new(source),
-        repo: repo.clone(),
-        reverter: repo.clone(),
-        clock: Arc::new(crate::clock::SystemClock),
-        out,
-        jobs: Jobs::Blocking,
-    };
-    let base = match &cfg.since {
-        Some(rev) => Some(resolve_since(&ctx, &cfg, rev).await?),
-        None => None,
-    };
-    let commits = {
-        let (r, t) = (repo.clone(), tip.clone());
-        tokio::task::spawn_blocking(move || r.commits_between(base.as_deref(), &t))
-            .await?
-            .context("self-check: the repository")?
-    };
-    let start = Start {
-        branch: branch.clone(),
-        branch_is_default: branch == default_branch,
-        tip: tip.clone(),
-        store,
-        deliveries,
-        announce: false,
-    };
-    let runtime = Runtime::start_with(cfg, ctx, start).await?;
-    runtime.once(commits, tip, branch).await
-}
-
-/// The Argo CD REST API as the Application source, and the channel its messages arrive on.
-fn argo_source(
-    cfg: &DaemonConfig,
-) -> Result<(greenlight_argocd::ArgoSource, mpsc::Receiver<SourceMsg>)> {
-    let argo = greenlight_argocd::ArgoClient::with_options(
-        &cfg.argocd_url,
-        cfg.argocd_token.clone(),
-        greenlight_argocd::ClientOptions {
-            max_listing_bytes: cfg.listing_limit_bytes,
-            ..Default::default()
-        },
-    )
-    .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
-    let (tx, deliveries) = mpsc::channel(256);
-    let source = greenlight_argocd::ArgoSource::new(argo, cfg.repo.expose(), tx);
-    Ok((source, deliveries))
 }
 
 /// Clone (or open) the watched repository and settle the branch: the given one or the remote's HEAD.
@@ -360,24 +203,13 @@ impl Runtime {
             ctx.out
                 .plain(&format!("watching {} {} from {}", cfg.repo, s.branch, from));
         }
-        if cfg
-            .argocd_token
-            .as_deref()
-            .is_some_and(|t| !greenlight_argocd::looks_like_jwt(t))
-        {
-            ctx.out.warn(now, greenlight_argocd::NOT_A_JWT);
+        for note in ctx.source.startup_notes(cfg.stale_after_ms) {
+            match note {
+                StartupNote::Warn(w) => ctx.out.warn(now, &w),
+                StartupNote::Info(i) if s.announce => ctx.out.info(now, &i),
+                StartupNote::Info(_) => {}
+            }
         }
-        if cfg.stale_after_ms < ARGOCD_HEARTBEAT_MS && s.announce {
-            ctx.out.info(
-                now,
-                &format!(
-                    "--stale-after {} is shorter than Argo CD's stream heartbeat ({}): between listings (every --fetch-interval) the stream cannot vouch for an app that does not change",
-                    greenlight_core::time::human_duration(cfg.stale_after_ms),
-                    greenlight_core::time::human_duration(ARGOCD_HEARTBEAT_MS),
-                ),
-            );
-        }
-        let (jobs_tx, jobs_rx) = mpsc::channel(64);
         let stale_after_ms = cfg.stale_after_ms;
         Ok(Runtime {
             cfg,
@@ -389,29 +221,14 @@ impl Runtime {
             delivered: std::collections::HashSet::new(),
             deliveries: s.deliveries,
             freshness: Freshness::new(stale_after_ms),
-            jobs_tx,
-            jobs_rx,
-            git_lane: Arc::new(Semaphore::new(1)),
-            work: VecDeque::new(),
-            asking: None,
-            next_job: 0,
-            ancestry: HashMap::new(),
-            fetching: None,
-            stuck_warned: false,
+            inputs: Inputs::new(),
+            git: GitLane::new(),
             listing: None,
-            reverts: VecDeque::new(),
-            reverting: false,
-            tick_due: false,
-            confirming: None,
-            confirmed_ahead: None,
-            confirm_rtt_ms: CONFIRM_RTT_GUESS_MS,
+            confirm: Confirm::new(),
             last_wake: Timestamp(i64::MIN),
             clear_reset_request: false,
             watched: Vec::new(),
-            strict: false,
-            problems: Vec::new(),
-            listed: 0,
-            rejected: 0,
+            once: OnceCycle::new(),
         })
     }
 
@@ -439,12 +256,18 @@ impl Runtime {
                 None => Duration::from_secs(3600),
             };
             let ahead_in = due
-                .filter(|d| self.confirming.is_none() && self.confirmed_ahead != Some(*d))
+                .filter(|d| {
+                    self.confirm.confirming.is_none() && self.confirm.confirmed_ahead != Some(*d)
+                })
                 .map(|d| self.until(d.plus_ms(-self.confirm_lead_ms())));
-            let give_up_in = self.asking.as_ref().map(|a| self.until(a.give_up_at));
+            let give_up_in = self
+                .inputs
+                .asking
+                .as_ref()
+                .map(|a| self.until(a.give_up_at));
             // A confirmation answered ahead waits for its moment; one not answered, for its
             // answers until it gives up.
-            let confirm_in = self.confirming.as_ref().map(|c| {
+            let confirm_in = self.confirm.confirming.as_ref().map(|c| {
                 let until = if now < c.at { c.at } else { c.give_up_at };
                 self.until(until)
             });
@@ -463,7 +286,7 @@ impl Runtime {
                     self.drain_deliveries();
                 }
                 _ = fetch_timer.tick() => self.on_fetch_timer()?,
-                Some(done) = self.jobs_rx.recv() => self.on_job(done),
+                Some(done) = self.git.jobs_rx.recv() => self.on_job(done),
                 _ = tokio::time::sleep(give_up_in.unwrap_or_default()), if give_up_in.is_some() => {
                     self.give_up_asking();
                 }
@@ -472,69 +295,11 @@ impl Runtime {
                     // anything: a Degraded update (or a lost stream) waiting in the channel
                     // must not be vouched over.
                     self.drain_deliveries();
-                    self.tick_due = true;
+                    self.inputs.tick_due = true;
                 }
             }
             self.pump()?;
         }
-    }
-
-    /// `watch --once`: one cycle — the commits in range, one listing, one judgement of each —
-    /// with dry-run forced (the caller's config) and any source problem an error.
-    async fn once(
-        mut self,
-        commits: Vec<CommitInfo>,
-        tip: String,
-        branch: String,
-    ) -> Result<OnceSummary> {
-        self.strict = true;
-        let commit_count = commits.len();
-        let now = self.now();
-        self.work.push_back(Work::Commits {
-            commits: commits.into(),
-            tip,
-            at: now,
-            effects: Vec::new(),
-            asked: false,
-        });
-        self.pump()?;
-        while !self.work.is_empty() || self.asking.is_some() {
-            self.once_step().await?;
-        }
-        let ticket = self.freshness.ticket();
-        self.listing = Some(ticket);
-        self.sync_watched();
-        self.ctx.source.request_listing(ticket);
-        while self.listing.is_some() || !self.work.is_empty() || self.asking.is_some() {
-            self.once_step().await?;
-        }
-        if !self.problems.is_empty() {
-            return Err(anyhow!("self-check: {}", self.problems.join("; ")));
-        }
-        Ok(OnceSummary {
-            branch,
-            tip: self.tip.clone(),
-            rejected: self.rejected,
-            commits: commit_count,
-            watches: self.engine.watches().len(),
-            apps_listed: self.listed,
-        })
-    }
-
-    async fn once_step(&mut self) -> Result<()> {
-        let give_up_in = self.asking.as_ref().map(|a| self.until(a.give_up_at));
-        tokio::select! {
-            msg = self.deliveries.recv() => {
-                let Some(msg) = msg else { return Err(anyhow!("the Application source stopped")) };
-                self.receive(msg);
-                self.drain_deliveries();
-            }
-            Some(done) = self.jobs_rx.recv() => self.on_job(done),
-            _ = tokio::time::sleep(give_up_in.unwrap_or_default()), if give_up_in.is_some() => {
-                self.give_up_asking();
-            }
-        }
-        self.pump()
     }
 
     fn now(&self) -> Timestamp {
@@ -554,7 +319,10 @@ impl Runtime {
         {
             self.ctx.out.warn(
                 now,
-                &format!("Argo CD application stream lost: {why}; reconnecting"),
+                &format!(
+                    "{} application stream lost: {why}; reconnecting",
+                    self.ctx.source.name()
+                ),
             );
         }
         let read = match &msg {
@@ -572,7 +340,7 @@ impl Runtime {
                     SourceMsg::Observed { snapshot, .. } => missed.contains(&snapshot.key()),
                     _ => false,
                 };
-                self.work.push_back(Work::Source {
+                self.inputs.work.push_back(Work::Source {
                     msg,
                     at: now,
                     asked: false,
@@ -591,268 +359,6 @@ impl Runtime {
     fn drain_deliveries(&mut self) {
         while let Ok(msg) = self.deliveries.try_recv() {
             self.receive(msg);
-        }
-    }
-
-    fn on_fetch_timer(&mut self) -> Result<()> {
-        // `greenlight breaker reset` leaves a request while the daemon runs; the daemon is the
-        // breaker's only writer then. The request is cleared in the same transaction that
-        // closes the breaker, so a daemon that dies in between finds it again at its next start.
-        let now = self.now();
-        // Housekeeping: a failed prune is tried again an hour later; judging goes on.
-        match self.store.prune_due(now, self.cfg.retain_ms) {
-            Ok(Some(p)) if p.any() => self.ctx.out.info(now, &p.summary()),
-            Ok(_) => {}
-            Err(e) => self
-                .ctx
-                .out
-                .warn(now, &format!("pruning the state file failed: {e:#}")),
-        }
-        if self.store.breaker_reset_requested()?
-            && !self.work.iter().any(|w| matches!(w, Work::BreakerReset))
-            && !self.clear_reset_request
-        {
-            self.work.push_back(Work::BreakerReset);
-        }
-        let now = self.now();
-        match self.fetching {
-            Some(since) => {
-                let stuck_after = self.cfg.fetch_interval.as_millis() as i64 * 10;
-                if !self.stuck_warned && now.ms_since(since) > stuck_after {
-                    self.stuck_warned = true;
-                    self.ctx.out.warn(now, &format!(
-                        "fetching {} has not returned for {} s: new commits are not seen until it does",
-                        self.branch, now.ms_since(since) / 1000
-                    ));
-                }
-            }
-            None => {
-                self.fetching = Some(now);
-                self.stuck_warned = false;
-                let repo = self.ctx.repo.clone();
-                let (branch, last) = (self.branch.clone(), self.tip.clone());
-                self.spawn_git(
-                    move || -> Result<(String, Vec<CommitInfo>)> {
-                        let tip = repo.fetch(&branch)?;
-                        let commits = repo.commits_between(Some(&last), &tip)?;
-                        Ok((tip, commits))
-                    },
-                    |r| JobDone::Fetched(r.and_then(|x| x)),
-                );
-            }
-        }
-        if self.listing.is_none() {
-            let ticket = self.freshness.ticket();
-            self.listing = Some(ticket);
-            self.ctx.source.request_listing(ticket);
-        }
-        // Apps no watch follows change their idle observations without a step of their own:
-        // they are written here, so a restart keeps the baseline of a commit not yet fetched.
-        self.apply(Vec::new(), None)
-    }
-
-    /// Run a blocking git call as a job on the git lane; `done` turns its result into an input.
-    fn spawn_git<T: Send + 'static>(
-        &self,
-        f: impl FnOnce() -> T + Send + 'static,
-        done: impl FnOnce(Result<T>) -> JobDone + Send + 'static,
-    ) {
-        let lane = self.git_lane.clone();
-        let tx = self.jobs_tx.clone();
-        let mode = self.ctx.jobs;
-        tokio::spawn(async move {
-            let Ok(_permit) = lane.acquire_owned().await else {
-                return;
-            };
-            let result = match mode {
-                Jobs::Blocking => tokio::task::spawn_blocking(f)
-                    .await
-                    .map_err(|e| anyhow!("the git job failed: {e}")),
-                Jobs::Inline => Ok(f()),
-            };
-            let _ = tx.send(done(result)).await;
-        });
-    }
-
-    fn on_job(&mut self, done: JobDone) {
-        match done {
-            JobDone::Fetched(result) => {
-                self.fetching = None;
-                match result {
-                    Ok((tip, commits)) if tip != self.tip => {
-                        let at = self.now();
-                        self.work.push_back(Work::Commits {
-                            commits: commits.into(),
-                            tip,
-                            at,
-                            effects: Vec::new(),
-                            asked: false,
-                        });
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        let now = self.now();
-                        self.ctx
-                            .out
-                            .warn(now, &format!("fetching {} failed: {e:#}", self.branch));
-                    }
-                }
-            }
-            JobDone::Answered { job, answers } => {
-                let mut fetched = None;
-                match answers {
-                    Ok(a) => {
-                        for (q, v) in a.answers {
-                            if let Some(v) = v {
-                                self.ancestry.insert(q, v);
-                            }
-                        }
-                        fetched = a.fetched;
-                    }
-                    Err(e) => {
-                        // A git failure (the remote unreachable for a moment) leaves the
-                        // questions unanswered, as unknown revisions are: "not reached yet".
-                        let now = self.now();
-                        self.ctx.out.warn(
-                            now,
-                            &format!("ancestry questions left unanswered for now: {e:#}"),
-                        );
-                    }
-                }
-                if self.asking.as_ref().is_some_and(|a| a.job == job) {
-                    self.asking = None;
-                    self.mark_front_asked();
-                }
-                // New commits go ahead of the input that asked, so a later commit that Argo CD
-                // already reports is recorded (and attributed) before that input is judged.
-                if let Some((tip, commits)) = fetched
-                    && tip != self.tip
-                    && !commits.is_empty()
-                {
-                    let at = self.now();
-                    self.work.push_front(Work::Commits {
-                        commits: commits.into(),
-                        tip,
-                        at,
-                        effects: Vec::new(),
-                        asked: false,
-                    });
-                }
-            }
-            JobDone::Reverted { watch_id, outcome } => {
-                self.reverting = false;
-                self.work.push_back(Work::RevertDone { watch_id, outcome });
-            }
-        }
-    }
-
-    /// The answers did not come within `--stale-after`: the waiting input goes on without them.
-    fn give_up_asking(&mut self) {
-        if self.asking.take().is_some() {
-            let now = self.now();
-            self.ctx.out.warn(
-                now,
-                "git did not answer ancestry questions in time: judging without them (not reached yet)",
-            );
-            self.mark_front_asked();
-        }
-    }
-
-    fn mark_front_asked(&mut self) {
-        match self.work.front_mut() {
-            Some(Work::Source { asked, .. }) | Some(Work::Commits { asked, .. }) => *asked = true,
-            _ => {}
-        }
-    }
-
-    /// Hand waiting inputs to the judge, in order, until one needs git's answers.
-    fn pump(&mut self) -> Result<()> {
-        while self.asking.is_none() {
-            let Some(work) = self.work.pop_front() else {
-                break;
-            };
-            match self.judge(work)? {
-                Step::Done => {}
-                Step::NeedAnswers(questions) => self.ask(questions),
-            }
-        }
-        if self.asking.is_none() && self.work.is_empty() && self.tick_due {
-            self.tick_due = false;
-            self.wake()?;
-        }
-        self.finish_confirming()?;
-        self.start_revert();
-        Ok(())
-    }
-
-    /// Ask git, as a job; the waiting input stays at the front of the queue.
-    fn ask(&mut self, questions: Vec<Question>) {
-        self.next_job += 1;
-        let job = self.next_job;
-        let now = self.now();
-        self.asking = Some(Asking {
-            job,
-            give_up_at: now.plus_ms(self.cfg.stale_after_ms),
-        });
-        let repo = self.ctx.repo.clone();
-        let (branch, last) = (self.branch.clone(), self.tip.clone());
-        self.spawn_git(
-            move || -> Result<Answers> {
-                // An unknown revision triggers one fetch; still unknown, it is "not reached"
-                // for now and asked again at the next observation. What the fetch brought is
-                // handed to the judge first: Argo CD may report a commit greenlight has not
-                // seen yet, and it must be attributed before the app's state is judged.
-                // A revision the clone knows but the judge was not handed yet (a fetch of the
-                // timer's, its commits still queued behind this input) is handed over first
-                // too: a revert of the commit among them must be known before it is judged.
-                let mut answers = Vec::new();
-                let mut fetched = None;
-                for (c, r) in questions {
-                    let mut v = repo.is_ancestor(&c, &r)?;
-                    if fetched.is_none() && v.is_none() {
-                        let tip = repo.fetch(&branch)?;
-                        let commits = repo.commits_between(Some(&last), &tip)?;
-                        fetched = Some((tip, commits));
-                        v = repo.is_ancestor(&c, &r)?;
-                    } else if fetched.is_none()
-                        && !last.is_empty()
-                        && r != last
-                        && repo.is_ancestor(&r, &last)? != Some(true)
-                        && let Some(local) =
-                            repo.resolve(&format!("refs/remotes/origin/{branch}"))?
-                        && local != last
-                        && repo.is_ancestor(&r, &local)? == Some(true)
-                    {
-                        let commits = repo.commits_between(Some(&last), &local)?;
-                        fetched = Some((local, commits));
-                    }
-                    answers.push(((c, r), v));
-                }
-                Ok(Answers { answers, fetched })
-            },
-            move |r| JobDone::Answered {
-                job,
-                answers: r.and_then(|x| x),
-            },
-        );
-    }
-
-    /// The cached answers to `questions`, or the questions still open.
-    fn answers(&self, questions: Vec<Question>, asked: bool) -> Result<Ancestry, Vec<Question>> {
-        let mut answers = Ancestry::default();
-        let mut open = Vec::new();
-        for q in questions {
-            match self.ancestry.get(&q) {
-                Some(v) => {
-                    answers.0.insert(q, *v);
-                }
-                None => open.push(q),
-            }
-        }
-        if open.is_empty() || asked {
-            Ok(answers)
-        } else {
-            Err(open)
         }
     }
 
@@ -887,7 +393,7 @@ impl Runtime {
                     let ancestry = match self.answers(questions, asked) {
                         Ok(a) => a,
                         Err(open) => {
-                            self.work.push_front(Work::Commits {
+                            self.inputs.work.push_front(Work::Commits {
                                 commits,
                                 tip,
                                 at,
@@ -908,7 +414,7 @@ impl Runtime {
                 self.tip = tip.clone();
                 self.apply(effects, Some(&tip))?;
                 // New watches are judged at once against a fresh read of their apps.
-                if !self.strict {
+                if !self.once.strict {
                     let apps = self.live_apps();
                     if !apps.is_empty() {
                         let ticket = self.freshness.ticket();
@@ -942,13 +448,15 @@ impl Runtime {
     ) -> Result<Step> {
         match msg {
             SourceMsg::Connected => {
-                self.ctx
-                    .out
-                    .info(at, "Argo CD application stream connected");
-                // Argo CD sends the initial burst before it subscribes to changes: only a
+                self.ctx.out.info(
+                    at,
+                    &format!("{} application stream connected", self.ctx.source.name()),
+                );
+                // A source may send its initial burst before it subscribes to changes (Argo CD
+                // does): only a
                 // listing asked for from now on is a baseline the stream's silence builds on,
                 // so one is asked for now, even when an older one is still on its way.
-                if !self.strict {
+                if !self.once.strict {
                     let ticket = self.freshness.ticket();
                     self.listing = Some(ticket);
                     self.ctx.source.request_listing(ticket);
@@ -960,9 +468,10 @@ impl Runtime {
             SourceMsg::Skipped(why) => {
                 // The skipped update may be any app's: until each app is delivered again, the
                 // stream vouches for none (listings keep observing them meanwhile).
-                self.ctx
-                    .out
-                    .warn(at, &format!("Argo CD stream message skipped: {why}"));
+                self.ctx.out.warn(
+                    at,
+                    &format!("{} stream message skipped: {why}", self.ctx.source.name()),
+                );
                 self.problem(why);
             }
             SourceMsg::Observed {
@@ -974,7 +483,7 @@ impl Runtime {
                 let ancestry = match self.answers(questions, asked) {
                     Ok(a) => a,
                     Err(open) => {
-                        self.work.push_front(Work::Source {
+                        self.inputs.work.push_front(Work::Source {
                             msg: SourceMsg::Observed {
                                 snapshot,
                                 origin,
@@ -994,8 +503,10 @@ impl Runtime {
                     self.ctx.out.warn(
                         at,
                         &format!(
-                            "a read of app {}/{} found a newer version than Argo CD's stream had delivered: the updates in between were not observed (the stream lost them, or had not sent them yet), so the time since the last observation counts as unobserved and the stream vouches for nothing until the next listing",
-                            snapshot.namespace, snapshot.name
+                            "a read of app {}/{} found a newer version than {}'s stream had delivered: the updates in between were not observed (the stream lost them, or had not sent them yet), so the time since the last observation counts as unobserved and the stream vouches for nothing until the next listing",
+                            snapshot.namespace,
+                            snapshot.name,
+                            self.ctx.source.name()
                         ),
                     );
                     if self.listing.is_none() {
@@ -1025,7 +536,7 @@ impl Runtime {
                 if self.listing == Some(ticket) {
                     self.listing = None;
                 }
-                self.listed = present.len();
+                self.once.listed = present.len();
                 // A listing that could not read every item proves nothing by its silence.
                 let missing: Vec<AppRef> = if complete {
                     self.live_apps()
@@ -1089,141 +600,23 @@ impl Runtime {
         self.apply(effects, None)
     }
 
-    fn problem(&mut self, why: String) {
-        if self.strict {
-            self.problems.push(why);
-        }
-    }
-
     /// A deadline or window end: extend the observations the source vouches for, then tick.
     fn wake(&mut self) -> Result<()> {
         let now = self.now();
         self.last_wake = now;
-        if let Some(c) = &self.confirming {
+        if let Some(c) = &self.confirm.confirming {
             if c.at <= now {
                 // The confirmation under way decides what is due, this moment included.
                 return Ok(());
             }
             // Asked ahead for a later moment; this earlier one is confirmed on its own.
-            self.confirming = None;
+            self.confirm.confirming = None;
         }
         if !self.start_confirming(now) {
             let effects = self.engine.tick(now);
             return self.apply(effects, None);
         }
         Ok(())
-    }
-
-    /// Shortly before the due moment `due`: ask Argo CD to confirm the apps the stream vouches
-    /// for now, so the answer is in by the moment.
-    fn confirm_ahead(&mut self, due: Timestamp) {
-        self.confirmed_ahead = Some(due);
-        if self.confirming.is_none() {
-            self.start_confirming(due);
-        }
-    }
-
-    /// How early a confirmation is asked before its due moment.
-    fn confirm_lead_ms(&self) -> i64 {
-        (2 * self.confirm_rtt_ms).clamp(CONFIRM_LEAD_MIN_MS, CONFIRM_LEAD_MAX_MS)
-    }
-
-    /// Asks one read of every live app the stream vouches for now, to confirm it up to `at`;
-    /// false when there is none.
-    fn start_confirming(&mut self, at: Timestamp) -> bool {
-        let now = self.now();
-        let live = self.live_apps();
-        let vouched: Vec<AppKey> = self
-            .freshness
-            .vouched(now)
-            .into_iter()
-            .filter(|key| live.iter().any(|a| a.matches(&key.namespace, &key.name)))
-            .collect();
-        if vouched.is_empty() {
-            return false;
-        }
-        let ticket = self.freshness.ticket();
-        let apps: Vec<AppRef> = vouched
-            .iter()
-            .map(|k| AppRef {
-                namespace: Some(k.namespace.clone()),
-                name: k.name.clone(),
-            })
-            .collect();
-        self.confirming = Some(Confirming {
-            ticket,
-            at,
-            asked_at: now,
-            apps: vouched
-                .into_iter()
-                .map(|k| {
-                    let rv = self.freshness.resource_version(&k);
-                    (k, rv)
-                })
-                .collect(),
-            give_up_at: at.max(now).plus_ms(self.cfg.stale_after_ms),
-        });
-        self.ctx.source.request_read(ticket, apps);
-        true
-    }
-
-    /// A confirming read answered: the same version as the last delivery vouches for the app up
-    /// to the due moment, or up to the answer when it came ahead of the moment (the answer is
-    /// then the observation the moment is decided on); any other version leaves it unvouched.
-    fn confirmed(&mut self, ticket: u64, key: &AppKey, rv: Option<u64>) -> Result<()> {
-        let now = self.now();
-        let Some(c) = self.confirming.as_mut().filter(|c| c.ticket == ticket) else {
-            return Ok(());
-        };
-        let Some(pos) = c.apps.iter().position(|(k, _)| k == key) else {
-            return Ok(());
-        };
-        let (_, before) = c.apps.remove(pos);
-        if c.apps.is_empty() {
-            self.confirm_rtt_ms = now.ms_since(c.asked_at).max(0);
-        }
-        let at = c.at;
-        if before.is_some() && before == rv {
-            // Unchanged since the last delivery, up to the moment or, answered ahead of it, up
-            // to the answer — itself judged next, as an observation fresh at the moment.
-            let effects = self.engine.vouch(key, at.min(now));
-            self.apply(effects, None)?;
-        }
-        self.finish_confirming()
-    }
-
-    /// A confirming read that brought no observation (overtaken, failed, refused).
-    fn unconfirmed(&mut self, ticket: u64, key: &AppKey) {
-        self.unconfirmed_where(|k| k == key, Some(ticket));
-    }
-
-    fn unconfirmed_where(&mut self, which: impl Fn(&AppKey) -> bool, ticket: Option<u64>) {
-        if let Some(c) = self
-            .confirming
-            .as_mut()
-            .filter(|c| ticket.is_none_or(|t| t == c.ticket))
-        {
-            c.apps.retain(|(k, _)| !which(k));
-        }
-    }
-
-    /// The due moment has come and every app answered, or it is time to give up: decide what is
-    /// due.
-    fn finish_confirming(&mut self) -> Result<()> {
-        let now = self.now();
-        let done = self
-            .confirming
-            .as_ref()
-            .is_some_and(|c| now >= c.at && (c.apps.is_empty() || now >= c.give_up_at));
-        if !done {
-            return Ok(());
-        }
-        let Some(c) = self.confirming.take() else {
-            return Ok(());
-        };
-        self.last_wake = self.last_wake.max(c.at);
-        let effects = self.engine.tick(now);
-        self.apply(effects, None)
     }
 
     /// The apps of live watches, each once.
@@ -1283,67 +676,14 @@ impl Runtime {
         }
         for e in &events {
             if e.event == greenlight_core::event::EventKind::DirectiveRejected {
-                self.rejected += 1;
+                self.once.rejected += 1;
             }
             self.ctx.out.event(e);
         }
-        self.reverts.extend(reverts);
+        self.git.reverts.extend(reverts);
         self.sync_watched();
         Ok(())
     }
-
-    /// One revert at a time, as a job; its outcome comes back as an input.
-    fn start_revert(&mut self) {
-        if self.reverting {
-            return;
-        }
-        let Some(r) = self.reverts.pop_front() else {
-            return;
-        };
-        self.reverting = true;
-        let reverter = self.ctx.reverter.clone();
-        let branch = self.branch.clone();
-        let watch_id = r.watch_id.clone();
-        let dry_run = self.cfg.dry_run;
-        self.spawn_git(
-            move || {
-                if !dry_run {
-                    return reverter.revert(&r, &branch);
-                }
-                // A revert decided before a restart in dry-run (never push): adopt one that
-                // reached the branch before the crash, push nothing.
-                match reverter.adopt_only(r.commit.as_str(), &branch) {
-                    Ok(Some(revert)) => RevertOutcome::adopted(&revert),
-                    Ok(None) => RevertOutcome::Failed {
-                        message: format!(
-                            "dry-run: the revert of {} decided before the restart was not pushed; revert it by hand if it is still wanted",
-                            r.commit
-                        ),
-                    },
-                    Err(e) => RevertOutcome::Failed {
-                        message: format!("dry-run: looking for an existing revert failed: {e:#}"),
-                    },
-                }
-            },
-            move |result| JobDone::Reverted {
-                watch_id,
-                outcome: result.unwrap_or_else(|e| RevertOutcome::Failed {
-                    message: format!("the revert task failed: {e}"),
-                }),
-            },
-        );
-    }
-}
-
-/// What one self-check cycle saw.
-pub struct OnceSummary {
-    pub branch: String,
-    pub tip: String,
-    /// Trailers in range that started no watch: users' content, reported, not a failure.
-    pub rejected: usize,
-    pub commits: usize,
-    pub watches: usize,
-    pub apps_listed: usize,
 }
 
 /// `--since` on a first start: the commit to watch after.

@@ -16,6 +16,7 @@ use anyhow::Result;
 use greenlight_core::directive::AppRef;
 use greenlight_core::judge::{CommitInfo, RevertOutcome, RevertRequest};
 use std::sync::Arc;
+use tokio::sync::mpsc;
 
 pub use greenlight_core::source::SourceMsg;
 
@@ -29,21 +30,31 @@ pub trait AppSource: Send {
     fn request_listing(&mut self, ticket: u64);
     /// Fresh reads of `apps`, answered as `Observed` or `Absent` with this ticket.
     fn request_read(&mut self, ticket: u64, apps: Vec<AppRef>);
+    /// Who the runtime's lines about the stream name (`Argo CD application stream connected`).
+    fn name(&self) -> &str {
+        "the source"
+    }
+    /// What the runtime says at start about this source with `stale_after_ms` (a token it
+    /// would ignore, a heartbeat that cannot vouch within `--stale-after`).
+    fn startup_notes(&self, _stale_after_ms: i64) -> Vec<StartupNote> {
+        Vec::new()
+    }
 }
 
-impl AppSource for greenlight_argocd::ArgoSource {
-    fn start_stream(&mut self) {
-        greenlight_argocd::ArgoSource::start_stream(self)
-    }
-    fn set_watched(&mut self, apps: Vec<AppRef>) {
-        greenlight_argocd::ArgoSource::set_watched(self, apps)
-    }
-    fn request_listing(&mut self, ticket: u64) {
-        greenlight_argocd::ArgoSource::request_listing(self, ticket)
-    }
-    fn request_read(&mut self, ticket: u64, apps: Vec<AppRef>) {
-        greenlight_argocd::ArgoSource::request_read(self, ticket, apps)
-    }
+/// A source and the channel its messages arrive on: what the command that chose the source
+/// hands the runtime (`crate::argocd::source` for Argo CD's REST API).
+pub struct Source {
+    pub app: Box<dyn AppSource>,
+    pub deliveries: mpsc::Receiver<SourceMsg>,
+}
+
+/// What the runtime says at start about its source ([`AppSource::startup_notes`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StartupNote {
+    /// Said at every start.
+    Warn(String),
+    /// Said when the runtime announces itself (`watching <repo> <branch> from <sha>`).
+    Info(String),
 }
 
 /// The watched repository, as the watchdog's clone sees it.

@@ -1,0 +1,85 @@
+//! Argo CD's REST API as the runtime's Application source: built at the edge, by the commands
+//! that take `--argocd-url` (`watch`, `promote run`, the demos), and handed to the runtime as
+//! a [`Source`]. What is true of Argo CD alone is said here, not in the runtime: the token
+//! that real Argo CD would ignore, the stream's heartbeat against `--stale-after`, the name in
+//! the lines about the stream.
+
+use crate::runtime::seams::{AppSource, Source, StartupNote};
+use anyhow::Result;
+use greenlight_core::directive::AppRef;
+use greenlight_core::repo_url::RepoUrl;
+use tokio::sync::mpsc;
+
+/// How often Argo CD sends a heartbeat on a server-sent-events stream.
+pub const HEARTBEAT_MS: i64 = 15_000;
+
+/// [`greenlight_argocd::ArgoSource`], with what the runtime should hear about it at start.
+pub struct ArgoCdSource {
+    inner: greenlight_argocd::ArgoSource,
+    /// A token was given that is not JWT-shaped (real Argo CD ignores it).
+    token_not_jwt: bool,
+}
+
+/// The Argo CD API server at `url` (with `token`, the contents of `--argocd-token-file`) as
+/// the source of `repo`'s Applications, refusing a listing larger than `max_listing_bytes`;
+/// a URL or token it cannot use is a usage error naming `--argocd-url`.
+pub fn source(
+    url: &str,
+    token: Option<String>,
+    repo: &RepoUrl,
+    max_listing_bytes: usize,
+) -> Result<Source> {
+    let token_not_jwt = token
+        .as_deref()
+        .is_some_and(|t| !greenlight_argocd::looks_like_jwt(t));
+    let argo = greenlight_argocd::ArgoClient::with_options(
+        url,
+        token,
+        greenlight_argocd::ClientOptions {
+            max_listing_bytes,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
+    let (tx, deliveries) = mpsc::channel(256);
+    let inner = greenlight_argocd::ArgoSource::new(argo, repo.expose(), tx);
+    Ok(Source {
+        app: Box::new(ArgoCdSource {
+            inner,
+            token_not_jwt,
+        }),
+        deliveries,
+    })
+}
+
+impl AppSource for ArgoCdSource {
+    fn start_stream(&mut self) {
+        self.inner.start_stream()
+    }
+    fn set_watched(&mut self, apps: Vec<AppRef>) {
+        self.inner.set_watched(apps)
+    }
+    fn request_listing(&mut self, ticket: u64) {
+        self.inner.request_listing(ticket)
+    }
+    fn request_read(&mut self, ticket: u64, apps: Vec<AppRef>) {
+        self.inner.request_read(ticket, apps)
+    }
+    fn name(&self) -> &str {
+        "Argo CD"
+    }
+    fn startup_notes(&self, stale_after_ms: i64) -> Vec<StartupNote> {
+        let mut notes = Vec::new();
+        if self.token_not_jwt {
+            notes.push(StartupNote::Warn(greenlight_argocd::NOT_A_JWT.to_string()));
+        }
+        if stale_after_ms < HEARTBEAT_MS {
+            notes.push(StartupNote::Info(format!(
+                "--stale-after {} is shorter than Argo CD's stream heartbeat ({}): between listings (every --fetch-interval) the stream cannot vouch for an app that does not change",
+                greenlight_core::time::human_duration(stale_after_ms),
+                greenlight_core::time::human_duration(HEARTBEAT_MS),
+            )));
+        }
+        notes
+    }
+}

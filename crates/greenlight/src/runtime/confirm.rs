@@ -1,0 +1,176 @@
+//! Confirmation reads: before the stream's silence carries an app's last observation to a
+//! due moment, one read per app confirms the source still has that version.
+
+use super::*;
+
+/// Before the stream's silence extends an app's last observation to a due moment (and a verdict
+/// is built on it), one read per app confirms that the source still has the version the stream last
+/// delivered: the stream may have lost an update (`docs/verdicts.md#observed-time`).
+///
+/// The read is asked slightly before the moment — early by about twice the last confirmation's
+/// round trip, within [`CONFIRM_LEAD_MIN_MS`, `CONFIRM_LEAD_MAX_MS`] — so that the verdict does not
+/// wait for it; an answer that comes after the moment is waited for, as it would be without the
+/// lead.
+pub(super) struct Confirming {
+    pub(super) ticket: u64,
+    /// The due moment.
+    pub(super) at: Timestamp,
+    /// When the read was asked, for the round trip.
+    pub(super) asked_at: Timestamp,
+    /// The apps not yet confirmed, with the resource version of their last delivery.
+    pub(super) apps: Vec<(AppKey, Option<u64>)>,
+    pub(super) give_up_at: Timestamp,
+}
+
+/// How early a confirming read may be asked before its due moment, at least and at most. An
+/// update the stream loses within this margin before the moment is not seen by the verdict.
+pub(super) const CONFIRM_LEAD_MIN_MS: i64 = 2;
+pub(super) const CONFIRM_LEAD_MAX_MS: i64 = 100;
+
+/// The round trip assumed before the first confirmation has measured one.
+pub(super) const CONFIRM_RTT_GUESS_MS: i64 = 5;
+
+/// The confirmation under way and what sets how early the next is asked.
+pub(super) struct Confirm {
+    /// A due moment waits for the source to confirm the apps the stream vouches for.
+    pub(super) confirming: Option<Confirming>,
+    /// The due moment a confirmation was last asked for ahead of time, so it is asked once.
+    pub(super) confirmed_ahead: Option<Timestamp>,
+    /// The last confirmation's round trip (ms), which sets how early the next one is asked.
+    pub(super) confirm_rtt_ms: i64,
+}
+
+impl Confirm {
+    pub(super) fn new() -> Confirm {
+        Confirm {
+            confirming: None,
+            confirmed_ahead: None,
+            confirm_rtt_ms: CONFIRM_RTT_GUESS_MS,
+        }
+    }
+}
+
+impl Runtime {
+    /// Shortly before the due moment `due`: ask the source to confirm the apps the stream vouches
+    /// for now, so the answer is in by the moment.
+    pub(super) fn confirm_ahead(&mut self, due: Timestamp) {
+        self.confirm.confirmed_ahead = Some(due);
+        if self.confirm.confirming.is_none() {
+            self.start_confirming(due);
+        }
+    }
+
+    /// How early a confirmation is asked before its due moment.
+    pub(super) fn confirm_lead_ms(&self) -> i64 {
+        (2 * self.confirm.confirm_rtt_ms).clamp(CONFIRM_LEAD_MIN_MS, CONFIRM_LEAD_MAX_MS)
+    }
+
+    /// Asks one read of every live app the stream vouches for now, to confirm it up to `at`;
+    /// false when there is none.
+    pub(super) fn start_confirming(&mut self, at: Timestamp) -> bool {
+        let now = self.now();
+        let live = self.live_apps();
+        let vouched: Vec<AppKey> = self
+            .freshness
+            .vouched(now)
+            .into_iter()
+            .filter(|key| live.iter().any(|a| a.matches(&key.namespace, &key.name)))
+            .collect();
+        if vouched.is_empty() {
+            return false;
+        }
+        let ticket = self.freshness.ticket();
+        let apps: Vec<AppRef> = vouched
+            .iter()
+            .map(|k| AppRef {
+                namespace: Some(k.namespace.clone()),
+                name: k.name.clone(),
+            })
+            .collect();
+        self.confirm.confirming = Some(Confirming {
+            ticket,
+            at,
+            asked_at: now,
+            apps: vouched
+                .into_iter()
+                .map(|k| {
+                    let rv = self.freshness.resource_version(&k);
+                    (k, rv)
+                })
+                .collect(),
+            give_up_at: at.max(now).plus_ms(self.cfg.stale_after_ms),
+        });
+        self.ctx.source.request_read(ticket, apps);
+        true
+    }
+
+    /// A confirming read answered: the same version as the last delivery vouches for the app up
+    /// to the due moment, or up to the answer when it came ahead of the moment (the answer is
+    /// then the observation the moment is decided on); any other version leaves it unvouched.
+    pub(super) fn confirmed(&mut self, ticket: u64, key: &AppKey, rv: Option<u64>) -> Result<()> {
+        let now = self.now();
+        let Some(c) = self
+            .confirm
+            .confirming
+            .as_mut()
+            .filter(|c| c.ticket == ticket)
+        else {
+            return Ok(());
+        };
+        let Some(pos) = c.apps.iter().position(|(k, _)| k == key) else {
+            return Ok(());
+        };
+        let (_, before) = c.apps.remove(pos);
+        if c.apps.is_empty() {
+            self.confirm.confirm_rtt_ms = now.ms_since(c.asked_at).max(0);
+        }
+        let at = c.at;
+        if before.is_some() && before == rv {
+            // Unchanged since the last delivery, up to the moment or, answered ahead of it, up
+            // to the answer — itself judged next, as an observation fresh at the moment.
+            let effects = self.engine.vouch(key, at.min(now));
+            self.apply(effects, None)?;
+        }
+        self.finish_confirming()
+    }
+
+    /// A confirming read that brought no observation (overtaken, failed, refused).
+    pub(super) fn unconfirmed(&mut self, ticket: u64, key: &AppKey) {
+        self.unconfirmed_where(|k| k == key, Some(ticket));
+    }
+
+    pub(super) fn unconfirmed_where(
+        &mut self,
+        which: impl Fn(&AppKey) -> bool,
+        ticket: Option<u64>,
+    ) {
+        if let Some(c) = self
+            .confirm
+            .confirming
+            .as_mut()
+            .filter(|c| ticket.is_none_or(|t| t == c.ticket))
+        {
+            c.apps.retain(|(k, _)| !which(k));
+        }
+    }
+
+    /// The due moment has come and every app answered, or it is time to give up: decide what is
+    /// due.
+    pub(super) fn finish_confirming(&mut self) -> Result<()> {
+        let now = self.now();
+        let done = self
+            .confirm
+            .confirming
+            .as_ref()
+            .is_some_and(|c| now >= c.at && (c.apps.is_empty() || now >= c.give_up_at));
+        if !done {
+            return Ok(());
+        }
+        let Some(c) = self.confirm.confirming.take() else {
+            return Ok(());
+        };
+        self.last_wake = self.last_wake.max(c.at);
+        let effects = self.engine.tick(now);
+        self.apply(effects, None)
+    }
+}

@@ -1,0 +1,252 @@
+//! The git lane: fetches, ancestry questions and reverts run as jobs, one at a time in the
+//! watchdog's clone, and report back on one channel.
+
+use super::inputs::Answers;
+use super::*;
+
+/// What a job reports back.
+pub(super) enum JobDone {
+    Fetched(Result<(String, Vec<CommitInfo>)>),
+    Answered {
+        job: u64,
+        answers: Result<Answers>,
+    },
+    Reverted {
+        watch_id: String,
+        outcome: RevertOutcome,
+    },
+}
+
+/// Git's jobs: the channel they report on, the lane they take turns in, the fetch and the
+/// reverts under way.
+pub(super) struct GitLane {
+    pub(super) jobs_tx: mpsc::Sender<JobDone>,
+    pub(super) jobs_rx: mpsc::Receiver<JobDone>,
+    /// Git jobs run one at a time: a fetch and a revert never race in one clone.
+    pub(super) lane: Arc<Semaphore>,
+    pub(super) next_job: u64,
+    /// When the fetch in flight started: git has no timeout of its own on a stalled remote,
+    /// and a fetch that never returns must not stop commit processing quietly.
+    pub(super) fetching: Option<Timestamp>,
+    pub(super) stuck_warned: bool,
+    pub(super) reverts: VecDeque<RevertRequest>,
+    pub(super) reverting: bool,
+}
+
+impl GitLane {
+    pub(super) fn new() -> GitLane {
+        let (jobs_tx, jobs_rx) = mpsc::channel(64);
+        GitLane {
+            jobs_tx,
+            jobs_rx,
+            lane: Arc::new(Semaphore::new(1)),
+            next_job: 0,
+            fetching: None,
+            stuck_warned: false,
+            reverts: VecDeque::new(),
+            reverting: false,
+        }
+    }
+}
+
+impl Runtime {
+    pub(super) fn on_fetch_timer(&mut self) -> Result<()> {
+        // `greenlight breaker reset` leaves a request while the daemon runs; the daemon is the
+        // breaker's only writer then. The request is cleared in the same transaction that
+        // closes the breaker, so a daemon that dies in between finds it again at its next start.
+        let now = self.now();
+        // Housekeeping: a failed prune is tried again an hour later; judging goes on.
+        match self.store.prune_due(now, self.cfg.retain_ms) {
+            Ok(Some(p)) if p.any() => self.ctx.out.info(now, &p.summary()),
+            Ok(_) => {}
+            Err(e) => self
+                .ctx
+                .out
+                .warn(now, &format!("pruning the state file failed: {e:#}")),
+        }
+        if self.store.breaker_reset_requested()?
+            && !self
+                .inputs
+                .work
+                .iter()
+                .any(|w| matches!(w, Work::BreakerReset))
+            && !self.clear_reset_request
+        {
+            self.inputs.work.push_back(Work::BreakerReset);
+        }
+        let now = self.now();
+        match self.git.fetching {
+            Some(since) => {
+                let stuck_after = self.cfg.fetch_interval.as_millis() as i64 * 10;
+                if !self.git.stuck_warned && now.ms_since(since) > stuck_after {
+                    self.git.stuck_warned = true;
+                    self.ctx.out.warn(now, &format!(
+                        "fetching {} has not returned for {} s: new commits are not seen until it does",
+                        self.branch, now.ms_since(since) / 1000
+                    ));
+                }
+            }
+            None => {
+                self.git.fetching = Some(now);
+                self.git.stuck_warned = false;
+                let repo = self.ctx.repo.clone();
+                let (branch, last) = (self.branch.clone(), self.tip.clone());
+                self.spawn_git(
+                    move || -> Result<(String, Vec<CommitInfo>)> {
+                        let tip = repo.fetch(&branch)?;
+                        let commits = repo.commits_between(Some(&last), &tip)?;
+                        Ok((tip, commits))
+                    },
+                    |r| JobDone::Fetched(r.and_then(|x| x)),
+                );
+            }
+        }
+        if self.listing.is_none() {
+            let ticket = self.freshness.ticket();
+            self.listing = Some(ticket);
+            self.ctx.source.request_listing(ticket);
+        }
+        // Apps no watch follows change their idle observations without a step of their own:
+        // they are written here, so a restart keeps the baseline of a commit not yet fetched.
+        self.apply(Vec::new(), None)
+    }
+
+    /// Run a blocking git call as a job on the git lane; `done` turns its result into an input.
+    pub(super) fn spawn_git<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+        done: impl FnOnce(Result<T>) -> JobDone + Send + 'static,
+    ) {
+        let lane = self.git.lane.clone();
+        let tx = self.git.jobs_tx.clone();
+        let mode = self.ctx.jobs;
+        tokio::spawn(async move {
+            let Ok(_permit) = lane.acquire_owned().await else {
+                return;
+            };
+            let result = match mode {
+                Jobs::Blocking => tokio::task::spawn_blocking(f)
+                    .await
+                    .map_err(|e| anyhow!("the git job failed: {e}")),
+                Jobs::Inline => Ok(f()),
+            };
+            let _ = tx.send(done(result)).await;
+        });
+    }
+
+    pub(super) fn on_job(&mut self, done: JobDone) {
+        match done {
+            JobDone::Fetched(result) => {
+                self.git.fetching = None;
+                match result {
+                    Ok((tip, commits)) if tip != self.tip => {
+                        let at = self.now();
+                        self.inputs.work.push_back(Work::Commits {
+                            commits: commits.into(),
+                            tip,
+                            at,
+                            effects: Vec::new(),
+                            asked: false,
+                        });
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        let now = self.now();
+                        self.ctx
+                            .out
+                            .warn(now, &format!("fetching {} failed: {e:#}", self.branch));
+                    }
+                }
+            }
+            JobDone::Answered { job, answers } => {
+                let mut fetched = None;
+                match answers {
+                    Ok(a) => {
+                        for (q, v) in a.answers {
+                            if let Some(v) = v {
+                                self.inputs.ancestry.insert(q, v);
+                            }
+                        }
+                        fetched = a.fetched;
+                    }
+                    Err(e) => {
+                        // A git failure (the remote unreachable for a moment) leaves the
+                        // questions unanswered, as unknown revisions are: "not reached yet".
+                        let now = self.now();
+                        self.ctx.out.warn(
+                            now,
+                            &format!("ancestry questions left unanswered for now: {e:#}"),
+                        );
+                    }
+                }
+                if self.inputs.asking.as_ref().is_some_and(|a| a.job == job) {
+                    self.inputs.asking = None;
+                    self.mark_front_asked();
+                }
+                // New commits go ahead of the input that asked, so a later commit that the source
+                // already reports is recorded (and attributed) before that input is judged.
+                if let Some((tip, commits)) = fetched
+                    && tip != self.tip
+                    && !commits.is_empty()
+                {
+                    let at = self.now();
+                    self.inputs.work.push_front(Work::Commits {
+                        commits: commits.into(),
+                        tip,
+                        at,
+                        effects: Vec::new(),
+                        asked: false,
+                    });
+                }
+            }
+            JobDone::Reverted { watch_id, outcome } => {
+                self.git.reverting = false;
+                self.inputs
+                    .work
+                    .push_back(Work::RevertDone { watch_id, outcome });
+            }
+        }
+    }
+
+    /// One revert at a time, as a job; its outcome comes back as an input.
+    pub(super) fn start_revert(&mut self) {
+        if self.git.reverting {
+            return;
+        }
+        let Some(r) = self.git.reverts.pop_front() else {
+            return;
+        };
+        self.git.reverting = true;
+        let reverter = self.ctx.reverter.clone();
+        let branch = self.branch.clone();
+        let watch_id = r.watch_id.clone();
+        let dry_run = self.cfg.dry_run;
+        self.spawn_git(
+            move || {
+                if !dry_run {
+                    return reverter.revert(&r, &branch);
+                }
+                // A revert decided before a restart in dry-run (never push): adopt one that
+                // reached the branch before the crash, push nothing.
+                match reverter.adopt_only(r.commit.as_str(), &branch) {
+                    Ok(Some(revert)) => RevertOutcome::adopted(&revert),
+                    Ok(None) => RevertOutcome::Failed {
+                        message: format!(
+                            "dry-run: the revert of {} decided before the restart was not pushed; revert it by hand if it is still wanted",
+                            r.commit
+                        ),
+                    },
+                    Err(e) => RevertOutcome::Failed {
+                        message: format!("dry-run: looking for an existing revert failed: {e:#}"),
+                    },
+                }
+            },
+            move |result| JobDone::Reverted {
+                watch_id,
+                outcome: result.unwrap_or_else(|e| RevertOutcome::Failed {
+                    message: format!("the revert task failed: {e}"),
+                }),
+            },
+        );
+    }
+}
