@@ -187,7 +187,8 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
         since: None,
         trailer_key: promotion.commit.watch.key.clone(),
         retain_ms: 86_400_000,
-        reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
+        // The gate decides on its candidate's first verdict: a NOT_REACHED is its answer.
+        reopen_horizon_ms: 0,
         // The candidate must be clean, not as clean as before: the gate's meaning of healthy.
         strict_health: true,
     };
