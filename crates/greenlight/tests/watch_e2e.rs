@@ -234,12 +234,6 @@ fn stuck() -> String {
     )
 }
 
-fn config_map(value: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: apps\ndata:\n  value: \"{value}\"\n"
-    )
-}
-
 /// App `web` is held Progressing by a resource no commit touches: armed ConfigMap commits that
 /// never see it healthy are not shown to be at fault. FAIL without revert, and the breaker
 /// does not count them.

@@ -12,17 +12,6 @@ use std::time::Duration;
 
 const T: Duration = Duration::from_secs(60);
 
-fn config_map(value: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: apps\ndata:\n  value: \"{value}\"\n"
-    )
-}
-
-/// A PostSync hook Job whose run fails, as a team's smoke test that fails does.
-fn failing_smoke_test() -> String {
-    "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: smoke\n  namespace: apps\n  annotations: {argocd.argoproj.io/hook: PostSync, sandbox.greenlight.dev/hook: fail}\nspec:\n  template:\n    spec:\n      containers: [{name: smoke, image: 'curl:8'}]\n      restartPolicy: Never\n".to_string()
-}
-
 /// A watchdog over `repo` from `since`, the kit's timings with `flags` set to other values;
 /// returns it and its state file.
 fn watchdog_timed(

@@ -35,23 +35,33 @@ fn streak_under_way(wd: &Watchdog, commit: &str) -> serde_json::Value {
     }
 }
 
-/// `--stable-for 6s` at or below `--stale-after 8s`: Argo CD answers 503 for 5 s of the 6 s
-/// window. Before, the window's end (after the outage) confirmed the commit on one healthy
-/// observation and 5 s nobody saw; now the outage counts only its slack (a quarter of
-/// stable-for, 1.5 s), so the streak needs 3.5 s more of observed time.
-fn an_outage_inside_the_stability_window_does_not_count_as_healthy_time() {
+/// `--stable-for 6s` at or below `--stale-after 8s`: a quarter of the window, 1.5 s, is the
+/// most one unobserved gap may count.
+const SHORT_WINDOW: [(&str, &str); 2] = [("--stable-for", "6s"), ("--stale-after", "8s")];
+
+/// A watchdog with [`SHORT_WINDOW`] and a good armed commit of web whose healthy streak is under
+/// way: the repository, sandbox, watchdog, commit, and the watch as the streak began.
+fn good_commit_in_a_short_window() -> (Repo, Sandbox, Watchdog, String, serde_json::Value) {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     settled(&sb, &repo, &["web"]);
     let state = repo.path("state/greenlight.db");
-    let timings = [("--stable-for", "6s"), ("--stale-after", "8s")];
-    let wd = Watchdog::start_timed(BIN, &repo.repo(), &sb.url, &state, &timings);
+    let wd = Watchdog::start_timed(BIN, &repo.repo(), &sb.url, &state, &SHORT_WINDOW);
     let good = repo.set_image(
         "web",
         GOOD2,
         &format!("web: 1.1.0\n\n{}", trailer("web", "60", "arm")),
     );
     let judging = streak_under_way(&wd, &good);
+    (repo, sb, wd, good, judging)
+}
+
+/// `--stable-for 6s` at or below `--stale-after 8s`: Argo CD answers 503 for 5 s of the 6 s
+/// window. Before, the window's end (after the outage) confirmed the commit on one healthy
+/// observation and 5 s nobody saw; now the outage counts only its slack (a quarter of
+/// stable-for, 1.5 s), so the streak needs 3.5 s more of observed time.
+fn an_outage_inside_the_stability_window_does_not_count_as_healthy_time() {
+    let (repo, sb, wd, good, judging) = good_commit_in_a_short_window();
     sb.control("/sandbox/v1/outage?seconds=5");
     let w = wd.wait_state(&good, "CONFIRMED", T);
     let since = at(&judging, "healthy_since");
@@ -67,23 +77,13 @@ fn an_outage_inside_the_stability_window_does_not_count_as_healthy_time() {
 /// The same window cut by a restart of greenlight shorter than `--stale-after`: the time it was
 /// down is unobserved, and counts only its slack.
 fn a_restart_inside_the_stability_window_does_not_count_as_healthy_time() {
-    let repo = Repo::new();
-    let sb = sandbox(&repo, &["web=apps/web"], &[]);
-    settled(&sb, &repo, &["web"]);
-    let state = repo.path("state/greenlight.db");
-    let timings = [("--stable-for", "6s"), ("--stale-after", "8s")];
-    let wd = Watchdog::start_timed(BIN, &repo.repo(), &sb.url, &state, &timings);
-    let good = repo.set_image(
-        "web",
-        GOOD2,
-        &format!("web: 1.1.0\n\n{}", trailer("web", "60", "arm")),
-    );
-    let judging = streak_under_way(&wd, &good);
+    let (repo, sb, wd, good, judging) = good_commit_in_a_short_window();
+    let state = wd.state.clone();
     drop(wd);
     // Down for 4 s (the scenario, not a wait for something): under --stale-after, so the
     // streak is not broken, only not counted.
     std::thread::sleep(Duration::from_secs(4));
-    let wd = Watchdog::start_timed(BIN, &repo.repo(), &sb.url, &state, &timings);
+    let wd = Watchdog::start_timed(BIN, &repo.repo(), &sb.url, &state, &SHORT_WINDOW);
     let w = wd.wait_state(&good, "CONFIRMED", T);
     let since = at(&judging, "healthy_since");
     let took = at(&w, "finished_at").ms_since(since);

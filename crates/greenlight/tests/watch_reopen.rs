@@ -127,10 +127,7 @@ fn a_reverted_commit_never_reopens() {
     // Then a change Argo CD syncs, watched itself (shadow): its CONFIRMED shows the watchdog
     // observed web deployed by a sync at a revision that has the reverted commit. (The revert
     // alone changes nothing Argo CD compares: the commit was never deployed.)
-    repo.write(
-        "apps/web/config.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: apps\ndata:\n  value: \"1\"\n",
-    );
+    repo.write("apps/web/config.yaml", &config_map("1"));
     let later = repo.commit_push(&format!(
         "web: config\n\n{}",
         trailer("web", "30", "shadow")
@@ -138,11 +135,6 @@ fn a_reverted_commit_never_reopens() {
     sb.control("/sandbox/v1/resume");
     wd.wait_state(&later, "CONFIRMED", T);
     assert_eq!(watches_of(&wd, &bad).len(), 1, "{}", wd.proc.output());
-}
-
-/// A PostSync hook Job whose run fails, as a team's smoke test that fails does.
-fn failing_smoke_test() -> String {
-    "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: smoke\n  namespace: apps\n  annotations: {argocd.argoproj.io/hook: PostSync, sandbox.greenlight.dev/hook: fail}\nspec:\n  template:\n    spec:\n      containers: [{name: smoke, image: 'curl:8'}]\n      restartPolicy: Never\n".to_string()
 }
 
 /// An armed commit that only adds a (failing) PostSync hook: Argo CD does not compare hooks, so
@@ -170,10 +162,7 @@ fn a_hook_only_commit_is_not_confirmed_before_a_sync_runs_its_hook() {
         reason.contains("as Synced, but no sync operation ran with it"),
         "{reason}"
     );
-    repo.write(
-        "apps/web/config.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: apps\ndata:\n  value: \"1\"\n",
-    );
+    repo.write("apps/web/config.yaml", &config_map("1"));
     let c2 = repo.commit_push("web: config");
     let (_, second) = reopened(&wd, &c1, "FAIL");
     let reason = second["reason"].as_str().unwrap();

@@ -152,6 +152,18 @@ pub fn count_reverts_of(repo: &Repo, commit: &str) -> usize {
         .count()
 }
 
+/// App `web`'s ConfigMap `web-config` holding `value`: a change Argo CD syncs that breaks nothing.
+pub fn config_map(value: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: apps\ndata:\n  value: \"{value}\"\n"
+    )
+}
+
+/// A PostSync hook Job whose run fails, as a team's smoke test that fails does.
+pub fn failing_smoke_test() -> String {
+    "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: smoke\n  namespace: apps\n  annotations: {argocd.argoproj.io/hook: PostSync, sandbox.greenlight.dev/hook: fail}\nspec:\n  template:\n    spec:\n      containers: [{name: smoke, image: 'curl:8'}]\n      restartPolicy: Never\n".to_string()
+}
+
 pub fn trailer(app: &str, deadline: &str, mode: &str) -> String {
     format!("Nav-Watchdog: app={app} deadline={deadline} mode={mode}")
 }
