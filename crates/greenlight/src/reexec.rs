@@ -92,6 +92,9 @@ struct Binary {
     running: Option<PathBuf>,
     /// The identity last looked at: a new one is read again.
     seen: Option<Identity>,
+    /// The identity last warned about while it is looked at again (a binary that could not be
+    /// started, as while it is still being written).
+    warned: Option<Identity>,
     gone_said: bool,
 }
 
@@ -119,6 +122,7 @@ impl SelfWatch {
                 seen: std::fs::metadata(&path).ok().map(|m| Identity::of(&m)),
                 running: Some(PathBuf::from("/proc/self/exe")).filter(|p| p.exists()),
                 path,
+                warned: None,
                 gone_said: false,
             }),
         }
@@ -277,10 +281,22 @@ impl Binary {
             }
             Ok(false) => match answers_version(&self.path) {
                 Ok(()) => Some(Change::Binary(self.path.clone())),
-                Err(why) => {
+                Err(Version::Failed(why)) => {
                     notes.push(Note::Warn(format!(
                         "the binary {path} changed but `{path} --version` {why}: running on, not re-executing"
                     )));
+                    None
+                }
+                // Not started (busy while still being written, …): looked at again next time,
+                // said once.
+                Err(Version::NotStarted(e)) => {
+                    if self.warned != Some(id) {
+                        notes.push(Note::Warn(format!(
+                            "the binary {path} changed but cannot be started ({e}): running on, trying again"
+                        )));
+                        self.warned = Some(id);
+                    }
+                    self.seen = None;
                     None
                 }
             },
@@ -326,27 +342,37 @@ fn same_content(a: &Path, b: &Path) -> std::io::Result<bool> {
 /// How long a new binary has to answer `--version`.
 const VERSION_WITHIN: Duration = Duration::from_secs(20);
 
+/// Why a new binary's `--version` did not answer.
+enum Version {
+    /// It could not be started (`ETXTBSY` while it is still being written, …).
+    NotStarted(std::io::Error),
+    /// It ran and failed, or did not answer in time.
+    Failed(String),
+}
+
 /// The new binary runs at all: `--version` exits 0 within [`VERSION_WITHIN`].
-fn answers_version(path: &Path) -> Result<(), String> {
+fn answers_version(path: &Path) -> Result<(), Version> {
     let mut child = std::process::Command::new(path)
         .arg("--version")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .map_err(|e| format!("cannot start: {e}"))?;
+        .map_err(Version::NotStarted)?;
     let end = std::time::Instant::now() + VERSION_WITHIN;
     loop {
         match child.try_wait() {
             Ok(Some(s)) if s.success() => return Ok(()),
-            Ok(Some(s)) => return Err(format!("failed ({s})")),
+            Ok(Some(s)) => return Err(Version::Failed(format!("failed ({s})"))),
             Ok(None) if std::time::Instant::now() >= end => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("did not answer within {VERSION_WITHIN:?}"));
+                return Err(Version::Failed(format!(
+                    "did not answer within {VERSION_WITHIN:?}"
+                )));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(format!("cannot be waited for: {e}")),
+            Err(e) => return Err(Version::Failed(format!("cannot be waited for: {e}"))),
         }
     }
 }
@@ -354,13 +380,22 @@ fn answers_version(path: &Path) -> Result<(), String> {
 /// Replace this process with `binary` run with `argv` (its `argv[0]` kept) and the same
 /// environment. Returns only on failure. The caller has released its locks and closed the
 /// state; whatever it still holds open is closed on exec (Rust opens files close-on-exec).
+/// A binary still held open for writing (`ETXTBSY`) is tried again, every 100 ms for 5 s.
 pub fn exec(binary: &Path, argv: &[OsString]) -> std::io::Error {
     use std::os::unix::process::CommandExt;
-    let mut cmd = std::process::Command::new(binary);
-    if let Some((first, rest)) = argv.split_first() {
-        cmd.arg0(first).args(rest);
+    let mut tries = 50;
+    loop {
+        let mut cmd = std::process::Command::new(binary);
+        if let Some((first, rest)) = argv.split_first() {
+            cmd.arg0(first).args(rest);
+        }
+        let err = cmd.exec();
+        tries -= 1;
+        if err.kind() != std::io::ErrorKind::ExecutableFileBusy || tries == 0 {
+            return err;
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
-    cmd.exec()
 }
 
 #[cfg(test)]

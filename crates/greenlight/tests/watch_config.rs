@@ -400,3 +400,99 @@ fn a_binary_replaced_by_rename_is_re_executed() {
     wd.sigterm();
     assert!(wd.wait_exit(T).success(), "{}", wd.output());
 }
+
+/// The config file of a daemon over `repo` and the sandbox at `url`, recording in `state`,
+/// with the kit's test timings.
+fn config_text(repo: &Repo, url: &str, state: &Path) -> String {
+    format!(
+        "repo = \"{}\"\nargocd-url = \"{url}\"\nstate = \"{}\"\nstable-for = \"2s\"\nfetch-interval = \"200ms\"\nstale-after = \"500ms\"\nunknown-app-grace = \"3s\"\ngit-author = \"greenlight-bot <bot@greenlight.test>\"\n",
+        repo.repo(),
+        state.display()
+    )
+}
+
+/// An armed failure whose deadline falls after a re-exec: the deadline runs from the recorded
+/// reach, and the commit is reverted once, by the new process.
+#[test]
+fn an_armed_failure_across_a_re_exec_is_reverted_once() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.db");
+    let text = config_text(&repo, &sb.url, &state);
+    let mut config = ConfigMap::new(dir.path(), &text);
+    let path = config.path();
+    let wd = Proc::spawn(
+        BIN,
+        [
+            "watch",
+            "--config",
+            path.to_str().unwrap(),
+            "--reexec-interval",
+            "100ms",
+        ],
+        &[],
+    );
+    wd.wait_line(kit::watch::WATCHING, T);
+    let pid = wd.child.id();
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: 2.0.0\n\n{}", trailer("web", "8", "arm")),
+    );
+    let before = wait_state(&state, &bad, "JUDGING", T, &wd);
+    assert!(before["reached_at"].is_string(), "{before}");
+
+    config.update(&format!("{text}reopen-horizon = \"12h\"\n"));
+    wd.wait_line("changed: finishing the current step", T);
+    wait_count(&wd, kit::watch::WATCHING, 2, T);
+    assert_eq!(wd.child.id(), pid, "re-executed in place");
+    let mid = kit::watch::watch_of(&status_json(&state), &bad)
+        .cloned()
+        .unwrap();
+    assert_eq!(mid["state"], "JUDGING", "the deadline still ahead: {mid}");
+
+    let after = wait_state(&state, &bad, "REVERTED", T, &wd);
+    for field in ["id", "watch_started_at", "reached_at"] {
+        assert_eq!(
+            after[field], before[field],
+            "{field} kept across the re-exec"
+        );
+    }
+    assert_eq!(count_reverts_of(&repo, &bad), 1, "reverted once");
+    assert_eq!(repo.remote_tip(), after["revert_commit"].as_str().unwrap());
+    let st = status_json(&state);
+    assert_eq!(st["watches"].as_array().unwrap().len(), 1, "{st}");
+}
+
+/// `dry-run = true` in the file holds against `GREENLIGHT_DRY_RUN=0`: no layer turns a safety
+/// switch off that another turned on.
+#[test]
+fn dry_run_in_the_file_is_not_turned_off_by_the_environment() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.db");
+    let file = dir.path().join("watch.toml");
+    std::fs::write(
+        &file,
+        format!("{}dry-run = true\n", config_text(&repo, &sb.url, &state)),
+    )
+    .unwrap();
+    let wd = Proc::spawn(
+        BIN,
+        ["watch", "--config", file.to_str().unwrap()],
+        &[("GREENLIGHT_DRY_RUN", "0")],
+    );
+    wd.wait_line(kit::watch::WATCHING, T);
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: 2.0.0\n\n{}", trailer("web", "3", "arm")),
+    );
+    let w = wait_state(&state, &bad, "FAIL", T, &wd);
+    assert_eq!(w["dry_run"], true, "{w}");
+    assert_eq!(repo.remote_tip(), bad, "nothing pushed");
+}
