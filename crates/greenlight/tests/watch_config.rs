@@ -321,6 +321,24 @@ fn a_config_change_re_executes_with_a_watch_in_flight() {
         mid["state"], "JUDGING",
         "still in flight after the re-exec: {mid}"
     );
+    // What `ps` shows is the command line as typed, also after the re-exec: the file's values
+    // never become arguments.
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let shown: Vec<String> = String::from_utf8(cmdline)
+        .unwrap()
+        .split_terminator('\0')
+        .map(String::from)
+        .collect();
+    assert_eq!(
+        shown[1..],
+        [
+            "watch",
+            "--config",
+            path.to_str().unwrap(),
+            "--reexec-interval",
+            "100ms"
+        ]
+    );
 
     let after = wait_state(&state, &c, "CONFIRMED", T, &wd);
     for field in ["id", "watch_started_at", "reached_at", "healthy_since"] {
