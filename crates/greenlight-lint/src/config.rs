@@ -170,7 +170,8 @@ impl FailOn {
     }
 }
 
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+/// The 1-based line and column (in characters) of byte `offset` in `text`.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let mut end = offset.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;

@@ -1,7 +1,8 @@
 //! The watchdog as a library: the runtime that drives the judge ([`runtime`]), its state store
 //! ([`store`]), the locks that keep one daemon per state file and clone ([`lock`]), the clock and
 //! the voice; the reader of the promotion gate's configuration ([`promote`]) and its `http` and
-//! `command` checks ([`checks`]). The `greenlight` binary's `cmd/` parses arguments and calls in
+//! `command` checks ([`checks`]); the daemon's watch over its own config file and binary, and
+//! its re-exec ([`reexec`]). The `greenlight` binary's `cmd/` parses arguments and calls in
 //! here; in-process tests drive [`runtime::Runtime`] with fake seams and a test clock.
 
 pub mod argocd;
@@ -11,6 +12,7 @@ pub mod clock;
 pub mod lock;
 pub mod output;
 pub mod promote;
+pub mod reexec;
 pub mod runtime;
 pub mod store;
 

@@ -5,7 +5,8 @@
 
 mod cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 /// `greenlight --version`: the package version and the commit it was built from (`build.rs`):
@@ -63,11 +64,59 @@ pub fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// `argv` parsed, with the environment and the config file under the flags of the commands
+/// that take them (`cmd/config.rs`); clap's errors exit as clap exits them.
+fn parse(argv: &[OsString]) -> Result<(Cli, Option<cmd::config::ConfigFile>), ExitCode> {
+    let env = |k: &str| std::env::var_os(k);
+    let resolved = match cmd::config::resolve(&Cli::command(), argv, &env) {
+        Ok(r) => r,
+        Err(cmd::config::Refusal::Clap(e)) => e.exit(),
+        Err(refusal) => {
+            greenlight::output::stderr_line(&format!("error: {refusal}"));
+            return Err(ExitCode::from(2));
+        }
+    };
+    let cli = Cli::from_arg_matches(&resolved.matches).unwrap_or_else(|e| e.exit());
+    Ok((cli, resolved.config))
+}
+
+/// How `watch` checks a changed config file before it re-executes: the same command line and
+/// environment, with the file's new text.
+fn config_check(argv: &[OsString]) -> greenlight::reexec::ConfigCheck {
+    let argv = argv.to_vec();
+    Box::new(move |text: &str| {
+        let env = |k: &str| std::env::var_os(k);
+        let text = text.to_string();
+        let read = move |_: &std::path::Path| Ok(text.clone());
+        let resolved = cmd::config::resolve_with(&Cli::command(), &argv, &env, &read)
+            .map_err(|e| e.to_string())?;
+        let cli = Cli::from_arg_matches(&resolved.matches).map_err(|e| e.to_string())?;
+        match cli.command {
+            // What the new process would refuse at start (a token file gone, …).
+            Command::Watch(a) => cmd::watch::config_from(&a)
+                .map(|_| ())
+                .map_err(|e| format!("{e:#}")),
+            _ => Ok(()),
+        }
+    })
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let (cli, config) = match parse(&argv) {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
+    };
     let result = match cli.command {
         Command::Demo(a) => cmd::demo::run(a),
-        Command::Watch(a) => cmd::watch::run(a),
+        Command::Watch(a) => cmd::watch::run(
+            a,
+            cmd::watch::Relaunch {
+                check: config_check(&argv),
+                argv,
+                config,
+            },
+        ),
         Command::Status(a) => cmd::status::run(a),
         Command::Breaker(a) => cmd::status::run_breaker(a),
         Command::Trailer(a) => cmd::trailer::run(a),
@@ -86,5 +135,40 @@ fn main() -> ExitCode {
             greenlight::output::stderr_line(&format!("error: {err:#}"));
             ExitCode::from(cmd::exit_code_of(&err))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/configuration.md's table of keys is the command's: each key of `watch`, with its
+    /// variable, and nothing else.
+    #[test]
+    fn the_documented_keys_are_the_flags_of_watch() {
+        let doc = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/configuration.md"
+        ))
+        .unwrap();
+        let documented: Vec<(String, String)> = doc
+            .lines()
+            .filter_map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                let key = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+                let var = cells.get(2)?.strip_prefix('`')?.split('`').next()?;
+                var.starts_with(cmd::config::ENV_PREFIX)
+                    .then(|| (key.to_string(), var.to_string()))
+            })
+            .collect();
+        let cli = Cli::command();
+        let watch = cli.find_subcommand("watch").unwrap();
+        let keys: Vec<(String, String)> = cmd::config::keys(watch)
+            .map(|a| {
+                let long = a.get_long().unwrap();
+                (long.to_string(), cmd::config::env_name(long))
+            })
+            .collect();
+        assert_eq!(documented, keys);
     }
 }

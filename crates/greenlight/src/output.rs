@@ -58,6 +58,11 @@ impl Output {
         self.log(now, "warn", msg)
     }
 
+    /// Something the operator must fix, though the daemon runs on.
+    pub fn error(&self, now: Timestamp, msg: &str) {
+        self.log(now, "error", msg)
+    }
+
     fn log(&self, now: Timestamp, level: &str, msg: &str) {
         let msg = greenlight_git::redact(msg);
         let line = match self.format {

@@ -6,7 +6,9 @@
 //! (`promote run`'s author writes the run's commits, not reverts); names, defaults and parsing
 //! stay here.
 
-use crate::cmd::{parse_author, positive_duration_flag, secret_file};
+use crate::cmd::{
+    author_arg, parse_author, positive_duration_arg, positive_duration_flag, secret_file,
+};
 use anyhow::Result;
 use clap::{Arg, Args};
 use greenlight::runtime::seams::Source;
@@ -24,7 +26,8 @@ pub struct GitArgs {
     /// Author of revert commits, "Name <email>".
     #[arg(
         long = "git-author",
-        default_value = "greenlight <greenlight@localhost>"
+        default_value = "greenlight <greenlight@localhost>",
+        value_parser = author_arg
     )]
     pub git_author: String,
 }
@@ -98,18 +101,18 @@ impl ArgoCdArgs {
 #[derive(Args, Clone)]
 pub struct JudgeArgs {
     /// How long the health condition must hold without a break.
-    #[arg(long = "stable-for", default_value = "120s")]
+    #[arg(long = "stable-for", default_value = "120s", value_parser = positive_duration_arg)]
     pub stable_for: String,
     /// An observation older than this when a deadline decides makes the verdict INCONCLUSIVE.
-    #[arg(long = "stale-after", default_value = "30s")]
+    #[arg(long = "stale-after", default_value = "30s", value_parser = positive_duration_arg)]
     pub stale_after: String,
     /// How long to wait for an app that does not exist yet. Longer than Argo CD takes to create
     /// the app of an app-of-apps commit: its refresh (timeout.reconciliation, 120s) plus up to
     /// 60s of jitter.
-    #[arg(long = "unknown-app-grace", default_value = "300s")]
+    #[arg(long = "unknown-app-grace", default_value = "300s", value_parser = positive_duration_arg)]
     pub unknown_app_grace: String,
     /// How often to fetch the branch (and re-list apps as a safety net).
-    #[arg(long = "fetch-interval", default_value = "10s")]
+    #[arg(long = "fetch-interval", default_value = "10s", value_parser = positive_duration_arg)]
     pub fetch_interval: String,
 }
 

@@ -29,6 +29,7 @@ macro_rules! errln {
 
 pub mod args;
 pub mod completions;
+pub mod config;
 pub mod demo;
 pub mod demo_promote;
 pub mod guard;
@@ -103,6 +104,39 @@ pub fn positive_duration_flag(flag: &str, text: &str) -> anyhow::Result<Duration
     Ok(duration)
 }
 
+/// [`duration_flag`] as a clap value parser (`value_parser = duration_arg`): the text is kept
+/// as given and read again by the command, but a bad one is refused while the arguments are
+/// parsed, wherever it came from (the command line, the environment, the config file).
+pub fn duration_arg(text: &str) -> Result<String, String> {
+    duration_flag("", text)
+        .map(|_| text.to_string())
+        .map_err(|e| e.to_string().trim_start_matches(": ").to_string())
+}
+
+/// [`positive_duration_flag`] as a clap value parser, as [`duration_arg`].
+pub fn positive_duration_arg(text: &str) -> Result<String, String> {
+    match duration_flag("", text) {
+        Ok(d) if d.is_zero() => Err("must be greater than zero".to_string()),
+        Ok(_) => Ok(text.to_string()),
+        Err(e) => Err(e.to_string().trim_start_matches(": ").to_string()),
+    }
+}
+
+/// The spellings of a switch's value in the environment or a config file: on is 1, true, yes
+/// or on; off is 0, false, no, off or empty (case and surrounding blanks ignored). Anything
+/// else is `None`, which a switch refuses rather than guess (a safety switch fails closed).
+pub fn switch_value(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" | "" => Some(false),
+        _ => None,
+    }
+}
+
+/// What [`switch_value`] accepts, in words, for error messages.
+pub const SWITCH_SPELLINGS: &str =
+    "set 1, true, yes or on for on, or 0, false, no, off or empty for off";
+
 /// Reads the token file named by `flag` ([`Secret::read_file`]): a missing, unreadable or
 /// empty file is a usage error naming the flag and the path, never the contents.
 pub fn secret_file(flag: &str, path: &Path) -> anyhow::Result<Secret> {
@@ -114,6 +148,13 @@ pub fn secret_file(flag: &str, path: &Path) -> anyhow::Result<Secret> {
 /// and, for a bad value, its line and column.
 pub fn config_file(explicit: Option<&Path>) -> anyhow::Result<Config> {
     greenlight_lint::config::load(explicit).map_err(|e| usage(e.to_string()))
+}
+
+/// [`parse_author`] as a clap value parser (`value_parser = author_arg`).
+pub fn author_arg(text: &str) -> Result<String, String> {
+    parse_author(text)
+        .map(|_| text.to_string())
+        .map_err(|_| "expected \"Name <email>\"".to_string())
 }
 
 /// `--git-author "Name <email>"` → (name, email); every command that commits reads it so.

@@ -1,12 +1,13 @@
 //! `greenlight watch`: the commit watchdog daemon, and its `--once` self-check gate.
 
 use crate::cmd::args::{ArgoCd, ArgoCdArgs, GitArgs, JudgeArgs};
-use crate::cmd::{positive_duration_flag, usage};
+use crate::cmd::{duration_arg, positive_duration_arg, positive_duration_flag, usage};
 use anyhow::{Context, Result};
 use clap::Args;
 use greenlight::clock::{Clock, SystemClock};
 use greenlight::lock::{lock_data_dir, lock_state};
 use greenlight::output::{LogFormat, Output};
+use greenlight::reexec::{Change, SelfWatch};
 use greenlight::runtime::{self, DaemonConfig};
 use greenlight_core::repo_url::RepoUrl;
 use std::path::PathBuf;
@@ -19,6 +20,11 @@ pub struct WatchArgs {
     /// a user without a password (https://TOKEN@host/…) is a token, sent with an empty password.
     #[arg(long)]
     pub repo: String,
+    /// A TOML file of flags (`stable-for = "10m"`; also GREENLIGHT_CONFIG); every flag can also be
+    /// set as GREENLIGHT_<FLAG>. Flags come first, then the environment, then the file
+    /// (docs/configuration.md). A change to the file re-executes the daemon.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     #[command(flatten)]
     pub argocd: ArgoCdArgs,
     /// The state file (SQLite). One daemon per state file.
@@ -36,9 +42,10 @@ pub struct WatchArgs {
     pub judge: JudgeArgs,
     /// The most an application listing may hold, in MiB, after greenlight's field selection;
     /// a larger one is refused with a warning (the stream and reads still observe).
-    #[arg(long = "listing-limit-mib", default_value_t = 128)]
+    #[arg(long = "listing-limit-mib", default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
     pub listing_limit_mib: u32,
-    /// Judge only, whatever the mode (also GREENLIGHT_DRY_RUN=true or DRY_RUN=true).
+    /// Judge only, whatever the mode (also GREENLIGHT_DRY_RUN=true or DRY_RUN=true; no layer
+    /// turns it off once one turned it on).
     #[arg(long = "dry-run")]
     pub dry_run: bool,
     /// One full cycle with dry-run forced, writing no state; exit non-zero on any failure.
@@ -48,19 +55,39 @@ pub struct WatchArgs {
     #[arg(long)]
     pub since: Option<String>,
     /// The trailer key that opts a commit in.
-    #[arg(long = "trailer-key", default_value = greenlight_core::directive::DEFAULT_TRAILER_KEY)]
+    #[arg(long = "trailer-key", default_value = greenlight_core::directive::DEFAULT_TRAILER_KEY, value_parser = trailer_key_arg)]
     pub trailer_key: String,
     #[arg(long = "log-format", value_enum, default_value = "text")]
     pub log_format: LogFormat,
     /// How long finished watches and their events stay in the state file; live watches
     /// always stay.
-    #[arg(long, default_value = "30d")]
+    #[arg(long, default_value = "30d", value_parser = positive_duration_arg)]
     pub retain: String,
     /// How long after a NOT_REACHED verdict its commit reaching the app still re-opens the
     /// watch, judged as new (a sync window, a manual sync, a force-push that lands the commit
     /// again); 0 never re-opens.
-    #[arg(long = "reopen-horizon", default_value = "24h")]
+    #[arg(long = "reopen-horizon", default_value = "24h", value_parser = duration_arg)]
     pub reopen_horizon: String,
+    /// How often the config file and the binary on disk are compared with those the daemon
+    /// started with; a change of content re-executes it (docs/configuration.md#re-exec). 0: never.
+    #[arg(long = "reexec-interval", default_value = "5s", value_parser = duration_arg)]
+    pub reexec_interval: String,
+}
+
+/// `--trailer-key` as a clap value parser: a trailer key has no spaces or colons.
+fn trailer_key_arg(text: &str) -> Result<String, String> {
+    if text.is_empty() || text.contains(|c: char| c.is_whitespace() || c == ':') {
+        return Err("a trailer key has no spaces or colons".to_string());
+    }
+    Ok(text.to_string())
+}
+
+/// What `watch` needs to re-execute itself (docs/configuration.md#re-exec): the command line
+/// as given, the config file as read, and how to check a changed one.
+pub struct Relaunch {
+    pub argv: Vec<std::ffi::OsString>,
+    pub config: Option<crate::cmd::config::ConfigFile>,
+    pub check: greenlight::reexec::ConfigCheck,
 }
 
 /// A dry-run switch from the environment (`docs/verdicts.md#dry-run`). A safety switch fails
@@ -76,13 +103,11 @@ fn dry_run_env(var: &str) -> Result<bool> {
             )));
         }
     };
-    match value.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" | "" => Ok(false),
-        _ => Err(super::usage(format!(
+    super::switch_value(&value).ok_or_else(|| {
+        super::usage(format!(
             "{var}={value:?}: not a value greenlight understands, and a safety switch refuses to start on one: set 1, true, yes or on for dry-run, or 0, false, no, off or empty for none"
-        ))),
-    }
+        ))
+    })
 }
 
 /// What `watch` was told: the runtime's settings, and the Argo CD its source reads with the
@@ -96,15 +121,8 @@ pub struct Settings {
 pub fn config_from(a: &WatchArgs) -> Result<Settings> {
     let git = a.git.read()?;
     let argocd = a.argocd.read()?;
-    if a.trailer_key.is_empty()
-        || a.trailer_key
-            .contains(|c: char| c.is_whitespace() || c == ':')
-    {
-        return Err(usage(format!(
-            "--trailer-key {:?}: a trailer key has no spaces or colons",
-            a.trailer_key
-        )));
-    }
+    trailer_key_arg(&a.trailer_key)
+        .map_err(|why| usage(format!("--trailer-key {:?}: {why}", a.trailer_key)))?;
     let judge = a.judge.read()?;
     let data_dir = match &a.data_dir {
         Some(d) => d.clone(),
@@ -154,12 +172,18 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
     })
 }
 
-pub fn run(a: WatchArgs) -> Result<ExitCode> {
+pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
+    let Relaunch {
+        argv,
+        config,
+        check,
+    } = relaunch;
     let Settings {
         cfg,
         argocd,
         listing_limit_bytes,
     } = config_from(&a)?;
+    let reexec_every = super::duration_flag("--reexec-interval", &a.reexec_interval)?;
     crate::install_crypto();
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let out = Output::new(a.log_format);
@@ -169,15 +193,51 @@ pub fn run(a: WatchArgs) -> Result<ExitCode> {
             crate::cmd::once::run(cfg, source, out).await
         });
     }
-    let _lock = lock_state(&cfg.state)?;
-    let _clone_lock = lock_data_dir(&cfg.data_dir)?;
-    rt.block_on(async move {
+    // The binary as it is now: a re-exec runs what is at this path then.
+    let binary = std::env::current_exe().ok();
+    let lock = lock_state(&cfg.state)?;
+    let clone_lock = lock_data_dir(&cfg.data_dir)?;
+    let self_watch = (!reexec_every.is_zero())
+        .then(|| SelfWatch::new(config.map(|c| (c.path, c.text, check)), binary.clone()));
+    let change = rt.block_on(async move {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let source = argocd.source(&cfg.repo, listing_limit_bytes)?;
-        let d = runtime::start(cfg, source, out, clock).await?;
-        d.run(shutdown_signal()).await?;
-        Ok(ExitCode::SUCCESS)
-    })
+        let d = runtime::start(cfg, source, out.clone(), clock.clone()).await?;
+        let changed = Arc::new(std::sync::Mutex::new(None::<Change>));
+        let stop = {
+            let changed = changed.clone();
+            async move {
+                let watch_self = async {
+                    match self_watch {
+                        Some(w) => w.changed(reexec_every, out.clone(), clock.clone()).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    _ = shutdown_signal() => {}
+                    c = watch_self => {
+                        out.info(clock.now(), &c.line());
+                        *changed.lock().expect("change lock") = Some(c);
+                    }
+                }
+            }
+        };
+        d.run(stop).await?;
+        let change = changed.lock().expect("change lock").take();
+        anyhow::Ok(change)
+    })?;
+    // The same path as SIGTERM: a git job under way (a push) finishes as the runtime drops,
+    // then the locks are released, and only then does the new process start.
+    drop(rt);
+    drop(clone_lock);
+    drop(lock);
+    if change.is_none() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Without the binary's path (no /proc), the command as it was started.
+    let binary = binary.unwrap_or_else(|| PathBuf::from(argv.first().cloned().unwrap_or_default()));
+    let err = greenlight::reexec::exec(&binary, &argv);
+    Err(anyhow::Error::new(err).context(format!("cannot re-execute {}", binary.display())))
 }
 
 pub async fn shutdown_signal() {
