@@ -1,11 +1,12 @@
 //! `greenlight watch`: the commit watchdog daemon, and its `--once` self-check gate.
 
-use crate::cmd::args::{ArgoCd, ArgoCdArgs, GitArgs, JudgeArgs};
+use crate::cmd::args::{ArgoCd, ArgoCdArgs, GitArgs, JudgeArgs, ListenArgs};
 use crate::cmd::{positive_duration_flag, usage};
 use anyhow::{Context, Result};
 use clap::Args;
 use greenlight::clock::{Clock, SystemClock};
 use greenlight::lock::{lock_data_dir, lock_state};
+use greenlight::metrics::Metrics;
 use greenlight::output::{LogFormat, Output};
 use greenlight::runtime::{self, DaemonConfig};
 use greenlight_core::repo_url::RepoUrl;
@@ -34,6 +35,8 @@ pub struct WatchArgs {
     pub data_dir: Option<PathBuf>,
     #[command(flatten)]
     pub judge: JudgeArgs,
+    #[command(flatten)]
+    pub listen: ListenArgs,
     /// The most an application listing may hold, in MiB, after greenlight's field selection;
     /// a larger one is refused with a warning (the stream and reads still observe).
     #[arg(long = "listing-limit-mib", default_value_t = 128)]
@@ -164,6 +167,11 @@ pub fn run(a: WatchArgs) -> Result<ExitCode> {
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let out = Output::new(a.log_format);
     if a.once {
+        if a.listen.listen.is_some() {
+            return Err(usage(
+                "--listen: serves a running daemon's metrics and probes, not a --once check",
+            ));
+        }
         return rt.block_on(async move {
             let source = argocd.source(&cfg.repo, listing_limit_bytes)?;
             crate::cmd::once::run(cfg, source, out).await
@@ -173,9 +181,23 @@ pub fn run(a: WatchArgs) -> Result<ExitCode> {
     let _clone_lock = lock_data_dir(&cfg.data_dir)?;
     rt.block_on(async move {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let metrics = Arc::new(Metrics::new(clock.clone()));
+        let server = a.listen.serve(&metrics).await?;
         let source = argocd.source(&cfg.repo, listing_limit_bytes)?;
-        let d = runtime::start(cfg, source, out, clock).await?;
-        d.run(shutdown_signal()).await?;
+        let d = runtime::start_metered(cfg, source, out, clock, metrics).await?;
+        match server {
+            Some(mut server) => tokio::select! {
+                r = d.run(shutdown_signal()) => r?,
+                r = &mut server => {
+                    return Err(match r {
+                        Ok(Err(e)) => e.context("--listen: the metrics listener stopped"),
+                        Ok(Ok(())) => anyhow::anyhow!("--listen: the metrics listener stopped"),
+                        Err(e) => anyhow::anyhow!("--listen: the metrics listener failed: {e}"),
+                    });
+                }
+            },
+            None => d.run(shutdown_signal()).await?,
+        }
         Ok(ExitCode::SUCCESS)
     })
 }
