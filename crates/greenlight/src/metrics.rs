@@ -101,6 +101,15 @@ pub enum RevertError {
 }
 
 impl RevertError {
+    pub const ALL: [RevertError; 6] = [
+        RevertError::Conflict,
+        RevertError::NothingToRevert,
+        RevertError::PushRejected,
+        RevertError::Superseded,
+        RevertError::DryRunNotPushed,
+        RevertError::Git,
+    ];
+
     /// The label value.
     pub fn metric_label(self) -> &'static str {
         match self {
@@ -275,6 +284,12 @@ impl Metrics {
             "Verdicts reached, by the state they put a watch in",
             verdicts.clone(),
         );
+        // Every series exists from the start at zero, so that `increase()` sees the first one.
+        for s in STATES.iter().filter(|s| s.is_terminal()) {
+            verdicts.get_or_create_owned(&VerdictLabel {
+                verdict: s.as_str(),
+            });
+        }
         let reverts_pushed = Counter::default();
         registry.register(
             "reverts_pushed",
@@ -287,6 +302,11 @@ impl Metrics {
             "Reverts that did not land, by kind of failure",
             revert_failures.clone(),
         );
+        for e in RevertError::ALL {
+            revert_failures.get_or_create_owned(&ErrorLabel {
+                error: e.metric_label(),
+            });
+        }
         let breaker_open = Gauge::default();
         registry.register(
             "breaker_open",
