@@ -129,11 +129,11 @@ impl RevertError {
         match outcome {
             RevertOutcome::Pushed { .. } | RevertOutcome::Adopted { .. } => None,
             RevertOutcome::Superseded { .. } => Some(RevertError::Superseded),
-            RevertOutcome::Failed { message } => Some(if message.starts_with("conflict: ") {
+            RevertOutcome::Failed { message } => Some(if message.starts_with(CONFLICT) {
                 RevertError::Conflict
-            } else if message.starts_with("nothing to revert: ") {
+            } else if message.starts_with(NOTHING_TO_REVERT) {
                 RevertError::NothingToRevert
-            } else if message.starts_with("dry-run: ") {
+            } else if message.starts_with(DRY_RUN) {
                 RevertError::DryRunNotPushed
             } else if message.starts_with("pushing the revert of ")
                 && message.contains(" was rejected ")
@@ -145,6 +145,12 @@ impl RevertError {
         }
     }
 }
+
+/// The words a revert failure's message begins with, as the runtime's git adapter and its
+/// git lane write them: [`RevertError::of`] reads the kind from them.
+pub(crate) const CONFLICT: &str = "conflict: ";
+pub(crate) const NOTHING_TO_REVERT: &str = "nothing to revert: ";
+pub(crate) const DRY_RUN: &str = "dry-run: ";
 
 /// A git job's kind, the label of `greenlight_git_job_duration_seconds`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -474,11 +480,12 @@ impl Metrics {
         self.with_source(source, |s| s.connected = false);
     }
 
-    /// The source answered a listing completely at `at`.
-    pub fn complete_listing(&self, source: &str, at: Timestamp) {
+    /// The source answered a listing completely at `at`; `since_connected`: a listing asked
+    /// for after the stream's last connection (only such a one makes the watchdog ready).
+    pub fn complete_listing(&self, source: &str, at: Timestamp, since_connected: bool) {
         self.with_source(source, |s| {
             s.last_complete = Some(at);
-            if s.connected {
+            if s.connected && since_connected {
                 s.listed_since_connected = true;
             }
         });
@@ -675,9 +682,17 @@ mod tests {
                 failed("nothing to revert: empty"),
                 Some("nothing_to_revert"),
             ),
+            // git's own error, as the adapter passes it on.
             (
                 failed(
-                    "pushing the revert of abc to main on r was rejected 3 time(s); last rejection: x",
+                    &greenlight_git::Error::PushRejected {
+                        commit: "abc".into(),
+                        branch: "main".into(),
+                        repo: "r".into(),
+                        attempts: 3,
+                        reason: "x".into(),
+                    }
+                    .to_string(),
                 ),
                 Some("push_rejected"),
             ),
@@ -734,13 +749,16 @@ mod tests {
             Probe::Not("source argocd not connected yet".into())
         );
         // A listing before the stream connects proves nothing about the stream.
-        m.complete_listing("argocd", Timestamp(1_000));
+        m.complete_listing("argocd", Timestamp(1_000), false);
         assert!(matches!(m.readyz(), Probe::Not(_)));
         m.source_connected("argocd");
         assert!(
             matches!(m.readyz(), Probe::Not(r) if r.contains("waiting for a complete listing"))
         );
-        m.complete_listing("argocd", Timestamp(1_000));
+        // Nor one asked for before it and answered after.
+        m.complete_listing("argocd", Timestamp(1_000), false);
+        assert!(matches!(m.readyz(), Probe::Not(_)));
+        m.complete_listing("argocd", Timestamp(1_000), true);
         assert_eq!(m.readyz(), Probe::Ok("ok".into()));
         m.source_lost("argocd");
         assert!(matches!(m.readyz(), Probe::Not(r) if r.contains("reconnecting")));
@@ -770,7 +788,7 @@ mod tests {
     fn ages_are_computed_at_the_scrape() {
         let m = metrics(125_000);
         m.runtime_configured("argocd", Duration::from_secs(1));
-        m.complete_listing("argocd", Timestamp(5_000));
+        m.complete_listing("argocd", Timestamp(5_000), false);
         let page = m.render(true);
         assert!(
             page.contains(

@@ -240,12 +240,16 @@ impl Runtime {
                     Ok(Some(revert)) => RevertOutcome::adopted(&revert),
                     Ok(None) => RevertOutcome::Failed {
                         message: format!(
-                            "dry-run: the revert of {} decided before the restart was not pushed; revert it by hand if it is still wanted",
+                            "{}the revert of {} decided before the restart was not pushed; revert it by hand if it is still wanted",
+                            crate::metrics::DRY_RUN,
                             r.commit
                         ),
                     },
                     Err(e) => RevertOutcome::Failed {
-                        message: format!("dry-run: looking for an existing revert failed: {e:#}"),
+                        message: format!(
+                            "{}looking for an existing revert failed: {e:#}",
+                            crate::metrics::DRY_RUN
+                        ),
                     },
                 }
             },

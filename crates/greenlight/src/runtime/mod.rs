@@ -88,6 +88,9 @@ pub struct Runtime {
     metrics: Arc<Metrics>,
     /// The source's short name, the `source` label of its metrics.
     source_label: String,
+    /// The listing asked for at the source's last connection: a complete answer to it, or to a
+    /// later one, makes the watchdog ready (`/readyz`).
+    connected_listing: Option<u64>,
 }
 
 /// What [`Runtime::start_with`] needs besides the context.
@@ -261,6 +264,7 @@ impl Runtime {
             once: OnceCycle::new(),
             metrics,
             source_label,
+            connected_listing: None,
         })
     }
 
@@ -508,11 +512,15 @@ impl Runtime {
                 if !self.once.strict {
                     let ticket = self.freshness.ticket();
                     self.listing = Some(ticket);
+                    self.connected_listing = Some(ticket);
                     self.ctx.source.request_listing(ticket);
                 }
             }
             SourceMsg::Heartbeat => {}
-            SourceMsg::Lost(_) => self.metrics.source_lost(&self.source_label),
+            SourceMsg::Lost(_) => {
+                self.connected_listing = None;
+                self.metrics.source_lost(&self.source_label);
+            }
             SourceMsg::Changing(_) => {}
             SourceMsg::Unwatched(key, glimpse) => self.engine.glimpse(&key, &glimpse),
             SourceMsg::Skipped(why) => {
@@ -591,7 +599,10 @@ impl Runtime {
                 }
                 self.once.listed = present.len();
                 if complete {
-                    self.metrics.complete_listing(&self.source_label, at);
+                    // Tickets grow: a later one was asked for after the connection too.
+                    let since_connected = self.connected_listing.is_some_and(|t| ticket >= t);
+                    self.metrics
+                        .complete_listing(&self.source_label, at, since_connected);
                 }
                 // A listing that could not read every item proves nothing by its silence.
                 let missing: Vec<AppRef> = if complete {
