@@ -785,6 +785,22 @@ mod tests {
     }
 
     #[test]
+    fn the_largest_wait_for_reach_over_its_deadline() {
+        let m = metrics(25_000);
+        assert!(
+            m.render(false)
+                .contains("greenlight_waiting_reach_deadline_ratio 0.0\n")
+        );
+        // Started at 0 with a 10 s deadline, and at 20 s with a 1 s one: 2.5 and 5.0.
+        m.live().waiting = vec![(Timestamp(0), 10_000), (Timestamp(20_000), 1_000)];
+        let page = m.render(false);
+        assert!(
+            page.contains("greenlight_waiting_reach_deadline_ratio 5.0\n"),
+            "{page}"
+        );
+    }
+
+    #[test]
     fn ages_are_computed_at_the_scrape() {
         let m = metrics(125_000);
         m.runtime_configured("argocd", Duration::from_secs(1));
