@@ -264,17 +264,25 @@ impl Prometheus {
     /// ready and its first scrape of the exporter landed (`up{job="exporter"} == 1`).
     #[track_caller]
     pub fn start(exporter: &Exporter) -> Prometheus {
-        Self::start_with(exporter, None)
+        Self::start_with(&exporter.target(), None)
+    }
+
+    /// Starts Prometheus scraping `target` (`host:port`, path `/metrics`; any server, such as
+    /// `greenlight watch --listen`) every [`SCRAPE_INTERVAL`] as job [`JOB`], and returns once it
+    /// is ready and its first scrape of the target landed.
+    #[track_caller]
+    pub fn scraping(target: &str) -> Prometheus {
+        Self::start_with(target, None)
     }
 
     /// As [`Prometheus::start`], with Prometheus demanding basic auth from every request.
     #[track_caller]
     pub fn start_with_basic_auth(exporter: &Exporter, user: &BasicAuthUser) -> Prometheus {
-        Self::start_with(exporter, Some(user))
+        Self::start_with(&exporter.target(), Some(user))
     }
 
     #[track_caller]
-    fn start_with(exporter: &Exporter, user: Option<&BasicAuthUser>) -> Prometheus {
+    fn start_with(target: &str, user: Option<&BasicAuthUser>) -> Prometheus {
         let binary = Self::binary();
         let dir = tempfile::tempdir().expect("temp dir");
         let config = dir.path().join("prometheus.yml");
@@ -283,8 +291,7 @@ impl Prometheus {
             &config,
             format!(
                 "global:\n  scrape_interval: {interval}ms\n  scrape_timeout: {interval}ms\n  evaluation_interval: {interval}ms\n\
-                 scrape_configs:\n  - job_name: {JOB}\n    static_configs:\n      - targets: ['{}']\n",
-                exporter.target()
+                 scrape_configs:\n  - job_name: {JOB}\n    static_configs:\n      - targets: ['{target}']\n",
             ),
         )
         .expect("write prometheus.yml");

@@ -10,10 +10,12 @@ pub mod breaker;
 pub mod checks;
 pub mod clock;
 pub mod lock;
+pub mod metrics;
 pub mod output;
 pub mod promote;
 pub mod reexec;
 pub mod runtime;
+pub mod serve;
 pub mod store;
 
 /// A configuration or usage problem: the binary exits 2 for it.

@@ -4,6 +4,7 @@
 //! What only a real process, git and the sandbox can show stays in the binary-driven tests.
 
 use greenlight::clock::Clock;
+use greenlight::metrics::Probe;
 use greenlight::output::{LogFormat, Output};
 use greenlight::runtime::seams::{AppSource, Context, Jobs, Repository, RevertExecutor};
 use greenlight::runtime::{DaemonConfig, Runtime, Start};
@@ -337,6 +338,8 @@ struct Harness {
     seen: Vec<Event>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    /// What the runtime reports to `/metrics`.
+    metrics: Arc<greenlight::metrics::Metrics>,
 }
 
 impl Harness {
@@ -378,6 +381,7 @@ impl Harness {
             announce: false,
         };
         let runtime = Runtime::start_with(cfg, ctx, start).await.unwrap();
+        let metrics = runtime.metrics().clone();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(runtime.run(async move {
             let _ = stopped.await;
@@ -391,6 +395,7 @@ impl Harness {
             seen: Vec::new(),
             stop: Some(stop),
             task: Some(task),
+            metrics,
         }
     }
 
@@ -882,6 +887,21 @@ async fn two_reverts_open_the_breaker_and_the_third_failure_is_not_reverted() {
         e.event == EventKind::BreakerBlocked && e.commit.as_deref() == Some(sha(4).as_str())
     };
     assert!(h.seen.iter().any(blocked), "{:#?}", h.seen);
+    // What `/metrics` says of it: three FAIL verdicts, two of them REVERTED, two reverts
+    // pushed, the breaker open.
+    let page = h.metrics.render(false);
+    for line in [
+        "greenlight_verdicts_total{verdict=\"FAIL\"} 3\n",
+        "greenlight_verdicts_total{verdict=\"REVERTED\"} 2\n",
+        "greenlight_verdicts_total{verdict=\"CONFIRMED\"} 0\n",
+        "greenlight_watches{state=\"REVERTED\"} 2\n",
+        "greenlight_watches{state=\"FAIL\"} 1\n",
+        "greenlight_reverts_pushed_total 2\n",
+        "greenlight_breaker_open 1\n",
+        "greenlight_git_job_duration_seconds_count{kind=\"revert\"} 2\n",
+    ] {
+        assert!(page.contains(line), "{line:?} missing from:\n{page}");
+    }
     h.stop().await;
 }
 
@@ -1020,6 +1040,11 @@ async fn a_reconnection_asks_for_a_listing_at_once_and_nothing_is_vouched_until_
     let before = h.listings();
     h.send(SourceMsg::Connected).await;
     let relisting = h.listing_after(before).await;
+    // Not ready (`/readyz`) until a listing asked for since the connection answers.
+    assert_eq!(
+        h.metrics.readyz(),
+        Probe::Not("source thesource connected; waiting for a complete listing".into())
+    );
     // The burst: the app as it is. Not yet vouched for: the burst may have had a gap.
     h.send(observed(snap.clone(), Origin::Stream)).await;
     h.heartbeats(10).await;
@@ -1037,6 +1062,12 @@ async fn a_reconnection_asks_for_a_listing_at_once_and_nothing_is_vouched_until_
     h.send(observed(snap, Origin::Read(confirm))).await;
     let confirmed = h.expect(EventKind::Confirmed, Duration::from_secs(1)).await;
     assert_eq!(confirmed.time.ms_since(streak.time), 300_000);
+    assert_eq!(h.metrics.readyz(), Probe::Ok("ok".into()));
+    let page = h.metrics.render(false);
+    assert!(
+        page.contains("greenlight_source_reconnects_total{source=\"thesource\"} 1\n"),
+        "{page}"
+    );
     h.stop().await;
 }
 
@@ -1117,6 +1148,11 @@ async fn after_a_skipped_stream_message_a_quiet_app_is_not_vouched_for() {
         h.seen
     );
     assert!(repo.reverts.lock().unwrap().is_empty());
+    let page = h.metrics.render(false);
+    assert!(
+        page.contains("greenlight_source_gaps_total{source=\"thesource\",kind=\"skipped\"} 1\n"),
+        "{page}"
+    );
     h.stop().await;
 }
 

@@ -152,3 +152,30 @@ pub fn help_of(words: &'static [(&'static str, Option<&'static str>)]) -> impl F
         None => arg,
     }
 }
+
+/// Where the daemon serves `/metrics` and its probes (`docs/metrics.md`); off when not given.
+#[derive(Args, Clone)]
+pub struct ListenArgs {
+    /// Serve /metrics (Prometheus), /healthz, /readyz and /startupz on this address, e.g.
+    /// 0.0.0.0:9090 (off by default).
+    #[arg(long = "listen", value_name = "ADDR:PORT")]
+    pub listen: Option<std::net::SocketAddr>,
+}
+
+impl ListenArgs {
+    /// Bind the listener, before start-up (so `/startupz` answers while the clone is made), and
+    /// serve `metrics` on it in a task of its own; `None` without `--listen`.
+    pub async fn serve(
+        &self,
+        metrics: &std::sync::Arc<greenlight::metrics::Metrics>,
+    ) -> Result<Option<tokio::task::JoinHandle<Result<()>>>> {
+        let Some(addr) = self.listen else {
+            return Ok(None);
+        };
+        let listener = greenlight::serve::bind("--listen", addr).await?;
+        Ok(Some(tokio::spawn(greenlight::serve::serve(
+            listener,
+            metrics.clone(),
+        ))))
+    }
+}

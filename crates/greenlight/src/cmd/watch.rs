@@ -1,11 +1,12 @@
 //! `greenlight watch`: the commit watchdog daemon, and its `--once` self-check gate.
 
-use crate::cmd::args::{ArgoCd, ArgoCdArgs, GitArgs, JudgeArgs};
+use crate::cmd::args::{ArgoCd, ArgoCdArgs, GitArgs, JudgeArgs, ListenArgs};
 use crate::cmd::{duration_arg, positive_duration_arg, positive_duration_flag, usage};
 use anyhow::{Context, Result};
 use clap::Args;
 use greenlight::clock::{Clock, SystemClock};
 use greenlight::lock::{lock_data_dir, lock_state};
+use greenlight::metrics::Metrics;
 use greenlight::output::{LogFormat, Output};
 use greenlight::reexec::{Change, SelfWatch};
 use greenlight::runtime::{self, DaemonConfig};
@@ -40,6 +41,8 @@ pub struct WatchArgs {
     pub data_dir: Option<PathBuf>,
     #[command(flatten)]
     pub judge: JudgeArgs,
+    #[command(flatten)]
+    pub listen: ListenArgs,
     /// The most an application listing may hold, in MiB, after greenlight's field selection;
     /// a larger one is refused with a warning (the stream and reads still observe).
     #[arg(long = "listing-limit-mib", default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
@@ -188,6 +191,11 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let out = Output::new(a.log_format);
     if a.once {
+        if a.listen.listen.is_some() {
+            return Err(usage(
+                "--listen: serves a running daemon's metrics and probes, not a --once check",
+            ));
+        }
         return rt.block_on(async move {
             let source = argocd.source(&cfg.repo, listing_limit_bytes)?;
             crate::cmd::once::run(cfg, source, out).await
@@ -201,8 +209,10 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
         .then(|| SelfWatch::new(config.map(|c| (c.path, c.text, check)), binary.clone()));
     let change = rt.block_on(async move {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let metrics = Arc::new(Metrics::new(clock.clone()));
+        let server = a.listen.serve(&metrics).await?;
         let source = argocd.source(&cfg.repo, listing_limit_bytes)?;
-        let d = runtime::start(cfg, source, out.clone(), clock.clone()).await?;
+        let d = runtime::start_metered(cfg, source, out.clone(), clock.clone(), metrics).await?;
         let changed = Arc::new(std::sync::Mutex::new(None::<Change>));
         let stop = {
             let changed = changed.clone();
@@ -222,12 +232,25 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
                 }
             }
         };
-        d.run(stop).await?;
+        match server {
+            Some(mut server) => tokio::select! {
+                r = d.run(stop) => r?,
+                r = &mut server => {
+                    return Err(match r {
+                        Ok(Err(e)) => e.context("--listen: the metrics listener stopped"),
+                        Ok(Ok(())) => anyhow::anyhow!("--listen: the metrics listener stopped"),
+                        Err(e) => anyhow::anyhow!("--listen: the metrics listener failed: {e}"),
+                    });
+                }
+            },
+            None => d.run(stop).await?,
+        }
         let change = changed.lock().expect("change lock").take();
         anyhow::Ok(change)
     })?;
-    // The same path as SIGTERM: a git job under way (a push) finishes as the runtime drops,
-    // then the locks are released, and only then does the new process start.
+    // The same path as SIGTERM: a git job under way (a push) finishes as the runtime drops
+    // (and with it `--listen`'s listener), then the locks are released, and only then does the
+    // new process start.
     drop(rt);
     drop(clone_lock);
     drop(lock);

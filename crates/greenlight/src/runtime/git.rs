@@ -139,11 +139,11 @@ impl RevertExecutor for GitRepository {
                 RevertOutcome::adopted(&revert)
             }
             Ok(greenlight_git::RevertOutcome::Conflict { message, .. }) => RevertOutcome::Failed {
-                message: format!("conflict: {message}"),
+                message: format!("{}{message}", crate::metrics::CONFLICT),
             },
             Ok(greenlight_git::RevertOutcome::NothingToRevert { message }) => {
                 RevertOutcome::Failed {
-                    message: format!("nothing to revert: {message}"),
+                    message: format!("{}{message}", crate::metrics::NOTHING_TO_REVERT),
                 }
             }
             Ok(greenlight_git::RevertOutcome::Superseded { newer }) => {

@@ -3,6 +3,7 @@
 
 use super::inputs::Answers;
 use super::*;
+use crate::metrics::GitJob;
 
 /// What a job reports back.
 pub(super) enum JobDone {
@@ -92,6 +93,7 @@ impl Runtime {
                 let repo = self.ctx.repo.clone();
                 let (branch, last) = (self.branch.clone(), self.tip.clone());
                 self.spawn_git(
+                    GitJob::Fetch,
                     move || -> Result<(String, Vec<CommitInfo>)> {
                         let tip = repo.fetch(&branch)?;
                         let commits = repo.commits_between(Some(&last), &tip)?;
@@ -114,22 +116,27 @@ impl Runtime {
     /// Run a blocking git call as a job on the git lane; `done` turns its result into an input.
     pub(super) fn spawn_git<T: Send + 'static>(
         &self,
+        kind: GitJob,
         f: impl FnOnce() -> T + Send + 'static,
         done: impl FnOnce(Result<T>) -> JobDone + Send + 'static,
     ) {
         let lane = self.git.lane.clone();
         let tx = self.git.jobs_tx.clone();
         let mode = self.ctx.jobs;
+        let metrics = self.metrics.clone();
         tokio::spawn(async move {
             let Ok(_permit) = lane.acquire_owned().await else {
                 return;
             };
+            // Real time, whatever clock the runtime judges by: how long git took.
+            let began = std::time::Instant::now();
             let result = match mode {
                 Jobs::Blocking => tokio::task::spawn_blocking(f)
                     .await
                     .map_err(|e| anyhow!("the git job failed: {e}")),
                 Jobs::Inline => Ok(f()),
             };
+            metrics.git_job(kind, began.elapsed());
             let _ = tx.send(done(result)).await;
         });
     }
@@ -222,6 +229,7 @@ impl Runtime {
         let watch_id = r.watch_id.clone();
         let dry_run = self.cfg.dry_run;
         self.spawn_git(
+            GitJob::Revert,
             move || {
                 if !dry_run {
                     return reverter.revert(&r, &branch);
@@ -232,12 +240,16 @@ impl Runtime {
                     Ok(Some(revert)) => RevertOutcome::adopted(&revert),
                     Ok(None) => RevertOutcome::Failed {
                         message: format!(
-                            "dry-run: the revert of {} decided before the restart was not pushed; revert it by hand if it is still wanted",
+                            "{}the revert of {} decided before the restart was not pushed; revert it by hand if it is still wanted",
+                            crate::metrics::DRY_RUN,
                             r.commit
                         ),
                     },
                     Err(e) => RevertOutcome::Failed {
-                        message: format!("dry-run: looking for an existing revert failed: {e:#}"),
+                        message: format!(
+                            "{}looking for an existing revert failed: {e:#}",
+                            crate::metrics::DRY_RUN
+                        ),
                     },
                 }
             },

@@ -126,6 +126,7 @@ impl Runtime {
         let repo = self.ctx.repo.clone();
         let (branch, last) = (self.branch.clone(), self.tip.clone());
         self.spawn_git(
+            crate::metrics::GitJob::Ancestry,
             move || -> Result<Answers> {
                 // An unknown revision triggers one fetch; still unknown, it is "not reached"
                 // for now and asked again at the next observation. What the fetch brought is

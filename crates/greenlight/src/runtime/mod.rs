@@ -33,6 +33,7 @@ use inputs::{Inputs, Step, Work};
 use once::OnceCycle;
 
 use crate::clock::Clock;
+use crate::metrics::{Gap, Metrics};
 use crate::output::Output;
 use crate::store::{Store, Write};
 use anyhow::{Result, anyhow};
@@ -83,6 +84,13 @@ pub struct Runtime {
     watched: Vec<AppRef>,
     /// What a `watch --once` cycle collects (`once.rs`).
     once: OnceCycle,
+    /// What `/metrics` and the probes report (`crate::metrics`); written, never read back.
+    metrics: Arc<Metrics>,
+    /// The source's short name, the `source` label of its metrics.
+    source_label: String,
+    /// The listing asked for at the source's last connection: a complete answer to it, or to a
+    /// later one, makes the watchdog ready (`/readyz`).
+    connected_listing: Option<u64>,
 }
 
 /// What [`Runtime::start_with`] needs besides the context.
@@ -104,6 +112,23 @@ pub async fn start(
     out: Output,
     clock: Arc<dyn Clock>,
 ) -> Result<Runtime> {
+    let metrics = Arc::new(Metrics::new(clock.clone()));
+    start_metered(cfg, source, out, clock, metrics).await
+}
+
+/// [`start`], reporting to `metrics` (`watch --listen`): `/startupz` turns ready when this
+/// returns a runtime.
+pub async fn start_metered(
+    cfg: DaemonConfig,
+    source: Source,
+    out: Output,
+    clock: Arc<dyn Clock>,
+    metrics: Arc<Metrics>,
+) -> Result<Runtime> {
+    metrics.runtime_configured(
+        &crate::metrics::source_label(source.app.name()),
+        cfg.fetch_interval,
+    );
     let store = Store::open_or_create(&cfg.state)?;
     let (repo, branch, default_branch) = open_repo(&cfg, cfg.data_dir.join("repo")).await?;
     store.bind(&cfg.repo.redacted(), &branch)?;
@@ -128,7 +153,11 @@ pub async fn start(
         deliveries,
         announce: true,
     };
-    Runtime::start_with(cfg, ctx, start).await
+    let runtime = Runtime::start_with(cfg, ctx, start)
+        .await?
+        .with_metrics(metrics);
+    runtime.metrics.started();
+    Ok(runtime)
 }
 
 /// Clone (or open) the watched repository and settle the branch: the given one or the remote's HEAD.
@@ -211,6 +240,10 @@ impl Runtime {
             }
         }
         let stale_after_ms = cfg.stale_after_ms;
+        let source_label = crate::metrics::source_label(ctx.source.name());
+        let metrics = Arc::new(Metrics::new(ctx.clock.clone()));
+        metrics.runtime_configured(&source_label, cfg.fetch_interval);
+        metrics.watches_loaded(engine.watches(), engine.breaker().open);
         Ok(Runtime {
             cfg,
             ctx,
@@ -229,7 +262,24 @@ impl Runtime {
             clear_reset_request: false,
             watched: Vec::new(),
             once: OnceCycle::new(),
+            metrics,
+            source_label,
+            connected_listing: None,
         })
+    }
+
+    /// Report to `metrics` from now on (`watch --listen`'s): the watches loaded at start are
+    /// known there, not counted as verdicts again.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Runtime {
+        metrics.runtime_configured(&self.source_label, self.cfg.fetch_interval);
+        metrics.watches_loaded(self.engine.watches(), self.engine.breaker().open);
+        self.metrics = metrics;
+        self
+    }
+
+    /// What this runtime reports to (`/metrics`, the probes).
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// The judge, for tests and the self-check's summary.
@@ -249,6 +299,7 @@ impl Runtime {
         fetch_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tokio::pin!(shutdown);
         loop {
+            self.metrics.loop_turned();
             let now = self.now();
             let due = self.engine.next_wakeup_after(self.last_wake);
             let wake_in = match due {
@@ -424,6 +475,7 @@ impl Runtime {
                 Ok(Step::Done)
             }
             Work::RevertDone { watch_id, outcome } => {
+                self.metrics.revert_finished(&outcome);
                 let now = self.now();
                 let effects = self.engine.revert_finished(&watch_id, outcome, now);
                 self.apply(effects, None)?;
@@ -448,6 +500,7 @@ impl Runtime {
     ) -> Result<Step> {
         match msg {
             SourceMsg::Connected => {
+                self.metrics.source_connected(&self.source_label);
                 self.ctx.out.info(
                     at,
                     &format!("{} application stream connected", self.ctx.source.name()),
@@ -459,15 +512,21 @@ impl Runtime {
                 if !self.once.strict {
                     let ticket = self.freshness.ticket();
                     self.listing = Some(ticket);
+                    self.connected_listing = Some(ticket);
                     self.ctx.source.request_listing(ticket);
                 }
             }
             SourceMsg::Heartbeat => {}
-            SourceMsg::Lost(_) | SourceMsg::Changing(_) => {}
+            SourceMsg::Lost(_) => {
+                self.connected_listing = None;
+                self.metrics.source_lost(&self.source_label);
+            }
+            SourceMsg::Changing(_) => {}
             SourceMsg::Unwatched(key, glimpse) => self.engine.glimpse(&key, &glimpse),
             SourceMsg::Skipped(why) => {
                 // The skipped update may be any app's: until each app is delivered again, the
                 // stream vouches for none (listings keep observing them meanwhile).
+                self.metrics.source_gap(&self.source_label, Gap::Skipped);
                 self.ctx.out.warn(
                     at,
                     &format!("{} stream message skipped: {why}", self.ctx.source.name()),
@@ -500,6 +559,8 @@ impl Runtime {
                     self.confirmed(ticket, &snapshot.key(), resource_version)?;
                 }
                 let effects = if gap {
+                    self.metrics
+                        .source_gap(&self.source_label, Gap::ReadFoundNewer);
                     self.ctx.out.warn(
                         at,
                         &format!(
@@ -537,6 +598,12 @@ impl Runtime {
                     self.listing = None;
                 }
                 self.once.listed = present.len();
+                if complete {
+                    // Tickets grow: a later one was asked for after the connection too.
+                    let since_connected = self.connected_listing.is_some_and(|t| ticket >= t);
+                    self.metrics
+                        .complete_listing(&self.source_label, at, since_connected);
+                }
                 // A listing that could not read every item proves nothing by its silence.
                 let missing: Vec<AppRef> = if complete {
                     self.live_apps()
@@ -674,6 +741,8 @@ impl Runtime {
             })?;
             self.clear_reset_request = false;
         }
+        self.metrics
+            .watches_changed(self.engine.watches(), &watches, self.engine.breaker().open);
         for e in &events {
             if e.event == greenlight_core::event::EventKind::DirectiveRejected {
                 self.once.rejected += 1;
