@@ -537,6 +537,9 @@ impl Runtime {
                     self.listing = None;
                 }
                 self.once.listed = present.len();
+                if self.once.strict && complete {
+                    self.once_unlisted(&present);
+                }
                 // A listing that could not read every item proves nothing by its silence.
                 let missing: Vec<AppRef> = if complete {
                     self.live_apps()
