@@ -575,3 +575,81 @@ fn state_file_errors_name_the_file() {
         "a file greenlight cannot read is left as it was"
     );
 }
+
+/// The token from `GREENLIGHT_GIT_TOKEN` is what pushes a revert to a remote that demands it:
+/// the stand-in reads the same remote over HTTP (its credentials from git's environment-given
+/// config), the watchdog fetches and pushes with the variable alone, and the token is in no
+/// output and no process's command line.
+#[test]
+fn a_revert_is_pushed_with_the_token_from_the_environment() {
+    let repo = Repo::new();
+    let token = format!("push-token-{}", std::process::id());
+    // git http-backend refuses pushes from a request without REMOTE_USER unless told to.
+    repo.bare_git(&["config", "http.receivepack", "true"]);
+    let server = GitHttpServer::start(
+        repo.root(),
+        &basic("x-access-token", &token),
+        vec![token.clone()],
+    );
+    let url = server.url("", "origin.git");
+    // The stand-in's git gets the token from a credential helper that reads it from the
+    // environment: neither command line holds it.
+    let helper = "!f() { echo username=x-access-token; echo \"password=$SANDBOX_GIT_TOKEN\"; }; f";
+    let sb_envs = [
+        ("GIT_CONFIG_COUNT", "1"),
+        ("GIT_CONFIG_KEY_0", "credential.helper"),
+        ("GIT_CONFIG_VALUE_0", helper),
+        ("SANDBOX_GIT_TOKEN", token.as_str()),
+    ];
+    let sb_args = [
+        "sandbox",
+        "--repo",
+        url.as_str(),
+        "--listen",
+        "127.0.0.1:0",
+        "--sync-interval",
+        "300ms",
+        "--rollout-time",
+        "1s",
+        "--app",
+        "web=apps/web",
+    ];
+    let sb = Sandbox::wait_listening(Proc::spawn_in(BIN, None, sb_args, &sb_envs));
+    let good = repo.remote_tip();
+    sb.wait_app("web", std::time::Duration::from_secs(60), |a| {
+        healthy_at(a, &good)
+    });
+    let state = repo.path("state/greenlight.db");
+    let wd = Watchdog::start(
+        BIN,
+        &url,
+        &sb.url,
+        &state,
+        &[],
+        &[("GREENLIGHT_GIT_TOKEN", token.as_str())],
+    );
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: bad\n\n{}", trailer("web", "5", "arm")),
+    );
+    let w = wd.wait_state(&bad, "REVERTED", std::time::Duration::from_secs(90));
+    let revert = w["revert_commit"].as_str().unwrap().to_string();
+    assert_eq!(repo.remote_tip(), revert, "the revert was pushed over HTTP");
+    let seen = server.seen();
+    assert!(
+        seen.requests.iter().any(|r| r.method == "POST"
+            && r.target.ends_with("git-receive-pack")
+            && r.status == 200),
+        "{:?}",
+        seen.requests
+    );
+    assert!(
+        seen.leaking_cmdlines.is_empty(),
+        "{:?}",
+        seen.leaking_cmdlines
+    );
+    let all = format!("{}\n{}", wd.proc.output(), sb.proc.output());
+    assert!(!all.contains(&token), "{all}");
+    assert!(!all.contains("carries credentials"), "{all}");
+}
