@@ -535,8 +535,7 @@ impl ArgoClient {
         match tokio::time::timeout(after, request.send()).await {
             Err(_) => Err(ArgoError::Timeout { endpoint, after }),
             Ok(Err(e)) if e.is_timeout() => Err(ArgoError::Timeout { endpoint, after }),
-            Ok(Err(e)) if tls_failure(&e).is_some() => {
-                let failure = tls_failure(&e).expect("checked");
+            Ok(Err(e)) if let Some(failure) = tls_failure(&e) => {
                 let (what, fix) = tls_words(&failure, self.options.extra_roots.as_ref());
                 Err(ArgoError::Tls {
                     endpoint,

@@ -36,7 +36,10 @@
 //! fetches and reconciles at once. With a token, every `/api/v1` route wants
 //! `Authorization: Bearer <token>` (401 code 16 otherwise); a token that is not JWT-shaped (three
 //! non-empty dot-separated parts) is accepted but pointed out once at start: Argo CD would not
-//! use it.
+//! use it. [`SandboxConfig::scoped_tokens`] are tokens that see only the apps whose
+//! `default/<name>` one of their globs matches, as Argo CD accounts whose RBAC grants `get` on
+//! those only: the others are left out of listings and streams and answer 403 code 7, as an app
+//! that does not exist. With [`SandboxConfig::tls`] the API is served over HTTPS.
 //!
 //! *Resource health* follows [`SandboxConfig::argocd_version`]. From 3.0 on the stored
 //! Application has `status.resourceHealthSource: "appTree"` and no `health` in
