@@ -653,3 +653,63 @@ fn a_revert_is_pushed_with_the_token_from_the_environment() {
     assert!(!all.contains(&token), "{all}");
     assert!(!all.contains("carries credentials"), "{all}");
 }
+
+/// A directory greenlight may not write, and a state file it may only read, are named in the
+/// error. File modes do not bind root, so as root the binary runs as `nobody` (setpriv).
+#[test]
+fn state_files_greenlight_may_not_write_are_named() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+    mode(dir.path(), 0o755).unwrap();
+    let read_only_dir = dir.path().join("ro");
+    std::fs::create_dir(&read_only_dir).unwrap();
+    let writable_dir = dir.path().join("rw");
+    std::fs::create_dir(&writable_dir).unwrap();
+    let read_only_file = writable_dir.join("state.db");
+    rusqlite::Connection::open(&read_only_file)
+        .unwrap()
+        .execute_batch("CREATE TABLE other (a)")
+        .unwrap();
+    mode(&read_only_dir, 0o555).unwrap();
+    mode(&writable_dir, 0o777).unwrap();
+    mode(&read_only_file, 0o444).unwrap();
+    let root = unsafe { libc::geteuid() } == 0;
+    for (state, named, why) in [
+        (
+            read_only_dir.join("state.db"),
+            read_only_dir.join("state.db.lock"),
+            "Permission denied",
+        ),
+        (
+            read_only_file.clone(),
+            read_only_file.clone(),
+            "readonly database",
+        ),
+    ] {
+        let args = [
+            "watch",
+            "--repo",
+            "/nonexistent",
+            "--argocd-url",
+            "http://127.0.0.1:1",
+            "--state",
+            state.to_str().unwrap(),
+        ];
+        let out = if root {
+            Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+                .args(args)
+                .output()
+                .expect("setpriv runs")
+        } else {
+            Command::new(BIN).args(args).output().unwrap()
+        };
+        let text = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{state:?}: {text}");
+        assert!(
+            text.contains(&named.display().to_string()) && text.contains(why),
+            "{state:?}: {text}"
+        );
+    }
+}
