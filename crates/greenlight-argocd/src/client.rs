@@ -28,6 +28,68 @@ pub struct ClientOptions {
     /// with [`ArgoError::TooLarge`] rather than take the memory (a server that ignores the
     /// selection sends every Application whole).
     pub max_listing_bytes: usize,
+    /// Certificate authorities trusted besides the platform's roots (`--argocd-ca-file`).
+    pub extra_roots: Option<CaBundle>,
+}
+
+/// The certificates of a PEM bundle, trusted for Argo CD's API server in addition to the
+/// platform's roots (Argo CD's own certificate is self-signed unless an operator replaces it).
+#[derive(Clone)]
+pub struct CaBundle {
+    certs: Vec<reqwest::Certificate>,
+    /// Where the bundle was read, as errors name it (a path).
+    origin: String,
+}
+
+impl fmt::Debug for CaBundle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CaBundle")
+            .field("origin", &self.origin)
+            .field("certificates", &self.certs.len())
+            .finish()
+    }
+}
+
+impl CaBundle {
+    /// Every `CERTIFICATE` block of `pem`; none at all, or one that does not decode, is an error
+    /// (in words, without the file's contents). `origin` is how errors name the bundle.
+    pub fn from_pem(pem: &[u8], origin: &str) -> Result<CaBundle, String> {
+        let blocks = String::from_utf8_lossy(pem)
+            .matches("-----BEGIN CERTIFICATE-----")
+            .count();
+        if blocks == 0 {
+            return Err(
+                "it holds no PEM certificate (no \"-----BEGIN CERTIFICATE-----\" block)".into(),
+            );
+        }
+        let certs = reqwest::Certificate::from_pem_bundle(pem)
+            .map_err(|e| format!("its certificates cannot be read: {}", innermost(&e)))?;
+        if certs.len() != blocks {
+            return Err(format!(
+                "{} of its {blocks} certificate block(s) could be read",
+                certs.len()
+            ));
+        }
+        Ok(CaBundle {
+            certs,
+            origin: origin.to_string(),
+        })
+    }
+
+    /// How many certificates it holds.
+    pub fn len(&self) -> usize {
+        self.certs.len()
+    }
+
+    /// Never true: a bundle without a certificate is refused.
+    pub fn is_empty(&self) -> bool {
+        self.certs.is_empty()
+    }
+
+    /// Where it was read.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
 }
 
 impl Default for ClientOptions {
@@ -36,6 +98,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             max_listing_bytes: 128 << 20,
+            extra_roots: None,
         }
     }
 }
@@ -58,6 +121,13 @@ pub enum ArgoError {
     Token { why: String },
     #[error("GET {endpoint}: {what}")]
     Transport { endpoint: String, what: String },
+    /// The TLS handshake with Argo CD failed: `what` says why in words, `fix` what to give.
+    #[error("GET {endpoint}: the TLS handshake failed: {what}; {fix}")]
+    Tls {
+        endpoint: String,
+        what: String,
+        fix: String,
+    },
     #[error("GET {endpoint}: no response within {}", humantime::format_duration(*after))]
     Timeout { endpoint: String, after: Duration },
     #[error("GET {endpoint}: HTTP {status}{}{}{}", reason(*status), colon(message), hint(*status))]
@@ -232,6 +302,9 @@ impl ArgoClient {
                 .tcp_keepalive(Duration::from_secs(30));
             if let Some(t) = total {
                 b = b.timeout(t);
+            }
+            if let Some(ca) = &options.extra_roots {
+                b = b.tls_certs_merge(ca.certs.iter().cloned());
             }
             b.build().map_err(|e| ArgoError::Config {
                 url: base.to_string(),
@@ -462,6 +535,14 @@ impl ArgoClient {
         match tokio::time::timeout(after, request.send()).await {
             Err(_) => Err(ArgoError::Timeout { endpoint, after }),
             Ok(Err(e)) if e.is_timeout() => Err(ArgoError::Timeout { endpoint, after }),
+            Ok(Err(e)) if let Some(failure) = tls_failure(&e) => {
+                let (what, fix) = tls_words(&failure, self.options.extra_roots.as_ref());
+                Err(ArgoError::Tls {
+                    endpoint,
+                    what,
+                    fix,
+                })
+            }
             Ok(Err(e)) if e.is_connect() => Err(ArgoError::Transport {
                 endpoint,
                 what: format!("cannot connect: {}", innermost(&e)),
@@ -533,6 +614,95 @@ impl ArgoClient {
                 .map(Some)
                 .map_err(|e| decode_error(&endpoint, e)),
         }
+    }
+}
+
+/// The TLS error under a request's failure, found by walking its causes (reqwest → hyper →
+/// the connector's `io::Error` → rustls). An `io::Error` hides what it wraps from `source()`,
+/// so each one's inner error is looked at too.
+fn tls_failure(e: &(dyn std::error::Error + 'static)) -> Option<rustls::Error> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+            return Some(tls.clone());
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && let Some(inner) = io.get_ref()
+        {
+            if let Some(tls) = inner.downcast_ref::<rustls::Error>() {
+                return Some(tls.clone());
+            }
+            if let Some(found) = tls_failure(inner) {
+                return Some(found);
+            }
+        }
+        cur = err.source();
+    }
+    None
+}
+
+/// What a TLS failure means, in words, and what to give to fix it. Argo CD serves a
+/// self-signed certificate until an operator gives it one (`argocd-server-tls`, else the
+/// `tls.crt` it generates into `argocd-secret`).
+fn tls_words(failure: &rustls::Error, ca: Option<&CaBundle>) -> (String, String) {
+    use rustls::CertificateError as C;
+    let trusted = match ca {
+        Some(ca) => format!(
+            "the platform's root certificates or the {} in {}",
+            plural(ca.len(), "certificate"),
+            ca.origin
+        ),
+        None => "the platform's root certificates".to_string(),
+    };
+    let give_ca = match ca {
+        Some(ca) => format!(
+            "--argocd-ca-file {} does not hold the CA that signed argocd-server's certificate: give that CA (a self-signed certificate is its own CA; Argo CD keeps its certificate in the argocd-server-tls secret, else in argocd-secret's tls.crt)",
+            ca.origin
+        ),
+        None => "give --argocd-ca-file <the CA that signed argocd-server's certificate, PEM> (a self-signed certificate is its own CA; Argo CD keeps its certificate in the argocd-server-tls secret, else in argocd-secret's tls.crt)".to_string(),
+    };
+    match failure {
+        rustls::Error::InvalidCertificate(C::UnknownIssuer | C::BadSignature) => (
+            format!(
+                "Argo CD's certificate is not signed by any authority greenlight trusts ({trusted}) — Argo CD's default certificate is self-signed ({failure})"
+            ),
+            give_ca,
+        ),
+        rustls::Error::InvalidCertificate(C::NotValidForName | C::NotValidForNameContext { .. }) => (
+            format!("Argo CD's certificate does not name the host in --argocd-url ({failure})"),
+            "give --argocd-url the name the certificate was issued for, or have argocd-server serve a certificate for this name".to_string(),
+        ),
+        rustls::Error::InvalidCertificate(
+            C::Expired | C::ExpiredContext { .. } | C::NotValidYet | C::NotValidYetContext { .. },
+        ) => (
+            format!("Argo CD's certificate is outside its validity period ({failure})"),
+            "renew argocd-server's certificate, or check this host's clock".to_string(),
+        ),
+        // webpki's words (no type of rustls' names it): a CA certificate served as the
+        // server's own, as Argo CD releases that generate their self-signed certificate with
+        // `IsCA: true` serve it. Trusting it does not help.
+        rustls::Error::InvalidCertificate(_) if format!("{failure:?}").contains("CaUsedAsEndEntity") => (
+            format!(
+                "Argo CD's certificate is itself a CA certificate (basicConstraints CA:TRUE), which greenlight's TLS library refuses as a server's own certificate even when it is trusted ({failure})"
+            ),
+            "have argocd-server serve a certificate signed by a CA (the argocd-server-tls secret, e.g. from cert-manager) and give that CA with --argocd-ca-file".to_string(),
+        ),
+        rustls::Error::InvalidCertificate(_) => (
+            format!("Argo CD's certificate was refused ({failure})"),
+            give_ca,
+        ),
+        other => (
+            format!("{other}"),
+            "check that --argocd-url is Argo CD's HTTPS endpoint (an http:// URL for a server started with --insecure)".to_string(),
+        ),
+    }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
     }
 }
 
@@ -671,7 +841,7 @@ fn parse_base(base_url: &str) -> Result<Url, ArgoError> {
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err(shown(
-            "credentials do not belong in the URL; pass the API token from a file",
+            "credentials do not belong in the URL (greenlight's command line is visible to every user in ps): give the API token with --argocd-token-file",
         ));
     }
     if url.query().is_some() || url.fragment().is_some() {

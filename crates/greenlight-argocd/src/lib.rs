@@ -8,8 +8,8 @@ pub mod snapshot;
 pub mod source;
 
 pub use client::{
-    ArgoClient, ArgoError, ClientOptions, EventKind, ItemError, NOT_A_JWT, StreamEvent, StreamItem,
-    looks_like_jwt,
+    ArgoClient, ArgoError, CaBundle, ClientOptions, EventKind, ItemError, NOT_A_JWT, StreamEvent,
+    StreamItem, looks_like_jwt,
 };
 pub use model::{Application, ResourceTree};
 pub use snapshot::{leave_out_ignored, needs_managed_resources, needs_resource_tree, snapshot};

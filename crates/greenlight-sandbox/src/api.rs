@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Extension, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -106,7 +106,52 @@ impl Denied {
     }
 }
 
-async fn gate(State(shared): Sandbox, request: Request, next: Next) -> Response {
+/// Who asks, as its token says: with no token configured, or with the `--token-file` token,
+/// every app; with a `--scoped-token-file` token, the apps its patterns match. Argo CD's RBAC
+/// object for an Application is `<project>/<name>` (glob patterns in a policy's `p` lines); an
+/// account whose role may `get` only some objects sees only those: a listing and a stream leave
+/// the others out, and a read of one is 403 `permission denied`, the answer for an app that does
+/// not exist (docs/sandbox-fidelity.md#rbac).
+#[derive(Clone)]
+pub(crate) enum Caller {
+    All,
+    Scoped(Arc<Vec<String>>),
+}
+
+impl Caller {
+    fn sees(&self, project: &str, app: &str) -> bool {
+        match self {
+            Caller::All => true,
+            Caller::Scoped(patterns) => {
+                let object = format!("{project}/{app}");
+                patterns.iter().any(|p| glob_match(p, &object))
+            }
+        }
+    }
+
+    /// The app is out of this caller's sight: hidden for a while (`/sandbox/v1/hide`), or not
+    /// in its token's RBAC. Every sandbox app is in project `default`.
+    fn cannot_see(&self, shared: &Shared, app: &str) -> bool {
+        shared.is_hidden(app) || !self.sees(APP_PROJECT, app)
+    }
+}
+
+/// `*` matches any run of characters (Argo CD matches RBAC objects as globs).
+fn glob_match(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, rest)) => {
+            let Some(text) = text.strip_prefix(head) else {
+                return false;
+            };
+            (0..=text.len())
+                .filter(|i| text.is_char_boundary(*i))
+                .any(|i| glob_match(rest, &text[i..]))
+        }
+    }
+}
+
+async fn gate(State(shared): Sandbox, mut request: Request, next: Next) -> Response {
     if shared.in_outage() {
         return grpc_error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -143,28 +188,34 @@ async fn gate(State(shared): Sandbox, request: Request, next: Next) -> Response 
                 .into_response();
         }
     }
-    if let Some(expected) = &shared.token {
+    let caller = if shared.token.is_none() && shared.scoped_tokens.is_empty() {
+        Caller::All
+    } else {
         let given = request
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim);
-        match given {
-            None => return grpc_error(StatusCode::UNAUTHORIZED, 16, "no session information"),
-            // Digests have a fixed length, so the comparison does not depend on where they differ.
-            Some(token)
-                if Sha256::digest(token.as_bytes()) != Sha256::digest(expected.as_bytes()) =>
-            {
-                return grpc_error(
-                    StatusCode::UNAUTHORIZED,
-                    16,
-                    "invalid session: token signature is invalid",
-                );
-            }
-            Some(_) => {}
+        let Some(token) = given else {
+            return grpc_error(StatusCode::UNAUTHORIZED, 16, "no session information");
+        };
+        // Digests have a fixed length, so a comparison does not depend on where they differ.
+        let digest = Sha256::digest(token.as_bytes());
+        let same = |known: &str| Sha256::digest(known.as_bytes()) == digest;
+        if shared.token.as_deref().is_some_and(same) {
+            Caller::All
+        } else if let Some(scoped) = shared.scoped_tokens.iter().find(|t| same(&t.token)) {
+            Caller::Scoped(Arc::new(scoped.sees.clone()))
+        } else {
+            return grpc_error(
+                StatusCode::UNAUTHORIZED,
+                16,
+                "invalid session: token signature is invalid",
+            );
         }
-    }
+    };
+    request.extensions_mut().insert(caller);
     next.run(request).await
 }
 
@@ -193,7 +244,11 @@ fn other_namespace(q: &AppQuery) -> bool {
 
 /// `GET /api/v1/applications`: every app (`name`, `appNamespace`, `projects` narrow it), as
 /// stored: from 3.0 on without resource health. `fields` selects from Argo CD's fixed list.
-async fn list(State(shared): Sandbox, Query(params): Query<Vec<(String, String)>>) -> Response {
+async fn list(
+    State(shared): Sandbox,
+    Extension(caller): Extension<Caller>,
+    Query(params): Query<Vec<(String, String)>>,
+) -> Response {
     let params = Params(params);
     if params.given("refresh").is_some() {
         shared.request_refresh(None);
@@ -210,7 +265,7 @@ async fn list(State(shared): Sandbox, Query(params): Query<Vec<(String, String)>
             .applications(params.given("name"))
             .into_iter()
             .filter(|app| in_projects(&projects, app))
-            .filter(|app| !shared.is_hidden(text_at(app, "/metadata/name")))
+            .filter(|app| !caller.cannot_see(&shared, text_at(app, "/metadata/name")))
             .collect()
     };
     let metadata = json!({"resourceVersion": world.resource_version().to_string()});
@@ -223,12 +278,13 @@ async fn list(State(shared): Sandbox, Query(params): Query<Vec<(String, String)>
 
 async fn one(
     State(shared): Sandbox,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Query(q): Query<AppQuery>,
 ) -> Response {
     let found = {
         let world = shared.world();
-        let exists = !other_namespace(&q) && world.has(&name) && !shared.is_hidden(&name);
+        let exists = !other_namespace(&q) && world.has(&name) && !caller.cannot_see(&shared, &name);
         access(exists, q.project.as_deref()).map(|()| world.application_served(&name))
     };
     match found {
@@ -243,11 +299,12 @@ async fn one(
 
 async fn tree(
     State(shared): Sandbox,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Query(q): Query<AppQuery>,
 ) -> Response {
     let world = shared.world();
-    let exists = !other_namespace(&q) && world.has(&name) && !shared.is_hidden(&name);
+    let exists = !other_namespace(&q) && world.has(&name) && !caller.cannot_see(&shared, &name);
     if let Err(denied) = access(exists, q.project.as_deref()) {
         return denied.answer(&name);
     }
@@ -265,6 +322,7 @@ async fn tree(
 /// code 5. Same 403/404 rules as Get.
 async fn resource(
     State(shared): Sandbox,
+    Extension(caller): Extension<Caller>,
     Path(app_name): Path<String>,
     Query(params): Query<Vec<(String, String)>>,
 ) -> Response {
@@ -282,7 +340,7 @@ async fn resource(
             .given("appNamespace")
             .is_none_or(|ns| ns == APP_NAMESPACE)
             && world.has(&app_name)
-            && !shared.is_hidden(&app_name);
+            && !caller.cannot_see(&shared, &app_name);
         if let Err(denied) = access(exists, params.given("project")) {
             return denied.answer(&app_name);
         }
@@ -326,6 +384,7 @@ fn plural(kind: &str) -> String {
 /// the app's managed resources, narrowed by the resource's group, kind, namespace and name.
 async fn managed_resources(
     State(shared): Sandbox,
+    Extension(caller): Extension<Caller>,
     Path(app_name): Path<String>,
     Query(params): Query<Vec<(String, String)>>,
 ) -> Response {
@@ -336,7 +395,7 @@ async fn managed_resources(
             .given("appNamespace")
             .is_none_or(|ns| ns == APP_NAMESPACE)
             && world.has(&app_name)
-            && !shared.is_hidden(&app_name);
+            && !caller.cannot_see(&shared, &app_name);
         if let Err(denied) = access(exists, params.given("project")) {
             return denied.answer(&app_name);
         }
@@ -432,6 +491,7 @@ impl SyncBody {
 /// sync loop starts it (Argo CD's controller picks it up the same way).
 async fn sync(
     State(shared): Sandbox,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Query(q): Query<AppQuery>,
     body: Bytes,
@@ -451,7 +511,7 @@ async fn sync(
     };
     let answer = {
         let mut world = shared.world();
-        let exists = !other_namespace(&q) && world.has(&name) && !shared.is_hidden(&name);
+        let exists = !other_namespace(&q) && world.has(&name) && !caller.cannot_see(&shared, &name);
         if let Err(denied) = access(exists, project.as_deref()) {
             return denied.answer(&name);
         }
@@ -485,6 +545,7 @@ struct PatchBody {
 /// fetched and reconciled at once, as `?refresh=normal` is; the answer does not wait for it.
 async fn patch_application(
     State(shared): Sandbox,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Query(q): Query<AppQuery>,
     body: Bytes,
@@ -506,7 +567,8 @@ async fn patch_application(
     };
     let answer = {
         let mut world = shared.world();
-        let exists = !other_namespace(&namespace) && world.has(&name) && !shared.is_hidden(&name);
+        let exists =
+            !other_namespace(&namespace) && world.has(&name) && !caller.cannot_see(&shared, &name);
         if let Err(denied) = access(exists, project.as_deref()) {
             return denied.answer(&name);
         }
@@ -589,10 +651,12 @@ struct StreamFilter {
     min_version: i64,
     /// Send the ADDED burst: no `resourceVersion`, or a `name`.
     burst: bool,
+    /// Whose stream it is: an app the token may not see is never sent.
+    caller: Caller,
 }
 
 impl StreamFilter {
-    fn from(params: &Params) -> StreamFilter {
+    fn from(params: &Params, caller: Caller) -> StreamFilter {
         let version = params.given("resourceVersion");
         let name = params.given("name").map(str::to_string);
         StreamFilter {
@@ -605,10 +669,17 @@ impl StreamFilter {
                 .to_string(),
             name,
             projects: params.projects(),
+            caller,
         }
     }
 
     fn permits(&self, app: &Value) -> bool {
+        if !self.caller.sees(
+            text_at(app, "/spec/project"),
+            text_at(app, "/metadata/name"),
+        ) {
+            return false;
+        }
         if !in_projects(&self.projects, app) {
             return false;
         }
@@ -741,6 +812,7 @@ async fn tick(heartbeat: &mut Option<tokio::time::Interval>) {
 /// message, as Argo CD's gateway waits for the gRPC stream's header.
 async fn stream(
     State(shared): Sandbox,
+    Extension(caller): Extension<Caller>,
     Query(params): Query<Vec<(String, String)>>,
     headers: HeaderMap,
 ) -> Response {
@@ -758,7 +830,11 @@ async fn stream(
         wrote: false,
         stop: shared.shutdown.subscribe(),
     };
-    tokio::spawn(feed(shared.clone(), StreamFilter::from(&params), writer));
+    tokio::spawn(feed(
+        shared.clone(),
+        StreamFilter::from(&params, caller),
+        writer,
+    ));
     let first = match rx.recv().await {
         Some(Out::Chunk(first)) => first,
         Some(Out::Refuse {
@@ -844,7 +920,11 @@ async fn run_feed(
                 .applications(None)
                 .into_iter()
                 .filter(|app| filter.permits(app))
-                .filter(|app| !shared.is_hidden(text_at(app, "/metadata/name")))
+                .filter(|app| {
+                    !filter
+                        .caller
+                        .cannot_see(shared, text_at(app, "/metadata/name"))
+                })
                 .map(|mut app| {
                     world.refill_resource_health(&mut app);
                     (text_at(&app, "/metadata/name").to_string(), app)
@@ -877,7 +957,7 @@ async fn run_feed(
         tokio::select! {
             change = updates.recv() => {
                 let Some(change) = change else { return Err(End::Gone) };
-                if !filter.permits(&change.application) || shared.is_hidden(&change.name) {
+                if !filter.permits(&change.application) || filter.caller.cannot_see(shared, &change.name) {
                     continue;
                 }
                 let mut app = (*change.application).clone();

@@ -44,6 +44,7 @@ pub(crate) struct Shared {
     // no sync is in flight.
     sync_gate: tokio::sync::Mutex<()>,
     pub(crate) token: Option<String>,
+    pub(crate) scoped_tokens: Vec<crate::ScopedToken>,
     pub(crate) stream: StreamSettings,
     log: Option<LogSink>,
 }
@@ -329,6 +330,8 @@ impl Refresh {
 /// A running sandbox. Dropping it stops it too, without waiting; [`Sandbox::shutdown`] waits.
 pub struct Sandbox {
     addr: SocketAddr,
+    /// Served over TLS (`--tls-cert`).
+    https: bool,
     shared: Arc<Shared>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -339,9 +342,10 @@ impl Sandbox {
         self.addr
     }
 
-    /// `http://<addr>`, the Argo CD base URL to give a client.
+    /// `http://<addr>` (`https://` with `--tls-cert`), the Argo CD base URL to give a client.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// The Application JSON `GET /api/v1/applications/{name}` serves, if there is such an app
@@ -444,6 +448,24 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
     if config.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
         return Err(SandboxError::config("--token-file", "the token is empty"));
     }
+    for scoped in &config.scoped_tokens {
+        if scoped.token.trim().is_empty() {
+            return Err(SandboxError::config(
+                "--scoped-token-file",
+                "the token is empty",
+            ));
+        }
+        if scoped.sees.iter().all(|p| p.trim().is_empty()) {
+            return Err(SandboxError::config(
+                "--scoped-token-file",
+                "names no <project>/<app> pattern the token sees",
+            ));
+        }
+    }
+    let tls = match &config.tls {
+        Some(files) => Some(crate::tls::server_config(&files.cert, &files.key)?),
+        None => None,
+    };
     if let Some(name) = config
         .manual_sync
         .iter()
@@ -572,6 +594,7 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
         refresh: Mutex::new(Refresh::default()),
         sync_gate: tokio::sync::Mutex::new(()),
         token: config.token.clone(),
+        scoped_tokens: config.scoped_tokens.clone(),
         stream: StreamSettings {
             subscribe_delay: config.stream_subscribe_delay,
             buffer: config.stream_buffer,
@@ -588,14 +611,26 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
         last_tip = Some(tip);
     }
 
+    let https = tls.is_some();
     let server = {
         let mut stop = shared.shutdown.subscribe();
         let app = crate::api::router(shared.clone());
-        tokio::spawn(async move {
-            let serve = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { stopped(&mut stop).await });
-            let _ = serve.await;
-        })
+        match tls {
+            Some(tls) => {
+                let listener = crate::tls::TlsListener::new(listener, tls)
+                    .map_err(|e| SandboxError::Runtime(format!("listening socket: {e}")))?;
+                tokio::spawn(async move {
+                    let serve = axum::serve(listener, app)
+                        .with_graceful_shutdown(async move { stopped(&mut stop).await });
+                    let _ = serve.await;
+                })
+            }
+            None => tokio::spawn(async move {
+                let serve = axum::serve(listener, app)
+                    .with_graceful_shutdown(async move { stopped(&mut stop).await });
+                let _ = serve.await;
+            }),
+        }
     };
     let sync = tokio::spawn(sync_loop(
         shared.clone(),
@@ -606,6 +641,7 @@ pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
     let clock = tokio::spawn(health_clock(shared.clone()));
     Ok(Sandbox {
         addr,
+        https,
         shared,
         tasks: vec![server, sync, clock],
     })

@@ -36,7 +36,10 @@
 //! fetches and reconciles at once. With a token, every `/api/v1` route wants
 //! `Authorization: Bearer <token>` (401 code 16 otherwise); a token that is not JWT-shaped (three
 //! non-empty dot-separated parts) is accepted but pointed out once at start: Argo CD would not
-//! use it.
+//! use it. [`SandboxConfig::scoped_tokens`] are tokens that see only the apps whose
+//! `default/<name>` one of their globs matches, as Argo CD accounts whose RBAC grants `get` on
+//! those only: the others are left out of listings and streams and answer 403 code 7, as an app
+//! that does not exist. With [`SandboxConfig::tls`] the API is served over HTTPS.
 //!
 //! *Resource health* follows [`SandboxConfig::argocd_version`]. From 3.0 on the stored
 //! Application has `status.resourceHealthSource: "appTree"` and no `health` in
@@ -358,6 +361,7 @@ mod patch;
 mod repo;
 mod tasks;
 mod timefmt;
+mod tls;
 mod world;
 
 use greenlight_core::repo_url::RepoUrl;
@@ -492,6 +496,11 @@ pub struct SandboxConfig {
     pub registry: Option<PathBuf>,
     /// When set, every `/api/v1` request must carry `Authorization: Bearer <token>`.
     pub token: Option<String>,
+    /// Tokens that see only some apps, as Argo CD accounts whose RBAC grants `get` on some
+    /// `<project>/<app>` objects only; with any, every `/api/v1` request must carry a token.
+    pub scoped_tokens: Vec<ScopedToken>,
+    /// Serve HTTPS with this certificate chain and key instead of HTTP.
+    pub tls: Option<TlsFiles>,
     /// Start with syncing paused: apps are never synced until `POST /sandbox/v1/resume`.
     pub start_paused: bool,
     /// The Argo CD release to imitate (default 3.5).
@@ -547,6 +556,8 @@ impl SandboxConfig {
             hook_time: Duration::from_secs(1),
             registry: None,
             token: None,
+            scoped_tokens: Vec::new(),
+            tls: None,
             start_paused: false,
             argocd_version: ArgoCdVersion::default(),
             repo_error_grace: Duration::ZERO,
@@ -576,6 +587,8 @@ impl std::fmt::Debug for SandboxConfig {
             .field("hook_time", &self.hook_time)
             .field("registry", &self.registry)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("scoped_tokens", &self.scoped_tokens)
+            .field("tls", &self.tls)
             .field("start_paused", &self.start_paused)
             .field("argocd_version", &self.argocd_version)
             .field("repo_error_grace", &self.repo_error_grace)
@@ -589,6 +602,33 @@ impl std::fmt::Debug for SandboxConfig {
             .field("heartbeat", &self.heartbeat)
             .finish_non_exhaustive()
     }
+}
+
+/// A token that sees only the apps whose `<project>/<name>` one of `sees` matches (`*` matches
+/// any run of characters), as an Argo CD account with an RBAC policy like
+/// `p, role:ci, applications, get, default/web-*, allow`.
+#[derive(Clone)]
+pub struct ScopedToken {
+    pub token: String,
+    pub sees: Vec<String>,
+}
+
+impl std::fmt::Debug for ScopedToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScopedToken")
+            .field("token", &"<redacted>")
+            .field("sees", &self.sees)
+            .finish()
+    }
+}
+
+/// The PEM files HTTPS is served with.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    /// The certificate chain, the server's own certificate first.
+    pub cert: PathBuf,
+    /// Its private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
 }
 
 /// One Application the sandbox serves.

@@ -29,18 +29,25 @@ pub fn source(
     repo: &RepoUrl,
     max_listing_bytes: usize,
 ) -> Result<Source> {
+    let options = greenlight_argocd::ClientOptions {
+        max_listing_bytes,
+        ..Default::default()
+    };
+    source_with(url, token, repo, options)
+}
+
+/// [`source`] with the client's options given whole (`--argocd-ca-file`'s CAs among them).
+pub fn source_with(
+    url: &str,
+    token: Option<String>,
+    repo: &RepoUrl,
+    options: greenlight_argocd::ClientOptions,
+) -> Result<Source> {
     let token_not_jwt = token
         .as_deref()
         .is_some_and(|t| !greenlight_argocd::looks_like_jwt(t));
-    let argo = greenlight_argocd::ArgoClient::with_options(
-        url,
-        token,
-        greenlight_argocd::ClientOptions {
-            max_listing_bytes,
-            ..Default::default()
-        },
-    )
-    .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
+    let argo = greenlight_argocd::ArgoClient::with_options(url, token, options)
+        .map_err(|e| crate::usage(format!("--argocd-url: {e}")))?;
     let (tx, deliveries) = mpsc::channel(256);
     let inner = greenlight_argocd::ArgoSource::new(argo, repo.expose(), tx);
     Ok(Source {

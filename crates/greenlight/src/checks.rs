@@ -91,6 +91,8 @@ pub async fn command_check_in(
     }
     let child = command
         .args(args)
+        // The git token greenlight was given is git's alone.
+        .env_remove(crate::GIT_TOKEN_ENV)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

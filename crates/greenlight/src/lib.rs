@@ -18,6 +18,10 @@ pub mod runtime;
 pub mod serve;
 pub mod store;
 
+/// The environment variable a git token may be given in instead of `--git-token-file` (read
+/// once at start, never logged; no child but git's credential script is given it).
+pub const GIT_TOKEN_ENV: &str = "GREENLIGHT_GIT_TOKEN";
+
 /// A configuration or usage problem: the binary exits 2 for it.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]

@@ -228,14 +228,35 @@ impl Store {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
         }
-        let mut conn = Connection::open(path)
-            .with_context(|| format!("cannot open the state file {}", path.display()))?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "FULL")?;
+        if path.is_dir() {
+            return Err(crate::usage(format!(
+                "--state {} is a directory: give the state file's path, e.g. {}",
+                path.display(),
+                path.join("state.db").display()
+            )));
+        }
+        let cannot_open = || format!("cannot open the state file {}", path.display());
+        let mut conn = Connection::open(path).with_context(cannot_open)?;
+        // The first statements are where SQLite first reads the file: a file that is no
+        // database, or one this process may not write, fails here.
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .with_context(cannot_open)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .with_context(|| {
+                format!(
+                    "{} is not a greenlight state file, or cannot be written",
+                    path.display()
+                )
+            })?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .with_context(cannot_open)?;
         let migrated_from = {
             // Immediate: the version is read under the write lock that the migration needs.
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .with_context(|| {
+                    format!("cannot lock the state file {} for writing", path.display())
+                })?;
             let found = schema_version(&tx)
                 .with_context(|| format!("{} is not a greenlight state file", path.display()))?;
             if found > SCHEMA_VERSION {
@@ -252,7 +273,8 @@ impl Store {
                     "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)
                      ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                     [SCHEMA_VERSION.to_string()],
-                )?;
+                )
+                .with_context(|| format!("cannot write the state file {}", path.display()))?;
             }
             tx.commit()
                 .with_context(|| format!("cannot write the state file {}", path.display()))?;
@@ -287,7 +309,8 @@ impl Store {
         };
         let conn = Connection::open_with_flags(path, flags)
             .with_context(|| format!("cannot open the state file {}", path.display()))?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .with_context(|| format!("cannot open the state file {}", path.display()))?;
         let schema = schema_version(&conn)
             .with_context(|| format!("{} is not a greenlight state file", path.display()))?;
         if schema > SCHEMA_VERSION {
@@ -305,6 +328,19 @@ impl Store {
             schema,
             migrated_from: None,
             last_pruned_at: None,
+        })
+    }
+
+    /// `r`, its error naming this state file when it does not already (SQLite's own errors name
+    /// no file: "disk I/O error", "database is locked").
+    fn named<T>(&self, r: Result<T>) -> Result<T> {
+        r.map_err(|e| {
+            let shown = self.path.display().to_string();
+            if format!("{e:#}").contains(&shown) {
+                e
+            } else {
+                e.context(format!("state file {shown}"))
+            }
         })
     }
 
@@ -343,6 +379,11 @@ impl Store {
     /// Record which repository and branch this state belongs to; a state file is never reused
     /// silently for another repository.
     pub fn bind(&self, repo: &str, branch: &str) -> Result<()> {
+        let r = self.bind_unnamed(repo, branch);
+        self.named(r)
+    }
+
+    fn bind_unnamed(&self, repo: &str, branch: &str) -> Result<()> {
         for (key, want) in [("repo", repo), ("branch", branch)] {
             match self.meta(key)? {
                 None => self.set_meta(key, want)?,
@@ -388,6 +429,11 @@ impl Store {
     /// Every retained watch, finished or not, and the meta rows: what `status` shows. Works on
     /// every schema version this build knows, without writing.
     pub fn load(&self) -> Result<Loaded> {
+        let r = self.load_unnamed();
+        self.named(r)
+    }
+
+    fn load_unnamed(&self) -> Result<Loaded> {
         // One read transaction: a daemon writing meanwhile is seen entirely or not at all.
         let tx = self.conn.unchecked_transaction()?;
         let loaded = Loaded {
@@ -411,6 +457,11 @@ impl Store {
     /// `reopen_since` (ms since the epoch): a watch within its re-open horizon
     /// (`docs/verdicts.md#reopen`) may start again.
     pub fn load_resume(&self, reopen_since: Option<i64>) -> Result<Resume> {
+        let r = self.load_resume_unnamed(reopen_since);
+        self.named(r)
+    }
+
+    fn load_resume_unnamed(&self, reopen_since: Option<i64>) -> Result<Resume> {
         self.need_current("resuming the daemon")?;
         let since = reopen_since.unwrap_or(i64::MAX);
         let reopenable = format!(
@@ -478,6 +529,11 @@ impl Store {
 
     /// Write one step atomically.
     pub fn write(&mut self, w: Write<'_>) -> Result<()> {
+        let r = self.write_unnamed(w);
+        self.named(r)
+    }
+
+    fn write_unnamed(&mut self, w: Write<'_>) -> Result<()> {
         if !w.watches.is_empty() {
             self.need_current("writing a watch")?;
         }
@@ -587,6 +643,11 @@ impl Store {
     /// a rejected trailer's, one whose watch is already gone) goes by its own time. A finished
     /// watch without a verdict time (no build wrote one) goes by its start time.
     pub fn prune(&mut self, cutoff: Timestamp) -> Result<Pruned> {
+        let r = self.prune_unnamed(cutoff);
+        self.named(r)
+    }
+
+    fn prune_unnamed(&mut self, cutoff: Timestamp) -> Result<Pruned> {
         self.need_current("pruning")?;
         let tx = self.conn.transaction()?;
         let gone: Vec<(String, String)> = tx
@@ -635,12 +696,22 @@ impl Store {
     /// `greenlight breaker reset` while a daemon runs: leave a request the daemon applies (it is
     /// the breaker's only writer while it runs).
     pub fn request_breaker_reset(&self, at: i64) -> Result<()> {
+        let r = self.request_breaker_reset_unnamed(at);
+        self.named(r)
+    }
+
+    fn request_breaker_reset_unnamed(&self, at: i64) -> Result<()> {
         self.set_meta("breaker_reset_requested", &at.to_string())
     }
 
     /// Whether a reset request is pending. It stays pending until the write that applies it
     /// clears it (`Write::clear_breaker_reset_request`), so a crash in between loses nothing.
     pub fn breaker_reset_requested(&self) -> Result<bool> {
+        let r = self.breaker_reset_requested_unnamed();
+        self.named(r)
+    }
+
+    fn breaker_reset_requested_unnamed(&self) -> Result<bool> {
         Ok(self.meta("breaker_reset_requested")?.is_some())
     }
 }

@@ -537,11 +537,8 @@ fn an_application_edited_under_the_watch_is_fail_never_reverted() {
     assert!(reason.contains("spec.source.kustomize"), "{reason}");
     assert!(w["revert_commit"].is_null(), "{w}");
     assert_eq!(repo.remote_tip(), c, "nothing pushed");
-    assert!(
-        proc.output().contains("changed outside"),
-        "{}",
-        proc.output()
-    );
+    // The step's transaction is committed before its events are printed: wait for the line.
+    proc.wait_line("changed outside", T);
 }
 
 on_every_argocd_version!(

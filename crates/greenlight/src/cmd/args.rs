@@ -7,20 +7,23 @@
 //! stay here.
 
 use crate::cmd::{
-    author_arg, parse_author, positive_duration_arg, positive_duration_flag, secret_file,
+    author_arg, parse_author, positive_duration_arg, positive_duration_flag, secret_file, usage,
 };
 use anyhow::Result;
 use clap::{Arg, Args};
+use greenlight::GIT_TOKEN_ENV;
 use greenlight::runtime::seams::Source;
+use greenlight_argocd::{CaBundle, ClientOptions};
 use greenlight_core::repo_url::RepoUrl;
 use greenlight_git::Secret;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How greenlight commits and pushes: the token git is given and the author of its commits.
 #[derive(Args, Clone)]
 pub struct GitArgs {
-    /// File holding a git token (given to git through its credential helper, never argv).
+    /// File holding a git token (given to git through its credential helper, never argv); or
+    /// set the GREENLIGHT_GIT_TOKEN environment variable (this flag wins when both are given).
     #[arg(long = "git-token-file")]
     pub git_token_file: Option<PathBuf>,
     /// Author of revert commits, "Name <email>".
@@ -40,20 +43,55 @@ pub struct Git {
 }
 
 impl GitArgs {
-    /// The author (`"Name <email>"`), then the token file: a bad one is a usage error naming its flag.
+    /// The author (`"Name <email>"`), then the token: `--git-token-file`, else
+    /// `GREENLIGHT_GIT_TOKEN`. A bad one is a usage error naming its flag or variable.
     pub fn read(&self) -> Result<Git> {
         let (author_name, author_email) = parse_author(&self.git_author)?;
-        let token = self
-            .git_token_file
-            .as_deref()
-            .map(|p| secret_file("--git-token-file", p))
-            .transpose()?;
+        let token = match self.git_token_file.as_deref() {
+            Some(p) => Some(secret_file("--git-token-file", p)?),
+            None => env_secret(GIT_TOKEN_ENV)?,
+        };
         Ok(Git {
             token,
             author_name,
             author_email,
         })
     }
+}
+
+/// A secret from the environment variable `var`: unset or empty is none; surrounding
+/// whitespace is dropped. Errors name the variable, never the value.
+fn env_secret(var: &str) -> Result<Option<Secret>> {
+    match std::env::var(var) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err(usage(format!("{var}: the value is not valid UTF-8")))
+        }
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) if v.trim().contains(['\n', '\r']) => Err(usage(format!(
+            "{var}: the value holds a line break; give one token"
+        ))),
+        Ok(v) => Ok(Some(Secret::new(v.trim()))),
+    }
+}
+
+/// The warning for a URL flag that carries credentials (`https://user:TOKEN@host/…`,
+/// `https://TOKEN@host/…`): a process's arguments are visible to every user of the machine
+/// (`ps`, `/proc/<pid>/cmdline`). The URL is shown redacted; `None` when it carries none.
+pub fn url_credentials_warning(flag: &str, url: &RepoUrl) -> Option<String> {
+    let text = url.expose().trim();
+    let (scheme, rest) = text.split_once("://")?;
+    if !matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if !authority.contains('@') {
+        return None;
+    }
+    Some(format!(
+        "{flag} {} carries credentials in its URL, and greenlight's command line is visible to every user of this machine (ps, /proc/<pid>/cmdline): give the token with --git-token-file <file> or the {GIT_TOKEN_ENV} environment variable and the URL without it (they are still used; greenlight never prints them)",
+        url.redacted()
+    ))
 }
 
 /// Where the Applications are read: Argo CD's API server and its token.
@@ -65,6 +103,10 @@ pub struct ArgoCdArgs {
     /// File holding an Argo CD API token (sent as a bearer token).
     #[arg(long = "argocd-token-file")]
     pub argocd_token_file: Option<PathBuf>,
+    /// PEM file of the certificate authorities that sign Argo CD's server certificate, trusted
+    /// besides the system's roots (Argo CD's default certificate is self-signed: its own CA).
+    #[arg(long = "argocd-ca-file", value_name = "PEM")]
+    pub argocd_ca_file: Option<PathBuf>,
 }
 
 /// [`ArgoCdArgs`], read.
@@ -72,26 +114,58 @@ pub struct ArgoCdArgs {
 pub struct ArgoCd {
     pub url: String,
     pub token: Option<String>,
+    /// `--argocd-ca-file`'s certificates.
+    pub ca: Option<CaBundle>,
 }
 
 impl ArgoCd {
     /// Argo CD's REST API as the runtime's source of `repo`'s Applications.
     pub fn source(&self, repo: &RepoUrl, max_listing_bytes: usize) -> Result<Source> {
-        greenlight::argocd::source(&self.url, self.token.clone(), repo, max_listing_bytes)
+        let options = ClientOptions {
+            max_listing_bytes,
+            ..self.client_options()
+        };
+        greenlight::argocd::source_with(&self.url, self.token.clone(), repo, options)
+    }
+
+    /// The client's options: the defaults, and the CAs of `--argocd-ca-file`.
+    pub fn client_options(&self) -> ClientOptions {
+        ClientOptions {
+            extra_roots: self.ca.clone(),
+            ..ClientOptions::default()
+        }
     }
 }
 
+/// `--argocd-ca-file`: a file that is missing, unreadable or holds no certificate is a usage
+/// error naming the flag and the path.
+fn read_ca_file(path: &Path) -> Result<CaBundle> {
+    let shown = path.display().to_string();
+    let bad = |why: String| usage(format!("--argocd-ca-file {shown}: {why}"));
+    if path.is_dir() {
+        return Err(bad("is a directory, not a PEM file".into()));
+    }
+    let pem = std::fs::read(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    CaBundle::from_pem(&pem, &shown).map_err(bad)
+}
+
 impl ArgoCdArgs {
-    /// The token file, read: a bad one is a usage error naming `--argocd-token-file`.
+    /// The token file and the CA file, read: a bad one is a usage error naming its flag.
     pub fn read(&self) -> Result<ArgoCd> {
         let token = self
             .argocd_token_file
             .as_deref()
             .map(|p| secret_file("--argocd-token-file", p).map(|s| s.expose().to_owned()))
             .transpose()?;
+        let ca = self
+            .argocd_ca_file
+            .as_deref()
+            .map(read_ca_file)
+            .transpose()?;
         Ok(ArgoCd {
             url: self.argocd_url.clone(),
             token,
+            ca,
         })
     }
 }

@@ -73,6 +73,11 @@ pub fn gc(a: GcArgs) -> Result<ExitCode> {
         }
     };
     let git = a.git.read()?;
+    if let Some(warning) =
+        crate::cmd::args::url_credentials_warning("--repo", &RepoUrl::new(a.repo.clone()))
+    {
+        errln!("warning: {warning}");
+    }
     let (git_token, author_name, author_email) = (git.token, git.author_name, git.author_email);
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let data_dir = a

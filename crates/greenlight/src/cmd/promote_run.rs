@@ -167,6 +167,11 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
     }
     let git = a.git.read()?;
     let argocd = a.argocd.read()?;
+    if let Some(warning) =
+        crate::cmd::args::url_credentials_warning("--repo", &RepoUrl::new(a.repo.clone()))
+    {
+        crate::cmd::err(&format!("warning: {warning}\n"))?;
+    }
     let candidate_deadline = positive_duration_flag("--candidate-deadline", &a.candidate_deadline)?;
     let timing = a.judge.read()?;
     let (git_token, author_name, author_email) = (git.token, git.author_name, git.author_email);
@@ -433,7 +438,7 @@ impl RunCtx {
         let argo = greenlight_argocd::ArgoClient::with_options(
             &self.argocd.url,
             self.argocd.token.clone(),
-            greenlight_argocd::ClientOptions::default(),
+            self.argocd.client_options(),
         )
         .map_err(|e| usage(format!("--argocd-url: {e}")))?;
         let fetch = async |label: &str, app: &greenlight_core::directive::AppRef| {
@@ -894,7 +899,7 @@ impl RunCtx {
         let argo = match greenlight_argocd::ArgoClient::with_options(
             &self.argocd.url,
             self.argocd.token.clone(),
-            greenlight_argocd::ClientOptions::default(),
+            self.argocd.client_options(),
         ) {
             Ok(c) => c,
             Err(e) => {

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use greenlight_sandbox::{AppSpec, ArgoCdVersion, SandboxConfig, SandboxError};
+use greenlight_sandbox::{
+    AppSpec, ArgoCdVersion, SandboxConfig, SandboxError, ScopedToken, TlsFiles,
+};
 
 #[derive(Args)]
 pub struct SandboxArgs {
@@ -41,6 +43,18 @@ pub struct SandboxArgs {
     /// A file holding the bearer token every /api/v1 request must carry.
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
+    /// A file holding a token that sees only some apps, and the <project>/<app> patterns it sees
+    /// (`*` matches anything; every sandbox app is in project default), as an Argo CD account
+    /// whose RBAC grants `applications, get` on those only: FILE=default/web,default/api-*.
+    /// Repeatable. With one, every /api/v1 request must carry a token.
+    #[arg(long = "scoped-token-file", value_name = "FILE=PATTERNS")]
+    scoped_token_file: Vec<String>,
+    /// Serve HTTPS with this PEM certificate chain (with --tls-key), as argocd-server does.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Start with syncing paused: apps stay never-synced until POST /sandbox/v1/resume.
     #[arg(long)]
     start_paused: bool,
@@ -95,6 +109,31 @@ fn parse_stream_buffer(text: &str) -> anyhow::Result<usize> {
     }
 }
 
+/// `FILE=PATTERN[,PATTERN…]`: the token in FILE, and the `<project>/<app>` patterns it sees.
+fn parse_scoped_token(text: &str) -> anyhow::Result<ScopedToken> {
+    let Some((file, patterns)) = text.rsplit_once('=') else {
+        return Err(super::usage(format!(
+            "--scoped-token-file {text:?}: expected FILE=<project>/<app>[,…], e.g. ci.token=default/web"
+        )));
+    };
+    let sees: Vec<String> = patterns
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
+    if sees.is_empty() || sees.iter().any(|p| !p.contains('/')) {
+        return Err(super::usage(format!(
+            "--scoped-token-file {file}: {patterns:?} is not a list of <project>/<app> patterns (e.g. default/web,default/api-*)"
+        )));
+    }
+    let token = super::secret_file("--scoped-token-file", std::path::Path::new(file))?;
+    Ok(ScopedToken {
+        token: token.expose().to_owned(),
+        sees,
+    })
+}
+
 fn parse_listen(text: &str) -> anyhow::Result<SocketAddr> {
     if let Ok(addr) = text.parse::<SocketAddr>() {
         return Ok(addr);
@@ -128,6 +167,15 @@ fn config_from(args: SandboxArgs) -> anyhow::Result<SandboxConfig> {
         .as_deref()
         .map(|p| super::secret_file("--token-file", p).map(|s| s.expose().to_owned()))
         .transpose()?;
+    config.scoped_tokens = args
+        .scoped_token_file
+        .iter()
+        .map(|text| parse_scoped_token(text))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    config.tls = match (args.tls_cert, args.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+        _ => None,
+    };
     config.start_paused = args.start_paused;
     config.argocd_version = args
         .argocd_version
@@ -187,6 +235,21 @@ mod tests {
         for bad in ["0", "-1", "many", ""] {
             let err = parse_stream_buffer(bad).unwrap_err().to_string();
             assert!(err.starts_with("--stream-buffer"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_scoped_token_names_its_file_and_patterns() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("ci.token");
+        std::fs::write(&file, "a.b.c\n").unwrap();
+        let scoped =
+            parse_scoped_token(&format!("{}=default/web, default/api-*", file.display())).unwrap();
+        assert_eq!(scoped.token, "a.b.c");
+        assert_eq!(scoped.sees, ["default/web", "default/api-*"]);
+        for bad in ["no-equals".to_string(), format!("{}=web", file.display())] {
+            let err = parse_scoped_token(&bad).unwrap_err().to_string();
+            assert!(err.starts_with("--scoped-token-file"), "{bad}: {err}");
         }
     }
 

@@ -190,6 +190,9 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
     crate::install_crypto();
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let out = Output::new(a.log_format);
+    if let Some(warning) = crate::cmd::args::url_credentials_warning("--repo", &cfg.repo) {
+        out.warn(SystemClock.now(), &warning);
+    }
     if a.once {
         if a.listen.listen.is_some() {
             return Err(usage(

@@ -604,6 +604,9 @@ impl Runtime {
                     self.metrics
                         .complete_listing(&self.source_label, at, since_connected);
                 }
+                if self.once.strict && complete {
+                    self.once_unlisted(&present);
+                }
                 // A listing that could not read every item proves nothing by its silence.
                 let missing: Vec<AppRef> = if complete {
                     self.live_apps()

@@ -144,6 +144,28 @@ impl Runtime {
         self.pump()
     }
 
+    /// `watch --once`: a trailer in range names an app the complete listing left out. A token
+    /// sees no app its RBAC hides, and Argo CD answers for such an app as for one that does not
+    /// exist, so the self-check cannot tell which: it fails, naming the app and the commit.
+    pub(super) fn once_unlisted(&mut self, present: &[AppKey]) {
+        let mut unlisted: Vec<(AppRef, String)> = self
+            .engine
+            .watches()
+            .iter()
+            .filter(|w| w.is_live())
+            .filter(|w| !present.iter().any(|k| w.app.matches(&k.namespace, &k.name)))
+            .map(|w| (w.app.clone(), w.commit.short().to_string()))
+            .collect();
+        unlisted.sort_by(|a, b| (a.0.to_string(), &a.1).cmp(&(b.0.to_string(), &b.1)));
+        unlisted.dedup();
+        let source = self.ctx.source.name().to_string();
+        for (app, commit) in unlisted {
+            self.once.problems.push(format!(
+                "app {app}, named by the trailer of commit {commit}, is not visible to this token: it does not exist, or the token's RBAC cannot see it ({source} answers both the same: its listing leaves the app out)"
+            ));
+        }
+    }
+
     pub(super) fn problem(&mut self, why: String) {
         if self.once.strict {
             self.once.problems.push(why);
