@@ -135,6 +135,37 @@ fn schema_version(conn: &Connection) -> Result<i64> {
     }
 }
 
+/// Create a new state file whole: its schema is written under a temporary name beside it, the
+/// file closed, then linked to `path` (never over a file that appeared meanwhile). A reader
+/// (`greenlight status` at a daemon's first start) finds no file, or a whole one, never the
+/// empty database SQLite makes first.
+fn create_whole(path: &Path) -> Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = path.with_file_name(format!(".{name}.new-{}", std::process::id()));
+    let remove_temp = || {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut p = temp.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+    };
+    remove_temp();
+    let created = Store::open_whole(&temp)
+        .map(drop)
+        .with_context(|| format!("cannot create the state file {}", path.display()));
+    let linked = created.and_then(|()| match std::fs::hard_link(&temp, path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(anyhow::Error::new(e)
+            .context(format!("cannot create the state file {}", path.display()))),
+    });
+    remove_temp();
+    linked
+}
+
 fn newer_than_known(path: &Path, found: i64) -> anyhow::Error {
     anyhow::anyhow!(
         "{} has state schema version {found}; this greenlight understands versions up to {SCHEMA_VERSION} (a newer greenlight wrote it; run that one)",
@@ -235,6 +266,15 @@ impl Store {
                 path.join("state.db").display()
             )));
         }
+        if !path.exists() {
+            create_whole(path)?;
+        }
+        Self::open_whole(path)
+    }
+
+    /// [`Store::open_or_create`] of a file that exists (or, from [`create_whole`], of the new
+    /// file under its temporary name).
+    fn open_whole(path: &Path) -> Result<Store> {
         let cannot_open = || format!("cannot open the state file {}", path.display());
         let mut conn = Connection::open(path).with_context(cannot_open)?;
         // The first statements are where SQLite first reads the file: a file that is no

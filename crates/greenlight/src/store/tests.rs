@@ -736,3 +736,35 @@ fn arrived_commits_survive_a_restart_in_order() {
         .unwrap();
     assert_eq!(store.load_live().unwrap().arrived.last(), Some(&newest));
 }
+
+/// A reader beside a daemon's first start (`greenlight status`) finds no state file or a whole
+/// one, never the empty database SQLite makes first ("has no schema version"); and creating
+/// leaves nothing of its temporary name behind.
+#[test]
+fn a_new_state_file_appears_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..40 {
+        let path = dir.path().join(format!("state-{round}.db"));
+        let reader = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                loop {
+                    if path.exists() {
+                        return Store::open_existing(&path, true).map(drop);
+                    }
+                    std::thread::yield_now();
+                }
+            })
+        };
+        let store = Store::open_or_create(&path).unwrap();
+        assert_eq!(store.schema, SCHEMA_VERSION);
+        let seen = reader.join().unwrap();
+        assert!(seen.is_ok(), "round {round}: {:#}", seen.unwrap_err());
+    }
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".new-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
