@@ -554,3 +554,34 @@ fn a_dry_run_switch_it_does_not_understand_refuses_to_start() {
         assert!(!state.exists(), "nothing started, no state written");
     }
 }
+
+/// A bare repository made with `git init --bare` whose HEAD still names a branch nobody pushed
+/// (`master`) while the work goes to `main`: with `--branch main` the watchdog watches `main`
+/// (the remote has no default branch, so an app tracking `HEAD` is not taken for it).
+#[test]
+fn a_remote_whose_head_names_no_branch_is_watched_with_branch() {
+    let repo = Repo::new();
+    repo.bare_git(&["symbolic-ref", "HEAD", "refs/heads/master"]);
+    let sb = sandbox(&repo, &["web=apps/web"], &["--branch", "main"]);
+    let wd = watchdog(&repo, &sb.url, &["--branch", "main"], &[]);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web\n\n{}", trailer("web", "30", "shadow")),
+    );
+    wd.wait_state(&c, "CONFIRMED", Duration::from_secs(60));
+    // Without --branch there is nothing to watch, and it says what to give.
+    let out = run(&[
+        "watch",
+        "--repo",
+        &repo.repo(),
+        "--argocd-url",
+        &sb.url,
+        "--state",
+        repo.path("state/other.db").to_str().unwrap(),
+        "--once",
+    ]);
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("names no branch"), "{err}");
+}

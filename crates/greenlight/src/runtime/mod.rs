@@ -130,7 +130,7 @@ pub async fn start_metered(
         cfg.fetch_interval,
     );
     let store = Store::open_or_create(&cfg.state)?;
-    let (repo, branch, default_branch) = open_repo(&cfg, cfg.data_dir.join("repo")).await?;
+    let (repo, branch, branch_is_default) = open_repo(&cfg, cfg.data_dir.join("repo")).await?;
     store.bind(&cfg.repo.redacted(), &branch)?;
     let tip = {
         let (r, b) = (repo.clone(), branch.clone());
@@ -147,7 +147,7 @@ pub async fn start_metered(
     };
     let start = Start {
         branch: branch.clone(),
-        branch_is_default: branch == default_branch,
+        branch_is_default,
         tip,
         store,
         deliveries,
@@ -160,11 +160,12 @@ pub async fn start_metered(
     Ok(runtime)
 }
 
-/// Clone (or open) the watched repository and settle the branch: the given one or the remote's HEAD.
+/// Clone (or open) the watched repository and settle the branch: the given one or the remote's HEAD,
+/// and whether it is the remote's default branch.
 async fn open_repo(
     cfg: &DaemonConfig,
     dir: std::path::PathBuf,
-) -> Result<(Arc<git::GitRepository>, String, String)> {
+) -> Result<(Arc<git::GitRepository>, String, bool)> {
     let auth = greenlight_git::Auth {
         token: cfg.git_token.clone(),
         username: None,
@@ -175,9 +176,17 @@ async fn open_repo(
     tokio::task::spawn_blocking(move || -> Result<_> {
         let repo = greenlight_git::Repo::open_or_clone(&remote, &dir, auth)?;
         let repo = git::GitRepository::new(repo, &name, &email);
-        let default = repo.remote_default_branch()?;
-        let branch = want.unwrap_or_else(|| default.clone());
-        Ok((Arc::new(repo), branch, default))
+        let (branch, is_default) = match want {
+            // A remote whose HEAD names no branch (a bare repository made with `git init
+            // --bare` and pushed another branch) has no default: an app that tracks `HEAD`
+            // then tracks nothing this branch proves, so it is not this branch's.
+            Some(b) => {
+                let is_default = repo.remote_default_branch().ok().is_some_and(|d| d == b);
+                (b, is_default)
+            }
+            None => (repo.remote_default_branch()?, true),
+        };
+        Ok((Arc::new(repo), branch, is_default))
     })
     .await?
 }

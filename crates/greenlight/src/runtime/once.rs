@@ -9,7 +9,7 @@ use super::*;
 pub async fn once(cfg: DaemonConfig, source: Source, out: Output) -> Result<OnceSummary> {
     use anyhow::Context as _;
     let store = Store::open_or_create(&cfg.state)?;
-    let (repo, branch, default_branch) = open_repo(&cfg, cfg.data_dir.join("repo"))
+    let (repo, branch, branch_is_default) = open_repo(&cfg, cfg.data_dir.join("repo"))
         .await
         .context("self-check: the repository")?;
     let tip = {
@@ -39,7 +39,7 @@ pub async fn once(cfg: DaemonConfig, source: Source, out: Output) -> Result<Once
     };
     let start = Start {
         branch: branch.clone(),
-        branch_is_default: branch == default_branch,
+        branch_is_default,
         tip: tip.clone(),
         store,
         deliveries,
