@@ -481,6 +481,20 @@ fn a_token_in_the_repo_url_is_warned_about_and_the_environment_is_the_safe_way()
         !text.contains(&token) && !String::from_utf8_lossy(&out.stdout).contains(&token),
         "{text}"
     );
+    // The same URL from the environment (or `--config`) is in no command line: it works, and
+    // nothing claims it is in `ps`.
+    let without_repo: Vec<String> = args
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 1 && *i != 2)
+        .map(|(_, a)| a.clone())
+        .collect();
+    assert_eq!(args[1], "--repo", "{args:?}");
+    let out = run(&without_repo, &[("GREENLIGHT_REPO", &args[2])]);
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(!text.contains("carries credentials"), "{text}");
+    assert!(!text.contains(&token), "{text}");
     drop(server);
 
     let env_token = format!("env-token-{}", std::process::id());

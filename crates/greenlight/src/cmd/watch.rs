@@ -190,7 +190,13 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
     crate::install_crypto();
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let out = Output::new(a.log_format);
-    if let Some(warning) = crate::cmd::args::url_credentials_warning("--repo", &cfg.repo) {
+    // Only a URL on the command line itself is in `ps`: one from the environment or the
+    // config file (`--config`) is not, and is not warned about.
+    let on_command_line =
+        std::env::args_os().any(|arg| arg.to_string_lossy().contains(cfg.repo.expose().trim()));
+    if let Some(warning) =
+        crate::cmd::args::url_credentials_warning("--repo", &cfg.repo).filter(|_| on_command_line)
+    {
         out.warn(SystemClock.now(), &warning);
     }
     if a.once {
