@@ -3,7 +3,11 @@
 //! - [`client`]: a `kube::Client` from `--kubeconfig`, else `$KUBECONFIG` / `~/.kube/config`,
 //!   else the pod's service account (in-cluster), with errors that say which was tried and why it
 //!   failed.
+//! - [`events`]: every watch transition also an `events.k8s.io/v1` Event regarding its
+//!   Application, aggregated into series as client-go does, written by a task of its own
+//!   (`docs/events.md`).
 
 pub mod client;
 
 pub use client::{ClientError, client};
+pub mod events;

@@ -31,6 +31,7 @@ pub mod args;
 pub mod completions;
 pub mod demo;
 pub mod demo_promote;
+pub mod events;
 pub mod guard;
 pub mod lint;
 pub mod once;

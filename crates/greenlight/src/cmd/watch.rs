@@ -34,6 +34,8 @@ pub struct WatchArgs {
     pub data_dir: Option<PathBuf>,
     #[command(flatten)]
     pub judge: JudgeArgs,
+    #[command(flatten)]
+    pub events: crate::cmd::events::EventsArgs,
     /// The most an application listing may hold, in MiB, after greenlight's field selection;
     /// a larger one is refused with a warning (the stream and reads still observe).
     #[arg(long = "listing-limit-mib", default_value_t = 128)]
@@ -164,6 +166,12 @@ pub fn run(a: WatchArgs) -> Result<ExitCode> {
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let out = Output::new(a.log_format);
     if a.once {
+        if a.events.events {
+            out.warn(
+                greenlight::clock::SystemClock.now(),
+                "--events is ignored with --once: a self-check judges in a scratch state and writes no Kubernetes Events",
+            );
+        }
         return rt.block_on(async move {
             let source = argocd.source(&cfg.repo, listing_limit_bytes)?;
             crate::cmd::once::run(cfg, source, out).await
@@ -172,6 +180,9 @@ pub fn run(a: WatchArgs) -> Result<ExitCode> {
     let _lock = lock_state(&cfg.state)?;
     let _clone_lock = lock_data_dir(&cfg.data_dir)?;
     rt.block_on(async move {
+        // Events are written by a task of their own for as long as the daemon runs; the
+        // verdicts are in the state file whatever becomes of them.
+        let _events = crate::cmd::events::recorder(&a.events, &out).await?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let source = argocd.source(&cfg.repo, listing_limit_bytes)?;
         let d = runtime::start(cfg, source, out, clock).await?;
