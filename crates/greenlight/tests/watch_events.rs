@@ -223,6 +223,8 @@ fn transitions_are_events_on_the_application_and_a_repeat_is_a_series() {
 
     // What an operator sees.
     let described = kube.kubectl_ok(&["describe", "application", "web", "-n", NS]);
+    eprintln!("kubectl describe application web:\n{described}");
+    eprintln!("the Confirmed Event: {confirmed:#}");
     for words in [
         "WatchStarted",
         "HealthyStreakStarted",

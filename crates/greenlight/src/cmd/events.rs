@@ -7,7 +7,7 @@ use clap::Args;
 use greenlight::clock::{Clock, SystemClock};
 use greenlight::output::Output;
 use greenlight_kube::events::{EventRecorder, Reporter, Settings};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 #[derive(Args, Clone)]
@@ -22,13 +22,20 @@ pub struct EventsArgs {
     pub kubeconfig: Option<PathBuf>,
 }
 
-/// The Event writer `--events` asks for, fed by every event `out` prints; `None` without the
-/// flag. No Kubernetes configuration is a usage error naming where it looked.
-pub async fn recorder(a: &EventsArgs, out: &Output) -> Result<Option<EventRecorder>> {
-    if !a.events {
+/// The Event writer, when `on`, fed by every event `out` prints, with the credentials of
+/// `kubeconfig` (else inferred); an Application named without a namespace is looked for in
+/// `namespaces` when it cannot be listed cluster-wide (none: the client's default namespace).
+/// No Kubernetes configuration is a usage error naming where it looked.
+pub async fn recorder(
+    on: bool,
+    kubeconfig: Option<&Path>,
+    namespaces: &[String],
+    out: &Output,
+) -> Result<Option<EventRecorder>> {
+    if !on {
         return Ok(None);
     }
-    let client = greenlight_kube::client(a.kubeconfig.as_deref())
+    let client = greenlight_kube::client(kubeconfig)
         .await
         .map_err(|e| crate::cmd::usage(format!("--events: {e}")))?;
     let reporter = Reporter::from_env();
@@ -42,7 +49,11 @@ pub async fn recorder(a: &EventsArgs, out: &Output) -> Result<Option<EventRecord
     );
     let settings = Settings {
         reporter,
-        lookup_namespaces: vec![client.default_namespace().to_string()],
+        lookup_namespaces: if namespaces.is_empty() {
+            vec![client.default_namespace().to_string()]
+        } else {
+            namespaces.to_vec()
+        },
     };
     let warn_out = out.clone();
     let rec = EventRecorder::spawn(

@@ -182,7 +182,13 @@ pub fn run(a: WatchArgs) -> Result<ExitCode> {
     rt.block_on(async move {
         // Events are written by a task of their own for as long as the daemon runs; the
         // verdicts are in the state file whatever becomes of them.
-        let _events = crate::cmd::events::recorder(&a.events, &out).await?;
+        let _events = crate::cmd::events::recorder(
+            a.events.events,
+            a.events.kubeconfig.as_deref(),
+            &[],
+            &out,
+        )
+        .await?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let source = argocd.source(&cfg.repo, listing_limit_bytes)?;
         let d = runtime::start(cfg, source, out, clock).await?;
