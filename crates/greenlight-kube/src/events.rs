@@ -426,7 +426,7 @@ impl Writer {
     /// The Application `ns/name`, with its uid when it can be read.
     async fn get(&self, ns: &str, name: &str) -> Regarding {
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &application());
-        let uid = match api.get_opt(name).await {
+        let uid = match attempt(|| api.get_opt(name)).await {
             Ok(Some(o)) => o.uid(),
             Ok(None) => None,
             Err(e) => {
@@ -448,7 +448,7 @@ impl Writer {
     async fn find(&self, name: &str) -> Result<Vec<Regarding>, Failure> {
         let all: Api<DynamicObject> = Api::all_with(self.client.clone(), &application());
         let by_name = ListParams::default().fields(&format!("metadata.name={name}"));
-        match all.list(&by_name).await {
+        match attempt(|| all.list(&by_name)).await {
             Ok(list) => {
                 let found: Vec<Regarding> = list
                     .items
@@ -595,15 +595,15 @@ impl Writer {
 }
 
 /// `f` until it passes, fails for good, or the retries run out.
-async fn attempt<F, Fut>(mut f: F) -> Result<(), kube::Error>
+async fn attempt<T, F, Fut>(mut f: F) -> Result<T, kube::Error>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<(), kube::Error>>,
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
 {
     let mut delays = RETRY_DELAYS.iter();
     loop {
         match f().await {
-            Ok(()) => return Ok(()),
+            Ok(v) => return Ok(v),
             Err(e) if retryable(&e) => match delays.next() {
                 Some(d) => tokio::time::sleep(*d).await,
                 None => return Err(e),

@@ -292,3 +292,66 @@ fn a_refused_event_write_is_warned_and_counted_and_the_verdict_stands() {
     );
     assert!(events(&kube).is_empty(), "nothing was written");
 }
+
+/// `--events` with a kubeconfig that is not there refuses to start (exit 2), naming the flag and
+/// the file, before any watch.
+#[test]
+fn events_without_a_usable_kubeconfig_refuse_to_start() {
+    let repo = Repo::new();
+    let missing = repo.path("no-such-kubeconfig");
+    let state = repo.path("state/greenlight.db");
+    let args = watch_args(
+        &repo,
+        "http://127.0.0.1:9",
+        &state,
+        &["--events", "--kubeconfig", missing.to_str().unwrap()],
+    );
+    let out = std::process::Command::new(BIN)
+        .args(&args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--events"), "{err}");
+    assert!(err.contains(missing.to_str().unwrap()), "{err}");
+    assert!(!err.contains("watching "), "no watch started: {err}");
+}
+
+/// The API server does not answer (nothing listens where the kubeconfig points): the writer
+/// retries, gives up, warns and counts, while the judge goes on and records its verdict.
+#[test]
+fn an_api_server_that_does_not_answer_costs_no_verdict() {
+    let repo = Repo::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let kubeconfig = repo.path("dead.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: dead\n  cluster:\n    server: https://127.0.0.1:{port}\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: not-a-real-token-4711\ncontexts:\n- name: dead\n  context:\n    cluster: dead\n    user: u\n    namespace: {NS}\ncurrent-context: dead\n"
+        ),
+    )
+    .unwrap();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let (proc, state) = watchdog_with_events(&repo, &sb.url, kubeconfig.to_str().unwrap(), "2s");
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1.0\n\n{}", trailer("web", "60s", "shadow")),
+    );
+    wait_state(&state, &c, "CONFIRMED", T, &proc);
+    let line = proc.wait_line("Kubernetes Event WatchStarted for Application web", T);
+    assert!(
+        line.contains("not written: no answer from the API server"),
+        "{line}"
+    );
+    assert!(line.contains("(Event write failures: 1)"), "{line}");
+    assert!(
+        !proc.output().contains("not-a-real-token-4711"),
+        "the token never reaches the output"
+    );
+}
