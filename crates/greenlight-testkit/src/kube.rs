@@ -229,12 +229,17 @@ impl KubeApiserver {
             k.ensure_namespace(ns);
         }
         k.kubectl_ok(&["create", "-f", APPLICATION_CRD]);
-        k.kubectl_ok(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/applications.argoproj.io",
-        ]);
+        k.wait_until("the Application CRD is Established", || {
+            k.kubectl(&[
+                "get",
+                "crd",
+                "applications.argoproj.io",
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Established\")].status}",
+            ])
+            .stdout
+                == b"True"
+        });
         // Established is the CRD's condition; the discovery and the REST handler for it may
         // lag a moment behind: wait until a list answers.
         k.wait_until("a list of Applications answers", || {
@@ -309,11 +314,19 @@ impl KubeApiserver {
             .unwrap_or_else(|| panic!("no revision in etcdctl's answer: {v}"))
     }
 
-    /// Compacts etcd at its current revision (`etcdctl compact`) and returns that revision:
-    /// from now on a watch (or list) from an older `resourceVersion` is answered `410 Gone`. A
-    /// watch already open is not cut; [`KubeApiserver::restart_apiserver`] cuts it.
+    /// Makes two writes (a ConfigMap created and deleted in `argocd`), then compacts etcd at
+    /// its current revision (`etcdctl compact`) and returns that revision: from now on a watch
+    /// from a `resourceVersion` read before this call is answered `410 Gone` (a watch from
+    /// version `v` starts at `v + 1`, which etcd keeps when it is the compaction revision
+    /// itself: hence two writes). A watch already open is not cut: its next re-opening is.
     #[track_caller]
     pub fn compact_etcd(&self) -> i64 {
+        let name = format!(
+            "compaction-{}",
+            fresh_token(self.dir.path()).get(..8).unwrap_or("x")
+        );
+        self.kubectl_ok(&["create", "configmap", &name, "-n", ARGOCD_NAMESPACE]);
+        self.kubectl_ok(&["delete", "configmap", &name, "-n", ARGOCD_NAMESPACE]);
         let rev = self.etcd_revision();
         run_ok(
             Command::new(etcdctl_binary())
@@ -433,6 +446,156 @@ impl KubeApiserver {
         while !check() {
             assert!(Instant::now() < end, "not within 60s: {what}");
             std::thread::sleep(POLL);
+        }
+    }
+}
+
+/// Argo CD's application controller, as far as the apiserver sees it: a thread that reads the
+/// sandbox's Applications (`GET /api/v1/applications`) every 100 ms and writes each one that
+/// changed to the apiserver, metadata, spec, operation and status in one server-side apply by
+/// the field manager `argocd-application-controller`. Argo CD's Application CRD has no status
+/// subresource (`subresources: {}`): its controller writes status with a patch of the whole
+/// resource, as this does. Stops when dropped.
+pub struct SandboxMirror {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    writes: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl SandboxMirror {
+    /// How many Application writes reached the apiserver so far.
+    pub fn writes(&self) -> u64 {
+        self.writes.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for SandboxMirror {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The Application custom resource for the sandbox's JSON `app`: what the controller owns of
+/// it, without the server-set metadata.
+pub fn application_resource_of(app: &serde_json::Value) -> serde_json::Value {
+    let meta = &app["metadata"];
+    let mut metadata = serde_json::json!({
+        "name": meta["name"],
+        "namespace": meta["namespace"].as_str().filter(|n| !n.is_empty()).unwrap_or(ARGOCD_NAMESPACE),
+    });
+    for field in ["labels", "annotations"] {
+        if meta[field].is_object() {
+            metadata[field] = meta[field].clone();
+        }
+    }
+    let mut cr = serde_json::json!({
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": metadata,
+        "spec": app["spec"],
+    });
+    for field in ["status", "operation"] {
+        if !app[field].is_null() {
+            cr[field] = app[field].clone();
+        }
+    }
+    cr
+}
+
+impl KubeApiserver {
+    /// Starts mirroring the sandbox at `sandbox_url` into this apiserver (see [`SandboxMirror`]);
+    /// returns once every Application the sandbox has is written.
+    #[track_caller]
+    pub fn mirror_sandbox(&self, sandbox_url: &str) -> SandboxMirror {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let writes = std::sync::Arc::new(AtomicU64::new(0));
+        let url = format!("{sandbox_url}/api/v1/applications");
+        let kubeconfig = self.kubeconfig.clone();
+        let dir = self.dir.path().to_path_buf();
+        let kubectl = crate::kubectl::binary();
+        let first = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let (stop2, writes2, first2) = (stop.clone(), writes.clone(), first.clone());
+        let thread = std::thread::spawn(move || {
+            let mut last: std::collections::HashMap<String, serde_json::Value> =
+                std::collections::HashMap::new();
+            let file = dir.join("mirror.json");
+            while !stop2.load(Ordering::SeqCst) {
+                let listing: serde_json::Value = crate::http::http_request("GET", &url, &[])
+                    .ok()
+                    .filter(|r| r.status == 200)
+                    .and_then(|r| serde_json::from_str(&r.body).ok())
+                    .unwrap_or(serde_json::Value::Null);
+                if let Some(items) = listing["items"].as_array() {
+                    for app in items {
+                        let cr = application_resource_of(app);
+                        let key =
+                            format!("{}/{}", cr["metadata"]["namespace"], cr["metadata"]["name"]);
+                        if last.get(&key) == Some(&cr) {
+                            continue;
+                        }
+                        std::fs::write(&file, cr.to_string())
+                            .expect("write the mirrored Application");
+                        let out = Command::new(&kubectl)
+                            .env("KUBECONFIG", &kubeconfig)
+                            .env("KUBECACHEDIR", dir.join("kubectl-cache"))
+                            .env("HOME", &dir)
+                            .args([
+                                "apply",
+                                "--server-side",
+                                "--force-conflicts",
+                                "--field-manager=argocd-application-controller",
+                                "-f",
+                            ])
+                            .arg(&file)
+                            .output();
+                        match out {
+                            Ok(o) if o.status.success() => {
+                                writes2.fetch_add(1, Ordering::SeqCst);
+                                last.insert(key, cr);
+                            }
+                            // The apiserver restarting: tried again at the next round.
+                            Ok(o) => eprintln!(
+                                "sandbox mirror: {key}: {}",
+                                String::from_utf8_lossy(&o.stderr).trim()
+                            ),
+                            Err(e) => eprintln!("sandbox mirror: kubectl: {e}"),
+                        }
+                    }
+                    if items.iter().all(|a| {
+                        let cr = application_resource_of(a);
+                        last.contains_key(&format!(
+                            "{}/{}",
+                            cr["metadata"]["namespace"], cr["metadata"]["name"]
+                        ))
+                    }) {
+                        *first2.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+                        first2.1.notify_all();
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let (lock, cvar) = &*first;
+        let done = cvar
+            .wait_timeout_while(
+                lock.lock().unwrap_or_else(|e| e.into_inner()),
+                Duration::from_secs(60),
+                |done| !*done,
+            )
+            .unwrap_or_else(|e| e.into_inner());
+        assert!(
+            *done.0,
+            "the sandbox's Applications were not mirrored within 60s"
+        );
+        drop(done);
+        SandboxMirror {
+            stop,
+            thread: Some(thread),
+            writes,
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod argocd;
 pub mod breaker;
 pub mod checks;
 pub mod clock;
+pub mod kube;
 pub mod lock;
 pub mod output;
 pub mod promote;

@@ -57,8 +57,8 @@ impl GitArgs {
 #[derive(Args, Clone)]
 pub struct ArgoCdArgs {
     /// Argo CD API server, e.g. https://argocd.example.com
-    #[arg(long = "argocd-url")]
-    pub argocd_url: String,
+    #[arg(long = "argocd-url", required = true)]
+    pub argocd_url: Option<String>,
     /// File holding an Argo CD API token (sent as a bearer token).
     #[arg(long = "argocd-token-file")]
     pub argocd_token_file: Option<PathBuf>,
@@ -79,17 +79,30 @@ impl ArgoCd {
 }
 
 impl ArgoCdArgs {
-    /// The token file, read: a bad one is a usage error naming `--argocd-token-file`.
+    /// The token file, read: a bad one is a usage error naming `--argocd-token-file`. The URL
+    /// is required (clap requires it where this group is flattened as it is).
     pub fn read(&self) -> Result<ArgoCd> {
+        self.read_optional()?
+            .ok_or_else(|| crate::cmd::usage("--argocd-url is required"))
+    }
+
+    /// As [`ArgoCdArgs::read`], `None` without `--argocd-url` (where a command made it
+    /// optional: `watch --source kube`). A token file without a URL is a usage error.
+    pub fn read_optional(&self) -> Result<Option<ArgoCd>> {
+        let Some(url) = self.argocd_url.clone() else {
+            if self.argocd_token_file.is_some() {
+                return Err(crate::cmd::usage(
+                    "--argocd-token-file: given without --argocd-url, which it is for",
+                ));
+            }
+            return Ok(None);
+        };
         let token = self
             .argocd_token_file
             .as_deref()
             .map(|p| secret_file("--argocd-token-file", p).map(|s| s.expose().to_owned()))
             .transpose()?;
-        Ok(ArgoCd {
-            url: self.argocd_url.clone(),
-            token,
-        })
+        Ok(Some(ArgoCd { url, token }))
     }
 }
 

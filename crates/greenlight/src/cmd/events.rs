@@ -1,25 +1,24 @@
-//! `watch --events`: every watch transition also written as a Kubernetes Event regarding its
-//! Application (`greenlight_kube::events`, `docs/events.md`), with the credentials of
-//! `--kubeconfig`, else `$KUBECONFIG` / `~/.kube/config`, else the pod's service account.
+//! `watch --events` (always on with `--source kube`): every watch transition also written as a
+//! Kubernetes Event regarding its Application (`greenlight_kube::events`, `docs/events.md`),
+//! with the credentials of `--kubeconfig`, else `$KUBECONFIG` / `~/.kube/config`, else the pod's
+//! service account.
 
 use anyhow::Result;
 use clap::Args;
 use greenlight::clock::{Clock, SystemClock};
 use greenlight::output::Output;
 use greenlight_kube::events::{EventRecorder, Reporter, Settings};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
+/// `--events` (the credentials are `watch`'s `--kubeconfig`, shared with `--source kube`).
 #[derive(Args, Clone)]
 pub struct EventsArgs {
     /// Also write every watch transition as a Kubernetes Event (events.k8s.io/v1) on its
-    /// Application, shown by `kubectl describe application` and Argo CD's UI (docs/events.md).
+    /// Application, shown by `kubectl describe application` and Argo CD's UI (docs/events.md);
+    /// always on with --source kube. Credentials: --kubeconfig.
     #[arg(long)]
     pub events: bool,
-    /// The kubeconfig to use (default: $KUBECONFIG, else ~/.kube/config, else the pod's
-    /// service account).
-    #[arg(long)]
-    pub kubeconfig: Option<PathBuf>,
 }
 
 /// The Event writer, when `on`, fed by every event `out` prints, with the credentials of
