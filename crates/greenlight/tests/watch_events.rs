@@ -355,3 +355,69 @@ fn an_api_server_that_does_not_answer_costs_no_verdict() {
         "the token never reaches the output"
     );
 }
+
+/// With `--source kube` Events are on without `--events`: the sandbox's Applications mirrored
+/// into the apiserver, greenlight reading them there as the ServiceAccount of
+/// `deploy/rbac.yaml`'s rules (bound in `argocd` only), and its verdict on the Application.
+#[test]
+fn the_kubernetes_source_writes_events_without_the_flag() {
+    let kube = KubeApiserver::start();
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let _mirror = kube.mirror_sandbox(&sb.url);
+    let uid = kube.kubectl_ok(&[
+        "get",
+        "application",
+        "web",
+        "-n",
+        NS,
+        "-o",
+        "jsonpath={.metadata.uid}",
+    ]);
+    let (kubeconfig, _) = service_account(
+        &kube,
+        "greenlight",
+        &[
+            ("create,patch", "events.events.k8s.io"),
+            ("get,list,watch", "applications.argoproj.io"),
+        ],
+        kube.dir(),
+    );
+    let state = repo.path("state/greenlight.db");
+    let mut args = watch_args(&repo, "-", &state, &[]);
+    let i = args.iter().position(|a| a == "--argocd-url").unwrap();
+    args.drain(i..i + 2);
+    args.extend(
+        [
+            "--source",
+            "kube",
+            "--kubeconfig",
+            &kubeconfig,
+            "--namespace",
+            NS,
+        ]
+        .map(String::from),
+    );
+    let proc = Proc::spawn(BIN, &args, &[]);
+    proc.wait_line(WATCHING, T);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1.0\n\n{}", trailer("web", "60s", "shadow")),
+    );
+    wait_state(&state, &c, "CONFIRMED", T, &proc);
+    let evs = wait_events(&kube, "the CONFIRMED Event", |e| {
+        !with_reason(e, "Confirmed").is_empty()
+    });
+    let confirmed = &with_reason(&evs, "Confirmed")[0];
+    assert_eq!(confirmed["regarding"]["uid"], uid.as_str(), "{confirmed}");
+    assert!(
+        confirmed["note"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("commit {}: ", &c[..8])),
+        "{confirmed}"
+    );
+    assert!(!proc.output().contains("not written"), "{}", proc.output());
+}
