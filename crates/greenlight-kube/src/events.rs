@@ -532,7 +532,14 @@ impl Writer {
                 Err(e) if matches!(&e, kube::Error::Api(s) if s.code == 404) => {
                     self.series.remove(&key);
                 }
-                Err(e) => return Err(failure(&e)),
+                // It happened all the same: the next patch counts it.
+                Err(e) => {
+                    if let Some(r) = self.series.get_mut(&key) {
+                        r.count = count;
+                        r.last = now;
+                    }
+                    return Err(failure(&e));
+                }
             }
         }
         let name = self.event_name(&key.regarding.name);
