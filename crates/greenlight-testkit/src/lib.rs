@@ -12,6 +12,9 @@
 //! - [`helm`]: real helm (installed by `scripts/test`) rendering charts with `helm template`.
 //! - [`http`]: small blocking HTTP/1.1 requests for tests that poll a local server, and a
 //!   server that never answers.
+//! - [`kube`]: a real Kubernetes API server (Debian's etcd and kube-apiserver v1.20.2) on loopback
+//!   ports, with Argo CD's Application CRD installed, an admin kubeconfig, apiserver restarts and
+//!   etcd compaction.
 //! - [`kubectl`]: real kubectl (installed by `scripts/test`) rendering kustomizations with
 //!   `kubectl kustomize`.
 //! - [`pre_commit`]: real pre-commit (installed by `scripts/test`) run with an isolated git
@@ -36,6 +39,7 @@ pub mod git;
 pub mod git_http;
 pub mod helm;
 pub mod http;
+pub mod kube;
 pub mod kubectl;
 pub mod pre_commit;
 pub mod process;
@@ -48,6 +52,7 @@ pub use corpus::corpus;
 pub use git::{IDENTITY_EMAIL, IDENTITY_NAME, Remote, ScriptFixture, git, git_cmd, isolate};
 pub use git_http::GitHttpServer;
 pub use http::{Response, SilentServer, http_get, http_post, http_request, http_send};
+pub use kube::KubeApiserver;
 pub use process::Proc;
 pub use prometheus::{BasicAuthUser, Exporter, Prometheus};
 pub use registry::{ManifestKind, Registry};

@@ -9,6 +9,7 @@ pub mod argocd;
 pub mod breaker;
 pub mod checks;
 pub mod clock;
+pub mod kube;
 pub mod lock;
 pub mod metrics;
 pub mod output;

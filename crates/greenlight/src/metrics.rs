@@ -255,9 +255,15 @@ pub struct Metrics {
     gaps: Family<GapLabels, Counter>,
     git_jobs: Family<JobLabel, Histogram, fn() -> Histogram>,
     event_write_failures: Counter,
+    /// Counts kept elsewhere (the Kubernetes Event writer's), added to
+    /// `event_write_failures` at each scrape: each with what was added so far.
+    event_failure_counts: Mutex<Vec<(EventFailureCount, u64)>>,
     waiting_ratio: Gauge<f64, AtomicU64>,
     live: Mutex<Live>,
 }
+
+/// A count of Event writes given up that another part keeps (`greenlight_kube`'s writer).
+type EventFailureCount = Box<dyn Fn() -> u64 + Send + Sync>;
 
 fn job_histogram() -> Histogram {
     // 50 ms … about 200 s.
@@ -377,6 +383,7 @@ impl Metrics {
             gaps,
             git_jobs,
             event_write_failures,
+            event_failure_counts: Mutex::new(Vec::new()),
             waiting_ratio,
             live: Mutex::new(Live {
                 started: false,
@@ -394,9 +401,13 @@ impl Metrics {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A Kubernetes Event could not be written (`greenlight_event_write_failures_total`).
-    pub fn event_write_failed(&self) {
-        self.event_write_failures.inc();
+    /// Event writes given up as `count` says (a count that only grows, kept by the Event
+    /// writer), added to `greenlight_event_write_failures_total` at each scrape.
+    pub fn count_event_write_failures(&self, count: impl Fn() -> u64 + Send + Sync + 'static) {
+        self.event_failure_counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((Box::new(count), 0));
     }
 
     /// The runtime reads `source` (a label from [`source_label`]); its loop turns at least
@@ -572,6 +583,17 @@ impl Metrics {
     /// The page `/metrics` serves: OpenMetrics text, or Prometheus' classic text format.
     pub fn render(&self, openmetrics: bool) -> String {
         let now = self.clock.now();
+        for (count, added) in self
+            .event_failure_counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter_mut()
+        {
+            let now_count = count();
+            self.event_write_failures
+                .inc_by(now_count.saturating_sub(*added));
+            *added = now_count.max(*added);
+        }
         {
             let live = self.live();
             for (name, s) in &live.sources {

@@ -98,8 +98,8 @@ pub fn url_credentials_warning(flag: &str, url: &RepoUrl) -> Option<String> {
 #[derive(Args, Clone)]
 pub struct ArgoCdArgs {
     /// Argo CD API server, e.g. https://argocd.example.com
-    #[arg(long = "argocd-url")]
-    pub argocd_url: String,
+    #[arg(long = "argocd-url", required = true)]
+    pub argocd_url: Option<String>,
     /// File holding an Argo CD API token (sent as a bearer token).
     #[arg(long = "argocd-token-file")]
     pub argocd_token_file: Option<PathBuf>,
@@ -150,8 +150,24 @@ fn read_ca_file(path: &Path) -> Result<CaBundle> {
 }
 
 impl ArgoCdArgs {
-    /// The token file and the CA file, read: a bad one is a usage error naming its flag.
+    /// The token file and the CA file, read: a bad one is a usage error naming its flag. The
+    /// URL is required (clap requires it where this group is flattened as it is).
     pub fn read(&self) -> Result<ArgoCd> {
+        self.read_optional()?
+            .ok_or_else(|| crate::cmd::usage("--argocd-url is required"))
+    }
+
+    /// As [`ArgoCdArgs::read`], `None` without `--argocd-url` (where a command made it
+    /// optional: `watch --source kube`). A token file without a URL is a usage error.
+    pub fn read_optional(&self) -> Result<Option<ArgoCd>> {
+        let Some(url) = self.argocd_url.clone() else {
+            if self.argocd_token_file.is_some() {
+                return Err(crate::cmd::usage(
+                    "--argocd-token-file: given without --argocd-url, which it is for",
+                ));
+            }
+            return Ok(None);
+        };
         let token = self
             .argocd_token_file
             .as_deref()
@@ -162,11 +178,7 @@ impl ArgoCdArgs {
             .as_deref()
             .map(read_ca_file)
             .transpose()?;
-        Ok(ArgoCd {
-            url: self.argocd_url.clone(),
-            token,
-            ca,
-        })
+        Ok(Some(ArgoCd { url, token, ca }))
     }
 }
 

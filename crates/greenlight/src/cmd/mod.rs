@@ -32,6 +32,7 @@ pub mod completions;
 pub mod config;
 pub mod demo;
 pub mod demo_promote;
+pub mod events;
 pub mod guard;
 pub mod lint;
 pub mod once;

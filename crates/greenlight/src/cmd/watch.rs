@@ -9,13 +9,27 @@ use greenlight::lock::{lock_data_dir, lock_state};
 use greenlight::metrics::Metrics;
 use greenlight::output::{LogFormat, Output};
 use greenlight::reexec::{Change, SelfWatch};
+use greenlight::runtime::seams::Source;
 use greenlight::runtime::{self, DaemonConfig};
 use greenlight_core::repo_url::RepoUrl;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+/// Where `watch` reads Applications.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceKind {
+    /// Argo CD's REST API (`--argocd-url`).
+    Argocd,
+    /// The Kubernetes API: Argo CD's `applications.argoproj.io` custom resources.
+    Kube,
+}
+
 #[derive(Args, Clone)]
+#[command(mut_arg("argocd_url", |a| a
+    .required(false)
+    .required_if_eq("source", "argocd")
+    .help("Argo CD API server, e.g. https://argocd.example.com (required with --source argocd; with --source kube, where resource trees are read)")))]
 pub struct WatchArgs {
     /// The remote to watch: a URL, or a bare repository's path. Credentials in URLs are redacted;
     /// a user without a password (https://TOKEN@host/…) is a token, sent with an empty password.
@@ -26,8 +40,24 @@ pub struct WatchArgs {
     /// (docs/configuration.md). A change to the file re-executes the daemon.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// Where Applications are read: Argo CD's REST API, or the Kubernetes API (its
+    /// `applications.argoproj.io` resources, with a kubeconfig or in-cluster).
+    #[arg(long, value_enum, default_value = "argocd")]
+    pub source: SourceKind,
     #[command(flatten)]
     pub argocd: ArgoCdArgs,
+    /// With --source kube or --events: the kubeconfig to use (default: $KUBECONFIG, else
+    /// ~/.kube/config, else the pod's service account).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// With --source kube: a namespace whose Applications are watched; repeat it for more
+    /// (default: all namespaces).
+    #[arg(long = "namespace", value_name = "NAMESPACE")]
+    pub namespaces: Vec<String>,
+    /// With --source kube: how often the Applications are listed again beside the watch, as a
+    /// safety net.
+    #[arg(long = "resync-interval", default_value = "5m")]
+    pub resync_interval: String,
     /// The state file (SQLite). One daemon per state file.
     #[arg(long)]
     pub state: PathBuf,
@@ -43,6 +73,8 @@ pub struct WatchArgs {
     pub judge: JudgeArgs,
     #[command(flatten)]
     pub listen: ListenArgs,
+    #[command(flatten)]
+    pub events: crate::cmd::events::EventsArgs,
     /// The most an application listing may hold, in MiB, after greenlight's field selection;
     /// a larger one is refused with a warning (the stream and reads still observe).
     #[arg(long = "listing-limit-mib", default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
@@ -113,17 +145,71 @@ fn dry_run_env(var: &str) -> Result<bool> {
     })
 }
 
-/// What `watch` was told: the runtime's settings, and the Argo CD its source reads with the
-/// most a listing may hold.
+/// What `watch` was told: the runtime's settings, and where its source reads.
 pub struct Settings {
     pub cfg: DaemonConfig,
-    pub argocd: ArgoCd,
-    pub listing_limit_bytes: usize,
+    pub source: SourceSpec,
+}
+
+/// Where the source reads, as the flags said.
+pub enum SourceSpec {
+    /// Argo CD's REST API, refusing a listing larger than `listing_limit_bytes`.
+    ArgoCd {
+        argocd: ArgoCd,
+        listing_limit_bytes: usize,
+    },
+    /// The Kubernetes API; Argo CD's API too when given, for resource trees.
+    Kube {
+        kubeconfig: Option<PathBuf>,
+        namespaces: Vec<String>,
+        resync: std::time::Duration,
+        argocd: Option<ArgoCd>,
+    },
+}
+
+impl SourceSpec {
+    /// The source of `repo`'s Applications.
+    pub async fn source(&self, repo: &RepoUrl) -> Result<Source> {
+        match self {
+            SourceSpec::ArgoCd {
+                argocd,
+                listing_limit_bytes,
+            } => argocd.source(repo, *listing_limit_bytes),
+            SourceSpec::Kube {
+                kubeconfig,
+                namespaces,
+                resync,
+                argocd,
+            } => {
+                let argocd = argocd
+                    .as_ref()
+                    .map(|a| {
+                        greenlight_argocd::ArgoClient::with_options(
+                            &a.url,
+                            a.token.clone(),
+                            greenlight_argocd::ClientOptions {
+                                extra_roots: a.ca.clone(),
+                                ..Default::default()
+                            },
+                        )
+                        .map_err(|e| usage(format!("--argocd-url: {e}")))
+                    })
+                    .transpose()?;
+                let opts = greenlight_kube::KubeSourceOptions {
+                    namespaces: namespaces.clone(),
+                    resync: *resync,
+                    argocd,
+                    ..Default::default()
+                };
+                greenlight::kube::source(kubeconfig.as_deref(), repo, opts).await
+            }
+        }
+    }
 }
 
 pub fn config_from(a: &WatchArgs) -> Result<Settings> {
     let git = a.git.read()?;
-    let argocd = a.argocd.read()?;
+    let argocd = a.argocd.read_optional()?;
     trailer_key_arg(&a.trailer_key)
         .map_err(|why| usage(format!("--trailer-key {:?}: {why}", a.trailer_key)))?;
     let judge = a.judge.read()?;
@@ -168,11 +254,47 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
         0 => return Err(super::usage("--listing-limit-mib: must be above zero")),
         mib => (mib as usize) << 20,
     };
-    Ok(Settings {
-        cfg,
-        argocd,
-        listing_limit_bytes,
-    })
+    let resync = positive_duration_flag("--resync-interval", &a.resync_interval)?;
+    let source = match a.source {
+        SourceKind::Argocd => {
+            // With --events, the kubeconfig is the Event writer's.
+            for (given, flag) in [
+                (a.kubeconfig.is_some() && !a.events.events, "--kubeconfig"),
+                (!a.namespaces.is_empty(), "--namespace"),
+            ] {
+                if given {
+                    return Err(usage(format!(
+                        "{flag}: only read with --source kube{} (the source is Argo CD's REST API)",
+                        if flag == "--kubeconfig" {
+                            " or --events"
+                        } else {
+                            ""
+                        }
+                    )));
+                }
+            }
+            SourceSpec::ArgoCd {
+                argocd: argocd.ok_or_else(|| usage("--argocd-url is required"))?,
+                listing_limit_bytes,
+            }
+        }
+        SourceKind::Kube => {
+            for ns in &a.namespaces {
+                if ns.is_empty() {
+                    return Err(usage(
+                        "--namespace: empty; leave it out to watch all namespaces",
+                    ));
+                }
+            }
+            SourceSpec::Kube {
+                kubeconfig: a.kubeconfig.clone(),
+                namespaces: a.namespaces.clone(),
+                resync,
+                argocd,
+            }
+        }
+    };
+    Ok(Settings { cfg, source })
 }
 
 pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
@@ -181,11 +303,7 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
         config,
         check,
     } = relaunch;
-    let Settings {
-        cfg,
-        argocd,
-        listing_limit_bytes,
-    } = config_from(&a)?;
+    let Settings { cfg, source } = config_from(&a)?;
     let reexec_every = super::duration_flag("--reexec-interval", &a.reexec_interval)?;
     crate::install_crypto();
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
@@ -205,8 +323,14 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
                 "--listen: serves a running daemon's metrics and probes, not a --once check",
             ));
         }
+        if a.events.events {
+            out.warn(
+                greenlight::clock::SystemClock.now(),
+                "--events is ignored with --once: a self-check judges in a scratch state and writes no Kubernetes Events",
+            );
+        }
         return rt.block_on(async move {
-            let source = argocd.source(&cfg.repo, listing_limit_bytes)?;
+            let source = source.source(&cfg.repo).await?;
             crate::cmd::once::run(cfg, source, out).await
         });
     }
@@ -220,7 +344,21 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let metrics = Arc::new(Metrics::new(clock.clone()));
         let server = a.listen.serve(&metrics).await?;
-        let source = argocd.source(&cfg.repo, listing_limit_bytes)?;
+        // Events are written by a task of their own for as long as the daemon runs; the
+        // verdicts are in the state file whatever becomes of them.
+        // Always with --source kube: its credentials are Kubernetes credentials.
+        let events = crate::cmd::events::recorder(
+            a.events.events || a.source == SourceKind::Kube,
+            a.kubeconfig.as_deref(),
+            &a.namespaces,
+            &out,
+        )
+        .await?;
+        if let Some(events) = &events {
+            let failures = events.failures();
+            metrics.count_event_write_failures(move || failures.get());
+        }
+        let source = source.source(&cfg.repo).await?;
         let d = runtime::start_metered(cfg, source, out.clone(), clock.clone(), metrics).await?;
         let changed = Arc::new(std::sync::Mutex::new(None::<Change>));
         let stop = {

@@ -1,0 +1,17 @@
+//! greenlight's Kubernetes face.
+//!
+//! - [`client`]: a `kube::Client` from `--kubeconfig`, else `$KUBECONFIG` / `~/.kube/config`,
+//!   else the pod's service account (in-cluster), with errors that say which was tried and why it
+//!   failed.
+//! - [`source`]: Argo CD's Applications read from the Kubernetes API (list, then watch) as the
+//!   watchdog's Application source, on the same vouching rules as Argo CD's REST API.
+//! - [`events`]: every watch transition also an `events.k8s.io/v1` Event regarding its
+//!   Application, aggregated into series as client-go does, written by a task of its own
+//!   (`docs/events.md`).
+
+pub mod client;
+pub mod events;
+pub mod source;
+
+pub use client::{ClientError, client};
+pub use source::{KubeSource, KubeSourceOptions, application_resource};

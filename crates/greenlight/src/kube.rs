@@ -1,0 +1,89 @@
+//! The Kubernetes API as the runtime's Application source (`greenlight watch --source kube`):
+//! built at the edge and handed to the runtime as a [`Source`]. What is true of this source
+//! alone is said here: the names in the lines about the stream, and what a verdict rests on
+//! when per-resource health cannot be read.
+
+use crate::runtime::seams::{AppSource, Source, StartupNote};
+use anyhow::Result;
+use greenlight_core::directive::AppRef;
+use greenlight_core::repo_url::RepoUrl;
+use greenlight_kube::{KubeSource, KubeSourceOptions};
+use std::path::Path;
+use tokio::sync::mpsc;
+
+/// [`greenlight_kube::KubeSource`], with what the runtime should hear about it at start.
+pub struct KubeAppSource {
+    inner: KubeSource,
+    namespaces: Vec<String>,
+    rewatch_ms: i64,
+}
+
+/// Argo CD's Applications in the Kubernetes API reached with `kubeconfig` (else `$KUBECONFIG`,
+/// `~/.kube/config`, or the pod's service account) as the source of `repo`'s Applications. A
+/// configuration that cannot be used is a usage error naming what was tried.
+pub async fn source(
+    kubeconfig: Option<&Path>,
+    repo: &RepoUrl,
+    opts: KubeSourceOptions,
+) -> Result<Source> {
+    let client = greenlight_kube::client(kubeconfig)
+        .await
+        .map_err(|e| crate::usage(format!("--source kube: {e}")))?;
+    let (tx, deliveries) = mpsc::channel(256);
+    let namespaces = opts.namespaces.clone();
+    let rewatch_ms = opts.rewatch.as_millis() as i64;
+    let inner = KubeSource::new(client, repo.expose(), opts, tx);
+    Ok(Source {
+        app: Box::new(KubeAppSource {
+            inner,
+            namespaces,
+            rewatch_ms,
+        }),
+        deliveries,
+    })
+}
+
+/// What a verdict says when per-resource health could not be read (no `--argocd-url` with an
+/// Argo CD ≥ 3.0 that keeps it out of the Application).
+pub const APP_LEVEL_HEALTH_ONLY: &str = "with --source kube and no --argocd-url, an Application that carries no per-resource health (Argo CD >= 3.0 keeps it in the resource tree) is judged on its app-level health alone";
+
+impl AppSource for KubeAppSource {
+    fn start_stream(&mut self) {
+        self.inner.start_stream()
+    }
+    fn set_watched(&mut self, apps: Vec<AppRef>) {
+        self.inner.set_watched(apps)
+    }
+    fn request_listing(&mut self, ticket: u64) {
+        self.inner.request_listing(ticket)
+    }
+    fn request_read(&mut self, ticket: u64, apps: Vec<AppRef>) {
+        self.inner.request_read(ticket, apps)
+    }
+    fn name(&self) -> &str {
+        "Kubernetes API"
+    }
+    fn startup_notes(&self, stale_after_ms: i64) -> Vec<StartupNote> {
+        let mut notes = vec![StartupNote::Info(format!(
+            "reading Applications from the Kubernetes API in {}",
+            if self.namespaces.is_empty() {
+                "all namespaces".to_string()
+            } else {
+                format!("namespace(s) {}", self.namespaces.join(", "))
+            }
+        ))];
+        if !self.inner.reads_resource_trees() {
+            notes.push(StartupNote::Warn(format!(
+                "{APP_LEVEL_HEALTH_ONLY}; give --argocd-url (and --argocd-token-file) to read resource trees"
+            )));
+        }
+        if stale_after_ms < self.rewatch_ms {
+            notes.push(StartupNote::Info(format!(
+                "--stale-after {} is shorter than the watch's re-opening ({}): between listings (every --fetch-interval) the watch cannot vouch for an app that does not change",
+                greenlight_core::time::human_duration(stale_after_ms),
+                greenlight_core::time::human_duration(self.rewatch_ms),
+            )));
+        }
+        notes
+    }
+}
