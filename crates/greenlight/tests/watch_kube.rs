@@ -163,10 +163,25 @@ fn a_malformed_application_is_named_and_the_others_are_judged() {
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     settled(&sb, &repo, &["web"]);
     let _mirror = kube.mirror_sandbox(&sb.url);
-    kube.kubectl_stdin(
-        &["apply", "--server-side"],
+    // The apiserver takes the new schema a moment after the patch: tried until it does
+    // (kubectl's own validation, from its cached OpenAPI, left to the apiserver).
+    let broken = kube.dir().join("broken.json");
+    std::fs::write(
+        &broken,
         r#"{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"broken","namespace":"argocd"},"spec":{"project":"default","destination":{"server":"https://kubernetes.default.svc","namespace":"apps"},"source":{"repoURL":"https://example.invalid/r.git","path":"apps/broken","targetRevision":"HEAD"}},"status":{"sync":{"status":"Synced","revisions":"not-a-list"}}}"#,
-    );
+    )
+    .unwrap();
+    kube.wait_until("the relaxed schema takes the malformed Application", || {
+        kube.kubectl(&[
+            "apply",
+            "--server-side",
+            "--validate=false",
+            "-f",
+            broken.to_str().unwrap(),
+        ])
+        .status
+        .success()
+    });
     let (wd, state) = kube_watchdog(&repo, kube.kubeconfig(), &[], &[]);
     wd.wait_line("argocd/broken could not be read", T);
     let c = repo.set_image(
@@ -238,4 +253,44 @@ fn a_service_account_runs_it_with_the_documented_rbac_and_is_refused_without_it(
     assert!(can("create", "events.events.k8s.io"));
     assert!(!can("update", "applications.argoproj.io"));
     assert!(!can("get", "secrets"));
+}
+
+#[test]
+fn argocd_url_stays_required_with_the_rest_source_and_a_bad_kubeconfig_is_named() {
+    let run = |args: &[&str]| {
+        std::process::Command::new(BIN)
+            .args(["watch", "--repo", "/nonexistent/repo", "--state"])
+            .arg(std::env::temp_dir().join("greenlight-kube-cli-test.db"))
+            .args(args)
+            .output()
+            .expect("run greenlight")
+    };
+    for args in [&[][..], &["--source", "argocd"]] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--argocd-url"), "{args:?}: {err}");
+    }
+    let out = run(&[
+        "--source",
+        "kube",
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "--once",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("kubeconfig /nonexistent/kubeconfig"), "{err}");
+    let out = run(&[
+        "--argocd-url",
+        "http://127.0.0.1:9",
+        "--namespace",
+        "argocd",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--namespace: only read with --source kube"),
+        "{err}"
+    );
 }

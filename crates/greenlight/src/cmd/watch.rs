@@ -26,6 +26,7 @@ pub enum SourceKind {
 #[derive(Args, Clone)]
 #[command(mut_arg("argocd_url", |a| a
     .required(false)
+    .required_unless_present("source")
     .required_if_eq("source", "argocd")
     .help("Argo CD API server, e.g. https://argocd.example.com (required with --source argocd; with --source kube, where resource trees are read)")))]
 pub struct WatchArgs {
@@ -33,10 +34,10 @@ pub struct WatchArgs {
     /// a user without a password (https://TOKEN@host/…) is a token, sent with an empty password.
     #[arg(long)]
     pub repo: String,
-    /// Where Applications are read: Argo CD's REST API, or the Kubernetes API (its
-    /// `applications.argoproj.io` resources, with a kubeconfig or in-cluster).
-    #[arg(long, value_enum, default_value = "argocd")]
-    pub source: SourceKind,
+    /// Where Applications are read: Argo CD's REST API (the default), or the Kubernetes API
+    /// (its `applications.argoproj.io` resources, with a kubeconfig or in-cluster).
+    #[arg(long, value_enum)]
+    pub source: Option<SourceKind>,
     #[command(flatten)]
     pub argocd: ArgoCdArgs,
     /// With --source kube: the kubeconfig to use (default: $KUBECONFIG, else ~/.kube/config,
@@ -225,7 +226,7 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
         mib => (mib as usize) << 20,
     };
     let resync = positive_duration_flag("--resync-interval", &a.resync_interval)?;
-    let source = match a.source {
+    let source = match a.source.unwrap_or(SourceKind::Argocd) {
         SourceKind::Argocd => {
             for (given, flag) in [
                 (a.kubeconfig.is_some(), "--kubeconfig"),
