@@ -51,7 +51,7 @@ fn a_good_commit_is_confirmed_from_the_kubernetes_api() {
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     settled(&sb, &repo, &["web"]);
     let _mirror = kube.mirror_sandbox(&sb.url);
-    let (wd, state) = kube_watchdog(&repo, kube.kubeconfig(), &[], &[]);
+    let (wd, state) = kube_watchdog(&repo, kube.kubeconfig(), &["--log-format", "json"], &[]);
     let c = repo.set_image(
         "web",
         GOOD2,
@@ -59,6 +59,17 @@ fn a_good_commit_is_confirmed_from_the_kubernetes_api() {
     );
     let w = wait_state(&state, &c, "CONFIRMED", T, &wd);
     assert!(w["healthy_since"].is_string());
+    // The verdict's evidence names where resource health came from: nowhere.
+    let verdict: serde_json::Value = wd
+        .lines()
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["state"] == "CONFIRMED")
+        .expect("a CONFIRMED line");
+    assert_eq!(
+        verdict["evidence"]["resource_health_source"], "unavailable",
+        "{verdict}"
+    );
     // Argo CD 3.5 keeps per-resource health out of the Application: without --argocd-url the
     // judge had the app-level health only, and says so, at start and where the streak began.
     let out = wd.output();
