@@ -14,6 +14,10 @@ use std::time::Duration;
 
 const T: Duration = Duration::from_secs(90);
 
+fn out_of(p: &Proc) -> String {
+    p.output()
+}
+
 /// `greenlight watch --source kube` over `repo` with the kit's test timings and `kubeconfig`,
 /// then `extra`; waited for until it watches.
 #[track_caller]
@@ -51,7 +55,13 @@ fn a_good_commit_is_confirmed_from_the_kubernetes_api() {
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     settled(&sb, &repo, &["web"]);
     let _mirror = kube.mirror_sandbox(&sb.url);
-    let (wd, state) = kube_watchdog(&repo, kube.kubeconfig(), &["--log-format", "json"], &[]);
+    // A resync every second beside the watch finds nothing the watch missed.
+    let (wd, state) = kube_watchdog(
+        &repo,
+        kube.kubeconfig(),
+        &["--log-format", "json", "--resync-interval", "1s"],
+        &[],
+    );
     let c = repo.set_image(
         "web",
         GOOD2,
@@ -69,6 +79,11 @@ fn a_good_commit_is_confirmed_from_the_kubernetes_api() {
     assert_eq!(
         verdict["evidence"]["resource_health_source"], "unavailable",
         "{verdict}"
+    );
+    assert!(
+        !out_of(&wd).contains("a resync of Applications"),
+        "{}",
+        out_of(&wd)
     );
     // Argo CD 3.5 keeps per-resource health out of the Application: without --argocd-url the
     // judge had the app-level health only, and says so, at start and where the streak began.
@@ -107,12 +122,14 @@ fn a_bad_commit_fails_in_dry_run_and_resource_trees_come_from_argocd_when_given(
 
 #[test]
 fn the_watch_resumes_after_the_apiserver_restarts() {
-    let mut kube = KubeApiserver::start();
+    let mut kube = KubeApiserver::start_with_namespaces(&["team-b"]);
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     settled(&sb, &repo, &["web"]);
     let mirror = kube.mirror_sandbox(&sb.url);
-    let (wd, state) = kube_watchdog(&repo, kube.kubeconfig(), &[], &[]);
+    // Two namespaces, two watches: connected when both are open again.
+    let (wd, state) = kube_watchdog(&repo, kube.kubeconfig(), &["--namespace", "team-b"], &[]);
+    wd.wait_line("Kubernetes API application stream connected", T);
     drop(mirror);
     kube.restart_apiserver();
     wd.wait_line("Kubernetes API application stream lost", T);
