@@ -366,6 +366,7 @@ impl Worker {
                     continue;
                 }
             };
+            backoff = Duration::from_millis(250);
             let mut rv = list.metadata.resource_version.clone().unwrap_or_default();
             // A relist after a gap: what changed is delivered and what is gone is absent.
             // Said as a missed update when the stream did not see it (a resync).
@@ -431,6 +432,8 @@ impl Worker {
                     };
                     match item {
                         Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
+                            // Only a watch that delivers resets the back-off (as the REST
+                            // source's stream), and a listing that answered.
                             backoff = Duration::from_millis(250);
                             rv = obj.resource_version().unwrap_or_else(|| rv.clone());
                             known.insert(key_of(&obj), rv.clone());

@@ -14,6 +14,10 @@ use std::time::Duration;
 
 const T: Duration = Duration::from_secs(90);
 
+fn out_of(p: &Proc) -> String {
+    p.output()
+}
+
 /// `greenlight watch --source kube` over `repo` with the kit's test timings and `kubeconfig`,
 /// then `extra`; waited for until it watches.
 #[track_caller]
@@ -51,7 +55,13 @@ fn a_good_commit_is_confirmed_from_the_kubernetes_api() {
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     settled(&sb, &repo, &["web"]);
     let _mirror = kube.mirror_sandbox(&sb.url);
-    let (wd, state) = kube_watchdog(&repo, kube.kubeconfig(), &[], &[]);
+    // A resync every second beside the watch finds nothing the watch missed.
+    let (wd, state) = kube_watchdog(
+        &repo,
+        kube.kubeconfig(),
+        &["--log-format", "json", "--resync-interval", "1s"],
+        &[],
+    );
     let c = repo.set_image(
         "web",
         GOOD2,
@@ -59,6 +69,22 @@ fn a_good_commit_is_confirmed_from_the_kubernetes_api() {
     );
     let w = wait_state(&state, &c, "CONFIRMED", T, &wd);
     assert!(w["healthy_since"].is_string());
+    // The verdict's evidence names where resource health came from: nowhere.
+    let verdict: serde_json::Value = wd
+        .lines()
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["state"] == "CONFIRMED")
+        .expect("a CONFIRMED line");
+    assert_eq!(
+        verdict["evidence"]["resource_health_source"], "unavailable",
+        "{verdict}"
+    );
+    assert!(
+        !out_of(&wd).contains("a resync of Applications"),
+        "{}",
+        out_of(&wd)
+    );
     // Argo CD 3.5 keeps per-resource health out of the Application: without --argocd-url the
     // judge had the app-level health only, and says so, at start and where the streak began.
     let out = wd.output();
@@ -96,12 +122,14 @@ fn a_bad_commit_fails_in_dry_run_and_resource_trees_come_from_argocd_when_given(
 
 #[test]
 fn the_watch_resumes_after_the_apiserver_restarts() {
-    let mut kube = KubeApiserver::start();
+    let mut kube = KubeApiserver::start_with_namespaces(&["team-b"]);
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     settled(&sb, &repo, &["web"]);
     let mirror = kube.mirror_sandbox(&sb.url);
-    let (wd, state) = kube_watchdog(&repo, kube.kubeconfig(), &[], &[]);
+    // Two namespaces, two watches: connected when both are open again.
+    let (wd, state) = kube_watchdog(&repo, kube.kubeconfig(), &["--namespace", "team-b"], &[]);
+    wd.wait_line("Kubernetes API application stream connected", T);
     drop(mirror);
     kube.restart_apiserver();
     wd.wait_line("Kubernetes API application stream lost", T);
@@ -163,10 +191,25 @@ fn a_malformed_application_is_named_and_the_others_are_judged() {
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     settled(&sb, &repo, &["web"]);
     let _mirror = kube.mirror_sandbox(&sb.url);
-    kube.kubectl_stdin(
-        &["apply", "--server-side"],
+    // The apiserver takes the new schema a moment after the patch: tried until it does
+    // (kubectl's own validation, from its cached OpenAPI, left to the apiserver).
+    let broken = kube.dir().join("broken.json");
+    std::fs::write(
+        &broken,
         r#"{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"broken","namespace":"argocd"},"spec":{"project":"default","destination":{"server":"https://kubernetes.default.svc","namespace":"apps"},"source":{"repoURL":"https://example.invalid/r.git","path":"apps/broken","targetRevision":"HEAD"}},"status":{"sync":{"status":"Synced","revisions":"not-a-list"}}}"#,
-    );
+    )
+    .unwrap();
+    kube.wait_until("the relaxed schema takes the malformed Application", || {
+        kube.kubectl(&[
+            "apply",
+            "--server-side",
+            "--validate=false",
+            "-f",
+            broken.to_str().unwrap(),
+        ])
+        .status
+        .success()
+    });
     let (wd, state) = kube_watchdog(&repo, kube.kubeconfig(), &[], &[]);
     wd.wait_line("argocd/broken could not be read", T);
     let c = repo.set_image(
@@ -238,4 +281,44 @@ fn a_service_account_runs_it_with_the_documented_rbac_and_is_refused_without_it(
     assert!(can("create", "events.events.k8s.io"));
     assert!(!can("update", "applications.argoproj.io"));
     assert!(!can("get", "secrets"));
+}
+
+#[test]
+fn argocd_url_stays_required_with_the_rest_source_and_a_bad_kubeconfig_is_named() {
+    let run = |args: &[&str]| {
+        std::process::Command::new(BIN)
+            .args(["watch", "--repo", "/nonexistent/repo", "--state"])
+            .arg(std::env::temp_dir().join("greenlight-kube-cli-test.db"))
+            .args(args)
+            .output()
+            .expect("run greenlight")
+    };
+    for args in [&[][..], &["--source", "argocd"]] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--argocd-url"), "{args:?}: {err}");
+    }
+    let out = run(&[
+        "--source",
+        "kube",
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "--once",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("kubeconfig /nonexistent/kubeconfig"), "{err}");
+    let out = run(&[
+        "--argocd-url",
+        "http://127.0.0.1:9",
+        "--namespace",
+        "argocd",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--namespace: only read with --source kube"),
+        "{err}"
+    );
 }

@@ -28,6 +28,7 @@ pub enum SourceKind {
 #[derive(Args, Clone)]
 #[command(mut_arg("argocd_url", |a| a
     .required(false)
+    .required_unless_present("source")
     .required_if_eq("source", "argocd")
     .help("Argo CD API server, e.g. https://argocd.example.com (required with --source argocd; with --source kube, where resource trees are read)")))]
 pub struct WatchArgs {
@@ -40,10 +41,10 @@ pub struct WatchArgs {
     /// (docs/configuration.md). A change to the file re-executes the daemon.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Where Applications are read: Argo CD's REST API, or the Kubernetes API (its
-    /// `applications.argoproj.io` resources, with a kubeconfig or in-cluster).
-    #[arg(long, value_enum, default_value = "argocd")]
-    pub source: SourceKind,
+    /// Where Applications are read: Argo CD's REST API (the default), or the Kubernetes API
+    /// (its `applications.argoproj.io` resources, with a kubeconfig or in-cluster).
+    #[arg(long, value_enum)]
+    pub source: Option<SourceKind>,
     #[command(flatten)]
     pub argocd: ArgoCdArgs,
     /// With --source kube or --events: the kubeconfig to use (default: $KUBECONFIG, else
@@ -255,7 +256,7 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
         mib => (mib as usize) << 20,
     };
     let resync = positive_duration_flag("--resync-interval", &a.resync_interval)?;
-    let source = match a.source {
+    let source = match a.source.unwrap_or(SourceKind::Argocd) {
         SourceKind::Argocd => {
             // With --events, the kubeconfig is the Event writer's.
             for (given, flag) in [
@@ -348,7 +349,7 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
         // verdicts are in the state file whatever becomes of them.
         // Always with --source kube: its credentials are Kubernetes credentials.
         let events = crate::cmd::events::recorder(
-            a.events.events || a.source == SourceKind::Kube,
+            a.events.events || a.source == Some(SourceKind::Kube),
             a.kubeconfig.as_deref(),
             &a.namespaces,
             &out,
