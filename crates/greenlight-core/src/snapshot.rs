@@ -203,24 +203,40 @@ pub struct Chronic {
     /// (labelled as [`ReachVia::PostSyncHookFailed`] labels them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<String>,
+    /// Resources Suspended or Degraded while the app-level health of the same observation was
+    /// better. Argo CD's app health is the worst of its resources' (gitops-engine
+    /// `health.IsWorse`; only Missing is left out since 3.4), so such an observation joins an
+    /// Application and a resource tree read at different moments
+    /// (the tree already showing what the next sync did): these are never chronic, never
+    /// excused, and the observation is no clean before ([`unclean`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disagreeing: Vec<ResourceView>,
 }
 
 impl Chronic {
-    /// The chronic conditions of an observation: its resources that are not clean, its failed
-    /// PostSync hooks.
-    pub fn of(resources: &[ResourceView], hooks: &[String]) -> Chronic {
+    /// The chronic conditions of an observation whose app-level health is `app_health`: its
+    /// resources that are not clean, its failed PostSync hooks; a resource less healthy than
+    /// the app is kept apart (`disagreeing`).
+    pub fn of(resources: &[ResourceView], hooks: &[String], app_health: Health) -> Chronic {
+        let (disagreeing, resources) = resources
+            .iter()
+            .filter(|r| !r.is_clean())
+            .cloned()
+            .partition(|r| {
+                r.health.is_some_and(|h| {
+                    matches!(h, Health::Suspended | Health::Degraded)
+                        && h.rank() > app_health.rank()
+                })
+            });
         Chronic {
-            resources: resources
-                .iter()
-                .filter(|r| !r.is_clean())
-                .cloned()
-                .collect(),
+            resources,
             hooks: hooks.to_vec(),
+            disagreeing,
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.resources.is_empty() && self.hooks.is_empty()
+        self.resources.is_empty() && self.hooks.is_empty() && self.disagreeing.is_empty()
     }
 
     /// `r` is in the same condition as it was here, and that condition may be chronic: its
@@ -478,6 +494,7 @@ impl Glimpse {
             self.last_operation_phase.as_deref(),
             &self.chronic.resources,
         )
+        .or_else(|| disagreement(self.health, &self.chronic.disagreeing))
     }
 }
 
@@ -510,6 +527,20 @@ pub fn unclean(
     }
 }
 
+/// Why an observation whose app-level health is `app_health` is no clean before when some
+/// resources are less healthy than the app ([`Chronic::disagreeing`]); `None` when none is.
+pub fn disagreement(app_health: Health, disagreeing: &[ResourceView]) -> Option<String> {
+    if disagreeing.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = disagreeing.iter().map(ResourceView::label).collect();
+    Some(format!(
+        "its app health {} is better than its resources' ({}): the Application and its resource tree were read at different moments",
+        app_health.as_str(),
+        named.join(", ")
+    ))
+}
+
 /// `OutOfSync` only through resources that require pruning: at least one resource is not
 /// Synced, and every such one requires pruning.
 fn out_of_sync_only_by_pruning(sync_status: &str, resources: &[ResourceView]) -> bool {
@@ -534,7 +565,7 @@ impl AppSnapshot {
 
     /// What is not clean in this observation (see [`Chronic`]).
     pub fn chronic(&self) -> Chronic {
-        Chronic::of(&self.resources, &self.failed_post_sync_hooks())
+        Chronic::of(&self.resources, &self.failed_post_sync_hooks(), self.health)
     }
 
     /// The revision the last sync operation applied, when it Succeeded: hooks (which Argo CD
@@ -546,7 +577,7 @@ impl AppSnapshot {
             .map(|o| o.revision.clone())
     }
 
-    /// See [`unclean`].
+    /// See [`unclean`] and [`disagreement`].
     pub fn unclean(&self) -> Option<String> {
         unclean(
             &self.sync_status,
@@ -554,6 +585,7 @@ impl AppSnapshot {
             self.last_operation.as_ref().map(|o| o.phase.as_str()),
             &self.resources,
         )
+        .or_else(|| disagreement(self.health, &self.chronic().disagreeing))
     }
 }
 

@@ -3973,3 +3973,47 @@ fn a_baseline_with_chronic_resources_reads_back_from_the_store() {
     let back = through_the_store(&[h.watch(&w).clone()]);
     assert_eq!(&back[0], h.watch(&w));
 }
+
+/// The Application read before its resource tree caught up with it (`--source kube` with
+/// `--argocd-url`: the stored Application still at the parent, Synced and Healthy, while Argo
+/// CD's tree already shows the commit's Deployment Degraded). Argo CD's app health is the worst
+/// of its resources', so the two were read at different moments: the Degraded Deployment is no
+/// chronic condition (the bad commit is not CONFIRMED by excusing its own failure), and the
+/// observation is no clean before (nothing is reverted on it).
+#[test]
+fn a_resource_less_healthy_than_its_app_in_the_before_is_no_chronic_condition() {
+    let before = web_deployment(Snap::new("web"), Health::Degraded).health(Health::Healthy);
+    let (mut h, w, r) = chronic_watch(before);
+    let b = h.watch(&w).baseline().clone();
+    assert!(b.chronic.resources.is_empty(), "{:?}", b.chronic);
+    assert_eq!(b.chronic.disagreeing.len(), 1, "{:?}", b.chronic);
+    let unclean = b.unclean.clone().unwrap_or_default();
+    assert!(
+        unclean.contains("Deployment/default/web=Degraded")
+            && unclean.contains("read at different moments"),
+        "{unclean}"
+    );
+    let after =
+        web_deployment(Snap::new("web").deployed(&r), Health::Degraded).health(Health::Degraded);
+    let out = judged_until_deadline(&mut h, &after);
+    assert_eq!(h.state(&w), State::Fail, "{}", h.reason(&w));
+    assert!(reverts(&out).is_empty(), "{}", h.reason(&w));
+    assert!(
+        h.reason(&w).contains("read at different moments"),
+        "{}",
+        h.reason(&w)
+    );
+    let back = through_the_store(&[h.watch(&w).clone()]);
+    assert_eq!(&back[0], h.watch(&w));
+}
+
+/// The same Degraded Deployment with the app Degraded too (a consistent observation) is a
+/// chronic condition, excused after the commit as before.
+#[test]
+fn a_degraded_resource_with_a_degraded_app_stays_a_chronic_condition() {
+    let before = web_deployment(Snap::new("web"), Health::Degraded).health(Health::Degraded);
+    let (h, w, _r) = chronic_watch(before);
+    let b = h.watch(&w).baseline();
+    assert_eq!(b.chronic.resources.len(), 1, "{:?}", b.chronic);
+    assert!(b.chronic.disagreeing.is_empty(), "{:?}", b.chronic);
+}

@@ -645,6 +645,7 @@ fn idle_observations_survive_a_restart() {
                     message: "CronJob is Suspended".into(),
                 }],
                 hooks: vec!["batch/Job/smoke (Job has reached the specified backoff limit)".into()],
+                disagreeing: Vec::new(),
             },
         },
     ];
