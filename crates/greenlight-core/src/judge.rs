@@ -1348,11 +1348,11 @@ impl Engine {
                 out.extend(self.count_revert(i, &revert_sha, now));
             }
             RevertOutcome::Failed { .. } => {
-                let msg = self.watches[i].reason().to_string();
+                let msg = self.watches[i].reason_text();
                 out.push(self.emit(i, EventKind::RevertFailed, msg, now));
             }
             RevertOutcome::Superseded { .. } => {
-                let msg = self.watches[i].reason().to_string();
+                let msg = self.watches[i].reason_text();
                 out.push(self.emit(i, EventKind::Failed, msg, now));
             }
         }
@@ -1418,8 +1418,8 @@ impl Engine {
 
     /// A verdict; its event says the verdict's words.
     fn finish(&mut self, i: usize, verdict: Verdict, kind: EventKind, now: Timestamp) -> Effect {
-        let msg = verdict.to_string();
         self.watches[i].finish(verdict, now);
+        let msg = self.watches[i].reason_text();
         self.emit(i, kind, msg, now)
     }
 

@@ -621,6 +621,9 @@ fn last_seen(f: &mut fmt::Formatter<'_>, last_observed: Option<Timestamp>) -> fm
     }
 }
 
+/// After the reason of a verdict judged without per-resource health ([`crate::watch::Watch::reason_text`]).
+pub const APP_LEVEL_HEALTH: &str = "; judged on the app-level health alone: Argo CD's per-resource health was not available (it keeps it out of the Application since 3.0; greenlight reads the resource tree when given --argocd-url)";
+
 const SHADOW: &str = "shadow mode: judged only, not reverted";
 /// Before the chronic conditions a watch's health predicate left out
 /// (`docs/verdicts.md#evidence`, condition 3).

@@ -4017,3 +4017,46 @@ fn a_degraded_resource_with_a_degraded_app_stays_a_chronic_condition() {
     assert_eq!(b.chronic.resources.len(), 1, "{:?}", b.chronic);
     assert!(b.chronic.disagreeing.is_empty(), "{:?}", b.chronic);
 }
+
+/// A verdict judged without per-resource health (`--source kube` without `--argocd-url`, Argo
+/// CD ≥ 3.0) says so in its reason — the words `status` shows, the state file keeps and the
+/// verdict's event says — and the state file reads the same watch back.
+#[test]
+fn a_verdict_judged_on_app_level_health_says_so() {
+    let before = web_deployment(Snap::new("web"), Health::Healthy);
+    let (mut h, w, r) = chronic_watch(before);
+    let mut after = web_deployment(Snap::new("web").deployed(&r), Health::Healthy);
+    after.0.resource_health_source = greenlight_core::snapshot::ResourceHealthSource::Unavailable;
+    for res in &mut after.0.resources {
+        res.health = None;
+    }
+    let out = h.observe_every(&after, 2, 150, 10);
+    assert_eq!(h.state(&w), State::Confirmed, "{}", h.reason(&w));
+    let text = h.watch(&w).reason_text();
+    assert!(
+        text.starts_with("confirmed: reached and healthy without a break")
+            && text.ends_with(greenlight_core::reason::APP_LEVEL_HEALTH),
+        "{text}"
+    );
+    let said: Vec<String> = out
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit(ev) if ev.event == greenlight_core::event::EventKind::Confirmed => {
+                Some(ev.message.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said, vec![text.clone()]);
+    let back = through_the_store(&[h.watch(&w).clone()]);
+    assert_eq!(&back[0], h.watch(&w));
+    assert_eq!(back[0].reason_text(), text);
+
+    // With per-resource health, no such words.
+    let before = web_deployment(Snap::new("web"), Health::Healthy);
+    let (mut h, w, r) = chronic_watch(before);
+    let after = web_deployment(Snap::new("web").deployed(&r), Health::Healthy);
+    h.observe_every(&after, 2, 150, 10);
+    assert_eq!(h.state(&w), State::Confirmed);
+    assert_eq!(h.watch(&w).reason_text(), h.reason(&w));
+}

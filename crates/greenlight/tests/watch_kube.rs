@@ -80,6 +80,13 @@ fn a_good_commit_is_confirmed_from_the_kubernetes_api() {
         verdict["evidence"]["resource_health_source"], "unavailable",
         "{verdict}"
     );
+    // And so does the verdict's reason, in the event and in `status`.
+    let note = "judged on the app-level health alone";
+    assert!(
+        verdict["message"].as_str().unwrap_or("").contains(note),
+        "{verdict}"
+    );
+    assert!(w["reason"].as_str().unwrap_or("").contains(note), "{w}");
     assert!(
         !out_of(&wd).contains("a resync of Applications"),
         "{}",

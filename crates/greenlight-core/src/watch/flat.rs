@@ -145,6 +145,12 @@ impl Watch {
             Live::WaitingReach(_) => State::WaitingReach,
             Live::Judging(_) => State::Judging,
         };
+        // The note on a verdict judged on the app-level health is the watch's, not its reason's
+        // (`Watch::reason_text`): read back from what the watch saw.
+        let reason = f
+            .reason
+            .strip_suffix(crate::reason::APP_LEVEL_HEALTH)
+            .unwrap_or(&f.reason);
         let rec = Recorded {
             deadline_ms: f.deadline_ms,
             app: &f.app,
@@ -185,13 +191,13 @@ impl Watch {
                     return Err(fail("a pending revert has no revert_commit yet"));
                 }
                 Phase::Reverting(Reverting {
-                    failure: Failure::retype_reverting(&f.reason, &rec),
+                    failure: Failure::retype_reverting(reason, &rec),
                     at,
                     judged,
                 })
             } else {
                 Phase::Finished(Finished {
-                    verdict: Verdict::retype(f.state, &f.reason, &rec),
+                    verdict: Verdict::retype(f.state, reason, &rec),
                     at,
                     ended: live,
                 })
@@ -230,7 +236,7 @@ impl Watch {
             dry_run: self.dry_run,
             deadline_ms: self.deadline_ms,
             state: self.state(),
-            reason: self.reason().to_string(),
+            reason: self.reason_text(),
             watch_started_at: self.watch_started_at,
             reached_at: self.reached_at(),
             healthy_since: self.healthy_since(),

@@ -399,6 +399,26 @@ impl Watch {
         }
     }
 
+    /// The words `status` shows, the state file keeps and the verdict's event says: the reason
+    /// and, for a verdict after reach whose last judgement had no per-resource health (Argo CD
+    /// ≥ 3.0 keeps it out of the Application and no resource tree was read), that it was judged
+    /// on the app-level health alone ([`crate::reason::APP_LEVEL_HEALTH`]).
+    pub fn reason_text(&self) -> String {
+        let text = self.reason().to_string();
+        if self.judged_on_app_level_health() {
+            format!("{text}{}", crate::reason::APP_LEVEL_HEALTH)
+        } else {
+            text
+        }
+    }
+
+    fn judged_on_app_level_health(&self) -> bool {
+        matches!(self.phase, Phase::Finished(_) | Phase::Reverting(_))
+            && self.reached_at().is_some()
+            && self.seen.resource_health_source.as_deref()
+                == Some(crate::snapshot::ResourceHealthSource::Unavailable.as_str())
+    }
+
     /// Still waiting for reach or being judged: observations, commits and time can move it.
     pub fn is_live(&self) -> bool {
         matches!(self.phase, Phase::WaitingReach(_) | Phase::Judging(_))

@@ -50,7 +50,7 @@ pub fn watch_json(w: &Watch) -> Value {
         "deadline_s": w.deadline_ms / 1000,
         "state": w.state().as_str(),
         // Reasons quote URLs; a state file written before they were redacted must not leak.
-        "reason": greenlight_git::redact(&w.reason().to_string()),
+        "reason": greenlight_git::redact(&w.reason_text()),
         "watch_started_at": ts(Some(w.watch_started_at)),
         "reached_at": ts(w.reached_at()),
         "healthy_since": ts(w.healthy_since()),
@@ -121,7 +121,7 @@ pub fn run(a: StatusArgs) -> Result<ExitCode> {
             mode,
             w.state().as_str(),
             w.watch_started_at.rfc3339(),
-            greenlight_git::redact(&w.reason().to_string())
+            greenlight_git::redact(&w.reason_text())
         );
     }
     if loaded.watches.iter().any(|w| w.dry_run) {

@@ -120,7 +120,7 @@ fn every_watch_of_the_v1_file_written_by_the_old_code_comes_back_intact() {
         assert_eq!(b["dry_run"], w.dry_run);
         assert_eq!(b["deadline_ms"], w.deadline_ms);
         assert_eq!(b["state"], w.state().as_str());
-        assert_eq!(b["reason"], w.reason().to_string());
+        assert_eq!(b["reason"], w.reason_text());
         assert_eq!(b["watch_started_at"], w.watch_started_at.0);
         assert_eq!(b["reached_at"].as_i64(), ms(w.reached_at()));
         assert_eq!(b["healthy_since"].as_i64(), ms(w.healthy_since()));
