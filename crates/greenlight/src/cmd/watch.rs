@@ -26,10 +26,10 @@ pub enum SourceKind {
 }
 
 #[derive(Args, Clone)]
+// Whether `--argocd-url` is required depends on `--source`, which may come from the environment
+// or the config file (`cmd::config`): `config_from` says so, not clap.
 #[command(mut_arg("argocd_url", |a| a
     .required(false)
-    .required_unless_present("source")
-    .required_if_eq("source", "argocd")
     .help("Argo CD API server, e.g. https://argocd.example.com (required with --source argocd; with --source kube, where resource trees are read)")))]
 pub struct WatchArgs {
     /// The remote to watch: a URL, or a bare repository's path. Credentials in URLs are redacted;
@@ -275,7 +275,11 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
                 }
             }
             SourceSpec::ArgoCd {
-                argocd: argocd.ok_or_else(|| usage("--argocd-url is required"))?,
+                argocd: argocd.ok_or_else(|| {
+                    usage(
+                        "--argocd-url is required with --source argocd (the default); with --source kube it is optional",
+                    )
+                })?,
                 listing_limit_bytes,
             }
         }
