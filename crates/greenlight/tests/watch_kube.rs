@@ -316,6 +316,21 @@ fn argocd_url_stays_required_with_the_rest_source_and_a_bad_kubeconfig_is_named(
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("kubeconfig /nonexistent/kubeconfig"), "{err}");
+    // `--source` from the environment (or a config file) is read before --argocd-url is
+    // required: kube's kubeconfig is what is missing here.
+    let out = std::process::Command::new(BIN)
+        .args(["watch", "--repo", "/nonexistent/repo", "--state"])
+        .arg(std::env::temp_dir().join("greenlight-kube-cli-test.db"))
+        .args(["--kubeconfig", "/nonexistent/kubeconfig", "--once"])
+        .env("GREENLIGHT_SOURCE", "kube")
+        .output()
+        .expect("run greenlight");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("kubeconfig /nonexistent/kubeconfig") && !err.contains("--argocd-url"),
+        "{err}"
+    );
     let out = run(&[
         "--argocd-url",
         "http://127.0.0.1:9",
