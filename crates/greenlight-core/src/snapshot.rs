@@ -203,10 +203,10 @@ pub struct Chronic {
     /// (labelled as [`ReachVia::PostSyncHookFailed`] labels them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<String>,
-    /// Resources Suspended or Degraded while the app-level health of the same observation was
-    /// better. Argo CD's app health is the worst of its resources' (gitops-engine
-    /// `health.IsWorse`; only Missing is left out since 3.4), so such an observation joins an
-    /// Application and a resource tree read at different moments
+    /// Resources Degraded while the app-level health of the same observation was better. Argo
+    /// CD's app health is the worst of its resources' (gitops-engine `health.IsWorse`; Missing
+    /// is left out since 3.4), so such an observation joins an Application and a resource tree
+    /// read at different moments
     /// (the tree already showing what the next sync did): these are never chronic, never
     /// excused, and the observation is no clean before ([`unclean`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -223,10 +223,8 @@ impl Chronic {
             .filter(|r| !r.is_clean())
             .cloned()
             .partition(|r| {
-                r.health.is_some_and(|h| {
-                    matches!(h, Health::Suspended | Health::Degraded)
-                        && h.rank() > app_health.rank()
-                })
+                r.health
+                    .is_some_and(|h| h == Health::Degraded && h.rank() > app_health.rank())
             });
         Chronic {
             resources,
