@@ -159,6 +159,12 @@ fn create_whole(path: &Path) -> Result<()> {
     let linked = created.and_then(|()| match std::fs::hard_link(&temp, path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        // A file system without hard links (some network shares): a rename, which the state
+        // lock the caller holds keeps from racing another creator.
+        Err(_) if !path.exists() => std::fs::rename(&temp, path).map_err(|e| {
+            anyhow::Error::new(e)
+                .context(format!("cannot create the state file {}", path.display()))
+        }),
         Err(e) => Err(anyhow::Error::new(e)
             .context(format!("cannot create the state file {}", path.display()))),
     });
