@@ -23,6 +23,9 @@ const POLL: Duration = Duration::from_millis(50);
 pub struct Sandbox {
     pub proc: Proc,
     pub url: String,
+    /// The `TMPDIR` of a sandbox the kit spawned: its private clone lives there, and a sandbox
+    /// the kit kills cannot remove it, so it goes with this (after `proc`, dropped first).
+    pub tmp: Option<tempfile::TempDir>,
 }
 
 impl Sandbox {
@@ -51,7 +54,12 @@ impl Sandbox {
     /// `bin` with exactly `args` (starting with `sandbox`), in `dir` when given.
     #[track_caller]
     pub fn spawn(bin: impl AsRef<OsStr>, dir: Option<&Path>, args: &[&str]) -> Sandbox {
-        Self::wait_listening(Proc::spawn_in(bin, dir, args, &[]))
+        let tmp = tempfile::tempdir().expect("a temporary directory for the sandbox");
+        let tmpdir = tmp.path().display().to_string();
+        let mut sandbox =
+            Self::wait_listening(Proc::spawn_in(bin, dir, args, &[("TMPDIR", &tmpdir)]));
+        sandbox.tmp = Some(tmp);
+        sandbox
     }
 
     /// Waits for an already spawned sandbox to print its URL.
@@ -59,7 +67,11 @@ impl Sandbox {
     pub fn wait_listening(proc: Proc) -> Sandbox {
         let line = proc.wait_line(LISTENING, START);
         let url = line.split(LISTENING).nth(1).unwrap().trim().to_owned();
-        Sandbox { proc, url }
+        Sandbox {
+            proc,
+            url,
+            tmp: None,
+        }
     }
 
     /// POSTs to a path of the sandbox's own control API (`/sandbox/v1/...`).
@@ -229,6 +241,7 @@ mod tests {
         let sb = Sandbox {
             proc: Proc::spawn("sh", ["-c", "exec sleep 600"], &[]),
             url,
+            tmp: None,
         };
         let answer = sb.patch_app("web", r#"{"spec":{"info":[]}}"#, "merge");
         assert_eq!((answer.status, answer.body.as_str()), (200, "{}"));
