@@ -4,7 +4,7 @@
 //! anything about a watch.
 
 use crate::lock::lock_state;
-use crate::store::{Store, Write};
+use crate::store::{SqliteStore, Write};
 use anyhow::Result;
 use greenlight_core::judge::{Effect, Engine, JudgeConfig};
 use greenlight_core::time::Timestamp;
@@ -20,7 +20,7 @@ pub enum Reset {
 }
 
 /// Reset the breaker of the state file `state`, opened as `store`.
-pub fn reset(store: &mut Store, state: &Path, now: Timestamp) -> Result<Reset> {
+pub fn reset(store: &mut SqliteStore, state: &Path, now: Timestamp) -> Result<Reset> {
     let _lock = match lock_state(state) {
         Ok(lock) => lock,
         Err(e) if e.is::<crate::UsageError>() => {

@@ -31,7 +31,59 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// How often the running daemon prunes, at most.
 const PRUNE_EVERY_MS: i64 = 3_600_000;
 
-pub struct Store {
+/// What the runtime, `status`, `breaker reset` and `state export/import` need of a place that
+/// keeps the watchdog's state: [`SqliteStore`] (`--state <file>`, the embedded default) or the
+/// cluster's custom resources (`--store kube`). Each call is
+/// complete when it returns: a step's [`Write`] is atomic, or ordered so that a crash between
+/// two of its parts loses no verdict and pushes no second revert (each store says how).
+pub trait Store: Send {
+    /// Where the state is, for messages: `state file /var/lib/greenlight/state.db`.
+    fn describe(&self) -> String;
+    /// Record which repository and branch this state belongs to; state is never reused
+    /// silently for another repository.
+    fn bind(&mut self, repo: &str, branch: &str) -> Result<()>;
+    /// Every retained watch, finished or not, and the rest of the state: what `status` shows.
+    fn load(&mut self) -> Result<Loaded>;
+    /// What the daemon resumes from (see [`SqliteStore::load_resume`]).
+    fn load_resume(&mut self, reopen_since: Option<i64>) -> Result<Resume>;
+    /// Write one step.
+    fn write(&mut self, w: Write<'_>) -> Result<()>;
+    /// The daemon's retention (see [`SqliteStore::prune_due`]).
+    fn prune_due(&mut self, now: Timestamp, retain_ms: i64) -> Result<Option<Pruned>>;
+    /// Leave a breaker reset for the running daemon to apply.
+    fn request_breaker_reset(&mut self, at: i64) -> Result<()>;
+    /// Whether a reset request is pending.
+    fn breaker_reset_requested(&mut self) -> Result<bool>;
+}
+
+impl Store for SqliteStore {
+    fn describe(&self) -> String {
+        format!("state file {}", self.path.display())
+    }
+    fn bind(&mut self, repo: &str, branch: &str) -> Result<()> {
+        SqliteStore::bind(self, repo, branch)
+    }
+    fn load(&mut self) -> Result<Loaded> {
+        SqliteStore::load(self)
+    }
+    fn load_resume(&mut self, reopen_since: Option<i64>) -> Result<Resume> {
+        SqliteStore::load_resume(self, reopen_since)
+    }
+    fn write(&mut self, w: Write<'_>) -> Result<()> {
+        SqliteStore::write(self, w)
+    }
+    fn prune_due(&mut self, now: Timestamp, retain_ms: i64) -> Result<Option<Pruned>> {
+        SqliteStore::prune_due(self, now, retain_ms)
+    }
+    fn request_breaker_reset(&mut self, at: i64) -> Result<()> {
+        SqliteStore::request_breaker_reset(self, at)
+    }
+    fn breaker_reset_requested(&mut self) -> Result<bool> {
+        SqliteStore::breaker_reset_requested(self)
+    }
+}
+
+pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
     /// The version of the file as opened; below `SCHEMA_VERSION` only for a reader.
@@ -153,7 +205,7 @@ fn create_whole(path: &Path) -> Result<()> {
         }
     };
     remove_temp();
-    let created = Store::open_whole(&temp)
+    let created = SqliteStore::open_whole(&temp)
         .map(drop)
         .with_context(|| format!("cannot create the state file {}", path.display()));
     let linked = created.and_then(|()| match std::fs::hard_link(&temp, path) {
@@ -257,10 +309,10 @@ mod migrate {
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// Open for the daemon, creating the file when missing and migrating it to the current
     /// schema, in one transaction. A schema newer than this build's is an error.
-    pub fn open_or_create(path: &Path) -> Result<Store> {
+    pub fn open_or_create(path: &Path) -> Result<SqliteStore> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
@@ -280,7 +332,7 @@ impl Store {
 
     /// [`Store::open_or_create`] of a file that exists (or, from [`create_whole`], of the new
     /// file under its temporary name).
-    fn open_whole(path: &Path) -> Result<Store> {
+    fn open_whole(path: &Path) -> Result<SqliteStore> {
         let cannot_open = || format!("cannot open the state file {}", path.display());
         let mut conn = Connection::open(path).with_context(cannot_open)?;
         // The first statements are where SQLite first reads the file: a file that is no
@@ -327,7 +379,7 @@ impl Store {
             // A new file is created, not migrated.
             (found > 0 && found < SCHEMA_VERSION).then_some(found)
         };
-        Ok(Store {
+        Ok(SqliteStore {
             conn,
             path: path.to_path_buf(),
             schema: SCHEMA_VERSION,
@@ -341,7 +393,7 @@ impl Store {
     /// beside a daemon of an older build that still writes the old schema. Any version from 1
     /// to `SCHEMA_VERSION` is read through the same records; only the daemon's own queries
     /// (`load_live`, `prune`, watch writes) need the current one.
-    pub fn open_existing(path: &Path, read_only: bool) -> Result<Store> {
+    pub fn open_existing(path: &Path, read_only: bool) -> Result<SqliteStore> {
         if !path.is_file() {
             bail!(
                 "state file {} does not exist (is this the --state the watchdog runs with?)",
@@ -368,7 +420,7 @@ impl Store {
                 path.display()
             );
         }
-        Ok(Store {
+        Ok(SqliteStore {
             conn,
             path: path.to_path_buf(),
             schema,

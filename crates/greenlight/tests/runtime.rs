@@ -8,7 +8,7 @@ use greenlight::metrics::Probe;
 use greenlight::output::{LogFormat, Output};
 use greenlight::runtime::seams::{AppSource, Context, Jobs, Repository, RevertExecutor};
 use greenlight::runtime::{DaemonConfig, Runtime, Start};
-use greenlight::store::Store;
+use greenlight::store::SqliteStore;
 use greenlight_core::directive::AppRef;
 use greenlight_core::event::{Event, EventKind};
 use greenlight_core::judge::{CommitInfo, RevertOutcome, RevertRequest};
@@ -376,7 +376,7 @@ impl Harness {
             branch: "main".into(),
             branch_is_default: true,
             tip,
-            store: Store::open_or_create(&cfg.state).unwrap(),
+            store: Box::new(SqliteStore::open_or_create(&cfg.state).unwrap()),
             deliveries,
             announce: false,
         };
@@ -615,7 +615,7 @@ async fn an_armed_commit_degraded_at_its_deadline_is_reverted_once_by_a_job() {
     h.stop().await;
 
     // The verdict and the revert are in the store.
-    let store = Store::open_existing(&dir.path().join("state.db"), true).unwrap();
+    let store = SqliteStore::open_existing(&dir.path().join("state.db"), true).unwrap();
     let loaded = store.load().unwrap();
     let w = loaded.watches.iter().find(|w| w.commit == sha(2)).unwrap();
     assert_eq!(w.state().as_str(), "REVERTED");
@@ -1164,7 +1164,7 @@ async fn a_breaker_reset_requested_while_the_runtime_runs_is_applied_at_the_next
     let state = cfg.state.clone();
     let mut h = Harness::start(repo.clone(), cfg).await;
     // `greenlight breaker reset` while a watchdog holds the state: it leaves a request.
-    let reader = Store::open_existing(&state, false).unwrap();
+    let reader = SqliteStore::open_existing(&state, false).unwrap();
     reader.request_breaker_reset(T0).unwrap();
     let reset = h
         .expect(EventKind::BreakerReset, Duration::from_secs(11))

@@ -1,7 +1,7 @@
 //! Existing state files: watch bodies as greenlight has always written them load through the
 //! store, show the same state and reason, and are written back byte for byte.
 
-use greenlight::store::{Store, Write};
+use greenlight::store::{SqliteStore, Write};
 use rusqlite::params;
 
 /// One body per state and verdict, recorded from the judge (see the core test that owns them).
@@ -32,7 +32,7 @@ fn bodies() -> Vec<(String, String)> {
 fn recorded_watch_bodies_load_and_are_written_back_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
-    let mut store = Store::open_or_create(&path).unwrap();
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
     let bodies = bodies();
     {
         // As an older greenlight left them.
@@ -95,7 +95,7 @@ fn recorded_watch_bodies_load_and_are_written_back_byte_for_byte() {
 fn a_body_that_contradicts_its_state_is_refused_naming_the_watch() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
-    let store = Store::open_or_create(&path).unwrap();
+    let store = SqliteStore::open_or_create(&path).unwrap();
     let (_, body) = bodies()
         .into_iter()
         .find(|(l, _)| l == "judging_streak")

@@ -4,7 +4,7 @@
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use greenlight::breaker::Reset;
-use greenlight::store::Store;
+use greenlight::store::SqliteStore;
 use greenlight_core::judge::Watch;
 use greenlight_core::time::Timestamp;
 use serde_json::{Value, json};
@@ -60,8 +60,8 @@ pub fn watch_json(w: &Watch) -> Value {
 }
 
 pub fn run(a: StatusArgs) -> Result<ExitCode> {
-    let store =
-        Store::open_existing(&a.state, true).map_err(|e| crate::cmd::usage(format!("{e:#}")))?;
+    let store = SqliteStore::open_existing(&a.state, true)
+        .map_err(|e| crate::cmd::usage(format!("{e:#}")))?;
     let loaded = store.load()?;
     if a.json {
         let doc = json!({
@@ -132,8 +132,8 @@ pub fn run(a: StatusArgs) -> Result<ExitCode> {
 
 pub fn run_breaker(a: BreakerArgs) -> Result<ExitCode> {
     let BreakerAction::Reset { state } = a.action;
-    let mut store =
-        Store::open_existing(&state, false).map_err(|e| crate::cmd::usage(format!("{e:#}")))?;
+    let mut store = SqliteStore::open_existing(&state, false)
+        .map_err(|e| crate::cmd::usage(format!("{e:#}")))?;
     let now = greenlight::clock::Clock::now(&greenlight::clock::SystemClock);
     match greenlight::breaker::reset(&mut store, &state, now)? {
         Reset::Applied => outln!("breaker reset: reverts are allowed again"),

@@ -35,7 +35,7 @@ use once::OnceCycle;
 use crate::clock::Clock;
 use crate::metrics::{Gap, Metrics};
 use crate::output::Output;
-use crate::store::{Store, Write};
+use crate::store::{SqliteStore, Store, Write};
 use anyhow::{Result, anyhow};
 use greenlight_core::commit::CommitId;
 use greenlight_core::directive::AppRef;
@@ -59,7 +59,7 @@ const DELIVERED_KEPT: usize = 100_000;
 pub struct Runtime {
     cfg: DaemonConfig,
     ctx: Context,
-    store: Store,
+    store: Box<dyn Store>,
     engine: Engine,
     branch: String,
     /// The last tip whose commits were all handed to the judge.
@@ -98,7 +98,7 @@ pub struct Start {
     pub branch: String,
     pub branch_is_default: bool,
     pub tip: String,
-    pub store: Store,
+    pub store: Box<dyn Store>,
     pub deliveries: mpsc::Receiver<SourceMsg>,
     /// Print the `watching <repo> <branch> from <sha>` line.
     pub announce: bool,
@@ -129,7 +129,7 @@ pub async fn start_metered(
         &crate::metrics::source_label(source.app.name()),
         cfg.fetch_interval,
     );
-    let store = Store::open_or_create(&cfg.state)?;
+    let mut store: Box<dyn Store> = Box::new(SqliteStore::open_or_create(&cfg.state)?);
     let (repo, branch, branch_is_default) = open_repo(&cfg, cfg.data_dir.join("repo")).await?;
     store.bind(&cfg.repo.redacted(), &branch)?;
     let tip = {

@@ -8,7 +8,7 @@ use super::*;
 /// the tip alone), one listing, one judgement of each watch.
 pub async fn once(cfg: DaemonConfig, source: Source, out: Output) -> Result<OnceSummary> {
     use anyhow::Context as _;
-    let store = Store::open_or_create(&cfg.state)?;
+    let store: Box<dyn Store> = Box::new(SqliteStore::open_or_create(&cfg.state)?);
     let (repo, branch, branch_is_default) = open_repo(&cfg, cfg.data_dir.join("repo"))
         .await
         .context("self-check: the repository")?;

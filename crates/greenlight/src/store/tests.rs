@@ -106,7 +106,7 @@ fn every_watch_of_the_v1_file_written_by_the_old_code_comes_back_intact() {
         assert!(states.contains(&needed), "{needed:?} in {states:?}");
     }
 
-    let store = Store::open_or_create(&path).unwrap();
+    let store = SqliteStore::open_or_create(&path).unwrap();
     let loaded = store.load().unwrap();
     assert_eq!(loaded.watches.len(), want.len());
     for w in &loaded.watches {
@@ -200,7 +200,7 @@ fn open_or_create_migrates_a_v1_file_to_v2_and_a_second_open_is_a_no_op() {
     let events_before = dump(&path, "events");
     let old = bodies(&path);
 
-    let store = Store::open_or_create(&path).unwrap();
+    let store = SqliteStore::open_or_create(&path).unwrap();
     assert_eq!(store.migrated_from(), Some(1));
     drop(store);
     assert_eq!(meta_of(&path, "schema_version").as_deref(), Some("2"));
@@ -237,7 +237,7 @@ fn open_or_create_migrates_a_v1_file_to_v2_and_a_second_open_is_a_no_op() {
         .iter()
         .map(|t| dump(&path, t))
         .collect();
-    let store = Store::open_or_create(&path).unwrap();
+    let store = SqliteStore::open_or_create(&path).unwrap();
     assert_eq!(store.migrated_from(), None);
     drop(store);
     let again: Vec<Vec<String>> = ["meta", "watches", "events"]
@@ -251,11 +251,11 @@ fn open_or_create_migrates_a_v1_file_to_v2_and_a_second_open_is_a_no_op() {
 fn a_new_file_goes_through_every_step_and_matches_a_migrated_one() {
     let dir = tempfile::tempdir().unwrap();
     let fresh = dir.path().join("fresh.db");
-    let store = Store::open_or_create(&fresh).unwrap();
+    let store = SqliteStore::open_or_create(&fresh).unwrap();
     assert_eq!(store.migrated_from(), None, "created, not migrated");
     drop(store);
     let migrated = fixture_copy(dir.path(), "migrated.db");
-    Store::open_or_create(&migrated).unwrap();
+    SqliteStore::open_or_create(&migrated).unwrap();
     assert_eq!(
         meta_of(&fresh, "schema_version"),
         Some(SCHEMA_VERSION.to_string())
@@ -282,7 +282,7 @@ fn a_reader_reads_a_v1_file_through_the_same_records_without_writing_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = fixture_copy(dir.path(), "state.db");
     let bytes = std::fs::read(&path).unwrap();
-    let store = Store::open_existing(&path, true).unwrap();
+    let store = SqliteStore::open_existing(&path, true).unwrap();
     let old = store.load().unwrap();
     // The daemon's own queries need the new columns, and say how to get them.
     let err = store.load_live().err().unwrap().to_string();
@@ -294,7 +294,10 @@ fn a_reader_reads_a_v1_file_through_the_same_records_without_writing_it() {
     assert_eq!(std::fs::read(&path).unwrap(), bytes, "the reader wrote");
 
     let migrated = fixture_copy(dir.path(), "migrated.db");
-    let new = Store::open_or_create(&migrated).unwrap().load().unwrap();
+    let new = SqliteStore::open_or_create(&migrated)
+        .unwrap()
+        .load()
+        .unwrap();
     assert_eq!(old.watches, new.watches);
     assert_eq!(old.breaker, new.breaker);
     assert_eq!((old.tip, old.baseline), (new.tip, new.baseline));
@@ -304,7 +307,7 @@ fn a_reader_reads_a_v1_file_through_the_same_records_without_writing_it() {
 fn breaker_reset_on_a_v1_file_writes_the_breaker_but_never_a_watch() {
     let dir = tempfile::tempdir().unwrap();
     let path = fixture_copy(dir.path(), "state.db");
-    let mut store = Store::open_existing(&path, false).unwrap();
+    let mut store = SqliteStore::open_existing(&path, false).unwrap();
     let watches = store.load().unwrap().watches;
     store
         .write(Write {
@@ -337,9 +340,9 @@ fn a_newer_schema_is_refused_naming_the_file_and_both_versions() {
         .unwrap();
     let before = dump(&path, "watches");
     for err in [
-        Store::open_or_create(&path).err().unwrap(),
-        Store::open_existing(&path, true).err().unwrap(),
-        Store::open_existing(&path, false).err().unwrap(),
+        SqliteStore::open_or_create(&path).err().unwrap(),
+        SqliteStore::open_existing(&path, true).err().unwrap(),
+        SqliteStore::open_existing(&path, false).err().unwrap(),
     ] {
         let msg = format!("{err:#}");
         assert!(msg.contains(&path.display().to_string()), "{msg}");
@@ -365,7 +368,7 @@ fn a_migration_that_cannot_read_a_body_leaves_the_file_as_it_was() {
         .iter()
         .map(|t| dump(&path, t))
         .collect();
-    let err = format!("{:#}", Store::open_or_create(&path).err().unwrap());
+    let err = format!("{:#}", SqliteStore::open_or_create(&path).err().unwrap());
     assert!(
         err.contains(&id) && err.contains("from state schema version 1 to 2"),
         "{err}"
@@ -382,8 +385,8 @@ fn a_migration_that_cannot_read_a_body_leaves_the_file_as_it_was() {
 fn a_breaker_reset_request_survives_until_the_write_that_applies_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
-    let mut store = Store::open_or_create(&path).unwrap();
-    Store::open_existing(&path, false)
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
+    SqliteStore::open_existing(&path, false)
         .unwrap()
         .request_breaker_reset(1)
         .unwrap();
@@ -392,7 +395,7 @@ fn a_breaker_reset_request_survives_until_the_write_that_applies_it() {
     // persisted leaves it pending.
     store.write(Write::default()).unwrap();
     drop(store);
-    let mut store = Store::open_or_create(&path).unwrap();
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
     assert!(store.breaker_reset_requested().unwrap());
     store
         .write(Write {
@@ -466,7 +469,7 @@ fn event_times(path: &Path) -> Vec<i64> {
 fn prune_removes_finished_watches_past_the_cutoff_with_their_events_and_keeps_live_ones() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
-    let mut store = Store::open_or_create(&path).unwrap();
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
     let done_old = watch(1, "web", "CONFIRMED", 10, Some(100));
     let pending_old = watch_with(2, "api", "FAIL", 20, Some(100), true);
     let live_old = watch(3, "other", "JUDGING", 50, None);
@@ -568,7 +571,7 @@ fn prune_removes_finished_watches_past_the_cutoff_with_their_events_and_keeps_li
 fn the_daemon_prunes_at_its_first_call_then_at_most_once_an_hour() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
-    let mut store = Store::open_or_create(&path).unwrap();
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
     let day = 86_400_000;
     let t0 = 100 * day;
     let retain = 30 * day;
@@ -600,7 +603,7 @@ fn a_failed_prune_is_tried_again_an_hour_later_not_at_every_tick() {
     let dir = tempfile::tempdir().unwrap();
     // A v1 file opened without migrating cannot be pruned: a failure that is easy to make.
     let path = fixture_copy(dir.path(), "state.db");
-    let mut store = Store::open_existing(&path, false).unwrap();
+    let mut store = SqliteStore::open_existing(&path, false).unwrap();
     let t0 = Timestamp(1_000_000_000);
     assert!(store.prune_due(t0, 1).is_err());
     assert_eq!(store.prune_due(t0.plus_ms(60_000), 1).unwrap(), None);
@@ -649,7 +652,7 @@ fn idle_observations_survive_a_restart() {
             },
         },
     ];
-    let mut store = Store::open_or_create(&path).unwrap();
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
     store
         .write(Write {
             idle: &[(key("web"), seen.clone()), (key("api"), seen[..1].to_vec())],
@@ -669,7 +672,7 @@ fn idle_observations_survive_a_restart() {
             [],
         )
         .unwrap();
-    let store = Store::open_or_create(&path).unwrap();
+    let store = SqliteStore::open_or_create(&path).unwrap();
     assert_eq!(store.load_live().unwrap().idle, vec![(key("web"), seen)]);
 }
 
@@ -688,7 +691,7 @@ fn arrived_commits_survive_a_restart_in_order() {
         // Every other one a revert: what it reverts is kept too.
         reverts: (n % 2 == 1).then(|| CommitId::parse(&format!("{:040x}", n + 2_000_000)).unwrap()),
     };
-    let mut store = Store::open_or_create(&path).unwrap();
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
     let first: Vec<Arrived> = (0..3).map(commit).collect();
     store
         .write(Write {
@@ -714,7 +717,7 @@ fn arrived_commits_survive_a_restart_in_order() {
             [],
         )
         .unwrap();
-    let store = Store::open_or_create(&path).unwrap();
+    let store = SqliteStore::open_or_create(&path).unwrap();
     let kept = store.load_live().unwrap().arrived;
     assert_eq!(
         kept.len(),
@@ -727,7 +730,7 @@ fn arrived_commits_survive_a_restart_in_order() {
     sql(&path)
         .execute("UPDATE meta SET value = 'x' WHERE key = 'arrived_next'", [])
         .unwrap();
-    let mut store = Store::open_or_create(&path).unwrap();
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
     let newest = commit(ARRIVED_KEPT + 7);
     store
         .write(Write {
@@ -751,13 +754,13 @@ fn a_new_state_file_appears_whole() {
             std::thread::spawn(move || {
                 loop {
                     if path.exists() {
-                        return Store::open_existing(&path, true).map(drop);
+                        return SqliteStore::open_existing(&path, true).map(drop);
                     }
                     std::thread::yield_now();
                 }
             })
         };
-        let store = Store::open_or_create(&path).unwrap();
+        let store = SqliteStore::open_or_create(&path).unwrap();
         assert_eq!(store.schema, SCHEMA_VERSION);
         let seen = reader.join().unwrap();
         assert!(seen.is_ok(), "round {round}: {:#}", seen.unwrap_err());
