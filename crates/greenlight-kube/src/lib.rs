@@ -8,10 +8,18 @@
 //! - [`events`]: every watch transition also an `events.k8s.io/v1` Event regarding its
 //!   Application, aggregated into series as client-go does, written by a task of its own
 //!   (`docs/events.md`).
+//! - [`lease`]: leader election on a `coordination.k8s.io/v1` Lease (client-go's semantics on
+//!   monotonic clocks), a [`lease::Leadership`] with its deadline and a [`lease::Guard`] thread
+//!   that acts when it passes, and who leads for probes and metrics.
 
 pub mod client;
 pub mod events;
+pub mod lease;
 pub mod source;
 
 pub use client::{ClientError, client};
+pub use lease::{
+    Guard, LeaderObserver, Leadership, LeaseConfig, LeaseConfigError, LeaseElector, LeaseError,
+    LostReason, MonotonicClock, Role, SystemClock,
+};
 pub use source::{KubeSource, KubeSourceOptions, application_resource};

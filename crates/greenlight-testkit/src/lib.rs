@@ -17,6 +17,8 @@
 //!   etcd compaction.
 //! - [`kubectl`]: real kubectl (installed by `scripts/test`) rendering kustomizations with
 //!   `kubectl kustomize`.
+//! - [`proxy`]: a TCP proxy on a loopback port whose `cut()` partitions its clients from their
+//!   server (connections stay open, bytes are held) until `heal()`.
 //! - [`pre_commit`]: real pre-commit (installed by `scripts/test`) run with an isolated git
 //!   environment and a pre-commit home of the test's.
 //! - [`prometheus`]: a real Prometheus (Debian's binary) on a loopback port, scraping an
@@ -44,6 +46,7 @@ pub mod kubectl;
 pub mod pre_commit;
 pub mod process;
 pub mod prometheus;
+pub mod proxy;
 pub mod registry;
 pub mod sandbox;
 pub mod watch;
@@ -55,6 +58,7 @@ pub use http::{Response, SilentServer, http_get, http_post, http_request, http_s
 pub use kube::KubeApiserver;
 pub use process::Proc;
 pub use prometheus::{BasicAuthUser, Exporter, Prometheus};
+pub use proxy::TcpProxy;
 pub use registry::{ManifestKind, Registry};
 pub use sandbox::{Sandbox, healthy_at};
 pub use watch::{TERMINAL_STATES, Watchdog, status_json, wait_state, watch_args, watch_of};
