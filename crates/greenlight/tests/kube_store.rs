@@ -441,13 +441,56 @@ fn another_writer_is_a_conflict_and_nothing_after_it_is_written() {
     );
     assert_eq!(dog(&kube)["state"]["tip"], sha(1).to_string());
 
+    // What a hand (or a newer build) left that does not read: a memory entry is left out
+    // (an idle app: no baseline; an arrived commit: what came before it), a watch's body is an
+    // error naming its object.
+    kube.kubectl_ok(&[
+        "patch",
+        "watchdog",
+        "greenlight",
+        "-n",
+        NS,
+        "--type=merge",
+        "-p",
+        &serde_json::json!({"memory": {
+            "idle": serde_json::json!({
+                "argocd/web": [idle('a', Health::Healthy)],
+                "argocd/broken": "not observations",
+            }).to_string(),
+            "arrived": serde_json::json!([arrived(1), "broken", arrived(2), arrived(3)]).to_string(),
+        }})
+        .to_string(),
+    ]);
+    let r = store(&kube).load_resume(None).unwrap();
+    assert_eq!(r.idle, vec![(key("web"), vec![idle('a', Health::Healthy)])]);
+    assert_eq!(r.arrived, vec![arrived(2), arrived(3)]);
+    kube.kubectl_ok(&[
+        "patch",
+        "watch",
+        &object_of(&ws[0]),
+        "-n",
+        NS,
+        "--type=merge",
+        "-p",
+        r#"{"record":{"body":"not json"}}"#,
+    ]);
+    let err = format!("{:#}", store(&kube).load_resume(None).err().unwrap());
+    assert!(
+        err.contains(&format!(
+            "watches.greenlight.dev gl/{} cannot be read",
+            object_of(&ws[0])
+        )),
+        "{err}"
+    );
+    kube.kubectl_ok(&["delete", "watch", &object_of(&ws[0]), "-n", NS]);
+
     // A watch this store did not know exists already: another writer created it.
     let mut fresh = store(&kube);
     let err = format!(
         "{:#}",
         fresh
             .write(Write {
-                watches: &ws[..1],
+                watches: &ws[1..2],
                 ..Write::default()
             })
             .unwrap_err()
@@ -564,6 +607,25 @@ fn a_missing_crd_and_a_missing_store_are_named() {
     );
     let err = format!("{:#}", s.request_breaker_reset(1).unwrap_err());
     assert!(err.contains("does not exist"), "{err}");
+    // The runtime calls the store from inside its tokio runtime (here one with a single
+    // thread, the strictest): requests run on the store's own, and it drops there too.
+    let inside = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let loaded = inside.block_on(async {
+        let mut s = store(&kube);
+        s.bind(REPO, "main").unwrap();
+        s.write(Write {
+            tip: Some(sha(1).as_ref()),
+            ..Write::default()
+        })
+        .unwrap();
+        let loaded = s.load().unwrap();
+        drop(s);
+        loaded
+    });
+    assert_eq!(loaded.tip, Some(sha(1).to_string()));
     let bad = KubeStore::connect(Some(kube.kubeconfig()), Some(NS), "Not_A_Name");
     assert!(bad.is_err());
     let missing = KubeStore::connect(Some(Path::new("/nonexistent/kubeconfig")), None, "x");
