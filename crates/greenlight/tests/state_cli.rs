@@ -5,6 +5,8 @@
 //! imported into a new file losslessly; an import into a store that is not empty refused; a
 //! breaker reset left as a request; the flags' usage errors.
 
+mod common;
+use common::{GOOD2, Repo, sandbox, trailer, watchdog};
 use greenlight::store::{SqliteStore, Write};
 use greenlight_core::commit::CommitId;
 use greenlight_core::judge::{Arrived, Idle};
@@ -15,7 +17,7 @@ use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_greenlight");
+const BIN: &str = common::BIN;
 const CRDS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../deploy/helm/greenlight/crds"
@@ -295,4 +297,77 @@ fn the_store_flags_are_exactly_one_of_state_and_store_kube() {
         !Path::new(f).exists(),
         "nothing created for a refused document"
     );
+}
+
+/// The state a real `greenlight watch` run left (a CONFIRMED watch, the app's idle
+/// observations, the arrived commit) moves into the cluster and shows the same there.
+#[test]
+fn a_watchdogs_state_file_moves_into_the_cluster() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let mut wd = watchdog(&repo, &sb.url, &[], &[]);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1.0\n\n{}", trailer("web", "30", "arm")),
+    );
+    wd.wait_state(&c, "CONFIRMED", std::time::Duration::from_secs(60));
+    wd.proc.sigterm();
+    assert!(
+        wd.proc
+            .wait_exit(std::time::Duration::from_secs(30))
+            .success()
+    );
+    let state = repo.path("state/greenlight.db");
+    let f = state.to_str().unwrap();
+    let doc = ok(&["state", "export", "--state", f], None);
+    let v: Value = serde_json::from_str(&doc).unwrap();
+    assert_eq!(v["watches"].as_array().unwrap().len(), 1);
+    assert_eq!(v["watches"][0]["state"], "CONFIRMED");
+    assert!(!v["idle"].as_object().unwrap().is_empty(), "{v}");
+    assert!(
+        v["arrived"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["sha"] == c.as_str()),
+        "{v}"
+    );
+
+    let kube = KubeApiserver::start_with_namespaces(&[NS]);
+    kube.kubectl_ok(&["apply", "-f", CRDS]);
+    kube.wait_until("the CRDs are served", || {
+        kube.kubectl(&[
+            "get",
+            "watchdogs.greenlight.dev,watches.greenlight.dev",
+            "-n",
+            NS,
+        ])
+        .status
+        .success()
+    });
+    let kc = kube.kubeconfig().to_str().unwrap();
+    let kube_flags = [
+        "--store",
+        "kube",
+        "--kubeconfig",
+        kc,
+        "--store-namespace",
+        NS,
+    ];
+    let with = |cmd: &[&str]| -> Vec<String> {
+        cmd.iter()
+            .chain(kube_flags.iter())
+            .map(|s| s.to_string())
+            .collect()
+    };
+    ok(&args(&with(&["state", "import", "-"])), Some(&doc));
+    assert_eq!(
+        ok(&args(&with(&["status", "--json"])), None),
+        ok(&["status", "--json", "--state", f], None)
+    );
+    let again: Value = serde_json::from_str(&ok(&args(&with(&["state", "export"])), None)).unwrap();
+    assert_eq!(again, v);
+    let row = kube.kubectl_ok(&["get", "watches", "-n", NS]);
+    assert!(row.contains(&c[..8]) && row.contains("CONFIRMED"), "{row}");
 }
