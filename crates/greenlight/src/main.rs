@@ -39,6 +39,8 @@ enum Command {
     Status(cmd::status::StatusArgs),
     /// The circuit breaker that stops reverts after two that no confirmation of their apps cleared.
     Breaker(cmd::status::BreakerArgs),
+    /// Move the watchdog's state between stores: `export` writes it as one JSON document, `import` reads one into a new store.
+    State(cmd::state::StateArgs),
     /// Commit-message trailer tools (a commit-msg hook).
     Trailer(cmd::trailer::TrailerArgs),
     /// A local Argo CD stand-in that syncs a git repository and serves the Argo CD REST API.
@@ -119,6 +121,7 @@ fn main() -> ExitCode {
         ),
         Command::Status(a) => cmd::status::run(a),
         Command::Breaker(a) => cmd::status::run_breaker(a),
+        Command::State(a) => cmd::state::run(a),
         Command::Trailer(a) => cmd::trailer::run(a),
         Command::Sandbox(a) => cmd::sandbox::run(a),
         Command::Lint(a) => cmd::lint::run_lint(a),

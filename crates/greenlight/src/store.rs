@@ -11,7 +11,11 @@
 //! version this build knows. Retention: finished watches leave the file `--retain` after their
 //! verdict, with their events ([`Store::prune`]).
 
+pub mod export;
+pub mod kube;
 mod record;
+
+pub use self::kube::KubeStore;
 
 use anyhow::{Context, Result, bail};
 use greenlight_core::breaker::Breaker;
@@ -54,6 +58,9 @@ pub trait Store: Send {
     fn request_breaker_reset(&mut self, at: i64) -> Result<()>;
     /// Whether a reset request is pending.
     fn breaker_reset_requested(&mut self) -> Result<bool>;
+    /// Everything `greenlight state export` carries: what [`Store::load`] reads, and the
+    /// memory (idle observations, arrived commits). Events are not carried.
+    fn export(&mut self) -> Result<Exported>;
 }
 
 impl Store for SqliteStore {
@@ -81,6 +88,38 @@ impl Store for SqliteStore {
     fn breaker_reset_requested(&mut self) -> Result<bool> {
         SqliteStore::breaker_reset_requested(self)
     }
+    fn export(&mut self) -> Result<Exported> {
+        let r = self.export_unnamed();
+        self.named(r)
+    }
+}
+
+/// What [`Store::export`] reads.
+pub struct Exported {
+    pub loaded: Loaded,
+    pub idle: Vec<(AppKey, Vec<Idle>)>,
+    pub arrived: Vec<Arrived>,
+}
+
+/// A watch's record body, as every store keeps it (`record.body` of a Watch object, the
+/// `watches.body` column).
+pub fn watch_body(w: &Watch) -> Result<String> {
+    WatchRecord::from(w).to_body()
+}
+
+/// The watch in a record body of any format this build reads.
+pub fn watch_from_body(body: &str) -> Result<Watch> {
+    Ok(Watch::try_from(WatchRecord::parse(body)?)?)
+}
+
+/// The breaker's record body.
+pub fn breaker_body(b: &Breaker) -> Result<String> {
+    BreakerRecord::from(b).to_body()
+}
+
+/// The breaker in a record body of any format this build reads.
+pub fn breaker_from_body(body: &str) -> Result<Breaker> {
+    Ok(BreakerRecord::parse(body)?.into())
 }
 
 pub struct SqliteStore {
@@ -534,16 +573,32 @@ impl SqliteStore {
     fn load_unnamed(&self) -> Result<Loaded> {
         // One read transaction: a daemon writing meanwhile is seen entirely or not at all.
         let tx = self.conn.unchecked_transaction()?;
-        let loaded = Loaded {
+        let loaded = self.loaded()?;
+        tx.finish()?;
+        Ok(loaded)
+    }
+
+    /// [`SqliteStore::load`]'s reads, inside the caller's transaction.
+    fn loaded(&self) -> Result<Loaded> {
+        Ok(Loaded {
             repo: self.meta("repo")?,
             branch: self.meta("branch")?,
             baseline: self.meta("baseline")?,
             tip: self.meta("tip")?,
             breaker: self.breaker()?,
             watches: self.watches_where("")?,
+        })
+    }
+
+    fn export_unnamed(&self) -> Result<Exported> {
+        let tx = self.conn.unchecked_transaction()?;
+        let exported = Exported {
+            loaded: self.loaded()?,
+            idle: self.idle()?,
+            arrived: self.arrived()?,
         };
         tx.finish()?;
-        Ok(loaded)
+        Ok(exported)
     }
 
     /// What the daemon resumes from: the live watches, and the finished ones by id only.

@@ -40,6 +40,7 @@ pub mod promote;
 pub mod promote_gc;
 pub mod promote_run;
 pub mod sandbox;
+pub mod state;
 pub mod status;
 pub mod trailer;
 pub mod watch;

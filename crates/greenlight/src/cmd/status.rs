@@ -1,20 +1,20 @@
 //! `greenlight status` and `greenlight breaker reset`: read (and, for the breaker, amend) the
-//! state file the watchdog writes. A missing state file is an error, never an empty database.
+//! state the watchdog writes, a state file (`--state`) or the cluster store (`--store kube`). A
+//! missing state file or store is an error, never an empty state.
 
+use crate::cmd::state::{Chosen, Open, StoreArgs, open_file};
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use greenlight::breaker::Reset;
-use greenlight::store::SqliteStore;
 use greenlight_core::judge::Watch;
 use greenlight_core::time::Timestamp;
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Args)]
 pub struct StatusArgs {
-    #[arg(long)]
-    pub state: PathBuf,
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -29,9 +29,11 @@ pub struct BreakerArgs {
 #[derive(Subcommand)]
 pub enum BreakerAction {
     /// A human closes the breaker: reverts are allowed again.
+    /// With --store kube it always leaves a request, which the leading watchdog applies at its
+    /// next fetch.
     Reset {
-        #[arg(long)]
-        state: PathBuf,
+        #[command(flatten)]
+        store: StoreArgs,
     },
 }
 
@@ -60,8 +62,7 @@ pub fn watch_json(w: &Watch) -> Value {
 }
 
 pub fn run(a: StatusArgs) -> Result<ExitCode> {
-    let store = SqliteStore::open_existing(&a.state, true)
-        .map_err(|e| crate::cmd::usage(format!("{e:#}")))?;
+    let mut store = a.store.open(Open::Read)?;
     let loaded = store.load()?;
     if a.json {
         let doc = json!({
@@ -131,10 +132,20 @@ pub fn run(a: StatusArgs) -> Result<ExitCode> {
 }
 
 pub fn run_breaker(a: BreakerArgs) -> Result<ExitCode> {
-    let BreakerAction::Reset { state } = a.action;
-    let mut store = SqliteStore::open_existing(&state, false)
-        .map_err(|e| crate::cmd::usage(format!("{e:#}")))?;
+    let BreakerAction::Reset { store } = a.action;
     let now = greenlight::clock::Clock::now(&greenlight::clock::SystemClock);
+    let (mut store, state) = match store.choose(Open::Write)? {
+        Chosen::File(path) => (open_file(&path, Open::Write)?, path),
+        Chosen::Kube(mut k) => {
+            // The leader is the breaker's only writer: a request, always.
+            greenlight::store::Store::request_breaker_reset(&mut *k, now.0)?;
+            outln!(
+                "breaker reset requested in {}: the leading watchdog applies it at its next fetch (`greenlight status --store kube` shows the breaker closed then)",
+                greenlight::store::Store::describe(&*k)
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     match greenlight::breaker::reset(&mut store, &state, now)? {
         Reset::Applied => outln!("breaker reset: reverts are allowed again"),
         Reset::Requested => {
