@@ -332,6 +332,10 @@ pub struct Engine {
     /// The latest time the judge was given: questions are asked before an observation's own
     /// time is known.
     clock: Timestamp,
+    /// When [`Engine::resume`] ran (a restart, a new leader): until `--stale-after` after it,
+    /// an observation from before it going stale is the downtime's doing, not the app's, and
+    /// ends no streak (`docs/verdicts.md#observed-time`).
+    resumed_at: Option<Timestamp>,
 }
 
 impl Engine {
@@ -355,6 +359,7 @@ impl Engine {
             known_tip: None,
             namespaces: BTreeMap::new(),
             clock: Timestamp(i64::MIN),
+            resumed_at: None,
         }
     }
 
@@ -428,6 +433,7 @@ impl Engine {
     /// After a restart: one `resumed` event per live watch, and the reverts that were decided
     /// but never confirmed (the executor adopts a revert that was pushed before the crash).
     pub fn resume(&mut self, now: Timestamp) -> Vec<Effect> {
+        self.resumed_at = Some(now);
         let mut out = Vec::new();
         for i in 0..self.watches.len() {
             let w = &self.watches[i];
@@ -1309,7 +1315,13 @@ impl Engine {
                     .last_observed_at()
                     .filter(|_| w.deadline_passed())
                     .map(|t| t.plus_ms(self.config.stale_after_ms + 1));
-                [deadline, absent, streak, paused, stale]
+                // Resumed on an observation from before the restart: the end of the time the
+                // source has to observe again.
+                let resuming = self.resumed_at.filter(|r| {
+                    w.deadline_passed() && w.last_observed_at().is_some_and(|t| t < *r)
+                });
+                let resumed = resuming.map(|r| r.plus_ms(self.config.stale_after_ms + 1));
+                [deadline, absent, streak, paused, stale, resumed]
             })
             .flatten()
             .filter(|t| *t > handled)
@@ -1512,6 +1524,8 @@ impl Engine {
             // The streak under way at the deadline was not observed to its end; no later
             // streak may stand in for it, and a gap is not a health failure.
             self.watches[i].saw(seen_of(snap));
+            // Kept as its words say it, to the tenth of a second, so that the record reads back.
+            let gap_ms = (gap_ms + 50).div_euclid(100) * 100;
             return vec![self.inconclusive(i, Inconclusive::StreakGap { gap_ms }, now)];
         }
         if gap.is_some_and(|g| g > self.config.stale_after_ms) && self.watches[i].streak_broke() {
@@ -2008,6 +2022,14 @@ impl Engine {
                 // A streak counts through `now` while the last observation is fresh: the
                 // source reports every change, and silence past stale-after is not observation.
                 let fresh = !gap && now.ms_since(last) <= self.config.stale_after_ms;
+                // Resumed after a restart (or by a new leader) with an observation from before
+                // it: the source has had no time to observe again. Until it has had
+                // `--stale-after`, staleness is the downtime's, and waits for an observation;
+                // the downtime itself is unobserved and counts for nothing.
+                let resuming = !fresh
+                    && self
+                        .resumed_at
+                        .is_some_and(|r| last < r && now.ms_since(r) <= self.config.stale_after_ms);
                 if let Some(h) = streak.since() {
                     // Past the last observation, only what the slack allows: a moment nothing
                     // vouched for is not observed (`docs/verdicts.md#observed-time`).
@@ -2032,6 +2054,9 @@ impl Engine {
                         return vec![self.finish(i, verdict, EventKind::Confirmed, now)];
                     }
                     if streak.deadline_passed() && !fresh {
+                        if resuming {
+                            return Vec::new();
+                        }
                         let why = Inconclusive::StreakWentStale {
                             last_observed,
                             stale_after_ms: self.config.stale_after_ms,
@@ -2043,6 +2068,9 @@ impl Engine {
                     // A paused streak that goes unobserved is as one under way: no verdict
                     // can rest on it.
                     if !fresh {
+                        if resuming {
+                            return Vec::new();
+                        }
                         let why = Inconclusive::StreakWentStale {
                             last_observed,
                             stale_after_ms: self.config.stale_after_ms,

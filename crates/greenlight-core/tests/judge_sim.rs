@@ -221,6 +221,8 @@ struct Sim {
     stream_gen: u64,
     /// The connection that last delivered each app.
     delivered: HashMap<&'static str, u64>,
+    /// When the engine last resumed after a restart.
+    resumed_at: Option<Timestamp>,
     trace: Vec<String>,
     next_commit: u64,
     seed: u64,
@@ -352,6 +354,7 @@ impl Sim {
             was_open: false,
             streaming: false,
             stream_gen: 0,
+            resumed_at: None,
             delivered: HashMap::new(),
             deliveries: HashMap::new(),
             touched_later: BTreeSet::new(),
@@ -1347,6 +1350,7 @@ impl Sim {
         self.trace
             .push(format!("{} restart+resume", now.0 - BASE_MS));
         let out = self.engine.resume(now);
+        self.resumed_at = Some(now);
         // Re-issued reverts are for pending watches only.
         let mut reissued = Vec::new();
         for e in &out {
@@ -1427,6 +1431,26 @@ impl Sim {
             let _ = ev.human_line();
             if let (Some(c), Some(_)) = (&ev.commit, &ev.app) {
                 let _ = c;
+            }
+            // A restart's downtime is not the app's staleness: a streak under way is not ended
+            // for it before the source has had --stale-after after the resume to observe
+            // again (the failover drill's finding; docs/verdicts.md#observed-time).
+            if ev.event == EventKind::Inconclusive
+                && ev.message.contains("went unobserved (")
+                && let Some(r) = self.resumed_at
+                && now.ms_since(r) <= self.cfg.stale_after_ms
+            {
+                for w in self.engine.watches() {
+                    if ev.commit.as_deref() == Some(w.commit.as_str())
+                        && w.last_observed_at().is_some_and(|l| l < r)
+                    {
+                        self.fail(&format!(
+                            "{} ended INCONCLUSIVE {} ms after a resume on an observation from before it",
+                            w.id,
+                            now.ms_since(r)
+                        ));
+                    }
+                }
             }
             if matches!(ev.event, EventKind::NotReached | EventKind::Failed) {
                 // A deadline decided: the app must have been observed recently, or the
@@ -2107,9 +2131,15 @@ impl Sim {
             {
                 self.fail(&format!("grace of {} left undecided", w.id));
             }
+            // A restart's downtime is no staleness of the app's until the source has had
+            // --stale-after after the resume to observe again (docs/verdicts.md#observed-time).
+            let resuming = |l: Timestamp| {
+                self.resumed_at
+                    .is_some_and(|r| l < r && self.now.ms_since(r) <= self.cfg.stale_after_ms)
+            };
             if w.deadline_passed()
                 && w.last_observed_at()
-                    .is_some_and(|l| self.now.ms_since(l) > self.cfg.stale_after_ms)
+                    .is_some_and(|l| self.now.ms_since(l) > self.cfg.stale_after_ms && !resuming(l))
             {
                 self.fail(&format!(
                     "{} past its deadline with a stale streak left undecided at {:?}",

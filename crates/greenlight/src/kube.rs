@@ -87,3 +87,20 @@ impl AppSource for KubeAppSource {
         notes
     }
 }
+
+/// `name` as a Kubernetes DNS-1123 label (lower-case letters, digits and `-`, starting and
+/// ending with a letter or digit, at most 63 characters): what `--store-name` and
+/// `--lease-name` must be, since they name objects and label values.
+pub fn dns_label(name: &str) -> Result<(), String> {
+    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
+    if name.is_empty() || name.len() > 63 {
+        return Err("a Kubernetes name of 1 to 63 characters is expected".to_string());
+    }
+    if !name.chars().all(ok_char) || name.starts_with('-') || name.ends_with('-') {
+        return Err(
+            "lower-case letters, digits and '-' only, starting and ending with a letter or digit"
+                .to_string(),
+        );
+    }
+    Ok(())
+}

@@ -10,6 +10,7 @@ pub mod breaker;
 pub mod checks;
 pub mod clock;
 pub mod kube;
+pub mod leader;
 pub mod lock;
 pub mod metrics;
 pub mod output;

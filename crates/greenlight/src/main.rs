@@ -34,7 +34,7 @@ enum Command {
     /// Tell the canary story end to end in a temporary directory: real git, a local Argo CD stand-in, a revert (`demo promote`: the promotion gate's story).
     Demo(cmd::demo::DemoArgs),
     /// Watch commits that opt in with a trailer; judge reach, health and stability; revert in arm mode.
-    Watch(cmd::watch::WatchArgs),
+    Watch(Box<cmd::watch::WatchArgs>),
     /// Show the watchdog's state: watches, verdicts, the breaker.
     Status(cmd::status::StatusArgs),
     /// The circuit breaker that stops reverts after two that no confirmation of their apps cleared.
@@ -112,7 +112,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Watch(a) => cmd::watch::run(
-            a,
+            *a,
             cmd::watch::Relaunch {
                 check: config_check(&argv),
                 argv,

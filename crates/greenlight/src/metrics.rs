@@ -229,6 +229,20 @@ struct Live {
     waiting: Vec<(Timestamp, i64)>,
     /// Each watch's last state, so a verdict is counted once.
     seen: HashMap<String, State>,
+    /// With `--leader-elect`: this replica's part (`None`: it runs alone).
+    role: Option<Role>,
+}
+
+/// A replica's part under `--leader-elect` (docs/deploy.md#leader).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// It holds the Lease: it judges, writes and pushes.
+    Leader { identity: String },
+    /// It stands by, its source warm; `leader` is the Lease's holder as last read.
+    Standby {
+        identity: String,
+        leader: Option<String>,
+    },
 }
 
 struct SourceLive {
@@ -259,6 +273,7 @@ pub struct Metrics {
     /// `event_write_failures` at each scrape: each with what was added so far.
     event_failure_counts: Mutex<Vec<(EventFailureCount, u64)>>,
     waiting_ratio: Gauge<f64, AtomicU64>,
+    leader: Gauge,
     live: Mutex<Live>,
 }
 
@@ -362,6 +377,13 @@ impl Metrics {
             "The largest time in WAITING_REACH over the watch's deadline, among the watches waiting for reach (0 when none); above 1 a verdict is overdue",
             waiting_ratio.clone(),
         );
+        let leader = Gauge::default();
+        registry.register(
+            "leader",
+            "1 while this replica leads (holds the Lease, or runs without --leader-elect), 0 while it stands by",
+            leader.clone(),
+        );
+        leader.set(1);
         registry.register(
             "build",
             "The version and commit greenlight was built from",
@@ -385,6 +407,7 @@ impl Metrics {
             event_write_failures,
             event_failure_counts: Mutex::new(Vec::new()),
             waiting_ratio,
+            leader,
             live: Mutex::new(Live {
                 started: false,
                 last_turn: None,
@@ -393,6 +416,7 @@ impl Metrics {
                 source: None,
                 waiting: Vec::new(),
                 seen: HashMap::new(),
+                role: None,
             }),
         }
     }
@@ -440,6 +464,18 @@ impl Metrics {
                 kind: gap.metric_label(),
             });
         }
+    }
+
+    /// This replica's part under `--leader-elect`: `greenlight_leader` and `/readyz` say it.
+    pub fn set_role(&self, role: Role) {
+        self.leader.set(matches!(role, Role::Leader { .. }) as i64);
+        self.live().role = Some(role);
+    }
+
+    /// A standby's source: connected or not, without counting connections (the runtime of a
+    /// replica that takes over counts from its own first connection).
+    pub fn standby_source(&self, source: &str, connected: bool) {
+        self.with_source(source, |s| s.connected = connected);
     }
 
     /// Start-up finished: the state is loaded and the clone ready.
@@ -643,13 +679,40 @@ impl Metrics {
         }
     }
 
-    /// `/readyz`: the source is connected and answered a complete listing since it connected.
+    /// `/readyz`: the source is connected and answered a complete listing since it connected;
+    /// a standby's, connected. Under `--leader-elect` the answer says who leads.
     pub fn readyz(&self) -> Probe {
         let live = self.live();
         let Some(name) = &live.source else {
             return Probe::Not("starting: no source yet".into());
         };
-        match live.sources.get(name) {
+        let source = live.sources.get(name);
+        match &live.role {
+            Some(Role::Standby { identity, leader }) => {
+                let leads = match leader {
+                    Some(l) => format!("the leader is {l}"),
+                    None => "no leader yet".to_string(),
+                };
+                return match source {
+                    Some(s) if s.connected => Probe::Ok(format!(
+                        "ok: standby {identity}, source {name} connected; {leads}"
+                    )),
+                    _ => Probe::Not(format!(
+                        "standby {identity}: source {name} not connected; {leads}"
+                    )),
+                };
+            }
+            Some(Role::Leader { identity }) => {
+                if let Some(s) = source
+                    && s.connected
+                    && s.listed_since_connected
+                {
+                    return Probe::Ok(format!("ok: leader {identity}"));
+                }
+            }
+            None => {}
+        }
+        match source {
             Some(s) if s.connected && s.listed_since_connected => Probe::Ok("ok".into()),
             Some(s) if s.connected => Probe::Not(format!(
                 "source {name} connected; waiting for a complete listing"

@@ -265,3 +265,113 @@ impl ListenArgs {
         ))))
     }
 }
+
+/// `watch`'s leader election among replicas (docs/deploy.md#leader).
+#[derive(Args, Clone)]
+pub struct ElectionArgs {
+    /// Run as one of several replicas: only the holder of a coordination.k8s.io Lease judges,
+    /// writes and pushes; the others stand by (needs --store kube).
+    #[arg(long = "leader-elect")]
+    pub leader_elect: bool,
+    /// The Lease's name (default: --store-name), in --store-namespace.
+    #[arg(long = "lease-name")]
+    pub lease_name: Option<String>,
+    /// How long a Lease not renewed stays the holder's: a standby takes it over after it has
+    /// seen it unchanged this long.
+    #[arg(long = "lease-duration", default_value = "15s", value_parser = crate::cmd::positive_duration_arg)]
+    pub lease_duration: String,
+    /// The leader stops (exits) when it could not renew its Lease for this long, measured from
+    /// the last renewal it sent; shorter than --lease-duration, so it stops before a standby can
+    /// take over.
+    #[arg(long = "renew-deadline", default_value = "10s", value_parser = crate::cmd::positive_duration_arg)]
+    pub renew_deadline: String,
+    /// How often the leader renews and a standby tries the Lease.
+    #[arg(long = "lease-retry-period", default_value = "2s", value_parser = crate::cmd::positive_duration_arg)]
+    pub lease_retry_period: String,
+    /// This replica's name in the Lease (default: the pod's name from $HOSTNAME); a suffix
+    /// unique to the process is added.
+    #[arg(long)]
+    pub identity: Option<String>,
+}
+
+/// [`ElectionArgs`] read.
+#[derive(Clone, Debug)]
+pub struct Election {
+    pub lease_name: Option<String>,
+    pub lease_duration: std::time::Duration,
+    pub renew_deadline: std::time::Duration,
+    pub retry_period: std::time::Duration,
+    pub identity: String,
+}
+
+impl ElectionArgs {
+    /// The election's settings, or `None` without `--leader-elect`. The durations must order
+    /// retry < renew deadline < lease duration: a leader must stop before a standby may take
+    /// over, and try more than once before it stops.
+    pub fn read(&self) -> Result<Option<Election>> {
+        if !self.leader_elect {
+            for (given, flag) in [
+                (self.lease_name.is_some(), "--lease-name"),
+                (self.identity.is_some(), "--identity"),
+            ] {
+                if given {
+                    return Err(usage(format!("{flag}: only read with --leader-elect")));
+                }
+            }
+            return Ok(None);
+        }
+        let lease_duration =
+            crate::cmd::positive_duration_flag("--lease-duration", &self.lease_duration)?;
+        let renew_deadline =
+            crate::cmd::positive_duration_flag("--renew-deadline", &self.renew_deadline)?;
+        let retry_period =
+            crate::cmd::positive_duration_flag("--lease-retry-period", &self.lease_retry_period)?;
+        if renew_deadline >= lease_duration {
+            return Err(usage(format!(
+                "--renew-deadline {} must be shorter than --lease-duration {}: a leader that cannot renew must stop before a standby may take the Lease",
+                self.renew_deadline, self.lease_duration
+            )));
+        }
+        if retry_period >= renew_deadline {
+            return Err(usage(format!(
+                "--lease-retry-period {} must be shorter than --renew-deadline {}: a leader must be able to try renewing more than once before it stops",
+                self.lease_retry_period, self.renew_deadline
+            )));
+        }
+        let base = match &self.identity {
+            Some(i) if i.trim().is_empty() => {
+                return Err(usage(
+                    "--identity: empty; leave it out to use the pod's name",
+                ));
+            }
+            Some(i) => i.trim().to_string(),
+            None => std::env::var("HOSTNAME")
+                .ok()
+                .filter(|h| !h.trim().is_empty())
+                .unwrap_or_else(|| "greenlight".to_string()),
+        };
+        Ok(Some(Election {
+            lease_name: self.lease_name.clone(),
+            lease_duration,
+            renew_deadline,
+            retry_period,
+            identity: format!("{base}_{}", process_suffix()),
+        }))
+    }
+}
+
+/// Eight hex digits unique to this process (its pid and start instant, hashed with a random
+/// key): two processes never share a Lease identity, even after a re-exec in the same pod or a
+/// fixed `--identity` given to every replica.
+fn process_suffix() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    format!("{:08x}", h.finish() as u32)
+}

@@ -34,6 +34,7 @@ pub mod demo;
 pub mod demo_promote;
 pub mod events;
 pub mod guard;
+pub mod leader;
 pub mod lint;
 pub mod once;
 pub mod promote;

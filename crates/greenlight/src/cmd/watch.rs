@@ -16,6 +16,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+/// Where `watch` keeps its state.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreKind {
+    /// A SQLite file (`--state`): a laptop, a single VM, one replica.
+    Sqlite,
+    /// The cluster: `watches.greenlight.dev` and `watchdogs.greenlight.dev` objects, for
+    /// several replicas with `--leader-elect`.
+    Kube,
+}
+
 /// Where `watch` reads Applications.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SourceKind {
@@ -59,15 +69,30 @@ pub struct WatchArgs {
     /// safety net.
     #[arg(long = "resync-interval", default_value = "5m")]
     pub resync_interval: String,
-    /// The state file (SQLite). One daemon per state file.
+    /// The state file (SQLite; the default store). One daemon per state file.
     #[arg(long)]
-    pub state: PathBuf,
+    pub state: Option<PathBuf>,
+    /// Where the state is kept: `sqlite` (the `--state` file, the default) or `kube` (custom
+    /// resources in the cluster, docs/deploy.md#store-kube).
+    #[arg(long, value_enum)]
+    pub store: Option<StoreKind>,
+    /// With --store kube: the namespace of the state's objects (default: the kubeconfig
+    /// context's namespace; in a pod, its own).
+    #[arg(long = "store-namespace")]
+    pub store_namespace: Option<String>,
+    /// With --store kube: the name of this installation's `Watchdog` object, which labels its
+    /// `Watch` objects (and names the Lease by default).
+    #[arg(long = "store-name", default_value = "greenlight")]
+    pub store_name: String,
+    #[command(flatten)]
+    pub election: crate::cmd::args::ElectionArgs,
     /// The tracked branch (default: the remote's HEAD branch).
     #[arg(long)]
     pub branch: Option<String>,
     #[command(flatten)]
     pub git: GitArgs,
-    /// Where the watchdog keeps its own clone (default: beside the state file).
+    /// Where the watchdog keeps its own clone (default: beside the state file; required with
+    /// --store kube).
     #[arg(long = "data-dir")]
     pub data_dir: Option<PathBuf>,
     #[command(flatten)]
@@ -146,10 +171,26 @@ fn dry_run_env(var: &str) -> Result<bool> {
     })
 }
 
-/// What `watch` was told: the runtime's settings, and where its source reads.
+/// What `watch` was told: the runtime's settings, where its source reads, where its state is
+/// kept, and whether it runs as one of several replicas.
 pub struct Settings {
     pub cfg: DaemonConfig,
     pub source: SourceSpec,
+    pub store: StoreSpec,
+    pub election: Option<crate::cmd::args::Election>,
+}
+
+/// Where the state is kept, as the flags said.
+#[derive(Clone, Debug)]
+pub enum StoreSpec {
+    /// The SQLite file `--state`.
+    Sqlite(PathBuf),
+    /// The cluster's `watches`/`watchdogs.greenlight.dev` objects.
+    Kube {
+        kubeconfig: Option<PathBuf>,
+        namespace: Option<String>,
+        name: String,
+    },
 }
 
 /// Where the source reads, as the flags said.
@@ -214,17 +255,61 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
     trailer_key_arg(&a.trailer_key)
         .map_err(|why| usage(format!("--trailer-key {:?}: {why}", a.trailer_key)))?;
     let judge = a.judge.read()?;
-    let data_dir = match &a.data_dir {
-        Some(d) => d.clone(),
-        None => {
-            let mut name = a
-                .state
+    let election = a.election.read()?;
+    let store = match (a.store.unwrap_or(StoreKind::Sqlite), &a.state) {
+        (StoreKind::Sqlite, Some(state)) => StoreSpec::Sqlite(state.clone()),
+        (StoreKind::Sqlite, None) => {
+            return Err(usage(
+                "--state is required: the state file (or --store kube, to keep the state in the cluster)",
+            ));
+        }
+        (StoreKind::Kube, Some(_)) => {
+            return Err(usage(
+                "--state: not read with --store kube (the state is in the cluster's watches.greenlight.dev objects)",
+            ));
+        }
+        (StoreKind::Kube, None) => {
+            greenlight::kube::dns_label(&a.store_name)
+                .map_err(|why| usage(format!("--store-name {:?}: {why}", a.store_name)))?;
+            if a.data_dir.is_none() && !a.once {
+                return Err(usage(
+                    "--data-dir is required with --store kube: where the watchdog keeps its clone (an emptyDir is enough)",
+                ));
+            }
+            StoreSpec::Kube {
+                kubeconfig: a.kubeconfig.clone(),
+                namespace: a.store_namespace.clone(),
+                name: a.store_name.clone(),
+            }
+        }
+    };
+    if let StoreSpec::Sqlite(_) = store {
+        if a.store_namespace.is_some() {
+            return Err(usage("--store-namespace: only read with --store kube"));
+        }
+        if election.is_some() {
+            return Err(usage(
+                "--leader-elect needs --store kube: a state file is one replica's, and a new leader must find the watches where the old one left them",
+            ));
+        }
+    }
+    let state = match &store {
+        StoreSpec::Sqlite(state) => state.clone(),
+        // Read by `--once` only, which replaces it with a scratch file.
+        StoreSpec::Kube { .. } => PathBuf::new(),
+    };
+    let data_dir = match (&a.data_dir, &store) {
+        (Some(d), _) => d.clone(),
+        (None, StoreSpec::Sqlite(state)) => {
+            let mut name = state
                 .file_name()
                 .map(|n| n.to_os_string())
                 .unwrap_or_default();
             name.push(".d");
-            a.state.with_file_name(name)
+            state.with_file_name(name)
         }
+        // `--once` only: it works in a scratch directory of its own.
+        (None, StoreSpec::Kube { .. }) => PathBuf::new(),
     };
     let cfg = DaemonConfig {
         repo: RepoUrl::new(a.repo.clone()),
@@ -232,7 +317,7 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
         git_token: git.token,
         git_author_name: git.author_name,
         git_author_email: git.author_email,
-        state: a.state.clone(),
+        state,
         data_dir,
         stable_for_ms: judge.stable_for_ms,
         stale_after_ms: judge.stale_after_ms,
@@ -258,16 +343,21 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
     let resync = positive_duration_flag("--resync-interval", &a.resync_interval)?;
     let source = match a.source.unwrap_or(SourceKind::Argocd) {
         SourceKind::Argocd => {
-            // With --events, the kubeconfig is the Event writer's.
+            // With --events or --store kube, the kubeconfig is theirs.
             for (given, flag) in [
-                (a.kubeconfig.is_some() && !a.events.events, "--kubeconfig"),
+                (
+                    a.kubeconfig.is_some()
+                        && !a.events.events
+                        && !matches!(store, StoreSpec::Kube { .. }),
+                    "--kubeconfig",
+                ),
                 (!a.namespaces.is_empty(), "--namespace"),
             ] {
                 if given {
                     return Err(usage(format!(
                         "{flag}: only read with --source kube{} (the source is Argo CD's REST API)",
                         if flag == "--kubeconfig" {
-                            " or --events"
+                            ", --events or --store kube"
                         } else {
                             ""
                         }
@@ -299,7 +389,12 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
             }
         }
     };
-    Ok(Settings { cfg, source })
+    Ok(Settings {
+        cfg,
+        source,
+        store,
+        election,
+    })
 }
 
 pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
@@ -308,7 +403,12 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
         config,
         check,
     } = relaunch;
-    let Settings { cfg, source } = config_from(&a)?;
+    let Settings {
+        cfg,
+        source,
+        store,
+        election,
+    } = config_from(&a)?;
     let reexec_every = super::duration_flag("--reexec-interval", &a.reexec_interval)?;
     crate::install_crypto();
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
@@ -341,7 +441,12 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
     }
     // The binary as it is now: a re-exec runs what is at this path then.
     let binary = std::env::current_exe().ok();
-    let lock = lock_state(&cfg.state)?;
+    // One daemon per state file; in the cluster, the Lease (or, without it, the objects'
+    // resourceVersions) keeps a second writer out.
+    let lock = match &store {
+        StoreSpec::Sqlite(state) => Some(lock_state(state)?),
+        StoreSpec::Kube { .. } => None,
+    };
     let clone_lock = lock_data_dir(&cfg.data_dir)?;
     let self_watch = (!reexec_every.is_zero())
         .then(|| SelfWatch::new(config.map(|c| (c.path, c.text, check)), binary.clone()));
@@ -350,7 +455,7 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
         let metrics = Arc::new(Metrics::new(clock.clone()));
         let server = a.listen.serve(&metrics).await?;
         // Events are written by a task of their own for as long as the daemon runs; the
-        // verdicts are in the state file whatever becomes of them.
+        // verdicts are in the state whatever becomes of them. A standby emits none.
         // Always with --source kube: its credentials are Kubernetes credentials.
         let events = crate::cmd::events::recorder(
             a.events.events || a.source == Some(SourceKind::Kube),
@@ -363,11 +468,10 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
             let failures = events.failures();
             metrics.count_event_write_failures(move || failures.get());
         }
-        let source = source.source(&cfg.repo).await?;
-        let d = runtime::start_metered(cfg, source, out.clone(), clock.clone(), metrics).await?;
         let changed = Arc::new(std::sync::Mutex::new(None::<Change>));
         let stop = {
             let changed = changed.clone();
+            let (out, clock) = (out.clone(), clock.clone());
             async move {
                 let watch_self = async {
                     match self_watch {
@@ -384,9 +488,71 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
                 }
             }
         };
+        let daemon = async {
+            match election {
+                Some(election) => {
+                    let StoreSpec::Kube {
+                        kubeconfig,
+                        namespace,
+                        name,
+                    } = store
+                    else {
+                        return Err(usage("--leader-elect needs --store kube"));
+                    };
+                    let elected = crate::cmd::leader::Elected {
+                        election,
+                        kubeconfig,
+                        namespace,
+                        store_name: name,
+                    };
+                    elected
+                        .run(
+                            cfg,
+                            source,
+                            out.clone(),
+                            clock.clone(),
+                            metrics.clone(),
+                            stop,
+                        )
+                        .await
+                }
+                None => {
+                    let source = source.source(&cfg.repo).await?;
+                    let d = match store {
+                        StoreSpec::Sqlite(_) => {
+                            runtime::start_metered(cfg, source, out.clone(), clock.clone(), metrics)
+                                .await?
+                        }
+                        StoreSpec::Kube {
+                            kubeconfig,
+                            namespace,
+                            name,
+                        } => {
+                            let kube_store = tokio::task::block_in_place(|| {
+                                greenlight::store::kube::KubeStore::connect(
+                                    kubeconfig.as_deref(),
+                                    namespace.as_deref(),
+                                    &name,
+                                )
+                            })?;
+                            runtime::start_with_store(
+                                cfg,
+                                Box::new(kube_store),
+                                source,
+                                out.clone(),
+                                clock.clone(),
+                                metrics,
+                            )
+                            .await?
+                        }
+                    };
+                    d.run(stop).await
+                }
+            }
+        };
         match server {
             Some(mut server) => tokio::select! {
-                r = d.run(stop) => r?,
+                r = daemon => r?,
                 r = &mut server => {
                     return Err(match r {
                         Ok(Err(e)) => e.context("--listen: the metrics listener stopped"),
@@ -395,7 +561,7 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
                     });
                 }
             },
-            None => d.run(stop).await?,
+            None => daemon.await?,
         }
         let change = changed.lock().expect("change lock").take();
         anyhow::Ok(change)

@@ -125,11 +125,23 @@ pub async fn start_metered(
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
 ) -> Result<Runtime> {
+    let store = Box::new(SqliteStore::open_or_create(&cfg.state)?);
+    start_with_store(cfg, store, source, out, clock, metrics).await
+}
+
+/// [`start_metered`] on a store the caller opened (`watch --store kube`).
+pub async fn start_with_store(
+    cfg: DaemonConfig,
+    mut store: Box<dyn Store>,
+    source: Source,
+    out: Output,
+    clock: Arc<dyn Clock>,
+    metrics: Arc<Metrics>,
+) -> Result<Runtime> {
     metrics.runtime_configured(
         &crate::metrics::source_label(source.app.name()),
         cfg.fetch_interval,
     );
-    let mut store: Box<dyn Store> = Box::new(SqliteStore::open_or_create(&cfg.state)?);
     let (repo, branch, branch_is_default) = open_repo(&cfg, cfg.data_dir.join("repo")).await?;
     store.bind(&cfg.repo.redacted(), &branch)?;
     let tip = {
@@ -158,6 +170,14 @@ pub async fn start_metered(
         .with_metrics(metrics);
     runtime.metrics.started();
     Ok(runtime)
+}
+
+/// Clone (or open) the watched repository and fetch it: what a standby does before it may lead,
+/// so that taking over costs a fetch, not a clone.
+pub async fn warm_clone(cfg: &DaemonConfig) -> Result<()> {
+    let (repo, branch, _) = open_repo(cfg, cfg.data_dir.join("repo")).await?;
+    tokio::task::spawn_blocking(move || seams::Repository::fetch(&*repo, &branch)).await??;
+    Ok(())
 }
 
 /// Clone (or open) the watched repository and settle the branch: the given one or the remote's HEAD,
