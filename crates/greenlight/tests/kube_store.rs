@@ -632,3 +632,69 @@ fn a_missing_crd_and_a_missing_store_are_named() {
     let err = format!("{:#}", missing.err().unwrap());
     assert!(err.contains("/nonexistent/kubeconfig"), "{err}");
 }
+
+/// docs/state.md's Role is what the leader needs: a ServiceAccount bound to it alone binds,
+/// writes a step of every part, resumes, prunes, and a reset request is applied.
+#[test]
+fn the_documented_role_is_enough_for_the_leader() {
+    let kube = KubeApiserver::start_with_namespaces(&[NS]);
+    apply_crds(&kube);
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/state.md"))
+        .unwrap();
+    let role = doc
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .unwrap();
+    assert!(role.contains("kind: Role"), "{role}");
+    kube.kubectl_stdin(&["apply", "-n", NS], role);
+    kube.kubectl_ok(&["create", "serviceaccount", "leader", "-n", NS]);
+    kube.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "leader",
+        "-n",
+        NS,
+        "--role=greenlight-store",
+        &format!("--serviceaccount={NS}:leader"),
+    ]);
+    let token = kube.create_token(NS, "leader");
+    let config = kube.dir().join("leader.kubeconfig");
+    kube.write_token_kubeconfig(&config, &token, NS);
+
+    let mut s = KubeStore::connect(Some(&config), None, "greenlight").unwrap();
+    s.bind(REPO, "main").unwrap();
+    let ws: Vec<Watch> = watches().into_iter().map(|(_, w)| w).collect();
+    let events = [
+        event(1, EventKind::WatchStarted, Some(&ws[0])),
+        event(1_000, EventKind::BreakerOpened, None),
+    ];
+    s.prune_due(Timestamp(1_796_205_668_000), 1).unwrap();
+    s.load_resume(None).unwrap();
+    s.write(Write {
+        watches: &ws,
+        breaker: Some(&Breaker::default()),
+        events: &events,
+        tip: Some(sha(1).as_ref()),
+        baseline: Some(sha(1).as_ref()),
+        idle: &[(key("web"), vec![idle('a', Health::Healthy)])],
+        arrived: &[arrived(1)],
+        ..Write::default()
+    })
+    .unwrap();
+    store(&kube).request_breaker_reset(7).unwrap();
+    assert!(s.breaker_reset_requested().unwrap());
+    s.write(Write {
+        breaker: Some(&Breaker::default()),
+        clear_breaker_reset_request: true,
+        ..Write::default()
+    })
+    .unwrap();
+    let r = s.load_resume(None).unwrap();
+    assert_eq!(r.live.len(), ws.iter().filter(|w| is_live(w)).count());
+    let pruned = s
+        .prune_due(Timestamp(1_796_205_668_000 + 3_600_000), 3_600_000)
+        .unwrap()
+        .unwrap();
+    assert!(pruned.watches > 0 && pruned.events > 0, "{pruned:?}");
+}

@@ -29,6 +29,7 @@ pub struct BreakerArgs {
 #[derive(Subcommand)]
 pub enum BreakerAction {
     /// A human closes the breaker: reverts are allowed again.
+    ///
     /// With --store kube it always leaves a request, which the leading watchdog applies at its
     /// next fetch.
     Reset {

@@ -401,7 +401,7 @@ impl KubeStore {
                         let Some(now) = self.get_dog()? else {
                             return Err(self.conflict(&object, "it was deleted"));
                         };
-                        if without_request(&now.data) != without_request(&last.data) {
+                        if !only_requested(&last.data, &now.data) {
                             return Err(self.conflict(&object, "its content differs"));
                         }
                         // Only a breaker reset request came meanwhile: keep it unless this
@@ -926,7 +926,7 @@ impl KubeStore {
         let adopt = match &self.dog {
             None => true,
             Some(None) => false,
-            Some(Some(last)) => without_request(&last.data) == without_request(&now.data),
+            Some(Some(last)) => only_requested(&last.data, &now.data),
         };
         if adopt {
             self.dog = Some(Some(now));
@@ -945,6 +945,15 @@ impl KubeStore {
             }
         })
     }
+}
+
+/// Whether the Watchdog's data went from `last` to `now` by a breaker reset request alone (one
+/// made, or made again): the only change another writer may make. A request that went away
+/// was cleared by a leader, so it is not.
+fn only_requested(last: &Value, now: &Value) -> bool {
+    let had = last["state"].get("breakerResetRequestedAt").is_some();
+    let has = now["state"].get("breakerResetRequestedAt").is_some();
+    without_request(last) == without_request(now) && (has || !had)
 }
 
 /// The Watchdog's data without the one field another writer may set.
@@ -1123,6 +1132,22 @@ mod tests {
             object_name(&format!("{c}:1~1")),
             object_name(&format!("{c}:11"))
         );
+    }
+
+    #[test]
+    fn only_a_reset_request_made_is_another_writers_change() {
+        let base = json!({"state": {"tip": "a"}, "memory": {}});
+        let mut asked = base.clone();
+        asked["state"]["breakerResetRequestedAt"] = json!(5);
+        let mut asked_again = asked.clone();
+        asked_again["state"]["breakerResetRequestedAt"] = json!(6);
+        let mut moved = asked.clone();
+        moved["state"]["tip"] = json!("b");
+        assert!(only_requested(&base, &asked));
+        assert!(only_requested(&asked, &asked_again));
+        assert!(only_requested(&base, &base));
+        assert!(!only_requested(&asked, &base), "cleared by a leader");
+        assert!(!only_requested(&base, &moved));
     }
 
     #[test]
