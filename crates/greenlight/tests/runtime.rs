@@ -379,6 +379,7 @@ impl Harness {
             store: Box::new(SqliteStore::open_or_create(&cfg.state).unwrap()),
             deliveries,
             announce: false,
+            started: None,
         };
         let runtime = Runtime::start_with(cfg, ctx, start).await.unwrap();
         let metrics = runtime.metrics().clone();

@@ -102,6 +102,9 @@ pub struct Start {
     pub deliveries: mpsc::Receiver<SourceMsg>,
     /// Print the `watching <repo> <branch> from <sha>` line.
     pub announce: bool,
+    /// Told that start-up finished (`/startupz`) before the `watching` line is printed, so
+    /// that whoever reads the line finds the probe ready.
+    pub started: Option<Arc<Metrics>>,
 }
 
 /// Open the clone and the state, record the baseline, and print `watching <repo> <branch> from <sha>`;
@@ -164,6 +167,7 @@ pub async fn start_with_store(
         store,
         deliveries,
         announce: true,
+        started: Some(metrics.clone()),
     };
     let runtime = Runtime::start_with(cfg, ctx, start)
         .await?
@@ -256,6 +260,9 @@ impl Runtime {
         // the branch before (the batch of a sync is worked out from there).
         if let Ok(tip) = CommitId::parse(&from) {
             engine.known_tip(tip);
+        }
+        if let Some(m) = &s.started {
+            m.started();
         }
         if s.announce {
             ctx.out

@@ -44,6 +44,7 @@ pub async fn once(cfg: DaemonConfig, source: Source, out: Output) -> Result<Once
         store,
         deliveries,
         announce: false,
+        started: None,
     };
     let runtime = Runtime::start_with(cfg, ctx, start).await?;
     runtime.once(commits, tip, branch).await
