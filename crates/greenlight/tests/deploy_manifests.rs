@@ -27,7 +27,7 @@ fn the_guides_manifests_are_what_a_real_apiserver_accepts() {
     let kube = KubeApiserver::start();
     let rbac = std::fs::read_to_string(format!("{ROOT}/deploy/rbac.yaml")).unwrap();
     kube.kubectl_stdin(&["create"], &rbac);
-    let deployment = yaml_after("### The Deployment");
+    let deployment = yaml_after("### A Deployment by hand");
     assert!(deployment.contains("kind: Deployment"), "{deployment}");
     let out = kube.kubectl_stdin(&["apply", "--dry-run=server"], &deployment);
     assert!(
