@@ -444,6 +444,73 @@ fn values_that_would_mislead_are_refused_naming_the_value() {
     refused(&["--set", "image.digest=sha256:abc"], "image.digest");
 }
 
+/// The ConfigMap's `watch.toml` as the chart renders it with `args`.
+#[track_caller]
+fn rendered_config(args: &[&str]) -> String {
+    let objs = objects(args);
+    one(&objs, "ConfigMap")["data"]["watch.toml"]
+        .as_str()
+        .expect("watch.toml")
+        .to_string()
+}
+
+#[test]
+fn watch_starts_on_the_rendered_config_file_and_refuses_a_bad_value_in_it() {
+    let repo = common::Repo::new();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("watch.toml");
+    std::fs::write(
+        &file,
+        rendered_config(&[
+            "--set-string",
+            "config.stable-for=10m",
+            "--set",
+            "config.listing-limit-mib=256",
+            "--set-string",
+            "config.fetch-interval=200ms",
+        ]),
+    )
+    .unwrap();
+    let state = dir.path().join("s.db");
+    let args = |file: &Path| {
+        vec![
+            "watch".to_string(),
+            "--config".into(),
+            file.display().to_string(),
+            "--repo".into(),
+            repo.repo().to_string(),
+            // Nobody answers there: starting is all this test needs.
+            "--argocd-url".into(),
+            "http://127.0.0.1:1".into(),
+            "--state".into(),
+            state.display().to_string(),
+        ]
+    };
+    let wd = common::Proc::spawn(BIN, args(&file), &[]);
+    wd.wait_line(
+        greenlight_testkit::watch::WATCHING,
+        std::time::Duration::from_secs(60),
+    );
+    drop(wd);
+
+    // A value `watch` refuses, written through the chart: exit 2, naming the file's line.
+    let bad = dir.path().join("bad.toml");
+    let text = rendered_config(&["--set-string", "config.stable-for=soon"]);
+    std::fs::write(&bad, &text).unwrap();
+    let out = Command::new(BIN).args(args(&bad)).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("stable-for"))
+        .expect("stable-for in the file")
+        + 1;
+    assert!(
+        err.contains(&format!("{}:{line}:", bad.display())) && err.contains("\"soon\""),
+        "{err}"
+    );
+}
+
 /// Flags the chart passes that `watch` is getting in parallel (the cluster store and leader
 /// election); each must be a flag of `watch --help` once that lands — then this list is empty.
 const PENDING: &[&str] = &[
@@ -707,7 +774,7 @@ fn install(kube: &KubeApiserver, namespace: &str, args: &[&str]) -> PathBuf {
                 == b"True"
         });
     }
-    let out = kube.kubectl_stdin(&["create"], &list(&rest));
+    let out = kube.kubectl_stdin(&["create", "--validate=strict"], &list(&rest));
     assert!(
         out.contains("deployment.apps/gl-greenlight created"),
         "{out}"
