@@ -88,9 +88,13 @@ here, and README.md#rbac says why each is there.
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
   verbs: ["create"]
-# The cluster store: one Watch object a watch and the Watchdog object (breaker, tip, memory),
-# read at start and by standbys, written by the leader, pruned past --retain.
+# The cluster store (docs/state.md#rbac): one Watch object a watch, listed at start, written
+# by the leader, finished ones pruned past --retain; the Watchdog object (tip, breaker,
+# memory), patched by `greenlight breaker reset`. Nothing watches them; no Watchdog is deleted.
 - apiGroups: ["greenlight.dev"]
-  resources: ["watches", "watchdogs"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  resources: ["watches"]
+  verbs: ["get", "list", "create", "update", "delete"]
+- apiGroups: ["greenlight.dev"]
+  resources: ["watchdogs"]
+  verbs: ["get", "create", "update", "patch"]
 {{- end }}
