@@ -49,3 +49,15 @@ fn to_json(node: &Yaml) -> Result<Value, String> {
         Yaml::BadValue => return Err("a value that does not parse".into()),
     })
 }
+
+/// Every document of `text` (a multi-document stream, e.g. `helm template`'s output), empty
+/// ones left out. Panics, naming `what`, when it does not parse.
+#[allow(dead_code)] // Not every test file that reads YAML reads a stream.
+#[track_caller]
+pub fn load_all_str(what: &str, text: &str) -> Vec<Value> {
+    let docs = Yaml::load_from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
+    docs.iter()
+        .map(|d| to_json(d).unwrap_or_else(|e| panic!("{what}: {e}")))
+        .filter(|v| !v.is_null())
+        .collect()
+}
