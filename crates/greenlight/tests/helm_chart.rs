@@ -511,21 +511,6 @@ fn watch_starts_on_the_rendered_config_file_and_refuses_a_bad_value_in_it() {
     );
 }
 
-/// Flags the chart passes that `watch` is getting in parallel, by feature: the cluster store,
-/// and leader election. A feature's flags are let through until the first of them is a flag of
-/// `watch --help`; from then on every one must be (a flag that landed under another name fails
-/// here), and the feature can leave this list.
-const PENDING: &[&[&str]] = &[
-    &["store", "store-namespace", "store-name"],
-    &[
-        "leader-elect",
-        "lease-name",
-        "lease-duration",
-        "renew-deadline",
-        "lease-retry-period",
-    ],
-];
-
 #[test]
 fn every_flag_the_chart_passes_is_one_of_watchs() {
     let help = Command::new(BIN)
@@ -545,13 +530,8 @@ fn every_flag_the_chart_passes_is_one_of_watchs() {
         .collect();
     assert!(flags.len() > 10, "{flags:?}");
     let known = |f: &str| help.contains(&format!("--{f} ")) || help.contains(&format!("--{f}\n"));
-    let pending = |f: &str| {
-        PENDING
-            .iter()
-            .any(|feature| feature.contains(&f) && !feature.iter().any(|g| known(g)))
-    };
     for f in &flags {
-        assert!(known(f) || pending(f), "--{f} is no flag of watch");
+        assert!(known(f), "--{f} is no flag of watch");
     }
     // Every key the ConfigMap may carry is a key `watch` takes: the default's, and a tunable.
     for key in ["dry-run", "stable-for"] {
@@ -1069,4 +1049,154 @@ fn the_readme_shows_the_rules_the_chart_grants() {
         .find(|r| r["metadata"]["namespace"] == "apps")
         .expect("a Role in apps");
     assert_eq!(blocks[0], apps["rules"]);
+}
+
+/// The watchdog itself, as two replicas, with nothing but a token of the chart's ServiceAccount
+/// (the chart's rendered RBAC applied, nothing else granted): the Lease, the store, the
+/// Applications and their Events all work — a commit is confirmed, `status` reads the store with
+/// the same token, and after SIGTERM the Lease passes to the other replica — and no request is
+/// refused.
+#[test]
+fn two_replicas_run_on_nothing_but_the_charts_service_account() {
+    use common::{GOOD2, Repo, sandbox, settled, trailer};
+    use greenlight_testkit::process::Proc;
+    use std::time::{Duration, Instant};
+    const T: Duration = Duration::from_secs(90);
+    let kube = KubeApiserver::start();
+    let ns = greenlight_testkit::kube::ARGOCD_NAMESPACE;
+    let config = install(&kube, ns, &[]);
+    let rendered = objects(&["--namespace", ns, "--kube-version", "1.20"]);
+    let args: Vec<String> = one(&rendered, "Deployment")["spec"]["template"]["spec"]["containers"]
+        [0]["args"]
+        .as_array()
+        .expect("the container's args")
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    let flag = |name: &str| -> String {
+        args.iter()
+            .find_map(|a| a.strip_prefix(&format!("--{name}=")))
+            .unwrap_or_else(|| panic!("the chart passes --{name}=…: {args:?}"))
+            .to_string()
+    };
+    let (store, lease, store_ns) = (
+        flag("store-name"),
+        flag("lease-name"),
+        flag("store-namespace"),
+    );
+    assert_eq!(store_ns, ns);
+
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let _mirror = kube.mirror_sandbox(&sb.url);
+    let replica = |name: &str| {
+        let data = repo.path(&format!("replicas/{name}"));
+        let argv: Vec<String> = [
+            "watch",
+            "--repo",
+            &repo.repo(),
+            "--source",
+            "kube",
+            "--kubeconfig",
+            config.to_str().unwrap(),
+            "--store",
+            "kube",
+            "--store-namespace",
+            &store_ns,
+            "--store-name",
+            &store,
+            "--leader-elect",
+            "--lease-name",
+            &lease,
+            "--lease-duration",
+            "3s",
+            "--renew-deadline",
+            "2s",
+            "--lease-retry-period",
+            "500ms",
+            "--identity",
+            name,
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--stable-for",
+            "2s",
+            "--fetch-interval",
+            "200ms",
+            "--stale-after",
+            "12s",
+            "--unknown-app-grace",
+            "3s",
+            "--reexec-interval",
+            "0",
+            "--git-author",
+            "greenlight-bot <bot@greenlight.test>",
+        ]
+        .map(String::from)
+        .into();
+        Proc::spawn(BIN, argv, &[])
+    };
+    let mut a = replica("a");
+    a.wait_line(" leads: the Lease", T);
+    a.wait_line(greenlight_testkit::watch::WATCHING, T);
+    let b = replica("b");
+    b.wait_line("standing by as b_", T);
+    let good = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1.0\n\n{}", trailer("web", "30", "arm")),
+    );
+    // `status` with the same token reads the store.
+    let status = || -> Value {
+        let out = Command::new(BIN)
+            .args(["status", "--store", "kube", "--kubeconfig"])
+            .arg(&config)
+            .args([
+                "--store-namespace",
+                &store_ns,
+                "--store-name",
+                &store,
+                "--json",
+            ])
+            .output()
+            .expect("status runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let end = Instant::now() + T;
+    loop {
+        let st = status();
+        let confirmed = st["watches"].as_array().is_some_and(|ws| {
+            ws.iter()
+                .any(|w| w["commit"] == good.as_str() && w["state"] == "CONFIRMED")
+        });
+        if confirmed {
+            break;
+        }
+        assert!(Instant::now() < end, "{st}\n--- a:\n{}", a.output());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The verdict's Events, written with the token on the Application.
+    let events = kube.kubectl_ok(&["get", "events.events.k8s.io", "-n", ns, "-o", "json"]);
+    assert!(
+        events.contains("CONFIRMED") || events.contains("Confirmed"),
+        "{events}"
+    );
+    // The Lease passes on a graceful stop: the standby updates it with the same rights.
+    a.sigterm();
+    assert_eq!(a.wait_exit(T).code(), Some(0), "{}", a.output());
+    b.wait_line(" leads: the Lease", T);
+    b.wait_line(greenlight_testkit::watch::WATCHING, T);
+    for (name, out) in [("a", a.output()), ("b", b.output())] {
+        for refused in ["Forbidden", "forbidden", " 403"] {
+            assert!(
+                !out.contains(refused),
+                "replica {name} was refused a request:\n{out}"
+            );
+        }
+    }
 }
