@@ -439,13 +439,29 @@ impl LeaderState {
         reason_of(self.ended.load(Ordering::SeqCst))
     }
 
-    /// Leading: not ended and the clock before `valid_until`.
-    fn leading(&self) -> bool {
-        self.ended().is_none() && self.clock.now() < self.valid_until()
+    /// Why leadership ended, if it did. Whoever first sees the clock at or past `valid_until`
+    /// ends it ([`LostReason::Expired`]), so that a renew answered a moment too late cannot
+    /// bring back a leadership someone already saw lost.
+    fn check(&self) -> Option<LostReason> {
+        if let Some(r) = self.ended() {
+            return Some(r);
+        }
+        if self.clock.now() >= self.valid_until() {
+            self.end(LostReason::Expired);
+            return self.ended();
+        }
+        None
     }
 
+    /// Leading: not ended and the clock before `valid_until`.
+    fn leading(&self) -> bool {
+        self.check().is_none()
+    }
+
+    /// A renew sent at `sent` succeeded: extends `valid_until` unless leadership is already
+    /// over (ended, or the clock past `valid_until` when the answer is taken in).
     fn renewed(&self, sent: Instant, renew_deadline: Duration) {
-        if self.ended().is_some() {
+        if self.check().is_some() {
             return;
         }
         let until = self.nanos(sent + renew_deadline);
@@ -869,30 +885,28 @@ impl Renewer {
             let left = next.saturating_duration_since(self.clock.now());
             tokio::select! {
                 _ = tokio::time::sleep(left) => {}
-                _ = self.ended() => return,
+                _ = self.ended() => {}
             }
-            if self.state.ended().is_some() {
+            if let Some(reason) = self.state.check() {
+                self.stopped(reason);
                 return;
             }
             let sent = self.clock.now();
             next = sent + cfg.retry_period;
-            let valid_until = self.state.valid_until();
-            if sent >= valid_until {
-                (self.warn)(&format!(
-                    "leader election: lost Lease {}/{}: {}",
-                    cfg.namespace,
-                    cfg.name,
-                    LostReason::Expired
-                ));
-                self.state.end(LostReason::Expired);
-                return;
-            }
             // Each attempt ends by the retry period and never runs past the deadline.
-            let timeout = cfg.retry_period.min(valid_until - sent);
+            let timeout = cfg
+                .retry_period
+                .min(self.state.valid_until().saturating_duration_since(sent));
             let attempt = tokio::time::timeout(timeout, self.renew_once(reread));
             let outcome = tokio::select! {
                 r = attempt => r,
-                _ = self.ended() => return,
+                _ = self.ended() => {
+                    if let Some(reason) = self.state.check() {
+                        self.stopped(reason);
+                        return;
+                    }
+                    continue;
+                }
             };
             match outcome {
                 Ok(Ok(lease)) => {
@@ -932,7 +946,17 @@ impl Renewer {
         }
     }
 
-    /// Resolves when leadership ended by other means (release, drop).
+    /// Says that leadership ran out (the guard acts on it; this is the daemon's log line).
+    fn stopped(&self, reason: LostReason) {
+        if reason == LostReason::Expired {
+            (self.warn)(&format!(
+                "leader election: lost Lease {}/{}: {reason}",
+                self.config.namespace, self.config.name
+            ));
+        }
+    }
+
+    /// Resolves when leadership ended by other means (release, drop, expiry seen elsewhere).
     async fn ended(&self) {
         let mut rx = self.state.changed.subscribe();
         while self.state.ended().is_none() {
@@ -1008,9 +1032,7 @@ impl Leadership {
 
     /// Why it ended, once it did (by the clock alone it is [`LostReason::Expired`]).
     pub fn lost_reason(&self) -> Option<LostReason> {
-        self.state.ended().or_else(|| {
-            (self.clock.now() >= self.state.valid_until()).then_some(LostReason::Expired)
-        })
+        self.state.check()
     }
 
     /// Successful renews so far (the acquiring write not counted).
@@ -1147,12 +1169,13 @@ impl Guard {
                     if off.load(Ordering::SeqCst) {
                         return;
                     }
-                    let now = watched.clock.now();
-                    let until = watched.valid_until();
-                    if watched.ended().is_some() || now >= until {
+                    if watched.check().is_some() {
                         break;
                     }
-                    std::thread::park_timeout(until - now);
+                    let left = watched
+                        .valid_until()
+                        .saturating_duration_since(watched.clock.now());
+                    std::thread::park_timeout(left);
                 }
                 if !off.load(Ordering::SeqCst) {
                     on_lost();
@@ -1446,17 +1469,31 @@ mod tests {
         assert!(s.leading());
         clock.advance(Duration::from_millis(1));
         assert!(!s.leading(), "at valid_until it is over");
-        // An ended leadership is never extended again.
-        s.end(LostReason::Conflict);
-        s.renewed(clock.now(), Duration::from_secs(2));
-        assert!(!s.leading());
-        assert_eq!(s.ended(), Some(LostReason::Conflict));
-        s.end(LostReason::Expired);
         assert_eq!(
             s.ended(),
-            Some(LostReason::Conflict),
+            Some(LostReason::Expired),
+            "seen over, it stays over"
+        );
+        // A renew answered a moment too late brings nothing back.
+        s.renewed(clock.now(), Duration::from_secs(2));
+        assert!(!s.leading());
+        s.end(LostReason::Conflict);
+        assert_eq!(
+            s.ended(),
+            Some(LostReason::Expired),
             "the first reason stays"
         );
+    }
+
+    #[test]
+    fn a_conflict_ends_leadership_before_its_deadline() {
+        let clock = Arc::new(ManualClock::new());
+        let s = state(clock.clone(), Duration::from_secs(2));
+        s.end(LostReason::Conflict);
+        assert!(!s.leading());
+        assert_eq!(s.check(), Some(LostReason::Conflict));
+        s.renewed(clock.now(), Duration::from_secs(2));
+        assert!(!s.leading(), "an ended leadership is never extended");
     }
 
     fn leadership_over(state: Arc<LeaderState>) -> Leadership {

@@ -364,8 +364,13 @@ fn a_partitioned_leader_stops_before_the_standby_takes_over() {
         assert_eq!(holder(&l).as_deref(), Some("pod-b"));
         assert_eq!(transitions(&l), Some(1));
 
-        // The partition heals: pod-a's held requests arrive, stale, and change nothing.
+        // The partition heals: pod-a's held bytes arrive (writes with a stale resourceVersion)
+        // and change nothing.
         proxy.heal();
+        until("the held bytes are delivered", async || {
+            proxy.delivered_since_cut() > 0
+        })
+        .await;
         let end = Instant::now() + 2 * RETRY;
         while Instant::now() < end {
             assert_eq!(
