@@ -131,7 +131,9 @@ impl Elected {
                 return Ok(());
             }
         };
+        // Stopped and finished before the role says leader, so it cannot say standby after.
         follow.abort();
+        let _ = follow.await;
         // From here on this process may act only while it leads: at the renew deadline the
         // guard ends it, whatever the runtime is doing.
         let guard = {
