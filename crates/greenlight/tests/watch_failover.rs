@@ -535,3 +535,49 @@ fn a_stopped_leader_hands_over_at_once_and_a_standby_judges_nothing() {
     let st = kube_status(&kube, "hand");
     assert_eq!(watches_of(&st, &good).len(), 1, "{st}");
 }
+
+/// One replica on the cluster store, no election: its watches are in the cluster, and
+/// `kubectl get watches` reads like `greenlight status`.
+#[test]
+fn one_replica_keeps_its_watches_in_the_cluster_without_an_election() {
+    let kube = KubeApiserver::start();
+    crds(&kube);
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let _mirror = kube.mirror_sandbox(&sb.url);
+    let dir = repo.path("replicas");
+    let mut args = replica_args(&repo, kube.kubeconfig(), "solo", &dir, "a");
+    // No election: its flags go.
+    let i = args.iter().position(|a| a == "--leader-elect").unwrap();
+    args.drain(i..i + 3);
+    // The Lease's durations close the command line.
+    assert!(args.ends_with(&LEASE.iter().map(|s| s.to_string()).collect::<Vec<_>>()));
+    args.truncate(args.len() - LEASE.len());
+    assert!(!args.iter().any(|a| a.starts_with("--lease")), "{args:?}");
+    let wd = Proc::spawn(BIN, args, &[]);
+    wd.wait_line(greenlight_testkit::watch::WATCHING, T);
+    let good = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1.0\n\n{}", trailer("web", "30", "arm")),
+    );
+    let end = Instant::now() + T;
+    while !watches_of(&kube_status(&kube, "solo"), &good)
+        .first()
+        .is_some_and(|w| w["state"] == "CONFIRMED")
+    {
+        assert!(Instant::now() < end, "{}", wd.output());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let table = kube.kubectl_ok(&["get", "watches", "-n", ARGOCD_NAMESPACE]);
+    let row = table
+        .lines()
+        .find(|l| l.contains(&good[..7]))
+        .unwrap_or_else(|| panic!("no row of {good}:\n{table}"));
+    assert!(
+        row.contains("CONFIRMED") && row.contains("web") && row.contains("arm"),
+        "{table}"
+    );
+    assert!(!wd.output().contains("lease"), "{}", wd.output());
+}
