@@ -585,3 +585,87 @@ fn a_remote_whose_head_names_no_branch_is_watched_with_branch() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("names no branch"), "{err}");
 }
+
+/// The store and election flags refused before anything starts, exit 2, each naming the flag
+/// and why: nothing is cloned, no Lease is touched.
+#[test]
+fn store_and_election_flags_that_cannot_work_exit_2_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("x.db");
+    let data = dir.path().join("data");
+    let (state, data) = (state.to_str().unwrap(), data.to_str().unwrap());
+    let base = ["watch", "--repo", "/x", "--source", "kube"];
+    for (extra, names, why) in [
+        (
+            vec!["--leader-elect", "--state", state],
+            "--leader-elect",
+            "--store kube",
+        ),
+        (
+            vec!["--store", "kube", "--state", state],
+            "--state",
+            "--store kube",
+        ),
+        (vec!["--store", "kube"], "--data-dir", "clone"),
+        (vec![], "--state", "required"),
+        (
+            vec![
+                "--store",
+                "kube",
+                "--data-dir",
+                data,
+                "--store-name",
+                "Bad_Name",
+            ],
+            "--store-name",
+            "lower-case",
+        ),
+        (
+            vec![
+                "--store",
+                "kube",
+                "--data-dir",
+                data,
+                "--leader-elect",
+                "--renew-deadline",
+                "20s",
+            ],
+            "--renew-deadline",
+            "--lease-duration",
+        ),
+        (
+            vec![
+                "--store",
+                "kube",
+                "--data-dir",
+                data,
+                "--leader-elect",
+                "--lease-retry-period",
+                "10s",
+            ],
+            "--lease-retry-period",
+            "--renew-deadline",
+        ),
+        (
+            vec!["--state", state, "--identity", "a"],
+            "--identity",
+            "--leader-elect",
+        ),
+        (
+            vec!["--state", state, "--store-namespace", "argocd"],
+            "--store-namespace",
+            "--store kube",
+        ),
+    ] {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend(&extra);
+        let out = run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(names) && err.contains(why), "{extra:?}: {err}");
+        assert!(
+            !std::path::Path::new(data).exists(),
+            "{extra:?}: nothing cloned"
+        );
+    }
+}
