@@ -1140,13 +1140,18 @@ impl Drop for Leadership {
 /// the deadline and re-reads atomics, so it fires even when the async runtime makes no
 /// progress. Wire it right after [`LeaseElector::acquire`]:
 ///
-/// ```ignore
+/// ```no_run
+/// # async fn lead(
+/// #     elector: greenlight_kube::lease::LeaseElector,
+/// # ) -> Result<(), greenlight_kube::lease::LeaseError> {
 /// let leadership = elector.acquire().await?;
 /// let guard = leadership.guard(|| std::process::exit(1));
 /// // ... lead ...
 /// // graceful stop: stop acting, then
 /// guard.disarm();
 /// leadership.release().await?;
+/// # Ok(())
+/// # }
 /// ```
 ///
 /// Dropping a `Guard` does not disarm it: the thread keeps guarding.
