@@ -94,20 +94,29 @@ fn replica_args(
     args
 }
 
-/// A replica: its process (restarted as a kubelet would after a kill) and its name.
+/// A replica: its process (restarted as a kubelet would after a kill), its name, and the proxy
+/// its apiserver connections go through (a kill while a request is held in flight).
 struct Replica {
     name: String,
     args: Vec<String>,
     proc: Proc,
+    proxy: greenlight_testkit::proxy::TcpProxy,
 }
 
 impl Replica {
-    fn start(args: Vec<String>, name: &str) -> Replica {
+    /// Replica `name` of `store`, its kubeconfig pointed at a proxy of its own.
+    fn start(kube: &KubeApiserver, repo: &Repo, store: &str, dir: &Path, name: &str) -> Replica {
+        let proxy = greenlight_testkit::proxy::TcpProxy::start(apiserver_addr(kube));
+        let via = dir.join(format!("{name}.kubeconfig"));
+        std::fs::create_dir_all(dir).unwrap();
+        kubeconfig_via(kube, &proxy.https_url(), &via);
+        let args = replica_args(repo, &via, store, dir, name);
         let proc = Proc::spawn(BIN, &args, &[]);
         Replica {
             name: name.to_string(),
             args,
             proc,
+            proxy,
         }
     }
 
@@ -120,6 +129,14 @@ impl Replica {
         self.proc.kill9();
         self.proc = Proc::spawn(BIN, &self.args, &[]);
     }
+}
+
+/// The apiserver's address, for a proxy in front of it.
+fn apiserver_addr(kube: &KubeApiserver) -> std::net::SocketAddr {
+    kube.url()
+        .trim_start_matches("https://")
+        .parse()
+        .expect("the apiserver's URL is https://<ip>:<port>")
 }
 
 /// `greenlight status --store kube --json` of store `store`.
@@ -229,9 +246,10 @@ struct Kill {
     takeover: Duration,
 }
 
-/// One scenario of the drill: an armed failing commit, and its leader killed four times —
-/// at a random instant after the commit (waiting for reach or judging, a renewal as likely as
-/// not under way), at a random instant after the first takeover, after the revert's push
+/// One scenario of the drill: an armed failing commit, and its leader killed five times —
+/// at a random instant after the commit (waiting for reach or judging), at a random instant
+/// after the first takeover, while renewing (its apiserver connection held by a proxy, so a
+/// renewal is sent and unanswered, and delivered after the kill), after the revert's push
 /// reached the remote and before its record (the push is held by the remote's hook), and at a
 /// random instant after the verdict. Each killed replica comes back as a standby.
 fn drill(kube: &KubeApiserver, seed: u64, kills: &mut Vec<Kill>) {
@@ -243,14 +261,8 @@ fn drill(kube: &KubeApiserver, seed: u64, kills: &mut Vec<Kill>) {
     let store = format!("drill-{seed}");
     let dir = repo.path("replicas");
     let mut rs = [
-        Replica::start(
-            replica_args(&repo, kube.kubeconfig(), &store, &dir, "a"),
-            "a",
-        ),
-        Replica::start(
-            replica_args(&repo, kube.kubeconfig(), &store, &dir, "b"),
-            "b",
-        ),
+        Replica::start(kube, &repo, &store, &dir, "a"),
+        Replica::start(kube, &repo, &store, &dir, "b"),
     ];
     let (first, _) = wait_leader(&mut rs, Instant::now());
     rs[first]
@@ -264,8 +276,19 @@ fn drill(kube: &KubeApiserver, seed: u64, kills: &mut Vec<Kill>) {
     );
     let kill = |rs: &mut [Replica; 2], point: &'static str, kills: &mut Vec<Kill>| {
         let (leader, _) = wait_leader(rs, Instant::now());
-        rs[leader].kill9_and_restart();
+        let in_flight = point.starts_with("while renewing");
+        if in_flight {
+            // Its next renewal (due within a retry period) is sent and held, unanswered; the
+            // kill comes before its renew deadline, and what it sent lands after its death.
+            rs[leader].proxy.cut();
+            std::thread::sleep(RETRY + Duration::from_millis(200));
+        }
+        rs[leader].proc.kill9();
         let killed_at = Instant::now();
+        if in_flight {
+            rs[leader].proxy.heal();
+        }
+        rs[leader].kill9_and_restart();
         let (_, took) = wait_leader(rs, killed_at);
         // Either may lead next: the standby that watched the Lease all along, or the killed
         // replica's new process, which saw it unchanged as early (both wait a lease duration).
@@ -283,6 +306,11 @@ fn drill(kube: &KubeApiserver, seed: u64, kills: &mut Vec<Kill>) {
     );
     std::thread::sleep(rng.millis(2500));
     kill(&mut rs, "after a takeover (judging or reverting)", kills);
+    kill(
+        &mut rs,
+        "while renewing (its renewal held in flight, delivered after its death)",
+        kills,
+    );
     // The revert reaches the remote; its pusher waits in the hook.
     let end = Instant::now() + T;
     while repo.remote_tip() == bad {
@@ -348,7 +376,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i.min(sorted.len() - 1)]
 }
 
-/// The failover drill: `GREENLIGHT_DRILL_SEEDS` seeds (default 5), four kills each: at least
+/// The failover drill: `GREENLIGHT_DRILL_SEEDS` seeds (default 5), five kills each: at least
 /// 20 kill points. Each takeover is bounded by the Lease: a standby takes it at most a lease
 /// duration after the last renewal it saw, plus one retry period, plus the time to say so.
 #[test]
@@ -411,12 +439,7 @@ fn a_partitioned_leader_stops_before_its_lease_can_be_taken() {
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     settled(&sb, &repo, &["web"]);
     let _mirror = kube.mirror_sandbox(&sb.url);
-    let target: std::net::SocketAddr = kube
-        .url()
-        .trim_start_matches("https://")
-        .parse()
-        .expect("the apiserver's URL is https://<ip>:<port>");
-    let proxy = greenlight_testkit::proxy::TcpProxy::start(target);
+    let proxy = greenlight_testkit::proxy::TcpProxy::start(apiserver_addr(&kube));
     let via = repo.path("via-proxy.kubeconfig");
     kubeconfig_via(&kube, &proxy.https_url(), &via);
     let dir = repo.path("replicas");
