@@ -10,7 +10,7 @@ use common::*;
 use greenlight_testkit::KubeApiserver;
 use greenlight_testkit::kube::ARGOCD_NAMESPACE;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 const T: Duration = Duration::from_secs(90);
@@ -200,26 +200,6 @@ fn wait_leader(rs: &mut [Replica; 2], since: Instant) -> (usize, Duration) {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// A push of a commit whose subject starts with `subject` lands on the remote but does not
-/// return until the returned file exists (the ref is updated before post-receive runs).
-fn hold_pushes_of(repo: &Repo, subject: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let release = repo.path("release");
-    let hook = repo.bare.join("hooks/post-receive");
-    std::fs::write(
-        &hook,
-        format!(
-            "#!/bin/sh\nread old new ref\n\
-             case \"$(git log -1 --format=%s \"$new\")\" in '{subject}'*) ;; *) exit 0 ;; esac\n\
-             i=0\nwhile [ ! -f '{}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n",
-            release.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-    release
 }
 
 /// A small deterministic generator (SplitMix64): the drill's kill instants from its seed.

@@ -206,3 +206,25 @@ pub fn promote_cmd(
         .output()
         .expect("run greenlight")
 }
+
+/// A push of a commit whose subject starts with `subject` lands on the remote but does not
+/// return until the returned file exists: the ref is updated before post-receive runs, and the
+/// pusher waits for the hook. Other pushes (a human's) pass at once, so the hook is in place
+/// before the bad commit, with no race.
+pub fn hold_pushes_of(repo: &Repo, subject: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let release = repo.path("release");
+    let hook = repo.bare.join("hooks/post-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nread old new ref\n\
+             case \"$(git log -1 --format=%s \"$new\")\" in '{subject}'*) ;; *) exit 0 ;; esac\n\
+             i=0\nwhile [ ! -f '{}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n",
+            release.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    release
+}
