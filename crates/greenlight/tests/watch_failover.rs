@@ -402,6 +402,33 @@ fn the_failover_drill_keeps_one_verdict_and_one_revert() {
     );
 }
 
+/// A loopback address no one listens on (found by binding and letting go).
+fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+/// Polls `http://<addr><path>` until `ok` holds for its answer; fails after `T`, showing the last.
+#[track_caller]
+fn wait_answer(addr: &str, path: &str, ok: impl Fn(&greenlight_testkit::http::Response) -> bool) {
+    let url = format!("http://{addr}{path}");
+    let end = Instant::now() + T;
+    loop {
+        let got = greenlight_testkit::http::http_request("GET", &url, &[]);
+        if let Ok(r) = &got
+            && ok(r)
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < end,
+            "GET {url}: {:?}",
+            got.map(|r| (r.status, r.body))
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// The harness's kubeconfig, pointed at `url` instead (a proxy in front of the apiserver).
 fn kubeconfig_via(kube: &KubeApiserver, url: &str, path: &Path) {
     let text = std::fs::read_to_string(kube.kubeconfig()).unwrap();
@@ -471,7 +498,9 @@ fn a_partitioned_leader_stops_before_its_lease_can_be_taken() {
 
 /// SIGTERM (a rolling update, a drain): the leader finishes, gives the Lease up, and the
 /// standby takes over at once instead of a lease duration later. A standby never judges aloud:
-/// no event of a watch is in its output while the leader judges.
+/// no event of a watch is in its output while the leader judges. `/readyz` and
+/// `greenlight_leader` say who leads, before and after; a replica whose `--stale-after` is below
+/// a takeover's gap says so at start.
 #[test]
 fn a_stopped_leader_hands_over_at_once_and_a_standby_judges_nothing() {
     let kube = KubeApiserver::start();
@@ -481,18 +510,39 @@ fn a_stopped_leader_hands_over_at_once_and_a_standby_judges_nothing() {
     settled(&sb, &repo, &["web"]);
     let _mirror = kube.mirror_sandbox(&sb.url);
     let dir = repo.path("replicas");
-    let mut a = Proc::spawn(
-        BIN,
-        replica_args(&repo, kube.kubeconfig(), "hand", &dir, "a"),
-        &[],
-    );
+    let (a_addr, b_addr) = (free_addr(), free_addr());
+    let mut a_args = replica_args(&repo, kube.kubeconfig(), "hand", &dir, "a");
+    a_args.extend(["--listen".to_string(), a_addr.clone()]);
+    let mut a = Proc::spawn(BIN, a_args, &[]);
     a.wait_line(greenlight_testkit::watch::WATCHING, T);
-    let b = Proc::spawn(
-        BIN,
-        replica_args(&repo, kube.kubeconfig(), "hand", &dir, "b"),
-        &[],
-    );
+    // b's --stale-after (3 s) is below a takeover's gap (lease 3 s + retry 0.5 s): said at start.
+    let mut b_args = replica_args(&repo, kube.kubeconfig(), "hand", &dir, "b");
+    let i = b_args.iter().position(|x| x == "--stale-after").unwrap();
+    b_args[i + 1] = "3s".into();
+    b_args.extend(["--listen".to_string(), b_addr.clone()]);
+    let b = Proc::spawn(BIN, b_args, &[]);
     b.wait_line("standing by as b_", T);
+    b.wait_line("is not below --stale-after", T);
+    assert!(
+        !a.output().contains("is not below --stale-after"),
+        "{}",
+        a.output()
+    );
+    // /readyz and /metrics say who leads: a leads, b stands by, ready (its stream connected).
+    wait_answer(&a_addr, "/readyz", |r| {
+        r.status == 200 && r.body.starts_with("ok: leader a_")
+    });
+    wait_answer(&b_addr, "/readyz", |r| {
+        r.status == 200
+            && r.body.starts_with("ok: standby b_")
+            && r.body.contains("the leader is a_")
+    });
+    wait_answer(&a_addr, "/metrics", |r| {
+        r.body.contains("\ngreenlight_leader 1\n")
+    });
+    wait_answer(&b_addr, "/metrics", |r| {
+        r.body.contains("\ngreenlight_leader 0\n")
+    });
     let good = repo.set_image(
         "web",
         GOOD2,
@@ -533,6 +583,12 @@ fn a_stopped_leader_hands_over_at_once_and_a_standby_judges_nothing() {
         "a released Lease is taken within a retry period or so, not after it expires: {took:?}"
     );
     b.wait_line(greenlight_testkit::watch::WATCHING, T);
+    wait_answer(&b_addr, "/readyz", |r| {
+        r.status == 200 && r.body.starts_with("ok: leader b_")
+    });
+    wait_answer(&b_addr, "/metrics", |r| {
+        r.body.contains("\ngreenlight_leader 1\n")
+    });
     // The new leader resumes the finished watch as finished: no second watch of the commit.
     std::thread::sleep(Duration::from_secs(1));
     let st = kube_status(&kube, "hand");

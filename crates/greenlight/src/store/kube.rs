@@ -111,16 +111,6 @@ pub fn object_name(id: &str) -> String {
     name
 }
 
-/// Whether `s` is a DNS-1123 label (a Watchdog name and a label value).
-fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
 /// What a request was doing, for its error.
 #[derive(Clone, Copy)]
 enum Verb {
@@ -244,7 +234,7 @@ impl KubeStore {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<KubeStore> {
-        if !is_dns_label(name) {
+        if crate::kube::dns_label(name).is_err() {
             return Err(crate::usage(format!(
                 "--store-name {name:?}: a store name is a DNS label (lower-case letters, digits and '-', at most 63)"
             )));
