@@ -4,21 +4,17 @@
 //!
 //! Start reading at [`judge::Engine`]: it owns the watches and the breaker and turns observations
 //! into events and revert requests. A watch's phases and their data are [`watch`]; every word
-//! said about a watch is [`reason`]. Metric analysis with Argo Rollouts' semantics, for the
-//! promotion gate, is [`analysis`].
+//! said about a watch is [`reason`]. The promotion gate is a crate of its own
+//! (`greenlight-gate`), built on this one's vocabulary.
 
-pub mod analysis;
 pub mod breaker;
-pub mod candidate;
 pub mod commit;
 pub mod directive;
 pub mod error_text;
 pub mod event;
-pub mod gate;
 pub mod image;
 pub mod judge;
 pub mod paths;
-pub mod promote;
 pub mod reason;
 pub mod repo_url;
 pub mod snapshot;

@@ -6,6 +6,7 @@
 
 use crate::runtime::seams::{AppSource, Source, StartupNote};
 use anyhow::Result;
+use greenlight_argocd::{CaBundle, ClientOptions};
 use greenlight_core::directive::AppRef;
 use greenlight_core::repo_url::RepoUrl;
 use tokio::sync::mpsc;
@@ -88,5 +89,43 @@ impl AppSource for ArgoCdSource {
             )));
         }
         notes
+    }
+}
+
+/// Where Argo CD is and how to reach it: `--argocd-url`, its token and `--argocd-ca-file`
+/// read (the CLI's `ArgoCdArgs`).
+#[derive(Clone)]
+pub struct ArgoCd {
+    pub url: String,
+    pub token: Option<String>,
+    /// `--argocd-ca-file`'s certificates.
+    pub ca: Option<CaBundle>,
+}
+
+impl ArgoCd {
+    /// Argo CD's REST API as the runtime's source of `repo`'s Applications.
+    pub fn source(&self, repo: &RepoUrl, max_listing_bytes: usize) -> Result<Source> {
+        let options = ClientOptions {
+            max_listing_bytes,
+            ..self.client_options()
+        };
+        source_with(&self.url, self.token.clone(), repo, options)
+    }
+
+    /// A REST client of this Argo CD.
+    pub fn client(&self) -> Result<greenlight_argocd::ArgoClient, greenlight_argocd::ArgoError> {
+        greenlight_argocd::ArgoClient::with_options(
+            &self.url,
+            self.token.clone(),
+            self.client_options(),
+        )
+    }
+
+    /// The client's options: the defaults, and the CAs of `--argocd-ca-file`.
+    pub fn client_options(&self) -> ClientOptions {
+        ClientOptions {
+            extra_roots: self.ca.clone(),
+            ..ClientOptions::default()
+        }
     }
 }

@@ -1,10 +1,10 @@
 //! The promotion gate's `http` and `command` checks, run from where greenlight runs: one request
 //! or one process (its URL or argv already rendered with the candidate's values,
-//! `greenlight_core::promote::Template::render`), and an outcome with one line of evidence (the
+//! `greenlight_gate::config::Template::render`), and an outcome with one line of evidence (the
 //! status and time, the exit code and the output's last line). The gate
-//! (`greenlight_core::gate`) decides what an outcome means for the run.
+//! (`greenlight_gate::machine`) decides what an outcome means for the run.
 
-use greenlight_core::gate::CheckOutcome;
+use greenlight_gate::machine::CheckOutcome;
 use std::time::{Duration, Instant};
 
 /// One HTTP GET: passed when the status is `expect_status` and, if given, the body contains
@@ -158,16 +158,16 @@ pub async fn command_check_in(
 }
 
 /// One `prometheus` or `analysisTemplate` check: its metrics measured together by the analysis
-/// engine (`greenlight_core::analysis`, Argo Rollouts' semantics), each query sent to its
+/// engine (`greenlight_gate::analysis`, Argo Rollouts' semantics), each query sent to its
 /// Prometheus when the engine says it is due. Successful passes; Failed fails; Error and
 /// Inconclusive are undecided, never a pass. The queries, addresses and header values come
 /// rendered with the candidate's values.
 pub async fn analysis_check(
-    analysis: &greenlight_core::promote::Analysis,
-    values: &greenlight_core::promote::template::CandidateValues,
+    analysis: &greenlight_gate::config::Analysis,
+    values: &greenlight_gate::config::template::CandidateValues,
     clock: &dyn crate::clock::Clock,
 ) -> CheckOutcome {
-    use greenlight_core::analysis::{Phase, ProviderValue, Run, RunSpec};
+    use greenlight_gate::analysis::{Phase, ProviderValue, Run, RunSpec};
     use greenlight_prometheus::{ClientOptions, PrometheusClient, ResultValue, Secret};
     let spec = RunSpec {
         metrics: analysis.metrics.iter().map(|m| m.analysis_spec()).collect(),

@@ -12,8 +12,7 @@ use crate::cmd::{
 use anyhow::Result;
 use clap::{Arg, Args};
 use greenlight::GIT_TOKEN_ENV;
-use greenlight::runtime::seams::Source;
-use greenlight_argocd::{CaBundle, ClientOptions};
+use greenlight_argocd::CaBundle;
 use greenlight_core::repo_url::RepoUrl;
 use greenlight_git::Secret;
 use std::path::{Path, PathBuf};
@@ -109,33 +108,8 @@ pub struct ArgoCdArgs {
     pub argocd_ca_file: Option<PathBuf>,
 }
 
-/// [`ArgoCdArgs`], read.
-#[derive(Clone)]
-pub struct ArgoCd {
-    pub url: String,
-    pub token: Option<String>,
-    /// `--argocd-ca-file`'s certificates.
-    pub ca: Option<CaBundle>,
-}
-
-impl ArgoCd {
-    /// Argo CD's REST API as the runtime's source of `repo`'s Applications.
-    pub fn source(&self, repo: &RepoUrl, max_listing_bytes: usize) -> Result<Source> {
-        let options = ClientOptions {
-            max_listing_bytes,
-            ..self.client_options()
-        };
-        greenlight::argocd::source_with(&self.url, self.token.clone(), repo, options)
-    }
-
-    /// The client's options: the defaults, and the CAs of `--argocd-ca-file`.
-    pub fn client_options(&self) -> ClientOptions {
-        ClientOptions {
-            extra_roots: self.ca.clone(),
-            ..ClientOptions::default()
-        }
-    }
-}
+/// [`ArgoCdArgs`], read: where Argo CD is and how to reach it.
+pub use greenlight::argocd::ArgoCd;
 
 /// `--argocd-ca-file`: a file that is missing, unreadable or holds no certificate is a usage
 /// error naming the flag and the path.

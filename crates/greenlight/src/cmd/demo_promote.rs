@@ -12,13 +12,14 @@
 //! build would. The gate decides; the server only knows which build is broken.
 
 use super::demo::{git, health, new_remote, revision, say, sync, wait_app};
-use super::promote_run::{self, KEPT_UNTIL, RunArgs};
+use super::promote_run::{self, RunArgs};
 use anyhow::{Context, Result, bail, ensure};
 use axum::extract::Query;
 use axum::http::StatusCode;
 use clap::{Args, FromArgMatches};
 use greenlight::clock::{Clock, SystemClock};
 use greenlight::output::{LogFormat, Output};
+use greenlight::promote::candidates::{self, KEPT_UNTIL};
 use greenlight::runtime::{self, DaemonConfig};
 use greenlight_core::directive::DEFAULT_TRAILER_KEY;
 use greenlight_core::event::{Event, EventKind};
@@ -144,8 +145,8 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
     std::fs::create_dir_all(work.join(CANDIDATES))?;
     std::fs::write(work.join(MANIFEST), live_manifest(LIVE))?;
     std::fs::write(
-        work.join(CANDIDATES).join(promote_run::CANDIDATES_README),
-        promote_run::CANDIDATES_README_TEXT,
+        work.join(CANDIDATES).join(candidates::README),
+        candidates::README_TEXT,
     )?;
     let config = work.join("promote.yaml");
     std::fs::write(&config, promote_yaml(&checks))?;
@@ -304,7 +305,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
     );
     let left = candidates_files(&remote)?;
     ensure!(
-        left == [format!("{CANDIDATES}/{}", promote_run::CANDIDATES_README)],
+        left == [format!("{CANDIDATES}/{}", candidates::README)],
         "the promotion left candidate files behind: {left:?}"
     );
     say(&format!(

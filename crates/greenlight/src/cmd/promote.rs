@@ -11,8 +11,8 @@
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use greenlight::promote::{self, LoadError};
-use greenlight_core::promote::plan::{CheckPlan, MetricBound, Plan, compact_duration, plan};
-use greenlight_core::promote::{AnalysisOrigin, CheckKind, Promotion};
+use greenlight_gate::config::plan::{CheckPlan, MetricBound, Plan, compact_duration, plan};
+use greenlight_gate::config::{AnalysisOrigin, CheckKind, Promotion};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -219,7 +219,7 @@ fn bound_terms(b: &MetricBound) -> String {
             "{} error retries × ({} + {} retry wait)",
             b.error_retries,
             d(b.query_timeout_ms),
-            d(greenlight_core::promote::ERROR_RETRY_INTERVAL_MS)
+            d(greenlight_gate::config::ERROR_RETRY_INTERVAL_MS)
         ));
     }
     terms.join(" + ")

@@ -7,17 +7,16 @@
 //! candidate whose run's lock is present and not expired (a run under way); force a push; put a
 //! token in a message, a log line or a process argument.
 
-use super::promote_run::{CANDIDATES_README, CANDIDATES_README_TEXT, KEPT_UNTIL, lock_field};
 use crate::cmd::args::{GitArgs, help_of};
 use crate::cmd::usage;
 use anyhow::{Context as _, Result, anyhow};
 use clap::Args;
 use greenlight::clock::{Clock, SystemClock};
+use greenlight::promote::candidates::{self, Surveyed, Verdict};
 use greenlight::promote::{self as config, LoadError};
 use greenlight_core::repo_url::RepoUrl;
 use greenlight_core::time::Timestamp;
 use greenlight_git::{Auth, ChangeOutcome, ChangeRequest, FileChange, Repo};
-use serde_json::Value;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -41,19 +40,6 @@ pub struct GcArgs {
     /// Where gc keeps its clone (default: a scratch directory, removed afterwards).
     #[arg(long = "data-dir")]
     pub data_dir: Option<PathBuf>,
-}
-
-/// What gc decided about one candidate file.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// `kept-until` has passed and no run holds the lock: removed.
-    Expired { until: Timestamp },
-    /// `kept-until` is still ahead.
-    Kept { until: Timestamp },
-    /// A run holds the candidate's lock (present and not expired).
-    Locked { expires: String },
-    /// Not a candidate greenlight kept, or one that cannot be read: left alone, with why.
-    NotKept { why: String },
 }
 
 pub fn gc(a: GcArgs) -> Result<ExitCode> {
@@ -99,9 +85,14 @@ pub fn gc(a: GcArgs) -> Result<ExitCode> {
     let now = SystemClock.now();
     let files = repo.list_files(&base, &dir)?;
     let mut expired: Vec<(String, String, Timestamp)> = Vec::new();
-    let surveyed = survey(&repo, &base, &dir, now)?;
+    let surveyed = candidates::survey(&repo, &base, &dir, now)?;
     let looked = surveyed.len();
-    for (name, path, verdict) in surveyed {
+    for Surveyed {
+        workload: name,
+        path,
+        verdict,
+    } in surveyed
+    {
         match verdict {
             Verdict::Expired { until } => {
                 outln!("{path}: kept until {}: expired, removed", until.rfc3339());
@@ -111,7 +102,8 @@ pub fn gc(a: GcArgs) -> Result<ExitCode> {
                 outln!("{path}: kept until {}: not expired, kept", until.rfc3339())
             }
             Verdict::Locked { expires } => outln!(
-                "{path}: a promotion run holds its lock {dir}/{name}-candidate.lock (until {expires}): a run under way, left alone"
+                "{path}: a promotion run holds its lock {} (until {expires}): a run under way, left alone",
+                candidates::lock_path(&dir, &name)
             ),
             Verdict::NotKept { why } => outln!("{path}: {why}: left alone"),
         }
@@ -134,15 +126,15 @@ pub fn gc(a: GcArgs) -> Result<ExitCode> {
         .count();
     if remaining == 0 {
         changes.push(FileChange::Write {
-            path: format!("{dir}/{CANDIDATES_README}"),
-            content: CANDIDATES_README_TEXT.as_bytes().to_vec(),
+            path: candidates::readme_path(&dir),
+            content: candidates::README_TEXT.as_bytes().to_vec(),
         });
     }
     // A run that starts meanwhile writes the candidate and its lock: then nothing is removed.
     let mut guarded: Vec<String> = Vec::new();
     for (name, path, _) in &expired {
         guarded.push(path.clone());
-        guarded.push(format!("{dir}/{name}-candidate.lock"));
+        guarded.push(candidates::lock_path(&dir, name));
     }
     let n = expired.len();
     let body: Vec<String> = expired
@@ -181,126 +173,5 @@ pub fn gc(a: GcArgs) -> Result<ExitCode> {
             "{path} changed on {branch} since gc read it (now at {}): a run may have started; nothing was committed; run gc again",
             &tip[..tip.len().min(12)]
         )),
-    }
-}
-
-/// Each candidate file (`<dir>/<name>-candidate.yaml`) at `base`, with its name and what gc
-/// makes of it.
-pub(crate) fn survey(
-    repo: &greenlight_git::Repo,
-    base: &str,
-    dir: &str,
-    now: Timestamp,
-) -> Result<Vec<(String, String, Verdict)>> {
-    let mut out = Vec::new();
-    for path in repo.list_files(base, dir)? {
-        let Some(name) = path
-            .strip_prefix(&format!("{dir}/"))
-            .filter(|f| !f.contains('/'))
-            .and_then(|f| f.strip_suffix("-candidate.yaml"))
-        else {
-            continue;
-        };
-        let text = repo
-            .read_file(base, &path)?
-            .map(|t| String::from_utf8_lossy(&t).into_owned())
-            .unwrap_or_default();
-        let lock = repo
-            .read_file(base, &format!("{dir}/{name}-candidate.lock"))?
-            .map(|t| String::from_utf8_lossy(&t).into_owned());
-        let v = verdict(&text, lock.as_deref(), now);
-        out.push((name.to_string(), path, v));
-    }
-    Ok(out)
-}
-
-/// Whether a candidate file is an expired kept candidate, given its run's lock (if any).
-fn verdict(text: &str, lock: Option<&str>, now: Timestamp) -> Verdict {
-    let docs = match greenlight_lint::edit::documents_as_json(text) {
-        Ok(d) => d,
-        Err(e) => {
-            return Verdict::NotKept {
-                why: format!("does not parse as YAML ({e})"),
-            };
-        }
-    };
-    let written = docs.iter().find_map(|d| {
-        d.pointer("/metadata/annotations")
-            .and_then(|a| a.get(KEPT_UNTIL))
-            .and_then(Value::as_str)
-    });
-    let Some(written) = written else {
-        return Verdict::NotKept {
-            why: format!("no {KEPT_UNTIL} annotation, not a candidate greenlight kept"),
-        };
-    };
-    let Some(until) = Timestamp::parse_rfc3339(written) else {
-        return Verdict::NotKept {
-            why: format!("{KEPT_UNTIL} {written:?} is not an RFC 3339 time"),
-        };
-    };
-    if until > now {
-        return Verdict::Kept { until };
-    }
-    if let Some(lock) = lock {
-        let expires = lock_field(lock, "expires");
-        // A lock whose expiry cannot be read is taken as held: gc never races a run.
-        match expires.and_then(Timestamp::parse_rfc3339) {
-            Some(at) if at <= now => {}
-            _ => {
-                return Verdict::Locked {
-                    expires: expires.unwrap_or("?").to_string(),
-                };
-            }
-        }
-    }
-    Verdict::Expired { until }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn kept(until: &str) -> String {
-        format!(
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web-candidate\n  annotations:\n    {KEPT_UNTIL}: \"{until}\"\n"
-        )
-    }
-
-    #[test]
-    fn a_candidate_is_removed_only_past_its_kept_until_and_without_a_live_lock() {
-        let now = Timestamp::parse_rfc3339("2026-06-01T00:00:00Z").unwrap();
-        let past = Timestamp::parse_rfc3339("2026-01-01T00:00:00Z").unwrap();
-        let future = Timestamp::parse_rfc3339("2027-01-01T00:00:00Z").unwrap();
-        assert_eq!(
-            verdict(&kept("2026-01-01T00:00:00Z"), None, now),
-            Verdict::Expired { until: past }
-        );
-        assert_eq!(
-            verdict(&kept("2027-01-01T00:00:00Z"), None, now),
-            Verdict::Kept { until: future }
-        );
-        assert_eq!(
-            verdict(
-                &kept("2026-01-01T00:00:00Z"),
-                Some("expires: 2027-01-01T00:00:00Z\n"),
-                now
-            ),
-            Verdict::Locked {
-                expires: "2027-01-01T00:00:00Z".into()
-            }
-        );
-        assert_eq!(
-            verdict(
-                &kept("2026-01-01T00:00:00Z"),
-                Some("expires: 2026-02-01T00:00:00Z\n"),
-                now
-            ),
-            Verdict::Expired { until: past }
-        );
-        assert!(matches!(
-            verdict("kind: Deployment\nmetadata: {name: x}\n", None, now),
-            Verdict::NotKept { .. }
-        ));
     }
 }

@@ -10,8 +10,8 @@
 
 use super::config::{Args, PROMETHEUS_REFUSED, documents, headers, http_url, resolved};
 use super::reader::{Field, Kind, Map, Reader, describe, kind};
-use greenlight_core::promote::template::Origin;
-use greenlight_core::promote::{
+use greenlight_gate::config::template::Origin;
+use greenlight_gate::config::{
     DEFAULT_CONSECUTIVE_ERROR_LIMIT, DEFAULT_QUERY_TIMEOUT_MS, Metric, PrometheusQuery, Template,
 };
 use greenlight_lint::yaml::{Node, Pos};

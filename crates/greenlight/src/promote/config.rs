@@ -10,8 +10,8 @@
 use super::analysis_template::{self, GivenArg, GivenArgs};
 use super::reader::{ConfigError, Field, Map, Reader};
 use greenlight_core::directive::{AppRef, Mode};
-use greenlight_core::promote::template::{self, Origin, TemplateError};
-use greenlight_core::promote::{
+use greenlight_gate::config::template::{self, Origin, TemplateError};
+use greenlight_gate::config::{
     API_VERSION, Analysis, AnalysisOrigin, Candidate, Check, CheckKind, CommandCheck,
     DEFAULT_CONSECUTIVE_ERROR_LIMIT, DEFAULT_FAILED_RETENTION_MS, DEFAULT_HTTP_STATUS,
     DEFAULT_HTTP_TIMEOUT_MS, DEFAULT_QUERY_TIMEOUT_MS, HttpCheck, KIND, Live, Metric,
@@ -755,7 +755,7 @@ fn condition(
 /// A condition the analysis engine can judge every measurement by: it parses, and it is a
 /// boolean for a scalar and for a vector result (`docs/analysis.md`).
 pub(crate) fn check_condition(text: &str) -> Result<(), String> {
-    let e = greenlight_core::analysis::Expression::parse(text)
+    let e = greenlight_gate::analysis::Expression::parse(text)
         .map_err(|e| format!("is not a condition greenlight can evaluate: {e}"))?;
     e.check_condition_for_any_result()
         .map_err(|e| format!("is not a condition greenlight can evaluate: {e}"))

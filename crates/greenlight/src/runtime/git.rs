@@ -32,16 +32,7 @@ impl GitRepository {
     /// promotion does not bring back the candidate and the lock it removed).
     fn revert_keeps(&self, commit: &str) -> Result<Vec<String>> {
         let data = self.repo.commit(commit)?;
-        Ok(greenlight_core::trailer::parse(&data.message)
-            .into_iter()
-            .filter(|(k, _)| k.eq_ignore_ascii_case(greenlight_core::gate::REVERT_KEEPS_TRAILER))
-            .flat_map(|(_, v)| {
-                v.split(',')
-                    .map(|p| p.trim().to_string())
-                    .filter(|p| !p.is_empty())
-                    .collect::<Vec<_>>()
-            })
-            .collect())
+        Ok(greenlight_gate::trailers::revert_keeps_of(&data.message))
     }
 }
 

@@ -6,7 +6,11 @@
 //! the caller does that and reports each result as an [`Input`].
 //!
 //! A bypass is its own path from the first step: no candidate, no check, and a promotion whose
-//! commit, messages and outcome say *bypassed*, never *passed*.
+//! commit, messages and outcome say *bypassed*, never *passed*. The trailers its commits carry
+//! are [`crate::trailers`]'.
+
+use crate::trailers;
+use greenlight_core::watch::State;
 
 /// What a run promotes, as the configuration says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,10 +95,21 @@ pub enum CandidateVerdict {
     /// Any other verdict, with the judge's reason; `pending` holds each distinct message the
     /// scheduler gave for the candidate's pods stuck Pending (short of capacity).
     NotReady {
-        state: String,
+        state: JudgedAs,
         reason: String,
         pending: Vec<String>,
     },
+}
+
+/// What the judge made of a candidate that is not ready.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JudgedAs {
+    /// A verdict other than CONFIRMED (FAIL, INCONCLUSIVE, NOT_REACHED, …).
+    Verdict(State),
+    /// The candidate commit's watch trailer was rejected: no watch started.
+    TrailerRejected,
+    /// No verdict came within the run's limit for the candidate's judgement.
+    NoVerdict,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -187,7 +202,7 @@ impl Outcome {
 pub enum Blocked {
     /// The candidate never became ready; with pods Pending, it is short of capacity.
     CandidateNotReady {
-        state: String,
+        state: JudgedAs,
         reason: String,
         pending: Vec<String>,
     },
@@ -273,15 +288,6 @@ pub enum GateMessage {
     SelfTestLetThrough,
 }
 
-/// The trailer keys of promotion and candidate commits.
-pub const GATE_TRAILER: &str = "Greenlight-Gate";
-pub const CANDIDATE_TRAILER: &str = "Greenlight-Candidate";
-pub const CHECK_TRAILER: &str = "Greenlight-Check";
-/// On a promotion commit: the candidates' directory, which a revert of the commit (the
-/// watchdog's, when the promoted image fails live) leaves as it is on the branch, so that
-/// undoing the promotion does not bring back the candidate and the lock the commit removed.
-pub const REVERT_KEEPS_TRAILER: &str = "Greenlight-Revert-Keeps";
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Step {
     /// Waiting for the candidate commit.
@@ -352,11 +358,8 @@ impl Gate {
                         self.plan.app, s.candidate
                     ),
                     trailers: vec![
-                        (
-                            GATE_TRAILER.into(),
-                            format!("bypassed, no check ran: {}", one_line(&reason)),
-                        ),
-                        (CANDIDATE_TRAILER.into(), s.candidate.clone()),
+                        trailers::bypassed(&reason),
+                        trailers::candidate(&s.candidate),
                         watch_trailer(&self.plan.watch_trailer),
                     ],
                 },
@@ -454,15 +457,12 @@ impl Gate {
                 let check = self.plan.checks[i].clone();
                 match outcome {
                     CheckOutcome::Passed { evidence } => {
-                        self.evidence.push((
-                            CHECK_TRAILER.into(),
-                            format!(
-                                "{} {} ({}) passed: {}",
-                                i + 1,
-                                check.name,
-                                check.kind,
-                                one_line(&evidence)
-                            ),
+                        self.evidence.push(trailers::check(
+                            i,
+                            &check.name,
+                            &check.kind,
+                            "passed",
+                            &evidence,
                         ));
                         let mut out = vec![Effect::Say(GateMessage::CheckPassed {
                             index: i,
@@ -474,15 +474,12 @@ impl Gate {
                         out
                     }
                     CheckOutcome::Skipped { why } => {
-                        self.evidence.push((
-                            CHECK_TRAILER.into(),
-                            format!(
-                                "{} {} ({}) skipped by design: {}",
-                                i + 1,
-                                check.name,
-                                check.kind,
-                                one_line(&why)
-                            ),
+                        self.evidence.push(trailers::check(
+                            i,
+                            &check.name,
+                            &check.kind,
+                            "skipped by design",
+                            &why,
                         ));
                         let mut out = vec![Effect::Say(GateMessage::CheckSkipped {
                             index: i,
@@ -553,14 +550,8 @@ impl Gate {
         }
         self.step = Step::Promoting;
         let mut trailers = vec![
-            (
-                GATE_TRAILER.into(),
-                format!(
-                    "passed: candidate ready, {} check(s) in order",
-                    self.plan.checks.len()
-                ),
-            ),
-            (CANDIDATE_TRAILER.into(), self.start.candidate.clone()),
+            trailers::passed(self.plan.checks.len()),
+            trailers::candidate(&self.start.candidate),
         ];
         trailers.extend(self.evidence.iter().cloned());
         trailers.push(watch_trailer(&self.plan.watch_trailer));
@@ -604,11 +595,8 @@ impl Gate {
         };
         vec![Effect::KeepCandidate {
             trailers: vec![
-                (
-                    GATE_TRAILER.into(),
-                    format!("blocked, candidate kept: {}", one_line(&why)),
-                ),
-                (CANDIDATE_TRAILER.into(), self.start.candidate.clone()),
+                trailers::kept(&why),
+                trailers::candidate(&self.start.candidate),
             ],
         }]
     }
@@ -618,21 +606,6 @@ fn watch_trailer(line: &str) -> (String, String) {
     match line.split_once(": ") {
         Some((k, v)) => (k.to_string(), v.to_string()),
         None => ("Nav-Watchdog".to_string(), line.to_string()),
-    }
-}
-
-/// A trailer value is one line: newlines become spaces, and it is kept short.
-fn one_line(s: &str) -> String {
-    let flat: String = s
-        .chars()
-        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
-        .collect();
-    let flat = flat.trim();
-    if flat.chars().count() > 300 {
-        let cut: String = flat.chars().take(297).collect();
-        format!("{cut}...")
-    } else {
-        flat.to_string()
     }
 }
 
@@ -747,10 +720,10 @@ mod tests {
         assert_eq!(
             keys,
             [
-                GATE_TRAILER,
-                CANDIDATE_TRAILER,
-                CHECK_TRAILER,
-                CHECK_TRAILER,
+                trailers::GATE,
+                trailers::CANDIDATE,
+                trailers::CHECK,
+                trailers::CHECK,
                 "Nav-Watchdog"
             ]
         );
@@ -835,7 +808,7 @@ mod tests {
             commit: "c1".into(),
         });
         let out = g.step(Input::CandidateJudged(CandidateVerdict::NotReady {
-            state: "FAIL".into(),
+            state: JudgedAs::Verdict(State::Fail),
             reason: "not healthy within 15m after reach".into(),
             pending: vec!["0/3 nodes are available: 3 Insufficient nvidia.com/gpu.".into()],
         }));
@@ -957,7 +930,7 @@ mod tests {
         assert_eq!(
             trailers[0],
             (
-                GATE_TRAILER.to_string(),
+                trailers::GATE.to_string(),
                 "bypassed, no check ran: hotfix for INC-42".to_string()
             )
         );
@@ -1110,12 +1083,12 @@ mod tests {
                 evidence: "e".into(),
             }),
             GateMessage::Blocked(Blocked::CandidateNotReady {
-                state: "FAIL".into(),
+                state: JudgedAs::Verdict(State::Fail),
                 reason: "r".into(),
                 pending: vec!["p".into()],
             }),
             GateMessage::Blocked(Blocked::CandidateNotReady {
-                state: "FAIL".into(),
+                state: JudgedAs::Verdict(State::Fail),
                 reason: "r".into(),
                 pending: vec![],
             }),

@@ -3,13 +3,13 @@
 //! worst-case durations and arguments. Written from the stated rules, not from the code; time
 //! is explicit milliseconds.
 
-use greenlight_core::analysis::{
+use greenlight_core::time::Timestamp;
+use greenlight_gate::analysis::{
     Analysis, ArgError, Assessment, Count, Measurement, MeasurementPhase as M, MetricProblem,
     MetricResult, MetricSpec, Phase, ProviderValue, Refused, Run, RunSpec, SpecError, Summary,
     WorstCase, measure, substitute_args,
 };
-use greenlight_core::analysis::{ERROR_RETRY_MS, Expression};
-use greenlight_core::time::Timestamp;
+use greenlight_gate::analysis::{ERROR_RETRY_MS, Expression};
 use std::collections::BTreeMap;
 
 const NAN: f64 = f64::NAN;

@@ -195,7 +195,7 @@ pub fn compact_duration(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::promote::{
+    use crate::config::{
         Analysis, AnalysisOrigin, CommandCheck, HttpCheck, PrometheusQuery, Template,
     };
 
@@ -331,8 +331,8 @@ mod tests {
     }
 
     fn plan_of(checks: Vec<Check>) -> Plan {
-        use crate::directive::AppRef;
-        use crate::promote::*;
+        use crate::config::*;
+        use greenlight_core::directive::AppRef;
         let app = |name: &str| AppRef {
             namespace: None,
             name: name.into(),

@@ -8,7 +8,7 @@ use super::Phase;
 use super::measure::{Measurement, ProviderValue};
 use super::metric::{Metric, MetricResult, MetricSpec, Refused, WorstCase};
 use super::reason::SpecError;
-use crate::time::Timestamp;
+use greenlight_core::time::Timestamp;
 
 /// A run as written: its metrics (arguments already substituted) and the names of those to run
 /// dry (`*` matches any run of characters).

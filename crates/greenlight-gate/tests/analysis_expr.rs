@@ -2,10 +2,10 @@
 //! it refuses and how it says so. Written from the documented subset (expr-lang's meaning, Go's
 //! float arithmetic), not from the parser.
 
-use greenlight_core::analysis::expr::{
+use greenlight_gate::analysis::expr::{
     EvalProblem, Expected, MAX_HEIGHT, ParseProblem, Pos, Type, Unsupported,
 };
-use greenlight_core::analysis::{Expression, ResultValue, Value};
+use greenlight_gate::analysis::{Expression, ResultValue, Value};
 
 const NAN: f64 = f64::NAN;
 const INF: f64 = f64::INFINITY;

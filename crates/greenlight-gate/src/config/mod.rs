@@ -10,7 +10,7 @@
 pub mod plan;
 pub mod template;
 
-use crate::directive::{AppRef, DEFAULT_TRAILER_KEY, Directive, Mode};
+use greenlight_core::directive::{AppRef, DEFAULT_TRAILER_KEY, Directive, Mode};
 pub use template::{CandidateValues, Template};
 
 /// The `apiVersion` of a promotion config this greenlight reads.
@@ -134,7 +134,7 @@ impl Default for WatchTrailer {
         WatchTrailer {
             key: DEFAULT_TRAILER_KEY.to_string(),
             mode: Mode::Shadow,
-            deadline_ms: crate::directive::DEFAULT_DEADLINE_MS,
+            deadline_ms: greenlight_core::directive::DEFAULT_DEADLINE_MS,
         }
     }
 }

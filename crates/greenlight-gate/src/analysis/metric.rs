@@ -8,7 +8,7 @@ use super::Phase;
 use super::expr::Expression;
 use super::measure::{Measurement, MeasurementPhase, ProviderValue, Which, measure};
 use super::reason::{Assessment, MetricMessage, MetricProblem, SpecError};
-use crate::time::Timestamp;
+use greenlight_core::time::Timestamp;
 
 /// `consecutiveErrorLimit` when the spec does not say.
 pub const DEFAULT_CONSECUTIVE_ERROR_LIMIT: i32 = 4;
