@@ -86,6 +86,58 @@ pub enum Input {
     /// The failed candidate is recorded in git for the retention window (or removed, after a
     /// self-test).
     CandidateSettled { commit: String },
+    /// The run was told to stop (SIGTERM, SIGINT or SIGHUP): the effect under way was
+    /// abandoned (a check's processes stopped).
+    Cancelled { signal: Signal },
+}
+
+/// A signal that cancels a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signal {
+    Interrupt,
+    Terminate,
+    Hangup,
+}
+
+impl Signal {
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Interrupt => "SIGINT",
+            Signal::Terminate => "SIGTERM",
+            Signal::Hangup => "SIGHUP",
+        }
+    }
+
+    /// The exit code of a process this signal stopped, as a shell reports it: 128 + its number.
+    pub fn exit_code(self) -> i32 {
+        128 + match self {
+            Signal::Hangup => 1,
+            Signal::Interrupt => 2,
+            Signal::Terminate => 15,
+        }
+    }
+}
+
+/// Where a cancelled run was when the signal came.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CancelledDuring {
+    /// Before the candidate was committed: nothing of the run is in git.
+    Start,
+    /// The candidate was committed and being judged.
+    Judging,
+    /// Check `index` was running.
+    Check { index: usize, name: String },
+}
+
+/// What a cancelled run left in git.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Left {
+    /// Nothing: no candidate was committed.
+    Nothing,
+    /// The candidate was removed (it had no verdict yet, or it was the self-test's).
+    Removed,
+    /// The candidate stays deployed, kept for the retention window like a blocked one.
+    Kept,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,7 +207,7 @@ pub enum Effect {
     KeepCandidate {
         trailers: Vec<(String, String)>,
     },
-    /// Remove the candidate (after a self-test).
+    /// Remove the candidate (after a self-test, or a run cancelled before its verdict).
     RemoveCandidate,
     Done(Outcome),
 }
@@ -182,6 +234,11 @@ pub enum Outcome {
     SelfTestBlocked(Blocked),
     /// The deliberately failing candidate would have been promoted: the gate is broken.
     SelfTestLetThrough,
+    /// A signal stopped the run; nothing was promoted.
+    Cancelled {
+        signal: Signal,
+        left: Left,
+    },
 }
 
 impl Outcome {
@@ -193,6 +250,7 @@ impl Outcome {
             | Outcome::SuspiciousNoOp
             | Outcome::SelfTestBlocked(_) => 0,
             Outcome::Blocked(_) | Outcome::Aborted { .. } | Outcome::SelfTestLetThrough => 1,
+            Outcome::Cancelled { signal, .. } => signal.exit_code(),
         }
     }
 }
@@ -284,6 +342,16 @@ pub enum GateMessage {
         reason: String,
     },
     CandidateKept,
+    /// A signal stopped the run at this point.
+    Cancelled {
+        signal: Signal,
+        during: CancelledDuring,
+    },
+    /// What the cancelled run left, once settled.
+    CancelSettled {
+        signal: Signal,
+        left: Left,
+    },
     SelfTestBlocked,
     SelfTestLetThrough,
 }
@@ -416,6 +484,7 @@ impl Gate {
     /// any run that has not promoted yet.
     pub fn step(&mut self, input: Input) -> Vec<Effect> {
         match (self.step.clone(), input) {
+            (step, Input::Cancelled { signal }) => self.cancel(step, signal),
             (Step::Done | Step::Settling(_), Input::LiveManifestChanged { .. }) => Vec::new(),
             (Step::Promoting, Input::LiveManifestChanged { .. }) if self.start.bypass.is_some() => {
                 Vec::new()
@@ -531,12 +600,65 @@ impl Gate {
                 let msg = match &outcome {
                     Outcome::SelfTestBlocked(_) => GateMessage::SelfTestBlocked,
                     Outcome::SelfTestLetThrough => GateMessage::SelfTestLetThrough,
+                    Outcome::Cancelled { signal, left } => GateMessage::CancelSettled {
+                        signal: *signal,
+                        left: left.clone(),
+                    },
                     _ => GateMessage::CandidateKept,
                 };
                 vec![Effect::Say(msg), Effect::Done(outcome)]
             }
             _ => Vec::new(),
         }
+    }
+
+    /// A signal: settle what the run put in git and end. A run that is promoting or settling
+    /// already ends by itself (its commit is one push).
+    fn cancel(&mut self, step: Step, signal: Signal) -> Vec<Effect> {
+        let (during, left) = match step {
+            Step::Done | Step::Promoting | Step::Settling(_) => return Vec::new(),
+            Step::Committing => (CancelledDuring::Start, Left::Nothing),
+            Step::Judging => (CancelledDuring::Judging, Left::Removed),
+            Step::Checking(index) => (
+                CancelledDuring::Check {
+                    index,
+                    name: self.plan.checks[index].name.clone(),
+                },
+                if self.start.self_test {
+                    Left::Removed
+                } else {
+                    Left::Kept
+                },
+            ),
+        };
+        let outcome = Outcome::Cancelled {
+            signal,
+            left: left.clone(),
+        };
+        let mut out = vec![Effect::Say(GateMessage::Cancelled {
+            signal,
+            during: during.clone(),
+        })];
+        match left {
+            Left::Nothing => {
+                self.step = Step::Done;
+                out.push(Effect::Done(outcome));
+            }
+            Left::Removed => {
+                self.step = Step::Settling(outcome);
+                out.push(Effect::RemoveCandidate);
+            }
+            Left::Kept => {
+                self.step = Step::Settling(outcome);
+                out.push(Effect::KeepCandidate {
+                    trailers: vec![
+                        trailers::cancelled(signal.name(), &crate::reason::during(&during)),
+                        trailers::candidate(&self.start.candidate),
+                    ],
+                });
+            }
+        }
+        out
     }
 
     /// Check `i`, or — all passed — the promotion (a self-test's candidate must never get here).
@@ -669,6 +791,79 @@ mod tests {
             plan(&[("smoke", "http"), ("errors", "prometheus")]),
             start(),
         )
+    }
+
+    #[test]
+    fn a_signal_settles_what_the_run_put_in_git_and_never_promotes() {
+        let cancel = |g: &mut Gate, signal| g.step(Input::Cancelled { signal });
+        let committed = Input::CandidateCommitted {
+            commit: "c0ffee".into(),
+        };
+        // Before the candidate commit: nothing to settle.
+        let (mut g, _) = two_checks();
+        let out = cancel(&mut g, Signal::Hangup);
+        assert_eq!(
+            done(&out),
+            Some(&Outcome::Cancelled {
+                signal: Signal::Hangup,
+                left: Left::Nothing
+            })
+        );
+        assert_eq!(done(&out).unwrap().exit_code(), 129);
+        // While the candidate is judged: removed.
+        let (mut g, _) = two_checks();
+        g.step(committed.clone());
+        let out = cancel(&mut g, Signal::Interrupt);
+        assert_eq!(out.last(), Some(&Effect::RemoveCandidate));
+        let out = g.step(Input::CandidateSettled {
+            commit: "d00d".into(),
+        });
+        assert_eq!(
+            done(&out),
+            Some(&Outcome::Cancelled {
+                signal: Signal::Interrupt,
+                left: Left::Removed
+            })
+        );
+        assert!(said(&out)[0].starts_with("CANCELLED by SIGINT, nothing promoted"));
+        // During a check: kept, with why in its trailer; a second signal changes nothing.
+        let (mut g, _) = two_checks();
+        g.step(committed.clone());
+        g.step(Input::CandidateJudged(CandidateVerdict::Ready));
+        let out = cancel(&mut g, Signal::Terminate);
+        assert_eq!(
+            said(&out),
+            [
+                "cancelled by SIGTERM during check 1 smoke: its processes are stopped; nothing is promoted"
+            ]
+        );
+        let Some(Effect::KeepCandidate { trailers }) = out.last() else {
+            panic!("{out:?}");
+        };
+        assert_eq!(
+            trailers[0].1,
+            "cancelled by SIGTERM during check 1 smoke, candidate kept"
+        );
+        assert!(cancel(&mut g, Signal::Interrupt).is_empty());
+        let out = g.step(Input::CandidateSettled {
+            commit: "d00d".into(),
+        });
+        assert_eq!(done(&out).unwrap().exit_code(), 143);
+        assert!(
+            !out.iter()
+                .any(|e| matches!(e, Effect::CommitPromotion { .. }))
+        );
+        // Promoting: its one push ends the run by itself.
+        let (mut g, _) = Gate::start(plan(&[("smoke", "http")]), start());
+        g.step(committed);
+        g.step(Input::CandidateJudged(CandidateVerdict::Ready));
+        g.step(Input::CheckFinished {
+            index: 0,
+            outcome: CheckOutcome::Passed {
+                evidence: "200".into(),
+            },
+        });
+        assert!(cancel(&mut g, Signal::Terminate).is_empty());
     }
 
     #[test]

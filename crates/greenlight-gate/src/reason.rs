@@ -3,7 +3,7 @@
 //! applies and never formats a sentence of its own; nothing here decides anything. The metric
 //! analysis keeps its own words beside it ([`crate::analysis::reason`]).
 
-use crate::machine::{Blocked, GateMessage, JudgedAs};
+use crate::machine::{Blocked, CancelledDuring, GateMessage, JudgedAs, Left};
 use std::fmt;
 
 /// One line saying why the gate blocked: the reason a kept candidate's commit records.
@@ -153,6 +153,24 @@ impl fmt::Display for GateMessage {
             GateMessage::CandidateKept => f.write_str(
                 "candidate kept for the retention window: recorded in git; `greenlight promote gc` removes it once expired",
             ),
+            GateMessage::Cancelled { signal, during } => write!(
+                f,
+                "cancelled by {} {}: its processes are stopped; nothing is promoted",
+                signal.name(),
+                during_words(during)
+            ),
+            GateMessage::CancelSettled { signal, left } => write!(
+                f,
+                "CANCELLED by {}, nothing promoted: {}",
+                signal.name(),
+                match left {
+                    Left::Nothing => "nothing of the run is in git (no candidate, no lock)",
+                    Left::Removed =>
+                        "the candidate had no verdict yet and is removed from git with the run's lock (its Application prunes it)",
+                    Left::Kept =>
+                        "the candidate stays deployed, kept in git for the retention window like a blocked one (`greenlight promote gc` removes it once expired); the run's lock is released",
+                }
+            ),
             GateMessage::SelfTestBlocked => f.write_str(
                 "self-test passed: the gate blocked the deliberately failing candidate",
             ),
@@ -169,6 +187,21 @@ impl fmt::Display for JudgedAs {
             JudgedAs::Verdict(state) => f.write_str(state.as_str()),
             JudgedAs::TrailerRejected => f.write_str("its watch trailer was rejected"),
             JudgedAs::NoVerdict => f.write_str("no verdict"),
+        }
+    }
+}
+
+/// Where a cancelled run was, in words (also the `Greenlight-Gate` trailer's).
+pub fn during(d: &CancelledDuring) -> String {
+    during_words(d)
+}
+
+fn during_words(d: &CancelledDuring) -> String {
+    match d {
+        CancelledDuring::Start => "before the candidate was committed".to_string(),
+        CancelledDuring::Judging => "while the candidate was judged".to_string(),
+        CancelledDuring::Check { index, name } => {
+            format!("during check {} {name}", index + 1)
         }
     }
 }

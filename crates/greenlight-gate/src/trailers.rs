@@ -41,6 +41,14 @@ pub fn kept(why: &str) -> (String, String) {
     )
 }
 
+/// `Greenlight-Gate` of a candidate kept because a signal cancelled its run.
+pub fn cancelled(signal: &str, during: &str) -> (String, String) {
+    (
+        GATE.into(),
+        format!("cancelled by {signal} {}, candidate kept", one_line(during)),
+    )
+}
+
 /// `Greenlight-Candidate`.
 pub fn candidate(image: &str) -> (String, String) {
     (CANDIDATE.into(), image.to_string())

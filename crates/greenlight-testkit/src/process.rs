@@ -179,11 +179,16 @@ impl Proc {
     /// Sends SIGTERM, as a service manager stopping it would; use [`Proc::wait_exit`] next.
     #[track_caller]
     pub fn sigterm(&self) {
+        self.signal("TERM");
+    }
+
+    /// Sends the signal named `name` (`TERM`, `INT`, `HUP`, …), as `kill -<name>` does.
+    pub fn signal(&self, name: &str) {
         let sent = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .args([&format!("-{name}"), &self.child.id().to_string()])
             .status()
             .expect("kill runs");
-        assert!(sent.success(), "kill -TERM {} failed", self.child.id());
+        assert!(sent.success(), "kill -{name} {} failed", self.child.id());
     }
 }
 

@@ -109,15 +109,12 @@ pub async fn command_check_in(
             };
         }
     };
-    let group = child.id();
+    // Whatever ends this check — its timeout, or the run dropping it when a signal cancels the
+    // run — ends its process group too; a check that exited leaves its group to itself.
+    let mut group = GroupKill(child.id().and_then(|id| libc::pid_t::try_from(id).ok()));
     let output = match tokio::time::timeout(timeout, child.wait_with_output()).await {
         Err(_) => {
-            if let Some(pgid) = group.and_then(|id| libc::pid_t::try_from(id).ok()) {
-                // SAFETY: killpg only sends a signal; the group is the one spawned above.
-                unsafe {
-                    libc::killpg(pgid, libc::SIGKILL);
-                }
-            }
+            drop(group);
             return CheckOutcome::Undecided {
                 evidence: format!(
                     "{program}: still running after {}, killed",
@@ -132,6 +129,7 @@ pub async fn command_check_in(
         }
         Ok(Ok(o)) => o,
     };
+    group.0 = None;
     let ms = started.elapsed().as_millis();
     let text = format!(
         "{}{}",
@@ -154,6 +152,20 @@ pub async fn command_check_in(
         None => CheckOutcome::Failed {
             evidence: format!("{program} was killed by a signal{last}"),
         },
+    }
+}
+
+/// Kills a check's process group when dropped (`None`: nothing to kill).
+struct GroupKill(Option<libc::pid_t>);
+
+impl Drop for GroupKill {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // SAFETY: killpg only sends a signal; the group is the one the check spawned.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
     }
 }
 

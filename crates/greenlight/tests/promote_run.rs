@@ -956,3 +956,268 @@ fn cfg_with(cfg: &str, from: &str, to: &str) -> String {
     std::fs::write(&other, text.replacen(from, to, 1)).unwrap();
     other.to_string_lossy().into_owned()
 }
+
+/// `greenlight promote <action>` as a running process, to be signalled.
+fn promote_proc(repo: &Repo, sb: &Sandbox, action: &str, config: &str, extra: &[&str]) -> Proc {
+    let mut args: Vec<String> = [
+        "promote",
+        action,
+        "--config",
+        config,
+        "--repo",
+        &repo.repo(),
+        "--argocd-url",
+        &sb.url,
+        "--git-author",
+        "greenlight-bot <bot@greenlight.test>",
+        "--stable-for",
+        "2s",
+        "--fetch-interval",
+        "200ms",
+        "--stale-after",
+        "3s",
+        "--unknown-app-grace",
+        "3s",
+    ]
+    .map(String::from)
+    .into();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    Proc::spawn(BIN, &args, &[])
+}
+
+/// Whether process `pid` is gone (or a zombie nobody reaped yet: it runs nothing).
+fn process_gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[track_caller]
+fn wait_for(what: &str, within: Duration, mut check: impl FnMut() -> bool) {
+    let end = std::time::Instant::now() + within;
+    while !check() {
+        assert!(
+            std::time::Instant::now() < end,
+            "not within {within:?}: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn sigterm_during_a_check_stops_its_processes_releases_the_lock_and_keeps_the_candidate() {
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    // A load test that would run for minutes, with a child of its own in its process group.
+    let script = format!(
+        "echo $$ > {p}.tmp; sleep 300 & echo $! >> {p}.tmp; mv {p}.tmp {p}; wait",
+        p = pids.display()
+    );
+    let cfg = config(
+        dir.path(),
+        &[
+            ("load", &["sh", "-c", &script]),
+            ("never", &["sh", "-c", "echo must not run"]),
+        ],
+    );
+    let mut p = promote_proc(
+        &repo,
+        &sb,
+        "run",
+        &cfg,
+        &["--candidate", NEW, "--candidate-deadline", "30s"],
+    );
+    wait_for("the load check to start", Duration::from_secs(90), || {
+        pids.exists()
+    });
+    let started: Vec<String> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(started.len(), 2, "{started:?}");
+    assert!(
+        repo.bare_git(&["ls-tree", "-r", "--name-only", "main"])
+            .contains("web-candidate.lock")
+    );
+    p.sigterm();
+    let status = p.wait_exit(Duration::from_secs(60));
+    let out = p.output();
+    assert_eq!(status.code(), Some(143), "{out}");
+    for pid in &started {
+        wait_for(
+            &format!("check process {pid} to end"),
+            Duration::from_secs(10),
+            || process_gone(pid),
+        );
+    }
+    assert!(
+        out.contains("cancelled by SIGTERM during check 1 load")
+            && out.contains("CANCELLED by SIGTERM, nothing promoted")
+            && out.contains("the run's lock is released"),
+        "{out}"
+    );
+    assert!(!out.contains("must not run"), "{out}");
+    assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        [
+            "apps/candidates/README.md",
+            "apps/candidates/web-candidate.yaml"
+        ],
+        "the candidate kept, the lock released"
+    );
+    let kept = repo.bare_git(&["show", "main:apps/candidates/web-candidate.yaml"]);
+    assert!(kept.contains("greenlight.dev/kept-until"), "{kept}");
+    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        msg.contains("its run was cancelled by SIGTERM")
+            && msg.contains(
+                "Greenlight-Gate: cancelled by SIGTERM during check 1 load, candidate kept"
+            )
+            && msg.contains(&format!("Greenlight-Candidate: {NEW}")),
+        "{msg}"
+    );
+}
+
+#[test]
+fn sigint_while_the_candidate_is_judged_removes_it_and_the_lock() {
+    let (repo, sb) = world();
+    let before = repo.remote_tip();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "echo must not run"])]);
+    // The self-test's candidate never becomes healthy: its judgement lasts the whole deadline.
+    let mut p = promote_proc(
+        &repo,
+        &sb,
+        "self-test",
+        &cfg,
+        &["--candidate-deadline", "10m"],
+    );
+    p.wait_line("candidate committed", Duration::from_secs(60));
+    p.signal("INT");
+    let status = p.wait_exit(Duration::from_secs(60));
+    let out = p.output();
+    assert_eq!(status.code(), Some(130), "{out}");
+    assert!(
+        out.contains("cancelled by SIGINT while the candidate was judged")
+            && out.contains(
+                "the candidate had no verdict yet and is removed from git with the run's lock"
+            ),
+        "{out}"
+    );
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        ["apps/candidates/README.md"]
+    );
+    let log = repo.bare_git(&["log", "--format=%s", &format!("{before}..main")]);
+    assert_eq!(log.lines().count(), 2, "{log}");
+    assert!(
+        log.lines()
+            .next()
+            .unwrap()
+            .contains("its run was cancelled by SIGINT before a verdict"),
+        "{log}"
+    );
+    assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
+}
+
+#[test]
+fn a_run_killed_outright_holds_its_lock_until_expiry_then_gc_gives_its_candidate_an_expiry() {
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let script = format!(
+        "echo $$ > {p}.tmp; mv {p}.tmp {p}; exec sleep 300",
+        p = pids.display()
+    );
+    let cfg = config(dir.path(), &[("load", &["sh", "-c", &script])]);
+    let mut p = promote_proc(
+        &repo,
+        &sb,
+        "run",
+        &cfg,
+        &["--candidate", NEW, "--candidate-deadline", "30s"],
+    );
+    wait_for("the load check to start", Duration::from_secs(90), || {
+        pids.exists()
+    });
+    p.kill9();
+    // Nothing survives a SIGKILL to clean up: the check's own process group runs on (ended here).
+    let check = std::fs::read_to_string(&pids).unwrap();
+    let _ = Command::new("kill").args(["-KILL", check.trim()]).status();
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        [
+            "apps/candidates/README.md",
+            "apps/candidates/web-candidate.lock",
+            "apps/candidates/web-candidate.yaml"
+        ]
+    );
+    let tip = repo.remote_tip();
+    let o = gc(&repo, &cfg);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("web-candidate.yaml: a promotion run holds its lock"),
+        "{out}"
+    );
+    assert_eq!(
+        repo.remote_tip(),
+        tip,
+        "a lock not expired: a run may be under way"
+    );
+
+    // The lock's lifetime passes (its expiry moved into the past, no waiting).
+    repo.pull();
+    let lock = repo.bare_git(&["show", "main:apps/candidates/web-candidate.lock"]);
+    let expires = lock
+        .lines()
+        .find_map(|l| l.strip_prefix("expires:"))
+        .expect("expires")
+        .trim()
+        .to_string();
+    repo.write(
+        "apps/candidates/web-candidate.lock",
+        &lock.replace(&expires, "2000-01-01T00:00:00Z"),
+    )
+    .commit_push("an hour later");
+    let o = gc(&repo, &cfg);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("web-candidate.yaml: orphaned, without greenlight.dev/kept-until (its run's lock expired at 2000-01-01T00:00:00Z")
+            && out.contains("gave 1 orphaned candidate(s) a kept-until"),
+        "{out}"
+    );
+    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        msg.starts_with("promote gc: keep 1 orphaned candidate(s) until"),
+        "{msg}"
+    );
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        [
+            "apps/candidates/README.md",
+            "apps/candidates/web-candidate.yaml"
+        ],
+        "the dead run's lock removed"
+    );
+    let kept = repo.bare_git(&["show", "main:apps/candidates/web-candidate.yaml"]);
+    assert!(
+        kept.contains("greenlight.dev/kept-until") && kept.contains(NEW),
+        "{kept}"
+    );
+    let o = gc(&repo, &cfg);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("not expired, kept") && out.contains("nothing expired"),
+        "{out}"
+    );
+    assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
+}

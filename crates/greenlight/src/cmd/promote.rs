@@ -10,6 +10,7 @@
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
+use greenlight::promote::candidates;
 use greenlight::promote::{self, LoadError};
 use greenlight_gate::config::plan::{CheckPlan, MetricBound, Plan, compact_duration, plan};
 use greenlight_gate::config::{AnalysisOrigin, CheckKind, Promotion};
@@ -147,6 +148,14 @@ fn print_plan(file: &str, p: &Promotion, plan: &Plan) -> Result<()> {
         "total worst case: {} ({} check(s) one after another; the wait for the candidate to become healthy comes first and is not counted)",
         compact_duration(plan.total_ms),
         plan.checks.len()
+    );
+    // The run's lock outlives the run's worst case (docs/promote.md#cancel); said with `run`'s
+    // default timings, which its flags change.
+    let ttl = candidates::lock_ttl_ms(600_000, 300_000, 30_000, plan.total_ms);
+    outln!(
+        "lock: a run holds {} for at most {} with `run`'s default timings (the candidate's deadline 10m, its judge's margins 6m, the checks' worst case, 10m for its commits); a run stopped by a signal releases it at once, one killed outright leaves it until then",
+        candidates::lock_path(&c.path, &w.name),
+        compact_duration(ttl)
     );
     Ok(())
 }

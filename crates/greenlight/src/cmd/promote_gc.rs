@@ -1,11 +1,13 @@
 //! `greenlight promote gc`: removes the kept candidates whose retention has passed
 //! (`docs/promote.md#gc`). It reads the config for the candidates' directory, lists the
 //! `<workload>-candidate.yaml` files there at the branch's tip, and removes each whose workload's
-//! `greenlight.dev/kept-until` is in the past, in one commit of its own, pushed fast-forward.
+//! `greenlight.dev/kept-until` is in the past, in one commit of its own, pushed fast-forward. A
+//! candidate orphaned by a run that was killed outright (no `kept-until`, its lock expired or
+//! gone) is given a `kept-until` in the same commit, so nothing stays without an expiry.
 //!
-//! Must never: remove a file without `kept-until` (not a candidate greenlight kept), nor a
-//! candidate whose run's lock is present and not expired (a run under way); force a push; put a
-//! token in a message, a log line or a process argument.
+//! Must never: remove a file without `kept-until`, nor touch a candidate whose run's lock is
+//! present and not expired (a run under way); force a push; put a token in a message, a log line
+//! or a process argument.
 
 use crate::cmd::args::{GitArgs, help_of};
 use crate::cmd::usage;
@@ -85,6 +87,9 @@ pub fn gc(a: GcArgs) -> Result<ExitCode> {
     let now = SystemClock.now();
     let files = repo.list_files(&base, &dir)?;
     let mut expired: Vec<(String, String, Timestamp)> = Vec::new();
+    // A run killed outright left its candidate without an expiry: it gets one.
+    let orphan_until = now.plus_ms(promotion.retention.failed_ms);
+    let mut orphans: Vec<(String, String, String)> = Vec::new();
     let surveyed = candidates::survey(&repo, &base, &dir, now)?;
     let looked = surveyed.len();
     for Surveyed {
@@ -105,10 +110,31 @@ pub fn gc(a: GcArgs) -> Result<ExitCode> {
                 "{path}: a promotion run holds its lock {} (until {expires}): a run under way, left alone",
                 candidates::lock_path(&dir, &name)
             ),
+            Verdict::Orphaned { lock_expired } => {
+                let text = repo
+                    .read_file(&base, &path)?
+                    .map(|t| String::from_utf8_lossy(&t).into_owned())
+                    .unwrap_or_default();
+                match candidates::with_kept_until(&text, orphan_until) {
+                    Ok(kept) => {
+                        let why = match lock_expired {
+                            Some(at) => format!("its run's lock expired at {}", at.rfc3339()),
+                            None => "no run holds a lock on it".to_string(),
+                        };
+                        outln!(
+                            "{path}: orphaned, without {} ({why}: a run that was killed): kept until {}",
+                            candidates::KEPT_UNTIL,
+                            orphan_until.rfc3339()
+                        );
+                        orphans.push((name, path, kept));
+                    }
+                    Err(e) => outln!("{path}: orphaned, but it {e}: left alone"),
+                }
+            }
             Verdict::NotKept { why } => outln!("{path}: {why}: left alone"),
         }
     }
-    if expired.is_empty() {
+    if expired.is_empty() && orphans.is_empty() {
         outln!(
             "promote gc: nothing expired among {looked} candidate(s) in {dir} on {branch}; nothing committed"
         );
@@ -118,6 +144,15 @@ pub fn gc(a: GcArgs) -> Result<ExitCode> {
         .iter()
         .map(|(_, path, _)| FileChange::Remove { path: path.clone() })
         .collect();
+    for (name, path, kept) in &orphans {
+        changes.push(FileChange::Write {
+            path: path.clone(),
+            content: kept.clone().into_bytes(),
+        });
+        changes.push(FileChange::Remove {
+            path: candidates::lock_path(&dir, name),
+        });
+    }
     // Git keeps no empty directory, and the candidates' Application needs its path: a
     // directory that would be left with nothing keeps a README, as a run's would.
     let remaining = files
@@ -132,19 +167,37 @@ pub fn gc(a: GcArgs) -> Result<ExitCode> {
     }
     // A run that starts meanwhile writes the candidate and its lock: then nothing is removed.
     let mut guarded: Vec<String> = Vec::new();
-    for (name, path, _) in &expired {
+    for (name, path) in expired
+        .iter()
+        .map(|(n, p, _)| (n, p))
+        .chain(orphans.iter().map(|(n, p, _)| (n, p)))
+    {
         guarded.push(path.clone());
         guarded.push(candidates::lock_path(&dir, name));
     }
     let n = expired.len();
-    let body: Vec<String> = expired
+    let mut body: Vec<String> = expired
         .iter()
         .map(|(name, path, until)| format!("- {name}: {path}, kept until {}", until.rfc3339()))
         .collect();
-    let message = format!(
-        "promote gc: remove {n} expired candidate(s)\n\n{}\n",
-        body.join("\n")
-    );
+    body.extend(orphans.iter().map(|(name, path, _)| {
+        format!(
+            "- {name}: {path}, orphaned by a run that was killed: kept until {}",
+            orphan_until.rfc3339()
+        )
+    }));
+    let subject = match (n, orphans.len()) {
+        (_, 0) => format!("promote gc: remove {n} expired candidate(s)"),
+        (0, m) => format!(
+            "promote gc: keep {m} orphaned candidate(s) until {}",
+            orphan_until.rfc3339()
+        ),
+        (_, m) => format!(
+            "promote gc: remove {n} expired candidate(s), keep {m} orphaned one(s) until {}",
+            orphan_until.rfc3339()
+        ),
+    };
+    let message = format!("{subject}\n\n{}\n", body.join("\n"));
     let outcome = repo.commit_and_push(&ChangeRequest {
         branch: branch.clone(),
         changes,
@@ -156,8 +209,12 @@ pub fn gc(a: GcArgs) -> Result<ExitCode> {
     })?;
     match outcome {
         ChangeOutcome::Pushed { commit, .. } => {
+            let orphaned = match orphans.len() {
+                0 => String::new(),
+                m => format!(" and gave {m} orphaned candidate(s) a kept-until"),
+            };
             outln!(
-                "promote gc: removed {n} expired candidate(s) in commit {} on {branch}",
+                "promote gc: removed {n} expired candidate(s){orphaned} in commit {} on {branch}",
                 &commit[..commit.len().min(12)]
             );
             Ok(ExitCode::SUCCESS)

@@ -8,6 +8,7 @@
 
 use anyhow::{Result, anyhow};
 use greenlight_core::time::Timestamp;
+use greenlight_gate::candidate::ROLE_LABEL;
 use serde_json::Value;
 
 /// The file that keeps the candidates' directory in git when no candidate is in it.
@@ -105,6 +106,10 @@ pub enum Verdict {
     Kept { until: Timestamp },
     /// A run holds the candidate's lock (present and not expired).
     Locked { expires: String },
+    /// A candidate a run made (labelled `greenlight.dev/role: candidate`) without `kept-until`
+    /// whose run is gone: its lock expired (`Some`, when) or was removed (`None`) — a run killed
+    /// outright. It needs a `kept-until` of its own.
+    Orphaned { lock_expired: Option<Timestamp> },
     /// Not a candidate greenlight kept, or one that cannot be read: left alone, with why.
     NotKept { why: String },
 }
@@ -168,8 +173,30 @@ pub fn verdict(text: &str, lock: Option<&str>, now: Timestamp) -> Verdict {
             .and_then(Value::as_str)
     });
     let Some(written) = written else {
-        return Verdict::NotKept {
-            why: format!("no {KEPT_UNTIL} annotation, not a candidate greenlight kept"),
+        let made_by_a_run = docs.iter().any(|d| {
+            d.pointer("/metadata/labels")
+                .and_then(|l| l.get(ROLE_LABEL))
+                .and_then(Value::as_str)
+                == Some("candidate")
+        });
+        if !made_by_a_run {
+            return Verdict::NotKept {
+                why: format!("no {KEPT_UNTIL} annotation, not a candidate greenlight kept"),
+            };
+        }
+        // A run writes its candidate (labelled as one) and its lock in one commit, and removes
+        // the lock only when it settles the candidate: a candidate without a live lock is a
+        // run's that died.
+        return match lock {
+            None => Verdict::Orphaned { lock_expired: None },
+            Some(lock) => match lock_expires(lock) {
+                Some(at) if at <= now => Verdict::Orphaned {
+                    lock_expired: Some(at),
+                },
+                _ => Verdict::Locked {
+                    expires: lock_field(lock, "expires").unwrap_or("?").to_string(),
+                },
+            },
         };
     };
     let Some(until) = Timestamp::parse_rfc3339(written) else {
@@ -192,6 +219,26 @@ pub fn verdict(text: &str, lock: Option<&str>, now: Timestamp) -> Verdict {
         }
     }
     Verdict::Expired { until }
+}
+
+/// A candidate file's documents in YAML, as the run writes them.
+pub fn render(docs: &[Value]) -> String {
+    docs.iter()
+        .map(greenlight_lint::edit::to_yaml)
+        .collect::<Vec<_>>()
+        .join("---\n")
+}
+
+/// `text` (a candidate file) with its workload — the first document — annotated
+/// `kept-until: until`.
+pub fn with_kept_until(text: &str, until: Timestamp) -> Result<String> {
+    let mut docs = greenlight_lint::edit::documents_as_json(text)
+        .map_err(|e| anyhow!("does not parse as YAML ({e})"))?;
+    let Some(first) = docs.first_mut().filter(|d| d.is_object()) else {
+        return Err(anyhow!("holds no Kubernetes object"));
+    };
+    first["metadata"]["annotations"][KEPT_UNTIL] = Value::String(until.rfc3339());
+    Ok(render(&docs))
 }
 
 #[cfg(test)]
@@ -235,10 +282,35 @@ mod tests {
             ),
             Verdict::Expired { until: past }
         );
+        let orphan = "kind: Deployment\nmetadata: {name: x-candidate, labels: {greenlight.dev/role: candidate}}\n";
+        assert_eq!(
+            verdict(orphan, None, now),
+            Verdict::Orphaned { lock_expired: None }
+        );
+        assert_eq!(
+            verdict(orphan, Some("expires: 2026-02-01T00:00:00Z\n"), now),
+            Verdict::Orphaned {
+                lock_expired: Some(Timestamp::parse_rfc3339("2026-02-01T00:00:00Z").unwrap())
+            }
+        );
         assert!(matches!(
-            verdict("kind: Deployment\nmetadata: {name: x}\n", None, now),
+            verdict(orphan, Some("expires: 2027-01-01T00:00:00Z\n"), now),
+            Verdict::Locked { .. }
+        ));
+        assert!(matches!(
+            verdict("kind: [", None, now),
             Verdict::NotKept { .. }
         ));
+        assert!(matches!(
+            verdict(
+                "kind: ConfigMap\nmetadata: {name: hand-candidate}\n",
+                None,
+                now
+            ),
+            Verdict::NotKept { .. }
+        ));
+        let kept = with_kept_until(orphan, future).unwrap();
+        assert_eq!(verdict(&kept, None, now), Verdict::Kept { until: future });
     }
 
     #[test]

@@ -30,7 +30,7 @@ use greenlight_gate::config::template::CandidateValues;
 use greenlight_gate::config::{CheckKind, Promotion};
 use greenlight_gate::machine::{
     CandidateVerdict, CheckOutcome, Effect, ExpiredKept, Gate, GateMessage, GatePlan, Input,
-    JudgedAs, LiveBypass, Outcome, PlannedCheck, Start,
+    JudgedAs, LiveBypass, Outcome, PlannedCheck, Signal, Start,
 };
 use greenlight_gate::trailers::{self, GateRecord};
 use greenlight_git::{Auth, ChangeOutcome, ChangeRequest, FileChange, Repo};
@@ -124,6 +124,44 @@ impl Ended {
     }
 }
 
+/// The signals that cancel a run, caught from the moment the run starts (their default
+/// action, ending the process at once, would leave the lock and the checks behind).
+pub struct Signals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let catch = |kind: SignalKind, name: &str| {
+            signal(kind).with_context(|| format!("cannot catch {name}"))
+        };
+        Ok(Signals {
+            terminate: catch(SignalKind::terminate(), "SIGTERM")?,
+            interrupt: catch(SignalKind::interrupt(), "SIGINT")?,
+            hangup: catch(SignalKind::hangup(), "SIGHUP")?,
+        })
+    }
+
+    /// The next signal.
+    async fn recv(&mut self) -> Signal {
+        tokio::select! {
+            Some(()) = self.terminate.recv() => Signal::Terminate,
+            Some(()) = self.interrupt.recv() => Signal::Interrupt,
+            Some(()) = self.hangup.recv() => Signal::Hangup,
+            // The signal driver is gone (never while the runtime lives): no signal will come.
+            else => std::future::pending().await,
+        }
+    }
+
+    /// A signal that came since the last look, if any.
+    fn pending(&mut self) -> Option<Signal> {
+        futures_util::FutureExt::now_or_never(self.recv())
+    }
+}
+
 /// One run, from the clone to its outcome. Blocks on an async runtime of its own.
 pub fn run(
     config: RunConfig,
@@ -182,6 +220,9 @@ pub fn run(
         .unwrap_or(Path::new("."))
         .to_path_buf();
     rt.block_on(async move {
+        // From here a signal cancels the run: it is noticed between steps and while the
+        // candidate is judged or a check runs, and the run then settles what it put in git.
+        let mut signals = Signals::install()?;
         let (candidate, bypass, resolve_live, plain_http) = match &asked {
             Asked::Promote {
                 candidate,
@@ -241,9 +282,17 @@ pub fn run(
             lock_held: false,
             lock_ttl_ms,
             land,
+            cancelled: None,
         };
-        run.go(candidate, bypass, resolve_live, plain_http, report)
-            .await
+        run.go(
+            candidate,
+            bypass,
+            resolve_live,
+            plain_http,
+            &mut signals,
+            report,
+        )
+        .await
     })
 }
 
@@ -320,6 +369,8 @@ struct RunCtx<'l> {
     lock_ttl_ms: i64,
     /// How the promotion lands.
     land: &'l dyn Land,
+    /// The signal that cancelled the run, once one did.
+    cancelled: Option<Signal>,
 }
 
 impl RunCtx<'_> {
@@ -329,6 +380,7 @@ impl RunCtx<'_> {
         bypass: Option<String>,
         resolve_live: bool,
         plain_http: bool,
+        signals: &mut Signals,
         report: &mut dyn Report,
     ) -> Result<Ended> {
         let p = &self.promotion;
@@ -393,7 +445,14 @@ impl RunCtx<'_> {
             expired_kept: self.expired_kept()?,
         };
         let (gate, first) = Gate::start(plan, start);
-        let ran = self.drive(gate, first, &candidate, report).await;
+        if let Some(signal) = signals.pending() {
+            report.line(&format!(
+                "CANCELLED by {} before the run started: nothing was written",
+                signal.name()
+            ))?;
+            return Ok(Ended::code(signal.exit_code() as u8));
+        }
+        let ran = self.drive(gate, first, &candidate, signals, report).await;
         if ran.is_err() && self.lock_held {
             // The run failed after taking the lock: give it back rather than leave it to expire.
             if let Err(e) = self.release_lock_after_error() {
@@ -543,11 +602,21 @@ impl RunCtx<'_> {
         mut gate: Gate,
         first: Vec<Effect>,
         candidate: &ImageRef,
+        signals: &mut Signals,
         report: &mut dyn Report,
     ) -> Result<Ended> {
         let mut effects: VecDeque<Effect> = first.into();
         let mut outcome: Option<Outcome> = None;
+        let mut cancelled: Option<Signal> = None;
         while let Some(effect) = effects.pop_front() {
+            if cancelled.is_none()
+                && let Some(signal) = signals.pending()
+            {
+                effects.push_front(effect);
+                self.cancel(&mut gate, &mut effects, signal, &mut cancelled);
+                continue;
+            }
+            let mut stopped_by: Option<Signal> = None;
             let input = match effect {
                 Effect::Say(m) => {
                     report.gate(&m)?;
@@ -558,19 +627,33 @@ impl RunCtx<'_> {
                     None
                 }
                 Effect::CommitCandidate => Some(self.commit_candidate(candidate.as_str(), report)?),
-                Effect::JudgeCandidate { commit } => Some(Input::CandidateJudged(
-                    self.judge_candidate(&commit, report).await?,
-                )),
-                Effect::RunCheck { index } => Some(Input::CheckFinished {
-                    index,
-                    outcome: self.run_check(index).await,
-                }),
+                Effect::JudgeCandidate { commit } => tokio::select! {
+                    judged = self.judge_candidate(&commit, report) => {
+                        Some(Input::CandidateJudged(judged?))
+                    }
+                    signal = signals.recv(), if cancelled.is_none() => {
+                        stopped_by = Some(signal);
+                        None
+                    }
+                },
+                // Dropping a check's future stops it: its processes' group is killed.
+                Effect::RunCheck { index } => tokio::select! {
+                    outcome = self.run_check(index) => Some(Input::CheckFinished { index, outcome }),
+                    signal = signals.recv(), if cancelled.is_none() => {
+                        stopped_by = Some(signal);
+                        None
+                    }
+                },
                 Effect::CommitPromotion { subject, trailers } => {
                     Some(self.commit_promotion(candidate.as_str(), &subject, &trailers)?)
                 }
                 Effect::KeepCandidate { trailers } => Some(self.keep_candidate(&trailers)?),
                 Effect::RemoveCandidate => Some(self.remove_candidate()?),
             };
+            if let Some(signal) = stopped_by {
+                self.cancel(&mut gate, &mut effects, signal, &mut cancelled);
+                continue;
+            }
             if let Some(input) = input {
                 let aborting = matches!(input, Input::LiveManifestChanged { .. });
                 let next = gate.step(input);
@@ -589,6 +672,24 @@ impl RunCtx<'_> {
             exit_code: outcome.exit_code() as u8,
             outcome: Some(outcome),
         })
+    }
+
+    /// A signal: the machine settles the run (its effects replace what was queued); a run that
+    /// is already ending keeps its course.
+    fn cancel(
+        &mut self,
+        gate: &mut Gate,
+        effects: &mut VecDeque<Effect>,
+        signal: Signal,
+        cancelled: &mut Option<Signal>,
+    ) {
+        *cancelled = Some(signal);
+        self.cancelled = Some(signal);
+        let next = gate.step(Input::Cancelled { signal });
+        if !next.is_empty() {
+            effects.clear();
+            effects.extend(next);
+        }
     }
 
     /// The image of the promoted container, as the live manifest writes it.
@@ -708,7 +809,7 @@ impl RunCtx<'_> {
         );
         let mut docs = vec![c.workload];
         docs.extend(c.service);
-        let content = render_docs(&docs);
+        let content = candidates::render(&docs);
         self.made = Some((path.clone(), values, docs));
         let now = SystemClock.now();
         if let Some(held) = self.repo.read_file(&self.base, &self.lock_path)? {
@@ -1022,16 +1123,24 @@ impl RunCtx<'_> {
         let until = now.plus_ms(self.promotion.retention.failed_ms);
         let mut docs = docs.clone();
         docs[0]["metadata"]["annotations"][candidates::KEPT_UNTIL] = json!(until.rfc3339());
-        let subject = format!(
-            "keep the blocked candidate of {} until {}",
-            self.promotion.live.app,
-            until.rfc3339()
-        );
+        let subject = match self.cancelled {
+            Some(signal) => format!(
+                "keep the candidate of {} until {}: its run was cancelled by {}",
+                self.promotion.live.app,
+                until.rfc3339(),
+                signal.name()
+            ),
+            None => format!(
+                "keep the blocked candidate of {} until {}",
+                self.promotion.live.app,
+                until.rfc3339()
+            ),
+        };
         let outcome = self.push(
             vec![
                 FileChange::Write {
                     path: path.clone(),
-                    content: render_docs(&docs).into_bytes(),
+                    content: candidates::render(&docs).into_bytes(),
                 },
                 FileChange::Remove {
                     path: self.lock_path.clone(),
@@ -1052,10 +1161,17 @@ impl RunCtx<'_> {
         let Some((path, ..)) = &self.made else {
             return Err(anyhow!("no candidate to remove"));
         };
-        let subject = format!(
-            "remove the self-test candidate of {}",
-            self.promotion.live.app
-        );
+        let subject = match self.cancelled {
+            Some(signal) => format!(
+                "remove the candidate of {}: its run was cancelled by {} before a verdict",
+                self.promotion.live.app,
+                signal.name()
+            ),
+            None => format!(
+                "remove the self-test candidate of {}",
+                self.promotion.live.app
+            ),
+        };
         let outcome = self.push(
             vec![
                 FileChange::Remove { path: path.clone() },
@@ -1160,13 +1276,6 @@ fn self_test_candidate(live_image: &str) -> Result<ImageRef> {
         "0".repeat(64)
     );
     ImageRef::parse(&made).map_err(|e| anyhow!("the self-test image {made:?}: {e}"))
-}
-
-fn render_docs(docs: &[Value]) -> String {
-    docs.iter()
-        .map(greenlight_lint::edit::to_yaml)
-        .collect::<Vec<_>>()
-        .join("---\n")
 }
 
 fn short(sha: &str) -> &str {
