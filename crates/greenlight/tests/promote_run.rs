@@ -1221,3 +1221,59 @@ fn a_run_killed_outright_holds_its_lock_until_expiry_then_gc_gives_its_candidate
     );
     assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
 }
+
+#[test]
+fn a_watchdog_daemon_never_watches_the_gates_candidates() {
+    let (repo, sb) = world();
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    let before = repo.remote_tip();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "echo must not run"])]);
+    // The self-test's deliberately broken candidate: committed, judged NOT ready, removed.
+    let o = promote(
+        &repo,
+        &sb,
+        "self-test",
+        &cfg,
+        &["--candidate-deadline", "6s"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    let made = repo.bare_git(&["rev-list", "--reverse", &format!("{before}..main")]);
+    let candidate = made
+        .lines()
+        .next()
+        .expect("the candidate commit")
+        .to_string();
+    let msg = repo.bare_git(&["log", "-1", "--format=%B", &candidate]);
+    assert!(
+        msg.contains("Greenlight-Candidate-Watch: app=cands") && !msg.contains("Nav-Watchdog"),
+        "{msg}"
+    );
+    // A commit the daemon does watch, after them: once it is watched, the daemon has read the
+    // candidate's commits too.
+    repo.pull();
+    repo.write("apps/web/config.yaml", &config_map("after the self-test"));
+    let marker = repo.commit_push(&format!(
+        "web: a config change\n\n{}",
+        trailer("web", "60", "shadow")
+    ));
+    wd.wait_state(&marker, "CONFIRMED", Duration::from_secs(90));
+    let status = status_json(&repo.path("state/greenlight.db"));
+    let watched: Vec<&str> = status["watches"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|w| w["commit"].as_str())
+        .collect();
+    assert!(
+        !watched.iter().any(|c| c.starts_with(&candidate[..12])),
+        "the daemon watched the candidate {candidate}: {status:#}"
+    );
+    assert!(
+        watched
+            .iter()
+            .any(|c| marker.starts_with(c) || c.starts_with(&marker[..12])),
+        "{status:#}"
+    );
+}

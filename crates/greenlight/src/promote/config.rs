@@ -1008,6 +1008,12 @@ fn promotion_commit(r: &mut Reader, top: &Map<'_>) -> Option<PromotionCommit> {
             if bad {
                 r.invalid(&f, "a trailer key is one word without spaces or colons (the watchdog's --trailer-key)");
                 None
+            } else if f.value.to_ascii_lowercase().starts_with("greenlight-") {
+                r.invalid(
+                    &f,
+                    "`Greenlight-…` trailers are greenlight's own (a candidate's watch is `Greenlight-Candidate-Watch`, which no daemon reads); the promotion's watch trailer is the watchdog's --trailer-key, `Nav-Watchdog` by default",
+                );
+                None
             } else {
                 Some(f.value)
             }

@@ -198,7 +198,9 @@ pub fn run(
         // The candidate's watch is judged, never reverted: the run removes or keeps it.
         dry_run: true,
         since: None,
-        trailer_key: promotion.commit.watch.key.clone(),
+        // The candidate commit's own trailer: a watchdog daemon (its key is the promotion's)
+        // never watches a candidate, which this run judges and settles.
+        trailer_key: trailers::CANDIDATE_WATCH.to_string(),
         retain_ms: 86_400_000,
         // The gate decides on its candidate's first verdict: a NOT_REACHED is its answer.
         reopen_horizon_ms: 0,
@@ -800,10 +802,10 @@ impl RunCtx<'_> {
             expect: "Healthy".to_string(),
         };
         let message = format!(
-            "candidate for {}: {image}\n\nThe promotion gate's candidate, judged on {} before any check runs.\n\n{}: {}\n{}: {image}\n",
+            "candidate for {}: {image}\n\nThe promotion gate's candidate, judged on {} by the gate's run before any check runs\n(a watchdog daemon does not watch it).\n\n{}: {}\n{}: {image}\n",
             p.live.app,
             p.candidate.app,
-            p.commit.watch.key,
+            trailers::CANDIDATE_WATCH,
             directive.render(),
             trailers::CANDIDATE,
         );
