@@ -60,6 +60,10 @@ pub struct JudgeConfig {
     /// promotion gate's meaning of healthy: its candidate must be clean, not as clean as before).
     #[serde(default)]
     pub strict_health: bool,
+    /// Watch the commits another greenlight process judges (`trailer::JUDGED_BY`): only the
+    /// promotion gate's own judge of its candidate does; a watchdog daemon never does.
+    #[serde(default)]
+    pub gate_candidates: bool,
 }
 
 /// A day: longer than a sync window holds syncs, short enough that a re-opened watch is still
@@ -83,6 +87,7 @@ impl JudgeConfig {
             branch_is_default,
             reopen_horizon_ms: DEFAULT_REOPEN_HORIZON_MS,
             strict_health: false,
+            gate_candidates: false,
         }
     }
 
@@ -584,6 +589,12 @@ impl Engine {
         // A revert greenlight made starts no watch, whatever its text quotes
         // (`docs/verdicts.md#revert-commits`).
         if crate::trailer::is_greenlight_revert(&commit.message) {
+            return out;
+        }
+        // A gate's candidate is its run's to judge, keep or remove: a daemon's verdict on it
+        // would be a FAIL for a self-test's deliberately broken candidate, or for one whose run
+        // ended (`docs/verdicts.md#judged-elsewhere`).
+        if !self.config.gate_candidates && crate::trailer::is_judged_elsewhere(&commit.message) {
             return out;
         }
         for (index, parsed) in directives_in(&commit.message, &self.config.trailer_key)

@@ -159,6 +159,21 @@ fn split_trailer(line: &str) -> Option<(&str, &str)> {
 /// trailer there, and a commit that carries it is never watched.
 pub const REVERT_OF: &str = "Greenlight-Revert-Of";
 
+/// The trailer of a commit whose watch another greenlight process judges and acts on: today
+/// a promotion gate's candidate (`Greenlight-Judged-By: promote run`), which the gate's run
+/// judges, keeps or removes. A watchdog daemon starts no watch for it
+/// (`JudgeConfig::gate_candidates` is the gate's own judge).
+pub const JUDGED_BY: &str = "Greenlight-Judged-By";
+/// [`JUDGED_BY`]'s value on a promotion gate's candidate commit.
+pub const JUDGED_BY_GATE: &str = "promote run";
+
+/// Whether `message` says another greenlight process judges its watch ([`JUDGED_BY`]).
+pub fn is_judged_elsewhere(message: &str) -> bool {
+    parse(message)
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case(JUDGED_BY))
+}
+
 /// Whether `message` is a revert greenlight made: its trailers carry [`REVERT_OF`].
 pub fn is_greenlight_revert(message: &str) -> bool {
     parse(message)

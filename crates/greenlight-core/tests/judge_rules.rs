@@ -3369,6 +3369,36 @@ fn a_revert_greenlight_made_is_never_watched() {
     assert!(h.engine.watches().is_empty());
 }
 
+/// A promotion gate's candidate commit (`Greenlight-Judged-By: promote run`) is its run's to
+/// judge: a daemon starts no watch for it (a self-test's deliberately broken candidate would be
+/// a FAIL), and only the gate's own judge (`gate_candidates`) watches it.
+#[test]
+fn a_gate_candidate_is_watched_only_by_the_gates_own_judge() {
+    let candidate = || {
+        commit(
+            1,
+            &message(
+                "candidate for web: registry.local/web@sha256:bbb",
+                &[
+                    "Nav-Watchdog: app=cands deadline=60 mode=shadow",
+                    "Greenlight-Candidate: registry.local/web@sha256:bbb",
+                    "Greenlight-Judged-By: promote run",
+                ],
+            ),
+            &["apps/candidates/web-candidate.yaml"],
+        )
+    };
+    let mut daemon = Harness::new(config());
+    let out = daemon.arrive(&candidate(), t(0));
+    assert!(out.is_empty(), "{out:?}");
+    assert!(daemon.engine.watches().is_empty());
+    let mut gate = config();
+    gate.gate_candidates = true;
+    let mut gate = Harness::new(gate);
+    gate.arrive(&candidate(), t(0));
+    assert_eq!(gate.engine.watches().len(), 1);
+}
+
 // ----- faults are no evidence -----
 
 /// An app that cannot be seen after reach (a read answering 404 for a moment, a token that lost

@@ -12,12 +12,8 @@ pub const GATE: &str = "Greenlight-Gate";
 pub const CANDIDATE: &str = "Greenlight-Candidate";
 /// One check's result, in order, on a promotion commit.
 pub const CHECK: &str = "Greenlight-Check";
-/// On a candidate commit: its watch directive (`app=<candidate.app> deadline=… mode=shadow`),
-/// judged by the gate's run that made it. A watchdog daemon reads only its own key (the
-/// promotion's, `Nav-Watchdog` by default), so it never watches a candidate: a candidate's
-/// verdict is the run's to act on — a self-test's deliberately broken one, one whose run ended,
-/// one a bypass superseded — never a daemon's `FAIL`.
-pub const CANDIDATE_WATCH: &str = "Greenlight-Candidate-Watch";
+/// A candidate commit also carries `greenlight_core::trailer::JUDGED_BY`: the gate's run that
+/// made it judges its watch trailer, and a watchdog daemon starts no watch for it.
 /// On a promotion commit: the candidates' directory, which a revert of the commit (the
 /// watchdog's, when the promoted image fails live) leaves as it is on the branch, so that
 /// undoing the promotion does not bring back the candidate and the lock the commit removed.

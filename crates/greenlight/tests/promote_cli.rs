@@ -678,9 +678,12 @@ fn the_documented_examples_plan_and_validate_against_the_schema() {
 #[test]
 fn a_promotion_trailer_key_of_greenlights_own_is_refused() {
     let text = format!(
-        "{}promotion:\n  watch:\n    trailerKey: Greenlight-Candidate-Watch\n",
+        "{}promotion:\n  watch:\n    trailerKey: Greenlight-Judged-By\n",
         config(READY)
     );
-    let err = assert_refused(&text, "promote.yaml:22:17: promotion.watch.trailerKey: `Greenlight-…`");
-    assert!(err.contains("which no daemon reads"), "{err}");
+    let err = assert_refused(
+        &text,
+        "promote.yaml:22:17: promotion.watch.trailerKey: `Greenlight-…`",
+    );
+    assert!(err.contains("never a watch directive"), "{err}");
 }

@@ -1247,7 +1247,8 @@ fn a_watchdog_daemon_never_watches_the_gates_candidates() {
         .to_string();
     let msg = repo.bare_git(&["log", "-1", "--format=%B", &candidate]);
     assert!(
-        msg.contains("Greenlight-Candidate-Watch: app=cands") && !msg.contains("Nav-Watchdog"),
+        msg.contains("Nav-Watchdog: app=cands")
+            && msg.contains("Greenlight-Judged-By: promote run"),
         "{msg}"
     );
     // A commit the daemon does watch, after them: once it is watched, the daemon has read the

@@ -324,6 +324,7 @@ fn config(dir: &Path) -> DaemonConfig {
         retain_ms: 30 * 86_400_000,
         reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
         strict_health: false,
+        gate_candidates: false,
     }
 }
 

@@ -229,6 +229,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         retain_ms: 30 * 86_400_000,
         reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
         strict_health: false,
+        gate_candidates: false,
     };
     let source =
         greenlight::argocd::source(&url, None, &cfg.repo, super::demo::DEMO_LISTING_LIMIT_BYTES)?;

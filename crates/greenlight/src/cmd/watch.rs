@@ -335,6 +335,7 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
         reopen_horizon_ms: super::duration_flag("--reopen-horizon", &a.reopen_horizon)?.as_millis()
             as i64,
         strict_health: false,
+        gate_candidates: false,
     };
     let listing_limit_bytes = match a.listing_limit_mib {
         0 => return Err(super::usage("--listing-limit-mib: must be above zero")),

@@ -1011,7 +1011,7 @@ fn promotion_commit(r: &mut Reader, top: &Map<'_>) -> Option<PromotionCommit> {
             } else if f.value.to_ascii_lowercase().starts_with("greenlight-") {
                 r.invalid(
                     &f,
-                    "`Greenlight-…` trailers are greenlight's own (a candidate's watch is `Greenlight-Candidate-Watch`, which no daemon reads); the promotion's watch trailer is the watchdog's --trailer-key, `Nav-Watchdog` by default",
+                    "`Greenlight-…` trailers are greenlight's own (`Greenlight-Judged-By`, `Greenlight-Revert-Of`, …), never a watch directive; the promotion's watch trailer is the watchdog's --trailer-key, `Nav-Watchdog` by default",
                 );
                 None
             } else {

@@ -198,9 +198,10 @@ pub fn run(
         // The candidate's watch is judged, never reverted: the run removes or keeps it.
         dry_run: true,
         since: None,
-        // The candidate commit's own trailer: a watchdog daemon (its key is the promotion's)
-        // never watches a candidate, which this run judges and settles.
-        trailer_key: trailers::CANDIDATE_WATCH.to_string(),
+        trailer_key: promotion.commit.watch.key.clone(),
+        // The candidate commit says it is this run's to judge (`Greenlight-Judged-By`), which
+        // a watchdog daemon leaves alone.
+        gate_candidates: true,
         retain_ms: 86_400_000,
         // The gate decides on its candidate's first verdict: a NOT_REACHED is its answer.
         reopen_horizon_ms: 0,
@@ -802,12 +803,14 @@ impl RunCtx<'_> {
             expect: "Healthy".to_string(),
         };
         let message = format!(
-            "candidate for {}: {image}\n\nThe promotion gate's candidate, judged on {} by the gate's run before any check runs\n(a watchdog daemon does not watch it).\n\n{}: {}\n{}: {image}\n",
+            "candidate for {}: {image}\n\nThe promotion gate's candidate, judged on {} by the gate's run before any check runs\n(a watchdog daemon does not watch it).\n\n{}: {}\n{}: {image}\n{}: {}\n",
             p.live.app,
             p.candidate.app,
-            trailers::CANDIDATE_WATCH,
+            p.commit.watch.key,
             directive.render(),
             trailers::CANDIDATE,
+            greenlight_core::trailer::JUDGED_BY,
+            greenlight_core::trailer::JUDGED_BY_GATE,
         );
         let mut docs = vec![c.workload];
         docs.extend(c.service);

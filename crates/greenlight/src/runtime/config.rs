@@ -30,6 +30,9 @@ pub struct DaemonConfig {
     /// Health by the strict aggregate only, never relative to a watch's baseline: the
     /// promotion gate's candidate must be clean (`JudgeConfig::strict_health`).
     pub strict_health: bool,
+    /// Watch a promotion gate's candidate commits (`Greenlight-Judged-By`): the gate's own
+    /// judge only (`JudgeConfig::gate_candidates`).
+    pub gate_candidates: bool,
 }
 
 impl DaemonConfig {
@@ -45,6 +48,7 @@ impl DaemonConfig {
         j.trailer_key = self.trailer_key.clone();
         j.reopen_horizon_ms = self.reopen_horizon_ms;
         j.strict_health = self.strict_health;
+        j.gate_candidates = self.gate_candidates;
         j
     }
 }
@@ -75,6 +79,7 @@ mod tests {
             retain_ms: 1,
             reopen_horizon_ms: 0,
             strict_health: false,
+            gate_candidates: false,
         };
         // The judge quotes its repository in reasons (stored, shown by `status`).
         let j = cfg.judge_config("main", true);
