@@ -9,7 +9,10 @@
 //! commit, messages and outcome say *bypassed*, never *passed*. The trailers its commits carry
 //! are [`crate::trailers`]'.
 
+use crate::config::ShortDeadline;
+use crate::config::plan::compact_duration as human_duration;
 use crate::trailers;
+use greenlight_core::directive::Directive;
 use greenlight_core::watch::State;
 
 /// What a run promotes, as the configuration says.
@@ -19,9 +22,23 @@ pub struct GatePlan {
     pub app: String,
     /// The checks, in the written order (never reordered).
     pub checks: Vec<PlannedCheck>,
-    /// The watch trailer the promotion commit carries (`Nav-Watchdog: app=… deadline=… mode=…`),
-    /// so the watchdog then proves the live rollout.
-    pub watch_trailer: String,
+    /// The key of the watch trailer the promotion commit carries (the watchdog's
+    /// `--trailer-key`), and its directive (`app=… deadline=… mode=…`), so the watchdog then
+    /// proves the live rollout.
+    pub watch_key: String,
+    pub watch: Directive,
+    /// What the run does when that deadline is shorter than the candidate's measured time to
+    /// healthy plus margin ([`required_deadline_ms`]).
+    pub short_deadline: ShortDeadline,
+}
+
+/// The shortest watch deadline for a promotion whose candidate took `healthy_after_ms` from its
+/// commit to a healthy streak: that time and half of it again (the live rollout replaces more
+/// pods than the candidate started, and Argo CD's sync comes first in both), in whole seconds.
+pub fn required_deadline_ms(healthy_after_ms: i64) -> i64 {
+    let ms = healthy_after_ms.max(0);
+    let required = ms.saturating_add(ms / 2);
+    required.saturating_add(999) / 1000 * 1000
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,6 +106,9 @@ pub enum Input {
     /// The run was told to stop (SIGTERM, SIGINT or SIGHUP): the effect under way was
     /// abandoned (a check's processes stopped).
     Cancelled { signal: Signal },
+    /// How long the candidate took from its commit to the healthy streak that confirmed it
+    /// (reported before `CandidateJudged(Ready)`).
+    CandidateHealthyAfter { ms: i64 },
 }
 
 /// A signal that cancels a run.
@@ -276,6 +296,13 @@ pub enum Blocked {
         kind: String,
         evidence: String,
     },
+    /// Every check passed, but the promotion's watch deadline is shorter than the candidate's
+    /// measured time to healthy plus margin, and the config says to refuse rather than raise.
+    WatchDeadlineShort {
+        configured_ms: i64,
+        measured_ms: i64,
+        required_ms: i64,
+    },
 }
 
 /// What a run says as it goes (the first line of each is distinct; see `reason.rs`).
@@ -342,6 +369,13 @@ pub enum GateMessage {
         reason: String,
     },
     CandidateKept,
+    /// The promotion's watch deadline was shorter than the candidate's measured time to healthy
+    /// plus margin: the promotion commit carries the raised one.
+    WatchDeadlineRaised {
+        configured_ms: i64,
+        measured_ms: i64,
+        raised_ms: i64,
+    },
     /// A signal stopped the run at this point.
     Cancelled {
         signal: Signal,
@@ -379,6 +413,8 @@ pub struct Gate {
     step: Step,
     /// The evidence of each check so far, in order.
     evidence: Vec<(String, String)>,
+    /// The candidate's measured time to healthy, once reported.
+    healthy_after_ms: Option<i64>,
 }
 
 impl Gate {
@@ -389,6 +425,7 @@ impl Gate {
             start,
             step: Step::Committing,
             evidence: Vec::new(),
+            healthy_after_ms: None,
         };
         let out = gate.begin();
         (gate, out)
@@ -428,7 +465,7 @@ impl Gate {
                     trailers: vec![
                         trailers::bypassed(&reason),
                         trailers::candidate(&s.candidate),
-                        watch_trailer(&self.plan.watch_trailer),
+                        (self.plan.watch_key.clone(), self.plan.watch.render()),
                     ],
                 },
             ];
@@ -485,6 +522,10 @@ impl Gate {
     pub fn step(&mut self, input: Input) -> Vec<Effect> {
         match (self.step.clone(), input) {
             (step, Input::Cancelled { signal }) => self.cancel(step, signal),
+            (Step::Judging, Input::CandidateHealthyAfter { ms }) => {
+                self.healthy_after_ms = Some(ms);
+                Vec::new()
+            }
             (Step::Done | Step::Settling(_), Input::LiveManifestChanged { .. }) => Vec::new(),
             (Step::Promoting, Input::LiveManifestChanged { .. }) if self.start.bypass.is_some() => {
                 Vec::new()
@@ -670,20 +711,53 @@ impl Gate {
         if self.start.self_test {
             return self.settle(Outcome::SelfTestLetThrough);
         }
+        let mut out = Vec::new();
+        let mut watch = self.plan.watch.clone();
+        let mut raised = None;
+        if let Some(measured_ms) = self.healthy_after_ms {
+            let required_ms = required_deadline_ms(measured_ms);
+            let configured_ms = watch.deadline_ms;
+            if configured_ms < required_ms {
+                match self.plan.short_deadline {
+                    ShortDeadline::Refuse => {
+                        return self.block(Blocked::WatchDeadlineShort {
+                            configured_ms,
+                            measured_ms,
+                            required_ms,
+                        });
+                    }
+                    ShortDeadline::Raise => {
+                        out.push(Effect::Say(GateMessage::WatchDeadlineRaised {
+                            configured_ms,
+                            measured_ms,
+                            raised_ms: required_ms,
+                        }));
+                        raised = Some(trailers::deadline_raised(
+                            &human_duration(configured_ms),
+                            &human_duration(required_ms),
+                            &human_duration(measured_ms),
+                        ));
+                        watch.deadline_ms = required_ms;
+                    }
+                }
+            }
+        }
         self.step = Step::Promoting;
         let mut trailers = vec![
             trailers::passed(self.plan.checks.len()),
             trailers::candidate(&self.start.candidate),
         ];
         trailers.extend(self.evidence.iter().cloned());
-        trailers.push(watch_trailer(&self.plan.watch_trailer));
-        vec![Effect::CommitPromotion {
+        trailers.extend(raised);
+        trailers.push((self.plan.watch_key.clone(), watch.render()));
+        out.push(Effect::CommitPromotion {
             subject: format!(
                 "promote {}: {} (gate passed)",
                 self.plan.app, self.start.candidate
             ),
             trailers,
-        }]
+        });
+        out
     }
 
     fn block(&mut self, why: Blocked) -> Vec<Effect> {
@@ -724,13 +798,6 @@ impl Gate {
     }
 }
 
-fn watch_trailer(line: &str) -> (String, String) {
-    match line.split_once(": ") {
-        Some((k, v)) => (k.to_string(), v.to_string()),
-        None => ("Nav-Watchdog".to_string(), line.to_string()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -745,7 +812,9 @@ mod tests {
                     kind: k.to_string(),
                 })
                 .collect(),
-            watch_trailer: "Nav-Watchdog: app=llm deadline=900 mode=arm".into(),
+            watch_key: "Nav-Watchdog".into(),
+            watch: Directive::parse("Nav-Watchdog", "app=llm deadline=900 mode=arm").unwrap(),
+            short_deadline: ShortDeadline::Raise,
         }
     }
 
@@ -791,6 +860,73 @@ mod tests {
             plan(&[("smoke", "http"), ("errors", "prometheus")]),
             start(),
         )
+    }
+
+    fn passed_all(g: &mut Gate) -> Vec<Effect> {
+        g.step(Input::CandidateCommitted {
+            commit: "c0ffee".into(),
+        });
+        g.step(Input::CandidateHealthyAfter { ms: 700_000 });
+        g.step(Input::CandidateJudged(CandidateVerdict::Ready));
+        g.step(Input::CheckFinished {
+            index: 0,
+            outcome: CheckOutcome::Passed {
+                evidence: "200".into(),
+            },
+        })
+    }
+
+    #[test]
+    fn a_watch_deadline_shorter_than_the_candidates_start_is_raised_or_refused() {
+        assert_eq!(required_deadline_ms(700_000), 1_050_000);
+        assert_eq!(required_deadline_ms(1_001), 2_000);
+        // 900 s configured, the candidate took 11m40s: raised to 17m30s, saying so.
+        let (mut g, _) = Gate::start(plan(&[("smoke", "http")]), start());
+        let out = passed_all(&mut g);
+        assert_eq!(
+            said(&out),
+            [
+                "check 1 smoke (http) passed: 200",
+                "watch deadline raised to 17m30s for the promotion: the candidate took 11m40s to become healthy, and promotion.watch.deadline 15m would let the watchdog judge the live rollout before it could be healthy"
+            ]
+        );
+        let Some(Effect::CommitPromotion { trailers, .. }) = out.last() else {
+            panic!("{out:?}");
+        };
+        assert!(trailers.contains(&(
+            "Greenlight-Watch-Deadline".to_string(),
+            "raised from 15m to 17m30s: the candidate took 11m40s to become healthy".to_string()
+        )));
+        assert_eq!(
+            trailers.last(),
+            Some(&(
+                "Nav-Watchdog".to_string(),
+                "app=llm deadline=1050s mode=arm expect=Healthy".to_string()
+            ))
+        );
+        // Refused: blocked, the candidate kept, never promoted.
+        let mut refusing = plan(&[("smoke", "http")]);
+        refusing.short_deadline = ShortDeadline::Refuse;
+        let (mut g, _) = Gate::start(refusing, start());
+        let out = passed_all(&mut g);
+        assert!(
+            matches!(out.last(), Some(Effect::KeepCandidate { .. })),
+            "{out:?}"
+        );
+        assert!(said(&out)[1].starts_with("watch deadline too short, promotion blocked"));
+        // A deadline long enough is left as it is.
+        let mut long = plan(&[("smoke", "http")]);
+        long.watch.deadline_ms = 1_050_000;
+        let (mut g, _) = Gate::start(long, start());
+        let out = passed_all(&mut g);
+        let Some(Effect::CommitPromotion { trailers, .. }) = out.last() else {
+            panic!("{out:?}");
+        };
+        assert!(
+            !trailers
+                .iter()
+                .any(|(k, _)| k == "Greenlight-Watch-Deadline")
+        );
     }
 
     #[test]
@@ -923,7 +1059,10 @@ mod tests {
             ]
         );
         assert_eq!(trailers[2].1, "1 smoke (http) passed: 200 in 12ms");
-        assert_eq!(trailers[4].1, "app=llm deadline=900 mode=arm");
+        assert_eq!(
+            trailers[4].1,
+            "app=llm deadline=900s mode=arm expect=Healthy"
+        );
         let out = g.step(Input::PromotionCommitted {
             commit: "p1".into(),
         });

@@ -3,6 +3,7 @@
 //! applies and never formats a sentence of its own; nothing here decides anything. The metric
 //! analysis keeps its own words beside it ([`crate::analysis::reason`]).
 
+use crate::config::plan::compact_duration as human_duration;
 use crate::machine::{Blocked, CancelledDuring, GateMessage, JudgedAs, Left};
 use std::fmt;
 
@@ -28,6 +29,16 @@ pub fn gate_blocked_summary(b: &Blocked) -> String {
             kind,
             evidence,
         } => format!("check {} {name} ({kind}) undecided: {evidence}", index + 1),
+        Blocked::WatchDeadlineShort {
+            configured_ms,
+            measured_ms,
+            required_ms,
+        } => format!(
+            "the promotion's watch deadline {} is shorter than the candidate's time to healthy {} plus margin ({})",
+            human_duration(*configured_ms),
+            human_duration(*measured_ms),
+            human_duration(*required_ms)
+        ),
     }
 }
 
@@ -98,6 +109,17 @@ impl fmt::Display for GateMessage {
                     "check {} {name} ({kind}) undecided, promotion blocked: {evidence} (an undecided check is not a pass)",
                     index + 1
                 ),
+                Blocked::WatchDeadlineShort {
+                    configured_ms,
+                    measured_ms,
+                    required_ms,
+                } => write!(
+                    f,
+                    "watch deadline too short, promotion blocked: every check passed, but the candidate took {} to become healthy and promotion.watch.deadline is {}: the watchdog would judge the live rollout before it could be healthy; set it to at least {} (or `shortDeadline: raise`)",
+                    human_duration(*measured_ms),
+                    human_duration(*configured_ms),
+                    human_duration(*required_ms)
+                ),
             },
             GateMessage::Aborted { commit } => write!(
                 f,
@@ -152,6 +174,17 @@ impl fmt::Display for GateMessage {
             ),
             GateMessage::CandidateKept => f.write_str(
                 "candidate kept for the retention window: recorded in git; `greenlight promote gc` removes it once expired",
+            ),
+            GateMessage::WatchDeadlineRaised {
+                configured_ms,
+                measured_ms,
+                raised_ms,
+            } => write!(
+                f,
+                "watch deadline raised to {} for the promotion: the candidate took {} to become healthy, and promotion.watch.deadline {} would let the watchdog judge the live rollout before it could be healthy",
+                human_duration(*raised_ms),
+                human_duration(*measured_ms),
+                human_duration(*configured_ms)
             ),
             GateMessage::Cancelled { signal, during } => write!(
                 f,

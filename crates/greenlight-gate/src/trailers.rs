@@ -51,6 +51,20 @@ pub fn cancelled(signal: &str, during: &str) -> (String, String) {
     )
 }
 
+/// On a promotion commit whose watch deadline the run raised above the configured one.
+pub const WATCH_DEADLINE: &str = "Greenlight-Watch-Deadline";
+
+/// `Greenlight-Watch-Deadline`: raised from `configured` to `raised`, the candidate having taken
+/// `measured` to become healthy.
+pub fn deadline_raised(configured: &str, raised: &str, measured: &str) -> (String, String) {
+    (
+        WATCH_DEADLINE.into(),
+        format!(
+            "raised from {configured} to {raised}: the candidate took {measured} to become healthy"
+        ),
+    )
+}
+
 /// `Greenlight-Candidate`.
 pub fn candidate(image: &str) -> (String, String) {
     (CANDIDATE.into(), image.to_string())

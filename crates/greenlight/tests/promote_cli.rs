@@ -687,3 +687,43 @@ fn a_promotion_trailer_key_of_greenlights_own_is_refused() {
     );
     assert!(err.contains("never a watch directive"), "{err}");
 }
+
+#[test]
+fn a_watch_deadline_a_slow_candidate_could_outlast_is_a_plan_warning() {
+    for (watch, then) in [
+        (
+            "deadline: 5m",
+            "a run then raises it in the promotion's trailer",
+        ),
+        (
+            "{deadline: 5m, shortDeadline: refuse}",
+            "a run then blocks the promotion",
+        ),
+    ] {
+        let watch = if watch.starts_with('{') {
+            watch.to_string()
+        } else {
+            format!("{{{watch}}}")
+        };
+        let d = dir_with(&[(
+            "promote.yaml",
+            &format!("{}promotion:\n  watch: {watch}\n", config(READY)),
+        )]);
+        let o = plan(d.path(), "promote.yaml");
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("warning: promote.yaml: promotion.watch.deadline 5m could be shorter than the candidate's time to healthy plus half of it (15m")
+                && err.contains(then),
+            "{err}"
+        );
+    }
+    // The default (900 s) covers a candidate that takes the whole default --candidate-deadline.
+    let d = dir_with(&[("promote.yaml", &config(READY))]);
+    let o = plan(d.path(), "promote.yaml");
+    assert!(
+        !stderr(&o).contains("promotion.watch.deadline"),
+        "{}",
+        stderr(&o)
+    );
+}

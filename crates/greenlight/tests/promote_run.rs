@@ -1278,3 +1278,51 @@ fn a_watchdog_daemon_never_watches_the_gates_candidates() {
         "{status:#}"
     );
 }
+
+#[test]
+fn a_watch_deadline_shorter_than_the_candidates_start_is_raised_or_refused() {
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    // The sandbox's workloads take a second to roll out: a 1 s watch deadline is always shorter
+    // than the candidate's measured start plus half of it.
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let short = |policy: &str| {
+        let text = std::fs::read_to_string(&cfg).unwrap().replace(
+            "watch: {mode: shadow, deadline: 60s}",
+            &format!("watch: {{mode: shadow, deadline: 1s, shortDeadline: {policy}}}"),
+        );
+        let file = dir.path().join(format!("promote-{policy}.yaml"));
+        std::fs::write(&file, text).unwrap();
+        file.to_string_lossy().into_owned()
+    };
+    let refusing = short("refuse");
+    let o = run(&repo, &sb, &refusing, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("watch deadline too short, promotion blocked: every check passed, but the candidate took"),
+        "{out}"
+    );
+    assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
+    let kept = repo.bare_git(&["show", "main:apps/candidates/web-candidate.yaml"]);
+    assert!(kept.contains("greenlight.dev/kept-until"), "{kept}");
+
+    let raising = short("raise");
+    let o = run(&repo, &sb, &raising, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("watch deadline raised to "), "{out}");
+    assert_eq!(live_manifest(&repo), deployment("web", NEW).trim_end());
+    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
+    let deadline = msg
+        .lines()
+        .find_map(|l| l.strip_prefix("Nav-Watchdog: app=web deadline="))
+        .and_then(|rest| rest.split_once("s mode=shadow"))
+        .map(|(secs, _)| secs.parse::<u64>().unwrap())
+        .unwrap_or_else(|| panic!("{msg}"));
+    assert!(deadline >= 2, "{msg}");
+    assert!(
+        msg.contains("Greenlight-Watch-Deadline: raised from 1s to "),
+        "{msg}"
+    );
+}

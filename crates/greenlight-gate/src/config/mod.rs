@@ -127,6 +127,28 @@ pub struct WatchTrailer {
     pub key: String,
     pub mode: Mode,
     pub deadline_ms: i64,
+    /// `shortDeadline`: what a run does when `deadline_ms` is shorter than its candidate's
+    /// measured time to healthy plus margin.
+    pub short_deadline: ShortDeadline,
+}
+
+/// `promotion.watch.shortDeadline`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ShortDeadline {
+    /// Promote with the deadline raised to the measured time plus margin, saying so (default).
+    #[default]
+    Raise,
+    /// Block the promotion (the candidate is kept), naming the deadline to configure.
+    Refuse,
+}
+
+impl ShortDeadline {
+    pub fn word(self) -> &'static str {
+        match self {
+            ShortDeadline::Raise => "raise",
+            ShortDeadline::Refuse => "refuse",
+        }
+    }
 }
 
 impl Default for WatchTrailer {
@@ -135,6 +157,7 @@ impl Default for WatchTrailer {
             key: DEFAULT_TRAILER_KEY.to_string(),
             mode: Mode::Shadow,
             deadline_ms: greenlight_core::directive::DEFAULT_DEADLINE_MS,
+            short_deadline: ShortDeadline::Raise,
         }
     }
 }

@@ -13,7 +13,7 @@ use clap::{Args, Subcommand};
 use greenlight::promote::candidates;
 use greenlight::promote::{self, LoadError};
 use greenlight_gate::config::plan::{CheckPlan, MetricBound, Plan, compact_duration, plan};
-use greenlight_gate::config::{AnalysisOrigin, CheckKind, Promotion};
+use greenlight_gate::config::{AnalysisOrigin, CheckKind, Promotion, ShortDeadline};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -82,6 +82,23 @@ pub fn run(a: PromoteArgs) -> Result<ExitCode> {
             compact_duration(faster.worst_ms),
             if slower.len() == 1 { "check" } else { "checks" },
             slower.join(", ")
+        );
+    }
+    // A candidate may take up to `run`'s --candidate-deadline (10m by default) to become
+    // healthy; the promotion's watch deadline must then cover that plus margin.
+    let watch = &promotion.commit.watch;
+    let could_need = greenlight_gate::machine::required_deadline_ms(600_000);
+    if watch.deadline_ms < could_need {
+        let then = match watch.short_deadline {
+            ShortDeadline::Raise => {
+                "a run then raises it in the promotion's trailer and says so (`shortDeadline: raise`)"
+            }
+            ShortDeadline::Refuse => "a run then blocks the promotion (`shortDeadline: refuse`)",
+        };
+        errln!(
+            "warning: {file}: promotion.watch.deadline {} could be shorter than the candidate's time to healthy plus half of it ({} for a candidate that takes `run`'s default --candidate-deadline, 10m): {then}",
+            compact_duration(watch.deadline_ms),
+            compact_duration(could_need)
         );
     }
     Ok(ExitCode::SUCCESS)

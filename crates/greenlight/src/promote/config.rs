@@ -15,8 +15,8 @@ use greenlight_gate::config::{
     API_VERSION, Analysis, AnalysisOrigin, Candidate, Check, CheckKind, CommandCheck,
     DEFAULT_CONSECUTIVE_ERROR_LIMIT, DEFAULT_FAILED_RETENTION_MS, DEFAULT_HTTP_STATUS,
     DEFAULT_HTTP_TIMEOUT_MS, DEFAULT_QUERY_TIMEOUT_MS, HttpCheck, KIND, Live, Metric,
-    PrometheusQuery, Promotion, PromotionCommit, Retention, Template, WatchTrailer, Workload,
-    WorkloadKind,
+    PrometheusQuery, Promotion, PromotionCommit, Retention, ShortDeadline, Template, WatchTrailer,
+    Workload, WorkloadKind,
 };
 use greenlight_lint::yaml::{Document, Limits, load_stream};
 use std::collections::{BTreeMap, BTreeSet};
@@ -980,7 +980,12 @@ fn promotion_commit(r: &mut Reader, top: &Map<'_>) -> Option<PromotionCommit> {
             watch: WatchTrailer::default(),
         });
     };
-    let Some(w) = r.sub_map(&m, "watch", &["mode", "deadline", "trailerKey"], &[]) else {
+    let Some(w) = r.sub_map(
+        &m,
+        "watch",
+        &["mode", "deadline", "trailerKey", "shortDeadline"],
+        &[],
+    ) else {
         return (!m.has("watch")).then(|| PromotionCommit {
             watch: WatchTrailer::default(),
         });
@@ -1019,11 +1024,23 @@ fn promotion_commit(r: &mut Reader, top: &Map<'_>) -> Option<PromotionCommit> {
             }
         }
     };
+    let short_deadline = match r.str(&w, "shortDeadline") {
+        None => Some(ShortDeadline::Raise),
+        Some(f) => {
+            let res = match f.value.as_str() {
+                "raise" => Ok(ShortDeadline::Raise),
+                "refuse" => Ok(ShortDeadline::Refuse),
+                other => Err(format!("`{other}` is not `raise` or `refuse`")),
+            };
+            ok_or_report(r, &f, res)
+        }
+    };
     Some(PromotionCommit {
         watch: WatchTrailer {
             key: key?,
             mode: mode?,
             deadline_ms: deadline?,
+            short_deadline: short_deadline?,
         },
     })
 }

@@ -24,6 +24,7 @@ use greenlight_core::directive::{Directive, Mode};
 use greenlight_core::event::EventKind;
 use greenlight_core::image::{ImageRef, TagPolicy};
 use greenlight_core::repo_url::RepoUrl;
+use greenlight_core::time::Timestamp;
 use greenlight_core::watch::State;
 use greenlight_gate::candidate::{CandidateSpec, make_candidate};
 use greenlight_gate::config::template::CandidateValues;
@@ -286,6 +287,7 @@ pub fn run(
             lock_ttl_ms,
             land,
             cancelled: None,
+            candidate_at: None,
         };
         run.go(
             candidate,
@@ -374,6 +376,8 @@ struct RunCtx<'l> {
     land: &'l dyn Land,
     /// The signal that cancelled the run, once one did.
     cancelled: Option<Signal>,
+    /// When the candidate commit was pushed: its time to healthy is measured from there.
+    candidate_at: Option<Timestamp>,
 }
 
 impl RunCtx<'_> {
@@ -433,7 +437,9 @@ impl RunCtx<'_> {
                     kind: c.kind.word().to_string(),
                 })
                 .collect(),
-            watch_trailer: format!("{}: {}", p.commit.watch.key, p.watch_directive().render()),
+            watch_key: p.commit.watch.key.clone(),
+            watch: p.watch_directive(),
+            short_deadline: p.commit.watch.short_deadline,
         };
         let start_live_image = live_image.clone();
         let start = Start {
@@ -632,7 +638,11 @@ impl RunCtx<'_> {
                 Effect::CommitCandidate => Some(self.commit_candidate(candidate.as_str(), report)?),
                 Effect::JudgeCandidate { commit } => tokio::select! {
                     judged = self.judge_candidate(&commit, report) => {
-                        Some(Input::CandidateJudged(judged?))
+                        let (verdict, healthy_after_ms) = judged?;
+                        if let Some(ms) = healthy_after_ms {
+                            effects.extend(gate.step(Input::CandidateHealthyAfter { ms }));
+                        }
+                        Some(Input::CandidateJudged(verdict))
                     }
                     signal = signals.recv(), if cancelled.is_none() => {
                         stopped_by = Some(signal);
@@ -876,6 +886,7 @@ impl RunCtx<'_> {
         })?;
         if matches!(outcome, ChangeOutcome::Pushed { .. }) {
             self.lock_held = true;
+            self.candidate_at = Some(SystemClock.now());
         }
         Ok(match outcome {
             ChangeOutcome::Pushed { commit, .. } => Input::CandidateCommitted { commit },
@@ -894,11 +905,13 @@ impl RunCtx<'_> {
 
     /// The watchdog's runtime, in-process on a scratch clone and state, watching from the
     /// candidate commit's parent until that commit's watch has a verdict.
+    /// The verdict, and — when it is CONFIRMED — how long the candidate took from its commit
+    /// to the healthy streak that confirmed it.
     async fn judge_candidate(
         &self,
         commit: &str,
         report: &mut dyn Report,
-    ) -> Result<CandidateVerdict> {
+    ) -> Result<(CandidateVerdict, Option<i64>)> {
         let dir =
             tempfile::tempdir_in(&self.scratch).context("cannot create a scratch directory")?;
         let mut cfg = self.judge.clone();
@@ -908,9 +921,17 @@ impl RunCtx<'_> {
         let out = Output::new(LogFormat::Text);
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(JudgedAs, String)>();
         let watched = commit.to_string();
+        // The start of the candidate's last healthy streak: the one a CONFIRMED ends.
+        let streak_from = Arc::new(std::sync::Mutex::new(None::<Timestamp>));
+        let streak = streak_from.clone();
         out.subscribe(move |e| {
             if e.commit.as_deref() != Some(watched.as_str()) {
                 return;
+            }
+            if e.event == EventKind::HealthyStreakStarted
+                && let Ok(mut at) = streak.lock()
+            {
+                *at = Some(e.time);
             }
             let verdict = match e.state {
                 Some(State::WaitingReach | State::Judging) | None => None,
@@ -956,17 +977,24 @@ impl RunCtx<'_> {
             ),
         };
         Ok(if state == JudgedAs::Verdict(State::Confirmed) {
-            CandidateVerdict::Ready
+            let from = streak_from.lock().ok().and_then(|at| *at);
+            let healthy_after_ms = from
+                .zip(self.candidate_at)
+                .map(|(healthy, committed)| healthy.ms_since(committed).max(0));
+            (CandidateVerdict::Ready, healthy_after_ms)
         } else {
             let (pending, warnings) = self.pending_pods().await;
             for w in &warnings {
                 report.warning(w)?;
             }
-            CandidateVerdict::NotReady {
-                state,
-                reason,
-                pending,
-            }
+            (
+                CandidateVerdict::NotReady {
+                    state,
+                    reason,
+                    pending,
+                },
+                None,
+            )
         })
     }
 
