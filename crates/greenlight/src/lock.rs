@@ -41,6 +41,21 @@ pub fn lock_data_dir(dir: &Path) -> Result<std::fs::File> {
     })
 }
 
+/// One promotion run per clone: two runs given one `--data-dir` would fetch, reset and commit
+/// in one work tree at once, and fail on git's own locks in words that say nothing of why.
+pub fn lock_promote_data_dir(dir: &Path) -> Result<std::fs::File> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| usage(format!("--data-dir {}: cannot create: {e}", dir.display())))?;
+    let path = dir.join("promote.lock");
+    exclusive_lock(&path, || {
+        format!(
+            "--data-dir {} is in use by another greenlight promote run (lock {} is held): nothing was run; give each run its own --data-dir, or wait for that run to end",
+            dir.display(),
+            path.display()
+        )
+    })
+}
+
 /// Take an exclusive lock on `path` (created if missing); held while the file is open. A lock
 /// another process holds is a usage error worded by `held`.
 fn exclusive_lock(path: &Path, held: impl FnOnce() -> String) -> Result<std::fs::File> {

@@ -1326,3 +1326,94 @@ fn a_watch_deadline_shorter_than_the_candidates_start_is_raised_or_refused() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_no_op_is_a_no_op_even_when_argo_cd_is_unreachable() {
+    let (repo, _sb) = world();
+    let before = repo.remote_tip();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    // Nothing listens there (a port bound and closed again).
+    let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", gone.local_addr().unwrap());
+    drop(gone);
+    let o = promote_cmd(
+        &repo,
+        &url,
+        "run",
+        &cfg,
+        &["--candidate", LIVE, "--candidate-deadline", "30s"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        out.starts_with("no-op: the candidate is already live"),
+        "{out}"
+    );
+    assert_eq!(repo.remote_tip(), before, "no commit");
+}
+
+#[test]
+fn a_mutable_live_tag_without_resolve_is_warned_before_the_verification() {
+    let (repo, sb) = world();
+    repo.pull();
+    repo.write(
+        "apps/web/deploy.yaml",
+        &deployment("web", "registry.local/web:latest"),
+    )
+    .commit_push("web: latest");
+    settled(&sb, &repo, &["web"]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        dir.path(),
+        &[("smoke", &["sh", "-c", "echo broken; exit 1"])],
+    );
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("warning: live.manifest apps/web/deploy.yaml: its image `registry.local/web:latest` names the mutable tag `latest` and --resolve was not given"),
+        "{err}"
+    );
+}
+
+#[test]
+fn two_runs_sharing_a_data_dir_are_refused_with_the_locks_words() {
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    let script = format!("touch {}; exec sleep 300", started.display());
+    let cfg = config(dir.path(), &[("load", &["sh", "-c", &script])]);
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let mut first = promote_proc(
+        &repo,
+        &sb,
+        "run",
+        &cfg,
+        &[
+            "--candidate",
+            NEW,
+            "--candidate-deadline",
+            "30s",
+            "--data-dir",
+            data,
+        ],
+    );
+    wait_for("the first run's check", Duration::from_secs(90), || {
+        started.exists()
+    });
+    let o = run(&repo, &sb, &cfg, NEW, &["--data-dir", data]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains(&format!(
+            "--data-dir {data} is in use by another greenlight promote run"
+        )) && !err.contains("index.lock")
+            && !err.contains("fatal:"),
+        "{err}"
+    );
+    first.sigterm();
+    assert_eq!(first.wait_exit(Duration::from_secs(60)).code(), Some(143));
+}

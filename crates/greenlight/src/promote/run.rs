@@ -210,6 +210,11 @@ pub fn run(
         strict_health: true,
     };
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
+    // Held until the run ends: one run per clone.
+    let _clone_lock = match &data_dir {
+        Some(dir) => Some(crate::lock::lock_promote_data_dir(dir)?),
+        None => None,
+    };
     let data_dir = data_dir.unwrap_or_else(|| scratch.path().to_path_buf());
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let config_dir = config_path
@@ -414,19 +419,34 @@ impl RunCtx<'_> {
             })?),
             _ => None,
         };
-        if let Some(refused) = self.check_applications(bypass.is_some(), report).await? {
+        let self_test = candidate.is_none();
+        let mutable_live_tag = live_ref
+            .as_ref()
+            .filter(|r| r.digest().is_none())
+            .and_then(|r| r.tag())
+            .filter(|t| TagPolicy::default().is_mutable(t));
+        if let Some(tag) = mutable_live_tag
+            && live_digest.is_none()
+            && !self_test
+            && bypass.is_none()
+        {
+            report.warning(&format!(
+                "live.manifest {manifest}: its image `{live_image}` names the mutable tag `{tag}` and --resolve was not given: the gate cannot tell whether the candidate is already live, so it verifies and promotes it whatever runs now; pass --resolve to compare digests first"
+            ))?;
+        }
+        // A no-op needs nothing of Argo CD: it is said as one even when Argo CD is unreachable.
+        let no_op = !self_test
+            && bypass.is_none()
+            && live_digest.is_some()
+            && live_digest.as_deref() == candidate.as_ref().and_then(|c| c.digest());
+        if !no_op && let Some(refused) = self.check_applications(bypass.is_some(), report).await? {
             return Ok(refused);
         }
-        let self_test = candidate.is_none();
         let candidate = match candidate {
             Some(c) => c,
             None => self_test_candidate(&live_image)?,
         };
-        let live_tag_is_mutable = live_ref
-            .as_ref()
-            .filter(|r| r.digest().is_none())
-            .and_then(|r| r.tag())
-            .is_some_and(|t| TagPolicy::default().is_mutable(t));
+        let live_tag_is_mutable = mutable_live_tag.is_some();
         let plan = GatePlan {
             app: p.live.app.to_string(),
             checks: p
