@@ -1417,3 +1417,102 @@ fn two_runs_sharing_a_data_dir_are_refused_with_the_locks_words() {
     first.sigterm();
     assert_eq!(first.wait_exit(Duration::from_secs(60)).code(), Some(143));
 }
+
+#[test]
+fn output_json_is_one_object_a_pipeline_can_act_on() {
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    let parse = |o: &Output| -> serde_json::Value {
+        let (out, err) = text(o);
+        assert_eq!(
+            out.lines().count(),
+            1,
+            "one line of JSON:\n{out}\nstderr:\n{err}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        assert_eq!(
+            v["exit_code"].as_i64(),
+            o.status.code().map(i64::from),
+            "the exit code it says is the one it returns: {v:#}"
+        );
+        v
+    };
+    // Blocked by its second check.
+    let cfg = config(
+        dir.path(),
+        &[
+            ("smoke", &["sh", "-c", "echo fine"]),
+            ("load", &["sh", "-c", "echo too slow; exit 3"]),
+        ],
+    );
+    let o = run(&repo, &sb, &cfg, NEW, &["--output", "json"]);
+    let v = parse(&o);
+    assert_eq!(v["outcome"], "blocked", "{v:#}");
+    assert_eq!(v["candidate"], NEW);
+    assert_eq!(v["candidate_verdict"], "CONFIRMED");
+    assert!(
+        v["candidate_commit"]
+            .as_str()
+            .is_some_and(|c| c.len() == 40),
+        "{v:#}"
+    );
+    assert_eq!(v["checks"][0]["result"], "passed");
+    assert_eq!(v["checks"][1]["result"], "failed");
+    assert!(
+        v["checks"][1]["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("exited 3"),
+        "{v:#}"
+    );
+    assert!(v["checks"][1]["duration_ms"].as_u64().is_some(), "{v:#}");
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("check 2 load (command) failed"),
+        "{v:#}"
+    );
+    assert_eq!(
+        v["settle_commit"].as_str(),
+        Some(repo.remote_tip().as_str())
+    );
+    assert!(v["promotion_commit"].is_null());
+    // Promoted.
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "echo fine"])]);
+    let o = run(&repo, &sb, &cfg, NEW, &["--output", "json"]);
+    let v = parse(&o);
+    assert_eq!(v["outcome"], "promoted", "{v:#}");
+    assert_eq!(
+        v["promotion_commit"].as_str(),
+        Some(repo.remote_tip().as_str())
+    );
+    assert!(
+        v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m.as_str().unwrap().starts_with("promoted ")),
+        "{v:#}"
+    );
+    // A no-op, and an error (another run's lock) are objects too.
+    let o = run(&repo, &sb, &cfg, NEW, &["--output", "json"]);
+    assert_eq!(parse(&o)["outcome"], "no-op");
+    repo.pull();
+    repo.write(
+        "apps/candidates/web-candidate.lock",
+        "holder: release-bot\nstarted: 2026-01-01T00:00:00Z\nexpires: 2999-01-01T00:00:00Z\n",
+    )
+    .commit_push("another run's lock");
+    const OTHER: &str = "registry.local/web@sha256:3333333333333333333333333333333333333333333333333333333333333333";
+    let o = run(&repo, &sb, &cfg, OTHER, &["--output", "json"]);
+    let v = parse(&o);
+    assert_eq!(v["outcome"], "error", "{v:#}");
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("another promotion run holds the lock"),
+        "{v:#}"
+    );
+}

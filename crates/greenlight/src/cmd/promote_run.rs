@@ -14,6 +14,7 @@ use greenlight::promote::run::{self as driver, Asked, Report, RunConfig, Timing}
 use greenlight::promote::{self as config, LoadError};
 use greenlight_core::repo_url::RepoUrl;
 use greenlight_gate::config::CheckKind;
+use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -69,6 +70,10 @@ pub struct CommonArgs {
     /// Where the run keeps its clone (default: a scratch directory, removed afterwards).
     #[arg(long = "data-dir")]
     pub data_dir: Option<PathBuf>,
+    /// `text`: the run's story as it goes; `json`: one JSON object on stdout at the end
+    /// (docs/promote.md#json), warnings and errors still on stderr.
+    #[arg(long, value_enum, default_value = "text")]
+    pub output: RunOutput,
     /// How long the candidate has to reach its Application and become healthy.
     #[arg(long = "candidate-deadline", default_value = "10m")]
     pub candidate_deadline: String,
@@ -101,7 +106,38 @@ pub fn self_test(a: SelfTestArgs) -> Result<ExitCode> {
     gate(a.common, Asked::SelfTest)
 }
 
+/// `--output`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunOutput {
+    Text,
+    Json,
+}
+
 fn gate(a: CommonArgs, asked: Asked) -> Result<ExitCode> {
+    let json = a.output == RunOutput::Json;
+    let ran = gate_as(a, asked, json);
+    if json {
+        // A pipeline reads the outcome from stdout whatever happened: an error too.
+        match &ran {
+            Ok(Some(_)) => {}
+            Ok(None) => outln!(
+                "{}",
+                json!({"outcome": "refused", "exit_code": 2, "reason": "the config has problems (see stderr); nothing was run"})
+            ),
+            Err(e) => outln!(
+                "{}",
+                json!({"outcome": "error", "exit_code": crate::cmd::exit_code_of(e), "reason": format!("{e:#}")})
+            ),
+        }
+    }
+    Ok(ExitCode::from(match ran? {
+        Some(code) => code,
+        None => 2,
+    }))
+}
+
+/// The run; `None` when the config has problems (reported on stderr, nothing run).
+fn gate_as(a: CommonArgs, asked: Asked, json: bool) -> Result<Option<u8>> {
     let file = a.config.display().to_string();
     let promotion = match config::load(&a.config) {
         Ok(p) => p,
@@ -114,7 +150,7 @@ fn gate(a: CommonArgs, asked: Asked) -> Result<ExitCode> {
                 "error: {file}: {} problem(s); nothing was run",
                 problems.len()
             );
-            return Ok(ExitCode::from(2));
+            return Ok(None);
         }
     };
     let bypass = matches!(
@@ -164,8 +200,52 @@ fn gate(a: CommonArgs, asked: Asked) -> Result<ExitCode> {
         },
         data_dir: a.data_dir,
     };
-    let ended = driver::run(config, asked, &DirectPush, &mut Printed)?;
-    Ok(ExitCode::from(ended.exit_code))
+    if !json {
+        let ended = driver::run(config, asked, &DirectPush, &mut Printed)?;
+        return Ok(Some(ended.exit_code));
+    }
+    let mut collected = Collected::default();
+    let ended = driver::run(config, asked, &DirectPush, &mut collected)?;
+    let r = &ended.record;
+    outln!(
+        "{}",
+        json!({
+            "outcome": ended.outcome_word(),
+            "exit_code": ended.exit_code,
+            "reason": ended.reason(),
+            "candidate": r.candidate,
+            "candidate_commit": r.candidate_commit,
+            "candidate_verdict": r.candidate_verdict,
+            "candidate_healthy_after_ms": r.candidate_healthy_after_ms,
+            "checks": r.checks,
+            "promotion_commit": r.promotion_commit,
+            "settle_commit": r.settle_commit,
+            "messages": collected.lines,
+        })
+    );
+    Ok(Some(ended.exit_code))
+}
+
+/// `--output json`: the story kept for the one object printed at the end; warnings and errors
+/// on standard error as they come.
+#[derive(Default)]
+struct Collected {
+    lines: Vec<String>,
+}
+
+impl Report for Collected {
+    fn line(&mut self, text: &str) -> Result<()> {
+        self.lines.push(text.to_string());
+        Ok(())
+    }
+
+    fn warning(&mut self, text: &str) -> Result<()> {
+        crate::cmd::err(&format!("warning: {text}\n"))
+    }
+
+    fn error(&mut self, text: &str) -> Result<()> {
+        crate::cmd::err(&format!("error: {text}\n"))
+    }
 }
 
 /// The run's story on standard output, its warnings and errors on standard error.

@@ -108,12 +108,13 @@ pub struct RunConfig {
     pub data_dir: Option<PathBuf>,
 }
 
-/// How a run ended: the exit code the process returns, and the machine's outcome when it
-/// reached one.
+/// How a run ended: the exit code the process returns, the machine's outcome when it reached
+/// one, and what the run did on the way.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ended {
     pub exit_code: u8,
     pub outcome: Option<Outcome>,
+    pub record: RunRecord,
 }
 
 impl Ended {
@@ -121,8 +122,77 @@ impl Ended {
         Ended {
             exit_code,
             outcome: None,
+            record: RunRecord::default(),
         }
     }
+}
+
+impl Ended {
+    /// The outcome in one word, as `--output json` says it: `promoted`, `bypassed`, `no-op`,
+    /// `blocked`, `aborted`, `cancelled`, `self-test-passed`, `self-test-failed`, or `refused`
+    /// (the Applications cannot carry a promotion; nothing was run).
+    pub fn outcome_word(&self) -> &'static str {
+        match &self.outcome {
+            Some(Outcome::Promoted { .. }) => "promoted",
+            Some(Outcome::Bypassed { .. }) => "bypassed",
+            Some(Outcome::NoOp | Outcome::SuspiciousNoOp) => "no-op",
+            Some(Outcome::Blocked(_)) => "blocked",
+            Some(Outcome::Aborted { .. }) => "aborted",
+            Some(Outcome::SelfTestBlocked(_)) => "self-test-passed",
+            Some(Outcome::SelfTestLetThrough) => "self-test-failed",
+            Some(Outcome::Cancelled { .. }) => "cancelled",
+            None if self.exit_code == 2 => "refused",
+            None if self.exit_code >= 128 => "cancelled",
+            None => "aborted",
+        }
+    }
+
+    /// Why it ended so, in one line, when there is more to say than the word.
+    pub fn reason(&self) -> Option<String> {
+        match &self.outcome {
+            Some(Outcome::Blocked(b) | Outcome::SelfTestBlocked(b)) => {
+                Some(greenlight_gate::reason::gate_blocked_summary(b))
+            }
+            Some(Outcome::Aborted { commit }) => Some(format!(
+                "the live manifest changed in git since the run started ({commit})"
+            )),
+            Some(Outcome::Cancelled { signal, .. }) => {
+                Some(format!("cancelled by {}", signal.name()))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What a run did, for `--output json`: the commits it made, the candidate's verdict, each
+/// check's result with its evidence and timing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RunRecord {
+    /// The candidate image, pinned (a bypass's too: the image it promotes).
+    pub candidate: Option<String>,
+    pub candidate_commit: Option<String>,
+    /// The judge's verdict on the candidate (`CONFIRMED`, `FAIL`, …, or why there is none).
+    pub candidate_verdict: Option<String>,
+    /// From the candidate commit to the healthy streak that confirmed it.
+    pub candidate_healthy_after_ms: Option<i64>,
+    pub checks: Vec<CheckRecord>,
+    pub promotion_commit: Option<String>,
+    /// The commit that kept or removed the candidate.
+    pub settle_commit: Option<String>,
+}
+
+/// One check as it ran.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CheckRecord {
+    /// 1-based, in the written order.
+    pub number: usize,
+    pub name: String,
+    pub kind: String,
+    /// `passed`, `failed`, `undecided` or `skipped`.
+    pub result: &'static str,
+    pub evidence: String,
+    pub started: String,
+    pub duration_ms: u64,
 }
 
 /// The signals that cancel a run, caught from the moment the run starts (their default
@@ -293,6 +363,7 @@ pub fn run(
             land,
             cancelled: None,
             candidate_at: None,
+            record: RunRecord::default(),
         };
         run.go(
             candidate,
@@ -383,6 +454,7 @@ struct RunCtx<'l> {
     cancelled: Option<Signal>,
     /// When the candidate commit was pushed: its time to healthy is measured from there.
     candidate_at: Option<Timestamp>,
+    record: RunRecord,
 }
 
 impl RunCtx<'_> {
@@ -473,6 +545,7 @@ impl RunCtx<'_> {
             live_bypassed: self.live_bypassed(&start_live_image)?,
             expired_kept: self.expired_kept()?,
         };
+        self.record.candidate = Some(candidate.as_str().to_string());
         let (gate, first) = Gate::start(plan, start);
         if let Some(signal) = signals.pending() {
             report.line(&format!(
@@ -659,6 +732,11 @@ impl RunCtx<'_> {
                 Effect::JudgeCandidate { commit } => tokio::select! {
                     judged = self.judge_candidate(&commit, report) => {
                         let (verdict, healthy_after_ms) = judged?;
+                        self.record.candidate_verdict = Some(match &verdict {
+                            CandidateVerdict::Ready => State::Confirmed.as_str().to_string(),
+                            CandidateVerdict::NotReady { state, .. } => state.to_string(),
+                        });
+                        self.record.candidate_healthy_after_ms = healthy_after_ms;
                         if let Some(ms) = healthy_after_ms {
                             effects.extend(gate.step(Input::CandidateHealthyAfter { ms }));
                         }
@@ -671,7 +749,7 @@ impl RunCtx<'_> {
                 },
                 // Dropping a check's future stops it: its processes' group is killed.
                 Effect::RunCheck { index } => tokio::select! {
-                    outcome = self.run_check(index) => Some(Input::CheckFinished { index, outcome }),
+                    outcome = self.timed_check(index) => Some(Input::CheckFinished { index, outcome }),
                     signal = signals.recv(), if cancelled.is_none() => {
                         stopped_by = Some(signal);
                         None
@@ -688,6 +766,18 @@ impl RunCtx<'_> {
                 continue;
             }
             if let Some(input) = input {
+                match &input {
+                    Input::CandidateCommitted { commit } => {
+                        self.record.candidate_commit = Some(commit.clone());
+                    }
+                    Input::PromotionCommitted { commit } => {
+                        self.record.promotion_commit = Some(commit.clone());
+                    }
+                    Input::CandidateSettled { commit } => {
+                        self.record.settle_commit = Some(commit.clone());
+                    }
+                    _ => {}
+                }
                 let aborting = matches!(input, Input::LiveManifestChanged { .. });
                 let next = gate.step(input);
                 if next.is_empty() && aborting && !gate.is_done() {
@@ -704,6 +794,7 @@ impl RunCtx<'_> {
         Ok(Ended {
             exit_code: outcome.exit_code() as u8,
             outcome: Some(outcome),
+            record: self.record.clone(),
         })
     }
 
@@ -1085,6 +1176,30 @@ impl RunCtx<'_> {
             }
         }
         (found, warnings)
+    }
+
+    /// [`Self::run_check`], recorded with its start and duration.
+    async fn timed_check(&mut self, index: usize) -> CheckOutcome {
+        let started = SystemClock.now();
+        let clock = std::time::Instant::now();
+        let outcome = self.run_check(index).await;
+        let (result, evidence) = match &outcome {
+            CheckOutcome::Passed { evidence } => ("passed", evidence),
+            CheckOutcome::Failed { evidence } => ("failed", evidence),
+            CheckOutcome::Undecided { evidence } => ("undecided", evidence),
+            CheckOutcome::Skipped { why } => ("skipped", why),
+        };
+        let check = &self.promotion.checks[index];
+        self.record.checks.push(CheckRecord {
+            number: index + 1,
+            name: check.name.clone(),
+            kind: check.kind.word().to_string(),
+            result,
+            evidence: evidence.clone(),
+            started: started.rfc3339(),
+            duration_ms: clock.elapsed().as_millis() as u64,
+        });
+        outcome
     }
 
     async fn run_check(&self, index: usize) -> CheckOutcome {
