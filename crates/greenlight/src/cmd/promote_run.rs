@@ -130,10 +130,7 @@ fn gate(a: CommonArgs, asked: Asked) -> Result<ExitCode> {
             ),
         }
     }
-    Ok(ExitCode::from(match ran? {
-        Some(code) => code,
-        None => 2,
-    }))
+    Ok(ExitCode::from(ran?.unwrap_or(2)))
 }
 
 /// The run; `None` when the config has problems (reported on stderr, nothing run).
