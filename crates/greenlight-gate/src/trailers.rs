@@ -65,6 +65,18 @@ pub fn deadline_raised(configured: &str, raised: &str, measured: &str) -> (Strin
     )
 }
 
+/// On a promotion of a digest the watchdog reverted before, proposed again with
+/// `--allow-reverted`: why, and the revert.
+pub const ALLOW_REVERTED: &str = "Greenlight-Allow-Reverted";
+
+/// `Greenlight-Allow-Reverted`.
+pub fn allowed_reverted(reason: &str, revert: &str) -> (String, String) {
+    (
+        ALLOW_REVERTED.into(),
+        format!("{} (reverted in {revert})", one_line(reason)),
+    )
+}
+
 /// `Greenlight-Candidate`.
 pub fn candidate(image: &str) -> (String, String) {
     (CANDIDATE.into(), image.to_string())

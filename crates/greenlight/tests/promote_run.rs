@@ -1516,3 +1516,121 @@ fn output_json_is_one_object_a_pipeline_can_act_on() {
         "{v:#}"
     );
 }
+
+/// The watchdog's revert of `promotion`, as it pushes one: the live manifest only (the
+/// candidates' directory kept, `Greenlight-Revert-Keeps`), git's message, its own trailer.
+fn watchdog_revert(repo: &Repo, promotion: &str) -> String {
+    repo.pull();
+    repo.git(&[
+        "checkout",
+        &format!("{promotion}^"),
+        "--",
+        "apps/web/deploy.yaml",
+    ]);
+    let subject = repo.git(&["log", "-1", "--format=%s", promotion]);
+    repo.git(&["add", "-A"]);
+    repo.commit_push(&format!(
+        "Revert \"{}\"\n\nThis reverts commit {promotion}.\n\nweb was Degraded after the rollout.\n\nGreenlight-Revert-Of: {promotion}",
+        subject.trim()
+    ))
+}
+
+#[test]
+fn a_digest_the_watchdog_reverted_is_refused_unless_allowed_with_a_reason() {
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let promotion = repo.remote_tip();
+    let revert = watchdog_revert(&repo, &promotion);
+    settled(&sb, &repo, &["web", "cands"]);
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("the watchdog reverted this digest")
+            && err.contains(&format!("promoted in {}", &promotion[..12]))
+            && err.contains(&format!("reverted in {}", &revert[..12]))
+            && err.contains("--allow-reverted <reason>"),
+        "{err}"
+    );
+    assert_eq!(repo.remote_tip(), revert, "nothing committed");
+    let o = run(
+        &repo,
+        &sb,
+        &cfg,
+        NEW,
+        &["--allow-reverted", "the config it needed is fixed in 4f2a"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("proposed again with --allow-reverted"),
+        "{err}"
+    );
+    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        msg.contains(&format!(
+            "Greenlight-Allow-Reverted: the config it needed is fixed in 4f2a (reverted in {})",
+            &revert[..12]
+        )),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_human_revert_of_a_promotion_brings_back_no_lock() {
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let promotion = repo.remote_tip();
+    // A plain `git revert` restores everything the promotion removed: the candidate, the lock.
+    repo.pull();
+    repo.git(&["revert", "--no-edit", &promotion]);
+    repo.push();
+    assert!(
+        files_under(&repo, "apps/candidates")
+            .contains(&"apps/candidates/web-candidate.lock".to_string())
+    );
+    settled(&sb, &repo, &["web", "cands"]);
+    const OTHER: &str = "registry.local/web@sha256:3333333333333333333333333333333333333333333333333333333333333333";
+    let o = run(&repo, &sb, &cfg, OTHER, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("the promotion lock apps/candidates/web-candidate.lock was brought back by")
+            && out.contains("it is no run's, taken over"),
+        "{out}"
+    );
+    assert_eq!(live_manifest(&repo), deployment("web", OTHER).trim_end());
+}
+
+#[test]
+fn a_self_test_never_overwrites_a_kept_candidate() {
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 1"])]);
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    assert_candidate_kept(&repo, NEW);
+    let kept = repo.remote_tip();
+    let o = promote(
+        &repo,
+        &sb,
+        "self-test",
+        &cfg,
+        &["--candidate-deadline", "6s"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("apps/candidates/web-candidate.yaml: a kept candidate of web is there until")
+            && err.contains("the self-test would overwrite and remove it, so nothing was run"),
+        "{err}"
+    );
+    assert_eq!(repo.remote_tip(), kept, "nothing committed");
+    assert_candidate_kept(&repo, NEW);
+}

@@ -35,6 +35,10 @@ pub struct RunArgs {
     /// Why the gate is bypassed (recorded in the commit).
     #[arg(long, requires = "bypass_gate")]
     pub reason: Option<String>,
+    /// Propose a digest the watchdog reverted (refused without it), saying why (recorded in
+    /// the promotion commit).
+    #[arg(long = "allow-reverted", value_name = "REASON")]
+    pub allow_reverted: Option<String>,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -91,11 +95,20 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     } else {
         None
     };
+    if a.allow_reverted
+        .as_deref()
+        .is_some_and(|r| r.trim().is_empty())
+    {
+        return Err(usage(
+            "--allow-reverted: say why a digest the watchdog reverted is proposed again",
+        ));
+    }
     let asked = Asked::Promote {
         candidate: a.candidate,
         resolve: a.resolve,
         plain_http: a.plain_http,
         bypass,
+        allow_reverted: a.allow_reverted,
     };
     gate(a.common, asked)
 }

@@ -144,9 +144,11 @@ pub fn survey(
             .read_file(base, &path)?
             .map(|t| String::from_utf8_lossy(&t).into_owned())
             .unwrap_or_default();
-        let lock = repo
-            .read_file(base, &lock_path(dir, name))?
-            .map(|t| String::from_utf8_lossy(&t).into_owned());
+        let lock = match repo.read_file(base, &lock_path(dir, name))? {
+            // A lock a revert brought back is no run's.
+            Some(_) if lock_brought_back_by(repo, base, &lock_path(dir, name))?.is_some() => None,
+            t => t.map(|t| String::from_utf8_lossy(&t).into_owned()),
+        };
         let verdict = verdict(&text, lock.as_deref(), now);
         out.push(Surveyed {
             workload: name.to_string(),
@@ -219,6 +221,38 @@ pub fn verdict(text: &str, lock: Option<&str>, now: Timestamp) -> Verdict {
         }
     }
     Verdict::Expired { until }
+}
+
+/// The commit that brought the lock at `lock_path` back, when the newest commit touching it is
+/// a revert (`This reverts commit <sha>`) of a gate commit (a promotion or a kept candidate's,
+/// which removed it): a human's `git revert` of a promotion restores the files it removed, and
+/// the lock among them belongs to no run. `None`: the lock is as a run wrote it.
+pub fn lock_brought_back_by(
+    repo: &greenlight_git::Repo,
+    base: &str,
+    lock_path: &str,
+) -> Result<Option<String>> {
+    let Some(newest) = repo.path_history(base, lock_path, 1)?.into_iter().next() else {
+        return Ok(None);
+    };
+    let message = repo.commit(&newest)?.message;
+    let Some(reverted) = reverted_commit(&message) else {
+        return Ok(None);
+    };
+    let Ok(original) = repo.commit(reverted) else {
+        return Ok(None);
+    };
+    Ok(greenlight_gate::trailers::GateRecord::parse(&original.message).map(|_| newest))
+}
+
+/// The commit `git revert` names in its message (`This reverts commit <sha>`, 7 to 40 hex
+/// digits).
+fn reverted_commit(message: &str) -> Option<&str> {
+    let rest = &message[message.find("This reverts commit ")? + "This reverts commit ".len()..];
+    let hex = rest
+        .find(|c: char| !c.is_ascii_hexdigit())
+        .map_or(rest, |end| &rest[..end]);
+    (7..=40).contains(&hex.len()).then_some(hex)
 }
 
 /// A candidate file's documents in YAML, as the run writes them.
@@ -311,6 +345,21 @@ mod tests {
         ));
         let kept = with_kept_until(orphan, future).unwrap();
         assert_eq!(verdict(&kept, None, now), Verdict::Kept { until: future });
+    }
+
+    #[test]
+    fn the_reverted_commit_is_read_as_git_revert_writes_it() {
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(
+            reverted_commit(&format!("Revert \"x\"\n\nThis reverts commit {sha}.\n")),
+            Some(sha)
+        );
+        assert_eq!(
+            reverted_commit("Revert\n\nThis reverts commit 0123abc (x, 2026).\n"),
+            Some("0123abc")
+        );
+        assert_eq!(reverted_commit("This reverts commit 0123.\n"), None);
+        assert_eq!(reverted_commit("promote web"), None);
     }
 
     #[test]

@@ -74,6 +74,8 @@ pub enum Asked {
         plain_http: bool,
         /// `--bypass-gate --reason`.
         bypass: Option<String>,
+        /// `--allow-reverted <reason>`: propose a digest the watchdog reverted.
+        allow_reverted: Option<String>,
     },
     /// `promote self-test`: a candidate made to fail; the run passes only when the gate blocks it.
     SelfTest,
@@ -308,6 +310,7 @@ pub fn run(
                 resolve,
                 plain_http,
                 bypass,
+                ..
             } => (
                 Some(pin_candidate(candidate, *resolve, *plain_http, &file).await?),
                 bypass.clone(),
@@ -315,6 +318,10 @@ pub fn run(
                 *plain_http,
             ),
             Asked::SelfTest => (None, None, false, false),
+        };
+        let allow_reverted = match &asked {
+            Asked::Promote { allow_reverted, .. } => allow_reverted.clone(),
+            Asked::SelfTest => None,
         };
         let dir = data_dir.join("work");
         let auth = Auth {
@@ -362,12 +369,14 @@ pub fn run(
             lock_ttl_ms,
             land,
             cancelled: None,
+            allowed_reverted: None,
             candidate_at: None,
             record: RunRecord::default(),
         };
         run.go(
             candidate,
             bypass,
+            allow_reverted,
             resolve_live,
             plain_http,
             &mut signals,
@@ -420,6 +429,13 @@ async fn resolve(image: &ImageRef, plain_http: bool) -> Result<String> {
         .map_err(|e| anyhow!("cannot resolve `{}`: {e}", image.as_str()))
 }
 
+/// A promotion the watchdog reverted.
+struct Reverted {
+    promotion: String,
+    revert: String,
+    subject: String,
+}
+
 struct RunCtx<'l> {
     promotion: Promotion,
     repo: Repo,
@@ -452,6 +468,9 @@ struct RunCtx<'l> {
     land: &'l dyn Land,
     /// The signal that cancelled the run, once one did.
     cancelled: Option<Signal>,
+    /// `Greenlight-Allow-Reverted`, when the candidate is a digest the watchdog reverted and
+    /// `--allow-reverted` said why it is proposed again.
+    allowed_reverted: Option<(String, String)>,
     /// When the candidate commit was pushed: its time to healthy is measured from there.
     candidate_at: Option<Timestamp>,
     record: RunRecord,
@@ -462,6 +481,7 @@ impl RunCtx<'_> {
         mut self,
         candidate: Option<ImageRef>,
         bypass: Option<String>,
+        allow_reverted: Option<String>,
         resolve_live: bool,
         plain_http: bool,
         signals: &mut Signals,
@@ -492,6 +512,35 @@ impl RunCtx<'_> {
             _ => None,
         };
         let self_test = candidate.is_none();
+        if self_test {
+            self.refuse_a_kept_candidate()?;
+        }
+        if let Some(c) = &candidate
+            && let Some(digest) = c.digest()
+            && let Some(reverted) = self.reverted_promotion_of(digest)?
+        {
+            match allow_reverted {
+                None => {
+                    return Err(usage(format!(
+                        "--candidate {}: the watchdog reverted this digest: it was promoted in {} and reverted in {} ({}); it failed live, so it is not proposed again unless you say why: --allow-reverted <reason> (nothing was run)",
+                        c.as_str(),
+                        short(&reverted.promotion),
+                        short(&reverted.revert),
+                        reverted.subject
+                    )));
+                }
+                Some(reason) => {
+                    report.warning(&format!(
+                        "the watchdog reverted {} in {} ({}); proposed again with --allow-reverted: {reason}",
+                        c.as_str(),
+                        short(&reverted.revert),
+                        reverted.subject
+                    ))?;
+                    self.allowed_reverted =
+                        Some(trailers::allowed_reverted(&reason, short(&reverted.revert)));
+                }
+            }
+        }
         let mutable_live_tag = live_ref
             .as_ref()
             .filter(|r| r.digest().is_none())
@@ -816,6 +865,63 @@ impl RunCtx<'_> {
         }
     }
 
+    /// A self-test writes the workload's candidate file and removes it: a kept candidate there,
+    /// not yet expired, is evidence someone may be investigating, and is never overwritten.
+    fn refuse_a_kept_candidate(&self) -> Result<()> {
+        let dir = self.promotion.candidate.path.trim_end_matches('/');
+        let now = SystemClock.now();
+        for s in candidates::survey(&self.repo, &self.base, dir, now)? {
+            if s.workload != self.promotion.live.workload.name {
+                continue;
+            }
+            if let candidates::Verdict::Kept { until } = s.verdict {
+                return Err(anyhow!(
+                    "{}: a kept candidate of {} is there until {} (a blocked run's evidence, which someone may be investigating): the self-test would overwrite and remove it, so nothing was run; run the self-test once `greenlight promote gc` removed it, or remove it from git yourself",
+                    s.path,
+                    s.workload,
+                    until.rfc3339()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The watchdog's revert of a promotion of `digest`, if the live manifest's recent history
+    /// holds one: a commit carrying `Greenlight-Revert-Of: <promotion>` whose promotion's
+    /// `Greenlight-Candidate` is pinned to that digest.
+    fn reverted_promotion_of(&self, digest: &str) -> Result<Option<Reverted>> {
+        let history = self
+            .repo
+            .path_history(&self.base, &self.promotion.live.manifest, 50)?;
+        for sha in history {
+            let commit = self.repo.commit(&sha)?;
+            let Some(promotion) = greenlight_core::trailer::parse(&commit.message)
+                .into_iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(greenlight_core::trailer::REVERT_OF))
+                .map(|(_, v)| v.trim().to_string())
+            else {
+                continue;
+            };
+            let Ok(original) = self.repo.commit(&promotion) else {
+                continue;
+            };
+            let Some(record) = GateRecord::parse(&original.message) else {
+                continue;
+            };
+            let promoted = ImageRef::parse(&record.candidate)
+                .ok()
+                .and_then(|r| r.digest().map(str::to_string));
+            if promoted.as_deref() == Some(digest) {
+                return Ok(Some(Reverted {
+                    promotion: original.sha,
+                    revert: sha,
+                    subject: commit.message.lines().next().unwrap_or("").to_string(),
+                }));
+            }
+        }
+        Ok(None)
+    }
+
     /// The image of the promoted container, as the live manifest writes it.
     fn live_image(&self) -> Result<String> {
         let w = &self.promotion.live.workload;
@@ -938,7 +1044,17 @@ impl RunCtx<'_> {
         let content = candidates::render(&docs);
         self.made = Some((path.clone(), values, docs));
         let now = SystemClock.now();
-        if let Some(held) = self.repo.read_file(&self.base, &self.lock_path)? {
+        let brought_back = match self.repo.read_file(&self.base, &self.lock_path)? {
+            Some(_) => candidates::lock_brought_back_by(&self.repo, &self.base, &self.lock_path)?,
+            None => None,
+        };
+        if let Some(by) = brought_back {
+            report.line(&format!(
+                "the promotion lock {} was brought back by {}, a revert of a gate commit: it is no run's, taken over",
+                self.lock_path,
+                short(&by)
+            ))?;
+        } else if let Some(held) = self.repo.read_file(&self.base, &self.lock_path)? {
             let held = String::from_utf8_lossy(&held).into_owned();
             match candidates::lock_expires(&held) {
                 Some(at) if at <= now => report.line(&format!(
@@ -1269,6 +1385,13 @@ impl RunCtx<'_> {
                 .position(|(k, _)| k == &self.promotion.commit.watch.key)
                 .unwrap_or(trailers.len());
             trailers.insert(at, trailers::revert_keeps(&self.promotion.candidate.path));
+        }
+        if let Some(allowed) = &self.allowed_reverted {
+            let at = trailers
+                .iter()
+                .position(|(k, _)| k == &self.promotion.commit.watch.key)
+                .unwrap_or(trailers.len());
+            trailers.insert(at, allowed.clone());
         }
         let landed = self.land.land(
             &self.repo,
