@@ -373,16 +373,14 @@ pub fn run(
             candidate_at: None,
             record: RunRecord::default(),
         };
-        run.go(
+        let proposal = Proposal {
             candidate,
             bypass,
             allow_reverted,
             resolve_live,
             plain_http,
-            &mut signals,
-            report,
-        )
-        .await
+        };
+        run.go(proposal, &mut signals, report).await
     })
 }
 
@@ -427,6 +425,16 @@ async fn resolve(image: &ImageRef, plain_http: bool) -> Result<String> {
         .resolve(image)
         .await
         .map_err(|e| anyhow!("cannot resolve `{}`: {e}", image.as_str()))
+}
+
+/// What a run is asked, read: the candidate pinned (`None`: a self-test's, made from the live
+/// image), a bypass, `--allow-reverted`, and how to resolve the live image's tag.
+struct Proposal {
+    candidate: Option<ImageRef>,
+    bypass: Option<String>,
+    allow_reverted: Option<String>,
+    resolve_live: bool,
+    plain_http: bool,
 }
 
 /// A promotion the watchdog reverted.
@@ -479,14 +487,17 @@ struct RunCtx<'l> {
 impl RunCtx<'_> {
     async fn go(
         mut self,
-        candidate: Option<ImageRef>,
-        bypass: Option<String>,
-        allow_reverted: Option<String>,
-        resolve_live: bool,
-        plain_http: bool,
+        proposal: Proposal,
         signals: &mut Signals,
         report: &mut dyn Report,
     ) -> Result<Ended> {
+        let Proposal {
+            candidate,
+            bypass,
+            allow_reverted,
+            resolve_live,
+            plain_http,
+        } = proposal;
         let p = &self.promotion;
         let manifest = p.live.manifest.clone();
         let text = self.repo.read_file(&self.base, &manifest)?.ok_or_else(|| {
