@@ -226,6 +226,10 @@ pub enum Effect {
     /// Record the failed candidate for the retention window (it stays deployed), with why.
     KeepCandidate {
         trailers: Vec<(String, String)>,
+        /// Scale it to zero replicas: its pods were Pending for lack of capacity, and kept
+        /// running they would take the next GPU (or node) that frees up. Its evidence, the
+        /// scheduler's words, stays in the commit's trailers.
+        scale_to_zero: bool,
     },
     /// Remove the candidate (after a self-test, or a run cancelled before its verdict).
     RemoveCandidate,
@@ -696,6 +700,7 @@ impl Gate {
                         trailers::cancelled(signal.name(), &crate::reason::during(&during)),
                         trailers::candidate(&self.start.candidate),
                     ],
+                    scale_to_zero: false,
                 });
             }
         }
@@ -789,11 +794,16 @@ impl Gate {
             Outcome::Aborted { commit } => format!("aborted: the live manifest changed ({commit})"),
             _ => String::new(),
         };
+        let scale_to_zero = matches!(
+            &outcome,
+            Outcome::Blocked(Blocked::CandidateNotReady { pending, .. }) if !pending.is_empty()
+        );
         vec![Effect::KeepCandidate {
             trailers: vec![
                 trailers::kept(&why),
                 trailers::candidate(&self.start.candidate),
             ],
+            scale_to_zero,
         }]
     }
 }
@@ -973,7 +983,7 @@ mod tests {
                 "cancelled by SIGTERM during check 1 smoke: its processes are stopped; nothing is promoted"
             ]
         );
-        let Some(Effect::KeepCandidate { trailers }) = out.last() else {
+        let Some(Effect::KeepCandidate { trailers, .. }) = out.last() else {
             panic!("{out:?}");
         };
         assert_eq!(
@@ -1093,7 +1103,7 @@ mod tests {
             !out.iter()
                 .any(|e| matches!(e, Effect::RunCheck { .. } | Effect::CommitPromotion { .. }))
         );
-        let Some(Effect::KeepCandidate { trailers }) = out.last() else {
+        let Some(Effect::KeepCandidate { trailers, .. }) = out.last() else {
             panic!("{out:?}")
         };
         assert!(

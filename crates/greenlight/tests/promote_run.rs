@@ -728,6 +728,18 @@ fn a_candidate_stuck_pending_is_reported_short_of_capacity_with_the_schedulers_w
         "the live manifest unchanged"
     );
     assert_candidate_kept(&repo, NEW);
+    // Kept at zero replicas, so it takes no GPU that frees up; the scheduler's words stay in git.
+    let kept = repo.bare_git(&["show", "main:apps/candidates/web-candidate.yaml"]);
+    assert!(kept.contains("replicas: 0"), "{kept}");
+    let msg = repo.bare_git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        msg.contains("scaled to zero (short of capacity)") && msg.contains(SCHEDULER),
+        "{msg}"
+    );
+    assert!(
+        out.contains("the kept candidate is scaled to zero"),
+        "{out}"
+    );
 }
 
 /// `greenlight promote gc` over `repo` (it needs neither Argo CD nor the cluster).

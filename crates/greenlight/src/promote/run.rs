@@ -818,7 +818,10 @@ impl RunCtx<'_> {
                 Effect::CommitPromotion { subject, trailers } => {
                     Some(self.commit_promotion(candidate.as_str(), &subject, &trailers)?)
                 }
-                Effect::KeepCandidate { trailers } => Some(self.keep_candidate(&trailers)?),
+                Effect::KeepCandidate {
+                    trailers,
+                    scale_to_zero,
+                } => Some(self.keep_candidate(&trailers, scale_to_zero, report)?),
                 Effect::RemoveCandidate => Some(self.remove_candidate()?),
             };
             if let Some(signal) = stopped_by {
@@ -1417,7 +1420,12 @@ impl RunCtx<'_> {
 
     /// The failed candidate stays deployed; its workload is annotated with when it may be
     /// removed, and the commit carries why.
-    fn keep_candidate(&self, trailers: &[(String, String)]) -> Result<Input> {
+    fn keep_candidate(
+        &self,
+        trailers: &[(String, String)],
+        scale_to_zero: bool,
+        report: &mut dyn Report,
+    ) -> Result<Input> {
         let Some((path, _, docs)) = &self.made else {
             return Err(anyhow!("no candidate to keep"));
         };
@@ -1425,12 +1433,23 @@ impl RunCtx<'_> {
         let until = now.plus_ms(self.promotion.retention.failed_ms);
         let mut docs = docs.clone();
         docs[0]["metadata"]["annotations"][candidates::KEPT_UNTIL] = json!(until.rfc3339());
+        if scale_to_zero {
+            docs[0]["spec"]["replicas"] = json!(0);
+            report.line(&format!(
+                "the kept candidate is scaled to zero in {path}: its pods were Pending for lack of capacity and would take the next GPU or node that frees up; the scheduler's words stay in its commit"
+            ))?;
+        }
         let subject = match self.cancelled {
             Some(signal) => format!(
                 "keep the candidate of {} until {}: its run was cancelled by {}",
                 self.promotion.live.app,
                 until.rfc3339(),
                 signal.name()
+            ),
+            None if scale_to_zero => format!(
+                "keep the blocked candidate of {} until {}, scaled to zero (short of capacity)",
+                self.promotion.live.app,
+                until.rfc3339()
             ),
             None => format!(
                 "keep the blocked candidate of {} until {}",
