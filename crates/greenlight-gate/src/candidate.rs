@@ -215,6 +215,16 @@ pub fn make_candidate(
     let pod_labels = template_meta.get("labels").cloned().unwrap_or(json!({}));
     if spec.kind == "StatefulSet" {
         spec_obj.insert("serviceName".into(), json!(service_name));
+        // The PersistentVolumeClaims of its volumeClaimTemplates go with the candidate: deleted
+        // when the StatefulSet is (the gate removing it, gc after its retention), kept while it
+        // is kept at zero replicas (Kubernetes' StatefulSetAutoDeletePVC, on by default since
+        // 1.27; an older API server drops the field and the claims stay).
+        if spec_obj.contains_key("volumeClaimTemplates") {
+            spec_obj.insert(
+                "persistentVolumeClaimRetentionPolicy".into(),
+                json!({"whenDeleted": "Delete", "whenScaled": "Retain"}),
+            );
+        }
     }
 
     let containers = workload
@@ -255,7 +265,11 @@ pub fn make_candidate(
             Some(port)
         })
         .collect();
+    // A headless Service (a StatefulSet's) maps no port: its DNS names the pods themselves, so
+    // a check must address the container's own port, whatever the configured one.
+    let headless = spec.kind == "StatefulSet";
     match (spec.port, service_ports.first_mut()) {
+        (Some(_), Some(_)) if headless => {}
         (Some(p), Some(first)) => first["port"] = json!(p),
         (Some(p), None) => service_ports.push(json!({"port": p, "targetPort": p})),
         (None, _) => {}
@@ -465,7 +479,33 @@ mod tests {
         live["spec"]["serviceName"] = json!("llm-headless");
         let c = make_candidate(&[live], &spec("StatefulSet")).unwrap();
         assert_eq!(c.workload["spec"]["serviceName"], "llm-candidate");
-        assert_eq!(c.service.unwrap()["spec"]["clusterIP"], "None");
+        assert_eq!(c.service.as_ref().unwrap()["spec"]["clusterIP"], "None");
+        // No volume claims: no retention policy to set.
+        assert!(c.workload["spec"]["persistentVolumeClaimRetentionPolicy"].is_null());
+    }
+
+    #[test]
+    fn a_headless_candidate_exposes_the_containers_own_port_and_its_claims_go_with_it() {
+        let mut live = live_deployment();
+        live["kind"] = json!("StatefulSet");
+        live["spec"]["volumeClaimTemplates"] =
+            json!([{"metadata": {"name": "weights"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]);
+        let c = make_candidate(
+            &[live],
+            &CandidateSpec {
+                port: Some(9000),
+                ..spec("StatefulSet")
+            },
+        )
+        .unwrap();
+        let svc = c.service.unwrap();
+        assert_eq!(svc["spec"]["ports"][0]["port"], 8080, "{svc:#}");
+        assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
+        assert_eq!(c.port, Some(8080), "checks address the pods' own port");
+        assert_eq!(
+            c.workload["spec"]["persistentVolumeClaimRetentionPolicy"],
+            json!({"whenDeleted": "Delete", "whenScaled": "Retain"})
+        );
     }
 
     #[test]

@@ -1646,3 +1646,61 @@ fn a_self_test_never_overwrites_a_kept_candidate() {
     assert_eq!(repo.remote_tip(), kept, "nothing committed");
     assert_candidate_kept(&repo, NEW);
 }
+
+#[test]
+fn a_statefulset_candidate_is_checked_on_its_pods_own_port_and_its_claims_go_with_it() {
+    let sts = |image: &str| {
+        deployment("web", image)
+            .replace("kind: Deployment", "kind: StatefulSet")
+            .replace(
+                "spec:\n  replicas: 1\n",
+                "spec:\n  serviceName: web\n  replicas: 1\n",
+            )
+            + "          ports:\n            - containerPort: 7000\n  volumeClaimTemplates:\n    - metadata: {name: weights}\n      spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n"
+    };
+    let repo = Repo::new();
+    repo.write("apps/web/deploy.yaml", &sts(LIVE))
+        .write("apps/candidates/README.md", "promotion candidates\n")
+        .commit_push("web: a StatefulSet");
+    let sb = sandbox(
+        &repo,
+        &["web=apps/web", "cands=apps/candidates"],
+        &["--prune", "cands", "--allow-empty", "cands"],
+    );
+    settled(&sb, &repo, &["web", "cands"]);
+    let before = repo.remote_tip();
+    let dir = tempfile::tempdir().unwrap();
+    // The config says port 8080; the headless Service's DNS names the pods, which listen on 7000.
+    let cfg = config(
+        dir.path(),
+        &[(
+            "port",
+            &[
+                "sh",
+                "-c",
+                "test {{candidate.port}} = 7000 || { echo port {{candidate.port}}; exit 1; }",
+            ],
+        )],
+    );
+    let text_of = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("kind: Deployment", "kind: StatefulSet");
+    std::fs::write(&cfg, text_of).unwrap();
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    let made = repo.bare_git(&["rev-list", "--reverse", &format!("{before}..main")]);
+    let candidate = made.lines().next().unwrap();
+    let file = repo.bare_git(&[
+        "show",
+        &format!("{candidate}:apps/candidates/web-candidate.yaml"),
+    ]);
+    assert!(
+        file.contains("clusterIP: None")
+            && file.contains("port: 7000")
+            && file.contains("whenDeleted: Delete")
+            && file.contains("whenScaled: Retain"),
+        "{file}"
+    );
+    assert_eq!(live_manifest(&repo), sts(NEW).trim_end());
+}
