@@ -24,7 +24,7 @@ use crate::reason::{
 };
 use crate::snapshot::{
     AppKey, AppSnapshot, Chronic, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia,
-    ResourceHealthSource, ResourceView, SourceFacts, SourcePaths, is_git_sha,
+    ResourceHealthSource, ResourceView, ScopedResource, SourceFacts, SourcePaths, is_git_sha,
 };
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -64,6 +64,11 @@ pub struct JudgeConfig {
     /// promotion gate's own judge of its candidate does; a watchdog daemon never does.
     #[serde(default)]
     pub gate_candidates: bool,
+    /// With `strict_health`: judge only these resources of the app (the gate's candidate: its
+    /// workload and Service), never the rest a shared Application holds — another workload's
+    /// kept candidate, Degraded, must not block this one ([`healthy_scoped`]). Empty: the app.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub health_scope: Vec<ScopedResource>,
 }
 
 /// A day: longer than a sync window holds syncs, short enough that a re-opened watch is still
@@ -88,6 +93,7 @@ impl JudgeConfig {
             reopen_horizon_ms: DEFAULT_REOPEN_HORIZON_MS,
             strict_health: false,
             gate_candidates: false,
+            health_scope: Vec::new(),
         }
     }
 
@@ -1645,7 +1651,11 @@ impl Engine {
             } else {
                 w.baseline().chronic.clone()
             };
-            let judged = healthy_against(snap, &chronic);
+            let judged = if self.config.strict_health && !self.config.health_scope.is_empty() {
+                healthy_scoped(snap, &self.config.health_scope)
+            } else {
+                healthy_against(snap, &chronic)
+            };
             let verdict = match judged {
                 Ok(_) => fresh_comparison(snap, ancestry),
                 Err(ref why) => Err(why.clone()),
@@ -2492,6 +2502,69 @@ pub fn healthy_against(s: &AppSnapshot, chronic: &Chronic) -> Result<Vec<String>
         });
     }
     Ok(left_out_of(s, chronic))
+}
+
+/// The health predicate of a watch scoped to `scope` (the promotion gate's candidate in an
+/// Application other candidates share): no operation runs, health is fresh, and each scoped
+/// resource is in the app, Synced, and Healthy (or of a kind without health); what the rest of
+/// the app is does not count. `Ok` names the rest that is not clean, left out. Without
+/// per-resource health it is the strict aggregate: nothing tells the scope from the rest.
+pub fn healthy_scoped(s: &AppSnapshot, scope: &[ScopedResource]) -> Result<Vec<String>, Unhealthy> {
+    if s.operation_running {
+        return Err(Unhealthy::OperationRunning);
+    }
+    if s.health_stale {
+        return Err(Unhealthy::StaleHealth);
+    }
+    if s.resource_health_source == ResourceHealthSource::Unavailable {
+        return healthy_against(s, &Chronic::default());
+    }
+    let absent: Vec<String> = scope
+        .iter()
+        .filter(|x| !s.resources.iter().any(|r| x.matches(r)))
+        .map(ScopedResource::label)
+        .collect();
+    if !absent.is_empty() {
+        return Err(Unhealthy::Health {
+            health: Health::Missing,
+            message: format!("not in the Application yet: {}", absent.join(", ")),
+            resources: absent,
+        });
+    }
+    let ours = |r: &ResourceView| scope.iter().any(|x| x.matches(r));
+    if let Some(r) = s
+        .resources
+        .iter()
+        .find(|r| ours(r) && r.sync_status != "Synced")
+    {
+        return Err(Unhealthy::NotSynced {
+            sync: r.sync_status.clone(),
+        });
+    }
+    if let Some((r, h)) = s
+        .resources
+        .iter()
+        .filter(|r| ours(r))
+        .find_map(|r| r.health.filter(|h| *h != Health::Healthy).map(|h| (r, h)))
+    {
+        let resources = s
+            .unhealthy_resources
+            .iter()
+            .filter(|u| scope.iter().any(|x| x.kind == u.kind && x.name == u.name))
+            .map(|u| u.label())
+            .collect();
+        return Err(Unhealthy::Health {
+            health: h,
+            message: r.message.clone(),
+            resources,
+        });
+    }
+    Ok(s.resources
+        .iter()
+        .filter(|r| !ours(r))
+        .filter(|r| r.sync_status != "Synced" || r.health.is_some_and(|h| h != Health::Healthy))
+        .map(ResourceView::label)
+        .collect())
 }
 
 /// What a watch's predicate leaves out of `s` as in its baseline: the resources in the same

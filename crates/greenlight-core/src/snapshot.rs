@@ -192,6 +192,34 @@ impl ResourceView {
 }
 
 /// What was already wrong with an app when greenlight saw it idle before a commit's sync: the
+/// One top-level resource of an Application, by kind, namespace and name: what a scoped health
+/// predicate looks at (the promotion gate's candidate, in a candidates' Application other
+/// workloads' candidates share).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScopedResource {
+    pub kind: String,
+    /// Empty: any namespace.
+    #[serde(default)]
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ScopedResource {
+    pub fn matches(&self, r: &ResourceView) -> bool {
+        r.kind == self.kind
+            && r.name == self.name
+            && (self.namespace.is_empty() || r.namespace == self.namespace)
+    }
+
+    pub fn label(&self) -> String {
+        if self.namespace.is_empty() {
+            format!("{}/{}", self.kind, self.name)
+        } else {
+            format!("{}/{}/{}", self.kind, self.namespace, self.name)
+        }
+    }
+}
+
 /// *chronic* conditions its baseline records, so that the same condition after the commit is
 /// not laid on the commit (`docs/verdicts.md#evidence`, condition 3). Only what was not clean.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -4090,3 +4090,45 @@ fn a_verdict_judged_on_app_level_health_says_so() {
     assert_eq!(h.state(&w), State::Confirmed);
     assert_eq!(h.watch(&w).reason_text(), h.reason(&w));
 }
+
+/// The promotion gate's candidate is judged on its own resources (`JudgeConfig::health_scope`):
+/// another workload's kept candidate in the same Application, Degraded, is left out and named;
+/// the candidate's own not yet in the app, or not Healthy, is not healthy; without
+/// per-resource health nothing tells them apart, and the app's health decides.
+#[test]
+fn a_scoped_health_judges_the_candidates_resources_only() {
+    use greenlight_core::judge::healthy_scoped;
+    use greenlight_core::snapshot::{ResourceHealthSource, ResourceView, ScopedResource};
+    let view = |name: &str, health: Health| ResourceView {
+        group: "apps".into(),
+        kind: "Deployment".into(),
+        namespace: "apps".into(),
+        name: name.into(),
+        sync_status: "Synced".into(),
+        requires_pruning: false,
+        health: Some(health),
+        message: String::new(),
+    };
+    let scope = [ScopedResource {
+        kind: "Deployment".into(),
+        namespace: "apps".into(),
+        name: "web-candidate".into(),
+    }];
+    let mut s = Snap::new("cands").0;
+    s.health = Health::Degraded;
+    s.resource_health_source = ResourceHealthSource::Application;
+    s.resources = vec![view("api-candidate", Health::Degraded)];
+    assert!(healthy_scoped(&s, &scope).is_err(), "not in the app yet");
+    s.resources.push(view("web-candidate", Health::Progressing));
+    assert!(healthy_scoped(&s, &scope).is_err(), "its own Progressing");
+    s.resources[1].health = Some(Health::Healthy);
+    assert_eq!(
+        healthy_scoped(&s, &scope),
+        Ok(vec!["Deployment/apps/api-candidate=Degraded".to_string()])
+    );
+    s.resource_health_source = ResourceHealthSource::Unavailable;
+    assert!(
+        healthy_scoped(&s, &scope).is_err(),
+        "the app's health decides"
+    );
+}

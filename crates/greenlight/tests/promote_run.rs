@@ -1704,3 +1704,37 @@ fn a_statefulset_candidate_is_checked_on_its_pods_own_port_and_its_claims_go_wit
     );
     assert_eq!(live_manifest(&repo), sts(NEW).trim_end());
 }
+
+#[test]
+fn another_workloads_kept_degraded_candidate_never_blocks_this_one() {
+    let (repo, sb) = world();
+    // `api`'s candidate, blocked yesterday and kept: Degraded, in the same candidates' app.
+    repo.pull();
+    repo.write(
+        "apps/candidates/api-candidate.yaml",
+        &deployment("api-candidate", "registry.local/api@sha256:4444444444444444444444444444444444444444444444444444444444444444")
+            .replace(
+                "  namespace: apps\n",
+                &format!(
+                    "  namespace: apps\n  labels: {{greenlight.dev/role: candidate}}\n  annotations:\n    greenlight.dev/kept-until: \"2999-01-01T00:00:00Z\"\n    {}: Degraded\n",
+                    greenlight_sandbox::HEALTH_ANNOTATION
+                ),
+            ),
+    )
+    .commit_push("keep the blocked candidate of api");
+    let tip = repo.remote_tip();
+    sb.wait_app("cands", Duration::from_secs(60), |a| {
+        a["status"]["sync"]["revision"] == tip.as_str()
+            && a["status"]["health"]["status"] == "Degraded"
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("candidate ready"), "{out}");
+    assert_eq!(live_manifest(&repo), deployment("web", NEW).trim_end());
+    // `api`'s kept candidate is as it was.
+    let kept = repo.bare_git(&["show", "main:apps/candidates/api-candidate.yaml"]);
+    assert!(kept.contains("2999-01-01T00:00:00Z"), "{kept}");
+}

@@ -325,6 +325,7 @@ fn config(dir: &Path) -> DaemonConfig {
         reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
         strict_health: false,
         gate_candidates: false,
+        health_scope: Vec::new(),
     }
 }
 

@@ -230,6 +230,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         reopen_horizon_ms: greenlight_core::judge::DEFAULT_REOPEN_HORIZON_MS,
         strict_health: false,
         gate_candidates: false,
+        health_scope: Vec::new(),
     };
     let source =
         greenlight::argocd::source(&url, None, &cfg.repo, super::demo::DEMO_LISTING_LIMIT_BYTES)?;

@@ -336,6 +336,7 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
             as i64,
         strict_health: false,
         gate_candidates: false,
+        health_scope: Vec::new(),
     };
     let listing_limit_bytes = match a.listing_limit_mib {
         0 => return Err(super::usage("--listing-limit-mib: must be above zero")),

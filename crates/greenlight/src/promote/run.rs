@@ -275,6 +275,7 @@ pub fn run(
         // The candidate commit says it is this run's to judge (`Greenlight-Judged-By`), which
         // a watchdog daemon leaves alone.
         gate_candidates: true,
+        health_scope: Vec::new(),
         retain_ms: 86_400_000,
         // The gate decides on its candidate's first verdict: a NOT_REACHED is its answer.
         reopen_horizon_ms: 0,
@@ -1159,6 +1160,23 @@ impl RunCtx<'_> {
         cfg.state = dir.path().join("state.db");
         cfg.data_dir = dir.path().to_path_buf();
         cfg.since = Some(format!("{commit}^"));
+        // The candidate is judged on its own resources: a candidates' Application other
+        // workloads share may hold their kept candidates, Degraded, which are not this one.
+        if let Some((_, _, docs)) = &self.made {
+            cfg.health_scope = docs
+                .iter()
+                .filter_map(|d| {
+                    Some(greenlight_core::snapshot::ScopedResource {
+                        kind: d["kind"].as_str()?.to_string(),
+                        namespace: d["metadata"]["namespace"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
+                        name: d["metadata"]["name"].as_str()?.to_string(),
+                    })
+                })
+                .collect();
+        }
         let out = Output::new(LogFormat::Text);
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(JudgedAs, String)>();
         let watched = commit.to_string();

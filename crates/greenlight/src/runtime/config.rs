@@ -33,6 +33,8 @@ pub struct DaemonConfig {
     /// Watch a promotion gate's candidate commits (`Greenlight-Judged-By`): the gate's own
     /// judge only (`JudgeConfig::gate_candidates`).
     pub gate_candidates: bool,
+    /// With `strict_health`: the resources judged (`JudgeConfig::health_scope`); empty: the app.
+    pub health_scope: Vec<greenlight_core::snapshot::ScopedResource>,
 }
 
 impl DaemonConfig {
@@ -49,6 +51,7 @@ impl DaemonConfig {
         j.reopen_horizon_ms = self.reopen_horizon_ms;
         j.strict_health = self.strict_health;
         j.gate_candidates = self.gate_candidates;
+        j.health_scope = self.health_scope.clone();
         j
     }
 }
@@ -80,6 +83,7 @@ mod tests {
             reopen_horizon_ms: 0,
             strict_health: false,
             gate_candidates: false,
+            health_scope: Vec::new(),
         };
         // The judge quotes its repository in reasons (stored, shown by `status`).
         let j = cfg.judge_config("main", true);
