@@ -215,6 +215,23 @@ mod tests {
         );
     }
 
+    /// A token file that is not text: the error names the offset, never the bytes.
+    #[test]
+    fn text_that_is_not_utf8_is_refused_without_its_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, b"tok-secret-\xff\xfe").unwrap();
+        let err = read_text(&path, TOKEN_LIMIT, "--token-file").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "--token-file {}: not UTF-8 text (invalid byte at offset 11)",
+                path.display()
+            )
+        );
+        assert!(!format!("{err} {err:?}").contains("tok-secret"), "{err:?}");
+    }
+
     #[test]
     fn sizes_in_words() {
         assert_eq!(size(YAML_LIMIT), "1 MiB (1048576 bytes)");
