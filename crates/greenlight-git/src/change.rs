@@ -1,13 +1,14 @@
 //! The promotion gate's writes: one commit of whole-file changes (a candidate's manifests, a
 //! promotion, a kept candidate's record, a lock), made on the remote's tip and pushed
-//! fast-forward — never forced — with the same fetch-and-retry loop as a revert. A guard
-//! refuses the commit when files the run read have changed on the branch since it read them
-//! (the live manifest edited by someone else mid-run): the caller decides again, nothing is
-//! pushed.
+//! fast-forward — never forced — through the same fetch-and-retry loop as a revert
+//! (`push_loop.rs`). A guard refuses the commit when files the run read have changed on the
+//! branch since it read them (the live manifest edited by someone else mid-run): the caller
+//! decides again, nothing is pushed.
 
+use crate::checks::{check_attempts, check_identity, check_path};
 use crate::error::{Error, Result};
+use crate::push_loop::{Attempt, Landed};
 use crate::repo::Repo;
-use std::path::{Component, Path};
 
 /// One file's change, by its path in the repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,100 +69,81 @@ impl Repo {
     pub fn commit_and_push(&self, req: &ChangeRequest) -> Result<ChangeOutcome> {
         check(req)?;
         self.check_branch(&req.branch)?;
-        let _guard = self.lock_writer();
-        let mut last_rejection = String::new();
-        for attempt in 1..=req.max_attempts {
-            let tip = self.fetch_locked(&req.branch)?;
-            if let Some((base, paths)) = &req.unchanged_since {
-                let base = self.full_commit(base)?;
-                let out = self
-                    .env()
-                    .git(["diff", "--name-only", "-z"])
-                    .arg(&base)
-                    .arg(&tip)
-                    .arg("--")
-                    .args(paths)
-                    .run_ok()?;
-                if let Some(path) = out
-                    .stdout
-                    .split(|b| *b == 0)
-                    .find(|p| !p.is_empty())
-                    .map(|p| String::from_utf8_lossy(p).into_owned())
-                {
-                    return Ok(ChangeOutcome::Guarded { path, base, tip });
-                }
-            }
-            self.reset_work_tree(&req.branch)?;
-            for change in &req.changes {
-                let full = self.dir().join(change.path());
-                let io = |e: std::io::Error| Error::InvalidInput {
-                    what: "file change",
-                    value: change.path().to_string(),
-                    reason: if e.kind() == std::io::ErrorKind::PermissionDenied {
-                        "permission denied in the clone"
-                    } else {
-                        "could not be written in the clone"
-                    },
-                };
-                match change {
-                    FileChange::Write { content, .. } => {
-                        if let Some(dir) = full.parent() {
-                            std::fs::create_dir_all(dir).map_err(io)?;
-                        }
-                        std::fs::write(&full, content).map_err(io)?;
-                    }
-                    FileChange::Remove { .. } => {
-                        if full.is_dir() {
-                            std::fs::remove_dir_all(&full).map_err(io)?;
-                        } else if full.exists() {
-                            std::fs::remove_file(&full).map_err(io)?;
-                        }
-                    }
-                }
-            }
-            // The work tree was the tip, clean, before the changes: everything that differs is
-            // theirs (a removed path that never existed differs in nothing).
-            self.env().git(["add", "--all"]).run_ok()?;
-            let unchanged = self
+        let landed = self.push_loop(&req.branch, req.max_attempts, "the change commit", |tip| {
+            self.build_change(req, tip)
+        })?;
+        Ok(match landed {
+            Landed::Done(outcome) => outcome,
+            Landed::Pushed { commit, attempts } => ChangeOutcome::Pushed { commit, attempts },
+        })
+    }
+
+    /// One attempt on the fetched `tip`: the guard, then the changes committed on the tip in
+    /// the work tree.
+    fn build_change(&self, req: &ChangeRequest, tip: &str) -> Result<Attempt<ChangeOutcome>> {
+        let tip = tip.to_owned();
+        if let Some((base, paths)) = &req.unchanged_since {
+            let base = self.full_commit(base)?;
+            let out = self
                 .env()
-                .git(["diff", "--cached", "--quiet"])
-                .run()?
-                .status
-                .success();
-            if unchanged {
-                self.reset_work_tree(&req.branch)?;
-                return Ok(ChangeOutcome::Unchanged { tip });
-            }
-            let commit_cmd = self
-                .env()
-                .git([
-                    "commit",
-                    "--quiet",
-                    "--no-verify",
-                    "--cleanup=verbatim",
-                    "--file=-",
-                ])
-                .stdin(req.message.clone().into_bytes());
-            self.with_author(commit_cmd, &req.author_name, &req.author_email)
+                .git(["diff", "--name-only", "-z"])
+                .arg(&base)
+                .arg(&tip)
+                .arg("--")
+                .args(paths)
                 .run_ok()?;
-            let commit = self.full_commit("HEAD")?;
-            match self.push(&commit, &req.branch)? {
-                crate::revert::Push::Accepted => {
-                    return Ok(ChangeOutcome::Pushed {
-                        commit,
-                        attempts: attempt,
-                    });
-                }
-                crate::revert::Push::Rejected(reason) => last_rejection = reason,
+            if let Some(path) = out
+                .stdout
+                .split(|b| *b == 0)
+                .find(|p| !p.is_empty())
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+            {
+                return Ok(Attempt::Done(ChangeOutcome::Guarded { path, base, tip }));
             }
         }
-        Err(Error::PushRejected {
-            commit: "the change commit".into(),
-            branch: req.branch.clone(),
-            repo: self.to_string(),
-            attempts: req.max_attempts,
-            reason: last_rejection,
-        })
+        self.reset_work_tree(&req.branch)?;
+        for change in &req.changes {
+            let full = self.dir().join(change.path());
+            let io = |e: std::io::Error| Error::InvalidInput {
+                what: "file change",
+                value: change.path().to_string(),
+                reason: if e.kind() == std::io::ErrorKind::PermissionDenied {
+                    "permission denied in the clone"
+                } else {
+                    "could not be written in the clone"
+                },
+            };
+            match change {
+                FileChange::Write { content, .. } => {
+                    if let Some(dir) = full.parent() {
+                        std::fs::create_dir_all(dir).map_err(io)?;
+                    }
+                    std::fs::write(&full, content).map_err(io)?;
+                }
+                FileChange::Remove { .. } => {
+                    if full.is_dir() {
+                        std::fs::remove_dir_all(&full).map_err(io)?;
+                    } else if full.exists() {
+                        std::fs::remove_file(&full).map_err(io)?;
+                    }
+                }
+            }
+        }
+        // The work tree was the tip, clean, before the changes: everything that differs is
+        // theirs (a removed path that never existed differs in nothing).
+        self.env().git(["add", "--all"]).run_ok()?;
+        let unchanged = self
+            .env()
+            .git(["diff", "--cached", "--quiet"])
+            .run()?
+            .status
+            .success();
+        if unchanged {
+            self.reset_work_tree(&req.branch)?;
+            return Ok(Attempt::Done(ChangeOutcome::Unchanged { tip }));
+        }
+        self.commit_index(&req.message, &req.author_name, &req.author_email)?;
+        Ok(Attempt::Push(self.full_commit("HEAD")?))
     }
 
     /// A file's content at `rev`; `None` when the file does not exist there.
@@ -226,36 +208,8 @@ impl Repo {
     }
 }
 
-/// A repository path greenlight may write: relative, no `..`, never inside `.git`.
-pub(crate) fn check_path(path: &str) -> Result<()> {
-    let bad = |reason| {
-        Err(Error::InvalidInput {
-            what: "path",
-            value: path.to_owned(),
-            reason,
-        })
-    };
-    if path.is_empty() || path.starts_with('-') {
-        return bad("expected a path in the repository");
-    }
-    for c in Path::new(path).components() {
-        match c {
-            Component::Normal(s) if s == ".git" => return bad("must not be inside .git"),
-            Component::Normal(_) | Component::CurDir => {}
-            _ => return bad("must be relative, without `..`"),
-        }
-    }
-    Ok(())
-}
-
 fn check(req: &ChangeRequest) -> Result<()> {
-    if req.max_attempts == 0 {
-        return Err(Error::InvalidInput {
-            what: "max_attempts",
-            value: "0".into(),
-            reason: "at least one push attempt is needed",
-        });
-    }
+    check_attempts(req.max_attempts)?;
     if req.changes.is_empty() {
         return Err(Error::InvalidInput {
             what: "changes",
@@ -271,5 +225,5 @@ fn check(req: &ChangeRequest) -> Result<()> {
             check_path(p)?;
         }
     }
-    crate::revert::check_identity(&req.author_name, &req.author_email)
+    check_identity(&req.author_name, &req.author_email)
 }

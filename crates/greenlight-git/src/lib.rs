@@ -10,8 +10,10 @@
 //! Unix only: credentials reach git through a shell script, as its credential helper.
 
 mod change;
+mod checks;
 mod command;
 mod error;
+mod push_loop;
 mod repo;
 mod revert;
 mod secret;

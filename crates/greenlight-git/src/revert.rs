@@ -1,14 +1,16 @@
-//! The watchdog's one write to a remote: a revert commit, pushed fast-forward (the promotion
-//! gate's writes are in `change.rs`, through the same push).
+//! The watchdog's one write to a remote: a revert commit, pushed fast-forward through the
+//! fetch-and-retry loop of `push_loop.rs` (the promotion gate's writes are in `change.rs`,
+//! through the same loop).
 //!
-//! Owns the revert's construction (git's own `revert`, the mainline parent for merges),
-//! its message (no watch trailer), adoption of a revert already on the branch, and the
-//! fetch-and-retry loop around a rejected push. It must never force a push, never push
-//! anything but one revert on top of the remote's tip, and never leave a conflicted work
-//! tree behind.
+//! Owns the revert's construction (git's own `revert`, the mainline parent for merges), its
+//! message (no watch trailer), and adoption of a revert already on the branch. It must never
+//! force a push, never push anything but one revert on top of the remote's tip, and never leave
+//! a conflicted work tree behind.
 
+use crate::checks::{check_attempts, check_identity, check_path};
 use crate::command::failure;
 use crate::error::{Error, Result};
+use crate::push_loop::{Attempt, Landed};
 use crate::repo::Repo;
 use greenlight_core::paths::touches;
 use greenlight_core::snapshot::SourcePaths;
@@ -131,54 +133,46 @@ impl Repo {
     pub fn revert_and_push(&self, req: &RevertRequest) -> Result<RevertOutcome> {
         check_request(req)?;
         self.check_branch(&req.branch)?;
-        let _guard = self.lock_writer();
-        let mut last_rejection = String::new();
-        for attempt in 1..=req.max_attempts {
-            let tip = self.fetch_locked(&req.branch)?;
-            let commit = self.full_commit(&req.commit)?;
-            if self.is_ancestor(&commit, &tip)? != Some(true) {
-                return Ok(RevertOutcome::NothingToRevert {
-                    message: format!(
-                        "commit {commit} is not on {} (tip {tip}); there is nothing of it to revert",
-                        req.branch
-                    ),
-                });
-            }
-            let found = if req.adopt_any {
-                self.find_first_revert_of(&commit, &commit, &tip)?
-            } else {
-                self.find_revert_of(&commit, &commit, &tip)?
-            };
-            if let Some(revert) = found {
-                return Ok(RevertOutcome::Adopted { revert });
-            }
-            if let Some(paths) = &req.hold_on {
-                let after = req.hold_after.as_deref().unwrap_or(&commit);
-                let newer = self.newer_touching(&commit, after, &tip, paths)?;
-                if !newer.is_empty() {
-                    return Ok(RevertOutcome::Superseded { newer });
-                }
-            }
-            match self.build_revert(req, &commit, &tip)? {
-                Built::Commit(revert) => match self.push(&revert, &req.branch)? {
-                    Push::Accepted => {
-                        return Ok(RevertOutcome::Pushed {
-                            revert,
-                            attempts: attempt,
-                        });
-                    }
-                    Push::Rejected(reason) => last_rejection = reason,
-                },
-                Built::Done(outcome) => return Ok(outcome),
+        let landed = self.push_loop(&req.branch, req.max_attempts, &req.commit, |tip| {
+            self.revert_attempt(req, tip)
+        })?;
+        Ok(match landed {
+            Landed::Done(outcome) => outcome,
+            Landed::Pushed { commit, attempts } => RevertOutcome::Pushed {
+                revert: commit,
+                attempts,
+            },
+        })
+    }
+
+    /// One attempt on the fetched `tip`: nothing to revert, a revert to adopt, a newer commit
+    /// that holds it, or the revert built on the tip.
+    fn revert_attempt(&self, req: &RevertRequest, tip: &str) -> Result<Attempt<RevertOutcome>> {
+        let commit = self.full_commit(&req.commit)?;
+        if self.is_ancestor(&commit, tip)? != Some(true) {
+            return Ok(Attempt::Done(RevertOutcome::NothingToRevert {
+                message: format!(
+                    "commit {commit} is not on {} (tip {tip}); there is nothing of it to revert",
+                    req.branch
+                ),
+            }));
+        }
+        let found = if req.adopt_any {
+            self.find_first_revert_of(&commit, &commit, tip)?
+        } else {
+            self.find_revert_of(&commit, &commit, tip)?
+        };
+        if let Some(revert) = found {
+            return Ok(Attempt::Done(RevertOutcome::Adopted { revert }));
+        }
+        if let Some(paths) = &req.hold_on {
+            let after = req.hold_after.as_deref().unwrap_or(&commit);
+            let newer = self.newer_touching(&commit, after, tip, paths)?;
+            if !newer.is_empty() {
+                return Ok(Attempt::Done(RevertOutcome::Superseded { newer }));
             }
         }
-        Err(Error::PushRejected {
-            commit: req.commit.clone(),
-            branch: req.branch.clone(),
-            repo: self.to_string(),
-            attempts: req.max_attempts,
-            reason: last_rejection,
-        })
+        self.build_revert(req, &commit, tip)
     }
 
     /// The commits after `after` up to `tip` that change files under `paths`, oldest first —
@@ -215,7 +209,12 @@ impl Repo {
     }
 
     /// Makes the revert commit on top of `tip` in the work tree.
-    fn build_revert(&self, req: &RevertRequest, commit: &str, tip: &str) -> Result<Built> {
+    fn build_revert(
+        &self,
+        req: &RevertRequest,
+        commit: &str,
+        tip: &str,
+    ) -> Result<Attempt<RevertOutcome>> {
         let data = self.commit(commit)?;
         self.reset_work_tree(&req.branch)?;
         let mut revert = self
@@ -240,7 +239,9 @@ impl Repo {
             };
             revert = revert.arg("-m").arg(number.to_string());
         }
-        let out = self.with_identity(revert.arg(commit), req).run()?;
+        let out = self
+            .with_author(revert.arg(commit), &req.author_name, &req.author_email)
+            .run()?;
         let conflicted = if out.status.success() {
             Vec::new()
         } else {
@@ -261,7 +262,7 @@ impl Repo {
             if paths.is_empty() {
                 return Err(failure(self.env(), &out));
             }
-            return Ok(Built::Done(RevertOutcome::Conflict {
+            return Ok(Attempt::Done(RevertOutcome::Conflict {
                 message: format!(
                     "reverting {commit} on {} (tip {tip}) conflicts in {}; nothing was pushed",
                     req.branch,
@@ -278,7 +279,7 @@ impl Repo {
             .success();
         if unchanged {
             self.reset_work_tree(&req.branch)?;
-            return Ok(Built::Done(RevertOutcome::NothingToRevert {
+            return Ok(Attempt::Done(RevertOutcome::NothingToRevert {
                 message: format!(
                     "reverting {commit} on {} (tip {tip}) changes nothing: its changes are already undone",
                     req.branch
@@ -293,17 +294,7 @@ impl Repo {
             )
         });
         let message = revert_message(&data.subject, &data.sha, &req.reason, kept.as_slice());
-        let commit_cmd = self
-            .env()
-            .git([
-                "commit",
-                "--quiet",
-                "--no-verify",
-                "--cleanup=verbatim",
-                "--file=-",
-            ])
-            .stdin(message.into_bytes());
-        self.with_identity(commit_cmd, req).run_ok()?;
+        self.commit_index(&message, &req.author_name, &req.author_email)?;
         let revert = self
             .resolve("HEAD")?
             .ok_or_else(|| Error::UnexpectedOutput {
@@ -311,7 +302,7 @@ impl Repo {
                 repo: self.to_string(),
                 detail: "HEAD names no commit after committing the revert".into(),
             })?;
-        Ok(Built::Commit(revert))
+        Ok(Attempt::Push(revert))
     }
 
     /// Puts `paths` back as they are at HEAD (the branch's tip) in the index and the work
@@ -343,43 +334,6 @@ impl Repo {
         Ok(())
     }
 
-    fn with_identity<'a>(
-        &self,
-        git: crate::command::Git<'a>,
-        req: &RevertRequest,
-    ) -> crate::command::Git<'a> {
-        self.with_author(git, &req.author_name, &req.author_email)
-    }
-
-    pub(crate) fn with_author<'a>(
-        &self,
-        git: crate::command::Git<'a>,
-        name: &str,
-        email: &str,
-    ) -> crate::command::Git<'a> {
-        git.env("GIT_AUTHOR_NAME", name)
-            .env("GIT_AUTHOR_EMAIL", email)
-            .env("GIT_COMMITTER_NAME", name)
-            .env("GIT_COMMITTER_EMAIL", email)
-    }
-
-    /// Puts the work tree, index and a detached HEAD exactly at the remote tip, dropping
-    /// whatever an earlier, interrupted revert left behind. The clone is greenlight's
-    /// own: nothing of a human's can be lost here.
-    pub(crate) fn reset_work_tree(&self, branch: &str) -> Result<()> {
-        let git_dir = self.dir().join(".git");
-        if git_dir.join("REVERT_HEAD").exists() || git_dir.join("sequencer").exists() {
-            self.env().git(["revert", "--quit"]).run_ok()?;
-        }
-        self.env()
-            .git(["checkout", "--quiet", "--force", "--detach"])
-            .arg(format!("refs/remotes/origin/{branch}"))
-            .arg("--")
-            .run_ok()?;
-        self.env().git(["clean", "-ffdxq"]).run_ok()?;
-        Ok(())
-    }
-
     fn conflicted_paths(&self) -> Result<Vec<String>> {
         let out = self
             .env()
@@ -394,65 +348,6 @@ impl Repo {
         paths.dedup();
         Ok(paths)
     }
-
-    /// Pushes `revert` to the branch, never forced.
-    pub(crate) fn push(&self, revert: &str, branch: &str) -> Result<Push> {
-        let out = self
-            .env()
-            .git(["push", "--porcelain", "--no-verify", "origin"])
-            .arg(format!("{revert}:refs/heads/{branch}"))
-            .network()
-            .run()?;
-        if out.status.success() {
-            return Ok(Push::Accepted);
-        }
-        match rejection(&out.stdout_str()) {
-            Some(reason) => {
-                // What the remote itself said (a branch protection's or a hook's words) is
-                // what a human needs: git's summary says only "pre-receive hook declined".
-                let said = remote_lines(&out.stderr);
-                let reason = if said.is_empty() {
-                    reason
-                } else {
-                    format!("{reason}; the remote said: {}", said.join(" / "))
-                };
-                Ok(Push::Rejected(self.env().redact(&reason)))
-            }
-            None => Err(failure(self.env(), &out)),
-        }
-    }
-}
-
-enum Built {
-    Commit(String),
-    Done(RevertOutcome),
-}
-
-pub(crate) enum Push {
-    Accepted,
-    Rejected(String),
-}
-
-/// The remote's reason from `git push --porcelain` output, if it rejected the ref:
-/// `!\t<src>:<dst>\t[rejected] (fetch first)` or `[remote rejected] (…)`.
-fn rejection(porcelain: &str) -> Option<String> {
-    porcelain.lines().find_map(|line| {
-        let rest = line.strip_prefix('!')?;
-        let mut fields = rest.trim_start_matches('\t').splitn(2, '\t');
-        let refs = fields.next()?;
-        let summary = fields.next().unwrap_or("").trim();
-        Some(format!("{refs}: {summary}"))
-    })
-}
-
-/// The `remote:` lines of a push's stderr, each trimmed, blank ones left out.
-fn remote_lines(stderr: &str) -> Vec<String> {
-    stderr
-        .lines()
-        .filter_map(|l| l.strip_prefix("remote:"))
-        .map(|l| l.trim().to_string())
-        .filter(|l| !l.is_empty())
-        .collect()
 }
 
 /// Whether `path` is `dir` or below it.
@@ -466,7 +361,7 @@ fn under(path: &str, dir: &str) -> bool {
 
 fn check_request(req: &RevertRequest) -> Result<()> {
     for path in &req.keep {
-        crate::change::check_path(path.trim_end_matches('/'))?;
+        check_path(path.trim_end_matches('/'))?;
     }
     let bad = |what, value: &str, reason| {
         Err(Error::InvalidInput {
@@ -475,33 +370,11 @@ fn check_request(req: &RevertRequest) -> Result<()> {
             reason,
         })
     };
-    if req.max_attempts == 0 {
-        return bad("max_attempts", "0", "at least one push attempt is needed");
-    }
+    check_attempts(req.max_attempts)?;
     if req.commit.is_empty() || req.commit.starts_with('-') {
         return bad("commit", &req.commit, "expected a commit sha");
     }
     check_identity(&req.author_name, &req.author_email)
-}
-
-/// An author name and e-mail git accepts as given.
-pub(crate) fn check_identity(name: &str, email: &str) -> Result<()> {
-    for (what, value) in [("author name", name), ("author e-mail", email)] {
-        let bad = |reason| {
-            Err(Error::InvalidInput {
-                what,
-                value: value.to_owned(),
-                reason,
-            })
-        };
-        if value.trim().is_empty() {
-            return bad("must not be empty");
-        }
-        if value.contains(['<', '>', '\n', '\r', '\0']) {
-            return bad("must not contain '<', '>' or line breaks");
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -536,19 +409,5 @@ mod tests {
             "{message}"
         );
         assert!(greenlight_core::trailer::is_greenlight_revert(&message));
-    }
-
-    #[test]
-    fn porcelain_rejections() {
-        let out =
-            "To /r.git\n!\tabc:refs/heads/main\t[remote rejected] (failed to update ref)\nDone\n";
-        assert_eq!(
-            rejection(out).as_deref(),
-            Some("abc:refs/heads/main: [remote rejected] (failed to update ref)")
-        );
-        assert_eq!(
-            rejection("To /r.git\n \tabc:refs/heads/main\t1..2\nDone\n"),
-            None
-        );
     }
 }

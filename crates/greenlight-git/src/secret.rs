@@ -1,19 +1,19 @@
-//! Secrets and their redaction: the `Secret` newtype, the one reader of token files, the
-//! redaction of a known secret in text (URL credentials are redacted by greenlight-core's
-//! rule, re-exported here), and the splitting of credentials out of remote URLs.
+//! Secrets and their redaction: the `Secret` newtype, the one rule that turns a token file's
+//! text into a token, the redaction of a known secret in text (URL credentials are redacted by
+//! greenlight-core's rule, re-exported here), and the splitting of credentials out of remote
+//! URLs.
 //!
-//! Every token greenlight takes — git's, Argo CD's, a registry's, the sandbox's — is read from
-//! a file by [`Secret::read_file`]. It lives here, not in greenlight-core, because reading a
-//! file is IO and the core does none; and not in a crate of its own, because this module
-//! already owns the `Secret` type the value travels in, and every caller (the binary's
-//! commands) already links this crate.
+//! Every token greenlight takes — git's, Argo CD's, a registry's, the sandbox's — comes from a
+//! file: the binary reads it with its bounded, regular-file-only reader (`greenlight::files`,
+//! which refuses a FIFO, a device or an oversized file) and hands the text to
+//! [`Secret::from_file_text`]. The rule lives here because this module owns the `Secret` type
+//! the value travels in, and every caller already links this crate.
 //!
 //! It must never print, log or return a secret's value except through `Secret::expose`, whose
 //! callers hand the value to where it is used: a child process's environment or an
 //! `Authorization` header.
 
 use std::fmt;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use greenlight_core::repo_url::RepoUrl;
@@ -32,17 +32,12 @@ impl Secret {
         Secret(value.into())
     }
 
-    /// Reads a secret from the file `path`, named on the command line by the option `flag`
-    /// (`--git-token-file`). Surrounding whitespace and the trailing newline editors and
+    /// The secret in the text of the file `path`, named on the command line by the option
+    /// `flag` (`--git-token-file`). Surrounding whitespace and the trailing newline editors and
     /// `echo` add are dropped. An empty file is an error: an empty token would only surface
-    /// later as a confusing authentication failure. Errors name `flag` and `path`, never the
-    /// contents.
-    pub fn read_file(flag: &str, path: &Path) -> Result<Secret, SecretFileError> {
-        let text = std::fs::read_to_string(path).map_err(|error| SecretFileError::Read {
-            flag: flag.to_owned(),
-            path: path.to_owned(),
-            error,
-        })?;
+    /// later as a confusing authentication failure. The error names `flag` and `path`, never
+    /// the contents.
+    pub fn from_file_text(flag: &str, path: &Path, text: &str) -> Result<Secret, SecretFileError> {
         let value = text.trim();
         if value.is_empty() {
             return Err(SecretFileError::Empty {
@@ -72,21 +67,10 @@ impl fmt::Display for Secret {
     }
 }
 
-/// Why a token file could not be used. The message names the option and the file; the
-/// contents never reach it (an unreadable file has none to show, and an empty one has none).
+/// Why a token file's text is no token. The message names the option and the file; the
+/// contents never reach it (an empty one has none).
 #[derive(Debug, thiserror::Error)]
 pub enum SecretFileError {
-    /// The file could not be read (missing, unreadable, not UTF-8).
-    #[error("{flag} {}: cannot read: {error}", path.display())]
-    Read {
-        /// The option that named the file.
-        flag: String,
-        /// The file.
-        path: PathBuf,
-        /// The operating system's error. Shown in the message rather than chained as a
-        /// source, so that the message reads whole when wrapped in another error.
-        error: io::Error,
-    },
     /// The file holds only whitespace.
     #[error("{flag} {}: the file is empty", path.display())]
     Empty {
@@ -201,39 +185,15 @@ mod tests {
 
     #[test]
     fn token_files_are_trimmed_and_must_not_be_empty() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("token");
-        std::fs::write(&path, "  tok-3f9a\n").unwrap();
-        let secret = Secret::read_file("--git-token-file", &path).unwrap();
+        let path = Path::new("/run/secrets/token");
+        let secret = Secret::from_file_text("--git-token-file", path, "  tok-3f9a\n").unwrap();
         assert_eq!(secret.expose(), "tok-3f9a");
 
-        std::fs::write(&path, " \n\t\n").unwrap();
-        let err = Secret::read_file("--git-token-file", &path).unwrap_err();
+        let err = Secret::from_file_text("--git-token-file", path, " \n\t\n").unwrap_err();
         assert_eq!(
             err.to_string(),
-            format!("--git-token-file {}: the file is empty", path.display())
+            "--git-token-file /run/secrets/token: the file is empty"
         );
-
-        let missing = dir.path().join("missing");
-        let err = Secret::read_file("--token-file", &missing).unwrap_err();
-        let text = err.to_string();
-        assert!(
-            text.starts_with(&format!(
-                "--token-file {}: cannot read: ",
-                missing.display()
-            )),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn token_file_errors_never_hold_the_contents() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("token");
-        // Not UTF-8: unreadable as text, and the bytes are not echoed.
-        std::fs::write(&path, b"tok-secret-\xff\xfe").unwrap();
-        let err = Secret::read_file("--token-file", &path).unwrap_err();
-        assert!(!format!("{err} {err:?}").contains("tok-secret"), "{err:?}");
     }
 
     #[test]

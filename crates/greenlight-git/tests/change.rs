@@ -194,6 +194,43 @@ fn a_push_that_loses_a_race_is_made_again_on_the_new_tip() {
     assert_eq!(fx.on_remote(&["rev-parse", "main"]), commit);
 }
 
+/// A remote that declines every push: the change is built and pushed again on each of the
+/// request's attempts (the same loop as a revert's), never forced, and then the error quotes
+/// the remote; the branch is as it was and the clone is left clean.
+#[test]
+fn gives_up_after_max_attempts_without_forcing() {
+    let fx = Fixture::build("revert.sh");
+    let hook = fx.path("remote.git/hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\necho push >> '{}'\necho 'branch is frozen' >&2\nexit 1\n",
+            fx.path("pushes").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let before = fx.on_remote(&["rev-parse", "main"]);
+    let repo = fx.open();
+    let err = repo
+        .commit_and_push(&request(vec![write(
+            "candidates/web/deploy.yaml",
+            "x: 1\n",
+        )]))
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::PushRejected { attempts: 3, .. }),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(text.contains("the remote said: branch is frozen"), "{text}");
+    let pushes = std::fs::read_to_string(fx.path("pushes")).unwrap();
+    assert_eq!(pushes.lines().count(), 3);
+    assert_eq!(fx.on_remote(&["rev-parse", "main"]), before);
+    assert_clean(&fx.clone_dir());
+}
+
 #[test]
 fn paths_outside_the_repository_are_refused_before_anything_runs() {
     let fx = Fixture::build("revert.sh");

@@ -1,7 +1,8 @@
 //! The watchdog as a library: the runtime that drives the judge ([`runtime`]), its state store
 //! ([`store`]), the locks that keep one daemon per state file and clone ([`lock`]), the clock and
 //! the voice; the reader of the promotion gate's configuration ([`promote`]) and its `http` and
-//! `command` checks ([`checks`]); the daemon's watch over its own config file and binary, and
+//! `command` checks ([`checks`]); the one bounded, regular-file-only reader of the files a
+//! user names by a flag or a config key ([`files`]); the daemon's watch over its own config file and binary, and
 //! its re-exec ([`reexec`]). The `greenlight` binary's `cmd/` parses arguments and calls in
 //! here; in-process tests drive [`runtime::Runtime`] with fake seams and a test clock.
 
@@ -9,6 +10,7 @@ pub mod argocd;
 pub mod breaker;
 pub mod checks;
 pub mod clock;
+pub mod files;
 pub mod kube;
 pub mod leader;
 pub mod lock;

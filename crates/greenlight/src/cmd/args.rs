@@ -111,15 +111,18 @@ pub struct ArgoCdArgs {
 /// [`ArgoCdArgs`], read: where Argo CD is and how to reach it.
 pub use greenlight::argocd::ArgoCd;
 
-/// `--argocd-ca-file`: a file that is missing, unreadable or holds no certificate is a usage
-/// error naming the flag and the path.
+/// `--argocd-ca-file`: a file that is missing, unreadable, not a regular file, larger than
+/// [`CA_LIMIT`](greenlight::files::CA_LIMIT) or holds no certificate is a usage error naming
+/// the flag and the path.
 fn read_ca_file(path: &Path) -> Result<CaBundle> {
     let shown = path.display().to_string();
     let bad = |why: String| usage(format!("--argocd-ca-file {shown}: {why}"));
-    if path.is_dir() {
-        return Err(bad("is a directory, not a PEM file".into()));
-    }
-    let pem = std::fs::read(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let pem =
+        greenlight::files::read_bounded(path, greenlight::files::CA_LIMIT, "--argocd-ca-file")
+            .map_err(|e| match e.problem {
+                greenlight::files::Problem::Io(_) => bad(format!("cannot read it: {}", e.reason())),
+                _ => bad(e.reason()),
+            })?;
     CaBundle::from_pem(&pem, &shown).map_err(bad)
 }
 

@@ -140,10 +140,15 @@ pub fn switch_value(text: &str) -> Option<bool> {
 pub const SWITCH_SPELLINGS: &str =
     "set 1, true, yes or on for on, or 0, false, no, off or empty for off";
 
-/// Reads the token file named by `flag` ([`Secret::read_file`]): a missing, unreadable or
-/// empty file is a usage error naming the flag and the path, never the contents.
+/// Reads the token file named by `flag`: a regular file of at most
+/// [`TOKEN_LIMIT`](greenlight::files::TOKEN_LIMIT) bytes of UTF-8
+/// ([`greenlight::files::read_text`]), trimmed ([`Secret::from_file_text`]). A missing,
+/// unreadable, empty or oversized file, a FIFO, a device or a directory is a usage error naming
+/// the flag and the path, never the contents.
 pub fn secret_file(flag: &str, path: &Path) -> anyhow::Result<Secret> {
-    Secret::read_file(flag, path).map_err(|e| usage(e.to_string()))
+    let text = greenlight::files::read_text(path, greenlight::files::TOKEN_LIMIT, flag)
+        .map_err(|e| usage(e.to_string()))?;
+    Secret::from_file_text(flag, path, &text).map_err(|e| usage(e.to_string()))
 }
 
 /// Reads `.greenlight.toml` (or `--config FILE`) for `lint` and `guard` alike

@@ -9,6 +9,7 @@
 
 use super::analysis_template::{self, GivenArg, GivenArgs};
 use super::reader::{ConfigError, Field, Map, Reader};
+use crate::files::FileError;
 use greenlight_core::directive::{AppRef, Mode};
 use greenlight_gate::config::template::{self, Origin, TemplateError};
 use greenlight_gate::config::{
@@ -22,15 +23,16 @@ use greenlight_lint::yaml::{Document, Limits, load_stream};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// A promotion config or an AnalysisTemplate larger than this is refused unread.
-pub const MAX_FILE_BYTES: u64 = 1 << 20;
+/// A promotion config or an AnalysisTemplate larger than this is refused, read no further
+/// ([`crate::files::YAML_LIMIT`]).
+pub const MAX_FILE_BYTES: u64 = crate::files::YAML_LIMIT;
 
 /// Why a promotion config could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// The file is missing or unreadable.
-    #[error("cannot read promotion config {file}: {error}")]
-    Read { file: String, error: std::io::Error },
+    /// The file is missing, unreadable, not a regular file, too large or not UTF-8.
+    #[error("cannot read promotion config {file}: {}", error.reason())]
+    Read { file: String, error: FileError },
     /// Every problem found, in the order of the file.
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
     Invalid(Vec<ConfigError>),
@@ -55,7 +57,7 @@ const CHECK_KINDS: [&str; 4] = ["http", "command", "prometheus", "analysisTempla
 /// to the config's directory).
 pub fn load(path: &Path) -> Result<Promotion, LoadError> {
     let file = path.display().to_string();
-    let text = read_text(path).map_err(|error| LoadError::Read {
+    let text = read_text(path, "--config").map_err(|error| LoadError::Read {
         file: file.clone(),
         error,
     })?;
@@ -81,32 +83,10 @@ fn in_file_order(mut errors: Vec<ConfigError>) -> Vec<ConfigError> {
     errors
 }
 
-/// A file's text: at most [`MAX_FILE_BYTES`], UTF-8, without a byte-order mark.
-pub(crate) fn read_text(path: &Path) -> std::io::Result<String> {
-    use std::io::{Error, ErrorKind};
-    let meta = std::fs::metadata(path)?;
-    if meta.is_dir() {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            "a directory, not a file",
-        ));
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(Error::new(
-            ErrorKind::InvalidData,
-            format!("{} bytes, over the {MAX_FILE_BYTES} byte limit", meta.len()),
-        ));
-    }
-    let bytes = std::fs::read(path)?;
-    let mut text = String::from_utf8(bytes).map_err(|e| {
-        Error::new(
-            ErrorKind::InvalidData,
-            format!(
-                "not UTF-8 text (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            ),
-        )
-    })?;
+/// A file's text, named by `what` (a flag or a key): a regular file of at most
+/// [`MAX_FILE_BYTES`], UTF-8, without a byte-order mark ([`crate::files::read_text`]).
+pub(crate) fn read_text(path: &Path, what: &str) -> Result<String, FileError> {
+    let mut text = crate::files::read_text(path, MAX_FILE_BYTES, what)?;
     if text.starts_with('\u{feff}') {
         text.drain(..3);
     }
@@ -915,10 +895,10 @@ fn imported_template(r: &mut Reader, m: &Map<'_>, base: &Path) -> Option<Analysi
     let args = given_args(r, m, "args");
     let path: PathBuf = base.join(&file.value);
     let shown = path.display().to_string();
-    let text = match read_text(&path) {
+    let text = match read_text(&path, "analysisTemplate.file") {
         Ok(t) => t,
         Err(e) => {
-            r.invalid(&file, format!("cannot read {shown}: {e}"));
+            r.invalid(&file, format!("cannot read {shown}: {}", e.reason()));
             return None;
         }
     };
