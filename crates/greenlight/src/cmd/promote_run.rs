@@ -261,6 +261,7 @@ fn gate(a: CommonArgs, given: Option<Given>, bypass: Option<String>) -> Result<E
             argocd,
             candidate_deadline,
             config_dir,
+            config_file: file.clone(),
             scratch: scratch.path().to_path_buf(),
             live_text: String::new(),
             made: None,
@@ -330,6 +331,8 @@ struct RunCtx {
     argocd: ArgoCd,
     candidate_deadline: Duration,
     config_dir: PathBuf,
+    /// The config's path as given (`--config`), for the commands a message names.
+    config_file: String,
     scratch: PathBuf,
     live_text: String,
     /// The candidate's file in the repository and its values, once made.
@@ -491,6 +494,7 @@ impl RunCtx {
                 &candidates,
                 &format!("candidate.app `{}`", p.candidate.app),
                 &p.candidate.path,
+                &self.config_file,
                 &target,
                 &discovered,
             );

@@ -7,6 +7,7 @@
 pub mod analysis_template;
 pub mod apps;
 pub mod config;
+pub mod prune;
 mod reader;
 
 pub use config::{LoadError, load};
