@@ -33,7 +33,7 @@ pub enum PromoteAction {
     SelfTest(super::promote_run::SelfTestArgs),
     /// Remove the kept candidates whose kept-until has passed, in one commit (none expired: no commit).
     Gc(super::promote_gc::GcArgs),
-    /// List what Argo CD would delete if prune were on for the candidates' Application (a dry-run sync with prune); changes nothing.
+    /// List what Argo CD would delete if prune were on for the candidates' Application, by a dry-run sync with prune (applies and deletes nothing).
     PruneSurvey(super::promote_prune::PruneSurveyArgs),
 }
 
