@@ -101,10 +101,25 @@ fn requires_pruning(app: &Value, name: &str) -> bool {
 
 #[test]
 fn a_leftover_resource_is_named_and_nothing_is_deleted() {
-    let (repo, sb) = world(&[("apps/candidates/leftover.yaml", LEFTOVER)], &[]);
+    let pinned = LEFTOVER.replace(
+        "  name: leftover\n",
+        "  name: pinned\n  annotations: {argocd.argoproj.io/sync-options: Prune=false}\n",
+    );
+    let (repo, sb) = world(
+        &[
+            ("apps/candidates/leftover.yaml", LEFTOVER),
+            ("apps/candidates/pinned.yaml", &pinned),
+        ],
+        &[],
+    );
     assert!(tree_has(&sb, "cands", "ConfigMap", "leftover"));
-    // Removed from git: Argo CD keeps it live, requiring pruning (automated prune is off).
-    repo.git(&["rm", "-q", "apps/candidates/leftover.yaml"]);
+    // Removed from git: Argo CD keeps them live, requiring pruning (automated prune is off).
+    repo.git(&[
+        "rm",
+        "-q",
+        "apps/candidates/leftover.yaml",
+        "apps/candidates/pinned.yaml",
+    ]);
     repo.commit_push("candidates: drop the leftover's file");
     let before = sb.wait_app("cands", Duration::from_secs(30), |a| {
         requires_pruning(a, "leftover")
@@ -122,11 +137,19 @@ fn a_leftover_resource_is_named_and_nothing_is_deleted() {
         "{out}"
     );
     assert!(!out.contains("nothing would be pruned"), "{out}");
+    // The one its sync options keep from a prune is said apart, with Argo CD's words.
+    assert!(
+        out.contains("kept although no longer in git")
+            && out.contains("  ConfigMap apps/pinned (ignored (no prune))"),
+        "{out}"
+    );
+    assert!(!err.contains("warning"), "{err}");
 
     // Nothing was deleted, nothing synced for real, the spec untouched: the dry run is the
     // app's last operation, and the leftover still requires pruning.
     let after = sb.app("cands");
     assert!(tree_has(&sb, "cands", "ConfigMap", "leftover"));
+    assert!(tree_has(&sb, "cands", "ConfigMap", "pinned"));
     assert!(requires_pruning(&after, "leftover"), "{}", after["status"]);
     let op = &after["status"]["operationState"];
     assert_eq!(op["operation"]["sync"]["dryRun"], true, "{op}");
@@ -230,6 +253,44 @@ fn an_operation_that_does_not_end_in_time_is_waited_for_then_reported() {
     assert_ne!(
         app["status"]["operationState"]["operation"]["sync"]["dryRun"], true,
         "no dry run was requested: {}",
+        app["status"]
+    );
+}
+
+#[test]
+fn an_automated_app_with_a_change_waiting_to_deploy_is_not_dry_run() {
+    // A commit whose sync failed (an object the API server refuses): the app OutOfSync, no
+    // operation. A dry run now would be taken by Argo CD's automated sync as that commit's
+    // attempt, so nothing is requested.
+    let (repo, sb) = world(&[], &["--retry-backoff", "100ms"]);
+    let refused = LEFTOVER.replace(
+        "  name: leftover\n",
+        "  name: leftover\n  annotations: {sandbox.greenlight.dev/apply: fail}\n",
+    );
+    repo.write("apps/candidates/notes.yaml", &refused);
+    let tip = repo.commit_push("candidates: a note the API server refuses");
+    sb.wait_app("cands", Duration::from_secs(30), |a| {
+        a["status"]["sync"]["revision"] == tip.as_str()
+            && a["status"]["sync"]["status"] == "OutOfSync"
+            && a["operation"].is_null()
+            && a["status"]["operationState"]["phase"] == "Failed"
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path());
+    let o = survey(&sb.url, &cfg, &["--timeout", "1s"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("ConfigMap apps/leftover")
+            && err.contains("would hold it back")
+            && err.contains("nothing was requested"),
+        "{err}"
+    );
+    let app = sb.app("cands");
+    assert!(app["operation"].is_null(), "{app}");
+    assert_ne!(
+        app["status"]["operationState"]["operation"]["sync"]["dryRun"], true,
+        "{}",
         app["status"]
     );
 }
