@@ -209,6 +209,29 @@ fn an_unreachable_argocd_or_a_missing_app_is_a_clear_error() {
         "{err}"
     );
     assert!(out.is_empty(), "{out}");
+    // As one JSON object too, saying no survey was made.
+    let o = survey(
+        &format!("http://127.0.0.1:{port}"),
+        &cfg,
+        &["--output", "json"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["surveyed"], false);
+    assert!(
+        v["error"].as_str().unwrap().contains("cannot connect"),
+        "{v}"
+    );
+    // A config that cannot be read is a usage error: nothing asked of Argo CD.
+    let o = survey(
+        &format!("http://127.0.0.1:{port}"),
+        dir.path().join("missing.yaml").to_str().unwrap(),
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(err.contains("missing.yaml"), "{err}");
 
     let (_repo, sb) = world(&[], &[]);
     let other = Path::new(&cfg).with_file_name("other.yaml");
