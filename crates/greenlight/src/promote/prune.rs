@@ -7,7 +7,7 @@
 //! engine reports each object a prune would delete `Pruned` with `pruned (dry run)`, and one whose
 //! `Prune=false` sync option keeps it `PruneSkipped` with `ignored (no prune)`. The comparison's
 //! `status.resources[].requiresPruning` is read too: an object it names that the dry run did not
-//! report is said, not dropped (`docs/sandbox-fidelity.md`, row "Prune survey").
+//! report is said, not dropped (`docs/sandbox-fidelity.md`, row 20b).
 //!
 //! Must never: request anything but a dry run (the client cannot: it only has
 //! [`ArgoClient::request_dry_run_prune`]); change the Application's spec; start the dry run while
