@@ -7,7 +7,7 @@
 use crate::model::{self, Application, DecodeError, ResourceTree};
 use futures_util::{Stream, StreamExt};
 use greenlight_core::error_text::{chain, innermost};
-use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{StatusCode, Url};
 use std::fmt;
 use std::time::Duration;
@@ -146,6 +146,15 @@ pub enum ArgoError {
     Stream { endpoint: String, message: String },
     #[error("GET {endpoint}: the answer exceeds {} MiB even with only the fields greenlight reads; it was not read (raise --listing-limit-mib)", limit >> 20)]
     TooLarge { endpoint: String, limit: usize },
+    /// A `POST` that failed: `what` is worded as for a `GET` (transport, TLS, timeout, status,
+    /// decoding); `status` and `message` are Argo CD's answer when it gave one.
+    #[error("POST {endpoint}: {what}")]
+    Post {
+        endpoint: String,
+        status: Option<u16>,
+        message: String,
+        what: String,
+    },
 }
 
 fn colon(message: &str) -> String {
@@ -179,7 +188,38 @@ impl ArgoError {
     pub fn http_status(&self) -> Option<u16> {
         match self {
             ArgoError::Status { status, .. } => Some(*status),
+            ArgoError::Post { status, .. } => *status,
             _ => None,
+        }
+    }
+
+    /// Argo CD's own message, when it answered with an error status.
+    pub fn argo_message(&self) -> Option<&str> {
+        match self {
+            ArgoError::Status { message, .. } => Some(message),
+            ArgoError::Post {
+                status: Some(_),
+                message,
+                ..
+            } => Some(message),
+            _ => None,
+        }
+    }
+
+    /// The same failure, said of a `POST` to `endpoint`.
+    fn into_post(self, endpoint: &str) -> ArgoError {
+        let status = self.http_status();
+        let message = self.argo_message().unwrap_or_default().to_string();
+        let text = self.to_string();
+        let what = text
+            .strip_prefix(&format!("GET {endpoint}: "))
+            .unwrap_or(&text)
+            .to_string();
+        ArgoError::Post {
+            endpoint: endpoint.to_string(),
+            status,
+            message,
+            what,
         }
     }
 }
@@ -409,6 +449,67 @@ impl ArgoClient {
         Ok(found)
     }
 
+    /// `POST /api/v1/applications/{name}/sync` with `{"dryRun": true, "prune": true}`: asks Argo
+    /// CD for a dry-run sync that prunes, to the app's target revision, and answers the
+    /// Application with that operation set (Argo CD's controller runs it, and its result appears
+    /// in `status.operationState`). `None` when Argo CD says 404. It can ask for nothing else: no
+    /// sync this client requests ever applies or deletes anything.
+    pub async fn request_dry_run_prune(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Application>, ArgoError> {
+        if name.is_empty() {
+            return Err(ArgoError::EmptyName);
+        }
+        let url = self.url(&["api", "v1", "applications", name, "sync"], None);
+        let endpoint = url.to_string();
+        // Argo CD's gateway maps the whole body onto ApplicationSyncRequest (`body: "*"`), so the
+        // namespace goes in the body, not the query.
+        let mut body = serde_json::json!({"name": name, "dryRun": true, "prune": true});
+        if !namespace.is_empty() {
+            body["appNamespace"] = serde_json::json!(namespace);
+        }
+        let request = self
+            .http
+            .post(url)
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .body(body.to_string());
+        let post = |e: ArgoError| e.into_post(&endpoint);
+        let response = self
+            .dispatch(request, endpoint.clone())
+            .await
+            .map_err(post)?;
+        let Some(response) = self.check(response, &endpoint).await.map_err(post)? else {
+            return Ok(None);
+        };
+        let text = match tokio::time::timeout(self.options.request_timeout, response.text()).await {
+            Ok(Ok(text)) => text,
+            Ok(Err(e)) => {
+                return Err(post(ArgoError::Transport {
+                    endpoint: endpoint.clone(),
+                    what: chain(&e.without_url()),
+                }));
+            }
+            Err(_) => {
+                return Err(post(ArgoError::Timeout {
+                    endpoint: endpoint.clone(),
+                    after: self.options.request_timeout,
+                }));
+            }
+        };
+        let app: Application =
+            model::decode_str(&text).map_err(|e| post(decode_error(&endpoint, e)))?;
+        if let Some(wrong) = not_the_app_asked_for(&app, namespace, name) {
+            return Err(post(ArgoError::Decode {
+                endpoint: endpoint.clone(),
+                path: "metadata".into(),
+                message: wrong,
+            }));
+        }
+        Ok(Some(app))
+    }
+
     /// `GET /api/v1/applications/{name}/managed-resources`; `None` when Argo CD says 404.
     pub async fn managed_resources(
         &self,
@@ -528,10 +629,18 @@ impl ArgoClient {
         accept: &'static str,
     ) -> Result<reqwest::Response, ArgoError> {
         let endpoint = shown(&url);
-        let after = self.options.request_timeout;
         let request = client
             .get(url)
             .header(ACCEPT, HeaderValue::from_static(accept));
+        self.dispatch(request, endpoint).await
+    }
+
+    async fn dispatch(
+        &self,
+        request: reqwest::RequestBuilder,
+        endpoint: String,
+    ) -> Result<reqwest::Response, ArgoError> {
+        let after = self.options.request_timeout;
         match tokio::time::timeout(after, request.send()).await {
             Err(_) => Err(ArgoError::Timeout { endpoint, after }),
             Ok(Err(e)) if e.is_timeout() => Err(ArgoError::Timeout { endpoint, after }),

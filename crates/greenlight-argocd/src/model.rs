@@ -248,6 +248,9 @@ pub struct SyncOperation {
     /// A dry run applies nothing, yet its operation ends `Succeeded`.
     #[serde(deserialize_with = "nullable")]
     pub dry_run: bool,
+    /// The sync deletes live objects git no longer has (else it reports them `PruneSkipped`).
+    #[serde(deserialize_with = "nullable")]
+    pub prune: bool,
     /// A partial sync (only these resources); it too ends `Succeeded`.
     #[serde(deserialize_with = "nullable")]
     pub resources: Vec<ResourceRef>,

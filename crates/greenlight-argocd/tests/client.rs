@@ -46,6 +46,8 @@ struct Fake {
     stream: Mutex<Option<Chunks>>,
     /// When set, every /api route answers this.
     fail_with: Mutex<Option<(StatusCode, String)>>,
+    /// Every sync request's body, in order.
+    syncs: Mutex<Vec<serde_json::Value>>,
 }
 
 type Shared = Arc<Fake>;
@@ -153,6 +155,34 @@ async fn stream(State(fake): State<Shared>, headers: HeaderMap) -> Response {
         .unwrap()
 }
 
+/// `POST …/sync`: records the body; `busy` answers as Argo CD does while an operation is set.
+async fn sync(
+    State(fake): State<Shared>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    body: String,
+) -> Response {
+    if let Some(r) = gate(&fake, &headers) {
+        return r;
+    }
+    let parsed: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+    fake.syncs.lock().unwrap().push(parsed.clone());
+    match name.as_str() {
+        "web" => {
+            let mut app = app_json("web");
+            app["operation"] =
+                serde_json::json!({"sync": {"dryRun": parsed["dryRun"], "prune": parsed["prune"]}});
+            axum::Json(app).into_response()
+        }
+        "busy" => argo_error(
+            StatusCode::BAD_REQUEST,
+            "another operation is already in progress",
+            9,
+        ),
+        _ => argo_error(StatusCode::NOT_FOUND, "not found", 5),
+    }
+}
+
 /// A route that never answers, for timeouts.
 async fn hang() -> Response {
     std::future::pending::<()>().await;
@@ -164,6 +194,10 @@ async fn serve(fake: Shared) -> SocketAddr {
         .route("/api/v1/applications", get(list))
         .route("/api/v1/applications/{name}", get(one))
         .route("/api/v1/applications/{name}/resource-tree", get(tree))
+        .route(
+            "/api/v1/applications/{name}/sync",
+            axum::routing::post(sync),
+        )
         .route("/api/v1/stream/applications", get(stream))
         .route("/slow/api/v1/applications/{name}", get(hang))
         .with_state(fake);
@@ -712,4 +746,53 @@ async fn an_idle_stream_is_not_timed_out() {
     tx.send(Ok(line("MODIFIED", "web"))).unwrap();
     let e = next_item(&mut events).await.unwrap().unwrap();
     assert_eq!(e.kind, EventKind::Modified);
+}
+
+#[tokio::test]
+async fn the_only_sync_the_client_requests_is_a_dry_run_with_prune() {
+    let (fake, base, client) = setup().await;
+    let app = client
+        .request_dry_run_prune("argocd", "web")
+        .await
+        .unwrap()
+        .expect("the Application with its operation");
+    assert_eq!(app.metadata.name, "web");
+    assert_eq!(
+        app.operation.unwrap()["sync"],
+        serde_json::json!({"dryRun": true, "prune": true})
+    );
+    assert_eq!(
+        fake.syncs.lock().unwrap()[0],
+        serde_json::json!({"name": "web", "appNamespace": "argocd", "dryRun": true, "prune": true})
+    );
+    assert!(
+        client
+            .request_dry_run_prune("", "gone")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // Argo CD's refusal while an operation is under way: a POST error with its words.
+    let e = client.request_dry_run_prune("", "busy").await.unwrap_err();
+    assert_eq!(e.http_status(), Some(400));
+    assert_eq!(
+        e.argo_message(),
+        Some("another operation is already in progress")
+    );
+    let text = e.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "POST {base}/api/v1/applications/busy/sync: HTTP 400"
+        )),
+        "{text}"
+    );
+    assert_no_token(&text);
+    // Unreachable: said of the POST, not of a GET.
+    let closed = ArgoClient::new("http://127.0.0.1:9", None).unwrap();
+    let e = closed.request_dry_run_prune("", "web").await.unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("POST http://127.0.0.1:9/api/v1/applications/web/sync: cannot connect"),
+        "{e}"
+    );
 }

@@ -226,8 +226,12 @@
 //!   (dry run)` in a dry run, which deletes nothing), `hookPhase: "Succeeded"`, `syncPhase:
 //!   "Sync"`, and is deleted at once; a sync that does not prune leaves it live and reports
 //!   `status: "PruneSkipped"`, `message: "ignored (requires pruning)"`, so the app stays
-//!   OutOfSync. A sync with nothing to apply nor prune succeeds with `successfully synced (no
-//!   more tasks)` and no `resources`.
+//!   OutOfSync; an object whose `argocd.argoproj.io/sync-options` lists `Prune=false` is never
+//!   pruned (`PruneSkipped`, `ignored (no prune)`). A sync with nothing to apply nor prune
+//!   succeeds with `successfully synced (no more tasks)` and no `resources`. A requested sync
+//!   clears the last operation's `status.operationState` as it sets its own (Argo CD's
+//!   SetAppOperation), and automated sync takes the last operation's revision, a dry run's too,
+//!   as already attempted.
 //! - *Failures and retries*: applying an object annotated [`APPLY_ANNOTATION`]`: fail` fails (the
 //!   other objects are applied). The operation then backs off (Running, `Retrying attempt #N at
 //!   <time>.`, `finishedAt` set, `syncResult` kept, `retryCount`), and when the back-off ends the

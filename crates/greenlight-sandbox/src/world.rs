@@ -524,6 +524,15 @@ fn kitchen(t: SystemTime) -> String {
     format!("{h12}:{minute}{half}")
 }
 
+/// Whether an object's `argocd.argoproj.io/sync-options` annotation holds `option`: its value is
+/// a comma-separated list, each item trimmed (gitops-engine `resource.HasAnnotationOption`).
+fn has_sync_option(object: &Value, option: &str) -> bool {
+    object
+        .pointer("/metadata/annotations/argocd.argoproj.io~1sync-options")
+        .and_then(Value::as_str)
+        .is_some_and(|v| v.split(',').any(|item| item.trim() == option))
+}
+
 /// The object carries the annotation that makes applying it fail.
 fn apply_fails(object: &Value) -> bool {
     annotated_fail(object, APPLY_ANNOTATION)
@@ -766,10 +775,10 @@ impl World {
                 .iter()
                 .all(|e| e.status == SyncCode::Synced || e.requires_pruning);
             let all_pruned = entries.iter().all(|e| e.requires_pruning);
+            // Argo CD's alreadyAttemptedSync reads the last operation's state whatever it was:
+            // a dry run to this commit counts as its attempt.
             let last_attempt = app.op.as_ref().filter(|op| {
-                !op.request.dry_run
-                    && op.sync_result.as_ref().map(|r| &r["revision"])
-                        == Some(&json!(target.revision))
+                op.sync_result.as_ref().map(|r| &r["revision"]) == Some(&json!(target.revision))
             });
             if !app.prune && prune_only {
                 skipped = Some("only pruning is needed and automated prune is off");
@@ -1014,6 +1023,8 @@ impl World {
         };
         let app = self.app(name);
         app.operation = Some(operation);
+        // Argo CD's SetAppOperation clears the last operation's state as it sets the new one.
+        app.op = None;
         app.pending = Some(request);
         self.log(format!(
             "app {name}: sync to {} requested by admin",
@@ -1667,15 +1678,22 @@ impl World {
             .map(|l| (l.key.clone(), l.version.clone()))
             .collect();
         for (key, version) in extra {
-            let message = match (prune, dry_run) {
-                (false, _) => "ignored (requires pruning)",
-                (true, true) => "pruned (dry run)",
-                (true, false) => "pruned",
+            // gitops-engine's pruneObject: a live object whose sync options say `Prune=false`
+            // is never pruned.
+            let no_prune = live
+                .iter()
+                .find(|l| l.key == key)
+                .is_some_and(|l| has_sync_option(&l.object, "Prune=false"));
+            let (deletes, message) = match (prune, no_prune, dry_run) {
+                (false, _, _) => (false, "ignored (requires pruning)"),
+                (true, true, _) => (false, "ignored (no prune)"),
+                (true, false, true) => (true, "pruned (dry run)"),
+                (true, false, false) => (true, "pruned"),
             };
             outcome
                 .results
-                .push(Task::pruned(key.clone(), version, !prune, message));
-            if prune {
+                .push(Task::pruned(key.clone(), version, !deletes, message));
+            if deletes {
                 outcome.changed += 1;
                 if !dry_run {
                     live.retain(|l| l.key != key);
@@ -3586,6 +3604,12 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(answered["operation"]["sync"]["revision"], MAIN);
+        // The last operation's state is cleared as the new one is set (Argo CD's
+        // SetAppOperation): whatever operationState appears next is the requested one's.
+        assert!(
+            answered["status"].get("operationState").is_none(),
+            "{answered}"
+        );
         assert_eq!(
             answered["operation"]["initiatedBy"],
             json!({"username": "admin"})
@@ -3640,6 +3664,57 @@ mod tests {
             "{op}"
         );
         assert_eq!(op["syncResult"]["revision"], "0123abc");
+    }
+
+    #[test]
+    fn a_dry_run_to_a_commit_counts_as_its_attempted_sync() {
+        // Argo CD's alreadyAttemptedSync compares the last operationState's syncResult revision
+        // with the commit, dry run or not: after a dry run to the tip, automated sync without
+        // selfHeal takes the tip as already synced and skips it.
+        let t0 = Now::current();
+        let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
+        cfg.manual_sync.insert("web".into());
+        let mut w = world_with(cfg, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        w.request_sync("web", SyncRequest::default())
+            .unwrap()
+            .unwrap();
+        w.start_pending(
+            "web",
+            Some((sha('a'), rendered("nginx:1")["web"].clone())),
+            t0,
+        );
+        let t1 = at(t0, Duration::from_secs(1));
+        w.observe_tip(&sha('b'), &rendered("nginx:2"), &no_refresh, t1);
+        w.request_sync(
+            "web",
+            SyncRequest {
+                dry_run: true,
+                prune: true,
+                ..SyncRequest::default()
+            },
+        )
+        .unwrap()
+        .unwrap();
+        w.start_pending(
+            "web",
+            Some((sha('b'), rendered("nginx:2")["web"].clone())),
+            t1,
+        );
+        let app = w.application("web").unwrap();
+        assert_eq!(op_of(&app)["syncResult"]["revision"], sha('b'));
+        patch(
+            &mut w,
+            PatchType::Json,
+            json!([{"op": "add", "path": "/spec/syncPolicy/automated", "value": {}}]),
+        )
+        .unwrap();
+        let t2 = at(t0, Duration::from_secs(2));
+        w.refresh_matching(&|n| n == "web", t2);
+        let app = w.application("web").unwrap();
+        assert_eq!(app["status"]["sync"]["status"], "OutOfSync");
+        assert_eq!(op_of(&app)["operation"]["sync"]["dryRun"], true, "{app}");
+        assert_eq!(app["status"]["summary"], json!({"images": ["nginx:1"]}));
     }
 
     #[test]
@@ -4636,6 +4711,53 @@ mod tests {
         let app = w.application("web").unwrap();
         assert_eq!(results(&app)[0]["status"], "Pruned");
         assert_eq!(results(&app)[0]["message"], "pruned (dry run)");
+        assert!(tree_kinds(&w).contains(&"ConfigMap".to_string()));
+    }
+
+    #[test]
+    fn an_object_whose_sync_options_say_prune_false_is_never_pruned() {
+        let t0 = Now::current();
+        let mut cfg = config(Duration::ZERO, ArgoCdVersion::default());
+        cfg.prune.insert("web".into());
+        let mut w = world_with(cfg, t0);
+        let kept = CONFIG_MAP.replace(
+            "  name: cfg\n",
+            "  name: cfg\n  annotations: {argocd.argoproj.io/sync-options: 'Validate=false, Prune=false'}\n",
+        );
+        let text = format!("{}---\n{kept}", deployment("nginx:1", ""));
+        let renders = BTreeMap::from([("web".to_string(), files(&text))]);
+        w.observe_tip(&sha('a'), &renders, &no_refresh, t0);
+        let t1 = at(t0, Duration::from_secs(1));
+        w.observe_tip(&sha('b'), &web_and_cfg("nginx:1", false), &no_refresh, t1);
+        let app = w.application("web").unwrap();
+        assert_eq!(op_of(&app)["operation"]["sync"]["prune"], true);
+        assert_eq!(
+            (
+                results(&app)[0]["status"].clone(),
+                results(&app)[0]["message"].clone()
+            ),
+            (json!("PruneSkipped"), json!("ignored (no prune)"))
+        );
+        assert!(tree_kinds(&w).contains(&"ConfigMap".to_string()));
+        assert_eq!(resource_entry(&app, "ConfigMap")["requiresPruning"], true);
+        // A dry run with prune says the same.
+        w.request_sync(
+            "web",
+            SyncRequest {
+                prune: true,
+                dry_run: true,
+                ..SyncRequest::default()
+            },
+        )
+        .unwrap()
+        .unwrap();
+        w.start_pending(
+            "web",
+            Some((sha('b'), web_and_cfg("nginx:1", false)["web"].clone())),
+            t1,
+        );
+        let app = w.application("web").unwrap();
+        assert_eq!(results(&app)[0]["message"], "ignored (no prune)");
         assert!(tree_kinds(&w).contains(&"ConfigMap".to_string()));
     }
 

@@ -1791,8 +1791,14 @@ async fn sync_requests_are_refused_as_argo_cd_refuses_them() {
             serde_json::json!({"error": message, "code": 9, "message": message})
         )
     );
-    // Paused, nothing runs it; resumed, it runs.
-    assert!(phase(&app(&s.base, "web").await) == "Succeeded");
+    // Paused, nothing runs it (the last operation's state is cleared as the new one is set, as
+    // Argo CD's SetAppOperation does); resumed, it runs.
+    let waiting = app(&s.base, "web").await;
+    assert!(
+        waiting["status"].get("operationState").is_none(),
+        "{}",
+        waiting["status"]
+    );
     assert_eq!(post(&s.base, "/sandbox/v1/resume").await, 200);
     app_where(&s.base, "web", "the requested sync done", |a| {
         a.get("operation").is_none() && history_len(a) == 2

@@ -53,7 +53,7 @@ enum Command {
     Explain(cmd::lint::ExplainArgs),
     /// Dispatch-time guards (mutable image tags).
     Guard(cmd::guard::GuardArgs),
-    /// The verified promotion gate: `plan` checks a promotion config and shows what its checks cost.
+    /// The verified promotion gate: `plan` a config, `run` or `self-test` the gate, `gc` expired candidates, `prune-survey` before prune.
     Promote(cmd::promote::PromoteArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completions(cmd::completions::CompletionsArgs),

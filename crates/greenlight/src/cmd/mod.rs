@@ -39,6 +39,7 @@ pub mod lint;
 pub mod once;
 pub mod promote;
 pub mod promote_gc;
+pub mod promote_prune;
 pub mod promote_run;
 pub mod sandbox;
 pub mod state;

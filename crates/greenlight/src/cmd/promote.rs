@@ -6,7 +6,8 @@
 //! error, each problem on its own line naming the file, line, column and field.
 //!
 //! Must never: touch git, Argo CD or the cluster (`plan` reads the config's files only).
-//! `promote run` and `promote self-test` live in `promote_run.rs`, `promote gc` in `promote_gc.rs`.
+//! `promote run` and `promote self-test` live in `promote_run.rs`, `promote gc` in `promote_gc.rs`,
+//! `promote prune-survey` in `promote_prune.rs`.
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -33,6 +34,8 @@ pub enum PromoteAction {
     SelfTest(super::promote_run::SelfTestArgs),
     /// Remove the kept candidates whose kept-until has passed, in one commit (none expired: no commit).
     Gc(super::promote_gc::GcArgs),
+    /// List what Argo CD would delete if prune were on for the candidates' Application, by a dry-run sync with prune (applies and deletes nothing).
+    PruneSurvey(super::promote_prune::PruneSurveyArgs),
 }
 
 #[derive(Args)]
@@ -48,6 +51,7 @@ pub fn run(a: PromoteArgs) -> Result<ExitCode> {
         PromoteAction::Run(args) => return super::promote_run::run(args),
         PromoteAction::SelfTest(args) => return super::promote_run::self_test(args),
         PromoteAction::Gc(args) => return super::promote_gc::gc(args),
+        PromoteAction::PruneSurvey(args) => return super::promote_prune::prune_survey(args),
     };
     let file = args.config.display().to_string();
     let promotion = match promote::load(&args.config) {

@@ -109,11 +109,15 @@ pub fn check_live(
 }
 
 /// Check the candidates' Application: it deploys `candidate_dir` as plain YAML from the target,
-/// with automated sync that prunes and allows an empty result.
+/// with automated sync that prunes and allows an empty result. A refusal for want of prune never
+/// calls enabling it safe: a prune deletes every live resource of the Application that git no
+/// longer holds, which only Argo CD can list, so the remedy names the survey (for the config at
+/// `config`) as the step before the command that enables it.
 pub fn check_candidates(
     app: &Application,
     label: &str,
     candidate_dir: &str,
+    config: &str,
     target: &Target<'_>,
     discovered: &dyn Fn(&str) -> Discovered,
 ) -> Findings {
@@ -142,27 +146,43 @@ pub fn check_candidates(
         .and_then(|a| a.other.get("allowEmpty"))
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let safe = format!(
-        "this is safe here because the Application deploys only `{}`, which holds nothing but candidates",
-        shown(&dir)
+    let first = format!(
+        "pruning deletes whatever this Application has live that git no longer holds, not only removed candidates, so first list what Argo CD would delete: {}; then, once nothing listed must stay",
+        survey_command(config)
     );
     if !automated_on {
         f.problems.push(format!(
-            "{label} has no automated sync (spec.syncPolicy.automated): a candidate committed to git would not be deployed until someone syncs it, and a removed one would keep running; enable automated sync with prune and allowEmpty: {enable} ({safe})"
+            "{label} has no automated sync (spec.syncPolicy.automated): a candidate committed to git would not be deployed until someone syncs it, and a removed one would keep running; automated sync with prune and allowEmpty is needed, but {first}, enable it: {enable}"
         ));
     } else {
         if !prune {
             f.problems.push(format!(
-                "{label} does not prune automatically (spec.syncPolicy.automated.prune is not true): a candidate is removed by removing its manifest from git, and only pruning deletes it from the cluster, so every removed candidate would keep running (and holding what it requested, GPUs included); enable it: {enable} ({safe})"
+                "{label} does not prune automatically (spec.syncPolicy.automated.prune is not true): a candidate is removed by removing its manifest from git, and only pruning deletes it from the cluster, so every removed candidate would keep running (and holding what it requested, GPUs included); {first}, enable it: {enable}"
             ));
         }
         if !allow_empty {
             f.problems.push(format!(
-                "{label} does not allow an empty sync (spec.syncPolicy.automated.allowEmpty is not true): removing the last candidate leaves it nothing to deploy, Argo CD then refuses the sync (\"auto-sync will wipe out all resources\") and the candidate keeps running; enable it: {enable} ({safe})"
+                "{label} does not allow an empty sync (spec.syncPolicy.automated.allowEmpty is not true): removing the last candidate leaves it nothing to deploy, Argo CD then refuses the sync (\"auto-sync will wipe out all resources\") and the candidate keeps running; allowing it lets a sync prune everything, so {first}, enable it: {enable}"
             ));
         }
     }
     f
+}
+
+/// The survey command for the config at `config`, quoted for a POSIX shell when it must be.
+pub fn survey_command(config: &str) -> String {
+    let plain = !config.is_empty()
+        && config
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c));
+    let quoted = if plain {
+        config.to_string()
+    } else {
+        format!("'{}'", config.replace('\'', r"'\''"))
+    };
+    format!(
+        "`greenlight promote prune-survey --config {quoted}` (with the --argocd-url and token flags of this run)"
+    )
 }
 
 /// The source of `target.repo` that deploys `file` (in directory `dir`) as plain YAML, or a
@@ -357,7 +377,9 @@ fn field(i: Option<usize>) -> String {
     }
 }
 
-fn automated(app: &Application) -> bool {
+/// Whether the Application syncs automatically (`spec.syncPolicy.automated` present and not
+/// `enabled: false`).
+pub(crate) fn automated(app: &Application) -> bool {
     app.spec
         .sync_policy
         .as_ref()
@@ -487,6 +509,7 @@ mod tests {
             &a,
             "candidate.app",
             "deploy/candidates",
+            "deploy/promote.yaml",
             &target(&repo),
             &plain,
         );
@@ -501,6 +524,7 @@ mod tests {
             &a,
             "candidate.app",
             "deploy/candidates",
+            "deploy/promote.yaml",
             &target(&repo),
             &plain,
         );
@@ -514,12 +538,15 @@ mod tests {
             "{f:?}"
         );
         for p in &f.problems {
-            assert!(
-                p.contains("kubectl -n argocd patch application web-candidates")
-                    && p.contains(r#""prune":true,"allowEmpty":true"#)
-                    && p.contains("holds nothing but candidates"),
-                "{p}"
-            );
+            let survey = p
+                .find("greenlight promote prune-survey --config deploy/promote.yaml")
+                .unwrap_or_else(|| panic!("{p}"));
+            let enable = p
+                .find("kubectl -n argocd patch application web-candidates")
+                .unwrap_or_else(|| panic!("{p}"));
+            assert!(survey < enable, "the survey comes first: {p}");
+            assert!(p.contains(r#""prune":true,"allowEmpty":true"#), "{p}");
+            assert!(!p.to_lowercase().contains("safe"), "{p}");
         }
         let off =
             candidates(json!({"automated": {"prune": true, "allowEmpty": true, "enabled": false}}));
@@ -527,6 +554,7 @@ mod tests {
             &off,
             "candidate.app",
             "deploy/candidates",
+            "deploy/promote.yaml",
             &target(&repo),
             &plain,
         );
@@ -536,6 +564,7 @@ mod tests {
             &manual,
             "candidate.app",
             "deploy/candidates",
+            "deploy/promote.yaml",
             &target(&repo),
             &plain,
         );
@@ -710,6 +739,12 @@ mod tests {
                 && f.warnings[0].contains("git ls-tree failed"),
             "{f:?}"
         );
+    }
+
+    #[test]
+    fn the_survey_command_is_quoted_for_a_shell_when_it_must_be() {
+        assert!(survey_command("deploy/promote.yaml").contains("--config deploy/promote.yaml`"));
+        assert!(survey_command("my dir/it's.yaml").contains(r"--config 'my dir/it'\''s.yaml'`"));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! [`Promotion`] (every problem names the file, line, column and field: [`ConfigError`]); the
 //! Applications' checks ([`apps`]); the candidates' directory protocol in git ([`candidates`]:
 //! the lock, the README, `kept-until`, the survey `gc` shares); how a promotion lands ([`land`]);
-//! and the driver of one run ([`run`]). The rules of the gate itself, and the plan, are
+//! the driver of one run ([`run`]); and the survey of what a prune would delete ([`prune`], a
+//! dry run through Argo CD's API). The rules of the gate itself, and the plan, are
 //! `greenlight_gate::config`'s.
 
 pub mod analysis_template;
@@ -12,6 +13,7 @@ pub mod apps;
 pub mod candidates;
 pub mod config;
 pub mod land;
+pub mod prune;
 mod reader;
 pub mod run;
 

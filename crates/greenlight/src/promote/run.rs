@@ -361,6 +361,7 @@ pub fn run(
             argocd,
             candidate_deadline,
             config_dir,
+            config_file: file.clone(),
             scratch: scratch.path().to_path_buf(),
             live_text: String::new(),
             made: None,
@@ -461,6 +462,8 @@ struct RunCtx<'l> {
     argocd: ArgoCd,
     candidate_deadline: Duration,
     config_dir: PathBuf,
+    /// The config's path as given (`--config`), for the commands a message names.
+    config_file: String,
     scratch: PathBuf,
     live_text: String,
     /// The candidate's file in the repository and its values, once made.
@@ -694,6 +697,7 @@ impl RunCtx<'_> {
                 &candidates,
                 &format!("candidate.app `{}`", p.candidate.app),
                 &p.candidate.path,
+                &self.config_file,
                 &target,
                 &discovered,
             );
