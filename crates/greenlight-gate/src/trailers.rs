@@ -99,6 +99,22 @@ pub fn revert_keeps(dir: &str) -> (String, String) {
     (REVERT_KEEPS.into(), dir.trim_end_matches('/').to_string())
 }
 
+/// A candidate commit's message: the candidate of `live_app`, judged on `candidate_app`, with
+/// its watch trailer (`key`, `directive`), `Greenlight-Candidate` and
+/// `Greenlight-Judged-By: promote run` (a daemon starts no watch for it).
+pub fn candidate_message(
+    live_app: &str,
+    image: &str,
+    candidate_app: &str,
+    (key, directive): (&str, &str),
+) -> String {
+    format!(
+        "candidate for {live_app}: {image}\n\nThe promotion gate's candidate, judged on {candidate_app} by the gate's run before any check runs\n(a watchdog daemon does not watch it).\n\n{key}: {directive}\n{CANDIDATE}: {image}\n{}: {}\n",
+        trailer::JUDGED_BY,
+        trailer::JUDGED_BY_GATE,
+    )
+}
+
 /// A gate commit's message: the subject, the body if any, then the trailers, one a line.
 pub fn message(subject: &str, body: &str, trailers: &[(String, String)]) -> String {
     let mut m = format!("{subject}\n\n");

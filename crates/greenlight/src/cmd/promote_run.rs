@@ -259,7 +259,7 @@ impl Report for Collected {
 }
 
 /// The run's story on standard output, its warnings and errors on standard error.
-struct Printed;
+pub(crate) struct Printed;
 
 impl Report for Printed {
     fn line(&mut self, text: &str) -> Result<()> {

@@ -4,7 +4,7 @@
 //! [`Promotion`] (every problem names the file, line, column and field: [`ConfigError`]); the
 //! Applications' checks ([`apps`]); the candidates' directory protocol in git ([`candidates`]:
 //! the lock, the README, `kept-until`, the survey `gc` shares); how a promotion lands ([`land`]);
-//! the driver of one run ([`run`]); and the survey of what a prune would delete ([`prune`], a
+//! the driver of one run ([`run`]); `gc` ([`gc`]); and the survey of what a prune would delete ([`prune`], a
 //! dry run through Argo CD's API). The rules of the gate itself, and the plan, are
 //! `greenlight_gate::config`'s.
 
@@ -12,6 +12,7 @@ pub mod analysis_template;
 pub mod apps;
 pub mod candidates;
 pub mod config;
+pub mod gc;
 pub mod land;
 pub mod prune;
 mod reader;

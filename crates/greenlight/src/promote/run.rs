@@ -1048,15 +1048,11 @@ impl RunCtx<'_> {
             mode: Mode::Shadow,
             expect: "Healthy".to_string(),
         };
-        let message = format!(
-            "candidate for {}: {image}\n\nThe promotion gate's candidate, judged on {} by the gate's run before any check runs\n(a watchdog daemon does not watch it).\n\n{}: {}\n{}: {image}\n{}: {}\n",
-            p.live.app,
-            p.candidate.app,
-            p.commit.watch.key,
-            directive.render(),
-            trailers::CANDIDATE,
-            greenlight_core::trailer::JUDGED_BY,
-            greenlight_core::trailer::JUDGED_BY_GATE,
+        let message = trailers::candidate_message(
+            &p.live.app.to_string(),
+            image,
+            &p.candidate.app.to_string(),
+            (&p.commit.watch.key, &directive.render()),
         );
         let mut docs = vec![c.workload];
         docs.extend(c.service);
