@@ -478,7 +478,9 @@ impl Engine {
     /// the commit (then that observation is no baseline).
     pub fn arrival_questions(&self, commit: &CommitInfo) -> Vec<(String, String)> {
         let mut q = Vec::new();
-        let started = self.watches.iter().any(|w| w.commit == commit.sha);
+        let started = self.watches.iter().any(|w| w.commit == commit.sha)
+            || (!self.config.gate_candidates
+                && crate::trailer::is_judged_elsewhere(&commit.message));
         for d in directives_in(&commit.message, &self.config.trailer_key)
             .into_iter()
             .flatten()

@@ -49,7 +49,7 @@ pub fn lock_promote_data_dir(dir: &Path) -> Result<std::fs::File> {
     let path = dir.join("promote.lock");
     exclusive_lock(&path, || {
         format!(
-            "--data-dir {} is in use by another greenlight promote run (lock {} is held): nothing was run; give each run its own --data-dir, or wait for that run to end",
+            "--data-dir {} is in use by another greenlight promote run or gc (lock {} is held): nothing was run; give each its own --data-dir, or wait for that one to end",
             dir.display(),
             path.display()
         )

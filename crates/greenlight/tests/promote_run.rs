@@ -1426,6 +1426,27 @@ fn two_runs_sharing_a_data_dir_are_refused_with_the_locks_words() {
             && !err.contains("fatal:"),
         "{err}"
     );
+    // gc works in the same clone: refused too.
+    let o = Command::new(BIN)
+        .args([
+            "promote",
+            "gc",
+            "--config",
+            &cfg,
+            "--repo",
+            &repo.repo(),
+            "--data-dir",
+            data,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run greenlight");
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is in use by another greenlight promote run or gc"),
+        "{err}"
+    );
     first.sigterm();
     assert_eq!(first.wait_exit(Duration::from_secs(60)).code(), Some(143));
 }

@@ -62,6 +62,12 @@ pub fn gc(a: GcArgs) -> Result<ExitCode> {
     }
     let (git_token, author_name, author_email) = (git.token, git.author_name, git.author_email);
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
+    // One user of a clone at a time: a run or another gc given the same --data-dir waits for
+    // nothing, it is refused.
+    let _clone_lock = match &a.data_dir {
+        Some(dir) => Some(greenlight::lock::lock_promote_data_dir(dir)?),
+        None => None,
+    };
     let data_dir = a
         .data_dir
         .clone()
