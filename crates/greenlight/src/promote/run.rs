@@ -31,7 +31,7 @@ use greenlight_gate::config::template::CandidateValues;
 use greenlight_gate::config::{CheckKind, Promotion};
 use greenlight_gate::machine::{
     CandidateVerdict, CheckOutcome, Effect, ExpiredKept, Gate, GateMessage, GatePlan, Input,
-    JudgedAs, LiveBypass, Outcome, PlannedCheck, Signal, Start,
+    JudgedAs, Left, LiveBypass, Outcome, PlannedCheck, Signal, Start,
 };
 use greenlight_gate::trailers::{self, GateRecord};
 use greenlight_git::{Auth, ChangeOutcome, ChangeRequest, FileChange, Repo};
@@ -373,6 +373,7 @@ pub fn run(
             cancelled: None,
             allowed_reverted: None,
             candidate_at: None,
+            kept_until: None,
             record: RunRecord::default(),
         };
         let proposal = Proposal {
@@ -485,6 +486,8 @@ struct RunCtx<'l> {
     allowed_reverted: Option<(String, String)>,
     /// When the candidate commit was pushed: its time to healthy is measured from there.
     candidate_at: Option<Timestamp>,
+    /// The kept candidate's `kept-until`, once written.
+    kept_until: Option<Timestamp>,
     record: RunRecord,
 }
 
@@ -626,6 +629,29 @@ impl RunCtx<'_> {
                     "the promotion lock {} was not released: {e:#}",
                     self.lock_path
                 ))?;
+            }
+        }
+        // A cancelled run says where what it left is.
+        if let Ok(Ended {
+            outcome: Some(Outcome::Cancelled { left, .. }),
+            record,
+            ..
+        }) = &ran
+            && let Some((path, ..)) = &self.made
+        {
+            let commit = record.settle_commit.as_deref().map(short).unwrap_or("?");
+            match (left, self.kept_until) {
+                (Left::Kept, Some(until)) => report.line(&format!(
+                    "left: {path} on {}, kept until {} (commit {commit}); the lock {} released",
+                    self.branch,
+                    until.rfc3339(),
+                    self.lock_path
+                ))?,
+                (Left::Removed, _) => report.line(&format!(
+                    "left: nothing; {path} and the lock {} removed from {} (commit {commit})",
+                    self.lock_path, self.branch
+                ))?,
+                _ => {}
             }
         }
         ran
@@ -1439,7 +1465,7 @@ impl RunCtx<'_> {
     /// The failed candidate stays deployed; its workload is annotated with when it may be
     /// removed, and the commit carries why.
     fn keep_candidate(
-        &self,
+        &mut self,
         trailers: &[(String, String)],
         scale_to_zero: bool,
         report: &mut dyn Report,
@@ -1451,6 +1477,7 @@ impl RunCtx<'_> {
         let until = now.plus_ms(self.promotion.retention.failed_ms);
         let mut docs = docs.clone();
         docs[0]["metadata"]["annotations"][candidates::KEPT_UNTIL] = json!(until.rfc3339());
+        self.kept_until = Some(until);
         if scale_to_zero {
             docs[0]["spec"]["replicas"] = json!(0);
             report.line(&format!(
