@@ -1071,7 +1071,8 @@ fn sigterm_during_a_check_stops_its_processes_releases_the_lock_and_keeps_the_ca
     assert!(
         out.contains("cancelled by SIGTERM during check 1 load")
             && out.contains("CANCELLED by SIGTERM, nothing promoted")
-            && out.contains("the run's lock is released"),
+            && out.contains("the run's lock is released")
+            && out.contains("left: apps/candidates/web-candidate.yaml on main, kept until "),
         "{out}"
     );
     assert!(!out.contains("must not run"), "{out}");
@@ -1120,7 +1121,8 @@ fn sigint_while_the_candidate_is_judged_removes_it_and_the_lock() {
         out.contains("cancelled by SIGINT while the candidate was judged")
             && out.contains(
                 "the candidate had no verdict yet and is removed from git with the run's lock"
-            ),
+            )
+            && out.contains("left: nothing; apps/candidates/web-candidate.yaml and the lock apps/candidates/web-candidate.lock removed from main"),
         "{out}"
     );
     assert_eq!(
