@@ -112,6 +112,47 @@ impl PartialEq<CommitId> for String {
     }
 }
 
+/// A commit that arrived on the tracked branch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitInfo {
+    pub sha: CommitId,
+    pub parents: Vec<CommitId>,
+    pub subject: String,
+    pub message: String,
+    /// Files changed against the first parent (every file for a root commit).
+    pub changed_paths: Vec<String>,
+    /// For a merge: the parent that was the branch's tip side before it, when greenlight could
+    /// tell (the one parent that contains the tip it recorded before the fetch that brought
+    /// the merge). A `git pull --no-rebase` merge has the developer's commit first, so this is
+    /// not always the first parent (`docs/verdicts.md#evidence`). `None` for a commit with one
+    /// parent, and for a merge whose side greenlight could not tell.
+    #[serde(default)]
+    pub mainline: Option<CommitId>,
+}
+
+impl CommitInfo {
+    /// The parents a merge brings into the branch: all but the mainline, or, with the mainline
+    /// unknown, all but the first (git's own default).
+    pub fn brought_parents(&self) -> Vec<&CommitId> {
+        match &self.mainline {
+            Some(m) => self.parents.iter().filter(|p| *p != m).collect(),
+            None => self.parents.iter().skip(1).collect(),
+        }
+    }
+
+    /// The parents, the mainline first.
+    pub(crate) fn parents_mainline_first(&self) -> Vec<CommitId> {
+        let mut parents = self.parents.clone();
+        if let Some(m) = &self.mainline
+            && let Some(i) = parents.iter().position(|p| p == m)
+        {
+            let m = parents.remove(i);
+            parents.insert(0, m);
+        }
+        parents
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

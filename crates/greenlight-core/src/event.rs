@@ -2,7 +2,7 @@
 //! one wording. The daemon prints each as a human line or a JSON object and stores it; nothing
 //! else in the product invents its own wording for an outcome.
 
-use crate::judge::State;
+use crate::state::State;
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 

@@ -18,9 +18,9 @@ use crate::directive::{Directive, Mode, directives_in};
 use crate::event::{Event, EventKind, Evidence};
 use crate::paths::{Touch, touches};
 use crate::reason::{
-    APP_DOES_NOT_EXIST, ArmBlocked, Deadline, Failure, HEALTH_BROKE, Inconclusive, Landed, Message,
+    APP_DOES_NOT_EXIST, ArmBlocked, Deadline, Failure, HEALTH_BROKE, Inconclusive, Message,
     NOT_HEALTHY, NoEvidence, NoRevert, NotReached, StreakBreak, Unhealthy, Unwatchable, Verdict,
-    revert_commit_reason, revert_not_a_commit, with_left_out,
+    revert_commit_reason, with_left_out,
 };
 use crate::snapshot::{
     AppKey, AppSnapshot, Chronic, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia,
@@ -31,8 +31,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt::Display;
 
+pub use crate::commit::CommitInfo;
 pub use crate::watch::{
-    Baseline, Before, BeforeSeen, FailedSync, LaterCommit, Phase, Seen, State, Watch,
+    Baseline, Before, BeforeSeen, FailedSync, LaterCommit, Phase, RevertOutcome, Seen, State, Watch,
 };
 
 /// The judge's settings, from the command line.
@@ -112,47 +113,6 @@ impl JudgeConfig {
     }
 }
 
-/// A commit that arrived on the tracked branch.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CommitInfo {
-    pub sha: CommitId,
-    pub parents: Vec<CommitId>,
-    pub subject: String,
-    pub message: String,
-    /// Files changed against the first parent (every file for a root commit).
-    pub changed_paths: Vec<String>,
-    /// For a merge: the parent that was the branch's tip side before it, when greenlight could
-    /// tell (the one parent that contains the tip it recorded before the fetch that brought
-    /// the merge). A `git pull --no-rebase` merge has the developer's commit first, so this is
-    /// not always the first parent (`docs/verdicts.md#evidence`). `None` for a commit with one
-    /// parent, and for a merge whose side greenlight could not tell.
-    #[serde(default)]
-    pub mainline: Option<CommitId>,
-}
-
-impl CommitInfo {
-    /// The parents a merge brings into the branch: all but the mainline, or, with the mainline
-    /// unknown, all but the first (git's own default).
-    pub fn brought_parents(&self) -> Vec<&CommitId> {
-        match &self.mainline {
-            Some(m) => self.parents.iter().filter(|p| *p != m).collect(),
-            None => self.parents.iter().skip(1).collect(),
-        }
-    }
-
-    /// The parents, the mainline first.
-    fn parents_mainline_first(&self) -> Vec<CommitId> {
-        let mut parents = self.parents.clone();
-        if let Some(m) = &self.mainline
-            && let Some(i) = parents.iter().position(|p| p == m)
-        {
-            let m = parents.remove(i);
-            parents.insert(0, m);
-        }
-        parents
-    }
-}
-
 /// Answers to ancestry questions: `(commit, revision) → commit is revision or an ancestor of it`.
 /// A missing answer means git could not tell (unknown object) and counts as "no". Questions are
 /// string pairs: the revision side is whatever Argo CD reported, and git is asked as spelled.
@@ -202,49 +162,6 @@ pub struct RevertRequest {
     /// commit after the reverted one is.
     #[serde(default)]
     pub known_tip: Option<CommitId>,
-}
-
-/// What the revert executor reports back.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum RevertOutcome {
-    Pushed {
-        revert: CommitId,
-    },
-    Adopted {
-        revert: CommitId,
-    },
-    /// A conflict, nothing to revert, or an error after retries: a human must act.
-    Failed {
-        message: String,
-    },
-    /// Fetched just before the push, the branch had newer commits that changed the app (a
-    /// fix-forward): nothing was pushed, and the verdict no longer rests on evidence.
-    Superseded {
-        newer: Vec<LaterCommit>,
-    },
-}
-
-impl RevertOutcome {
-    /// git pushed the revert it names. Named by anything but a commit id, no revert can be
-    /// recorded as landed: a human must look.
-    pub fn pushed(revert: &str) -> RevertOutcome {
-        match CommitId::parse(revert) {
-            Ok(revert) => RevertOutcome::Pushed { revert },
-            Err(e) => RevertOutcome::Failed {
-                message: revert_not_a_commit(Landed::Pushed, &e),
-            },
-        }
-    }
-
-    /// A revert git found already on the branch.
-    pub fn adopted(revert: &str) -> RevertOutcome {
-        match CommitId::parse(revert) {
-            Ok(revert) => RevertOutcome::Adopted { revert },
-            Err(e) => RevertOutcome::Failed {
-                message: revert_not_a_commit(Landed::Adopted, &e),
-            },
-        }
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -19,6 +19,7 @@ pub mod reason;
 pub mod repo_url;
 pub mod snapshot;
 pub mod source;
+pub mod state;
 pub mod time;
 pub mod trailer;
 pub mod watch;

@@ -10,64 +10,18 @@ mod flat;
 pub use flat::{FlatError, FlatWatch};
 
 use crate::commit::CommitId;
+use crate::commit::CommitInfo;
 use crate::directive::{AppRef, Directive, Mode};
 use crate::event::Evidence;
-use crate::judge::{CommitInfo, RevertOutcome};
-use crate::reason::{ArmBlocked, Failure, Landed, NoEvidence, NoRevert, Reason, Verdict};
+use crate::reason::{
+    ArmBlocked, Failure, Landed, NoEvidence, NoRevert, Reason, Verdict, revert_not_a_commit,
+};
 use crate::snapshot::{Chronic, Health, ReachCandidate, SourcePaths};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// What `status`, the state file and every event report about a watch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum State {
-    WaitingReach,
-    Judging,
-    Confirmed,
-    Fail,
-    Reverted,
-    NotReached,
-    ErrorUnwatchable,
-    Inconclusive,
-    RevertFailed,
-}
-
-impl State {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::WaitingReach => "WAITING_REACH",
-            State::Judging => "JUDGING",
-            State::Confirmed => "CONFIRMED",
-            State::Fail => "FAIL",
-            State::Reverted => "REVERTED",
-            State::NotReached => "NOT_REACHED",
-            State::ErrorUnwatchable => "ERROR_UNWATCHABLE",
-            State::Inconclusive => "INCONCLUSIVE",
-            State::RevertFailed => "REVERT_FAILED",
-        }
-    }
-    pub fn parse(s: &str) -> Option<State> {
-        [
-            State::WaitingReach,
-            State::Judging,
-            State::Confirmed,
-            State::Fail,
-            State::Reverted,
-            State::NotReached,
-            State::ErrorUnwatchable,
-            State::Inconclusive,
-            State::RevertFailed,
-        ]
-        .into_iter()
-        .find(|st| st.as_str() == s)
-    }
-    /// A verdict was reached (a FAIL whose revert is pending included).
-    pub fn is_terminal(self) -> bool {
-        !matches!(self, State::WaitingReach | State::Judging)
-    }
-}
+pub use crate::state::State;
 
 /// What greenlight last saw of the app, kept for messages and `status`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -930,5 +884,48 @@ impl Watch {
             ended: Live::Judging(r.judged),
         });
         true
+    }
+}
+
+/// What the revert executor reports back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RevertOutcome {
+    Pushed {
+        revert: CommitId,
+    },
+    Adopted {
+        revert: CommitId,
+    },
+    /// A conflict, nothing to revert, or an error after retries: a human must act.
+    Failed {
+        message: String,
+    },
+    /// Fetched just before the push, the branch had newer commits that changed the app (a
+    /// fix-forward): nothing was pushed, and the verdict no longer rests on evidence.
+    Superseded {
+        newer: Vec<LaterCommit>,
+    },
+}
+
+impl RevertOutcome {
+    /// git pushed the revert it names. Named by anything but a commit id, no revert can be
+    /// recorded as landed: a human must look.
+    pub fn pushed(revert: &str) -> RevertOutcome {
+        match CommitId::parse(revert) {
+            Ok(revert) => RevertOutcome::Pushed { revert },
+            Err(e) => RevertOutcome::Failed {
+                message: revert_not_a_commit(Landed::Pushed, &e),
+            },
+        }
+    }
+
+    /// A revert git found already on the branch.
+    pub fn adopted(revert: &str) -> RevertOutcome {
+        match CommitId::parse(revert) {
+            Ok(revert) => RevertOutcome::Adopted { revert },
+            Err(e) => RevertOutcome::Failed {
+                message: revert_not_a_commit(Landed::Adopted, &e),
+            },
+        }
     }
 }
