@@ -70,6 +70,12 @@ pub struct JudgeConfig {
     /// kept candidate, Degraded, must not block this one ([`healthy_scoped`]). Empty: the app.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub health_scope: Vec<ScopedResource>,
+    /// Paths a later commit may change without making a verdict unattributable, read as
+    /// `.gitignore` lines ([`crate::paths::exempt`]): the gate's candidate shares its directory
+    /// with other workloads' candidates, whose files it exempts before re-including its own.
+    /// Every other changed path under the app's source paths still counts. Empty: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attribution_exempt: Vec<String>,
 }
 
 /// A day: longer than a sync window holds syncs, short enough that a re-opened watch is still
@@ -95,6 +101,7 @@ impl JudgeConfig {
             strict_health: false,
             gate_candidates: false,
             health_scope: Vec::new(),
+            attribution_exempt: Vec::new(),
         }
     }
 
@@ -1716,10 +1723,19 @@ impl Engine {
         let Some(paths) = w.source_paths() else {
             return Vec::new();
         };
+        let exempt = &self.config.attribution_exempt;
         let culprits: Vec<CommitId> = w
             .later_commits()
             .iter()
-            .filter(|c| touches(paths, &c.changed_paths).touches())
+            .filter(|c| {
+                let counted: Vec<String> = c
+                    .changed_paths
+                    .iter()
+                    .filter(|p| !crate::paths::exempt(exempt, p))
+                    .cloned()
+                    .collect();
+                touches(paths, &counted).touches()
+            })
             .map(|c| c.sha.clone())
             .collect();
         if culprits.is_empty() {

@@ -39,6 +39,51 @@ pub fn touches(paths: &SourcePaths, changed: &[String]) -> Touch {
     }
 }
 
+/// Whether `file` is exempt from attribution under `patterns`, read as `.gitignore` reads its
+/// lines: a pattern is a repository path whose segments may hold `*` (any characters but `/`),
+/// a leading `!` re-includes what an earlier pattern exempted, and the last matching pattern
+/// decides. The gate exempts other workloads' candidate files in a shared directory, then
+/// re-includes its own: `cands/*-candidate.yaml`, `!cands/web-candidate.yaml`.
+pub fn exempt(patterns: &[String], file: &str) -> bool {
+    let mut out = false;
+    for p in patterns {
+        let (negated, glob) = match p.strip_prefix('!') {
+            Some(g) => (true, g),
+            None => (false, p.as_str()),
+        };
+        if glob_matches(glob.trim_start_matches("./"), file) {
+            out = !negated;
+        }
+    }
+    out
+}
+
+/// Segment by segment; `*` never crosses a `/`.
+fn glob_matches(pattern: &str, file: &str) -> bool {
+    let ps: Vec<&str> = pattern.split('/').collect();
+    let fs: Vec<&str> = file.split('/').collect();
+    ps.len() == fs.len() && ps.iter().zip(&fs).all(|(p, f)| segment_matches(p, f))
+}
+
+fn segment_matches(p: &str, f: &str) -> bool {
+    let mut parts = p.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = f.strip_prefix(first) else {
+        return false;
+    };
+    let tail: Vec<&str> = parts.collect();
+    let Some((last, middle)) = tail.split_last() else {
+        return rest.is_empty();
+    };
+    for m in middle {
+        match rest.find(m) {
+            Some(i) => rest = &rest[i + m.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
 /// `file` equals `prefix` or lies in the directory `prefix`; `""` and `.` are the whole repo.
 fn under(file: &str, prefix: &str) -> bool {
     let p = prefix.trim_start_matches("./").trim_matches('/');
@@ -104,6 +149,37 @@ mod tests {
             ),
             Touch::Assumed(_)
         ));
+    }
+
+    #[test]
+    fn exemption_reads_as_gitignore_does() {
+        let pats: Vec<String> = [
+            "cands/*-candidate.yaml",
+            "cands/*-candidate.lock",
+            "cands/README.md",
+            "!cands/web-candidate.yaml",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert!(exempt(&pats, "cands/api-candidate.yaml"));
+        assert!(exempt(&pats, "cands/api-candidate.lock"));
+        assert!(exempt(&pats, "cands/README.md"));
+        // Its own file is re-included; anything else in the directory was never exempt.
+        assert!(!exempt(&pats, "cands/web-candidate.yaml"));
+        assert!(!exempt(&pats, "cands/kustomization.yaml"));
+        // `*` stays within a segment, and a suffix must be a suffix.
+        assert!(!exempt(&pats, "cands/sub/api-candidate.yaml"));
+        assert!(!exempt(&pats, "cands/api-candidate.yaml.bak"));
+        assert!(!exempt(&pats, "other/api-candidate.yaml"));
+        // `*-candidate.yaml` needs its `-candidate.yaml` whole: the star may be empty, the
+        // literal parts may not overlap.
+        assert!(exempt(&pats, "cands/-candidate.yaml"));
+        assert!(!exempt(&pats, "cands/candidate.yaml"));
+        assert!(!exempt(&[], "cands/api-candidate.yaml"));
+        let mid: Vec<String> = vec!["a/x*y*z".into()];
+        assert!(exempt(&mid, "a/xyz"));
+        assert!(exempt(&mid, "a/x1y2z"));
+        assert!(!exempt(&mid, "a/xzy"));
     }
 
     #[test]

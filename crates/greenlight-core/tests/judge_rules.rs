@@ -2016,6 +2016,44 @@ fn a_later_commit_to_other_paths_does_not_count() {
     );
 }
 
+/// The gate's candidate shares its directory with other workloads' candidates: a later commit
+/// that changes only paths exempt from attribution (`JudgeConfig::attribution_exempt`: other
+/// workloads' candidate files) does not make it unattributable; one to its own file, re-included,
+/// or to any other file of the app's paths, does.
+#[test]
+fn a_later_commit_to_exempt_paths_only_does_not_count() {
+    let mut cfg = config();
+    cfg.attribution_exempt = vec![
+        "apps/web/*-candidate.yaml".into(),
+        "apps/web/*-candidate.lock".into(),
+        "!apps/web/web-candidate.yaml".into(),
+    ];
+    let (mut h, w) = started_with(cfg.clone(), "deadline=60 mode=shadow");
+    reach(&mut h, &w, 10, Health::Progressing);
+    let other = plain(
+        2,
+        &["apps/web/api-candidate.yaml", "apps/web/api-candidate.lock"],
+    );
+    let out = h.arrive(&other, t(20));
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(h.state(&w), State::Judging);
+    let own = plain(3, &["apps/web/web-candidate.yaml"]);
+    let out = h.arrive(&own, t(25));
+    assert_eq!(kinds(&out), vec![K::Attribution]);
+    assert!(h.reason(&w).contains(own.sha.short()), "{}", h.reason(&w));
+
+    // A commit that changes another candidate and a file nothing exempts counts.
+    let (mut h, w) = started_with(cfg, "deadline=60 mode=shadow");
+    reach(&mut h, &w, 10, Health::Progressing);
+    let mixed = plain(
+        4,
+        &["apps/web/api-candidate.yaml", "apps/web/kustomization.yaml"],
+    );
+    let out = h.arrive(&mixed, t(20));
+    assert_eq!(kinds(&out), vec![K::Attribution]);
+    assert!(h.reason(&w).contains(mixed.sha.short()), "{}", h.reason(&w));
+}
+
 #[test]
 fn a_merge_that_brings_the_watched_commit_is_not_a_later_commit() {
     let (mut h, w) = started("deadline=60 mode=arm");

@@ -1761,3 +1761,76 @@ fn another_workloads_kept_degraded_candidate_never_blocks_this_one() {
     let kept = repo.bare_git(&["show", "main:apps/candidates/api-candidate.yaml"]);
     assert!(kept.contains("2999-01-01T00:00:00Z"), "{kept}");
 }
+
+#[test]
+fn two_workloads_promoted_at_once_through_one_candidates_application_both_pass() {
+    let repo = Repo::new();
+    repo.write("apps/web/deploy.yaml", &deployment("web", LIVE))
+        .write("apps/api/deploy.yaml", &deployment("api", LIVE))
+        .write("apps/candidates/README.md", "promotion candidates\n")
+        .commit_push("web and api: pinned");
+    let sb = sandbox(
+        &repo,
+        &["web=apps/web", "api=apps/api", "cands=apps/candidates"],
+        &["--prune", "cands", "--allow-empty", "cands"],
+    );
+    settled(&sb, &repo, &["web", "api", "cands"]);
+    let dir = tempfile::tempdir().unwrap();
+    // Each check outlasts the other run's candidate commit: the runs overlap in git and in the
+    // candidates' Application.
+    let web = config(dir.path(), &[("smoke", &["sh", "-c", "sleep 3"])]);
+    let api_text = std::fs::read_to_string(&web)
+        .unwrap()
+        .replace("app: web\n", "app: api\n")
+        .replace("apps/web/deploy.yaml", "apps/api/deploy.yaml")
+        .replace("name: web,", "name: api,");
+    let api = dir.path().join("api.yaml");
+    std::fs::write(&api, api_text).unwrap();
+    let api = api.to_string_lossy().into_owned();
+    let data = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+    let (dw, da) = (data("web-data"), data("api-data"));
+    let mut runs = [
+        promote_proc(
+            &repo,
+            &sb,
+            "run",
+            &web,
+            &[
+                "--candidate",
+                NEW,
+                "--candidate-deadline",
+                "60s",
+                "--data-dir",
+                &dw,
+            ],
+        ),
+        promote_proc(
+            &repo,
+            &sb,
+            "run",
+            &api,
+            &[
+                "--candidate",
+                NEW,
+                "--candidate-deadline",
+                "60s",
+                "--data-dir",
+                &da,
+            ],
+        ),
+    ];
+    for p in &mut runs {
+        let status = p.wait_exit(Duration::from_secs(180));
+        assert_eq!(status.code(), Some(0), "{}", p.output());
+        assert!(p.output().contains("promoted "), "{}", p.output());
+    }
+    assert_eq!(live_manifest(&repo), deployment("web", NEW).trim_end());
+    assert_eq!(
+        repo.bare_git(&["show", "main:apps/api/deploy.yaml"]),
+        deployment("api", NEW).trim_end()
+    );
+    assert_eq!(
+        files_under(&repo, "apps/candidates"),
+        ["apps/candidates/README.md"]
+    );
+}

@@ -326,6 +326,7 @@ fn config(dir: &Path) -> DaemonConfig {
         strict_health: false,
         gate_candidates: false,
         health_scope: Vec::new(),
+        attribution_exempt: Vec::new(),
     }
 }
 

@@ -231,6 +231,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         strict_health: false,
         gate_candidates: false,
         health_scope: Vec::new(),
+        attribution_exempt: Vec::new(),
     };
     let source =
         greenlight::argocd::source(&url, None, &cfg.repo, super::demo::DEMO_LISTING_LIMIT_BYTES)?;

@@ -337,6 +337,7 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
         strict_health: false,
         gate_candidates: false,
         health_scope: Vec::new(),
+        attribution_exempt: Vec::new(),
     };
     let listing_limit_bytes = match a.listing_limit_mib {
         0 => return Err(super::usage("--listing-limit-mib: must be above zero")),

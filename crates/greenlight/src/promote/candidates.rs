@@ -28,6 +28,20 @@ pub fn readme_path(dir: &str) -> String {
     format!("{}/{README}", dir.trim_end_matches('/'))
 }
 
+/// What a later commit may change in the candidates' directory `dir` without making the
+/// verdict of the candidate in `own` unattributable (`JudgeConfig::attribution_exempt`, read as
+/// `.gitignore` lines): the other workloads' candidates and locks, and the README; never its own
+/// file, nor anything else in the directory (a hand-made kustomization there still counts).
+pub fn attribution_exempt(dir: &str, own: &str) -> Vec<String> {
+    let dir = dir.trim_end_matches('/');
+    vec![
+        format!("{dir}/*-candidate.yaml"),
+        format!("{dir}/*-candidate.lock"),
+        readme_path(dir),
+        format!("!{own}"),
+    ]
+}
+
 /// A run's lock, as written in git.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lock {

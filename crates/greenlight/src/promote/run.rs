@@ -276,6 +276,7 @@ pub fn run(
         // a watchdog daemon leaves alone.
         gate_candidates: true,
         health_scope: Vec::new(),
+        attribution_exempt: Vec::new(),
         retain_ms: 86_400_000,
         // The gate decides on its candidate's first verdict: a NOT_REACHED is its answer.
         reopen_horizon_ms: 0,
@@ -1188,7 +1189,11 @@ impl RunCtx<'_> {
         cfg.since = Some(format!("{commit}^"));
         // The candidate is judged on its own resources: a candidates' Application other
         // workloads share may hold their kept candidates, Degraded, which are not this one.
-        if let Some((_, _, docs)) = &self.made {
+        if let Some((path, _, docs)) = &self.made {
+            // Another workload's candidate commit to the same directory is no change of this
+            // candidate; a commit to its own file, or to anything else there, still is.
+            cfg.attribution_exempt =
+                candidates::attribution_exempt(&self.promotion.candidate.path, path);
             cfg.health_scope = docs
                 .iter()
                 .filter_map(|d| {

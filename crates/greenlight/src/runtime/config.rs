@@ -35,6 +35,9 @@ pub struct DaemonConfig {
     pub gate_candidates: bool,
     /// With `strict_health`: the resources judged (`JudgeConfig::health_scope`); empty: the app.
     pub health_scope: Vec<greenlight_core::snapshot::ScopedResource>,
+    /// Paths a later commit may change without making a verdict unattributable
+    /// (`JudgeConfig::attribution_exempt`); empty: none.
+    pub attribution_exempt: Vec<String>,
 }
 
 impl DaemonConfig {
@@ -52,6 +55,7 @@ impl DaemonConfig {
         j.strict_health = self.strict_health;
         j.gate_candidates = self.gate_candidates;
         j.health_scope = self.health_scope.clone();
+        j.attribution_exempt = self.attribution_exempt.clone();
         j
     }
 }
@@ -84,6 +88,7 @@ mod tests {
             strict_health: false,
             gate_candidates: false,
             health_scope: Vec::new(),
+            attribution_exempt: Vec::new(),
         };
         // The judge quotes its repository in reasons (stored, shown by `status`).
         let j = cfg.judge_config("main", true);
