@@ -67,6 +67,41 @@ fn run(repo: &Repo, sb: &Sandbox, config: &str) -> (Output, String, String) {
     (o, out, err)
 }
 
+/// `docs/promote.schema.json` accepts (`true`) or refuses the config at `path`, as Python's
+/// `jsonschema` says (`pip install jsonschema pyyaml`).
+#[track_caller]
+fn assert_schema(path: &str, accepts: bool) {
+    use std::io::Write;
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/promote.schema.json");
+    let script = "import sys, json, yaml, jsonschema\n\
+                  schema = json.load(open(sys.argv[1]))\n\
+                  errors = list(jsonschema.Draft7Validator(schema).iter_errors(yaml.safe_load(sys.stdin)))\n\
+                  for e in errors: print(list(e.absolute_path), e.message)\n\
+                  sys.exit(3 if errors else 0)\n";
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script, schema.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let text = std::fs::read_to_string(path).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(if accepts { 0 } else { 3 }),
+        "schema on {path} (or the validator is missing: pip install jsonschema pyyaml):\n{text}\n{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 fn live_manifest(repo: &Repo) -> String {
     repo.bare_git(&["show", "main:apps/web/deploy.yaml"])
 }
@@ -119,7 +154,17 @@ fn a_prometheus_check_that_measured_nothing_blocks_unless_it_allows_no_data() {
     }
     assert_eq!(live_manifest(&repo), deployment("web", LIVE).trim_end());
 
+    let cfg = config(dir.path(), &check("      allowNoData: yes please\n"));
+    assert_schema(&cfg, false);
+    let (o, out, err) = run(&repo, &sb, &cfg);
+    assert_eq!(o.status.code(), Some(2), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("checks[0].prometheus.allowNoData: expected true or false"),
+        "{err}"
+    );
+
     let cfg = config(dir.path(), &check("      allowNoData: true\n"));
+    assert_schema(&cfg, true);
     let (o, out, err) = run(&repo, &sb, &cfg);
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
     for expected in [
@@ -194,7 +239,17 @@ spec:
         "{err}"
     );
 
+    let cfg = config(dir.path(), &check("      allowNoData: [errors, errors]\n"));
+    assert_schema(&cfg, false);
+    let (o, out, err) = run(&repo, &sb, &cfg);
+    assert_eq!(o.status.code(), Some(2), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("checks[0].analysisTemplate.allowNoData[1]: `errors` is given twice"),
+        "{err}"
+    );
+
     let cfg = config(dir.path(), &check("      allowNoData: [errors]\n"));
+    assert_schema(&cfg, true);
     let (o, out, err) = run(&repo, &sb, &cfg);
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
     assert!(
