@@ -172,6 +172,25 @@ fn a_value_that_measured_something_is_judged_as_before() {
 }
 
 #[test]
+fn an_inconclusive_judgment_on_nan_stays_argo_rollouts_own() {
+    // Both conditions are false on NaN: Argo Rollouts' Inconclusive, which allowNoData would
+    // not change, so the metric's sentence does not offer it.
+    let mut s = MetricSpec::new("latency");
+    s.success_condition = Some("result[0] < 1".into());
+    s.failure_condition = Some("result[0] > 10".into());
+    let run = run_once(s, vector(&[NAN]));
+    assert_eq!(run.phase(), Phase::Inconclusive);
+    assert_eq!(
+        run.message().as_deref(),
+        Some(
+            "Metric \"latency\" assessed Inconclusive due to inconclusive (1) > inconclusiveLimit (0)"
+        )
+    );
+    let m = run.results()[0].last_measurement().unwrap();
+    assert_eq!(m.measured_nothing(), Some(NoData::NaN));
+}
+
+#[test]
 fn a_failed_or_errored_measurement_on_no_data_keeps_its_phase() {
     // Nothing to pass: Argo Rollouts' Failed and Error stand, allowed or not.
     let mut s = MetricSpec::new("x");

@@ -7,7 +7,7 @@
 use super::Phase;
 use super::expr::Expression;
 use super::measure::{Measurement, MeasurementPhase, ProviderValue, Which, measure_metric};
-use super::reason::{Assessment, MetricMessage, MetricProblem, SpecError};
+use super::reason::{Assessment, MeasurementReason, MetricMessage, MetricProblem, SpecError};
 use greenlight_core::time::Timestamp;
 
 /// `consecutiveErrorLimit` when the spec does not say.
@@ -379,11 +379,16 @@ impl MetricResult {
             .as_ref()
             .filter(|(m, _)| m.phase == MeasurementPhase::Error)
             .map(|(m, _)| m.message());
-        let nothing = self
-            .last
-            .as_ref()
-            .filter(|_| !self.metric.allow_no_data && assessment.phase() == Phase::Inconclusive)
-            .and_then(|(m, _)| m.measured_nothing());
+        // Said when the last measurement was made Inconclusive because it measured nothing, not
+        // when Argo Rollouts' own judgment was Inconclusive or Failed on it.
+        let nothing = match self.last.as_ref().map(|(m, _)| &m.reason) {
+            Some(MeasurementReason::MeasuredNothing {
+                nothing,
+                allowed: false,
+                ..
+            }) => Some(*nothing),
+            _ => None,
+        };
         Some(
             MetricMessage {
                 name: &self.metric.name,
