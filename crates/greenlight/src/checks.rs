@@ -262,6 +262,26 @@ pub async fn analysis_check(
     for hint in run.results().iter().filter_map(|r| r.noise_hint()) {
         evidence.push_str(&format!(" — {hint}"));
     }
+    // What each metric saw: its last measurement's value, and whether that measured nothing
+    // (`docs/analysis.md#measured-nothing`), so a reader sees what the verdict rests on.
+    let seen: Vec<String> = run
+        .results()
+        .iter()
+        .filter_map(|r| {
+            let m = r.last_measurement()?;
+            let value = m.value.as_deref().unwrap_or("no value (the query failed)");
+            Some(match m.measured_nothing() {
+                Some(nothing) if r.metric().allows_no_data() => {
+                    format!("{} {value} ({nothing}, allowed by allowNoData)", r.name())
+                }
+                Some(nothing) => format!("{} {value} ({nothing})", r.name()),
+                None => format!("{} {value}", r.name()),
+            })
+        })
+        .collect();
+    if !seen.is_empty() {
+        evidence.push_str(&format!(" — last values: {}", seen.join("; ")));
+    }
     match run.phase() {
         Phase::Successful => CheckOutcome::Passed { evidence },
         Phase::Failed => CheckOutcome::Failed { evidence },

@@ -60,6 +60,9 @@ pub struct Measurement {
     /// when the provider failed.
     pub value: Option<String>,
     pub reason: MeasurementReason,
+    /// How the value measured nothing, whatever the phase (`docs/analysis.md#measured-nothing`);
+    /// `None` when it measured something or the provider failed.
+    pub nothing: Option<NoData>,
 }
 
 impl Measurement {
@@ -70,12 +73,79 @@ impl Measurement {
             phase: MeasurementPhase::Error,
             value: None,
             reason: MeasurementReason::ProviderError(message.into()),
+            nothing: None,
         }
     }
 
     /// The measurement's message, as `status` shows it.
     pub fn message(&self) -> String {
         self.reason.to_string()
+    }
+
+    /// How the value measured nothing, if it did (`docs/analysis.md#measured-nothing`).
+    pub fn measured_nothing(&self) -> Option<NoData> {
+        self.nothing
+    }
+}
+
+/// How a provider's answer measured nothing (`docs/analysis.md#measured-nothing`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NoData {
+    /// A vector with no series: the query selected nothing.
+    EmptyResult,
+    /// A scalar that is NaN, or a vector whose every value is NaN.
+    NaN,
+}
+
+impl NoData {
+    /// Whether `value` measured nothing: an empty vector, a NaN scalar, a vector of NaNs only.
+    /// A provider error is not a value; a vector with one real number measured something.
+    pub fn of(value: &ProviderValue) -> Option<NoData> {
+        match value {
+            ProviderValue::Vector(v) if v.is_empty() => Some(NoData::EmptyResult),
+            ProviderValue::Vector(v) if v.iter().all(|f| f.is_nan()) => Some(NoData::NaN),
+            ProviderValue::Scalar(f) if f.is_nan() => Some(NoData::NaN),
+            _ => None,
+        }
+    }
+}
+
+/// Judge what the provider returned as a gate's metric does: Argo Rollouts' judgment
+/// ([`measure`]), except that a measurement Argo Rollouts calls Successful on a value that
+/// measured nothing ([`NoData::of`]) is Inconclusive, never a pass — unless `allow_no_data`,
+/// when Argo Rollouts' Successful stands. Either way the reason says it measured nothing.
+pub fn measure_metric(
+    value: &ProviderValue,
+    success: Option<&Expression>,
+    failure: Option<&Expression>,
+    allow_no_data: bool,
+) -> Measurement {
+    let m = measure(value, success, failure);
+    let Some(nothing) = NoData::of(value) else {
+        return m;
+    };
+    match m {
+        Measurement {
+            phase: MeasurementPhase::Successful,
+            value,
+            reason: MeasurementReason::Evaluated { success, failure },
+            ..
+        } => Measurement {
+            phase: if allow_no_data {
+                MeasurementPhase::Successful
+            } else {
+                MeasurementPhase::Inconclusive
+            },
+            value,
+            reason: MeasurementReason::MeasuredNothing {
+                nothing,
+                allowed: allow_no_data,
+                success,
+                failure,
+            },
+            nothing: Some(nothing),
+        },
+        other => other,
     }
 }
 
@@ -98,6 +168,7 @@ pub fn measure(
         ProviderValue::Vector(v) => ResultValue::Vector(v),
     };
     let shown = Some(show_value(value));
+    let nothing = NoData::of(value);
     let evaluate = |which: Which, condition: Option<&Expression>| {
         let Some(condition) = condition else {
             return Ok(None);
@@ -116,6 +187,7 @@ pub fn measure(
                     empty_result: matches!(value, ProviderValue::Vector(v) if v.is_empty()),
                     error,
                 },
+                nothing,
             }),
         }
     };
@@ -141,6 +213,7 @@ pub fn measure(
         phase,
         value: shown,
         reason: MeasurementReason::Evaluated { success, failure },
+        nothing,
     }
 }
 

@@ -6,8 +6,8 @@
 
 use super::Phase;
 use super::expr::Expression;
-use super::measure::{Measurement, MeasurementPhase, ProviderValue, Which, measure};
-use super::reason::{Assessment, MetricMessage, MetricProblem, SpecError};
+use super::measure::{Measurement, MeasurementPhase, ProviderValue, Which, measure_metric};
+use super::reason::{Assessment, MeasurementReason, MetricMessage, MetricProblem, SpecError};
 use greenlight_core::time::Timestamp;
 
 /// `consecutiveErrorLimit` when the spec does not say.
@@ -38,12 +38,15 @@ pub struct MetricSpec {
     /// `None` or an empty string: not set.
     pub success_condition: Option<String>,
     pub failure_condition: Option<String>,
+    /// Whether a measurement that measured nothing (an empty vector, NaN) may pass as Argo
+    /// Rollouts would pass it (`docs/analysis.md#measured-nothing`). Off by default.
+    pub allow_no_data: bool,
 }
 
 impl MetricSpec {
     /// A spec with Argo Rollouts' defaults: one measurement, no delay, `failureLimit` 0,
     /// `inconclusiveLimit` 0, `consecutiveErrorLimit` 4, `consecutiveSuccessLimit` 0 (off), no
-    /// conditions.
+    /// conditions; a measurement that measured nothing is never a pass.
     pub fn new(name: impl Into<String>) -> MetricSpec {
         MetricSpec {
             name: name.into(),
@@ -56,6 +59,7 @@ impl MetricSpec {
             consecutive_success_limit: 0,
             success_condition: None,
             failure_condition: None,
+            allow_no_data: false,
         }
     }
 
@@ -144,6 +148,7 @@ impl MetricSpec {
             consecutive_success_limit,
             success: condition(Which::Success, &self.success_condition)?,
             failure: condition(Which::Failure, &self.failure_condition)?,
+            allow_no_data: self.allow_no_data,
         })
     }
 }
@@ -181,6 +186,7 @@ pub struct Metric {
     consecutive_success_limit: Option<u32>,
     success: Option<Expression>,
     failure: Option<Expression>,
+    allow_no_data: bool,
 }
 
 impl Metric {
@@ -214,10 +220,19 @@ impl Metric {
     pub fn failure_condition(&self) -> Option<&Expression> {
         self.failure.as_ref()
     }
+    pub fn allows_no_data(&self) -> bool {
+        self.allow_no_data
+    }
 
-    /// Judge a provider's answer by this metric's conditions.
+    /// Judge a provider's answer by this metric's conditions; one that measured nothing is
+    /// never a pass unless the metric allows it ([`measure_metric`]).
     pub fn measure(&self, value: &ProviderValue) -> Measurement {
-        measure(value, self.success.as_ref(), self.failure.as_ref())
+        measure_metric(
+            value,
+            self.success.as_ref(),
+            self.failure.as_ref(),
+            self.allow_no_data,
+        )
     }
 
     /// The longest this metric can take from its run's start until it completes, when each
@@ -280,6 +295,9 @@ pub struct MetricResult {
     counts: Counts,
     /// The latest measurement and when it was recorded.
     last: Option<(Measurement, Timestamp)>,
+    /// Counted measurements whose value measured something, whatever their phase
+    /// (`docs/analysis.md#measured-nothing`).
+    measured_something: u32,
     /// Set once the metric completes.
     assessment: Option<Assessment>,
 }
@@ -292,6 +310,7 @@ impl MetricResult {
             started_at,
             counts: Counts::default(),
             last: None,
+            measured_something: 0,
             assessment: None,
         }
     }
@@ -360,11 +379,22 @@ impl MetricResult {
             .as_ref()
             .filter(|(m, _)| m.phase == MeasurementPhase::Error)
             .map(|(m, _)| m.message());
+        // Said when the last measurement was made Inconclusive because it measured nothing, not
+        // when Argo Rollouts' own judgment was Inconclusive or Failed on it.
+        let nothing = match self.last.as_ref().map(|(m, _)| &m.reason) {
+            Some(MeasurementReason::MeasuredNothing {
+                nothing,
+                allowed: false,
+                ..
+            }) => Some(*nothing),
+            _ => None,
+        };
         Some(
             MetricMessage {
                 name: &self.metric.name,
                 assessment,
                 error: error.as_deref(),
+                nothing,
             }
             .to_string(),
         )
@@ -404,6 +434,9 @@ impl MetricResult {
             }
             counted => {
                 bump(&mut c.count);
+                if m.measured_nothing().is_none() {
+                    self.measured_something = self.measured_something.saturating_add(1);
+                }
                 c.consecutive_error = 0;
                 match counted {
                     MeasurementPhase::Successful => {
@@ -477,6 +510,15 @@ impl MetricResult {
         };
         if c.count < count {
             return None;
+        }
+        // Limits loose enough to tolerate every measurement measuring nothing would pass a
+        // metric that never saw a value: not without allowNoData.
+        if !m.allow_no_data
+            && self.measured_something == 0
+            && m.consecutive_success_limit.is_none()
+            && let Some(nothing) = self.last.as_ref().and_then(|(l, _)| l.measured_nothing())
+        {
+            return Some(Assessment::MeasuredNothing { count, nothing });
         }
         Some(match (m.failure_limit, m.consecutive_success_limit) {
             (Some(failure_limit), Some(success_limit)) => Assessment::CountReachedBothLimits {

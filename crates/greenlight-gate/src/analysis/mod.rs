@@ -15,7 +15,9 @@ pub mod run;
 
 pub use args::{ArgError, substitute_args};
 pub use expr::{EvalError, Expression, ParseError, ResultValue, Type, Value};
-pub use measure::{Measurement, MeasurementPhase, ProviderValue, Which, measure};
+pub use measure::{
+    Measurement, MeasurementPhase, NoData, ProviderValue, Which, measure, measure_metric,
+};
 pub use metric::{
     Count, Counts, DEFAULT_CONSECUTIVE_ERROR_LIMIT, ERROR_RETRY_MS, Metric, MetricResult,
     MetricSpec, Refused, WorstCase,

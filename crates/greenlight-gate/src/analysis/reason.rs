@@ -11,7 +11,7 @@ use super::expr::{
     EvalError, EvalProblem, Expected, MAX_HEIGHT, MAX_PREDICATE_NESTING, ParseError, ParseProblem,
     Pos, Type, Unsupported,
 };
-use super::measure::Which;
+use super::measure::{NoData, Which};
 use std::fmt;
 
 /// The functions a condition may call, for messages.
@@ -283,6 +283,14 @@ pub enum MeasurementReason {
     },
     /// The provider's own words.
     ProviderError(String),
+    /// Argo Rollouts' judgment was Successful, but on a value that measured nothing: the
+    /// measurement is Inconclusive unless the metric allows no data (`allowed`).
+    MeasuredNothing {
+        nothing: NoData,
+        allowed: bool,
+        success: Option<Held>,
+        failure: Option<Held>,
+    },
     /// A condition could not be evaluated against the result.
     ConditionError {
         which: Which,
@@ -322,6 +330,27 @@ impl fmt::Display for MeasurementReason {
                 Ok(())
             }
             MeasurementReason::ProviderError(message) => f.write_str(message),
+            MeasurementReason::MeasuredNothing {
+                nothing,
+                allowed,
+                success,
+                failure,
+            } => {
+                let evaluated = MeasurementReason::Evaluated {
+                    success: success.clone(),
+                    failure: failure.clone(),
+                };
+                if *allowed {
+                    write!(f, "{nothing}, accepted by allowNoData: {evaluated}")
+                } else {
+                    write!(
+                        f,
+                        "{nothing}: {evaluated}, which Argo Rollouts would pass; Inconclusive \
+                         here, as a check that measured nothing is never a pass \
+                         (allowNoData: true accepts it)"
+                    )
+                }
+            }
             MeasurementReason::ConditionError {
                 which,
                 source,
@@ -344,6 +373,16 @@ impl fmt::Display for MeasurementReason {
                 which.field()
             ),
         }
+    }
+}
+
+/// The words for a value that measured nothing.
+impl fmt::Display for NoData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NoData::EmptyResult => "measured nothing (empty result)",
+            NoData::NaN => "measured nothing (NaN)",
+        })
     }
 }
 
@@ -376,6 +415,9 @@ pub enum Assessment {
     CountReached { count: u32 },
     /// Successful: the run was terminated before the metric completed.
     Terminated,
+    /// Inconclusive: the limits would end the metric Successful, but none of its `count`
+    /// measurements measured anything (the last as `nothing`), and it does not allow that.
+    MeasuredNothing { count: u32, nothing: NoData },
 }
 
 impl Assessment {
@@ -384,9 +426,9 @@ impl Assessment {
             Assessment::FailureLimit { .. } | Assessment::CountReachedWithoutSuccesses { .. } => {
                 Phase::Failed
             }
-            Assessment::InconclusiveLimit { .. } | Assessment::CountReachedBothLimits { .. } => {
-                Phase::Inconclusive
-            }
+            Assessment::InconclusiveLimit { .. }
+            | Assessment::CountReachedBothLimits { .. }
+            | Assessment::MeasuredNothing { .. } => Phase::Inconclusive,
             Assessment::ConsecutiveErrorLimit { .. } => Phase::Error,
             Assessment::ConsecutiveSuccessLimit { .. }
             | Assessment::CountReached { .. }
@@ -440,6 +482,11 @@ impl fmt::Display for Assessment {
             ),
             Assessment::CountReached { count } => write!(f, "count ({count}) reached"),
             Assessment::Terminated => f.write_str("run terminated"),
+            Assessment::MeasuredNothing { count, nothing } => write!(
+                f,
+                "count ({count}) reached but no measurement measured anything, the last \
+                 {nothing}"
+            ),
         }
     }
 }
@@ -450,6 +497,8 @@ pub(crate) struct MetricMessage<'a> {
     pub assessment: &'a Assessment,
     /// The last measurement's message, when it was an Error.
     pub error: Option<&'a str>,
+    /// How the last measurement measured nothing, when it did and that was not allowed.
+    pub nothing: Option<NoData>,
 }
 
 impl fmt::Display for MetricMessage<'_> {
@@ -463,6 +512,14 @@ impl fmt::Display for MetricMessage<'_> {
         )?;
         if let Some(error) = self.error {
             write!(f, ": \"Error Message: {error}\"")?;
+        }
+        if let Some(nothing) = self.nothing
+            && !matches!(self.assessment, Assessment::MeasuredNothing { .. })
+        {
+            write!(
+                f,
+                ": {nothing}, never a pass unless the check allows it (allowNoData: true)"
+            )?;
         }
         Ok(())
     }

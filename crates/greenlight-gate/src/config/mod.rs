@@ -247,6 +247,9 @@ pub struct Metric {
     pub consecutive_error_limit: u32,
     /// Zero: disabled.
     pub consecutive_success_limit: u32,
+    /// `allowNoData`: a measurement that measured nothing (an empty vector, NaN) may pass as
+    /// Argo Rollouts would pass it; otherwise it is Inconclusive (`docs/analysis.md#measured-nothing`).
+    pub allow_no_data: bool,
     pub prometheus: PrometheusQuery,
 }
 
@@ -266,6 +269,7 @@ impl Metric {
             consecutive_success_limit: limit(self.consecutive_success_limit),
             success_condition: self.success_condition.clone(),
             failure_condition: self.failure_condition.clone(),
+            allow_no_data: self.allow_no_data,
         }
     }
 }

@@ -211,6 +211,7 @@ mod tests {
             inconclusive_limit: 0,
             consecutive_error_limit: 4,
             consecutive_success_limit: 0,
+            allow_no_data: false,
             prometheus: PrometheusQuery {
                 address: Template::new("http://prom:9090").unwrap(),
                 query: Template::new("up").unwrap(),

@@ -434,6 +434,9 @@ fn metric(
             None => DEFAULT_CONSECUTIVE_ERROR_LIMIT,
         },
         consecutive_success_limit: u32::try_from(success_limit?.unwrap_or(0)).ok()?,
+        // An AnalysisTemplate has no such field: the check that imports it says which of its
+        // metrics may measure nothing (`promote::config`).
+        allow_no_data: false,
         prometheus: prometheus?,
     })
 }

@@ -480,7 +480,12 @@ fn check_kind(r: &mut Reader, check: &Map<'_>, kind: &str, base: &Path) -> Optio
             })
         }
         "analysisTemplate" => {
-            let m = r.sub_map(check, "analysisTemplate", &["file", "name", "args"], &[])?;
+            let m = r.sub_map(
+                check,
+                "analysisTemplate",
+                &["file", "name", "args", "allowNoData"],
+                &[],
+            )?;
             imported_template(r, &m, base).map(CheckKind::Analysis)
         }
         other => unreachable!("check kind {other}"),
@@ -580,6 +585,7 @@ const PROMETHEUS_KEYS: &[&str] = &[
     "inconclusiveLimit",
     "consecutiveErrorLimit",
     "consecutiveSuccessLimit",
+    "allowNoData",
 ];
 pub(crate) const PROMETHEUS_REFUSED: &[(&str, &str)] = &[
     (
@@ -664,6 +670,7 @@ fn prometheus(r: &mut Reader, m: &Map<'_>, check_name: &str) -> Option<Metric> {
     let inconclusive_limit = r.int(m, "inconclusiveLimit", 0..=i64::from(i32::MAX));
     let error_limit = r.int(m, "consecutiveErrorLimit", 0..=i64::from(i32::MAX));
     let success_limit = r.int(m, "consecutiveSuccessLimit", 0..=i64::from(i32::MAX));
+    let allow_no_data = r.bool(m, "allowNoData");
     if !m.has("successCondition") && !m.has("failureCondition") {
         r.error(
             m.at,
@@ -691,6 +698,7 @@ fn prometheus(r: &mut Reader, m: &Map<'_>, check_name: &str) -> Option<Metric> {
             })?,
         consecutive_success_limit: success_limit
             .map_or(Some(0), |f| u32::try_from(f.value).ok())?,
+        allow_no_data: allow_no_data.is_some_and(|f| f.value),
         prometheus: PrometheusQuery {
             address: address?,
             query: query?,
@@ -920,7 +928,8 @@ fn imported_template(r: &mut Reader, m: &Map<'_>, base: &Path) -> Option<Analysi
         );
         return None;
     }
-    let t = imported?;
+    let mut t = imported?;
+    allow_no_data(r, m, &mut t.metrics)?;
     Some(Analysis {
         origin: AnalysisOrigin::Template {
             file: file.value,
@@ -929,6 +938,45 @@ fn imported_template(r: &mut Reader, m: &Map<'_>, base: &Path) -> Option<Analysi
         },
         metrics: t.metrics,
     })
+}
+
+/// `analysisTemplate.allowNoData`: the names of the template's metrics that may measure
+/// nothing (`docs/promote.md`). Named one by one, never all at once, so a metric added to the
+/// template later is never a pass on no data by accident; a name that is no metric of the
+/// template, or is given twice, is an error.
+fn allow_no_data(r: &mut Reader, m: &Map<'_>, metrics: &mut [Metric]) -> Option<()> {
+    let Some(list) = r.seq(m, "allowNoData") else {
+        return (!m.has("allowNoData")).then_some(());
+    };
+    let mut ok = true;
+    let mut seen = BTreeSet::new();
+    for (i, item) in list.value.iter().enumerate() {
+        let path = format!("{}[{i}]", list.path);
+        let Some(name) = r.string_value(item, &path) else {
+            ok = false;
+            continue;
+        };
+        let Some(metric) = metrics.iter_mut().find(|x| x.name == name) else {
+            let names: Vec<String> = metrics.iter().map(|x| format!("`{}`", x.name)).collect();
+            r.error(
+                item.span.start,
+                &path,
+                format!(
+                    "`{name}` is no metric of the template (it has {})",
+                    names.join(", ")
+                ),
+            );
+            ok = false;
+            continue;
+        };
+        if !seen.insert(name.clone()) {
+            r.error(item.span.start, &path, format!("`{name}` is given twice"));
+            ok = false;
+            continue;
+        }
+        metric.allow_no_data = true;
+    }
+    ok.then_some(())
 }
 
 fn retention(r: &mut Reader, top: &Map<'_>) -> Option<Retention> {
