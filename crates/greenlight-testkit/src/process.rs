@@ -105,21 +105,37 @@ impl Proc {
     /// its output without printing it.
     #[track_caller]
     pub fn wait_line(&self, needle: &str, within: Duration) -> String {
+        self.wait_line_after("", needle, within)
+    }
+
+    /// Waits for a line containing `needle` printed after the first line containing `after`
+    /// (`""`: from the start), as [`Proc::wait_line`] does: a state reached again (a stream
+    /// connected after it was lost) rather than the first time.
+    #[track_caller]
+    pub fn wait_line_after(&self, after: &str, needle: &str, within: Duration) -> String {
         let end = Instant::now() + within;
         let mut out = lock(&self.output);
         loop {
-            if let Some(l) = out.lines.iter().find(|l| l.contains(needle)) {
+            let from = if after.is_empty() {
+                Some(0)
+            } else {
+                out.lines
+                    .iter()
+                    .position(|l| l.contains(after))
+                    .map(|i| i + 1)
+            };
+            if let Some(l) = from.and_then(|i| out.lines[i..].iter().find(|l| l.contains(needle))) {
                 return l.clone();
             }
             assert!(
                 out.open > 0,
-                "no line containing {needle:?}: the process closed its output; output:\n{}",
+                "no line containing {needle:?} (after one containing {after:?}): the process closed its output; output:\n{}",
                 out.lines.join("\n")
             );
             let now = Instant::now();
             assert!(
                 now < end,
-                "no line containing {needle:?} within {within:?}; output:\n{}",
+                "no line containing {needle:?} (after one containing {after:?}) within {within:?}; output:\n{}",
                 out.lines.join("\n")
             );
             out = self
