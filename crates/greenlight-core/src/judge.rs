@@ -14,7 +14,7 @@
 use crate::breaker::{Breaker, OPEN_AFTER};
 use crate::commit::CommitId;
 use crate::directive::AppRef;
-use crate::directive::{Directive, Mode, directives_in};
+use crate::directive::{Directive, DirectiveError, Mode, directives_in};
 use crate::event::{Event, EventKind, Evidence};
 use crate::paths::{Touch, touches};
 use crate::reason::{
@@ -76,6 +76,20 @@ pub struct JudgeConfig {
     /// Every other changed path under the app's source paths still counts. Empty: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attribution_exempt: Vec<String>,
+    /// A watch asked for from outside the commits' messages (`greenlight wait`): only this
+    /// commit starts a watch, with this directive, whatever trailers it or any other commit
+    /// carries — a greenlight revert and a gate's candidate included, since someone asked. Its
+    /// question is whether the app runs the commit healthily, not whether the commit caused
+    /// what happened: a later commit to the app's paths does not end it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<AskedWatch>,
+}
+
+/// The one watch `greenlight wait` asks the judge for ([`JudgeConfig::asked`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskedWatch {
+    pub commit: CommitId,
+    pub directive: Directive,
 }
 
 /// A day: longer than a sync window holds syncs, short enough that a re-opened watch is still
@@ -102,6 +116,7 @@ impl JudgeConfig {
             gate_candidates: false,
             health_scope: Vec::new(),
             attribution_exempt: Vec::new(),
+            asked: None,
         }
     }
 
@@ -403,9 +418,11 @@ impl Engine {
     pub fn arrival_questions(&self, commit: &CommitInfo) -> Vec<(String, String)> {
         let mut q = Vec::new();
         let started = self.watches.iter().any(|w| w.commit == commit.sha)
-            || (!self.config.gate_candidates
+            || (self.config.asked.is_none()
+                && !self.config.gate_candidates
                 && crate::trailer::is_judged_elsewhere(&commit.message));
-        for d in directives_in(&commit.message, &self.config.trailer_key)
+        for d in self
+            .directives_of(commit)
             .into_iter()
             .flatten()
             .filter(|_| !started)
@@ -520,19 +537,19 @@ impl Engine {
         }
         // A revert greenlight made starts no watch, whatever its text quotes
         // (`docs/verdicts.md#revert-commits`).
-        if crate::trailer::is_greenlight_revert(&commit.message) {
+        if self.config.asked.is_none() && crate::trailer::is_greenlight_revert(&commit.message) {
             return out;
         }
         // A gate's candidate is its run's to judge, keep or remove: a daemon's verdict on it
         // would be a FAIL for a self-test's deliberately broken candidate, or for one whose run
         // ended (`docs/verdicts.md#judged-elsewhere`).
-        if !self.config.gate_candidates && crate::trailer::is_judged_elsewhere(&commit.message) {
+        if self.config.asked.is_none()
+            && !self.config.gate_candidates
+            && crate::trailer::is_judged_elsewhere(&commit.message)
+        {
             return out;
         }
-        for (index, parsed) in directives_in(&commit.message, &self.config.trailer_key)
-            .into_iter()
-            .enumerate()
-        {
+        for (index, parsed) in self.directives_of(commit).into_iter().enumerate() {
             let id = format!("{}:{index}", commit.sha);
             if self.watches.iter().any(|w| w.id == id) {
                 continue; // already started before a restart
@@ -570,6 +587,16 @@ impl Engine {
             }
         }
         out
+    }
+
+    /// The directives `commit` asks for: its trailers, or, when a watch was asked for from
+    /// outside ([`JudgeConfig::asked`]), that one for its commit and none for any other.
+    fn directives_of(&self, commit: &CommitInfo) -> Vec<Result<Directive, DirectiveError>> {
+        match &self.config.asked {
+            Some(a) if a.commit == commit.sha => vec![Ok(a.directive.clone())],
+            Some(_) => Vec::new(),
+            None => directives_in(&commit.message, &self.config.trailer_key),
+        }
     }
 
     fn start(
@@ -1719,6 +1746,12 @@ impl Engine {
 
     /// Later commits that changed this app's paths make the verdict unattributable.
     fn check_attribution(&mut self, i: usize, now: Timestamp) -> Vec<Effect> {
+        // An asked watch (`greenlight wait`) answers whether the app runs its commit healthily,
+        // not whether the commit caused what happened: a later commit on top of it does not end
+        // the question (the app running it contains the asked commit too).
+        if self.config.asked.is_some() {
+            return Vec::new();
+        }
         let w = &self.watches[i];
         let Some(paths) = w.source_paths() else {
             return Vec::new();

@@ -3437,6 +3437,66 @@ fn a_gate_candidate_is_watched_only_by_the_gates_own_judge() {
     assert_eq!(gate.engine.watches().len(), 1);
 }
 
+/// `greenlight wait` asks the judge for one watch from outside the commits' messages
+/// (`JudgeConfig::asked`): only its commit starts a watch, with the asked directive, whatever
+/// trailers that commit or any other carries — a greenlight revert and a gate's candidate
+/// included, since someone asked about them.
+#[test]
+fn an_asked_watch_is_the_only_watch_and_is_the_asked_one() {
+    let asked = |n: u64| {
+        let mut cfg = config();
+        cfg.asked = Some(greenlight_core::judge::AskedWatch {
+            commit: commit_id(n),
+            directive: greenlight_core::directive::Directive::parse(
+                "Nav-Watchdog",
+                "app=web deadline=60 mode=shadow",
+            )
+            .unwrap(),
+        });
+        Harness::new(cfg)
+    };
+    let mut h = asked(2);
+    // Another commit's trailer starts nothing.
+    let out = h.arrive(&watched(1, "api", "deadline=60 mode=arm"), t(0));
+    assert!(out.is_empty(), "{out:?}");
+    // The asked commit's own trailer is not read: the asked directive is its one watch.
+    let own = watched(2, "api", "deadline=900 mode=arm");
+    let out = h.arrive(&own, t(1));
+    assert_eq!(kinds(&out), vec![K::WatchStarted], "{out:?}");
+    let ws = h.engine.watches();
+    assert_eq!(ws.len(), 1);
+    assert_eq!(ws[0].commit, own.sha);
+    assert_eq!(ws[0].app.to_string(), "web");
+    assert_eq!(ws[0].deadline_ms, 60_000);
+    assert_eq!(ws[0].mode, greenlight_core::directive::Mode::Shadow);
+    reach(&mut h, &own.sha, 10, Health::Healthy);
+    // A later commit to the app's paths does not end an asked watch: whether the app runs the
+    // commit healthily is still the question (a daemon's watch would end unattributable).
+    let later = plain(7, &["apps/web/deploy.yaml"]);
+    let out = h.arrive(&later, t(12));
+    assert!(!kinds(&out).contains(&K::Attribution), "{out:?}");
+    assert_eq!(h.state(&own.sha), State::Judging);
+
+    // A commit that names no watch, a greenlight revert and a gate's candidate: each is watched
+    // when asked about.
+    for msg in [
+        message("web: 1.2", &[]),
+        message(
+            "Revert \"web: 1.2\"",
+            &[&format!(
+                "{}: {}",
+                greenlight_core::trailer::REVERT_OF,
+                sha(9)
+            )],
+        ),
+        message("candidate", &["Greenlight-Judged-By: promote run"]),
+    ] {
+        let mut h = asked(3);
+        let out = h.arrive(&commit(3, &msg, &["apps/web/deploy.yaml"]), t(0));
+        assert_eq!(kinds(&out), vec![K::WatchStarted], "{msg}: {out:?}");
+    }
+}
+
 // ----- faults are no evidence -----
 
 /// An app that cannot be seen after reach (a read answering 404 for a moment, a token that lost

@@ -21,6 +21,7 @@ pub mod reexec;
 pub mod runtime;
 pub mod serve;
 pub mod store;
+pub mod wait;
 
 /// The environment variable a git token may be given in instead of `--git-token-file` (read
 /// once at start, never logged; no child but git's credential script is given it).

@@ -55,6 +55,8 @@ enum Command {
     Guard(cmd::guard::GuardArgs),
     /// The verified promotion gate: `plan` a config, `run` or `self-test` the gate, `gc` expired candidates, `prune-survey` before prune.
     Promote(cmd::promote::PromoteArgs),
+    /// Wait until a commit is live on an Argo CD Application: reached, healthy, and stable for a window (exit 0; 1 not live, 3 unobserved).
+    Wait(cmd::wait::WaitArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completions(cmd::completions::CompletionsArgs),
     /// Print the manual page (roff, section 1) to stdout: `greenlight man > greenlight.1`.
@@ -129,6 +131,7 @@ fn main() -> ExitCode {
         Command::Explain(a) => cmd::lint::run_explain(a),
         Command::Guard(a) => cmd::guard::run(a),
         Command::Promote(a) => cmd::promote::run(a),
+        Command::Wait(a) => cmd::wait::run(a),
         Command::Completions(a) => cmd::completions::run_completions(a),
         Command::Man => cmd::completions::run_man(),
     };

@@ -20,6 +20,8 @@ type Listener = Box<dyn Fn(&Event) + Send + Sync>;
 pub struct Output {
     format: LogFormat,
     listeners: Arc<Mutex<Vec<Listener>>>,
+    /// Whether events are printed (else only handed to the listeners).
+    print_events: bool,
 }
 
 impl Output {
@@ -27,7 +29,15 @@ impl Output {
         Output {
             format,
             listeners: Arc::new(Mutex::new(Vec::new())),
+            print_events: true,
         }
+    }
+
+    /// Events go to the listeners only; operational messages are still printed (`greenlight
+    /// wait` prints its own progress lines from the events).
+    pub fn events_unprinted(mut self) -> Output {
+        self.print_events = false;
+        self
     }
 
     /// Also hand every event to `f` (the demo follows the story this way).
@@ -43,7 +53,9 @@ impl Output {
             LogFormat::Text => e.human_line(),
             LogFormat::Json => e.json_line(),
         };
-        write_line(&greenlight_git::redact(&line));
+        if self.print_events {
+            write_line(&greenlight_git::redact(&line));
+        }
         for l in self.listeners.lock().expect("listener lock").iter() {
             l(e);
         }

@@ -327,6 +327,7 @@ fn config(dir: &Path) -> DaemonConfig {
         gate_candidates: false,
         health_scope: Vec::new(),
         attribution_exempt: Vec::new(),
+        asked: None,
     }
 }
 

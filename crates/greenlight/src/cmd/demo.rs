@@ -232,6 +232,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         gate_candidates: false,
         health_scope: Vec::new(),
         attribution_exempt: Vec::new(),
+        asked: None,
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     // The stand-in serves Argo CD's REST API: the watchdog reads it as it would Argo CD.

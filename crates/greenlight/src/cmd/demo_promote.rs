@@ -232,6 +232,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         gate_candidates: false,
         health_scope: Vec::new(),
         attribution_exempt: Vec::new(),
+        asked: None,
     };
     let source =
         greenlight::argocd::source(&url, None, &cfg.repo, super::demo::DEMO_LISTING_LIMIT_BYTES)?;

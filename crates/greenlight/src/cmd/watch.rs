@@ -338,6 +338,7 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
         gate_candidates: false,
         health_scope: Vec::new(),
         attribution_exempt: Vec::new(),
+        asked: None,
     };
     let listing_limit_bytes = match a.listing_limit_mib {
         0 => return Err(super::usage("--listing-limit-mib: must be above zero")),

@@ -17,6 +17,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::output::{LogFormat, Output};
 use crate::promote::candidates::{self, Lock};
 use crate::promote::land::{Land, Landed};
+use crate::runtime::one::Judged;
 use crate::runtime::{self, DaemonConfig};
 use crate::usage;
 use anyhow::{Context as _, Result, anyhow};
@@ -277,6 +278,7 @@ pub fn run(
         gate_candidates: true,
         health_scope: Vec::new(),
         attribution_exempt: Vec::new(),
+        asked: None,
         retain_ms: 86_400_000,
         // The gate decides on its candidate's first verdict: a NOT_REACHED is its answer.
         reopen_horizon_ms: 0,
@@ -1209,55 +1211,32 @@ impl RunCtx<'_> {
                 .collect();
         }
         let out = Output::new(LogFormat::Text);
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(JudgedAs, String)>();
-        let watched = commit.to_string();
         // The start of the candidate's last healthy streak: the one a CONFIRMED ends.
         let streak_from = Arc::new(std::sync::Mutex::new(None::<Timestamp>));
         let streak = streak_from.clone();
+        let watched = commit.to_string();
         out.subscribe(move |e| {
-            if e.commit.as_deref() != Some(watched.as_str()) {
-                return;
-            }
-            if e.event == EventKind::HealthyStreakStarted
+            if e.commit.as_deref() == Some(watched.as_str())
+                && e.event == EventKind::HealthyStreakStarted
                 && let Ok(mut at) = streak.lock()
             {
                 *at = Some(e.time);
             }
-            let verdict = match e.state {
-                Some(State::WaitingReach | State::Judging) | None => None,
-                Some(s) => Some((JudgedAs::Verdict(s), e.message.clone())),
-            };
-            let verdict = verdict.or_else(|| {
-                (e.event == EventKind::DirectiveRejected)
-                    .then(|| (JudgedAs::TrailerRejected, e.message.clone()))
-            });
-            if let Some(v) = verdict {
-                let _ = tx.send(v);
-            }
         });
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let source = self
             .argocd
             .source(&cfg.repo, CANDIDATE_LISTING_LIMIT_BYTES)?;
-        let daemon = runtime::start(cfg.clone(), source, out, clock).await?;
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(daemon.run(async move {
-            let _ = stopped.await;
-        }));
         // The judge decides by the deadline; the margin covers a late reach and a stale source.
         let limit = self.candidate_deadline
             + Duration::from_millis((cfg.unknown_app_grace_ms + 2 * cfg.stale_after_ms) as u64)
             + Duration::from_secs(60);
-        let verdict = tokio::select! {
-            v = rx.recv() => v,
-            _ = tokio::time::sleep(limit) => None,
-        };
-        let _ = stop.send(());
-        let ran = task.await;
-        let (state, reason) = match (verdict, ran) {
-            (Some(v), _) => v,
-            (None, Ok(Err(e))) => return Err(e.context("judging the candidate")),
-            (None, _) => (
+        let (state, reason) = match runtime::one::judge_one(cfg, source, out, commit, limit)
+            .await
+            .context("judging the candidate")?
+        {
+            Judged::Verdict(s, reason) => (JudgedAs::Verdict(s), reason),
+            Judged::TrailerRejected(reason) => (JudgedAs::TrailerRejected, reason),
+            Judged::NoVerdict => (
                 JudgedAs::NoVerdict,
                 format!(
                     "the judge gave no verdict on {} within {}",

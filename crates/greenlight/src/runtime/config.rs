@@ -38,6 +38,8 @@ pub struct DaemonConfig {
     /// Paths a later commit may change without making a verdict unattributable
     /// (`JudgeConfig::attribution_exempt`); empty: none.
     pub attribution_exempt: Vec<String>,
+    /// The one watch `greenlight wait` asks for (`JudgeConfig::asked`); `None`: the trailers'.
+    pub asked: Option<greenlight_core::judge::AskedWatch>,
 }
 
 impl DaemonConfig {
@@ -56,6 +58,7 @@ impl DaemonConfig {
         j.gate_candidates = self.gate_candidates;
         j.health_scope = self.health_scope.clone();
         j.attribution_exempt = self.attribution_exempt.clone();
+        j.asked = self.asked.clone();
         j
     }
 }
@@ -89,6 +92,7 @@ mod tests {
             gate_candidates: false,
             health_scope: Vec::new(),
             attribution_exempt: Vec::new(),
+            asked: None,
         };
         // The judge quotes its repository in reasons (stored, shown by `status`).
         let j = cfg.judge_config("main", true);

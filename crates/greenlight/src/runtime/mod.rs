@@ -22,6 +22,7 @@ pub mod git;
 mod git_lane;
 mod inputs;
 mod once;
+pub mod one;
 pub mod seams;
 
 pub use config::DaemonConfig;

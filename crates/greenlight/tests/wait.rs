@@ -1,0 +1,290 @@
+//! End to end: `greenlight wait` as a pipeline runs it after a deploy commit, against the
+//! sandbox over a real bare remote: live (exit 0), not live (1, the verdict's reason), usage
+//! (2), and Argo CD that could not be observed (3). The wait never reverts, never writes a
+//! state file the caller keeps, and reads the commit's trailers not at all.
+
+#[macro_use]
+mod common;
+use common::*;
+use serde_json::Value;
+use std::process::Output;
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(60);
+
+/// `greenlight wait` over `repo` and `url` with the kit's test timings.
+fn wait(repo: &Repo, url: &str, extra: &[&str]) -> Output {
+    let mut args: Vec<String> = [
+        "wait",
+        "--repo",
+        &repo.repo(),
+        "--argocd-url",
+        url,
+        "--stable-for",
+        "2s",
+        "--fetch-interval",
+        "200ms",
+        "--stale-after",
+        "3s",
+        "--unknown-app-grace",
+        "3s",
+    ]
+    .map(String::from)
+    .into();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    std::process::Command::new(BIN)
+        .args(&args)
+        .env_remove("GREENLIGHT_GIT_TOKEN")
+        .output()
+        .expect("run greenlight wait")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn json(o: &Output) -> Value {
+    let (out, err) = text(o);
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}\nstderr:\n{err}"))
+}
+
+/// A commit with no trailer, pushed by a pipeline: reached, healthy, stable → exit 0, with
+/// progress on stderr that says when it was reached and how long the window has to go.
+fn a_deployed_commit_is_live_once_healthy_for_the_window() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let c = repo.set_image("web", GOOD2, "web: 1.1.0");
+    let o = wait(&repo, &sb.url, &["--app", "web", "--timeout", "60s"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.starts_with(&format!(
+            "live: {} on web: confirmed: reached and healthy without a break for 2s",
+            &c[..12]
+        )),
+        "{out}"
+    );
+    let waiting = format!("waiting for {} on web", &c[..12]);
+    for needle in [
+        waiting.as_str(),
+        "reached:",
+        "healthy_streak_started:",
+        "s to go)",
+        "confirmed:",
+    ] {
+        assert!(err.contains(needle), "missing {needle:?} in:\n{err}");
+    }
+    // The same answer for the commit named, as JSON.
+    let o = wait(
+        &repo,
+        &sb.url,
+        &[
+            "--app",
+            "web",
+            "--commit",
+            &c,
+            "--timeout",
+            "60s",
+            "--output",
+            "json",
+        ],
+    );
+    let j = json(&o);
+    assert_eq!(o.status.code(), Some(0), "{j}");
+    assert_eq!(j["outcome"], "live");
+    assert_eq!(j["state"], "CONFIRMED");
+    assert_eq!(j["commit"], c.as_str());
+    assert_eq!(j["app"], "web");
+    assert_eq!(j["exit_code"], 0);
+    assert!(
+        j["reached_at"].is_string() && j["healthy_since"].is_string(),
+        "{j}"
+    );
+    assert!(j.get("later_commits").is_none(), "{j}");
+}
+
+/// Live is by ancestry: a broken commit fixed forward before the wait is "live" — the app runs
+/// a revision that contains it, healthy — but never quietly: the answer names the later commit
+/// to the app's paths that runs with it, and not one to another app's.
+fn a_commit_fixed_forward_is_live_and_the_fix_is_named() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web", "other=apps/other"], &[]);
+    settled(&sb, &repo, &["web", "other"]);
+    let broken = repo.set_image("web", BAD, "web: 2.0.0");
+    let fix = repo.set_image("web", GOOD2, "web: 1.1.0, fixed forward");
+    let other = repo.set_image("other", GOOD2, "other: 1.1.0");
+    let o = wait(
+        &repo,
+        &sb.url,
+        &[
+            "--app",
+            "web",
+            "--commit",
+            &broken,
+            "--timeout",
+            "60s",
+            "--output",
+            "json",
+        ],
+    );
+    let j = json(&o);
+    assert_eq!(o.status.code(), Some(0), "{j}");
+    assert_eq!(j["outcome"], "live");
+    assert_eq!(j["later_commits"], serde_json::json!([fix]), "{j}");
+    let reason = j["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!(
+            "the app runs 1 later commit(s) to its paths with it ({}): they may have changed what this commit deployed",
+            &fix[..12]
+        )) && !reason.contains(&other[..12]),
+        "{reason}"
+    );
+}
+
+/// A commit that never becomes healthy is not live (exit 1, FAIL, the reason), and the wait
+/// reverts nothing even when the commit's trailer says `mode=arm`.
+fn a_broken_commit_is_not_live_and_nothing_is_reverted() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: 2.0.0\n\n{}", trailer("web", "900", "arm")),
+    );
+    let o = wait(
+        &repo,
+        &sb.url,
+        &["--app", "web", "--timeout", "6s", "--output", "json"],
+    );
+    let j = json(&o);
+    assert_eq!(o.status.code(), Some(1), "{j}");
+    assert_eq!(j["outcome"], "not-live");
+    assert_eq!(j["state"], "FAIL");
+    assert_eq!(j["commit"], bad.as_str());
+    assert!(
+        j["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not healthy within 6s"),
+        "{j}"
+    );
+    assert_eq!(repo.remote_tip(), bad, "a wait never pushes");
+}
+
+/// A commit a human reverted is withdrawn: not live (exit 1), the revert named.
+fn a_commit_reverted_by_a_human_is_not_live() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let c = repo.set_image("web", GOOD2, "web: 1.1.0");
+    repo.git(&["revert", "--no-edit", &c]);
+    let revert = repo.push();
+    let o = wait(
+        &repo,
+        &sb.url,
+        &[
+            "--app",
+            "web",
+            "--commit",
+            &c,
+            "--timeout",
+            "60s",
+            "--output",
+            "json",
+        ],
+    );
+    let j = json(&o);
+    assert_eq!(o.status.code(), Some(1), "{j}");
+    assert_eq!(j["outcome"], "not-live");
+    assert_eq!(j["state"], "FAIL");
+    let reason = j["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("reverted by {}", &revert[..8])),
+        "{reason}"
+    );
+}
+
+/// An app that does not sync on its own (automated sync off) never reaches the commit within
+/// the timeout: NOT_REACHED, exit 1.
+fn a_commit_the_app_never_syncs_is_not_reached() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &["--manual-sync", "web"]);
+    sb.wait_app("web", T, |a| a["status"]["sync"]["revision"].is_string());
+    let c = repo.set_image("web", GOOD2, "web: 1.1.0");
+    let o = wait(&repo, &sb.url, &["--app", "web", "--timeout", "4s"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.starts_with(&format!("not live: {} on web (NOT_REACHED)", &c[..12])),
+        "{out}"
+    );
+}
+
+/// Argo CD that cannot be reached: nothing was observed, exit 3 — never a 0, never a FAIL.
+#[test]
+fn argo_cd_down_is_unobserved() {
+    let repo = Repo::new();
+    repo.set_image("web", GOOD2, "web: 1.1.0");
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let o = wait(
+        &repo,
+        &closed,
+        &["--app", "web", "--timeout", "3s", "--output", "json"],
+    );
+    let j = json(&o);
+    assert_eq!(o.status.code(), Some(3), "{j}");
+    assert_eq!(j["outcome"], "unobserved");
+    assert_ne!(j["state"], "CONFIRMED");
+    assert_ne!(j["state"], "FAIL");
+}
+
+/// A commit that is not on the branch, and an app name that cannot be, are usage errors
+/// (exit 2) that name what was wrong, before any wait.
+#[test]
+fn a_commit_not_on_the_branch_is_refused_at_once() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let tip = repo.remote_tip();
+    // A commit pushed to another branch only.
+    repo.git(&["checkout", "-q", "-b", "side"]);
+    repo.write("apps/web/extra.yaml", "# side\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "side"]);
+    let side = repo.git(&["rev-parse", "HEAD"]);
+    repo.git(&["push", "-q", "origin", "side"]);
+    let o = wait(&repo, &sb.url, &["--app", "web", "--commit", &side]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains(&format!("{} is not on main", &side[..12]))
+            && err.contains(&format!("its tip is {}", &tip[..12])),
+        "{err}"
+    );
+    let o = wait(&repo, &sb.url, &["--app", "web", "--commit", "no-such-rev"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--commit \"no-such-rev\" is not a commit of"),
+        "{err}"
+    );
+    let o = wait(&repo, &sb.url, &["--app", "a/b/c"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--app \"a/b/c\""), "{err}");
+}
+
+on_every_argocd_version!(
+    a_deployed_commit_is_live_once_healthy_for_the_window,
+    a_commit_fixed_forward_is_live_and_the_fix_is_named,
+    a_commit_reverted_by_a_human_is_not_live,
+    a_broken_commit_is_not_live_and_nothing_is_reverted,
+    a_commit_the_app_never_syncs_is_not_reached,
+);
