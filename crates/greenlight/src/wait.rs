@@ -97,7 +97,9 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
     let commit = match &cfg.commit {
         None => tip.clone(),
         Some(rev) if rev == "HEAD" => tip.clone(),
-        Some(rev) => repo.resolve(rev)?.ok_or_else(|| {
+        // `HEAD~1`, `main^`: relative to the branch as just fetched, never to the clone's own
+        // checkout (a kept `--data-dir` clone's is as old as the clone).
+        Some(rev) => repo.resolve(&on_fetched(rev, &branch))?.ok_or_else(|| {
             usage(format!(
                 "--commit {rev:?} is not a commit of {} (fetched {branch} at {})",
                 cfg.repo,
@@ -107,7 +109,7 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
     };
     if repo.is_ancestor(&commit, &tip)? != Some(true) {
         return Err(usage(format!(
-            "--commit {}: {} is not on {branch} of {} (its tip is {}): no Application that tracks {branch} can run it",
+            "--commit {}: {} is not on {branch} of {} (its tip is {}): no Application that tracks {branch} can run it (--branch names the branch the app tracks)",
             cfg.commit.as_deref().unwrap_or("HEAD"),
             short(&commit),
             cfg.repo,
@@ -400,6 +402,20 @@ fn answer(
     }
 }
 
+/// `rev` with a leading `HEAD` or `branch` read as the fetched branch (`HEAD~2` →
+/// `refs/remotes/origin/main~2`); any other revision as it is.
+fn on_fetched(rev: &str, branch: &str) -> String {
+    let fetched = format!("refs/remotes/origin/{branch}");
+    for head in ["HEAD", branch] {
+        if let Some(rest) = rev.strip_prefix(head)
+            && (rest.is_empty() || rest.starts_with('~') || rest.starts_with('^'))
+        {
+            return format!("{fetched}{rest}");
+        }
+    }
+    rev.to_string()
+}
+
 /// Whether Argo CD answers for `app` now: the cut-off's one read.
 async fn readable(argocd: &ArgoCd, app: &AppRef) -> Result<(), String> {
     let client = argocd.client().map_err(|e| e.to_string())?;
@@ -462,6 +478,16 @@ mod tests {
 
     fn at(s: i64) -> Timestamp {
         Timestamp(s * 1000)
+    }
+
+    #[test]
+    fn head_and_the_branch_are_read_as_fetched() {
+        assert_eq!(on_fetched("HEAD~1", "main"), "refs/remotes/origin/main~1");
+        assert_eq!(on_fetched("main^", "main"), "refs/remotes/origin/main^");
+        assert_eq!(on_fetched("main", "main"), "refs/remotes/origin/main");
+        assert_eq!(on_fetched("mainline", "main"), "mainline");
+        assert_eq!(on_fetched("HEADS", "main"), "HEADS");
+        assert_eq!(on_fetched("1a2b3c4", "main"), "1a2b3c4");
     }
 
     #[test]

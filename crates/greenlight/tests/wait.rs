@@ -225,6 +225,47 @@ fn a_commit_the_app_never_syncs_is_not_reached() {
     );
 }
 
+/// A clone kept with `--data-dir` is fetched before `--commit` is read: `HEAD~1` is the
+/// branch's as it is now, never the kept clone's own checkout.
+#[test]
+fn a_kept_clone_reads_head_as_the_branch_is_now() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().to_str().unwrap();
+    let first = repo.set_image("web", GOOD2, "web: 1.1.0");
+    let o = wait(
+        &repo,
+        &sb.url,
+        &["--app", "web", "--data-dir", data_dir, "--output", "json"],
+    );
+    let j = json(&o);
+    assert_eq!(
+        (o.status.code(), &j["commit"]),
+        (Some(0), &Value::from(first.as_str())),
+        "{j}"
+    );
+    let second = repo.set_image("web", GOOD, "web: 1.0.0 again");
+    let o = wait(
+        &repo,
+        &sb.url,
+        &[
+            "--app",
+            "web",
+            "--data-dir",
+            data_dir,
+            "--commit",
+            "HEAD~1",
+            "--output",
+            "json",
+        ],
+    );
+    let j = json(&o);
+    assert_eq!(j["commit"], first.as_str(), "HEAD~1 of {second}: {j}");
+    assert_eq!(o.status.code(), Some(0), "{j}");
+}
+
 /// Argo CD that cannot be reached: nothing was observed, exit 3 — never a 0, never a FAIL.
 #[test]
 fn argo_cd_down_is_unobserved() {
