@@ -209,6 +209,62 @@ fn a_commit_reverted_by_a_human_is_not_live() {
     );
 }
 
+/// An app with a chronic condition (a resource Degraded since before the commit, which the
+/// commit does not touch): a wait started before Argo CD syncs the commit has the app's state
+/// before it as the baseline, and answers live, naming what it left out as in the baseline.
+fn a_chronic_condition_from_before_the_sync_is_left_out_and_named() {
+    let repo = Repo::new();
+    repo.write("apps/web/cache.yaml", &deployment("cache", BAD))
+        .commit_push("cache: broken since long ago");
+    let sb = sandbox(&repo, &["web=apps/web"], &["--manual-sync", "web"]);
+    let before = repo.remote_tip();
+    sb.sync("web", "{}");
+    // The first sync done: applied at `before`, the broken cache Degraded.
+    sb.wait_app("web", T, |a| {
+        a["status"]["operationState"]["phase"] == "Succeeded"
+            && a["status"]["operationState"]["syncResult"]["revision"] == before.as_str()
+            && a["status"]["sync"]["status"] == "Synced"
+            && a["status"]["health"]["status"] == "Degraded"
+    });
+    let c = repo.set_image("web", GOOD2, "web: 1.1.0");
+    let mut args = vec![
+        "wait".to_string(),
+        "--repo".into(),
+        repo.repo(),
+        "--argocd-url".into(),
+        sb.url.clone(),
+    ];
+    for a in [
+        "--app",
+        "web",
+        "--commit",
+        &c,
+        "--timeout",
+        "60s",
+        "--stable-for",
+        "2s",
+        "--fetch-interval",
+        "200ms",
+        "--stale-after",
+        "3s",
+        "--unknown-app-grace",
+        "3s",
+    ] {
+        args.push(a.to_string());
+    }
+    let mut p = Proc::spawn(BIN, &args, &[]);
+    p.wait_line("watch_started", T);
+    sb.sync("web", "{}");
+    let status = p.wait_exit(T);
+    let out = p.output();
+    assert_eq!(status.code(), Some(0), "{out}");
+    assert!(
+        out.contains(&format!("live: {} on web: confirmed", &c[..12]))
+            && out.contains("left out as in the baseline: Deployment/apps/cache=Degraded"),
+        "{out}"
+    );
+}
+
 /// An app that does not sync on its own (automated sync off) never reaches the commit within
 /// the timeout: NOT_REACHED, exit 1.
 fn a_commit_the_app_never_syncs_is_not_reached() {
@@ -326,6 +382,7 @@ on_every_argocd_version!(
     a_deployed_commit_is_live_once_healthy_for_the_window,
     a_commit_fixed_forward_is_live_and_the_fix_is_named,
     a_commit_reverted_by_a_human_is_not_live,
+    a_chronic_condition_from_before_the_sync_is_left_out_and_named,
     a_broken_commit_is_not_live_and_nothing_is_reverted,
     a_commit_the_app_never_syncs_is_not_reached,
 );
