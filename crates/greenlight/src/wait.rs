@@ -345,7 +345,7 @@ fn answer(
         Judged::Verdict(State::Inconclusive, reason) => {
             (Some(State::Inconclusive), reason, "unobserved", 3)
         }
-        Judged::Verdict(s, reason) => (Some(s), reason, "not-live", 1),
+        Judged::Verdict(s, reason) => (Some(s), for_the_flag(&reason), "not-live", 1),
         Judged::TrailerRejected(reason) => (None, reason, "unobserved", 3),
         // Reached: the app was observed, and it was not healthy and stable in time.
         // Cut off by the timeout: the app was read once more (`at_cutoff`). Unreadable, the
@@ -400,6 +400,16 @@ fn answer(
         later_commits: None,
         exit_code,
     }
+}
+
+/// The judge's words about a trailer's `app=` field, said of `--app`: a wait has no trailer.
+fn for_the_flag(reason: &str) -> String {
+    reason
+        .replace(
+            "check the trailer's app name (`app=<name>` or `app=<namespace>/<name>`)",
+            "check --app (`<name>` or `<namespace>/<name>`)",
+        )
+        .replace("check the trailer's app name", "check --app")
 }
 
 /// `rev` with a leading `HEAD` or `branch` read as the fetched branch (`HEAD~2` →
@@ -478,6 +488,36 @@ mod tests {
 
     fn at(s: i64) -> Timestamp {
         Timestamp(s * 1000)
+    }
+
+    /// The judge's own words for a missing app, as it renders them, are said of `--app`.
+    #[test]
+    fn a_missing_app_is_said_of_the_flag() {
+        use greenlight_core::directive::AppRef;
+        use greenlight_core::reason::{NotReached, Unwatchable};
+        let app = AppRef::parse("web").unwrap();
+        for judged in [
+            Unwatchable::AppMissing {
+                app: app.clone(),
+                grace_ms: 3000,
+            }
+            .to_string(),
+            NotReached::AppMissing {
+                deadline_ms: 60_000,
+                app,
+            }
+            .to_string(),
+        ] {
+            let w = ask(
+                Judged::Verdict(State::ErrorUnwatchable, judged.clone()),
+                Seen::default(),
+            );
+            assert!(
+                w.reason.contains("check --app") && !w.reason.contains("trailer"),
+                "{judged} → {}",
+                w.reason
+            );
+        }
     }
 
     #[test]
