@@ -1767,7 +1767,10 @@ impl Engine {
                     .filter(|p| !crate::paths::exempt(exempt, p))
                     .cloned()
                     .collect();
-                touches(paths, &counted).touches()
+                // A commit of exempt paths only is no change of the app, even one whose paths
+                // are unknown (then every other commit is assumed to touch it).
+                let only_exempt = !c.changed_paths.is_empty() && counted.is_empty();
+                !only_exempt && touches(paths, &counted).touches()
             })
             .map(|c| c.sha.clone())
             .collect();

@@ -2054,6 +2054,29 @@ fn a_later_commit_to_exempt_paths_only_does_not_count() {
     assert!(h.reason(&w).contains(mixed.sha.short()), "{}", h.reason(&w));
 }
 
+/// An app whose paths greenlight cannot tell is assumed touched by every later commit — but
+/// for one that changed only exempt paths (found by the simulation).
+#[test]
+fn with_unknown_paths_a_commit_of_exempt_paths_only_does_not_count() {
+    let mut cfg = config();
+    cfg.attribution_exempt = vec!["apps/web/*-candidate.yaml".into()];
+    let (mut h, w) = started_with(cfg, "deadline=60 mode=shadow");
+    let r = containing(&mut h, &w, 1);
+    let unknown = SourcePaths::Unknown {
+        why: "plugin".into(),
+    };
+    let s = Snap::new("web")
+        .deployed(&r)
+        .health(Health::Progressing)
+        .paths(unknown);
+    let out = h.observe(&s, t(10));
+    assert!(kinds(&out).contains(&K::Reached), "{out:?}");
+    let out = h.arrive(&plain(2, &["apps/web/api-candidate.yaml"]), t(20));
+    assert!(out.is_empty(), "{out:?}");
+    let out = h.arrive(&plain(3, &["README.md"]), t(25));
+    assert_eq!(kinds(&out), vec![K::Attribution]);
+}
+
 #[test]
 fn a_merge_that_brings_the_watched_commit_is_not_a_later_commit() {
     let (mut h, w) = started("deadline=60 mode=arm");

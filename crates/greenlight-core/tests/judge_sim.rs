@@ -180,6 +180,12 @@ impl Strict {
 
 struct Sim {
     rng: Rng,
+    /// Draws for the attribution exemption only, so that the other draws of a seed are those
+    /// of the scenarios before it existed.
+    exempt_rng: Rng,
+    /// Whether this scenario's judge exempts candidate files from attribution, as the
+    /// promotion gate's does: `apps/*/cand-*.yaml`, then `apps/web/cand-own.yaml` re-included.
+    exempting: bool,
     strict: Strict,
     cfg: JudgeConfig,
     engine: Engine,
@@ -294,6 +300,14 @@ impl Sim {
         cfg.stale_after_ms = rng.range(8, 45) * 1000;
         cfg.unknown_app_grace_ms = rng.range(5, 90) * 1000;
         cfg.dry_run = rng.chance(10);
+        let mut exempt_rng = Rng::new(seed ^ 0x5eed_e4e3_9700_0000);
+        let exempting = exempt_rng.chance(30);
+        if exempting {
+            cfg.attribution_exempt = vec![
+                "apps/*/cand-*.yaml".into(),
+                "!apps/web/cand-own.yaml".into(),
+            ];
+        }
         let mut apps = Vec::new();
         for name in APPS {
             let paths = if rng.chance(15) {
@@ -334,6 +348,8 @@ impl Sim {
         index.insert(base.clone(), 0);
         Sim {
             rng,
+            exempt_rng,
+            exempting,
             strict,
             cfg,
             engine,
@@ -445,11 +461,17 @@ impl Sim {
                 .message
                 .contains(&format!("This reverts commit {}", w.commit));
             let app = self.apps.iter().find(|a| a.name == w.app.name).unwrap();
+            let exempt = |f: &String| self.oracle_exempt(f);
             let touches = match &app.paths {
-                SourcePaths::Unknown { .. } => true,
+                // Unknown paths: every commit touches the app, but for one that changed only
+                // exempt paths.
+                SourcePaths::Unknown { .. } => {
+                    c.changed_paths.is_empty() || c.changed_paths.iter().any(|f| !exempt(f))
+                }
                 SourcePaths::Known(ps) => c
                     .changed_paths
                     .iter()
+                    .filter(|f| !exempt(f))
                     .any(|f| ps.iter().any(|p| f.starts_with(&format!("{p}/")))),
             };
             // A deadline already due may be decided first (its verdict came before the commit).
@@ -468,6 +490,37 @@ impl Sim {
             }
         }
         let out = self.engine.commit_arrived(&c, &anc, now);
+        // An attribution verdict only where the oracle saw a later commit touch the app: a
+        // commit of exempt paths only (another workload's candidate) ends no watch.
+        for e in &out {
+            let Effect::Emit(ev) = e else { continue };
+            if ev.event != EventKind::Attribution {
+                continue;
+            }
+            let Some(app) = self
+                .apps
+                .iter()
+                .find(|a| Some(a.name.to_string()) == ev.app)
+            else {
+                continue;
+            };
+            let counted = c.changed_paths.is_empty()
+                || c.changed_paths.iter().any(|f| {
+                    !self.oracle_exempt(f)
+                        && match &app.paths {
+                            SourcePaths::Unknown { .. } => true,
+                            SourcePaths::Known(ps) => {
+                                ps.iter().any(|p| f.starts_with(&format!("{p}/")))
+                            }
+                        }
+                });
+            if !counted {
+                self.fail(&format!(
+                    "attribution for {:?} on {:?} by {} (paths {:?}), which touched none of its app's counted paths",
+                    ev.commit, ev.app, c.sha, c.changed_paths
+                ));
+            }
+        }
         self.after(out, false);
         // A human's revert of a watched commit before its verdict ends the watch, unpushed.
         for id in human_reverted {
@@ -480,6 +533,20 @@ impl Sim {
             }
             self.never_revert.insert(id);
         }
+    }
+
+    /// Exempt from attribution, by the scenario's rule spelled out here rather than read from
+    /// the judge's patterns: another workload's candidate file beside an app's
+    /// (`apps/<app>/cand-<name>.yaml`), never `apps/web/cand-own.yaml`.
+    fn oracle_exempt(&self, f: &str) -> bool {
+        let parts: Vec<&str> = f.split('/').collect();
+        self.exempting
+            && f != "apps/web/cand-own.yaml"
+            && parts.len() == 3
+            && parts[0] == "apps"
+            && parts[2].starts_with("cand-")
+            && parts[2].ends_with(".yaml")
+            && parts[2].len() >= "cand-.yaml".len()
     }
 
     fn app_path(&mut self) -> String {
@@ -542,11 +609,23 @@ impl Sim {
     }
 
     fn plain_commit(&mut self) {
-        let paths = if self.rng.chance(50) {
+        let mut paths = if self.rng.chance(50) {
             vec![self.app_path()]
         } else {
             vec!["README.md".into()]
         };
+        // Another workload's candidate beside an app's files (exempt), the re-included own one
+        // (counted), or a candidate with an app file (counted).
+        if self.exempting && self.exempt_rng.chance(40) {
+            let app = *self.exempt_rng.pick(&APPS);
+            let name = *self.exempt_rng.pick(&["api", "own", "llm"]);
+            let cand = format!("apps/{app}/cand-{name}.yaml");
+            if self.exempt_rng.chance(70) {
+                paths = vec![cand];
+            } else {
+                paths.push(cand);
+            }
+        }
         let sha = self.new_commit_sha();
         let parent = self.hist.last().unwrap().clone();
         self.push_commit(CommitInfo {
