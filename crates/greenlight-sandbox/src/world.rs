@@ -2669,6 +2669,30 @@ fn name_suffix(seed: &[u8], len: usize) -> String {
         .collect()
 }
 
+/// A running container's `imageID`, as containerd's CRI reports it: `<repository>@sha256:…`.
+/// An image pinned by digest runs that digest (its tag, if any, dropped); one named by a tag
+/// runs the digest the tag resolves to — in the sandbox, one derived from the reference, the
+/// same for the same tag (`docs/sandbox-fidelity.md#image-id`).
+pub fn image_id(image: &str) -> String {
+    if let Some((name, digest)) = image.split_once('@') {
+        return format!("{}@{digest}", strip_tag(name));
+    }
+    let digest: String = Sha256::digest(format!("sandbox-image:{image}").as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{}@sha256:{digest}", strip_tag(image))
+}
+
+/// `registry:5000/web:1.0` → `registry:5000/web`: a tag is after the last `/`.
+fn strip_tag(name: &str) -> &str {
+    let last = name.rfind('/').map_or(0, |i| i + 1);
+    match name[last..].find(':') {
+        Some(i) => &name[..last + i],
+        None => name,
+    }
+}
+
 /// At most this many Pods are shown under a workload.
 const MAX_PODS_SHOWN: i64 = 10;
 
@@ -2846,7 +2870,14 @@ fn pod_status(state: &PodState, containers: &[(String, String)], meta: &PodMeta)
                 }
                 None => json!({"running": {"startedAt": since}}),
             };
-            json!({"name": name, "image": image, "imageID": "", "ready": ready,
+            // The kubelet reports the image's repository digest once it is pulled and the
+            // container runs; empty while it waits (`ErrImagePull`, `ContainerCreating`).
+            let image_id = if container_state.get("running").is_some() {
+                image_id(image)
+            } else {
+                String::new()
+            };
+            json!({"name": name, "image": image, "imageID": image_id, "ready": ready,
                 "restartCount": 0, "started": ready, "state": container_state})
         })
         .collect();
@@ -3167,6 +3198,31 @@ fn resource_ref(key: &ResourceKey, version: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_running_containers_image_id_is_its_repository_digest() {
+        let d = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
+        assert_eq!(
+            image_id(&format!("registry.local/web@{d}")),
+            format!("registry.local/web@{d}")
+        );
+        assert_eq!(
+            image_id(&format!("registry.local:5000/web:1.0@{d}")),
+            format!("registry.local:5000/web@{d}")
+        );
+        let tagged = image_id("registry.local:5000/web:1.0");
+        assert!(
+            tagged.starts_with("registry.local:5000/web@sha256:")
+                && tagged.len() == "registry.local:5000/web@sha256:".len() + 64,
+            "{tagged}"
+        );
+        assert_eq!(
+            tagged,
+            image_id("registry.local:5000/web:1.0"),
+            "the same tag, the same digest"
+        );
+        assert_ne!(tagged, image_id("registry.local:5000/web:1.1"));
+    }
 
     const MAIN: &str = "main";
 

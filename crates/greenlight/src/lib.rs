@@ -21,6 +21,7 @@ pub mod reexec;
 pub mod runtime;
 pub mod serve;
 pub mod store;
+pub mod verify;
 pub mod wait;
 
 /// The environment variable a git token may be given in instead of `--git-token-file` (read

@@ -55,6 +55,8 @@ enum Command {
     Guard(cmd::guard::GuardArgs),
     /// The verified promotion gate: `plan` a config, `run` or `self-test` the gate, `gc` expired candidates, `prune-survey` before prune.
     Promote(cmd::promote::PromoteArgs),
+    /// Does the cluster run the digest git pins? Each container's pinned digest against the imageID of its workload's Pods (exit 0 all; 1 some or none; 2 a tag).
+    Verify(cmd::verify::VerifyArgs),
     /// Wait until a commit is live on an Argo CD Application: reached, healthy, and stable for a window (exit 0; 1 not live, 3 unobserved).
     Wait(cmd::wait::WaitArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
@@ -132,6 +134,7 @@ fn main() -> ExitCode {
         Command::Guard(a) => cmd::guard::run(a),
         Command::Promote(a) => cmd::promote::run(a),
         Command::Wait(a) => cmd::wait::run(a),
+        Command::Verify(a) => cmd::verify::run(a),
         Command::Completions(a) => cmd::completions::run_completions(a),
         Command::Man => cmd::completions::run_man(),
     };

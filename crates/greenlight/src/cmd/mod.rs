@@ -45,6 +45,7 @@ pub mod sandbox;
 pub mod state;
 pub mod status;
 pub mod trailer;
+pub mod verify;
 pub mod wait;
 pub mod watch;
 

@@ -1,0 +1,130 @@
+//! `greenlight verify`: parse, call the library's [`greenlight::verify::verify`], print one
+//! line per container. Exit 0 every Pod runs the pinned digest, 1 some or none do, 2 a tag
+//! (verify means nothing for it) or usage (docs/verify.md).
+
+use crate::cmd::args::ArgoCdArgs;
+use crate::cmd::usage;
+use anyhow::Result;
+use clap::Args;
+use greenlight::verify::{Answer, VerifyConfig};
+use greenlight_core::directive::AppRef;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The most a `--manifest` file may hold.
+const MANIFEST_LIMIT_BYTES: u64 = 16 << 20;
+
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// The Argo CD Application (`name`, or `namespace/name`).
+    #[arg(long)]
+    pub app: String,
+    /// The live manifest (a local file of Kubernetes YAML) whose pinned digests are checked;
+    /// default: the app's target state from Argo CD (git as Argo CD rendered it).
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    #[command(flatten)]
+    pub argocd: ArgoCdArgs,
+    /// `text`: one line per container; `json`: one object (docs/verify.md#json).
+    #[arg(long, value_enum, default_value = "text")]
+    pub output: VerifyOutput,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VerifyOutput {
+    Text,
+    Json,
+}
+
+pub fn run(a: VerifyArgs) -> Result<ExitCode> {
+    let app = AppRef::parse(&a.app).map_err(|e| usage(format!("--app {:?}: {e}", a.app)))?;
+    let manifest = match &a.manifest {
+        None => None,
+        Some(path) => {
+            let text = greenlight::files::read_text(path, MANIFEST_LIMIT_BYTES, "--manifest")
+                .map_err(|e| usage(e.to_string()))?;
+            let docs = greenlight_lint::edit::documents_as_json(&text)
+                .map_err(|e| usage(format!("--manifest {}: {e}", path.display())))?;
+            Some((path.display().to_string(), docs))
+        }
+    };
+    let argocd = a.argocd.read()?;
+    crate::install_crypto();
+    let cfg = VerifyConfig {
+        argocd,
+        app,
+        manifest,
+    };
+    let rt = tokio::runtime::Runtime::new()?;
+    let v = rt.block_on(greenlight::verify::verify(&cfg))?;
+    if a.output == VerifyOutput::Json {
+        outln!("{}", serde_json::to_string(&v)?);
+        return Ok(ExitCode::from(v.exit_code));
+    }
+    if v.containers.is_empty() {
+        outln!(
+            "{}: no Deployment, StatefulSet or DaemonSet container in {}: nothing to verify",
+            v.app,
+            v.desired_from
+        );
+    }
+    let sync = format!(
+        "Argo CD: {} at {}",
+        if v.sync_status.is_empty() {
+            "no sync status"
+        } else {
+            &v.sync_status
+        },
+        &v.sync_revision[..v.sync_revision.len().min(12)]
+    );
+    for c in &v.containers {
+        let d = &c.desired;
+        let head = format!("{} container {}", d.workload, d.container);
+        let pinned = d.image.rsplit_once('@').map_or("", |(_, dg)| dg);
+        let others = |o: &std::collections::BTreeMap<String, usize>| {
+            o.iter()
+                .map(|(dg, n)| format!("{} ×{n}", short_digest(dg)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match &c.answer {
+            Answer::All { pods } => outln!(
+                "{head}: all {pods} Pod(s) run {} — the digest pinned",
+                short_digest(pinned)
+            ),
+            Answer::Some {
+                running,
+                pods,
+                others: o,
+            } => outln!(
+                "{head}: a rollout in progress — {running} of {pods} Pod(s) run {}; the others run {}",
+                short_digest(pinned),
+                others(o)
+            ),
+            Answer::None { pods: 0, .. } => outln!(
+                "{head}: no Pod of it runs at all, so none runs {} ({sync})",
+                short_digest(pinned)
+            ),
+            Answer::None { pods, others: o } => outln!(
+                "{head}: none of {pods} Pod(s) runs {}: they run {} — the sync stalled or the change is not applied ({sync})",
+                short_digest(pinned),
+                others(o)
+            ),
+            Answer::Tag => outln!(
+                "{head}: {} names a tag, not a digest: what a tag runs can change under it, so verify means nothing here; pin it (`greenlight guard image --resolve {}` prints the reference by digest)",
+                d.image,
+                d.image
+            ),
+        }
+    }
+    outln!("(pinned digests from {})", v.desired_from);
+    Ok(ExitCode::from(v.exit_code))
+}
+
+/// `sha256:1a2b3c4d5e6f…` (12 hex digits).
+fn short_digest(d: &str) -> String {
+    match d.strip_prefix("sha256:") {
+        Some(hex) if hex.len() > 12 => format!("sha256:{}…", &hex[..12]),
+        _ => d.to_string(),
+    }
+}
