@@ -184,6 +184,7 @@ enum Source {
     Hydrator { path: String },
 }
 
+#[derive(Clone)]
 struct Live {
     key: ResourceKey,
     version: String,
@@ -210,6 +211,10 @@ struct Live {
     created: SystemTime,
     /// When it was last applied with a change (its ReplicaSet's and Pods' creation).
     applied: SystemTime,
+    /// A Deployment's: the last revision whose Pods were all running, as it was then. Its
+    /// ReplicaSet and Pods stay while the current revision's are not ready, as a rolling
+    /// update keeps the old Pods until the new ones are available.
+    previous: Option<Box<Live>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1764,7 +1769,24 @@ impl World {
                 object: m.object.clone(),
                 created: existing.map_or(now.wall, |i| live[i].created),
                 applied: now.wall,
+                previous: None,
             };
+            // The revision this one replaces, while the new Pods roll out: the old one if its
+            // Pods were running, else the one it was still replacing.
+            let mut fresh = fresh;
+            if let Some(i) = existing.filter(|_| is_deployment) {
+                let old = &mut live[i];
+                fresh.previous = if PodState::of(old, &self.policy).ready() {
+                    let mut was = Box::new(Live {
+                        previous: None,
+                        ..old.clone()
+                    });
+                    was.rolling = false;
+                    Some(was)
+                } else {
+                    old.previous.take()
+                };
+            }
             match existing {
                 Some(i) => live[i] = fresh,
                 None => live.push(fresh),
@@ -2870,9 +2892,10 @@ fn pod_status(state: &PodState, containers: &[(String, String)], meta: &PodMeta)
                 }
                 None => json!({"running": {"startedAt": since}}),
             };
-            // The kubelet reports the image's repository digest once it is pulled and the
-            // container runs; empty while it waits (`ErrImagePull`, `ContainerCreating`).
-            let image_id = if container_state.get("running").is_some() {
+            // The kubelet reports the image's repository digest once the image is pulled and
+            // the container created (a crash-looping one keeps it); empty while it waits for
+            // its image (`ErrImagePull`, `ContainerCreating`).
+            let image_id = if matches!(state, PodState::Running | PodState::CrashLoop) {
                 image_id(image)
             } else {
                 String::new()
@@ -3041,6 +3064,13 @@ fn workload_children(l: &Live, policy: &ImagePolicy) -> Vec<Child> {
         pod_names = (0..created.clamp(0, MAX_PODS_SHOWN))
             .map(|i| format!("{}-{i}", l.key.name))
             .collect();
+    }
+    // A Deployment rolling out keeps the last revision whose Pods ran until the new ones are.
+    if is("Deployment")
+        && !state.ready()
+        && let Some(previous) = &l.previous
+    {
+        children.extend(workload_children(previous, policy));
     }
     for (i, pod_name) in pod_names.into_iter().enumerate() {
         let uid = uuid_from(&format!("{revision_uid}/pod/{i}"));
@@ -5442,6 +5472,50 @@ mod tests {
         assert_eq!(
             w.application("web").unwrap()["status"]["sync"]["revision"],
             sha('b')
+        );
+    }
+
+    /// A rolling update keeps the old ReplicaSet's Pods, running the old image, until the new
+    /// ones run; then only the new ReplicaSet is left.
+    #[test]
+    fn a_rollout_keeps_the_old_pods_until_the_new_ones_run() {
+        let (mut w, t1) = healthy_web(ArgoCdVersion::V3_5);
+        let t2 = at(t1, Duration::from_secs(1));
+        w.observe_tip(&sha('b'), &rendered("nginx:2"), &no_refresh, t2);
+        let running = |w: &World| -> Vec<(String, String)> {
+            let mut found: Vec<(String, String)> = pods(w)
+                .iter()
+                .map(|n| {
+                    let name = n["name"].as_str().unwrap().to_string();
+                    let live = live(w, "", "Pod", &name).unwrap();
+                    let id = live["status"]["containerStatuses"][0]["imageID"]
+                        .as_str()
+                        .unwrap()
+                        .to_string();
+                    (n["images"][0].as_str().unwrap().to_string(), id)
+                })
+                .collect();
+            found.sort();
+            found
+        };
+        let rolling = running(&w);
+        assert_eq!(
+            rolling,
+            [
+                ("nginx:1".to_string(), image_id("nginx:1")),
+                ("nginx:2".to_string(), String::new()),
+            ],
+            "{rolling:?}"
+        );
+        assert_eq!(
+            tree_kinds(&w).iter().filter(|k| *k == "ReplicaSet").count(),
+            2
+        );
+        run_clock(&mut w, t2);
+        assert_eq!(running(&w), [("nginx:2".to_string(), image_id("nginx:2"))]);
+        assert_eq!(
+            tree_kinds(&w).iter().filter(|k| *k == "ReplicaSet").count(),
+            1
         );
     }
 

@@ -106,6 +106,38 @@ fn a_digest_not_synced_runs_on_no_pod() {
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }
 
+/// A rollout that does not finish (the new Pods crash-loop): the old ReplicaSet's Pods keep
+/// running the old digest beside the new ones — some Pods run it, and how many.
+fn a_rollout_in_progress_is_some_pods_and_how_many() {
+    let repo = Repo::new();
+    repo.set_image("web", D1, "web: pinned");
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let crashing = deployment("web", D2).replacen(
+        "  namespace: apps\n",
+        &format!(
+            "  namespace: apps\n  annotations:\n    {}: Degraded\n",
+            greenlight_sandbox::HEALTH_ANNOTATION
+        ),
+        1,
+    );
+    repo.write("apps/web/deploy.yaml", &crashing);
+    let c = repo.commit_push("web: a build that crashes");
+    sb.wait_app("web", T, |a| {
+        a["status"]["sync"]["revision"] == c.as_str()
+            && a["status"]["health"]["status"] == "Degraded"
+    });
+    let o = verify(&sb.url, &["--app", "web"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains(
+            "a rollout in progress — 1 of 2 Pod(s) run sha256:222222222222…; the others run sha256:111111111111… ×1"
+        ),
+        "{out}"
+    );
+}
+
 /// A tag: what it runs can change under it, so verify says it means nothing (exit 2) and
 /// points at pinning it.
 fn a_tag_is_not_verified() {
@@ -125,6 +157,7 @@ fn a_tag_is_not_verified() {
 on_every_argocd_version!(
     a_synced_digest_runs_on_every_pod,
     a_digest_not_synced_runs_on_no_pod,
+    a_rollout_in_progress_is_some_pods_and_how_many,
     a_tag_is_not_verified,
 );
 
