@@ -209,7 +209,7 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
     // runtime's start and a stale observation. A judge whose health deadline counts from a late
     // reach is cut off here, and the answer says where the wait stood.
     let limit = cfg.timeout
-        + Duration::from_millis((2 * cfg.stale_after_ms) as u64)
+        + Duration::from_millis(cfg.stale_after_ms.saturating_mul(2).max(0) as u64)
         + Duration::from_secs(10);
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let judged = {
@@ -460,7 +460,7 @@ struct Seen {
 }
 
 fn short(sha: &str) -> &str {
-    &sha[..sha.len().min(12)]
+    sha.get(..12).unwrap_or(sha)
 }
 
 #[cfg(test)]

@@ -75,7 +75,7 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
         } else {
             &v.sync_status
         },
-        &v.sync_revision[..v.sync_revision.len().min(12)]
+        v.sync_revision.chars().take(12).collect::<String>()
     );
     for c in &v.containers {
         let d = &c.desired;
@@ -121,10 +121,28 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
     Ok(ExitCode::from(v.exit_code))
 }
 
-/// `sha256:1a2b3c4d5e6f…` (12 hex digits).
+/// `sha256:1a2b3c4d5e6f…` (12 digits). What a server sent is cut by characters, never bytes.
 fn short_digest(d: &str) -> String {
     match d.strip_prefix("sha256:") {
-        Some(hex) if hex.len() > 12 => format!("sha256:{}…", &hex[..12]),
+        Some(hex) if hex.chars().count() > 12 => {
+            format!("sha256:{}…", hex.chars().take(12).collect::<String>())
+        }
         _ => d.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_digest;
+
+    #[test]
+    fn a_digest_is_shortened_by_characters() {
+        assert_eq!(
+            short_digest(&format!("sha256:{}", "a".repeat(64))),
+            "sha256:aaaaaaaaaaaa…"
+        );
+        // What a server sends need not be hex: never a panic on a character boundary.
+        assert_eq!(short_digest("sha256:ééééééééééééé"), "sha256:éééééééééééé…");
+        assert_eq!(short_digest("none yet"), "none yet");
     }
 }

@@ -112,7 +112,7 @@ pub fn run(a: WaitArgs) -> Result<ExitCode> {
     match a.output {
         WaitOutput::Json => outln!("{}", serde_json::to_string(&waited)?),
         WaitOutput::Text => {
-            let commit = &waited.commit[..waited.commit.len().min(12)];
+            let commit = waited.commit.get(..12).unwrap_or(&waited.commit);
             let head = match waited.outcome {
                 "live" => format!("live: {commit} on {}", waited.app),
                 "not-live" => format!(

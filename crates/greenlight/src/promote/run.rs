@@ -1228,7 +1228,11 @@ impl RunCtx<'_> {
             .source(&cfg.repo, CANDIDATE_LISTING_LIMIT_BYTES)?;
         // The judge decides by the deadline; the margin covers a late reach and a stale source.
         let limit = self.candidate_deadline
-            + Duration::from_millis((cfg.unknown_app_grace_ms + 2 * cfg.stale_after_ms) as u64)
+            + Duration::from_millis(
+                cfg.unknown_app_grace_ms
+                    .saturating_add(cfg.stale_after_ms.saturating_mul(2))
+                    .max(0) as u64,
+            )
             + Duration::from_secs(60);
         let (state, reason) = match runtime::one::judge_one(cfg, source, out, commit, limit)
             .await
