@@ -12,28 +12,20 @@ use std::time::Duration;
 
 const T: Duration = Duration::from_secs(60);
 
+/// The arguments of `greenlight wait` over `repo` and `url` with the kit's test timings, then
+/// `extra`.
+fn wait_args(repo: &Repo, url: &str, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = ["wait", "--repo", &repo.repo(), "--argocd-url", url]
+        .map(String::from)
+        .into();
+    args.extend(JUDGE_TIMINGS.iter().chain(extra).map(|s| s.to_string()));
+    args
+}
+
 /// `greenlight wait` over `repo` and `url` with the kit's test timings.
 fn wait(repo: &Repo, url: &str, extra: &[&str]) -> Output {
-    let mut args: Vec<String> = [
-        "wait",
-        "--repo",
-        &repo.repo(),
-        "--argocd-url",
-        url,
-        "--stable-for",
-        "2s",
-        "--fetch-interval",
-        "200ms",
-        "--stale-after",
-        "3s",
-        "--unknown-app-grace",
-        "3s",
-    ]
-    .map(String::from)
-    .into();
-    args.extend(extra.iter().map(|s| s.to_string()));
     std::process::Command::new(BIN)
-        .args(&args)
+        .args(wait_args(repo, url, extra))
         .env_remove("GREENLIGHT_GIT_TOKEN")
         .output()
         .expect("run greenlight wait")
@@ -227,31 +219,11 @@ fn a_chronic_condition_from_before_the_sync_is_left_out_and_named() {
             && a["status"]["health"]["status"] == "Degraded"
     });
     let c = repo.set_image("web", GOOD2, "web: 1.1.0");
-    let mut args = vec![
-        "wait".to_string(),
-        "--repo".into(),
-        repo.repo(),
-        "--argocd-url".into(),
-        sb.url.clone(),
-    ];
-    for a in [
-        "--app",
-        "web",
-        "--commit",
-        &c,
-        "--timeout",
-        "60s",
-        "--stable-for",
-        "2s",
-        "--fetch-interval",
-        "200ms",
-        "--stale-after",
-        "3s",
-        "--unknown-app-grace",
-        "3s",
-    ] {
-        args.push(a.to_string());
-    }
+    let args = wait_args(
+        &repo,
+        &sb.url,
+        &["--app", "web", "--commit", &c, "--timeout", "60s"],
+    );
     let mut p = Proc::spawn(BIN, &args, &[]);
     p.wait_line("watch_started", T);
     sb.sync("web", "{}");

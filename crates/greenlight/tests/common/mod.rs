@@ -168,6 +168,19 @@ pub fn trailer(app: &str, deadline: &str, mode: &str) -> String {
     format!("Nav-Watchdog: app={app} deadline={deadline} mode={mode}")
 }
 
+/// The judge's timings of the one-shot commands' tests (`promote run`, `wait`): seconds, not
+/// minutes.
+pub const JUDGE_TIMINGS: [&str; 8] = [
+    "--stable-for",
+    "2s",
+    "--fetch-interval",
+    "200ms",
+    "--stale-after",
+    "3s",
+    "--unknown-app-grace",
+    "3s",
+];
+
 /// `greenlight promote <action> --config <config>` over `repo` and the Argo CD at `argocd_url`,
 /// with the kit's test timings, then `extra`.
 pub fn promote_cmd(
@@ -188,18 +201,10 @@ pub fn promote_cmd(
         argocd_url,
         "--git-author",
         "greenlight-bot <bot@greenlight.test>",
-        "--stable-for",
-        "2s",
-        "--fetch-interval",
-        "200ms",
-        "--stale-after",
-        "3s",
-        "--unknown-app-grace",
-        "3s",
     ]
     .map(String::from)
     .into();
-    args.extend(extra.iter().map(|s| s.to_string()));
+    args.extend(JUDGE_TIMINGS.iter().chain(extra).map(|s| s.to_string()));
     std::process::Command::new(BIN)
         .args(&args)
         .stdin(std::process::Stdio::null())
