@@ -37,6 +37,8 @@ pub enum EventKind {
     BreakerOpened,
     BreakerBlocked,
     BreakerReset,
+    /// A promotion run ended; its [`Outcome`] says how.
+    GateEnded,
 }
 
 impl EventKind {
@@ -70,7 +72,27 @@ impl EventKind {
             EventKind::BreakerOpened => "breaker_opened",
             EventKind::BreakerBlocked => "breaker_blocked",
             EventKind::BreakerReset => "breaker_reset",
+            EventKind::GateEnded => "gate_ended",
         }
+    }
+
+    /// The kinds that give a watch its final verdict (a revert's end included): only these
+    /// carry the watch's [`Outcome`].
+    pub fn gives_a_verdict(self) -> bool {
+        matches!(
+            self,
+            EventKind::Confirmed
+                | EventKind::Failed
+                | EventKind::Attribution
+                | EventKind::ChangedOutside
+                | EventKind::RevertedByHuman
+                | EventKind::RevertPushed
+                | EventKind::RevertAdopted
+                | EventKind::RevertFailed
+                | EventKind::NotReached
+                | EventKind::Unwatchable
+                | EventKind::Inconclusive
+        )
     }
 
     /// `warn` for what an operator should look at (the human line's `!` and the breaker),
@@ -108,6 +130,7 @@ impl EventKind {
             EventKind::BreakerOpened | EventKind::BreakerBlocked | EventKind::BreakerReset => {
                 "BRKR"
             }
+            EventKind::GateEnded => "gate",
             _ => "   ~",
         }
     }
@@ -145,6 +168,208 @@ pub struct Event {
     pub state: Option<State>,
     pub message: String,
     pub evidence: Evidence,
+    /// What the event ends with, for the people told about it: set on the event that gives a
+    /// watch its final verdict, on a breaker that opens, and on a promotion run's end
+    /// (`docs/notifications.md`); `None` on every step on the way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+}
+
+/// An outcome as notifications name it: each has one title, distinct at a glance from every
+/// other (`docs/notifications.md#titles`). The watch's come from its verdict
+/// ([`Outcome::of_verdict`]); the promotion gate's from how its run ended; the breaker's when
+/// it opens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// `CONFIRMED`: reached, healthy, stayed healthy.
+    Passed,
+    /// A shadow watch's `FAIL` with the evidence a revert needs: armed, it would have reverted.
+    WouldHaveRevertedShadow,
+    /// The same under dry-run.
+    WouldHaveRevertedDryRun,
+    /// `FAIL` that nothing reverts: evidence missing, the breaker open, arm withheld, the app
+    /// suspended.
+    FailedNotReverted,
+    /// `FAIL` that is not this commit's alone: later commits, or inputs outside the watched
+    /// repository, changed the app under the watch.
+    NotAttributable,
+    /// `REVERTED`: greenlight's revert landed.
+    Reverted,
+    /// A human reverted the commit before a verdict.
+    RevertedByHuman,
+    /// `REVERT_FAILED`.
+    RevertFailed,
+    NotReached,
+    Unwatchable,
+    Inconclusive,
+    /// The breaker opened: no more reverts until a human resets it.
+    BreakerOpened,
+    /// The gate promoted a candidate that passed its checks.
+    Promoted,
+    /// A human bypassed the gate's checks: promoted without them.
+    Bypassed,
+    /// The gate refused the candidate.
+    Blocked,
+    /// Nothing to promote: the candidate is what runs. Never notified.
+    NoOp,
+    /// Nothing changed in git, but the live manifest names a mutable tag that now resolves to
+    /// the candidate's digest: the pods may run older content.
+    NoOpOnMutableTag,
+    /// The live manifest changed in git while the run went on.
+    Aborted,
+    /// A signal stopped the run.
+    Cancelled,
+    /// The self-test's failing candidate was blocked, as it should be.
+    SelfTestPassed,
+    /// The self-test's failing candidate would have been promoted: the gate is broken.
+    SelfTestLetThrough,
+}
+
+impl Outcome {
+    /// Every outcome, for the catalogue's tests and docs.
+    pub const ALL: [Outcome; 21] = [
+        Outcome::Passed,
+        Outcome::WouldHaveRevertedShadow,
+        Outcome::WouldHaveRevertedDryRun,
+        Outcome::FailedNotReverted,
+        Outcome::NotAttributable,
+        Outcome::Reverted,
+        Outcome::RevertedByHuman,
+        Outcome::RevertFailed,
+        Outcome::NotReached,
+        Outcome::Unwatchable,
+        Outcome::Inconclusive,
+        Outcome::BreakerOpened,
+        Outcome::Promoted,
+        Outcome::Bypassed,
+        Outcome::Blocked,
+        Outcome::NoOp,
+        Outcome::NoOpOnMutableTag,
+        Outcome::Aborted,
+        Outcome::Cancelled,
+        Outcome::SelfTestPassed,
+        Outcome::SelfTestLetThrough,
+    ];
+
+    /// The name in config (`outcomes = [...]`) and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::WouldHaveRevertedShadow => "would_have_reverted_shadow",
+            Outcome::WouldHaveRevertedDryRun => "would_have_reverted_dry_run",
+            Outcome::FailedNotReverted => "failed_not_reverted",
+            Outcome::NotAttributable => "not_attributable",
+            Outcome::Reverted => "reverted",
+            Outcome::RevertedByHuman => "reverted_by_human",
+            Outcome::RevertFailed => "revert_failed",
+            Outcome::NotReached => "not_reached",
+            Outcome::Unwatchable => "unwatchable",
+            Outcome::Inconclusive => "inconclusive",
+            Outcome::BreakerOpened => "breaker_opened",
+            Outcome::Promoted => "promoted",
+            Outcome::Bypassed => "bypassed",
+            Outcome::Blocked => "blocked",
+            Outcome::NoOp => "no_op",
+            Outcome::NoOpOnMutableTag => "no_op_on_mutable_tag",
+            Outcome::Aborted => "aborted",
+            Outcome::Cancelled => "cancelled",
+            Outcome::SelfTestPassed => "self_test_passed",
+            Outcome::SelfTestLetThrough => "self_test_let_through",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Outcome> {
+        Outcome::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+
+    /// The title a notification leads with. Each starts with words no other title starts
+    /// with; what went around a check says so in capitals (`BYPASSED`), what failed says
+    /// whether anything was undone, and a skipped check is never called a failure.
+    pub fn title(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed: live and stayed healthy",
+            Outcome::WouldHaveRevertedShadow => {
+                "would have reverted (shadow): failed, nothing undone"
+            }
+            Outcome::WouldHaveRevertedDryRun => {
+                "would have reverted (dry-run): failed, nothing undone"
+            }
+            Outcome::FailedNotReverted => "FAILED, not reverted",
+            Outcome::NotAttributable => "failed, not this commit's alone: not reverted",
+            Outcome::Reverted => "reverted: the commit is undone in git",
+            Outcome::RevertedByHuman => "undone by a human before a verdict",
+            Outcome::RevertFailed => "REVERT FAILED: the failed commit is still in git",
+            Outcome::NotReached => "not reached: never deployed by the deadline",
+            Outcome::Unwatchable => "unwatchable: greenlight cannot judge this app",
+            Outcome::Inconclusive => "inconclusive: greenlight could not see enough to judge",
+            Outcome::BreakerOpened => "BREAKER OPEN: reverts stopped until a human resets it",
+            Outcome::Promoted => "promoted: every check passed",
+            Outcome::Bypassed => "BYPASSED: promoted WITHOUT the checks",
+            Outcome::Blocked => "blocked: not promoted",
+            Outcome::NoOp => "no-op: nothing to promote",
+            Outcome::NoOpOnMutableTag => "unverified no-op: a mutable tag moved",
+            Outcome::Aborted => "aborted: the live manifest changed during the run",
+            Outcome::Cancelled => "cancelled: stopped by a signal, nothing promoted",
+            Outcome::SelfTestPassed => "self-test passed: the gate blocked the failing candidate",
+            Outcome::SelfTestLetThrough => {
+                "SELF-TEST FAILED: the gate let a failing candidate through"
+            }
+        }
+    }
+
+    /// Whether notifications send it: everything but a no-op, which would flood a channel
+    /// with runs that changed nothing.
+    pub fn notifies(self) -> bool {
+        self != Outcome::NoOp
+    }
+
+    /// `warn` for what a human should look at, `info` for the rest (the JSON body's `level`).
+    pub fn level(self) -> &'static str {
+        match self {
+            Outcome::Passed
+            | Outcome::Promoted
+            | Outcome::NoOp
+            | Outcome::SelfTestPassed
+            | Outcome::Reverted => "info",
+            _ => "warn",
+        }
+    }
+
+    /// A watch's outcome from its final verdict.
+    pub fn of_verdict(v: &crate::reason::Verdict) -> Outcome {
+        use crate::reason::{NoRevert, Verdict};
+        match v {
+            Verdict::Confirmed { .. } => Outcome::Passed,
+            Verdict::Failed {
+                not_reverted: NoRevert::Shadow,
+                ..
+            } => Outcome::WouldHaveRevertedShadow,
+            Verdict::Failed {
+                not_reverted: NoRevert::DryRun,
+                ..
+            } => Outcome::WouldHaveRevertedDryRun,
+            Verdict::Failed { .. } | Verdict::Suspended { .. } => Outcome::FailedNotReverted,
+            Verdict::Attribution { .. } | Verdict::ChangedOutside { .. } => {
+                Outcome::NotAttributable
+            }
+            Verdict::RevertedByHuman { .. } => Outcome::RevertedByHuman,
+            Verdict::Reverted { .. } => Outcome::Reverted,
+            Verdict::RevertFailed { .. } => Outcome::RevertFailed,
+            Verdict::NotReached(_) => Outcome::NotReached,
+            Verdict::Unwatchable(_) => Outcome::Unwatchable,
+            Verdict::Inconclusive(_) => Outcome::Inconclusive,
+            Verdict::Recorded { state, .. } => match state {
+                State::Confirmed => Outcome::Passed,
+                State::Reverted => Outcome::Reverted,
+                State::RevertFailed => Outcome::RevertFailed,
+                State::NotReached => Outcome::NotReached,
+                State::ErrorUnwatchable => Outcome::Unwatchable,
+                State::Inconclusive => Outcome::Inconclusive,
+                State::Fail | State::WaitingReach | State::Judging => Outcome::FailedNotReverted,
+            },
+        }
+    }
 }
 
 impl Event {
@@ -170,18 +395,26 @@ impl Event {
     }
 
     /// One JSON object: `time` (RFC 3339 UTC), `level` (`info` or `warn`), `event`, `commit`,
-    /// `app`, `state`, `message`, `evidence` {health, sync, revision, …}.
+    /// `app`, `state`, `message`, `evidence` {health, sync, revision, …}, and `outcome` on the
+    /// events that carry one.
     pub fn json_line(&self) -> String {
-        serde_json::json!({
+        let level = match (self.event, self.outcome) {
+            (EventKind::GateEnded, Some(o)) => o.level(),
+            _ => self.event.level(),
+        };
+        let mut line = serde_json::json!({
             "time": self.time.rfc3339(),
-            "level": self.event.level(),
+            "level": level,
             "event": self.event.as_str(),
             "commit": self.commit,
             "app": self.app,
             "state": self.state.map(State::as_str),
             "message": self.message,
             "evidence": self.evidence,
-        })
-        .to_string()
+        });
+        if let (Some(o), Some(obj)) = (self.outcome, line.as_object_mut()) {
+            obj.insert("outcome".into(), o.as_str().into());
+        }
+        line.to_string()
     }
 }

@@ -15,7 +15,7 @@ use crate::breaker::{Breaker, OPEN_AFTER};
 use crate::commit::CommitId;
 use crate::directive::AppRef;
 use crate::directive::{Directive, DirectiveError, Mode, directives_in};
-use crate::event::{Event, EventKind, Evidence};
+use crate::event::{Event, EventKind, Evidence, Outcome};
 use crate::paths::{Touch, touches};
 use crate::reason::{
     APP_DOES_NOT_EXIST, ArmBlocked, Deadline, Failure, HEALTH_BROKE, Inconclusive, Message,
@@ -453,6 +453,13 @@ impl Engine {
                     q.push((w.commit.to_string(), p.to_string()));
                 }
             }
+            // Whether the branch had the commit before the merge: then the merge brings other
+            // changes, whatever its side branch contains.
+            if let Some(m) = commit.parents_mainline_first().first()
+                && *m != w.commit
+            {
+                q.push((w.commit.to_string(), m.to_string()));
+            }
         }
         q.sort();
         q.dedup();
@@ -495,12 +502,19 @@ impl Engine {
                 continue;
             }
             // A merge that brings the watched commit itself (a `git pull` merge of the
-            // developer's commit) is no later change to it.
+            // developer's commit) is no later change to it. One whose side branch merely
+            // forked after the watched commit was on the branch brings other changes: its
+            // mainline had the commit already (git must say it had not, or it is a later
+            // change).
             if commit.parents.len() > 1
                 && commit
                     .brought_parents()
                     .iter()
                     .any(|p| ancestry.contains(w.commit.as_str(), p.as_str()))
+                && commit
+                    .parents_mainline_first()
+                    .first()
+                    .is_some_and(|m| ancestry.knows_not(w.commit.as_str(), m.as_str()))
             {
                 continue;
             }
@@ -563,6 +577,7 @@ impl Engine {
                     state: None,
                     message: message.to_string(),
                     evidence: Evidence::default(),
+                    outcome: None,
                 })
             };
             match parsed {
@@ -1370,6 +1385,7 @@ impl Engine {
             state: None,
             message: Message::BreakerReset.to_string(),
             evidence: Evidence::default(),
+            outcome: None,
         })]
     }
 
@@ -1390,6 +1406,10 @@ impl Engine {
             state: Some(w.state()),
             message: message.to_string(),
             evidence: w.seen().evidence(),
+            outcome: w
+                .verdict()
+                .filter(|_| kind.gives_a_verdict())
+                .map(Outcome::of_verdict),
         })
     }
 
@@ -2153,18 +2173,23 @@ impl Engine {
     /// FAIL, and in arm mode a revert — unless a safety device says no.
     fn fail(&mut self, i: usize, failure: Failure, now: Timestamp) -> Vec<Effect> {
         let w = &self.watches[i];
-        let not_reverted = if w.mode == Mode::Shadow {
-            Some(NoRevert::Shadow)
-        } else if let Some(b) = w.arm_blocked() {
+        // The evidence is weighed before shadow and dry-run, so that "would have reverted"
+        // (dry-run's words, shadow's notification) is said only when an armed watch would
+        // have: a shadow or dry-run failure without the evidence says what is missing.
+        let not_reverted = if let Some(b) = w.arm_blocked() {
             Some(NoRevert::ArmBlocked(b.clone()))
-        } else if w.dry_run || self.config.dry_run {
-            Some(NoRevert::DryRun)
         } else if !w.baseline().before.was_healthy() && !w.baseline().healthy_after_reach {
             Some(NoRevert::NotShownAtFault {
                 before: w.baseline().before,
             })
+        } else if let Some(missing) = self.missing_evidence(i) {
+            Some(NoRevert::NoEvidence(missing))
+        } else if w.mode == Mode::Shadow {
+            Some(NoRevert::Shadow)
+        } else if w.dry_run || self.config.dry_run {
+            Some(NoRevert::DryRun)
         } else {
-            self.missing_evidence(i).map(NoRevert::NoEvidence)
+            None
         };
         if let Some(not_reverted) = not_reverted {
             let verdict = Verdict::Failed {
@@ -2203,6 +2228,7 @@ impl Engine {
                 state: Some(State::Fail),
                 message: Message::BreakerBlocked.to_string(),
                 evidence: Evidence::default(),
+                outcome: None,
             }));
             return out;
         }
@@ -2234,6 +2260,7 @@ impl Engine {
                 state: None,
                 message: Message::BreakerOpened { after: OPEN_AFTER }.to_string(),
                 evidence: Evidence::default(),
+                outcome: Some(Outcome::BreakerOpened),
             })];
         }
         Vec::new()

@@ -6,7 +6,7 @@ mod support;
 
 use greenlight_core::breaker::Breaker;
 use greenlight_core::commit::CommitId;
-use greenlight_core::event::EventKind as K;
+use greenlight_core::event::{EventKind as K, Outcome};
 use greenlight_core::judge::{
     CommitInfo, Effect, Engine, JudgeConfig, LaterCommit, RevertOutcome, State, Watch,
 };
@@ -604,6 +604,75 @@ fn a_failed_post_sync_hook_after_an_unhealthy_baseline_is_not_reverted() {
         h.reason(&w)
     );
     no_reverts(&h);
+}
+
+/// "Would have reverted" is said only when an armed watch would have: a shadow failure whose
+/// evidence is missing says what is missing, and its outcome is no "would have reverted".
+#[test]
+fn a_shadow_failure_without_the_evidence_never_says_it_would_have_reverted() {
+    for (directive, dry_run) in [("deadline=600", false), ("deadline=600 mode=arm", true)] {
+        let mut cfg = config();
+        cfg.dry_run = dry_run;
+        let mut h = Harness::new(cfg);
+        h.baseline = Some(Health::Progressing);
+        let c = watched(1, "web", directive);
+        h.arrive(&c, t(0));
+        let w = c.sha;
+        let r = containing(&mut h, &w, 1);
+        let s = Snap::new("web")
+            .post_sync_hook_failed(&r, &["batch/Job/smoke"])
+            .health(Health::Progressing);
+        let out = h.observe(&s, t(5));
+        assert_eq!(h.state(&w), State::Fail);
+        let reason = h.reason(&w);
+        assert!(
+            reason.contains("already unhealthy before this commit"),
+            "{reason}"
+        );
+        assert!(!reason.contains("would have reverted"), "{reason}");
+        let failed = events(&out)
+            .into_iter()
+            .find(|e| e.event == K::Failed)
+            .expect("a failed event");
+        assert_eq!(
+            failed.outcome,
+            Some(Outcome::FailedNotReverted),
+            "{directive}"
+        );
+        no_reverts(&h);
+    }
+}
+
+/// With the evidence there, shadow and dry-run failures are "would have reverted"; the
+/// outcome rides on the verdict's event only.
+#[test]
+fn a_shadow_or_dry_run_failure_with_the_evidence_would_have_reverted() {
+    for (directive, dry_run, outcome) in [
+        ("deadline=600", false, Outcome::WouldHaveRevertedShadow),
+        (
+            "deadline=600 mode=arm",
+            true,
+            Outcome::WouldHaveRevertedDryRun,
+        ),
+    ] {
+        let mut cfg = config();
+        cfg.dry_run = dry_run;
+        let mut h = Harness::new(cfg);
+        let c = watched(1, "web", directive);
+        let started = h.arrive(&c, t(0));
+        assert!(events(&started).iter().all(|e| e.outcome.is_none()));
+        let w = c.sha;
+        let r = containing(&mut h, &w, 1);
+        let s = Snap::new("web").post_sync_hook_failed(&r, &["batch/Job/smoke"]);
+        let out = h.observe(&s, t(5));
+        assert_eq!(h.state(&w), State::Fail);
+        let with: Vec<_> = events(&out)
+            .into_iter()
+            .filter_map(|e| e.outcome.map(|o| (e.event, o)))
+            .collect();
+        assert_eq!(with, vec![(K::Failed, outcome)], "{directive}");
+        no_reverts(&h);
+    }
 }
 
 #[test]
@@ -2113,6 +2182,27 @@ fn a_merge_that_does_not_bring_the_watched_commit_is_a_later_commit() {
     let out = h.arrive(&merge, t(15));
     assert_eq!(kinds(&out), vec![K::Attribution]);
     assert!(h.asked.contains(&(w.to_string(), sha(302))));
+    no_reverts(&h);
+}
+
+/// A feature branch forked after the watched commit was on the branch contains it, but its
+/// merge brings only the feature's changes: a later commit to the app (the simulation found
+/// the merge taken for one bringing the watched commit, which a revert could then undo along
+/// with someone else's change).
+#[test]
+fn a_merge_of_a_branch_forked_after_the_watched_commit_is_a_later_commit() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    reach(&mut h, &w, 10, Health::Degraded);
+    let (main_tip, feature) = (sha(301), sha(300));
+    h.ancestor(&w, &feature);
+    h.ancestor(&w, &main_tip);
+    let mut merge = plain(3, &["apps/web/deploy.yaml"]);
+    merge.parents = vec![main_tip.parse().unwrap(), feature.parse().unwrap()];
+    merge.mainline = Some(main_tip.parse().unwrap());
+    let q = h.engine.arrival_questions(&merge);
+    assert!(q.contains(&(w.to_string(), main_tip.clone())), "{q:?}");
+    let out = h.arrive(&merge, t(15));
+    assert_eq!(kinds(&out), vec![K::Attribution]);
     no_reverts(&h);
 }
 

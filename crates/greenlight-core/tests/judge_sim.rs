@@ -8,7 +8,7 @@ mod support;
 
 use greenlight_core::breaker::Breaker;
 use greenlight_core::commit::CommitId;
-use greenlight_core::event::{Event, EventKind};
+use greenlight_core::event::{Event, EventKind, Outcome};
 use greenlight_core::judge::{
     Ancestry, CommitInfo, Effect, Engine, JudgeConfig, Observation, RevertOutcome, State, Watch,
 };
@@ -284,6 +284,8 @@ struct Counters {
     leftover_reverts: u64,
     restarts: u64,
     events: u64,
+    /// Shadow and dry-run failures whose outcome is "would have reverted".
+    would_have_reverted: u64,
 }
 
 const APPS: [&str; 4] = ["web", "api", "ghost", "odd"];
@@ -1718,6 +1720,57 @@ impl Sim {
                 self.counters.reverts += 1;
             }
         }
+        // "Would have reverted" (a shadow or dry-run failure's outcome, which notifications
+        // word so) is said only of a watch the model finds at fault, as a revert would be.
+        for e in &out {
+            let Effect::Emit(ev) = e else { continue };
+            let would = matches!(
+                ev.outcome,
+                Some(Outcome::WouldHaveRevertedShadow | Outcome::WouldHaveRevertedDryRun)
+            );
+            if ev.outcome.is_some()
+                && !ev.event.gives_a_verdict()
+                && ev.event != EventKind::BreakerOpened
+            {
+                self.fail(&format!(
+                    "an outcome on a step that gives no verdict: {ev:?}"
+                ));
+            }
+            if !would || resuming {
+                continue;
+            }
+            // (A re-opened watch shares its commit and app with the one that ended NOT_REACHED.)
+            let Some(w) = self.engine.watches().iter().find(|w| {
+                Some(w.commit.to_string()) == ev.commit
+                    && Some(w.app.to_string()) == ev.app
+                    && w.verdict().map(Outcome::of_verdict) == ev.outcome
+            }) else {
+                self.fail(&format!("an outcome for an unknown watch {ev:?}"));
+            };
+            let why_not = if w.reached_at().is_none() {
+                Some("unreached")
+            } else if !self.applied(w) {
+                Some("never applied")
+            } else if self.touched_later.contains(&w.id) {
+                Some("later commit touched the app (attribution)")
+            } else if self.never_revert.contains(&w.id) {
+                Some("attribution/unwatchable/not-reached/inconclusive/human revert")
+            } else if self.spec_changed_under(w) {
+                Some("Application spec changed under the watch")
+            } else if !self.fault_shown(w) {
+                Some("never healthy after reach on an app that was not Healthy before its sync")
+            } else if let Some(why) = self.evidence_missing(w) {
+                Some(why)
+            } else {
+                None
+            };
+            if let Some(why) = why_not {
+                self.fail(&format!(
+                    "\"would have reverted\" said of a {why} watch: {w:#?}"
+                ));
+            }
+            self.counters.would_have_reverted += 1;
+        }
         // States: terminal never changes (a pending FAIL may become REVERTED/REVERT_FAILED),
         // every change comes with an event carrying the new state.
         for (i, w) in self.engine.watches().iter().enumerate() {
@@ -2448,6 +2501,7 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         total.withdrawn += c.withdrawn;
         total.withdrawn_by_greenlight += c.withdrawn_by_greenlight;
         total.no_evidence += c.no_evidence;
+        total.would_have_reverted += c.would_have_reverted;
         total.not_at_fault += c.not_at_fault;
         total.hook_failures += c.hook_failures;
         total.changed_outside += c.changed_outside;
@@ -2471,6 +2525,10 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
             "no confirmation beside another app's revert: {total:?}"
         );
         assert!(total.withdrawn > 0, "no commit withdrawn: {total:?}");
+        assert!(
+            total.would_have_reverted > 0,
+            "no shadow or dry-run failure would have reverted: {total:?}"
+        );
         assert!(
             total.no_evidence > 0 && total.reverts > 0,
             "the evidence standard was never exercised both ways: {total:?}"

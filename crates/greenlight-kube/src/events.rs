@@ -154,7 +154,7 @@ pub fn event_type(kind: EventKind) -> EventType {
 
 /// What greenlight did, in one verb: `Watch` (a watch starts, resumes or cannot), `Observe`
 /// (what the app did: reach, streaks, a failed sync), `Judge` (a verdict), `Revert` (the
-/// executor) or `Breaker`.
+/// executor), `Breaker` or `Promote` (a promotion run's end).
 pub fn action(kind: EventKind) -> &'static str {
     use EventKind::*;
     match kind {
@@ -174,6 +174,7 @@ pub fn action(kind: EventKind) -> &'static str {
         | Inconclusive => "Judge",
         RevertPushed | RevertAdopted | RevertFailed => "Revert",
         BreakerOpened | BreakerBlocked | BreakerReset => "Breaker",
+        GateEnded => "Promote",
     }
 }
 
@@ -635,6 +636,7 @@ mod tests {
             state: None,
             message: message.into(),
             evidence: Evidence::default(),
+            outcome: None,
         }
     }
 

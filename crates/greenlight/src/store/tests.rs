@@ -453,6 +453,7 @@ fn event(time: i64, kind: EventKind, of: Option<&Watch>) -> Event {
         state: of.map(|w| w.state()),
         message: format!("at {time}"),
         evidence: Evidence::default(),
+        outcome: None,
     }
 }
 
