@@ -173,6 +173,10 @@ pub struct Event {
     /// (`docs/notifications.md`); `None` on every step on the way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
+    /// With an outcome: the verdict's whole words (what failed, why nothing was or what was
+    /// reverted), where the event's own message tells only its step ("revert … pushed").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// An outcome as notifications name it: each has one title, distinct at a glance from every
@@ -283,9 +287,10 @@ impl Outcome {
         Outcome::ALL.into_iter().find(|o| o.as_str() == s)
     }
 
-    /// The title a notification leads with. Each starts with words no other title starts
-    /// with; what went around a check says so in capitals (`BYPASSED`), what failed says
-    /// whether anything was undone, and a skipped check is never called a failure.
+    /// The title a notification leads with. Each starts with a word no other title starts
+    /// with (but the two "would have reverted", told apart by shadow or dry-run); what went
+    /// around a check says so in capitals (`BYPASSED`), what failed says whether anything was
+    /// undone, and a skipped check is never called a failure.
     pub fn title(self) -> &'static str {
         match self {
             Outcome::Passed => "passed: live and stayed healthy",
@@ -296,7 +301,7 @@ impl Outcome {
                 "would have reverted (dry-run): failed, nothing undone"
             }
             Outcome::FailedNotReverted => "FAILED, not reverted",
-            Outcome::NotAttributable => "failed, not this commit's alone: not reverted",
+            Outcome::NotAttributable => "unattributable: other changes came with it, not reverted",
             Outcome::Reverted => "reverted: the commit is undone in git",
             Outcome::RevertedByHuman => "undone by a human before a verdict",
             Outcome::RevertFailed => "REVERT FAILED: the failed commit is still in git",
@@ -313,7 +318,7 @@ impl Outcome {
             Outcome::Cancelled => "cancelled: stopped by a signal, nothing promoted",
             Outcome::SelfTestPassed => "self-test passed: the gate blocked the failing candidate",
             Outcome::SelfTestLetThrough => {
-                "SELF-TEST FAILED: the gate let a failing candidate through"
+                "GATE BROKEN: the self-test's failing candidate got through"
             }
         }
     }

@@ -578,6 +578,7 @@ impl Engine {
                     message: message.to_string(),
                     evidence: Evidence::default(),
                     outcome: None,
+                    reason: None,
                 })
             };
             match parsed {
@@ -1386,6 +1387,7 @@ impl Engine {
             message: Message::BreakerReset.to_string(),
             evidence: Evidence::default(),
             outcome: None,
+            reason: None,
         })]
     }
 
@@ -1410,6 +1412,10 @@ impl Engine {
                 .verdict()
                 .filter(|_| kind.gives_a_verdict())
                 .map(Outcome::of_verdict),
+            reason: w
+                .verdict()
+                .filter(|_| kind.gives_a_verdict())
+                .map(|_| w.reason_text()),
         })
     }
 
@@ -2229,6 +2235,7 @@ impl Engine {
                 message: Message::BreakerBlocked.to_string(),
                 evidence: Evidence::default(),
                 outcome: None,
+                reason: None,
             }));
             return out;
         }
@@ -2261,6 +2268,7 @@ impl Engine {
                 message: Message::BreakerOpened { after: OPEN_AFTER }.to_string(),
                 evidence: Evidence::default(),
                 outcome: Some(Outcome::BreakerOpened),
+                reason: None,
             })];
         }
         Vec::new()

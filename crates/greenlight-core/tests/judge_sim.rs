@@ -1759,10 +1759,8 @@ impl Sim {
                 Some("Application spec changed under the watch")
             } else if !self.fault_shown(w) {
                 Some("never healthy after reach on an app that was not Healthy before its sync")
-            } else if let Some(why) = self.evidence_missing(w) {
-                Some(why)
             } else {
-                None
+                self.evidence_missing(w)
             };
             if let Some(why) = why_not {
                 self.fail(&format!(

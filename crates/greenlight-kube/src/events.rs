@@ -637,6 +637,7 @@ mod tests {
             message: message.into(),
             evidence: Evidence::default(),
             outcome: None,
+            reason: None,
         }
     }
 

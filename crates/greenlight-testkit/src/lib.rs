@@ -12,6 +12,8 @@
 //! - [`helm`]: real helm (installed by `scripts/test`) rendering charts with `helm template`.
 //! - [`http`]: small blocking HTTP/1.1 requests for tests that poll a local server, and a
 //!   server that never answers.
+//! - [`receiver`]: a real HTTP server that records what it receives and answers each path as
+//!   scripted (a status, or never: a receiver that hangs); waits woken by each request.
 //! - [`kube`]: a real Kubernetes API server (Debian's etcd and kube-apiserver v1.20.2) on loopback
 //!   ports, with Argo CD's Application CRD installed, an admin kubeconfig, apiserver restarts and
 //!   etcd compaction.
@@ -47,6 +49,7 @@ pub mod pre_commit;
 pub mod process;
 pub mod prometheus;
 pub mod proxy;
+pub mod receiver;
 pub mod registry;
 pub mod sandbox;
 pub mod watch;
@@ -59,6 +62,7 @@ pub use kube::KubeApiserver;
 pub use process::Proc;
 pub use prometheus::{BasicAuthUser, Exporter, Prometheus};
 pub use proxy::TcpProxy;
+pub use receiver::{Answer, Received, Receiver};
 pub use registry::{ManifestKind, Registry};
 pub use sandbox::{Sandbox, healthy_at};
 pub use watch::{TERMINAL_STATES, Watchdog, status_json, wait_state, watch_args, watch_of};

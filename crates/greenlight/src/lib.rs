@@ -15,6 +15,7 @@ pub mod kube;
 pub mod leader;
 pub mod lock;
 pub mod metrics;
+pub mod notify;
 pub mod output;
 pub mod promote;
 pub mod reexec;

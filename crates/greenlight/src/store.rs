@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 /// The schema this build creates and writes. Version 1 had no `live` and `finished_at`
 /// columns; version 2 adds them (and indexes for retention), and stamps record formats.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How often the running daemon prunes, at most.
 const PRUNE_EVERY_MS: i64 = 3_600_000;
@@ -283,6 +283,7 @@ mod migrate {
             match v {
                 0 => to_1(tx)?,
                 1 => to_2(tx)?,
+                2 => to_3(tx)?,
                 _ => unreachable!("no migration from schema version {v}"),
             }
         }
@@ -343,6 +344,20 @@ mod migrate {
              CREATE INDEX watches_finished ON watches (live, finished_at);
              CREATE INDEX events_watch ON events (commit_sha, app);
              CREATE INDEX events_time ON events (time);",
+        )?;
+        Ok(())
+    }
+
+    /// Version 3: the notifications' outbox bookkeeping (`docs/notifications.md#outbox`): each
+    /// sink's cursor, the sequence of the last event it is done with, and its dead letters,
+    /// each with the body it could not deliver (the event may be pruned later).
+    fn to_3(tx: &Transaction<'_>) -> Result<()> {
+        tx.execute_batch(
+            "CREATE TABLE notify_cursor (sink TEXT PRIMARY KEY, seq INTEGER NOT NULL);
+             CREATE TABLE notify_dead (
+                 sink TEXT NOT NULL, seq INTEGER NOT NULL, time INTEGER NOT NULL,
+                 attempts INTEGER NOT NULL, error TEXT NOT NULL, body TEXT NOT NULL,
+                 PRIMARY KEY (sink, seq));",
         )?;
         Ok(())
     }
@@ -789,7 +804,8 @@ impl SqliteStore {
     }
 
     /// Remove, in one transaction, the finished watches whose verdict is older than `cutoff`,
-    /// and the events that go with them. Live watches are never removed, however old.
+    /// and the events that go with them, but those a notification sink has not delivered yet;
+    /// dead letters older than `cutoff` too. Live watches are never removed, however old.
     ///
     /// An event belongs to the watch of its (commit, app) (the judge keeps one watch per pair):
     /// it stays as long as that watch does, and goes with it. Any other event (the breaker's,
@@ -810,19 +826,29 @@ impl SqliteStore {
             )?
             .query_map([cutoff.0], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
+        // An event a sink has not delivered yet is kept, however old (the outbox,
+        // `docs/notifications.md#outbox`): only what every sink is done with may go.
+        let undelivered_after: i64 = tx.query_row(
+            "SELECT COALESCE(MIN(seq), 9223372036854775807) FROM notify_cursor",
+            [],
+            |r| r.get(0),
+        )?;
         let mut events = 0;
         for (commit, app) in &gone {
             events += tx.execute(
                 "DELETE FROM events WHERE commit_sha = ?1 AND app = ?2 AND NOT EXISTS
-                     (SELECT 1 FROM watches w WHERE w.commit_sha = ?1 AND w.app = ?2)",
-                params![commit, app],
+                     (SELECT 1 FROM watches w WHERE w.commit_sha = ?1 AND w.app = ?2)
+                     AND seq <= ?3",
+                params![commit, app, undelivered_after],
             )?;
         }
         events += tx.execute(
             "DELETE FROM events WHERE time < ?1 AND NOT EXISTS
-                 (SELECT 1 FROM watches w WHERE w.commit_sha = events.commit_sha AND w.app = events.app)",
-            [cutoff.0],
+                 (SELECT 1 FROM watches w WHERE w.commit_sha = events.commit_sha AND w.app = events.app)
+                 AND seq <= ?2",
+            params![cutoff.0, undelivered_after],
         )?;
+        tx.execute("DELETE FROM notify_dead WHERE time < ?1", [cutoff.0])?;
         tx.commit()
             .with_context(|| format!("cannot write the state file {}", self.path.display()))?;
         Ok(Pruned {

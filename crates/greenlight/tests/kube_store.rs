@@ -76,6 +76,7 @@ fn event(time: i64, kind: EventKind, of: Option<&Watch>) -> Event {
         message: format!("at {time}"),
         evidence: Evidence::default(),
         outcome: None,
+        reason: None,
     }
 }
 

@@ -341,6 +341,10 @@ fn read_file(cmd: &Command, f: &ConfigFile) -> Result<Vec<(String, Value)>, Conf
     let mut out = Vec::new();
     for (key, value) in table.get_ref().iter() {
         let name: &str = key.get_ref();
+        // The sinks' tables have a reader of their own (`greenlight::notify::config`).
+        if name == "notify" {
+            continue;
+        }
         let Some(arg) = keys(cmd).find(|a| a.get_long() == Some(name)) else {
             let known: Vec<&str> = keys(cmd).filter_map(Arg::get_long).collect();
             return Err(at(

@@ -36,6 +36,7 @@ pub mod events;
 pub mod guard;
 pub mod leader;
 pub mod lint;
+pub mod notify;
 pub mod once;
 pub mod promote;
 pub mod promote_gc;

@@ -71,9 +71,14 @@ pub struct CommonArgs {
     pub argocd: ArgoCdArgs,
     #[command(flatten)]
     pub git: GitArgs,
-    /// Where the run keeps its clone (default: a scratch directory, removed afterwards).
+    /// Where the run keeps its clone (default: a scratch directory, removed afterwards), and,
+    /// with --notify, its notifications' outbox (`events.db`).
     #[arg(long = "data-dir")]
     pub data_dir: Option<PathBuf>,
+    /// A TOML file whose `[[notify]]` tables say where the run's outcome is sent
+    /// (docs/notifications.md; a `watch --config` file serves: its other keys are not read).
+    #[arg(long, value_name = "FILE")]
+    pub notify: Option<PathBuf>,
     /// `text`: the run's story as it goes; `json`: one JSON object on stdout at the end
     /// (docs/promote.md#json), warnings and errors still on stderr.
     #[arg(long, value_enum, default_value = "text")]
@@ -182,6 +187,21 @@ fn gate_as(a: CommonArgs, asked: Asked, json: bool) -> Result<Option<u8>> {
             }
         }
     }
+    let sinks = match &a.notify {
+        Some(path) => {
+            let text =
+                greenlight::files::read_text(path, greenlight::files::YAML_LIMIT, "--notify")
+                    .map_err(|e| usage(e.to_string()))?;
+            greenlight::notify::config::parse(path, &text).map_err(|e| usage(e.to_string()))?
+        }
+        None => Vec::new(),
+    };
+    let bypass_reason = match &asked {
+        Asked::Promote { bypass, .. } => bypass.clone(),
+        Asked::SelfTest => None,
+    };
+    let live_app = promotion.live.app.to_string();
+    let outbox_dir = a.data_dir.clone();
     let git = a.git.read()?;
     let argocd = a.argocd.read()?;
     if let Some(warning) =
@@ -210,8 +230,15 @@ fn gate_as(a: CommonArgs, asked: Asked, json: bool) -> Result<Option<u8>> {
         },
         data_dir: a.data_dir,
     };
+    let told = |ended: &driver::Ended| {
+        let now = greenlight::clock::Clock::now(&greenlight::clock::SystemClock);
+        if let Some(event) = ended.event(&live_app, bypass_reason.as_deref(), now) {
+            notify_outcome(&sinks, outbox_dir.as_deref(), &event);
+        }
+    };
     if !json {
         let ended = driver::run(config, asked, &DirectPush, &mut Printed)?;
+        told(&ended);
         return Ok(Some(ended.exit_code));
     }
     let mut collected = Collected::default();
@@ -233,7 +260,74 @@ fn gate_as(a: CommonArgs, asked: Asked, json: bool) -> Result<Option<u8>> {
             "messages": collected.lines,
         })
     );
+    told(&ended);
     Ok(Some(ended.exit_code))
+}
+
+/// How long a run waits for its notifications, after its outcome is printed.
+const NOTIFY_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The run's outcome to the sinks, after it is printed and decided: written to the outbox
+/// (`<--data-dir>/events.db`, or a scratch one), then delivered for at most [`NOTIFY_WAIT`].
+/// Nothing here changes the exit code: a sink that fails is a warning, and with --data-dir
+/// what is undelivered stays for the next run.
+fn notify_outcome(
+    sinks: &[greenlight::notify::config::SinkConfig],
+    data_dir: Option<&std::path::Path>,
+    event: &greenlight_core::event::Event,
+) {
+    if sinks.is_empty() {
+        return;
+    }
+    let scratch = match data_dir {
+        Some(_) => None,
+        None => match tempfile::tempdir() {
+            Ok(d) => Some(d),
+            Err(e) => {
+                warn(&format!(
+                    "notifications not sent: no scratch directory for the outbox: {e}"
+                ));
+                return;
+            }
+        },
+    };
+    let dir = data_dir.unwrap_or_else(|| scratch.as_ref().expect("made above").path());
+    let outbox = greenlight::notify::outbox_in(dir);
+    let written = (|| -> anyhow::Result<()> {
+        let mut store = greenlight::store::SqliteStore::open_or_create(&outbox)?;
+        greenlight::notify::register(&outbox, sinks)?;
+        store.write(greenlight::store::Write {
+            events: std::slice::from_ref(event),
+            ..Default::default()
+        })
+    })();
+    if let Err(e) = written {
+        warn(&format!("notifications not sent: {e:#}"));
+        return;
+    }
+    let say: greenlight::notify::Say = std::sync::Arc::new(|m: &str| warn(m));
+    match greenlight::notify::drain(
+        &outbox,
+        sinks,
+        std::time::Instant::now() + NOTIFY_WAIT,
+        &say,
+    ) {
+        Ok(left) => {
+            for (sink, n) in left {
+                match data_dir {
+                    Some(_) => warn(&format!(
+                        "notify {sink:?}: {n} notification(s) not delivered yet; kept in {} for the next run",
+                        outbox.display()
+                    )),
+                    None => warn(&format!(
+                        "notify {sink:?}: {n} notification(s) not delivered in {}s (without --data-dir nothing keeps them)",
+                        NOTIFY_WAIT.as_secs()
+                    )),
+                }
+            }
+        }
+        Err(e) => warn(&format!("notifications: {e:#}")),
+    }
 }
 
 /// `--output json`: the story kept for the one object printed at the end; warnings and errors
@@ -273,4 +367,9 @@ impl Report for Printed {
     fn error(&mut self, text: &str) -> Result<()> {
         crate::cmd::err(&format!("error: {text}\n"))
     }
+}
+
+/// A warning on standard error; a closed stderr loses it, nothing else.
+fn warn(text: &str) {
+    let _ = crate::cmd::err(&format!("warning: {text}\n"));
 }

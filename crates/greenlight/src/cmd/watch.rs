@@ -414,6 +414,19 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
         election,
     } = config_from(&a)?;
     let reexec_every = super::duration_flag("--reexec-interval", &a.reexec_interval)?;
+    // The config file's `[[notify]]` sinks (docs/notifications.md#config), read and checked
+    // before anything starts.
+    let sinks = match &config {
+        Some(c) => {
+            greenlight::notify::config::parse(&c.path, &c.text).map_err(|e| usage(e.to_string()))?
+        }
+        None => Vec::new(),
+    };
+    if !sinks.is_empty() && matches!(store, StoreSpec::Kube { .. }) && !a.once {
+        return Err(usage(
+            "[[notify]]: notifications read the SQLite state file's events (--state); the cluster store (--store kube) keeps no outbox",
+        ));
+    }
     crate::install_crypto();
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let out = Output::new(a.log_format);
@@ -436,6 +449,12 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
             out.warn(
                 greenlight::clock::SystemClock.now(),
                 "--events is ignored with --once: a self-check judges in a scratch state and writes no Kubernetes Events",
+            );
+        }
+        if !sinks.is_empty() {
+            out.warn(
+                greenlight::clock::SystemClock.now(),
+                "[[notify]] is ignored with --once: a self-check judges in a scratch state and notifies no one",
             );
         }
         return rt.block_on(async move {
@@ -522,8 +541,23 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
                 }
                 None => {
                     let source = source.source(&cfg.repo).await?;
+                    let mut notifier = None;
                     let d = match store {
-                        StoreSpec::Sqlite(_) => {
+                        StoreSpec::Sqlite(state) => {
+                            // The sinks' cursors are in place before the runtime writes its
+                            // first event (the store is created and migrated first).
+                            if !sinks.is_empty() {
+                                let out = out.clone();
+                                notifier = Some(tokio::task::block_in_place(|| {
+                                    drop(greenlight::store::SqliteStore::open_or_create(&state)?);
+                                    greenlight::notify::Notifier::start(
+                                        &state,
+                                        sinks,
+                                        &out.clone(),
+                                        Arc::new(move |m: &str| out.warn(SystemClock.now(), m)),
+                                    )
+                                })?);
+                            }
                             runtime::start_metered(cfg, source, out.clone(), clock.clone(), metrics)
                                 .await?
                         }
@@ -550,7 +584,11 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
                             .await?
                         }
                     };
-                    d.run(stop).await
+                    let r = d.run(stop).await;
+                    if let Some(n) = notifier {
+                        tokio::task::block_in_place(|| n.stop());
+                    }
+                    r
                 }
             }
         };

@@ -22,7 +22,7 @@ use crate::runtime::{self, DaemonConfig};
 use crate::usage;
 use anyhow::{Context as _, Result, anyhow};
 use greenlight_core::directive::{Directive, Mode};
-use greenlight_core::event::EventKind;
+use greenlight_core::event::{Event, EventKind, Evidence};
 use greenlight_core::image::{ImageRef, TagPolicy};
 use greenlight_core::repo_url::RepoUrl;
 use greenlight_core::time::Timestamp;
@@ -164,6 +164,108 @@ impl Ended {
             }
             _ => None,
         }
+    }
+}
+
+impl Ended {
+    /// The run's end as an event of the catalogue (`gate_ended`, with its outcome), for the
+    /// notifications' outbox (`docs/notifications.md`): the live `app`, the commit that
+    /// promoted or was judged, and words that name each check with its own result — a skipped
+    /// check says skipped, a bypass says the checks did not run and why. `None` when nothing
+    /// ran (a refusal before the machine started).
+    pub fn event(&self, app: &str, bypass_reason: Option<&str>, now: Timestamp) -> Option<Event> {
+        use greenlight_core::event::Outcome as O;
+        let outcome = self.outcome.as_ref()?;
+        let r = &self.record;
+        let checks = || {
+            let list: Vec<String> = r
+                .checks
+                .iter()
+                .map(|c| format!("{} {}", c.name, c.result))
+                .collect();
+            if list.is_empty() {
+                String::new()
+            } else {
+                format!("; checks: {}", list.join(", "))
+            }
+        };
+        let candidate = r.candidate.as_deref().unwrap_or("the candidate");
+        let verdict = r
+            .candidate_verdict
+            .as_deref()
+            .map(|v| format!("; candidate {v}"))
+            .unwrap_or_default();
+        let (o, commit, message) = match outcome {
+            Outcome::Promoted { commit } => (
+                O::Promoted,
+                Some(commit.clone()),
+                format!("promoted {candidate}{verdict}{}", checks()),
+            ),
+            Outcome::Bypassed { commit } => (
+                O::Bypassed,
+                Some(commit.clone()),
+                format!(
+                    "BYPASSED: {candidate} promoted without a candidate or any check; reason: {}",
+                    bypass_reason.unwrap_or("(none given)")
+                ),
+            ),
+            Outcome::NoOp => (O::NoOp, None, format!("{candidate} is what runs already")),
+            Outcome::SuspiciousNoOp => (
+                O::NoOpOnMutableTag,
+                None,
+                format!(
+                    "nothing changed in git, but the live manifest names a mutable tag that now resolves to {candidate}: the pods may run older content"
+                ),
+            ),
+            Outcome::Blocked(b) => (
+                O::Blocked,
+                r.candidate_commit.clone(),
+                format!(
+                    "{}{verdict}{}",
+                    greenlight_gate::reason::gate_blocked_summary(b),
+                    checks()
+                ),
+            ),
+            Outcome::SelfTestBlocked(b) => (
+                O::SelfTestPassed,
+                r.candidate_commit.clone(),
+                format!(
+                    "the deliberately failing candidate was blocked: {}",
+                    greenlight_gate::reason::gate_blocked_summary(b)
+                ),
+            ),
+            Outcome::SelfTestLetThrough => (
+                O::SelfTestLetThrough,
+                r.candidate_commit.clone(),
+                format!(
+                    "the deliberately failing candidate would have been promoted{verdict}{}",
+                    checks()
+                ),
+            ),
+            Outcome::Aborted { commit } => (
+                O::Aborted,
+                Some(commit.clone()),
+                format!(
+                    "the live manifest changed in git since the run started ({commit}); nothing promoted"
+                ),
+            ),
+            Outcome::Cancelled { signal, .. } => (
+                O::Cancelled,
+                r.candidate_commit.clone(),
+                format!("cancelled by {}; nothing promoted", signal.name()),
+            ),
+        };
+        Some(Event {
+            time: now,
+            event: EventKind::GateEnded,
+            commit,
+            app: Some(app.to_string()),
+            state: None,
+            message,
+            evidence: Evidence::default(),
+            outcome: Some(o),
+            reason: None,
+        })
     }
 }
 

@@ -192,7 +192,7 @@ fn every_watch_of_the_v1_file_written_by_the_old_code_comes_back_intact() {
 }
 
 #[test]
-fn open_or_create_migrates_a_v1_file_to_v2_and_a_second_open_is_a_no_op() {
+fn open_or_create_migrates_a_v1_file_to_the_current_version_and_a_second_open_is_a_no_op() {
     let dir = tempfile::tempdir().unwrap();
     let path = fixture_copy(dir.path(), "state.db");
     assert_eq!(meta_of(&path, "schema_version").as_deref(), Some("1"));
@@ -203,7 +203,10 @@ fn open_or_create_migrates_a_v1_file_to_v2_and_a_second_open_is_a_no_op() {
     let store = SqliteStore::open_or_create(&path).unwrap();
     assert_eq!(store.migrated_from(), Some(1));
     drop(store);
-    assert_eq!(meta_of(&path, "schema_version").as_deref(), Some("2"));
+    assert_eq!(
+        meta_of(&path, "schema_version"),
+        Some(SCHEMA_VERSION.to_string())
+    );
     assert_eq!(
         dump(&path, "events"),
         events_before,
@@ -321,7 +324,11 @@ fn breaker_reset_on_a_v1_file_writes_the_breaker_but_never_a_watch() {
             ..Write::default()
         })
         .unwrap_err();
-    assert!(err.to_string().contains("needs version 2"), "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("needs version {SCHEMA_VERSION}")),
+        "{err}"
+    );
     drop(store);
     assert_eq!(meta_of(&path, "schema_version").as_deref(), Some("1"));
     let b: Value = serde_json::from_str(&meta_of(&path, "breaker").unwrap()).unwrap();
@@ -370,7 +377,8 @@ fn a_migration_that_cannot_read_a_body_leaves_the_file_as_it_was() {
         .collect();
     let err = format!("{:#}", SqliteStore::open_or_create(&path).err().unwrap());
     assert!(
-        err.contains(&id) && err.contains("from state schema version 1 to 2"),
+        err.contains(&id)
+            && err.contains(&format!("from state schema version 1 to {SCHEMA_VERSION}")),
         "{err}"
     );
     let after: Vec<Vec<String>> = ["meta", "watches", "events"]
@@ -454,6 +462,7 @@ fn event(time: i64, kind: EventKind, of: Option<&Watch>) -> Event {
         message: format!("at {time}"),
         evidence: Evidence::default(),
         outcome: None,
+        reason: None,
     }
 }
 
@@ -772,4 +781,53 @@ fn a_new_state_file_appears_whole() {
         .filter(|n| n.contains(".new-"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// The events table is the notifications' outbox: an event a sink has not delivered stays,
+/// however old, and goes once every sink is done with it (docs/notifications.md#outbox).
+#[test]
+fn prune_keeps_what_a_notification_sink_has_not_delivered() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
+    let done_old = watch(1, "web", "CONFIRMED", 10, Some(100));
+    store
+        .write(Write {
+            watches: std::slice::from_ref(&done_old),
+            events: &[
+                event(90, EventKind::Confirmed, Some(&done_old)),
+                event(500, EventKind::BreakerOpened, None),
+            ],
+            ..Write::default()
+        })
+        .unwrap();
+    let c = sql(&path);
+    c.execute(
+        "INSERT INTO notify_cursor (sink, seq) VALUES ('slow', 0), ('fast', 2)",
+        [],
+    )
+    .unwrap();
+    c.execute(
+        "INSERT INTO notify_dead (sink, seq, time, attempts, error, body) VALUES ('fast', 1, 50, 5, 'x', '{}')",
+        [],
+    )
+    .unwrap();
+    let pruned = store.prune(Timestamp(1000)).unwrap();
+    assert_eq!((pruned.watches, pruned.events), (1, 0), "'slow' holds both");
+    assert_eq!(event_times(&path), vec![90, 500]);
+    assert_eq!(
+        dump(&path, "notify_dead").len(),
+        0,
+        "dead letters go by their time"
+    );
+    c.execute("UPDATE notify_cursor SET seq = 1 WHERE sink = 'slow'", [])
+        .unwrap();
+    store.last_pruned_at = None;
+    let pruned = store.prune(Timestamp(1000)).unwrap();
+    assert_eq!(pruned.events, 1);
+    assert_eq!(event_times(&path), vec![500]);
+    c.execute("UPDATE notify_cursor SET seq = 2 WHERE sink = 'slow'", [])
+        .unwrap();
+    assert_eq!(store.prune(Timestamp(1000)).unwrap().events, 1);
+    assert!(event_times(&path).is_empty());
 }
