@@ -359,6 +359,7 @@
 mod api;
 mod engine;
 mod fields;
+pub mod forge;
 mod health;
 mod manifests;
 mod patch;
