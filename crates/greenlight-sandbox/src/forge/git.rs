@@ -225,7 +225,7 @@ impl BareRepo {
     pub(crate) fn install_hook(&self, kind: ForgeKind, protected: &[String]) -> Result<(), String> {
         let path = self.hook_path();
         if let Ok(existing) = std::fs::read_to_string(&path)
-            && !existing.lines().nth(1).is_some_and(|l| l == HOOK_MARKER)
+            && existing.lines().nth(1).is_none_or(|l| l != HOOK_MARKER)
         {
             return Err(format!(
                 "{} exists and is not the sandbox forge's: remove it or leave --protect out",

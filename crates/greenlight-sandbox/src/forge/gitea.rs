@@ -121,8 +121,8 @@ fn text<'a>(body: &'a Value, key: &str) -> Option<&'a str> {
     body.get(key).and_then(Value::as_str)
 }
 
-fn body_of(face: &Face, bytes: &Bytes) -> Result<Value, Response> {
-    json_body(bytes).map_err(|e| error(face, StatusCode::UNPROCESSABLE_ENTITY, &e))
+fn body_of(face: &Face, bytes: &Bytes) -> Result<Value, Box<Response>> {
+    json_body(bytes).map_err(|e| Box::new(error(face, StatusCode::UNPROCESSABLE_ENTITY, &e)))
 }
 
 const NO_CHANGES: &str = "Invalid PullRequest: There are no changes between the head and the base";
@@ -137,7 +137,7 @@ async fn create(
     }
     let body = match body_of(&face, &body) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let (Some(head), Some(base)) = (text(&body, "head"), text(&body, "base")) else {
         return error(
@@ -167,10 +167,10 @@ async fn create(
     }
 }
 
-fn index_of(face: &Face, owner: &str, repo: &str, index: &str) -> Result<u64, Response> {
+fn index_of(face: &Face, owner: &str, repo: &str, index: &str) -> Result<u64, Box<Response>> {
     match (face.is_repo(owner, repo), index.parse::<u64>()) {
         (true, Ok(n)) => Ok(n),
-        _ => Err(not_found(face)),
+        _ => Err(Box::new(not_found(face))),
     }
 }
 
@@ -180,7 +180,7 @@ async fn read(
 ) -> Response {
     match index_of(&face, &owner, &repo, &index) {
         Ok(n) => answer(&face, n, StatusCode::OK).await,
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
@@ -193,11 +193,11 @@ async fn update(
 ) -> Response {
     let number = match index_of(&face, &owner, &repo, &index) {
         Ok(n) => n,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let body = match body_of(&face, &body) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match text(&body, "state") {
         None => {}
@@ -230,11 +230,11 @@ async fn merge(
 ) -> Response {
     let number = match index_of(&face, &owner, &repo, &index) {
         Ok(n) => n,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let body = match body_of(&face, &body) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let method = match text(&body, "Do").unwrap_or("merge") {
         "" | "merge" => MergeMethod::Merge,

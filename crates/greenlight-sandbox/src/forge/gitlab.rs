@@ -66,7 +66,7 @@ fn is_project(face: &Face, id: &str) -> bool {
 }
 
 /// The request's parameters: the JSON body's members over the query string's.
-fn params(query: HashMap<String, String>, body: &Bytes) -> Result<Value, Response> {
+fn params(query: HashMap<String, String>, body: &Bytes) -> Result<Value, Box<Response>> {
     let mut merged = serde_json::Map::new();
     for (k, v) in query {
         merged.insert(k, Value::String(v));
@@ -74,7 +74,7 @@ fn params(query: HashMap<String, String>, body: &Bytes) -> Result<Value, Respons
     match json_body(body) {
         Ok(Value::Object(map)) => merged.extend(map),
         Ok(_) => {}
-        Err(e) => return Err(message(StatusCode::BAD_REQUEST, json!(e))),
+        Err(e) => return Err(Box::new(message(StatusCode::BAD_REQUEST, json!(e)))),
     }
     Ok(Value::Object(merged))
 }
@@ -162,7 +162,7 @@ async fn create(
     }
     let p = match params(query, &body) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let missing: Vec<&str> = ["source_branch", "target_branch", "title"]
         .into_iter()
@@ -212,17 +212,17 @@ async fn create(
     }
 }
 
-fn iid_of(face: &Face, id: &str, iid: &str) -> Result<u64, Response> {
+fn iid_of(face: &Face, id: &str, iid: &str) -> Result<u64, Box<Response>> {
     if !is_project(face, id) {
-        return Err(not_found("Project Not Found"));
+        return Err(Box::new(not_found("Project Not Found")));
     }
-    iid.parse().map_err(|_| not_found("Not found"))
+    iid.parse().map_err(|_| Box::new(not_found("Not found")))
 }
 
 async fn read(State(face): Shared, Path((id, iid)): Path<(String, String)>) -> Response {
     match iid_of(&face, &id, &iid) {
         Ok(iid) => answer(&face, iid, StatusCode::OK).await,
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
@@ -235,11 +235,11 @@ async fn update(
 ) -> Response {
     let iid = match iid_of(&face, &id, &iid) {
         Ok(n) => n,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let p = match params(query, &body) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match text(&p, "state_event") {
         None => {}
@@ -274,11 +274,11 @@ async fn merge(
 ) -> Response {
     let iid = match iid_of(&face, &id, &iid) {
         Ok(n) => n,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let p = match params(query, &body) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let method = if flag(&p, "squash") {
         MergeMethod::Squash

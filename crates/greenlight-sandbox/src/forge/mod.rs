@@ -750,10 +750,15 @@ fn control_error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, axum::Json(json!({"message": message.into()}))).into_response()
 }
 
-fn number_param(q: &std::collections::HashMap<String, String>) -> Result<u64, Response> {
+fn number_param(q: &std::collections::HashMap<String, String>) -> Result<u64, Box<Response>> {
     q.get("number")
         .and_then(|n| n.trim().parse::<u64>().ok())
-        .ok_or_else(|| control_error(StatusCode::BAD_REQUEST, "number: expected a whole number"))
+        .ok_or_else(|| {
+            Box::new(control_error(
+                StatusCode::BAD_REQUEST,
+                "number: expected a whole number",
+            ))
+        })
 }
 
 async fn control_status(
@@ -807,7 +812,7 @@ async fn control_merge(
 ) -> Response {
     let number = match number_param(&q) {
         Ok(n) => n,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match face.merge(number, MergeMethod::Merge, None, false).await {
         Ok(commit) => {
@@ -824,7 +829,7 @@ async fn control_close(
 ) -> Response {
     let number = match number_param(&q) {
         Ok(n) => n,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match face.close(number).await {
         Ok(()) => axum::Json(json!({"number": number, "state": "closed"})).into_response(),
