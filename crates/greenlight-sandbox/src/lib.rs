@@ -23,6 +23,7 @@
 //! | `POST /sandbox/v1/delete?app=NAME&kind=KIND&name=NAME[&namespace=NS]` | a human deletes the app's live object out of band (`kubectl delete`): the controller reconciles at once, the resource `Missing` and `OutOfSync` in `status.resources[]` and the tree (a node without uid), the app `OutOfSync` and its health aggregated per version (from 3.4 it is left out, before it makes the app `Missing`), one update; automated sync re-creates it at once only with `selfHeal` (a sync naming what is not Synced, no history), else with the next commit's sync; a hold on it ends; 400 naming the parameter otherwise (no auth) |
 //! | `POST /sandbox/v1/garble?what=no-items\|nested&seconds=N[&on=listing\|reads\|both]` | for N seconds (a fault injection: a broken proxy or a misbehaving server) `GET /api/v1/applications` (`listing`) and/or `GET /api/v1/applications/{name}[/…]` (`reads`; default `both`) answer 200 `application/json` with `{}` (`no-items`) or `{"items":[[[…]]]}`, 100000 nested arrays (`nested`); streams are left alone; a new garble replaces the last, `seconds=0` ends it (no auth) |
 //! | `POST /sandbox/v1/default-backend?seconds=N` | for N seconds every new `/api/v1` request answers 404 `default backend - 404` (text/plain), as an ingress's default backend does while Argo CD's server rolls out; open streams stay open (no auth) |
+//! | forge routes (`greenlight sandbox --forge github\|gitlab\|gitea`, a listener of its own) | GitHub's, GitLab's or Gitea's pull-request API over the same bare repository, and `/sandbox/v1/forge/…` control routes: see [`forge`] |
 //!
 //! Errors have Argo CD's body `{"error":m,"code":grpc,"message":m}`. *Unknown apps*: an app that
 //! does not exist (or is asked for in another `appNamespace`) is 403 code 7 `permission denied`,
@@ -359,6 +360,7 @@
 mod api;
 mod engine;
 mod fields;
+pub mod forge;
 mod health;
 mod manifests;
 mod patch;

@@ -44,7 +44,7 @@ enum Command {
     /// Commit-message trailer tools (a commit-msg hook).
     Trailer(cmd::trailer::TrailerArgs),
     /// A local Argo CD stand-in that syncs a git repository and serves the Argo CD REST API.
-    Sandbox(cmd::sandbox::SandboxArgs),
+    Sandbox(Box<cmd::sandbox::SandboxArgs>),
     /// Lint Kubernetes manifests, CI pipelines and deploy scripts for rollout safety.
     Lint(cmd::lint::LintArgs),
     /// List every lint rule.
@@ -129,7 +129,7 @@ fn main() -> ExitCode {
         Command::Breaker(a) => cmd::status::run_breaker(a),
         Command::State(a) => cmd::state::run(a),
         Command::Trailer(a) => cmd::trailer::run(a),
-        Command::Sandbox(a) => cmd::sandbox::run(a),
+        Command::Sandbox(a) => cmd::sandbox::run(*a),
         Command::Lint(a) => cmd::lint::run_lint(a),
         Command::Rules(a) => cmd::lint::run_rules(a),
         Command::Explain(a) => cmd::lint::run_explain(a),

@@ -491,6 +491,45 @@ fn bad_flags_exit_2_naming_the_flag() {
             ],
             "--prune",
         ),
+        (
+            &[
+                "--app",
+                "web=apps/web",
+                "--forge",
+                "bitbucket",
+                "--forge-listen",
+                "127.0.0.1:0",
+                "--forge-token-file",
+                "missing-token",
+            ],
+            "--forge",
+        ),
+        (
+            &[
+                "--app",
+                "web=apps/web",
+                "--forge",
+                "github",
+                "--forge-listen",
+                "127.0.0.1:0",
+                "--forge-token-file",
+                "missing-token",
+            ],
+            "--forge-token-file",
+        ),
+        (
+            &[
+                "--app",
+                "web=apps/web",
+                "--forge",
+                "github",
+                "--forge-listen",
+                "127.0.0.1:0",
+                "--require-check",
+                "ci",
+            ],
+            "--protect",
+        ),
     ];
     for (extra, flag) in cases {
         let out = Command::new(BIN)
@@ -544,4 +583,90 @@ fn bad_flags_exit_2_naming_the_flag() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(flag), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn sandbox_forge_flags_serve_a_forge_over_the_same_bare_repository() {
+    let (remote, _) = remote();
+    remote.git(&["checkout", "-q", "-b", "promote"]);
+    remote.write("apps/web/note.yaml", "a: 1\n");
+    remote.commit_push("promote");
+    let token_file = remote.path("forge-token");
+    std::fs::write(&token_file, "forge-s3cret\n").unwrap();
+    let mut sb = Sandbox::spawn(
+        BIN,
+        Some(remote.root()),
+        &[
+            "sandbox",
+            "--repo",
+            "origin.git",
+            "--listen",
+            "127.0.0.1:0",
+            "--app",
+            "web=apps/web",
+            "--forge",
+            "github",
+            "--forge-listen",
+            "127.0.0.1:0",
+            "--forge-token-file",
+            token_file.to_str().unwrap(),
+            "--forge-project",
+            "acme/deploy",
+            "--protect",
+            "main",
+            "--require-check",
+            "ci",
+        ],
+    );
+    let line = sb.proc.wait_line("forge (github) listening on ", T);
+    let api = line
+        .split("(API ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_else(|| panic!("no API URL in {line:?}"))
+        .to_string();
+    assert!(
+        api.starts_with("http://127.0.0.1:") && api.ends_with("/api/v3"),
+        "{line}"
+    );
+    let pulls = format!("{api}/repos/acme/deploy/pulls");
+    let body = r#"{"head":"promote","base":"main","title":"Promote"}"#;
+    let refused = http_send("POST", &pulls, &[("Authorization", "token wrong")], body).unwrap();
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    let opened = http_send(
+        "POST",
+        &pulls,
+        &[("Authorization", "Bearer forge-s3cret")],
+        body,
+    )
+    .unwrap();
+    assert_eq!(opened.status, 201, "{}", opened.body);
+    // A direct push to the protected branch is refused in GitHub's words.
+    remote.git(&["checkout", "-q", "main"]);
+    remote.write("apps/web/direct.yaml", "b: 1\n");
+    remote.git(&["add", "-A"]);
+    remote.git(&["commit", "-q", "-m", "direct"]);
+    let push = greenlight_testkit::git_cmd(&remote.work)
+        .args(["push", "origin", "HEAD:refs/heads/main"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&push.stderr);
+    assert!(!push.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("GH006: Protected branch update failed for refs/heads/main."),
+        "{stderr}"
+    );
+
+    sb.proc.sigterm();
+    let status = sb.proc.wait_exit(Duration::from_secs(10));
+    assert!(status.success(), "{status}");
+    assert!(
+        !remote.bare.join("hooks/pre-receive").exists(),
+        "the hook goes with the forge"
+    );
+    assert!(
+        !sb.proc.output().contains("forge-s3cret"),
+        "{}",
+        sb.proc.output()
+    );
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use greenlight_sandbox::forge::{ForgeConfig, ForgeKind};
 use greenlight_sandbox::{
     AppSpec, ArgoCdVersion, SandboxConfig, SandboxError, ScopedToken, TlsFiles,
 };
@@ -98,6 +99,36 @@ pub struct SandboxArgs {
     /// How often an SSE stream (Accept: text/event-stream) gets a ":" heartbeat line.
     #[arg(long, value_name = "DURATION", default_value = "15s")]
     heartbeat: String,
+    /// Also serve a forge's pull-request API over --repo (a local bare repository): github,
+    /// gitlab or gitea. Pull requests merge into the bare repository; see
+    /// docs/sandbox-fidelity.md, "The forge face".
+    #[arg(long, value_name = "FLAVOUR", requires_all = ["forge_listen", "forge_token_file"])]
+    forge: Option<String>,
+    /// Where the forge face listens, e.g. 127.0.0.1:8081 (port 0 picks a free one).
+    #[arg(long, value_name = "ADDR:PORT", requires = "forge")]
+    forge_listen: Option<String>,
+    /// A file holding the token every forge API request must carry.
+    #[arg(long, value_name = "FILE", requires = "forge")]
+    forge_token_file: Option<PathBuf>,
+    /// The repository's <owner>/<name> on the forge.
+    #[arg(
+        long,
+        value_name = "OWNER/NAME",
+        default_value = "greenlight/deploy",
+        requires = "forge"
+    )]
+    forge_project: String,
+    /// A branch the forge protects: a direct push to it is refused in the forge's words; pull
+    /// requests into it need the --require-check contexts. Repeatable.
+    #[arg(long = "protect", value_name = "BRANCH", requires = "forge")]
+    protect: Vec<String>,
+    /// A status context required on pull requests into a protected branch before they merge
+    /// (reported with POST /sandbox/v1/forge/status). Repeatable.
+    #[arg(long = "require-check", value_name = "CONTEXT", requires = "protect")]
+    require_check: Vec<String>,
+    /// The repository does not allow auto-merge (GitHub's allow_auto_merge: false).
+    #[arg(long, requires = "forge")]
+    no_auto_merge: bool,
 }
 
 fn parse_stream_buffer(text: &str) -> anyhow::Result<usize> {
@@ -135,6 +166,10 @@ fn parse_scoped_token(text: &str) -> anyhow::Result<ScopedToken> {
 }
 
 fn parse_listen(text: &str) -> anyhow::Result<SocketAddr> {
+    parse_listen_flag("--listen", text)
+}
+
+fn parse_listen_flag(flag: &str, text: &str) -> anyhow::Result<SocketAddr> {
     if let Ok(addr) = text.parse::<SocketAddr>() {
         return Ok(addr);
     }
@@ -143,9 +178,34 @@ fn parse_listen(text: &str) -> anyhow::Result<SocketAddr> {
         .and_then(|mut addrs| addrs.next())
         .ok_or_else(|| {
             super::usage(format!(
-                "--listen {text:?}: expected <addr>:<port>, e.g. 127.0.0.1:8080"
+                "{flag} {text:?}: expected <addr>:<port>, e.g. 127.0.0.1:8080"
             ))
         })
+}
+
+/// The forge face's configuration from `--forge` and its flags, if `--forge` is given.
+fn forge_config_from(args: &SandboxArgs) -> anyhow::Result<Option<ForgeConfig>> {
+    let Some(kind) = &args.forge else {
+        return Ok(None);
+    };
+    let kind = kind
+        .parse::<ForgeKind>()
+        .map_err(|e| super::usage(format!("--forge: {e}")))?;
+    let listen = parse_listen_flag(
+        "--forge-listen",
+        args.forge_listen.as_deref().unwrap_or_default(),
+    )?;
+    let token_file = args
+        .forge_token_file
+        .as_deref()
+        .ok_or_else(|| super::usage("--forge needs --forge-token-file"))?;
+    let token = super::secret_file("--forge-token-file", token_file)?;
+    let mut config = ForgeConfig::new(kind, &args.repo, listen, token.expose());
+    config.project = args.forge_project.clone();
+    config.protected = args.protect.clone();
+    config.required_checks = args.require_check.clone();
+    config.allow_auto_merge = !args.no_auto_merge;
+    Ok(Some(config))
 }
 
 fn config_from(args: SandboxArgs) -> anyhow::Result<SandboxConfig> {
@@ -195,15 +255,16 @@ fn config_from(args: SandboxArgs) -> anyhow::Result<SandboxConfig> {
 }
 
 pub fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
+    let forge = forge_config_from(&args)?;
     let config = config_from(args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(serve(config))
+    runtime.block_on(serve(config, forge))
 }
 
-async fn serve(config: SandboxConfig) -> anyhow::Result<ExitCode> {
+async fn serve(config: SandboxConfig, forge: Option<ForgeConfig>) -> anyhow::Result<ExitCode> {
     use tokio::signal::unix::{SignalKind, signal};
     // Handlers first: a script may send SIGTERM as soon as it reads the listening line.
     let mut interrupt = signal(SignalKind::interrupt())?;
@@ -214,11 +275,33 @@ async fn serve(config: SandboxConfig) -> anyhow::Result<ExitCode> {
             SandboxError::Config { .. } => super::usage(e.to_string()),
             SandboxError::Runtime(_) => anyhow::Error::new(e),
         })?;
+    let forge = match forge {
+        Some(config) => Some(greenlight_sandbox::forge::serve(config).await.map_err(
+            |e| match e {
+                SandboxError::Config { .. } => super::usage(e.to_string()),
+                SandboxError::Runtime(_) => anyhow::Error::new(e),
+            },
+        )?),
+        None => None,
+    };
+    if let Some(forge) = &forge {
+        // Printed before the sandbox's own line, which scripts wait for last.
+        greenlight::output::stderr_line(&format!(
+            "forge ({}) listening on {} (API {}, repository {})",
+            forge.kind(),
+            forge.url(),
+            forge.api_url(),
+            forge.project()
+        ));
+    }
     // Scripts wait for exactly this line.
     greenlight::output::stderr_line(&format!("sandbox listening on {}", sandbox.url()));
     tokio::select! {
         _ = interrupt.recv() => {}
         _ = terminate.recv() => {}
+    }
+    if let Some(forge) = forge {
+        forge.shutdown().await;
     }
     sandbox.shutdown().await;
     greenlight::output::stderr_line("sandbox stopped");
@@ -251,6 +334,71 @@ mod tests {
             let err = parse_scoped_token(&bad).unwrap_err().to_string();
             assert!(err.starts_with("--scoped-token-file"), "{bad}: {err}");
         }
+    }
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    }
+
+    fn args(extra: &[&str]) -> SandboxArgs {
+        use clap::Parser as _;
+        let base = [
+            "greenlight",
+            "--repo",
+            "/r.git",
+            "--listen",
+            "127.0.0.1:0",
+            "--app",
+            "web=apps/web",
+        ];
+        Cli::try_parse_from(base.iter().chain(extra))
+            .unwrap()
+            .sandbox
+    }
+
+    #[test]
+    fn the_forge_flags_make_the_forge_faces_configuration() {
+        assert!(forge_config_from(&args(&[])).unwrap().is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("forge.token");
+        std::fs::write(&token, "forge-secret\n").unwrap();
+        let token = token.to_str().unwrap();
+        let config = forge_config_from(&args(&[
+            "--forge",
+            "GitLab",
+            "--forge-listen",
+            "127.0.0.1:0",
+            "--forge-token-file",
+            token,
+            "--protect",
+            "main",
+            "--require-check",
+            "ci",
+            "--no-auto-merge",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(config.kind, ForgeKind::GitLab);
+        assert_eq!(config.token, "forge-secret");
+        assert_eq!(config.project, "greenlight/deploy");
+        assert_eq!(
+            (config.protected, config.required_checks),
+            (vec!["main".to_string()], vec!["ci".to_string()])
+        );
+        assert!(!config.allow_auto_merge);
+        let err = forge_config_from(&args(&[
+            "--forge",
+            "gitea",
+            "--forge-listen",
+            "8080",
+            "--forge-token-file",
+            token,
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(err.starts_with("--forge-listen"), "{err}");
     }
 
     #[test]
