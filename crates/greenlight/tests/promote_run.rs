@@ -5,6 +5,7 @@
 #[macro_use]
 mod common;
 use common::*;
+use greenlight_testkit::{Received, Receiver};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -110,6 +111,30 @@ fn assert_candidate_kept(repo: &Repo, image: &str) {
     );
 }
 
+/// A `--notify` file whose one webhook sink posts to `rx`'s `/gate` (docs/notifications.md).
+fn notify_file(dir: &Path, rx: &Receiver) -> String {
+    let file = dir.join("notify.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[notify]]\nname = \"gate\"\nsink = \"webhook\"\nurl = {:?}\n",
+            rx.url("/gate")
+        ),
+    )
+    .unwrap();
+    file.to_string_lossy().into_owned()
+}
+
+/// The one notification a run sent (it is delivered before the run exits).
+#[track_caller]
+fn one_notification(rx: &Receiver) -> serde_json::Value {
+    let got: Vec<Received> = rx.received("/gate");
+    assert_eq!(got.len(), 1, "{got:#?}");
+    // Shown with --nocapture: what a receiver gets (docs/notifications.md#body).
+    eprintln!("notification: {}", got[0].body);
+    got[0].json()
+}
+
 fn files_under(repo: &Repo, dir: &str) -> Vec<String> {
     repo.bare_git(&["ls-tree", "-r", "--name-only", "main", dir])
         .lines()
@@ -129,9 +154,26 @@ fn a_candidate_that_is_confirmed_and_passes_its_check_is_promoted_in_one_commit(
             &["sh", "-c", "echo smoke ok for {{candidate.image}}"],
         )],
     );
-    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let rx = Receiver::start();
+    let nf = notify_file(dir.path(), &rx);
+    let o = run(&repo, &sb, &cfg, NEW, &["--notify", &nf]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    let n = one_notification(&rx);
+    assert_eq!(
+        (&n["outcome"], &n["title"], &n["source"], &n["app"]),
+        (
+            &"promoted".into(),
+            &"promoted: every check passed".into(),
+            &"promote".into(),
+            &"web".into()
+        )
+    );
+    assert_eq!(n["commit"], repo.remote_tip().as_str());
+    assert_eq!(
+        n["message"],
+        format!("promoted {NEW}; candidate CONFIRMED; checks: smoke passed").as_str()
+    );
     for needle in [
         "promotion of",
         "candidate committed in",
@@ -246,12 +288,25 @@ fn a_failing_check_blocks_the_promotion_and_keeps_the_candidate() {
             ("never", &["sh", "-c", "echo must not run; exit 0"]),
         ],
     );
-    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let rx = Receiver::start();
+    let nf = notify_file(dir.path(), &rx);
+    let o = run(&repo, &sb, &cfg, NEW, &["--notify", &nf]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
     assert!(
         out.contains("check 1 smoke (command) failed, promotion blocked: sh exited 1"),
         "{out}"
+    );
+    let n = one_notification(&rx);
+    assert_eq!(
+        (&n["outcome"], &n["title"]),
+        (&"blocked".into(), &"blocked: not promoted".into())
+    );
+    let words = n["message"].as_str().unwrap();
+    // The check that failed says failed; the one that never ran is not called a failure.
+    assert!(
+        words.ends_with("checks: smoke failed, never not run"),
+        "{words}"
     );
     assert!(out.contains("broken"), "{out}");
     assert!(out.contains("candidate kept"), "{out}");
@@ -286,16 +341,42 @@ fn a_bypass_promotes_without_candidate_or_check_and_never_says_passed() {
     let before = repo.remote_tip();
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "echo ran; exit 0"])]);
+    let rx = Receiver::start();
+    let nf = notify_file(dir.path(), &rx);
     let o = run(
         &repo,
         &sb,
         &cfg,
         NEW,
-        &["--bypass-gate", "--reason", "incident 42: hotfix"],
+        &[
+            "--bypass-gate",
+            "--reason",
+            "incident 42: hotfix",
+            "--notify",
+            &nf,
+        ],
     );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("GATE BYPASSED"), "{out}");
+    // The notification says BYPASSED in its title and its words, and never "passed".
+    let n = one_notification(&rx);
+    assert_eq!(
+        (&n["outcome"], &n["title"], &n["level"]),
+        (
+            &"bypassed".into(),
+            &"BYPASSED: promoted WITHOUT the checks".into(),
+            &"warn".into()
+        )
+    );
+    let words = format!("{} {}", n["title"], n["message"]);
+    assert!(words.contains("incident 42: hotfix"), "{words}");
+    assert!(
+        !words
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|w| w.eq_ignore_ascii_case("passed")),
+        "{words}"
+    );
     assert!(out.contains("BYPASSED, NO CHECK RAN"), "{out}");
     let said = format!("{out}{err}");
     assert!(
@@ -322,7 +403,7 @@ fn a_bypass_promotes_without_candidate_or_check_and_never_says_passed() {
     // to promote, but the no-op says that no check ever ran on what is live.
     let tip = repo.remote_tip();
     let bypass = short(&tip);
-    let o = run(&repo, &sb, &cfg, NEW, &[]);
+    let o = run(&repo, &sb, &cfg, NEW, &["--notify", &nf]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
     assert!(
@@ -334,6 +415,7 @@ fn a_bypass_promotes_without_candidate_or_check_and_never_says_passed() {
     );
     assert_eq!(out.lines().count(), 1, "{out}");
     assert_eq!(repo.remote_tip(), tip, "nothing committed");
+    assert_eq!(rx.received("/gate").len(), 1, "a no-op sends nothing");
 }
 
 fn short(sha: &str) -> &str {

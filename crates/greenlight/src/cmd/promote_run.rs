@@ -201,6 +201,7 @@ fn gate_as(a: CommonArgs, asked: Asked, json: bool) -> Result<Option<u8>> {
         Asked::SelfTest => None,
     };
     let live_app = promotion.live.app.to_string();
+    let check_names: Vec<String> = promotion.checks.iter().map(|c| c.name.clone()).collect();
     let outbox_dir = a.data_dir.clone();
     let git = a.git.read()?;
     let argocd = a.argocd.read()?;
@@ -232,7 +233,7 @@ fn gate_as(a: CommonArgs, asked: Asked, json: bool) -> Result<Option<u8>> {
     };
     let told = |ended: &driver::Ended| {
         let now = greenlight::clock::Clock::now(&greenlight::clock::SystemClock);
-        if let Some(event) = ended.event(&live_app, bypass_reason.as_deref(), now) {
+        if let Some(event) = ended.event(&live_app, &check_names, bypass_reason.as_deref(), now) {
             notify_outcome(&sinks, outbox_dir.as_deref(), &event);
         }
     };

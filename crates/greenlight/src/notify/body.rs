@@ -13,7 +13,7 @@ pub const SCHEMA: &str = "greenlight.dev/notification/v1";
 /// The signature header: `sha256=` and the lowercase hex HMAC-SHA256 of the body's bytes under
 /// the sink's secret, as GitHub signs its webhooks (`X-Hub-Signature-256`).
 pub const SIGNATURE_HEADER: &str = "X-Greenlight-Signature-256";
-/// The delivery's id, `<sink>:<event sequence>`: the same on every retry, so a receiver that
+/// The delivery's id ([`Notice::delivery_id`]): the same on every retry, so a receiver that
 /// saw it already can drop it (delivery is at least once).
 pub const DELIVERY_HEADER: &str = "X-Greenlight-Delivery";
 /// The outcome's name.
@@ -22,6 +22,9 @@ pub const OUTCOME_HEADER: &str = "X-Greenlight-Outcome";
 /// One event to tell about: what was stored, with its place in the outbox.
 #[derive(Clone, Debug)]
 pub struct Notice {
+    /// The outbox's own id (`meta` row `outbox_id` of its file, made once): sequence numbers
+    /// start again in every new file (a run without --data-dir has a scratch one), ids do not.
+    pub outbox: String,
     /// The event's sequence number in the events table.
     pub seq: i64,
     pub event: Event,
@@ -30,17 +33,20 @@ pub struct Notice {
 
 impl Notice {
     /// The notice of a stored event, when it carries an outcome.
-    pub fn of(seq: i64, event: Event) -> Option<Notice> {
+    pub fn of(outbox: &str, seq: i64, event: Event) -> Option<Notice> {
         let outcome = event.outcome?;
         Some(Notice {
+            outbox: outbox.to_string(),
             seq,
             event,
             outcome,
         })
     }
 
+    /// `<sink>:<outbox>:<sequence>`: the same on every retry of this notification to this
+    /// sink, and never the same for another.
     pub fn delivery_id(&self, sink: &str) -> String {
-        format!("{sink}:{}", self.seq)
+        format!("{sink}:{}:{}", self.outbox, self.seq)
     }
 
     /// Who decided: the watchdog's judge or the promotion gate.
@@ -240,6 +246,7 @@ mod tests {
     #[test]
     fn the_json_body_has_the_stable_keys_and_redacts_urls() {
         let n = Notice::of(
+            "0b0x",
             7,
             event(
                 Outcome::Reverted,
@@ -256,7 +263,7 @@ mod tests {
                 "schema", "source", "state", "time", "title"
             ]
         );
-        assert_eq!(body["delivery"], "ops:7");
+        assert_eq!(body["delivery"], "ops:0b0x:7");
         assert_eq!(body["outcome"], "reverted");
         assert_eq!(body["source"], "watch");
         assert!(!body.to_string().contains("tok3n"), "{body}");
@@ -264,14 +271,14 @@ mod tests {
 
     #[test]
     fn slack_blocks_lead_with_the_title_and_escape_the_words() {
-        let n = Notice::of(1, event(Outcome::Bypassed, "reason: <b> & ")).unwrap();
+        let n = Notice::of("0b0x", 1, event(Outcome::Bypassed, "reason: <b> & ")).unwrap();
         let s = n.slack();
         assert_eq!(s["blocks"][0]["text"]["text"], Outcome::Bypassed.title());
         assert_eq!(s["blocks"][1]["fields"][1]["text"], "*Commit*\n`01234567`");
         assert_eq!(s["blocks"][2]["text"]["text"], "reason: &lt;b&gt; &amp; ");
         assert!(s["text"].as_str().unwrap().starts_with("BYPASSED"));
         let long = "é".repeat(4000);
-        let n = Notice::of(1, event(Outcome::Blocked, &long)).unwrap();
+        let n = Notice::of("0b0x", 1, event(Outcome::Blocked, &long)).unwrap();
         assert_eq!(
             n.slack()["blocks"][2]["text"]["text"]
                 .as_str()

@@ -187,6 +187,21 @@ pub fn register(state: &Path, sinks: &[SinkConfig]) -> Result<()> {
     for gone in known.iter().filter(|k| !names.contains(&k.as_str())) {
         tx.execute("DELETE FROM notify_cursor WHERE sink = ?1", [gone])?;
     }
+    // The outbox's id, made once (delivery ids: `Notice::delivery_id`).
+    let made = {
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        format!(
+            "{:x}{:05x}",
+            d.as_nanos() & 0xffff_ffff_ffff,
+            std::process::id() & 0xfffff
+        )
+    };
+    tx.execute(
+        "INSERT INTO meta (key, value) VALUES ('outbox_id', ?1) ON CONFLICT(key) DO NOTHING",
+        [made],
+    )?;
     for name in names {
         tx.execute(
             "INSERT INTO notify_cursor (sink, seq)
@@ -220,13 +235,22 @@ fn pending(state: &Path, sink: &SinkConfig) -> Result<usize> {
         let (seq, body) = row?;
         if let Some(notice) = serde_json::from_str::<Event>(&body)
             .ok()
-            .and_then(|e| Notice::of(seq, e))
+            .and_then(|e| Notice::of("", seq, e))
             && sink.wants(notice.outcome, notice.event.app.as_deref())
         {
             n += 1;
         }
     }
     Ok(n)
+}
+
+fn outbox_id(conn: &Connection) -> Result<String> {
+    Ok(conn
+        .query_row("SELECT value FROM meta WHERE key = 'outbox_id'", [], |r| {
+            r.get(0)
+        })
+        .optional()?
+        .unwrap_or_default())
 }
 
 fn cursor(conn: &Connection, sink: &str) -> Result<i64> {
@@ -263,6 +287,7 @@ fn run_sink(
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .context("cannot build the notification HTTP client")?;
+    let outbox = outbox_id(&conn)?;
     let mut seen = 0;
     loop {
         if signal.stopped() || until.is_some_and(|u| Instant::now() >= u) {
@@ -284,7 +309,7 @@ fn run_sink(
         }
         for (seq, text) in batch {
             let notice = match serde_json::from_str::<Event>(&text) {
-                Ok(e) => Notice::of(seq, e),
+                Ok(e) => Notice::of(&outbox, seq, e),
                 Err(e) => {
                     say(&format!(
                         "notify {:?}: event {seq} cannot be read ({e}); skipped",

@@ -170,18 +170,29 @@ impl Ended {
 impl Ended {
     /// The run's end as an event of the catalogue (`gate_ended`, with its outcome), for the
     /// notifications' outbox (`docs/notifications.md`): the live `app`, the commit that
-    /// promoted or was judged, and words that name each check with its own result — a skipped
-    /// check says skipped, a bypass says the checks did not run and why. `None` when nothing
+    /// promoted or was judged, and words that name each configured check with its own result —
+    /// one skipped or never reached says so, a bypass says the checks did not run and why.
+    /// `None` when nothing
     /// ran (a refusal before the machine started).
-    pub fn event(&self, app: &str, bypass_reason: Option<&str>, now: Timestamp) -> Option<Event> {
+    pub fn event(
+        &self,
+        app: &str,
+        checks_configured: &[String],
+        bypass_reason: Option<&str>,
+        now: Timestamp,
+    ) -> Option<Event> {
         use greenlight_core::event::Outcome as O;
         let outcome = self.outcome.as_ref()?;
         let r = &self.record;
+        // Every configured check, in order, with its result; one the run never reached says
+        // so — it did not fail.
         let checks = || {
-            let list: Vec<String> = r
-                .checks
+            let list: Vec<String> = checks_configured
                 .iter()
-                .map(|c| format!("{} {}", c.name, c.result))
+                .map(|name| match r.checks.iter().find(|c| c.name == *name) {
+                    Some(c) => format!("{name} {}", c.result),
+                    None => format!("{name} not run"),
+                })
                 .collect();
             if list.is_empty() {
                 String::new()
