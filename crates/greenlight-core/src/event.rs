@@ -211,8 +211,11 @@ pub enum Outcome {
     BreakerOpened,
     /// The gate promoted a candidate that passed its checks.
     Promoted,
-    /// A human bypassed the gate's checks: promoted without them.
+    /// A human bypassed the gate's checks: promoted (or proposed) without them.
     Bypassed,
+    /// The gate passed and a pull request proposes the promotion: nothing is live until it
+    /// merges.
+    Proposed,
     /// The gate refused the candidate.
     Blocked,
     /// Nothing to promote: the candidate is what runs. Never notified.
@@ -232,7 +235,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, for the catalogue's tests and docs.
-    pub const ALL: [Outcome; 21] = [
+    pub const ALL: [Outcome; 22] = [
         Outcome::Passed,
         Outcome::WouldHaveRevertedShadow,
         Outcome::WouldHaveRevertedDryRun,
@@ -247,6 +250,7 @@ impl Outcome {
         Outcome::BreakerOpened,
         Outcome::Promoted,
         Outcome::Bypassed,
+        Outcome::Proposed,
         Outcome::Blocked,
         Outcome::NoOp,
         Outcome::NoOpOnMutableTag,
@@ -273,6 +277,7 @@ impl Outcome {
             Outcome::BreakerOpened => "breaker_opened",
             Outcome::Promoted => "promoted",
             Outcome::Bypassed => "bypassed",
+            Outcome::Proposed => "proposed",
             Outcome::Blocked => "blocked",
             Outcome::NoOp => "no_op",
             Outcome::NoOpOnMutableTag => "no_op_on_mutable_tag",
@@ -310,7 +315,8 @@ impl Outcome {
             Outcome::Inconclusive => "inconclusive: greenlight could not see enough to judge",
             Outcome::BreakerOpened => "BREAKER OPEN: reverts stopped until a human resets it",
             Outcome::Promoted => "promoted: every check passed",
-            Outcome::Bypassed => "BYPASSED: promoted WITHOUT the checks",
+            Outcome::Bypassed => "BYPASSED: the checks did not run",
+            Outcome::Proposed => "proposed: a pull request awaits its merge",
             Outcome::Blocked => "blocked: not promoted",
             Outcome::NoOp => "no-op: nothing to promote",
             Outcome::NoOpOnMutableTag => "unverified no-op: a mutable tag moved",
@@ -334,6 +340,7 @@ impl Outcome {
         match self {
             Outcome::Passed
             | Outcome::Promoted
+            | Outcome::Proposed
             | Outcome::NoOp
             | Outcome::SelfTestPassed
             | Outcome::Reverted => "info",

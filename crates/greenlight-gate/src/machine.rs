@@ -98,8 +98,14 @@ pub enum Input {
     CheckFinished { index: usize, outcome: CheckOutcome },
     /// The live manifest changed in git since the run started: another promotion, a human.
     LiveManifestChanged { commit: String },
-    /// The promotion commit is pushed.
+    /// The promotion commit is pushed (by pull request: the request merged, `commit` its
+    /// merge).
     PromotionCommitted { commit: String },
+    /// The promotion commit is on a branch of its own and a pull request proposes it; it has
+    /// not merged (yet, or within the run's wait).
+    PromotionProposed { url: String, commit: String },
+    /// The promotion's pull request was closed unmerged.
+    PromotionDeclined { url: String },
     /// The failed candidate is recorded in git for the retention window (or removed, after a
     /// self-test).
     CandidateSettled { commit: String },
@@ -246,6 +252,13 @@ pub enum Outcome {
     Bypassed {
         commit: String,
     },
+    /// The gate passed (or was bypassed) and a pull request proposes the promotion: nothing
+    /// is on the branch yet.
+    Proposed {
+        url: String,
+        commit: String,
+        bypassed: bool,
+    },
     NoOp,
     /// The live manifest names a mutable tag that now resolves to the candidate's digest: the
     /// pods may still run older content.
@@ -270,6 +283,7 @@ impl Outcome {
         match self {
             Outcome::Promoted { .. }
             | Outcome::Bypassed { .. }
+            | Outcome::Proposed { .. }
             | Outcome::NoOp
             | Outcome::SuspiciousNoOp
             | Outcome::SelfTestBlocked(_) => 0,
@@ -307,6 +321,8 @@ pub enum Blocked {
         measured_ms: i64,
         required_ms: i64,
     },
+    /// The promotion's pull request was closed without a merge.
+    PullRequestClosed { url: String },
 }
 
 /// What a run says as it goes (the first line of each is distinct; see `reason.rs`).
@@ -340,6 +356,13 @@ pub enum GateMessage {
         why: String,
     },
     Blocked(Blocked),
+    /// A pull request proposes the promotion (`bypass`: the gate was bypassed).
+    Proposed {
+        app: String,
+        candidate: String,
+        url: String,
+        bypass: Option<String>,
+    },
     Aborted {
         commit: String,
     },
@@ -639,6 +662,33 @@ impl Gate {
                     ),
                 };
                 vec![Effect::Say(msg), Effect::Done(outcome)]
+            }
+            (Step::Promoting, Input::PromotionProposed { url, commit }) => {
+                self.step = Step::Done;
+                let msg = GateMessage::Proposed {
+                    app: self.plan.app.clone(),
+                    candidate: self.start.candidate.clone(),
+                    url: url.clone(),
+                    bypass: self.start.bypass.clone(),
+                };
+                let outcome = Outcome::Proposed {
+                    url,
+                    commit,
+                    bypassed: self.start.bypass.is_some(),
+                };
+                vec![Effect::Say(msg), Effect::Done(outcome)]
+            }
+            (Step::Promoting, Input::PromotionDeclined { url }) => {
+                let why = Blocked::PullRequestClosed { url };
+                if self.start.bypass.is_some() {
+                    // No candidate to keep: a bypass made none.
+                    self.step = Step::Done;
+                    return vec![
+                        Effect::Say(GateMessage::Blocked(why.clone())),
+                        Effect::Done(Outcome::Blocked(why)),
+                    ];
+                }
+                self.block(why)
             }
             (Step::Settling(outcome), Input::CandidateSettled { .. }) => {
                 self.step = Step::Done;

@@ -39,6 +39,9 @@ pub fn gate_blocked_summary(b: &Blocked) -> String {
             human_duration(*measured_ms),
             human_duration(*required_ms)
         ),
+        Blocked::PullRequestClosed { url } => {
+            format!("the promotion's pull request {url} was closed unmerged")
+        }
     }
 }
 
@@ -120,7 +123,29 @@ impl fmt::Display for GateMessage {
                     human_duration(*configured_ms),
                     human_duration(*required_ms)
                 ),
+                Blocked::PullRequestClosed { url } => write!(
+                    f,
+                    "pull request closed unmerged, promotion blocked: {url} was closed without a merge; nothing promoted"
+                ),
             },
+            GateMessage::Proposed {
+                app,
+                candidate,
+                url,
+                bypass: None,
+            } => write!(
+                f,
+                "proposed {candidate} to {app} in pull request {url}: the gate verified it; nothing is live until it merges"
+            ),
+            GateMessage::Proposed {
+                app,
+                candidate,
+                url,
+                bypass: Some(reason),
+            } => write!(
+                f,
+                "BYPASSED, NO CHECK RAN: {candidate} proposed to {app} in pull request {url} without the gate ({reason}); nothing is live until it merges"
+            ),
             GateMessage::Aborted { commit } => write!(
                 f,
                 "aborted: the live manifest changed in git since the run started ({commit}); nothing promoted, run again"

@@ -7,7 +7,7 @@
 
 use crate::checks::{check_attempts, check_identity, check_path};
 use crate::error::{Error, Result};
-use crate::push_loop::{Attempt, Landed};
+use crate::push_loop::{Attempt, Landed, Push};
 use crate::repo::Repo;
 
 /// One file's change, by its path in the repository.
@@ -76,6 +76,42 @@ impl Repo {
             Landed::Done(outcome) => outcome,
             Landed::Pushed { commit, attempts } => ChangeOutcome::Pushed { commit, attempts },
         })
+    }
+
+    /// Commits `req.changes` on the tip of `req.branch` (its guard checked as for
+    /// [`Repo::commit_and_push`]) and pushes that commit to the new branch `head`, leaving
+    /// `req.branch` alone: the head of a pull request. The push creates `head`; a `head` that
+    /// exists and is not an ancestor of the commit is refused ([`Error::PushRejected`]) — never
+    /// forced. [`ChangeOutcome::Pushed`] names the commit now on `head`.
+    pub fn commit_to_branch(&self, req: &ChangeRequest, head: &str) -> Result<ChangeOutcome> {
+        check(req)?;
+        self.check_branch(&req.branch)?;
+        self.check_branch(head)?;
+        if head == req.branch {
+            return Err(Error::InvalidInput {
+                what: "branch",
+                value: head.to_owned(),
+                reason: "a pull request's branch must not be the branch it merges into",
+            });
+        }
+        let _guard = self.lock_writer();
+        let tip = self.fetch_locked(&req.branch)?;
+        match self.build_change(req, &tip)? {
+            Attempt::Done(outcome) => Ok(outcome),
+            Attempt::Push(commit) => match self.push(&commit, head)? {
+                Push::Accepted => Ok(ChangeOutcome::Pushed {
+                    commit,
+                    attempts: 1,
+                }),
+                Push::Rejected(reason) => Err(Error::PushRejected {
+                    commit: "the pull request's commit".to_owned(),
+                    branch: head.to_owned(),
+                    repo: self.to_string(),
+                    attempts: 1,
+                    reason,
+                }),
+            },
+        }
     }
 
     /// One attempt on the fetched `tip`: the guard, then the changes committed on the tip in

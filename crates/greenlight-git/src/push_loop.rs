@@ -79,7 +79,7 @@ impl Repo {
     }
 
     /// Pushes `commit` to the branch, never forced.
-    fn push(&self, commit: &str, branch: &str) -> Result<Push> {
+    pub(crate) fn push(&self, commit: &str, branch: &str) -> Result<Push> {
         let out = self
             .env()
             .git(["push", "--porcelain", "--no-verify", "origin"])

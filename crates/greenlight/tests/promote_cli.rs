@@ -184,7 +184,7 @@ fn the_shipped_example_plans_its_checks_in_order_with_worst_cases_and_the_total(
     let expected = [
         "examples/promote.yaml: a valid promotion config",
         "  live       Deployment nav/nav-api, container `api`, in deploy/prod/nav-api.yaml (Application argocd/nav-prod)",
-        "  promotion  a commit with the trailer `Nav-Watchdog: app=argocd/nav-prod deadline=900s mode=arm expect=Healthy`",
+        "  promotion  a commit with the trailer `Nav-Watchdog: app=argocd/nav-prod deadline=900s mode=arm expect=Healthy`, pushed to the branch",
         "  retention  a failed candidate is kept 24h",
         "checks, in the order they run (the gate stops at the first that does not pass):",
         "   1. ready       http                  5s  GET http://{{candidate.service}}.{{candidate.namespace}}.svc:{{candidate.port}}/healthz expecting 200 and a body containing \"\\\"status\\\":\\\"UP\\\"\"",
@@ -552,14 +552,38 @@ fn reserved_sections_for_what_is_not_built_are_refused_with_the_reason() {
     let text = format!("{}notify:\n  slack: '#deploys'\n", config(READY));
     assert_refused(
         &text,
-        "promote.yaml:20:1: notify: reserved for notifications, which are not built yet; remove it",
+        "promote.yaml:20:1: notify: not read here: notifications are configured in a TOML file's [[notify]] tables, given by --notify (docs/notifications.md); remove it",
     );
     assert_schema_refuses("notify", &text);
     let text = format!("{}promotion:\n  pr:\n    autoMerge: true\n", config(READY));
     assert_refused(
         &text,
-        "promote.yaml:21:3: promotion.pr: reserved for promotion by pull request, which is not built yet",
+        "promote.yaml:21:3: promotion.pr: not a key: a promotion by pull request is `via: pull-request` with `forge` and `autoMerge`",
     );
+    for (extra, want) in [
+        (
+            "promotion:\n  autoMerge: true\n",
+            "promote.yaml:21:14: promotion.autoMerge: only with `via: pull-request`",
+        ),
+        (
+            "promotion:\n  via: pull-request\n",
+            "promote.yaml:20:1: promotion.forge: missing (required): the forge that takes the pull request",
+        ),
+        (
+            "promotion:\n  via: pull-request\n  forge: bitbucket\n",
+            "promote.yaml:22:10: promotion.forge: `bitbucket` is not github, gitlab or gitea",
+        ),
+        (
+            "promotion:\n  via: email\n",
+            "promote.yaml:21:8: promotion.via: `email` is not `push` (the default) or `pull-request`",
+        ),
+        (
+            "promotion:\n  via: pull-request\n  forge: gitea\n  forgeUrl: https://u:p@git.example/api/v1\n",
+            "promote.yaml:23:13: promotion.forgeUrl: an http:// or https:// URL of the forge's API, without credentials or query",
+        ),
+    ] {
+        assert_refused(&format!("{}{extra}", config(READY)), want);
+    }
 }
 
 #[test]

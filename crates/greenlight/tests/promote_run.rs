@@ -365,7 +365,7 @@ fn a_bypass_promotes_without_candidate_or_check_and_never_says_passed() {
         (&n["outcome"], &n["title"], &n["level"]),
         (
             &"bypassed".into(),
-            &"BYPASSED: promoted WITHOUT the checks".into(),
+            &"BYPASSED: the checks did not run".into(),
             &"warn".into()
         )
     );

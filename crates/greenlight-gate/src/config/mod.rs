@@ -118,6 +118,33 @@ pub struct Retention {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PromotionCommit {
     pub watch: WatchTrailer,
+    /// How the promotion lands (`promotion.via`).
+    pub landing: Landing,
+}
+
+/// `promotion.via`: the promotion commit pushed to the branch, or proposed by pull request.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Landing {
+    /// `push` (the default): one fast-forward commit on the branch.
+    #[default]
+    Push,
+    /// `pull-request`: the commit on a branch of its own and a pull (merge) request from it.
+    PullRequest(PullRequestLanding),
+}
+
+/// `promotion: {via: pull-request, forge, autoMerge, forgeUrl, project}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequestLanding {
+    /// `github`, `gitlab` or `gitea`.
+    pub forge: String,
+    /// Arm the forge's auto-merge (merge when its required checks pass; at once when there
+    /// are none); otherwise the request waits for a human's merge.
+    pub auto_merge: bool,
+    /// The forge's API (`forgeUrl`); `None`: `https://api.github.com` for GitHub, and for the
+    /// others `https://<the repository's host>/api/v4` (GitLab) or `/api/v1` (Gitea).
+    pub api_url: Option<String>,
+    /// `owner/name` (`project`); `None`: the repository URL's path.
+    pub project: Option<String>,
 }
 
 /// The watch trailer on the promotion commit (`Nav-Watchdog: app=… deadline=… mode=…`).

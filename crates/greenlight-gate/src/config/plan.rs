@@ -363,6 +363,7 @@ mod tests {
             },
             commit: PromotionCommit {
                 watch: WatchTrailer::default(),
+                landing: Default::default(),
             },
         })
     }

@@ -133,8 +133,20 @@ fn print_plan(file: &str, p: &Promotion, plan: &Plan) -> Result<()> {
         c.path,
         c.app
     );
+    let lands = match &p.commit.landing {
+        greenlight_gate::config::Landing::Push => "pushed to the branch".to_string(),
+        greenlight_gate::config::Landing::PullRequest(pr) => format!(
+            "proposed by pull request on {}{}",
+            pr.forge,
+            if pr.auto_merge {
+                ", auto-merged once the forge's required checks pass"
+            } else {
+                ", merged by a human"
+            }
+        ),
+    };
     outln!(
-        "  promotion  a commit with the trailer `{}: {}`",
+        "  promotion  a commit with the trailer `{}: {}`, {lands}",
         p.commit.watch.key,
         p.watch_directive().render()
     );

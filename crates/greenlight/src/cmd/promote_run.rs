@@ -75,6 +75,14 @@ pub struct CommonArgs {
     /// with --notify, its notifications' outbox (`events.db`).
     #[arg(long = "data-dir")]
     pub data_dir: Option<PathBuf>,
+    /// With `promotion: {via: pull-request}`: the forge's token (a file; never an argument).
+    #[arg(long = "forge-token-file", value_name = "FILE")]
+    pub forge_token_file: Option<PathBuf>,
+    /// With `promotion: {via: pull-request}`: follow the pull request this long, to merged
+    /// (the outcome is then `promoted`) or closed (`blocked`, the candidate kept); without it
+    /// the run ends `proposed` once the request is open.
+    #[arg(long = "wait-merge", value_name = "DURATION")]
+    pub wait_merge: Option<String>,
     /// A TOML file whose `[[notify]]` tables say where the run's outcome is sent
     /// (docs/notifications.md; a `watch --config` file serves: its other keys are not read).
     #[arg(long, value_name = "FILE")]
@@ -201,6 +209,35 @@ fn gate_as(a: CommonArgs, asked: Asked, json: bool) -> Result<Option<u8>> {
         Asked::SelfTest => None,
     };
     let live_app = promotion.live.app.to_string();
+    let wait_merge = match &a.wait_merge {
+        Some(d) => Some(positive_duration_flag("--wait-merge", d)?),
+        None => None,
+    };
+    let pull_request = match &promotion.commit.landing {
+        greenlight_gate::config::Landing::PullRequest(pr)
+            if matches!(asked, Asked::Promote { .. }) =>
+        {
+            Some(pull_request_land(
+                pr,
+                &a.repo,
+                &promotion.live.workload.name,
+                a.forge_token_file.as_deref(),
+            )?)
+        }
+        _ => {
+            if wait_merge.is_some() {
+                return Err(usage(
+                    "--wait-merge: follows the promotion's pull request; the config lands by push (`promotion.via`)",
+                ));
+            }
+            if a.forge_token_file.is_some() {
+                return Err(usage(
+                    "--forge-token-file: for `promotion: {via: pull-request}`; the config lands by push",
+                ));
+            }
+            None
+        }
+    };
     let check_names: Vec<String> = promotion.checks.iter().map(|c| c.name.clone()).collect();
     let outbox_dir = a.data_dir.clone();
     let git = a.git.read()?;
@@ -230,6 +267,11 @@ fn gate_as(a: CommonArgs, asked: Asked, json: bool) -> Result<Option<u8>> {
             fetch_interval: timing.fetch_interval,
         },
         data_dir: a.data_dir,
+        wait_merge,
+    };
+    let land: &dyn greenlight::promote::land::Land = match &pull_request {
+        Some(pr) => pr,
+        None => &DirectPush,
     };
     let told = |ended: &driver::Ended| {
         let now = greenlight::clock::Clock::now(&greenlight::clock::SystemClock);
@@ -238,12 +280,12 @@ fn gate_as(a: CommonArgs, asked: Asked, json: bool) -> Result<Option<u8>> {
         }
     };
     if !json {
-        let ended = driver::run(config, asked, &DirectPush, &mut Printed)?;
+        let ended = driver::run(config, asked, land, &mut Printed)?;
         told(&ended);
         return Ok(Some(ended.exit_code));
     }
     let mut collected = Collected::default();
-    let ended = driver::run(config, asked, &DirectPush, &mut collected)?;
+    let ended = driver::run(config, asked, land, &mut collected)?;
     let r = &ended.record;
     outln!(
         "{}",
@@ -257,12 +299,100 @@ fn gate_as(a: CommonArgs, asked: Asked, json: bool) -> Result<Option<u8>> {
             "candidate_healthy_after_ms": r.candidate_healthy_after_ms,
             "checks": r.checks,
             "promotion_commit": r.promotion_commit,
+            "pull_request": r.pull_request,
             "settle_commit": r.settle_commit,
             "messages": collected.lines,
         })
     );
     told(&ended);
     Ok(Some(ended.exit_code))
+}
+
+/// The pull request way of landing for `promotion: {via: pull-request}`: the forge's client
+/// (its API and project from the config, else from the repository's URL) and a branch name of
+/// the run's own.
+fn pull_request_land(
+    pr: &greenlight_gate::config::PullRequestLanding,
+    repo: &str,
+    workload: &str,
+    token_file: Option<&std::path::Path>,
+) -> Result<greenlight::promote::land::PullRequest> {
+    use greenlight_forge::{ClientOptions, ForgeClient, ForgeKind};
+    let kind: ForgeKind = pr.forge.parse().map_err(usage)?;
+    let Some(token_file) = token_file else {
+        return Err(usage(format!(
+            "--forge-token-file is required: the config proposes the promotion by pull request on {kind}"
+        )));
+    };
+    let token = crate::cmd::secret_file("--forge-token-file", token_file)?;
+    crate::install_crypto();
+    // `https://host/owner/name(.git)` or `git@host:owner/name(.git)`: the host and the path.
+    let (host, path) = {
+        let url = repo.trim().trim_end_matches('/').trim_end_matches(".git");
+        match url.split_once("://") {
+            Some((_, rest)) => {
+                let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+                match rest.split_once('/') {
+                    Some((h, p)) => (Some(h.to_string()), Some(p.to_string())),
+                    None => (Some(rest.to_string()), None),
+                }
+            }
+            None => match url.split_once(':') {
+                Some((h, p)) if h.contains('@') && !p.starts_with('/') => (
+                    h.rsplit_once('@').map(|(_, h)| h.to_string()),
+                    Some(p.to_string()),
+                ),
+                _ => (None, None),
+            },
+        }
+    };
+    let api = match (&pr.api_url, kind) {
+        (Some(u), _) => u.clone(),
+        (None, ForgeKind::GitHub) => "https://api.github.com".to_string(),
+        (None, _) => match &host {
+            Some(h) => format!(
+                "https://{h}/api/{}",
+                if kind == ForgeKind::GitLab {
+                    "v4"
+                } else {
+                    "v1"
+                }
+            ),
+            None => {
+                return Err(usage(format!(
+                    "promotion.forgeUrl is required: {kind}'s API cannot be told from --repo {}",
+                    greenlight_core::repo_url::redact(repo)
+                )));
+            }
+        },
+    };
+    let project = match (&pr.project, &path) {
+        (Some(p), _) => p.clone(),
+        (None, Some(p)) if p.contains('/') => p.clone(),
+        _ => {
+            return Err(usage(format!(
+                "promotion.project is required: the forge's owner/name cannot be told from --repo {}",
+                greenlight_core::repo_url::redact(repo)
+            )));
+        }
+    };
+    let client = ForgeClient::new(
+        kind,
+        &api,
+        &project,
+        greenlight_forge::Secret::new(token.expose()),
+        ClientOptions::default(),
+    )
+    .map_err(|e| usage(format!("promotion: {e}")))?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis();
+    Ok(greenlight::promote::land::PullRequest {
+        client,
+        auto_merge: pr.auto_merge,
+        head: format!("greenlight/promote/{workload}-{stamp}"),
+    })
 }
 
 /// How long a run waits for its notifications, after its outcome is printed.

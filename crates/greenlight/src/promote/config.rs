@@ -15,9 +15,9 @@ use greenlight_gate::config::template::{self, Origin, TemplateError};
 use greenlight_gate::config::{
     API_VERSION, Analysis, AnalysisOrigin, Candidate, Check, CheckKind, CommandCheck,
     DEFAULT_CONSECUTIVE_ERROR_LIMIT, DEFAULT_FAILED_RETENTION_MS, DEFAULT_HTTP_STATUS,
-    DEFAULT_HTTP_TIMEOUT_MS, DEFAULT_QUERY_TIMEOUT_MS, HttpCheck, KIND, Live, Metric,
-    PrometheusQuery, Promotion, PromotionCommit, Retention, ShortDeadline, Template, WatchTrailer,
-    Workload, WorkloadKind,
+    DEFAULT_HTTP_TIMEOUT_MS, DEFAULT_QUERY_TIMEOUT_MS, HttpCheck, KIND, Landing, Live, Metric,
+    PrometheusQuery, Promotion, PromotionCommit, PullRequestLanding, Retention, ShortDeadline,
+    Template, WatchTrailer, Workload, WorkloadKind,
 };
 use greenlight_lint::yaml::{Document, Limits, load_stream};
 use std::collections::{BTreeMap, BTreeSet};
@@ -49,7 +49,7 @@ const TOP: &[&str] = &[
 ];
 const TOP_RESERVED: &[(&str, &str)] = &[(
     "notify",
-    "reserved for notifications, which are not built yet; remove it",
+    "not read here: notifications are configured in a TOML file's [[notify]] tables, given by --notify (docs/notifications.md); remove it",
 )];
 const CHECK_KINDS: [&str; 4] = ["http", "command", "prometheus", "analysisTemplate"];
 
@@ -998,24 +998,27 @@ fn promotion_commit(r: &mut Reader, top: &Map<'_>) -> Option<PromotionCommit> {
     let Some(m) = r.sub_map(
         top,
         "promotion",
-        &["watch"],
+        &["watch", "via", "forge", "autoMerge", "forgeUrl", "project"],
         &[(
             "pr",
-            "reserved for promotion by pull request, which is not built yet; remove it (the promotion is a commit pushed to the branch)",
+            "not a key: a promotion by pull request is `via: pull-request` with `forge` and `autoMerge` (docs/promote.md#pull-request)",
         )],
     ) else {
         return (!top.has("promotion")).then(|| PromotionCommit {
             watch: WatchTrailer::default(),
+            landing: Landing::Push,
         });
     };
+    let landing = landing(r, &m);
     let Some(w) = r.sub_map(
         &m,
         "watch",
         &["mode", "deadline", "trailerKey", "shortDeadline"],
         &[],
     ) else {
-        return (!m.has("watch")).then(|| PromotionCommit {
+        return (!m.has("watch")).then_some(PromotionCommit {
             watch: WatchTrailer::default(),
+            landing: landing?,
         });
     };
     let defaults = WatchTrailer::default();
@@ -1070,7 +1073,90 @@ fn promotion_commit(r: &mut Reader, top: &Map<'_>) -> Option<PromotionCommit> {
             deadline_ms: deadline?,
             short_deadline: short_deadline?,
         },
+        landing: landing?,
     })
+}
+
+/// `promotion.via` and, for `pull-request`, the forge's keys; those keys without
+/// `via: pull-request` are refused (they would be silently ignored otherwise).
+fn landing(r: &mut Reader, m: &Map<'_>) -> Option<Landing> {
+    let via = r.str(m, "via");
+    let forge = r.str(m, "forge");
+    let auto_merge = r.bool(m, "autoMerge");
+    let api_url = r.str(m, "forgeUrl");
+    let project = r.str(m, "project");
+    let pull_request = match &via {
+        None => false,
+        Some(f) => match f.value.as_str() {
+            "push" => false,
+            "pull-request" => true,
+            other => {
+                r.invalid(
+                    f,
+                    format!("`{other}` is not `push` (the default) or `pull-request`"),
+                );
+                return None;
+            }
+        },
+    };
+    if !pull_request {
+        let mut ok = true;
+        for (key, present) in [
+            ("forge", forge.is_some()),
+            ("autoMerge", auto_merge.is_some()),
+            ("forgeUrl", api_url.is_some()),
+            ("project", project.is_some()),
+        ] {
+            if present {
+                r.error(
+                    m.entry(key).map_or(m.at, |e| e.value.span.start),
+                    &m.path_of(key),
+                    "only with `via: pull-request` (the promotion is pushed to the branch)",
+                );
+                ok = false;
+            }
+        }
+        return ok.then_some(Landing::Push);
+    }
+    let Some(forge) = forge else {
+        r.missing(
+            m,
+            "forge",
+            "the forge that takes the pull request: github, gitlab or gitea",
+        );
+        return None;
+    };
+    if !matches!(forge.value.as_str(), "github" | "gitlab" | "gitea") {
+        let v = forge.value.clone();
+        r.invalid(&forge, format!("`{v}` is not github, gitlab or gitea"));
+        return None;
+    }
+    if let Some(u) = &api_url {
+        let ok = (u.value.starts_with("https://") || u.value.starts_with("http://"))
+            && !u.value.contains('@')
+            && !u.value.contains('?');
+        if !ok {
+            r.invalid(
+                u,
+                "an http:// or https:// URL of the forge's API, without credentials or query",
+            );
+            return None;
+        }
+    }
+    if let Some(p) = &project {
+        let parts: Vec<&str> = p.value.split('/').collect();
+        if parts.len() < 2 || parts.iter().any(|s| s.is_empty() || s.contains(' ')) {
+            let v = p.value.clone();
+            r.invalid(p, format!("`{v}` is not `owner/name`"));
+            return None;
+        }
+    }
+    Some(Landing::PullRequest(PullRequestLanding {
+        forge: forge.value,
+        auto_merge: auto_merge.is_some_and(|f| f.value),
+        api_url: api_url.map(|f| f.value),
+        project: project.map(|f| f.value),
+    }))
 }
 
 /// A path inside the repository, `/`-separated and relative to its root, normalized

@@ -16,7 +16,7 @@ use crate::argocd::ArgoCd;
 use crate::clock::{Clock, SystemClock};
 use crate::output::{LogFormat, Output};
 use crate::promote::candidates::{self, Lock};
-use crate::promote::land::{Land, Landed};
+use crate::promote::land::{self, Followed, Land, Landed};
 use crate::runtime::one::Judged;
 use crate::runtime::{self, DaemonConfig};
 use crate::usage;
@@ -109,6 +109,9 @@ pub struct RunConfig {
     pub timing: Timing,
     /// Where the run keeps its clone (`None`: a scratch directory, removed afterwards).
     pub data_dir: Option<PathBuf>,
+    /// With a pull request: how long to follow it to merged or closed (`None`: end
+    /// `proposed` once it is open).
+    pub wait_merge: Option<Duration>,
 }
 
 /// How a run ended: the exit code the process returns, the machine's outcome when it reached
@@ -131,13 +134,14 @@ impl Ended {
 }
 
 impl Ended {
-    /// The outcome in one word, as `--output json` says it: `promoted`, `bypassed`, `no-op`,
+    /// The outcome in one word, as `--output json` says it: `promoted`, `bypassed`, `proposed`, `no-op`,
     /// `blocked`, `aborted`, `cancelled`, `self-test-passed`, `self-test-failed`, or `refused`
     /// (the Applications cannot carry a promotion; nothing was run).
     pub fn outcome_word(&self) -> &'static str {
         match &self.outcome {
             Some(Outcome::Promoted { .. }) => "promoted",
             Some(Outcome::Bypassed { .. }) => "bypassed",
+            Some(Outcome::Proposed { .. }) => "proposed",
             Some(Outcome::NoOp | Outcome::SuspiciousNoOp) => "no-op",
             Some(Outcome::Blocked(_)) => "blocked",
             Some(Outcome::Aborted { .. }) => "aborted",
@@ -158,6 +162,9 @@ impl Ended {
             }
             Some(Outcome::Aborted { commit }) => Some(format!(
                 "the live manifest changed in git since the run started ({commit})"
+            )),
+            Some(Outcome::Proposed { url, .. }) => Some(format!(
+                "pull request {url} proposes the promotion; nothing is live until it merges"
             )),
             Some(Outcome::Cancelled { signal, .. }) => {
                 Some(format!("cancelled by {}", signal.name()))
@@ -217,6 +224,30 @@ impl Ended {
                 Some(commit.clone()),
                 format!(
                     "BYPASSED: {candidate} promoted without a candidate or any check; reason: {}",
+                    bypass_reason.unwrap_or("(none given)")
+                ),
+            ),
+            Outcome::Proposed {
+                url,
+                commit,
+                bypassed: false,
+            } => (
+                O::Proposed,
+                Some(commit.clone()),
+                format!(
+                    "proposed {candidate} in pull request {url}{verdict}{}",
+                    checks()
+                ),
+            ),
+            Outcome::Proposed {
+                url,
+                commit,
+                bypassed: true,
+            } => (
+                O::Bypassed,
+                Some(commit.clone()),
+                format!(
+                    "BYPASSED: {candidate} proposed in pull request {url} without a candidate or any check; reason: {}",
                     bypass_reason.unwrap_or("(none given)")
                 ),
             ),
@@ -293,6 +324,8 @@ pub struct RunRecord {
     pub candidate_healthy_after_ms: Option<i64>,
     pub checks: Vec<CheckRecord>,
     pub promotion_commit: Option<String>,
+    /// The pull request that proposes (or proposed) the promotion.
+    pub pull_request: Option<String>,
     /// The commit that kept or removed the candidate.
     pub settle_commit: Option<String>,
 }
@@ -368,6 +401,7 @@ pub fn run(
         candidate_deadline,
         timing,
         data_dir,
+        wait_merge,
     } = config;
     let file = config_path.display().to_string();
     let judge = DaemonConfig {
@@ -486,6 +520,7 @@ pub fn run(
             lock_held: false,
             lock_ttl_ms,
             land,
+            wait_merge,
             cancelled: None,
             allowed_reverted: None,
             candidate_at: None,
@@ -595,6 +630,8 @@ struct RunCtx<'l> {
     lock_ttl_ms: i64,
     /// How the promotion lands.
     land: &'l dyn Land,
+    /// How long a proposal is followed to merged or closed.
+    wait_merge: Option<Duration>,
     /// The signal that cancelled the run, once one did.
     cancelled: Option<Signal>,
     /// `Greenlight-Allow-Reverted`, when the candidate is a digest the watchdog reverted and
@@ -963,7 +1000,26 @@ impl RunCtx<'_> {
                     }
                 },
                 Effect::CommitPromotion { subject, trailers } => {
-                    Some(self.commit_promotion(candidate.as_str(), &subject, &trailers)?)
+                    match self.commit_promotion(candidate.as_str(), &subject, &trailers)? {
+                        Landed::Committed { commit } | Landed::AlreadyThere { tip: commit } => {
+                            Some(Input::PromotionCommitted { commit })
+                        }
+                        Landed::Guarded { tip } => Some(Input::LiveManifestChanged { commit: tip }),
+                        Landed::Proposed(p) => {
+                            report.line(&format!(
+                                "pull request #{} opened: {}{}",
+                                p.number,
+                                p.url,
+                                if p.auto_merge {
+                                    "; auto-merge armed: the forge merges it once its required checks pass"
+                                } else {
+                                    "; it waits for a human's merge"
+                                }
+                            ))?;
+                            self.record.pull_request = Some(p.url.clone());
+                            Some(self.follow_merge(p, signals, report).await?)
+                        }
+                    }
                 }
                 Effect::KeepCandidate {
                     trailers,
@@ -1513,7 +1569,7 @@ impl RunCtx<'_> {
         image: &str,
         subject: &str,
         trailers: &[(String, String)],
-    ) -> Result<Input> {
+    ) -> Result<Landed> {
         let w = &self.promotion.live.workload;
         let edited = greenlight_lint::edit::set_container_image(
             &self.live_text,
@@ -1552,15 +1608,65 @@ impl RunCtx<'_> {
                 .unwrap_or(trailers.len());
             trailers.insert(at, allowed.clone());
         }
-        let landed = self.land.land(
+        self.land.land(
             &self.repo,
             &self.change(changes, trailers::message(subject, "", &trailers), true),
-        )?;
-        Ok(match landed {
-            Landed::Committed { commit } => Input::PromotionCommitted { commit },
-            Landed::Guarded { tip } => Input::LiveManifestChanged { commit: tip },
-            Landed::AlreadyThere { tip } => Input::PromotionCommitted { commit: tip },
-        })
+        )
+    }
+
+    /// A proposal followed (with `--wait-merge`) until it merges, is closed, the wait runs
+    /// out or a signal comes; without `--wait-merge`, proposed as it stands.
+    async fn follow_merge(
+        &mut self,
+        p: land::Proposal,
+        signals: &mut Signals,
+        report: &mut dyn Report,
+    ) -> Result<Input> {
+        let proposed = |p: &land::Proposal| Input::PromotionProposed {
+            url: p.url.clone(),
+            commit: p.commit.clone(),
+        };
+        let Some(limit) = self.wait_merge else {
+            return Ok(proposed(&p));
+        };
+        report.line(&format!(
+            "waiting up to {} for it to merge or close",
+            humantime::format_duration(limit)
+        ))?;
+        let poll = (limit / 30).clamp(Duration::from_millis(250), Duration::from_secs(5));
+        let until = tokio::time::Instant::now() + limit;
+        loop {
+            let followed = tokio::task::block_in_place(|| self.land.follow(&p))?;
+            match followed {
+                Followed::Merged { commit } => {
+                    report.line(&format!("pull request #{} merged as {commit}", p.number))?;
+                    return Ok(Input::PromotionCommitted { commit });
+                }
+                Followed::Closed => {
+                    return Ok(Input::PromotionDeclined { url: p.url.clone() });
+                }
+                Followed::Open => {}
+            }
+            if tokio::time::Instant::now() >= until {
+                report.line(&format!(
+                    "pull request #{} is still open after {}: it stays open; nothing is live until it merges",
+                    p.number,
+                    humantime::format_duration(limit)
+                ))?;
+                return Ok(proposed(&p));
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(poll.min(until - tokio::time::Instant::now())) => {}
+                signal = signals.recv() => {
+                    report.line(&format!(
+                        "{} while waiting for the merge: pull request #{} stays open; nothing is live until it merges",
+                        signal.name(),
+                        p.number
+                    ))?;
+                    return Ok(proposed(&p));
+                }
+            }
+        }
     }
 
     /// The failed candidate stays deployed; its workload is annotated with when it may be
