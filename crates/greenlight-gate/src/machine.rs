@@ -936,6 +936,87 @@ mod tests {
         })
     }
 
+    /// By pull request: an open request ends `proposed` (exit 0, never "promoted"); one closed
+    /// unmerged blocks and keeps the candidate; a bypass's closed request has no candidate to
+    /// keep.
+    #[test]
+    fn a_proposal_ends_proposed_and_a_closed_one_blocks_keeping_the_candidate() {
+        let (mut g, _) = Gate::start(plan(&[("smoke", "http")]), start());
+        passed_all(&mut g);
+        let out = g.step(Input::PromotionProposed {
+            url: "https://forge/acme/deploy/pull/7".into(),
+            commit: "p7".into(),
+        });
+        let outcome = done(&out).unwrap();
+        assert_eq!(
+            outcome,
+            &Outcome::Proposed {
+                url: "https://forge/acme/deploy/pull/7".into(),
+                commit: "p7".into(),
+                bypassed: false
+            }
+        );
+        assert_eq!(outcome.exit_code(), 0);
+        let words = said(&out).join("\n");
+        assert!(words.contains("nothing is live until it merges"), "{words}");
+        assert!(!words.contains("promoted"), "{words}");
+
+        let (mut g, _) = Gate::start(plan(&[("smoke", "http")]), start());
+        passed_all(&mut g);
+        let out = g.step(Input::PromotionDeclined {
+            url: "https://forge/pull/8".into(),
+        });
+        assert!(
+            matches!(out.last(), Some(Effect::KeepCandidate { trailers, .. })
+                if trailers[0].1.contains("https://forge/pull/8 was closed unmerged")),
+            "{out:?}"
+        );
+        let out = g.step(Input::CandidateSettled {
+            commit: "k8".into(),
+        });
+        let outcome = done(&out).unwrap();
+        assert!(
+            matches!(outcome, Outcome::Blocked(Blocked::PullRequestClosed { url }) if url == "https://forge/pull/8")
+        );
+        assert_eq!(outcome.exit_code(), 1);
+
+        let mut bypass = start();
+        bypass.bypass = Some("incident 42".into());
+        let (mut g, first) = Gate::start(plan(&[("smoke", "http")]), bypass);
+        assert!(
+            first
+                .iter()
+                .any(|e| matches!(e, Effect::CommitPromotion { .. })),
+            "{first:?}"
+        );
+        let out = g.step(Input::PromotionProposed {
+            url: "https://forge/pull/9".into(),
+            commit: "p9".into(),
+        });
+        let words = said(&out).join("\n");
+        assert!(
+            words.starts_with("BYPASSED, NO CHECK RAN") && !says_passed(&words),
+            "{words}"
+        );
+        let (mut g, _) = Gate::start(plan(&[("smoke", "http")]), {
+            let mut b = start();
+            b.bypass = Some("incident 42".into());
+            b
+        });
+        let out = g.step(Input::PromotionDeclined {
+            url: "https://forge/pull/10".into(),
+        });
+        assert!(
+            !out.iter()
+                .any(|e| matches!(e, Effect::KeepCandidate { .. })),
+            "{out:?}"
+        );
+        assert!(matches!(
+            done(&out),
+            Some(Outcome::Blocked(Blocked::PullRequestClosed { .. }))
+        ));
+    }
+
     #[test]
     fn a_watch_deadline_shorter_than_the_candidates_start_is_raised_or_refused() {
         assert_eq!(required_deadline_ms(700_000), 1_050_000);

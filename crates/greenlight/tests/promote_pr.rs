@@ -30,6 +30,11 @@ struct World {
 /// The live app and the candidates' directory, the sandbox deploying both, and its forge face
 /// (`flavour`) over the same bare repository.
 fn world(flavour: &str) -> World {
+    world_with(flavour, &[])
+}
+
+/// [`world`] with more of the sandbox's forge flags.
+fn world_with(flavour: &str, forge_flags: &[&str]) -> World {
     let repo = Repo::new();
     repo.write("apps/web/deploy.yaml", &deployment("web", LIVE))
         .write("apps/candidates/README.md", "promotion candidates\n")
@@ -53,7 +58,10 @@ fn world(flavour: &str) -> World {
             token.to_str().unwrap(),
             "--forge-project",
             "acme/deploy",
-        ],
+        ]
+        .into_iter()
+        .chain(forge_flags.iter().copied())
+        .collect::<Vec<_>>(),
     );
     let line = sb
         .proc
@@ -349,6 +357,22 @@ fn gitlab_without_auto_merge_ends_proposed() {
 #[test]
 fn github_wait_merge_follows_merge_and_close() {
     wait_merge_follows_a_merge_to_promoted_and_a_close_to_blocked("github");
+}
+
+/// A repository that does not allow auto-merge: the request is open and waits for a human,
+/// the run says why and ends proposed — it does not fail with a request it opened.
+#[test]
+fn auto_merge_refused_by_the_repository_leaves_the_request_to_a_human() {
+    let w = world_with("github", &["--no-auto-merge"]);
+    let cfg = w.config("github", true);
+    let o = w.run(&cfg, &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(err.contains("auto-merge could not be armed"), "{err}");
+    assert!(err.contains("waits for a human's merge"), "{err}");
+    assert!(out.contains("nothing is live until it merges"), "{out}");
+    assert_eq!(w.pull(1)["state"], "open");
+    assert_eq!(w.live_manifest(), deployment("web", LIVE).trim_end());
 }
 
 /// The token is required, from a file; `--wait-merge` without a pull request is refused.

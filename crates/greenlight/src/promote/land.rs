@@ -37,6 +37,8 @@ pub struct Proposal {
     pub commit: String,
     /// Whether the forge's auto-merge is armed on it.
     pub auto_merge: bool,
+    /// Why auto-merge was asked for and is not armed (the forge refused it), to be said.
+    pub auto_merge_refused: Option<String>,
     pub(crate) request: greenlight_forge::PullRequest,
 }
 
@@ -121,6 +123,7 @@ impl Land for PullRequest {
             .block_on(self.client.open(&self.head, &change.branch, &title, &body))
             .map_err(|e| self.forge_error("cannot open the pull request", e))?;
         let mut auto_merge = false;
+        let mut auto_merge_refused = None;
         if self.auto_merge {
             match self.block_on(self.client.enable_auto_merge(&request)) {
                 Ok(AutoMerge::Armed) => auto_merge = true,
@@ -137,7 +140,14 @@ impl Land for PullRequest {
                         .map_err(|e| self.forge_error("cannot merge the pull request", e))?;
                     return Ok(Landed::Committed { commit: merged });
                 }
-                Err(e) => return Err(self.forge_error("cannot enable auto-merge", e)),
+                // The request is open: auto-merge refused leaves it to a human, said so — the
+                // run does not fail with a request it opened.
+                Err(e) => {
+                    auto_merge_refused = Some(format!(
+                        "{:#}",
+                        self.forge_error("auto-merge could not be armed", e)
+                    ));
+                }
             }
         }
         Ok(Landed::Proposed(Proposal {
@@ -145,6 +155,7 @@ impl Land for PullRequest {
             url: request.url.clone(),
             commit,
             auto_merge,
+            auto_merge_refused,
             request,
         }))
     }

@@ -1016,6 +1016,12 @@ impl RunCtx<'_> {
                                     "; it waits for a human's merge"
                                 }
                             ))?;
+                            if let Some(why) = &p.auto_merge_refused {
+                                report.warning(&format!(
+                                    "{why}: pull request #{} waits for a human's merge",
+                                    p.number
+                                ))?;
+                            }
                             self.record.pull_request = Some(p.url.clone());
                             Some(self.follow_merge(p, signals, report).await?)
                         }
@@ -1635,8 +1641,27 @@ impl RunCtx<'_> {
         ))?;
         let poll = (limit / 30).clamp(Duration::from_millis(250), Duration::from_secs(5));
         let until = tokio::time::Instant::now() + limit;
+        // A forge that cannot be read for a while is no outcome: the request is as it was; the
+        // run says so once per new error and reads again until the wait runs out.
+        let mut last_error: Option<String> = None;
         loop {
-            let followed = tokio::task::block_in_place(|| self.land.follow(&p))?;
+            let followed = match tokio::task::block_in_place(|| self.land.follow(&p)) {
+                Ok(f) => {
+                    last_error = None;
+                    f
+                }
+                Err(e) => {
+                    let text = format!("{e:#}");
+                    if last_error.as_ref() != Some(&text) {
+                        report.warning(&format!(
+                            "cannot read pull request #{}: {text}; reading again",
+                            p.number
+                        ))?;
+                    }
+                    last_error = Some(text);
+                    Followed::Open
+                }
+            };
             match followed {
                 Followed::Merged { commit } => {
                     report.line(&format!("pull request #{} merged as {commit}", p.number))?;
