@@ -293,6 +293,29 @@ pub async fn verify(cfg: &VerifyConfig) -> Result<Verified> {
     })
 }
 
+impl Verdict {
+    /// One line: the container and what its Pods run against the pinned digest.
+    pub fn summary(&self) -> String {
+        let d = &self.desired;
+        let pinned: String = d
+            .image
+            .rsplit_once('@')
+            .map_or("", |(_, dg)| dg)
+            .chars()
+            .take(19)
+            .collect();
+        let head = format!("{} container {}", d.workload, d.container);
+        match &self.answer {
+            Answer::All { pods } => format!("{head}: all {pods} Pod(s) run {pinned}…"),
+            Answer::Some { running, pods, .. } => {
+                format!("{head}: {running} of {pods} Pod(s) run {pinned}…: a rollout in progress")
+            }
+            Answer::None { pods, .. } => format!("{head}: none of {pods} Pod(s) runs {pinned}…"),
+            Answer::Tag => format!("{head}: {} names a tag: nothing to verify", d.image),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -244,6 +244,44 @@ fn a_candidate_that_is_confirmed_and_passes_its_check_is_promoted_in_one_commit(
     );
 }
 
+/// `--wait-live`: after the promotion lands, its commit is followed to live by the
+/// watchdog's judge and every Pod of the live app is checked to run the promoted digest.
+#[test]
+fn a_promotion_waited_live_is_verified_on_every_pod() {
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let o = run(
+        &repo,
+        &sb,
+        &cfg,
+        NEW,
+        &["--wait-live", "60s", "--output", "json"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (&j["outcome"], &j["verified"]),
+        (&"promoted".into(), &true.into()),
+        "{j}"
+    );
+    assert_eq!(j["live"]["state"], "CONFIRMED", "{j}");
+    assert_eq!(j["live"]["commit"], repo.remote_tip().as_str());
+    assert_eq!(
+        j["verification"],
+        serde_json::json!([
+            "Deployment/apps/web container main: all 1 Pod(s) run sha256:222222222222…"
+        ])
+    );
+    assert!(
+        j["messages"]
+            .to_string()
+            .contains("live and verified: every Pod runs the promoted digest"),
+        "{j}"
+    );
+}
+
 #[test]
 fn a_candidates_directory_that_would_be_left_empty_is_kept_by_a_readme() {
     // No candidates' directory yet: the candidates' app has no path until the first candidate.

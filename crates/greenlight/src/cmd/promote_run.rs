@@ -83,6 +83,12 @@ pub struct CommonArgs {
     /// the run ends `proposed` once the request is open.
     #[arg(long = "wait-merge", value_name = "DURATION")]
     pub wait_merge: Option<String>,
+    /// After a promotion lands: wait up to this long for its commit to be live on the live
+    /// app (reached, healthy and stable, by the watchdog's own judge, as `greenlight wait`),
+    /// then verify that every Pod runs the promoted digest (as `greenlight verify`); the
+    /// outcome says `verified` (docs/promote.md#verified).
+    #[arg(long = "wait-live", value_name = "DURATION")]
+    pub wait_live: Option<String>,
     /// A TOML file whose `[[notify]]` tables say where the run's outcome is sent
     /// (docs/notifications.md; a `watch --config` file serves: its other keys are not read).
     #[arg(long, value_name = "FILE")]
@@ -209,6 +215,10 @@ fn gate_as(a: CommonArgs, asked: Asked, json: bool) -> Result<Option<u8>> {
         Asked::SelfTest => None,
     };
     let live_app = promotion.live.app.to_string();
+    let wait_live = match &a.wait_live {
+        Some(d) => Some(positive_duration_flag("--wait-live", d)?),
+        None => None,
+    };
     let wait_merge = match &a.wait_merge {
         Some(d) => Some(positive_duration_flag("--wait-merge", d)?),
         None => None,
@@ -242,6 +252,13 @@ fn gate_as(a: CommonArgs, asked: Asked, json: bool) -> Result<Option<u8>> {
     let outbox_dir = a.data_dir.clone();
     let git = a.git.read()?;
     let argocd = a.argocd.read()?;
+    let live_ctx = LiveCtx {
+        repo: a.repo.clone(),
+        branch: a.branch.clone(),
+        git_token: git.token.clone(),
+        argocd: argocd.clone(),
+        app: promotion.live.app.clone(),
+    };
     if let Some(warning) =
         crate::cmd::args::url_credentials_warning("--repo", &RepoUrl::new(a.repo.clone()))
     {
@@ -273,25 +290,43 @@ fn gate_as(a: CommonArgs, asked: Asked, json: bool) -> Result<Option<u8>> {
         Some(pr) => pr,
         None => &DirectPush,
     };
-    let told = |ended: &driver::Ended| {
+    let told = |ended: &driver::Ended, live: Option<&Live>| {
         let now = greenlight::clock::Clock::now(&greenlight::clock::SystemClock);
-        if let Some(event) = ended.event(&live_app, &check_names, bypass_reason.as_deref(), now) {
+        if let Some(mut event) = ended.event(&live_app, &check_names, bypass_reason.as_deref(), now)
+        {
+            if let Some(l) = live {
+                event.message = format!("{}; {}", event.message, l.said);
+            }
             notify_outcome(&sinks, outbox_dir.as_deref(), &event);
         }
     };
+    let judge_timing = (
+        timing.stable_for_ms,
+        timing.stale_after_ms,
+        timing.unknown_app_grace_ms,
+        timing.fetch_interval,
+    );
+    let check_live = |ended: &driver::Ended, report: &mut dyn Report| -> Result<Option<Live>> {
+        let (Some(limit), Some(commit)) = (wait_live, landed_commit(ended)) else {
+            return Ok(None);
+        };
+        live_check(&live_ctx, commit, limit, judge_timing, report).map(Some)
+    };
     if !json {
         let ended = driver::run(config, asked, land, &mut Printed)?;
-        told(&ended);
-        return Ok(Some(ended.exit_code));
+        let live = check_live(&ended, &mut Printed)?;
+        told(&ended, live.as_ref());
+        return Ok(Some(exit_with(&ended, live.as_ref())));
     }
     let mut collected = Collected::default();
     let ended = driver::run(config, asked, land, &mut collected)?;
+    let live = check_live(&ended, &mut collected)?;
     let r = &ended.record;
     outln!(
         "{}",
         json!({
             "outcome": ended.outcome_word(),
-            "exit_code": ended.exit_code,
+            "exit_code": exit_with(&ended, live.as_ref()),
             "reason": ended.reason(),
             "candidate": r.candidate,
             "candidate_commit": r.candidate_commit,
@@ -301,11 +336,136 @@ fn gate_as(a: CommonArgs, asked: Asked, json: bool) -> Result<Option<u8>> {
             "promotion_commit": r.promotion_commit,
             "pull_request": r.pull_request,
             "settle_commit": r.settle_commit,
+            "live": live.as_ref().map(|l| &l.waited),
+            "verified": live.as_ref().map(|l| l.verified),
+            "verification": live.as_ref().map(|l| &l.containers),
             "messages": collected.lines,
         })
     );
-    told(&ended);
-    Ok(Some(ended.exit_code))
+    told(&ended, live.as_ref());
+    Ok(Some(exit_with(&ended, live.as_ref())))
+}
+
+/// What `--wait-live` found of a landed promotion.
+struct Live {
+    waited: greenlight::wait::Waited,
+    /// Every container of the live app runs the digest its target state pins.
+    verified: bool,
+    containers: Vec<String>,
+    /// In one phrase, for the notification.
+    said: String,
+}
+
+/// What `--wait-live` needs besides the run's config.
+struct LiveCtx {
+    repo: String,
+    branch: Option<String>,
+    git_token: Option<greenlight_git::Secret>,
+    argocd: greenlight::argocd::ArgoCd,
+    app: greenlight_core::directive::AppRef,
+}
+
+/// The commit a landed promotion put on the branch (a bypass's too); none for the rest.
+fn landed_commit(ended: &driver::Ended) -> Option<&str> {
+    use greenlight_gate::machine::Outcome;
+    match &ended.outcome {
+        Some(Outcome::Promoted { commit } | Outcome::Bypassed { commit }) => Some(commit),
+        _ => None,
+    }
+}
+
+/// The run's exit code, and with `--wait-live` the live check's: a promotion that did not
+/// become live (1; 3 when Argo CD could not be observed) or that the Pods do not run (1) is not
+/// a success, though it landed.
+fn exit_with(ended: &driver::Ended, live: Option<&Live>) -> u8 {
+    match live {
+        Some(l) if ended.exit_code == 0 && l.waited.exit_code != 0 => l.waited.exit_code,
+        Some(l) if ended.exit_code == 0 && !l.verified => 1,
+        _ => ended.exit_code,
+    }
+}
+
+/// `--wait-live`: the promotion commit followed as `greenlight wait` follows one (the
+/// watchdog's judge, a scratch state), then the live app's Pods against its pinned digests as
+/// `greenlight verify` reads them.
+fn live_check(
+    ctx: &LiveCtx,
+    commit: &str,
+    limit: std::time::Duration,
+    (stable_for_ms, stale_after_ms, unknown_app_grace_ms, fetch_interval): (
+        i64,
+        i64,
+        i64,
+        std::time::Duration,
+    ),
+    report: &mut dyn Report,
+) -> Result<Live> {
+    struct Said;
+    impl greenlight::wait::Progress for Said {
+        fn line(&self, line: &str) {
+            let _ = crate::cmd::err(&format!("live: {line}\n"));
+        }
+    }
+    report.line(&format!(
+        "waiting up to {} for {} to be live on {} (reached, healthy, stable), then verifying its Pods",
+        humantime::format_duration(limit),
+        &commit[..commit.len().min(12)],
+        ctx.app
+    ))?;
+    let waited = greenlight::wait::wait(
+        greenlight::wait::WaitConfig {
+            repo: RepoUrl::new(ctx.repo.clone()),
+            branch: ctx.branch.clone(),
+            git_token: ctx.git_token.clone(),
+            argocd: ctx.argocd.clone(),
+            app: ctx.app.clone(),
+            commit: Some(commit.to_string()),
+            timeout: limit,
+            stable_for_ms,
+            stale_after_ms,
+            unknown_app_grace_ms,
+            fetch_interval,
+            data_dir: None,
+        },
+        std::sync::Arc::new(Said),
+    )?;
+    if waited.exit_code != 0 {
+        let said = format!("NOT live: {} ({})", waited.reason, waited.outcome);
+        report.line(&format!("the promotion is {said}"))?;
+        return Ok(Live {
+            waited,
+            verified: false,
+            containers: Vec::new(),
+            said,
+        });
+    }
+    report.line(&format!("the promotion is live: {}", waited.reason))?;
+    let verified = tokio::runtime::Runtime::new()?.block_on(greenlight::verify::verify(
+        &greenlight::verify::VerifyConfig {
+            argocd: ctx.argocd.clone(),
+            app: ctx.app.clone(),
+            manifest: None,
+        },
+    ))?;
+    let containers: Vec<String> = verified.containers.iter().map(|c| c.summary()).collect();
+    for c in &containers {
+        report.line(c)?;
+    }
+    let ok = verified.exit_code == 0 && !containers.is_empty();
+    let said = if ok {
+        "live and verified: every Pod runs the promoted digest".to_string()
+    } else if containers.is_empty() {
+        "live, NOT verified: no container of the app to verify".to_string()
+    } else {
+        "live, NOT verified: not every Pod runs the promoted digest".to_string()
+    };
+    report.line(&said)?;
+    Ok(Live {
+        waited,
+        verified: ok,
+        containers,
+        said,
+    })
 }
 
 /// The pull request way of landing for `promotion: {via: pull-request}`: the forge's client
