@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 pub enum Answer {
     /// This status, with the body `ok`.
     Status(u16),
+    /// This status with a `Retry-After` of so many seconds (a rate limit, as Slack answers).
+    RetryAfter(u16, u64),
     /// Read the request, then never answer (the connection stays open until the receiver is
     /// dropped).
     Hang,
@@ -30,6 +32,8 @@ pub struct Received {
     pub body: String,
     /// How it was answered.
     pub answer: Answer,
+    /// When it arrived.
+    pub at: Instant,
 }
 
 impl Received {
@@ -240,6 +244,7 @@ fn serve(conn: TcpStream, shared: &Shared) {
             headers,
             body: String::from_utf8_lossy(&body).into_owned(),
             answer,
+            at: Instant::now(),
         });
         shared.arrived.notify_all();
     }
@@ -249,6 +254,14 @@ fn serve(conn: TcpStream, shared: &Shared) {
             let _ = conn.write_all(
                 format!("HTTP/1.1 {code} X\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
                     .as_bytes(),
+            );
+        }
+        Answer::RetryAfter(code, secs) => {
+            let _ = conn.write_all(
+                format!(
+                    "HTTP/1.1 {code} X\r\nRetry-After: {secs}\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                )
+                .as_bytes(),
             );
         }
         Answer::Hang => {

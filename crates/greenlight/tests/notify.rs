@@ -402,3 +402,32 @@ fn notify_test_sends_a_sample_and_says_which_sink_took_it() {
     assert_eq!(b["title"], "BYPASSED: the checks did not run");
     assert!(rx.received("/other").is_empty());
 }
+
+/// A receiver that rate-limits (429 with `Retry-After`, as Slack does) is waited for as long
+/// as it asked, not the sink's shorter back-off, and then delivered to.
+#[test]
+fn a_rate_limited_receiver_is_retried_after_the_time_it_asked_for() {
+    let rx = Receiver::start();
+    rx.queue("/limited", &[Answer::RetryAfter(429, 2)]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        &dir.path().join("n.toml"),
+        &format!(
+            "[[notify]]\nname = \"limited\"\nsink = \"webhook\"\nurl = {:?}\nattempts = 2\nbackoff = \"100ms\"\n",
+            rx.url("/limited")
+        ),
+    );
+    let o = std::process::Command::new(BIN)
+        .args(["notify", "test", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let got = rx.received("/limited");
+    assert_eq!(
+        got.iter().map(|r| r.answer).collect::<Vec<_>>(),
+        [Answer::RetryAfter(429, 2), Answer::Status(200)]
+    );
+    let waited = got[1].at - got[0].at;
+    assert!(waited >= Duration::from_secs(2), "retried after {waited:?}");
+}

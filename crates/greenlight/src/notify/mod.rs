@@ -393,14 +393,19 @@ fn deliver_with_retries(
     let mut wait = sink.backoff;
     let mut last = String::new();
     for attempt in 1..=sink.attempts {
-        match runtime.block_on(deliver(client, sink, notice)) {
+        // A receiver that says when to come back (429 or 503 with `Retry-After`, as Slack
+        // rate-limits) is waited for that long, at most the longest back-off.
+        let asked_wait = match runtime.block_on(deliver(client, sink, notice)) {
             Ok(()) => return Delivery::Delivered,
-            Err(e) => last = e,
-        }
+            Err(Failed { said, retry_after }) => {
+                last = said;
+                retry_after
+            }
+        };
         if attempt == sink.attempts {
             break;
         }
-        let next = Instant::now() + wait;
+        let next = Instant::now() + asked_wait.map_or(wait, |a| a.max(wait).min(MAX_BACKOFF));
         if until.is_some_and(|u| next >= u) || signal.sleep(next) {
             return Delivery::Interrupted;
         }
@@ -421,12 +426,28 @@ fn payload(sink: &SinkConfig, notice: &Notice) -> (&'static str, String) {
     ("application/json", body.to_string())
 }
 
-/// One attempt. The error says what happened in words that carry no URL and no secret.
+/// A failed attempt: what happened, in words that carry no URL and no secret, and when the
+/// receiver asked to be tried again.
+struct Failed {
+    said: String,
+    retry_after: Option<Duration>,
+}
+
+impl From<String> for Failed {
+    fn from(said: String) -> Failed {
+        Failed {
+            said,
+            retry_after: None,
+        }
+    }
+}
+
+/// One attempt.
 async fn deliver(
     client: &reqwest::Client,
     sink: &SinkConfig,
     notice: &Notice,
-) -> Result<(), String> {
+) -> Result<(), Failed> {
     let (content_type, body) = payload(sink, notice);
     match &sink.kind {
         SinkKind::Webhook { url, secret } => {
@@ -452,18 +473,31 @@ async fn deliver(
                 .await,
             url,
         ),
-        SinkKind::Command { argv } => run_command(argv, &body, sink.timeout).await,
+        SinkKind::Command { argv } => run_command(argv, &body, sink.timeout)
+            .await
+            .map_err(Failed::from),
     }
 }
 
-fn answer(sent: reqwest::Result<reqwest::Response>, url: &config::SinkUrl) -> Result<(), String> {
+fn answer(sent: reqwest::Result<reqwest::Response>, url: &config::SinkUrl) -> Result<(), Failed> {
     match sent {
         Ok(r) if r.status().is_success() => Ok(()),
-        Ok(r) => Err(format!("{url} answered {}", r.status())),
-        Err(e) if e.is_timeout() => Err(format!("{url} did not answer in time")),
-        Err(e) if e.is_connect() => Err(format!("cannot connect to {url}")),
+        Ok(r) => {
+            let retry_after = matches!(r.status().as_u16(), 429 | 503)
+                .then(|| r.headers().get(reqwest::header::RETRY_AFTER))
+                .flatten()
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
+            Err(Failed {
+                said: format!("{url} answered {}", r.status()),
+                retry_after,
+            })
+        }
+        Err(e) if e.is_timeout() => Err(format!("{url} did not answer in time").into()),
+        Err(e) if e.is_connect() => Err(format!("cannot connect to {url}").into()),
         // reqwest's words name the URL: only its kind is kept.
-        Err(e) => Err(format!("sending to {url} failed ({})", e.without_url())),
+        Err(e) => Err(format!("sending to {url} failed ({})", e.without_url()).into()),
     }
 }
 
