@@ -62,34 +62,25 @@ impl Signal {
     fn stopped(&self) -> bool {
         self.state.lock().expect("notify signal").0
     }
-    /// Wait until woken, stopped or `until`; true when stopped.
+    /// Wait until woken (a wake not yet `seen`), stopped or `until`; true when stopped.
     fn wait(&self, seen: &mut u64, until: Instant) -> bool {
+        self.wait_for(Some(seen), until)
+    }
+    /// Sleep until `until` unless stopped (wakes do not end it); true when stopped.
+    fn sleep(&self, until: Instant) -> bool {
+        self.wait_for(None, until)
+    }
+    fn wait_for(&self, mut seen: Option<&mut u64>, until: Instant) -> bool {
         let mut s = self.state.lock().expect("notify signal");
         loop {
             if s.0 {
                 return true;
             }
-            if s.1 != *seen {
+            if let Some(seen) = seen.as_deref_mut()
+                && s.1 != *seen
+            {
                 *seen = s.1;
                 return false;
-            }
-            let now = Instant::now();
-            if now >= until {
-                return false;
-            }
-            s = self
-                .cond
-                .wait_timeout(s, until - now)
-                .expect("notify signal")
-                .0;
-        }
-    }
-    /// Sleep until `until` unless stopped; true when stopped.
-    fn sleep(&self, until: Instant) -> bool {
-        let mut s = self.state.lock().expect("notify signal");
-        loop {
-            if s.0 {
-                return true;
             }
             let now = Instant::now();
             if now >= until {
