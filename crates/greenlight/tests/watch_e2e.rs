@@ -437,6 +437,37 @@ fn a_later_commit_to_the_same_app_fails_without_revert() {
     assert_eq!(repo.remote_tip(), later);
 }
 
+/// A feature branch forked after the watched commit was on main contains it, but its merge
+/// brings only the feature's changes — here the merge itself changes the app (a conflict
+/// resolved, a fix made while merging) though the feature's own commit does not: a later
+/// change, so the watch cannot blame its commit alone. Before, the merge was taken for one
+/// bringing the watched commit, and the watch went on as if nothing else had changed.
+fn a_feature_merged_after_the_watched_commit_is_a_later_change_not_its_own() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &["--start-paused"]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: bad\n\n{}", trailer("web", "30", "arm")),
+    );
+    wd.wait_state(&bad, "WAITING_REACH", T);
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.write("apps/other/deploy.yaml", &deployment("other", GOOD2));
+    repo.git(&["commit", "-q", "-am", "other: bump"]);
+    repo.git(&["checkout", "-q", "main"]);
+    repo.git(&["merge", "-q", "--no-ff", "--no-commit", "feature"]);
+    repo.write("apps/web/config.yaml", &config_map("set while merging"));
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "Merge branch 'feature'"]);
+    repo.git(&["push", "-q", "origin", "main"]);
+    let merge = repo.git(&["rev-parse", "HEAD"]);
+    let w = wd.wait_state(&bad, "FAIL", T);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(reason.contains("attribution"), "{reason}");
+    assert_eq!(repo.remote_tip(), merge, "nothing reverted");
+}
+
 fn a_humans_revert_is_adopted_not_duplicated() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
@@ -558,6 +589,7 @@ on_every_argocd_version!(
     a_merge_commit_is_reverted_against_its_first_parent,
     an_outage_through_the_deadline_is_inconclusive,
     a_later_commit_to_the_same_app_fails_without_revert,
+    a_feature_merged_after_the_watched_commit_is_a_later_change_not_its_own,
     a_humans_revert_is_adopted_not_duplicated,
     once_fails_on_a_bad_argocd_url_and_passes_on_a_good_one,
 );
