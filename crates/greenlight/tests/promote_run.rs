@@ -456,6 +456,48 @@ fn a_bypass_promotes_without_candidate_or_check_and_never_says_passed() {
     assert_eq!(rx.received("/gate").len(), 1, "a no-op sends nothing");
 }
 
+/// A run's sinks are delivered side by side: one whose receiver hangs holds only itself, for at
+/// most the run's wait after its outcome is printed; the exit code is the run's.
+#[test]
+fn a_hanging_receiver_keeps_no_other_sink_from_the_runs_notification() {
+    let (repo, sb) = world();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &[("smoke", &["sh", "-c", "exit 0"])]);
+    let rx = Receiver::start();
+    rx.answer("/stuck", greenlight_testkit::Answer::Hang);
+    let nf = dir.path().join("notify.toml");
+    std::fs::write(
+        &nf,
+        format!(
+            "[[notify]]\nname = \"stuck\"\nsink = \"webhook\"\nurl = {:?}\ntimeout = \"120s\"\n\n[[notify]]\nname = \"gate\"\nsink = \"webhook\"\nurl = {:?}\n",
+            rx.url("/stuck"),
+            rx.url("/gate")
+        ),
+    )
+    .unwrap();
+    let o = run(
+        &repo,
+        &sb,
+        &cfg,
+        NEW,
+        &[
+            "--bypass-gate",
+            "--reason",
+            "incident 7",
+            "--notify",
+            nf.to_str().unwrap(),
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(one_notification(&rx)["outcome"], "bypassed");
+    assert_eq!(rx.received("/stuck").len(), 1);
+    assert!(
+        err.contains("notify \"stuck\": 1 notification(s) not delivered in 20s"),
+        "{err}"
+    );
+}
+
 fn short(sha: &str) -> &str {
     &sha[..12]
 }

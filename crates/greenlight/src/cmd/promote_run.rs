@@ -556,7 +556,7 @@ fn pull_request_land(
 }
 
 /// How long a run waits for its notifications, after its outcome is printed.
-const NOTIFY_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+const NOTIFY_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// The run's outcome to the sinks, after it is printed and decided: written to the outbox
 /// (`<--data-dir>/events.db`, or a scratch one), then delivered for at most [`NOTIFY_WAIT`].

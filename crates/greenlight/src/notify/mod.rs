@@ -154,9 +154,25 @@ pub fn drain(
     say: &Say,
 ) -> Result<Vec<(String, usize)>> {
     let signal = Signal::default();
+    // Each sink in a thread of its own, as in the daemon: one that hangs holds only itself.
+    let ran: Vec<Result<()>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = sinks
+            .iter()
+            .map(|sink| scope.spawn(|| run_sink(state, sink, &signal, Some(until), say)))
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a notification thread panicked")))
+            })
+            .collect()
+    });
     let mut left = Vec::new();
-    for sink in sinks {
-        run_sink(state, sink, &signal, Some(until), say)?;
+    for (sink, r) in sinks.iter().zip(ran) {
+        if let Err(e) = r {
+            say(&format!("notify {:?}: {e:#}", sink.name));
+        }
         let n = pending(state, sink)?;
         if n > 0 {
             left.push((sink.name.clone(), n));
