@@ -11,11 +11,15 @@
 //! - [`lease`]: leader election on a `coordination.k8s.io/v1` Lease (client-go's semantics on
 //!   monotonic clocks), a [`lease::Leadership`] with its deadline and a [`lease::Guard`] thread
 //!   that acts when it passes, and who leads for probes and metrics.
+//! - [`workloads`]: a Deployment's, StatefulSet's or DaemonSet's live object and the Pods it
+//!   owns with the `imageID` each container runs (`greenlight verify --source kube`), and one
+//!   Application read once.
 
 pub mod client;
 pub mod events;
 pub mod lease;
 pub mod source;
+pub mod workloads;
 
 pub use client::{ClientError, client};
 pub use lease::{
@@ -23,3 +27,7 @@ pub use lease::{
     LostReason, MonotonicClock, Role, SystemClock,
 };
 pub use source::{KubeSource, KubeSourceOptions, application_resource};
+pub use workloads::{
+    ContainerImage, PodImages, ReadError, Workload, WorkloadKind, get_application, get_workload,
+    pods_of,
+};

@@ -198,7 +198,7 @@ fn key_of(obj: &DynamicObject) -> AppKey {
 }
 
 /// An object as Argo CD's Application model reads it, or why it cannot be read (naming it).
-fn decode(obj: &DynamicObject) -> Result<Application, String> {
+pub(crate) fn decode(obj: &DynamicObject) -> Result<Application, String> {
     let key = key_of(obj);
     let named = |why: String| {
         format!(

@@ -29,18 +29,72 @@ pub async fn source(
     let client = greenlight_kube::client(kubeconfig)
         .await
         .map_err(|e| crate::usage(format!("--source kube: {e}")))?;
+    Ok(source_with_client(client, repo, opts))
+}
+
+/// [`source`] over a client already built (`wait --source kube` builds one to find the
+/// Application's namespace first).
+pub fn source_with_client(client: kube::Client, repo: &RepoUrl, opts: KubeSourceOptions) -> Source {
     let (tx, deliveries) = mpsc::channel(256);
     let namespaces = opts.namespaces.clone();
     let rewatch_ms = opts.rewatch.as_millis() as i64;
     let inner = KubeSource::new(client, repo.expose(), opts, tx);
-    Ok(Source {
+    Source {
         app: Box::new(KubeAppSource {
             inner,
             namespaces,
             rewatch_ms,
         }),
         deliveries,
-    })
+    }
+}
+
+/// Where `verify --source kube` and `wait --source kube` find one Application: the kubeconfig
+/// (`--kubeconfig`, else `$KUBECONFIG`, `~/.kube/config`, the pod's service account) and the
+/// namespace for an `--app` that names none (`--namespace`).
+#[derive(Clone, Debug, Default)]
+pub struct KubeApp {
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// `--namespace`: the Application's namespace when `--app` names none (default: the
+    /// kubeconfig context's namespace, as kubectl's; in a pod, its own).
+    pub namespace: Option<String>,
+}
+
+impl KubeApp {
+    /// A client, and `app` with its namespace: `--app`'s, else `--namespace`, else the
+    /// client's default (the kubeconfig context's). A configuration that cannot be used, or
+    /// two different namespaces given, is a usage error naming the flags.
+    pub async fn connect(&self, app: &AppRef) -> Result<(kube::Client, AppRef)> {
+        if let (Some(a), Some(n)) = (&app.namespace, &self.namespace)
+            && a != n
+        {
+            return Err(crate::usage(format!(
+                "--app {app} names namespace {a}, --namespace {n}: give one of them"
+            )));
+        }
+        let client = greenlight_kube::client(self.kubeconfig.as_deref())
+            .await
+            .map_err(|e| crate::usage(format!("--source kube: {e}")))?;
+        let namespace = match (&app.namespace, &self.namespace) {
+            (Some(a), _) => a.clone(),
+            (None, Some(n)) => n.clone(),
+            (None, None) => client.default_namespace().to_string(),
+        };
+        let app = AppRef {
+            namespace: Some(namespace),
+            name: app.name.clone(),
+        };
+        Ok((client, app))
+    }
+
+    /// Where an `--app` without a namespace was looked for, for the words of a 404.
+    pub fn namespace_from(&self, given: &AppRef) -> &'static str {
+        match (&given.namespace, &self.namespace) {
+            (Some(_), _) => "--app's",
+            (None, Some(_)) => "--namespace's",
+            (None, None) => "the kubeconfig context's",
+        }
+    }
 }
 
 /// What a verdict says when per-resource health could not be read (no `--argocd-url` with an

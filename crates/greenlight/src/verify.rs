@@ -3,6 +3,10 @@
 //! (every ReplicaSet's, so that a rollout's old Pods count) against that digest: all run it,
 //! some still run another (a rollout in progress), none do (the sync stalled, the promotion
 //! not applied), or the manifest names a tag, for which no answer means anything.
+//!
+//! Two sources: Argo CD's REST API (here: the app, its target state, its resource tree and
+//! each Pod), or the Kubernetes API (`--source kube`, [`kube`]: the Application object, the
+//! workloads and their Pods read directly). Both end in the same [`assess`].
 
 use crate::argocd::ArgoCd;
 use anyhow::{Context as _, Result, anyhow};
@@ -12,6 +16,8 @@ use greenlight_core::image::ImageRef;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
+
+pub mod kube;
 
 /// The kinds whose Pods verify reads.
 const WORKLOADS: [&str; 3] = ["Deployment", "StatefulSet", "DaemonSet"];
@@ -186,11 +192,20 @@ pub fn pods_by_workload(nodes: &[ResourceNode]) -> Vec<(String, ResourceNode)> {
         .collect()
 }
 
+/// Where verify reads the app and its Pods.
+pub enum VerifySource {
+    /// Argo CD's REST API (`--argocd-url`).
+    ArgoCd(ArgoCd),
+    /// The Kubernetes API (`--source kube`).
+    Kube(crate::kube::KubeApp),
+}
+
 /// What verify was told.
 pub struct VerifyConfig {
-    pub argocd: ArgoCd,
+    pub source: VerifySource,
     pub app: AppRef,
-    /// The desired state: these documents (`--manifest`), else Argo CD's target state.
+    /// The desired state: these documents (`--manifest`), else Argo CD's target state (with
+    /// `--source kube`, the live workloads' own templates).
     pub manifest: Option<(String, Vec<Value>)>,
 }
 
@@ -198,18 +213,31 @@ pub struct VerifyConfig {
 #[derive(Clone, Debug, Serialize)]
 pub struct Verified {
     pub app: String,
-    /// Where the pinned digests came from: the manifest's path, or Argo CD's target state.
+    /// Where the pinned digests came from: the manifest's path, Argo CD's target state, or the
+    /// live workloads' templates.
     pub desired_from: String,
     pub sync_status: String,
     pub sync_revision: String,
     pub containers: Vec<Verdict>,
     pub exit_code: u8,
+    /// What the answer leaves out and why (a workload of the app that does not exist live).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Reads the app, its desired workloads and the Pods that run them from the source
+/// configured, and assesses them.
+pub async fn verify(cfg: &VerifyConfig) -> Result<Verified> {
+    match &cfg.source {
+        VerifySource::ArgoCd(argocd) => verify_argocd(argocd, cfg).await,
+        VerifySource::Kube(kube) => kube::verify(kube, cfg).await,
+    }
 }
 
 /// Reads the app, its desired workloads, its resource tree and each workload Pod's live
 /// object from Argo CD, and assesses them.
-pub async fn verify(cfg: &VerifyConfig) -> Result<Verified> {
-    let client = cfg.argocd.client()?;
+async fn verify_argocd(argocd: &ArgoCd, cfg: &VerifyConfig) -> Result<Verified> {
+    let client = argocd.client()?;
     let ns = cfg.app.namespace.clone().unwrap_or_default();
     let name = &cfg.app.name;
     let app = client.get(&ns, name).await?.ok_or_else(|| {
@@ -290,6 +318,7 @@ pub async fn verify(cfg: &VerifyConfig) -> Result<Verified> {
         sync_revision: app.status.sync.revision.clone(),
         exit_code: exit_code(&containers),
         containers,
+        notes: Vec::new(),
     })
 }
 

@@ -2,14 +2,20 @@
 //! healthy? One shot, for a pipeline: the watchdog's own judge and source, asked for one watch
 //! of one commit (`JudgeConfig::asked`) in a scratch state removed afterwards. Never reverts:
 //! the watch is shadow and dry-run, whatever the commit's trailers say.
+//!
+//! The source is Argo CD's REST API, or with `--source kube` the Kubernetes API (Argo CD's
+//! Application objects, as `watch --source kube` reads them): the judge is the same.
 
 use crate::argocd::ArgoCd;
 use crate::clock::{Clock, SystemClock};
+use crate::kube::KubeApp;
 use crate::output::{LogFormat, Output};
 use crate::runtime::DaemonConfig;
 use crate::runtime::one::{Judged, judge_one};
+use crate::runtime::seams::Source;
 use crate::usage;
 use anyhow::{Context as _, Result};
+use greenlight_argocd::model::Application;
 use greenlight_core::commit::CommitId;
 use greenlight_core::directive::{AppRef, Directive, Mode};
 use greenlight_core::event::EventKind;
@@ -32,7 +38,8 @@ pub struct WaitConfig {
     /// The branch the commit must be on (default: the remote's HEAD branch).
     pub branch: Option<String>,
     pub git_token: Option<Secret>,
-    pub argocd: ArgoCd,
+    /// Where the Application is read.
+    pub source: WaitSource,
     pub app: AppRef,
     /// A commit (any revision git resolves in the clone), or `None`: the branch's tip.
     pub commit: Option<String>,
@@ -44,6 +51,87 @@ pub struct WaitConfig {
     pub fetch_interval: Duration,
     /// Where the clone is kept (default: a scratch directory, removed afterwards).
     pub data_dir: Option<PathBuf>,
+}
+
+/// Where `wait` reads its Application.
+pub enum WaitSource {
+    /// Argo CD's REST API (`--argocd-url`).
+    ArgoCd(ArgoCd),
+    /// The Kubernetes API (`--source kube`); Argo CD's API too when given, for resource trees
+    /// (as `watch --source kube`).
+    Kube {
+        app: KubeApp,
+        argocd: Option<ArgoCd>,
+    },
+}
+
+/// The wait's one Application as its source reads it: the judge's source, the read at the
+/// cut-off and the read of the revision a live app runs.
+enum Reader {
+    ArgoCd(ArgoCd),
+    Kube {
+        client: ::kube::Client,
+        argocd: Option<ArgoCd>,
+    },
+}
+
+impl Reader {
+    /// The reader for `source`, and `app` with the namespace it is read in (with `--source
+    /// kube`, `--app`'s, else `--namespace`, else the kubeconfig context's).
+    async fn connect(source: &WaitSource, app: &AppRef) -> Result<(Reader, AppRef)> {
+        match source {
+            WaitSource::ArgoCd(a) => Ok((Reader::ArgoCd(a.clone()), app.clone())),
+            WaitSource::Kube { app: kube, argocd } => {
+                let (client, app) = kube.connect(app).await?;
+                Ok((
+                    Reader::Kube {
+                        client,
+                        argocd: argocd.clone(),
+                    },
+                    app,
+                ))
+            }
+        }
+    }
+
+    /// Who answers, for the words of an answer.
+    fn name(&self) -> &'static str {
+        match self {
+            Reader::ArgoCd(_) => "Argo CD",
+            Reader::Kube { .. } => "the Kubernetes API",
+        }
+    }
+
+    /// The runtime's source of `repo`'s Applications; with `--source kube`, those of `app`'s
+    /// namespace only (namespaced RBAC is enough).
+    fn source(&self, repo: &RepoUrl, app: &AppRef) -> Result<Source> {
+        match self {
+            Reader::ArgoCd(a) => a.source(repo, LISTING_LIMIT_BYTES),
+            Reader::Kube { client, argocd } => {
+                let argocd = argocd
+                    .as_ref()
+                    .map(|a| a.client().map_err(|e| usage(format!("--argocd-url: {e}"))))
+                    .transpose()?;
+                let opts = greenlight_kube::KubeSourceOptions {
+                    namespaces: app.namespace.iter().cloned().collect(),
+                    argocd,
+                    ..Default::default()
+                };
+                Ok(crate::kube::source_with_client(client.clone(), repo, opts))
+            }
+        }
+    }
+
+    /// `app` read once; `None` when the source says it does not exist (404).
+    async fn get(&self, app: &AppRef) -> Result<Option<Application>> {
+        let ns = app.namespace.as_deref().unwrap_or("");
+        match self {
+            Reader::ArgoCd(a) => Ok(a.client()?.get(ns, &app.name).await?),
+            Reader::Kube { client, .. } => {
+                Ok(greenlight_kube::get_application(client, ns, &app.name).await?)
+            }
+        }
+    }
 }
 
 /// How a wait ended, with the process's exit code.
@@ -76,6 +164,15 @@ pub trait Progress: Send + Sync {
 /// [`crate::UsageError`]; anything else that stops it before a verdict is `Err` too, and the
 /// caller says it could not observe.
 pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
+    // The app with the namespace it is read in; a kubeconfig that cannot be used is a usage
+    // error before anything is cloned.
+    let app = match &cfg.source {
+        WaitSource::ArgoCd(_) => cfg.app.clone(),
+        WaitSource::Kube { app: kube, .. } => {
+            let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+            rt.block_on(kube.connect(&cfg.app))?.1
+        }
+    };
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let data_dir = cfg
         .data_dir
@@ -125,7 +222,7 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
     }
     let commit_id = CommitId::parse(&commit).map_err(|e| anyhow::anyhow!("{commit}: {e}"))?;
     let directive = Directive {
-        app: cfg.app.clone(),
+        app: app.clone(),
         deadline_ms: cfg.timeout.as_millis().min(i64::MAX as u128) as i64,
         mode: Mode::Shadow,
         expect: "Healthy".to_string(),
@@ -163,7 +260,7 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
     progress.line(&format!(
         "waiting for {} on {} ({} {branch}): reached, healthy and stable for {} within {}",
         short(&commit),
-        cfg.app,
+        app,
         cfg.repo,
         humantime::format_duration(Duration::from_millis(cfg.stable_for_ms as u64)),
         humantime::format_duration(cfg.timeout)
@@ -202,7 +299,12 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
             progress.line(&line);
         });
     }
-    let source = cfg.argocd.source(&cfg.repo, LISTING_LIMIT_BYTES)?;
+    // The wait's runtime, made only now (as the judge's runtime has always been started, after
+    // the clone): a kube client's connection task lives on the runtime that built it, so the
+    // reader is connected on this one.
+    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let (reader, app) = rt.block_on(Reader::connect(&cfg.source, &app))?;
+    let source = reader.source(&cfg.repo, &app)?;
     // `--timeout` bounds the whole wait, as `kubectl rollout status --timeout` does. The
     // watch's deadline is the same length from its start (a little after this), so the judge's
     // NOT_REACHED or INCONCLUSIVE at that deadline is still heard: the margin covers the
@@ -211,7 +313,6 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
     let limit = cfg.timeout
         + Duration::from_millis(cfg.stale_after_ms.saturating_mul(2).max(0) as u64)
         + Duration::from_secs(10);
-    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let judged = {
         let ticker = {
             let seen = seen.clone();
@@ -242,7 +343,7 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
     };
     let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
     let at_cutoff = if judged == Judged::NoVerdict {
-        rt.block_on(readable(&cfg.argocd, &cfg.app))
+        rt.block_on(readable(&reader, &app))
     } else {
         Ok(())
     };
@@ -251,20 +352,20 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
         timeout: cfg.timeout,
         stable_for_ms: cfg.stable_for_ms,
         limit,
+        source: reader.name(),
     };
-    let mut waited = answer(
-        judged,
-        &seen,
-        at_cutoff,
-        commit,
-        cfg.app.to_string(),
-        &bounds,
-    );
+    let mut waited = answer(judged, &seen, at_cutoff, commit, app.to_string(), &bounds);
     if confirmed {
         // Live by ancestry: the app runs a revision that contains the commit. Later commits to
         // the app's paths in that revision (a fix-forward of this very commit among them) may
         // have changed what it deployed: the answer names them, never quietly.
-        match rt.block_on(later_commits(&cfg, &data_dir, &waited.commit)) {
+        match rt.block_on(later_commits(
+            &cfg,
+            &reader,
+            &app,
+            &data_dir,
+            &waited.commit,
+        )) {
             Ok(later) if later.is_empty() => {}
             Ok(later) => {
                 let shas: Vec<&str> = later.iter().map(|c| short(c)).collect();
@@ -287,15 +388,16 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
 /// (every one of them when Argo CD's answer does not say its paths).
 async fn later_commits(
     cfg: &WaitConfig,
+    reader: &Reader,
+    app: &AppRef,
     data_dir: &std::path::Path,
     commit: &str,
 ) -> Result<Vec<String>> {
     use greenlight_core::snapshot::{SourceFacts, SourcePaths};
-    let client = cfg.argocd.client()?;
-    let app = client
-        .get(cfg.app.namespace.as_deref().unwrap_or(""), &cfg.app.name)
+    let app = reader
+        .get(app)
         .await?
-        .ok_or_else(|| anyhow::anyhow!("Argo CD says {} does not exist (404)", cfg.app))?;
+        .ok_or_else(|| anyhow::anyhow!("{} says {app} does not exist (404)", reader.name()))?;
     let snap = greenlight_argocd::snapshot::snapshot(&app, None, cfg.repo.expose());
     let paths = match &snap.source {
         SourceFacts::FromRepo { paths, .. } => paths.clone(),
@@ -338,6 +440,7 @@ fn answer(
         timeout,
         stable_for_ms,
         limit,
+        source,
     } = *bounds;
     let timeout = humantime::format_duration(timeout);
     let (state, reason, outcome, exit_code) = match judged {
@@ -354,7 +457,7 @@ fn answer(
             (Err(why), _, _) => (
                 None,
                 format!(
-                    "no verdict on {} within {}, and Argo CD could not be read then: {why}",
+                    "no verdict on {} within {}, and {source} could not be read then: {why}",
                     short(&commit),
                     humantime::format_duration(limit)
                 ),
@@ -426,19 +529,15 @@ fn on_fetched(rev: &str, branch: &str) -> String {
     rev.to_string()
 }
 
-/// Whether Argo CD answers for `app` now: the cut-off's one read.
-async fn readable(argocd: &ArgoCd, app: &AppRef) -> Result<(), String> {
-    let client = argocd.client().map_err(|e| e.to_string())?;
-    let read = tokio::time::timeout(
-        Duration::from_secs(30),
-        client.get(app.namespace.as_deref().unwrap_or(""), &app.name),
-    )
-    .await
-    .map_err(|_| "no answer within 30s".to_string())?;
+/// Whether the source answers for `app` now: the cut-off's one read.
+async fn readable(reader: &Reader, app: &AppRef) -> Result<(), String> {
+    let read = tokio::time::timeout(Duration::from_secs(30), reader.get(app))
+        .await
+        .map_err(|_| "no answer within 30s".to_string())?;
     match read {
         Ok(Some(_)) => Ok(()),
-        Ok(None) => Err(format!("Argo CD says {app} does not exist (404)")),
-        Err(e) => Err(e.to_string()),
+        Ok(None) => Err(format!("{} says {app} does not exist (404)", reader.name())),
+        Err(e) => Err(format!("{e:#}")),
     }
 }
 
@@ -449,6 +548,8 @@ struct Bounds {
     stable_for_ms: i64,
     /// When the wait stopped listening for a verdict.
     limit: Duration,
+    /// Who answers for the app (`Argo CD`, `the Kubernetes API`).
+    source: &'static str,
 }
 
 /// What the events said so far.
@@ -482,6 +583,7 @@ mod tests {
                 timeout: Duration::from_secs(900),
                 stable_for_ms: 120_000,
                 limit: Duration::from_secs(916),
+                source: "Argo CD",
             },
         )
     }

@@ -350,6 +350,133 @@ fn a_commit_not_on_the_branch_is_refused_at_once() {
     assert!(err.contains("--app \"a/b/c\""), "{err}");
 }
 
+// `--source kube`: the sandbox stands in for Argo CD, its Applications written to the kit's real
+// kube-apiserver as Argo CD's controller writes them (`KubeApiserver::mirror_sandbox`); the wait
+// reads them from there, with no `--argocd-url`.
+
+/// `greenlight wait --source kube` over `repo` with the kit's test timings and `kubeconfig`
+/// (whose context's namespace is `argocd`, where the mirror writes), then `extra`.
+fn wait_kube(repo: &Repo, kubeconfig: &std::path::Path, extra: &[&str]) -> Output {
+    let mut args: Vec<String> = [
+        "wait",
+        "--repo",
+        &repo.repo(),
+        "--source",
+        "kube",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .into();
+    args.extend(JUDGE_TIMINGS.iter().chain(extra).map(|s| s.to_string()));
+    std::process::Command::new(BIN)
+        .args(args)
+        .env_remove("GREENLIGHT_GIT_TOKEN")
+        .output()
+        .expect("run greenlight wait")
+}
+
+/// Reached, healthy and stable, read from the Kubernetes API: live (exit 0), the app named
+/// with the namespace it was found in (the kubeconfig context's).
+#[test]
+fn kube_source_a_deployed_commit_is_live() {
+    let kube = greenlight_testkit::KubeApiserver::start();
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let _mirror = kube.mirror_sandbox(&sb.url);
+    let c = repo.set_image("web", GOOD2, "web: 1.1.0");
+    let o = wait_kube(
+        &repo,
+        kube.kubeconfig(),
+        &["--app", "web", "--timeout", "60s", "--output", "json"],
+    );
+    let j = json(&o);
+    assert_eq!(o.status.code(), Some(0), "{j}\n{}", text(&o).1);
+    assert_eq!(j["outcome"], "live", "{j}");
+    assert_eq!(j["state"], "CONFIRMED", "{j}");
+    assert_eq!(j["commit"], c.as_str());
+    assert_eq!(j["app"], "argocd/web");
+    // Without --argocd-url, Argo CD 3.5's Application carries no per-resource health: the
+    // verdict says it was judged on the app-level health, as `watch --source kube`'s does.
+    assert!(
+        j["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("judged on the app-level health alone"),
+        "{j}"
+    );
+    // The same with the namespace given by --namespace, as text.
+    let o = wait_kube(
+        &repo,
+        kube.kubeconfig(),
+        &["--app", "web", "--namespace", "argocd", "--timeout", "60s"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.starts_with(&format!("live: {} on argocd/web: confirmed", &c[..12])),
+        "{out}"
+    );
+}
+
+/// An app that never syncs the commit, read from the Kubernetes API: NOT_REACHED at the
+/// timeout (exit 1). A token file that cannot be read, two namespaces for the app, and
+/// `--namespace` without `--source kube` are usage errors (exit 2).
+#[test]
+fn kube_source_a_commit_the_app_never_syncs_is_not_reached() {
+    let kube = greenlight_testkit::KubeApiserver::start();
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &["--manual-sync", "web"]);
+    sb.wait_app("web", T, |a| a["status"]["sync"]["revision"].is_string());
+    let _mirror = kube.mirror_sandbox(&sb.url);
+    let c = repo.set_image("web", GOOD2, "web: 1.1.0");
+    let o = wait_kube(
+        &repo,
+        kube.kubeconfig(),
+        &["--app", "argocd/web", "--timeout", "4s"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.starts_with(&format!(
+            "not live: {} on argocd/web (NOT_REACHED)",
+            &c[..12]
+        )),
+        "{out}"
+    );
+    let o = wait_kube(
+        &repo,
+        kube.kubeconfig(),
+        &[
+            "--app",
+            "web",
+            "--namespace",
+            "other",
+            "--argocd-url",
+            "http://127.0.0.1:1",
+            "--argocd-token-file",
+            "/nonexistent",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    let o = wait_kube(
+        &repo,
+        kube.kubeconfig(),
+        &["--app", "argocd/web", "--namespace", "other"],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("give one of them"), "{err}");
+    let o = wait(&repo, &sb.url, &["--app", "web", "--namespace", "argocd"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--namespace: only read with --source kube"),
+        "{err}"
+    );
+}
+
 on_every_argocd_version!(
     a_deployed_commit_is_live_once_healthy_for_the_window,
     a_commit_fixed_forward_is_live_and_the_fix_is_named,

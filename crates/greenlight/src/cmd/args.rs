@@ -1,6 +1,7 @@
 //! The flag groups that more than one command takes (`#[command(flatten)]`), each with the one
 //! function that reads it: git's (`watch`, `promote run`/`self-test`, `promote gc`), Argo CD's
-//! (`watch`, `promote run`/`self-test`) and the judge's (`watch`, `promote run`/`self-test`).
+//! (`watch`, `promote run`/`self-test`), the judge's (`watch`, `promote run`/`self-test`) and
+//! the one Application's source (`wait`, `verify`).
 //!
 //! A command whose words for a flag are its own says them with [`help_of`] on its own arguments
 //! (`promote run`'s author writes the run's commits, not reverts); names, defaults and parsing
@@ -156,6 +157,66 @@ impl ArgoCdArgs {
             .map(read_ca_file)
             .transpose()?;
         Ok(Some(ArgoCd { url, token, ca }))
+    }
+}
+
+/// Where Applications are read (`watch`, `wait` and `verify`'s `--source`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceKind {
+    /// Argo CD's REST API (`--argocd-url`).
+    Argocd,
+    /// The Kubernetes API: Argo CD's `applications.argoproj.io` custom resources.
+    Kube,
+}
+
+/// Where `wait` and `verify` read their one Application: `--source`, and with `kube` the
+/// kubeconfig and the Application's namespace. (`watch` has its own: its `--namespace` names
+/// the namespaces watched, and repeats.)
+#[derive(Args, Clone)]
+pub struct OneAppSourceArgs {
+    /// Where the Application is read: Argo CD's REST API (the default), or the Kubernetes API
+    /// (its `applications.argoproj.io` resource, with a kubeconfig or in-cluster).
+    #[arg(long, value_enum, default_value = "argocd")]
+    pub source: SourceKind,
+    /// With --source kube: the kubeconfig to use (default: $KUBECONFIG, else ~/.kube/config,
+    /// else the pod's service account).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// With --source kube: the Application's namespace when --app names none (default: the
+    /// kubeconfig context's namespace, as kubectl's; in a pod, its own).
+    #[arg(long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+}
+
+impl OneAppSourceArgs {
+    /// With `--source kube`, where the Application is found; `None` with `--source argocd`,
+    /// where `--kubeconfig` and `--namespace` are usage errors (they would do nothing).
+    pub fn read(&self) -> Result<Option<greenlight::kube::KubeApp>> {
+        match self.source {
+            SourceKind::Argocd => {
+                for (given, flag) in [
+                    (self.kubeconfig.is_some(), "--kubeconfig"),
+                    (self.namespace.is_some(), "--namespace"),
+                ] {
+                    if given {
+                        return Err(usage(format!(
+                            "{flag}: only read with --source kube (the source is Argo CD's REST API; --app names the namespace there)"
+                        )));
+                    }
+                }
+                Ok(None)
+            }
+            SourceKind::Kube => {
+                if let Some(ns) = &self.namespace {
+                    greenlight::kube::dns_label(ns)
+                        .map_err(|why| usage(format!("--namespace {ns:?}: {why}")))?;
+                }
+                Ok(Some(greenlight::kube::KubeApp {
+                    kubeconfig: self.kubeconfig.clone(),
+                    namespace: self.namespace.clone(),
+                }))
+            }
+        }
     }
 }
 

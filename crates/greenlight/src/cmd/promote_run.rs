@@ -417,7 +417,7 @@ fn live_check(
             repo: RepoUrl::new(ctx.repo.clone()),
             branch: ctx.branch.clone(),
             git_token: ctx.git_token.clone(),
-            argocd: ctx.argocd.clone(),
+            source: greenlight::wait::WaitSource::ArgoCd(ctx.argocd.clone()),
             app: ctx.app.clone(),
             commit: Some(commit.to_string()),
             timeout: limit,
@@ -442,7 +442,7 @@ fn live_check(
     report.line(&format!("the promotion is live: {}", waited.reason))?;
     let verified = tokio::runtime::Runtime::new()?.block_on(greenlight::verify::verify(
         &greenlight::verify::VerifyConfig {
-            argocd: ctx.argocd.clone(),
+            source: greenlight::verify::VerifySource::ArgoCd(ctx.argocd.clone()),
             app: ctx.app.clone(),
             manifest: None,
         },

@@ -1,12 +1,14 @@
 //! `greenlight verify`: parse, call the library's [`greenlight::verify::verify`], print one
 //! line per container. Exit 0 every Pod runs the pinned digest, 1 some or none do, 2 a tag
-//! (verify means nothing for it) or usage (docs/verify.md).
+//! (verify means nothing for it) or usage (docs/verify.md). `--source kube` reads the
+//! Application and the Pods from the Kubernetes API instead of Argo CD's.
 
-use crate::cmd::args::ArgoCdArgs;
+use crate::cmd::args::{ArgoCdArgs, OneAppSourceArgs};
 use crate::cmd::usage;
 use anyhow::Result;
 use clap::Args;
-use greenlight::verify::{Answer, VerifyConfig};
+use greenlight::verify::kube::LIVE_TEMPLATES;
+use greenlight::verify::{Answer, VerifyConfig, VerifySource};
 use greenlight_core::directive::AppRef;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,14 +17,21 @@ use std::process::ExitCode;
 const MANIFEST_LIMIT_BYTES: u64 = 16 << 20;
 
 #[derive(Args)]
+// `--argocd-url` is required with `--source argocd` only: `run` says so, not clap.
+#[command(mut_arg("argocd_url", |a| a
+    .required(false)
+    .help("Argo CD API server, e.g. https://argocd.example.com (required with --source argocd; not read with --source kube)")))]
 pub struct VerifyArgs {
     /// The Argo CD Application (`name`, or `namespace/name`).
     #[arg(long)]
     pub app: String,
     /// The live manifest (a local file of Kubernetes YAML) whose pinned digests are checked;
-    /// default: the app's target state from Argo CD (git as Argo CD rendered it).
+    /// default: the app's target state from Argo CD (git as Argo CD rendered it), or with
+    /// --source kube the live workloads' own templates (docs/verify.md#source-kube).
     #[arg(long, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: OneAppSourceArgs,
     #[command(flatten)]
     pub argocd: ArgoCdArgs,
     /// `text`: one line per container; `json`: one object (docs/verify.md#json).
@@ -48,10 +57,31 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
             Some((path.display().to_string(), docs))
         }
     };
-    let argocd = a.argocd.read()?;
+    let source = match a.source.read()? {
+        None if a.argocd.argocd_url.is_none() => {
+            return Err(usage(
+                "--argocd-url is required with --source argocd (the default); --source kube reads the Kubernetes API instead",
+            ));
+        }
+        None => VerifySource::ArgoCd(a.argocd.read()?),
+        Some(kube) => {
+            for (given, flag) in [
+                (a.argocd.argocd_url.is_some(), "--argocd-url"),
+                (a.argocd.argocd_token_file.is_some(), "--argocd-token-file"),
+                (a.argocd.argocd_ca_file.is_some(), "--argocd-ca-file"),
+            ] {
+                if given {
+                    return Err(usage(format!(
+                        "{flag}: not read with --source kube (the Application, its workloads and their Pods are read from the Kubernetes API)"
+                    )));
+                }
+            }
+            VerifySource::Kube(kube)
+        }
+    };
     crate::install_crypto();
     let cfg = VerifyConfig {
-        argocd,
+        source,
         app,
         manifest,
     };
@@ -60,6 +90,9 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
     if a.output == VerifyOutput::Json {
         outln!("{}", serde_json::to_string(&v)?);
         return Ok(ExitCode::from(v.exit_code));
+    }
+    for note in &v.notes {
+        errln!("note: {note}");
     }
     if v.containers.is_empty() {
         outln!(
@@ -117,7 +150,15 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
             ),
         }
     }
-    outln!("(pinned digests from {})", v.desired_from);
+    if v.desired_from == LIVE_TEMPLATES {
+        // The cluster's own spec is git's only where Argo CD compared them equal.
+        outln!(
+            "(pinned digests from {}: what the cluster was told to run, which is git's only when Argo CD says Synced at the revision you expect — {sync}; give --manifest to compare with a file of git's)",
+            v.desired_from
+        );
+    } else {
+        outln!("(pinned digests from {})", v.desired_from);
+    }
     Ok(ExitCode::from(v.exit_code))
 }
 

@@ -1,12 +1,13 @@
 //! `greenlight wait`: parse, call the library's [`greenlight::wait::wait`], print the answer.
 //! Exit 0 live, 1 not live (the verdict's reason), 2 usage, 3 Argo CD (or git) could not be
-//! observed well enough to answer (docs/wait.md).
+//! observed well enough to answer (docs/wait.md). `--source kube` reads the Application from
+//! the Kubernetes API instead of Argo CD's (docs/wait.md#source-kube).
 
-use crate::cmd::args::{ArgoCdArgs, GitArgs, JudgeArgs, help_of};
+use crate::cmd::args::{ArgoCdArgs, GitArgs, JudgeArgs, OneAppSourceArgs, help_of};
 use crate::cmd::{positive_duration_flag, usage};
 use anyhow::Result;
 use clap::Args;
-use greenlight::wait::{Progress, WaitConfig, Waited};
+use greenlight::wait::{Progress, WaitConfig, WaitSource, Waited};
 use greenlight_core::directive::AppRef;
 use greenlight_core::repo_url::RepoUrl;
 use std::path::PathBuf;
@@ -20,7 +21,10 @@ use std::sync::Arc;
     ("stale_after", None),
     ("unknown_app_grace", None),
     ("fetch_interval", None),
+    ("argocd_url", Some("Argo CD API server, e.g. https://argocd.example.com (required with --source argocd; with --source kube, where resource trees are read)")),
 ])))]
+// `--argocd-url` is required with `--source argocd` only: `run` says so, not clap.
+#[command(mut_arg("argocd_url", |a| a.required(false)))]
 pub struct WaitArgs {
     /// The Argo CD Application (`name`, or `namespace/name`).
     #[arg(long)]
@@ -38,6 +42,8 @@ pub struct WaitArgs {
     /// The branch the commit must be on (default: the remote's HEAD branch).
     #[arg(long)]
     pub branch: Option<String>,
+    #[command(flatten)]
+    pub source: OneAppSourceArgs,
     #[command(flatten)]
     pub argocd: ArgoCdArgs,
     #[command(flatten)]
@@ -72,7 +78,18 @@ pub fn run(a: WaitArgs) -> Result<ExitCode> {
     let timeout = positive_duration_flag("--timeout", &a.timeout)?;
     let timing = a.judge.read()?;
     let git = a.git.read()?;
-    let argocd = a.argocd.read()?;
+    let source = match a.source.read()? {
+        None if a.argocd.argocd_url.is_none() => {
+            return Err(usage(
+                "--argocd-url is required with --source argocd (the default); with --source kube it is optional",
+            ));
+        }
+        None => WaitSource::ArgoCd(a.argocd.read()?),
+        Some(app) => WaitSource::Kube {
+            app,
+            argocd: a.argocd.read_optional()?,
+        },
+    };
     let repo = RepoUrl::new(a.repo.clone());
     if let Some(warning) = crate::cmd::args::url_credentials_warning("--repo", &repo) {
         errln!("warning: {warning}");
@@ -82,7 +99,7 @@ pub fn run(a: WaitArgs) -> Result<ExitCode> {
         repo,
         branch: a.branch,
         git_token: git.token,
-        argocd,
+        source,
         app,
         commit: Some(a.commit),
         timeout,

@@ -26,14 +26,7 @@ pub enum StoreKind {
     Kube,
 }
 
-/// Where `watch` reads Applications.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SourceKind {
-    /// Argo CD's REST API (`--argocd-url`).
-    Argocd,
-    /// The Kubernetes API: Argo CD's `applications.argoproj.io` custom resources.
-    Kube,
-}
+pub use crate::cmd::args::SourceKind;
 
 #[derive(Args, Clone)]
 // Whether `--argocd-url` is required depends on `--source`, which may come from the environment
