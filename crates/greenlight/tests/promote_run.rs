@@ -475,6 +475,7 @@ fn a_hanging_receiver_keeps_no_other_sink_from_the_runs_notification() {
         ),
     )
     .unwrap();
+    let started = std::time::Instant::now();
     let o = run(
         &repo,
         &sb,
@@ -496,6 +497,9 @@ fn a_hanging_receiver_keeps_no_other_sink_from_the_runs_notification() {
         err.contains("notify \"stuck\": 1 notification(s) not delivered in 20s"),
         "{err}"
     );
+    // The run's wait cuts the stuck receiver's 120 s attempt short.
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(100), "the run took {took:?}");
 }
 
 fn short(sha: &str) -> &str {

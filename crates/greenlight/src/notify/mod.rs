@@ -400,15 +400,29 @@ fn deliver_with_retries(
     let mut wait = sink.backoff;
     let mut last = String::new();
     for attempt in 1..=sink.attempts {
+        // A one-shot drain's deadline cuts an attempt short; an attempt it cut is no failure
+        // of the receiver's: the notification stays undelivered, not dead.
+        let timeout = match until {
+            None => sink.timeout,
+            Some(u) => sink
+                .timeout
+                .min(u.saturating_duration_since(Instant::now())),
+        };
+        if timeout.is_zero() {
+            return Delivery::Interrupted;
+        }
         // A receiver that says when to come back (429 or 503 with `Retry-After`, as Slack
         // rate-limits) is waited for that long, at most the longest back-off.
-        let asked_wait = match runtime.block_on(deliver(client, sink, notice)) {
+        let asked_wait = match runtime.block_on(deliver(client, sink, notice, timeout)) {
             Ok(()) => return Delivery::Delivered,
             Err(Failed { said, retry_after }) => {
                 last = said;
                 retry_after
             }
         };
+        if until.is_some_and(|u| Instant::now() >= u) {
+            return Delivery::Interrupted;
+        }
         if attempt == sink.attempts {
             break;
         }
@@ -454,12 +468,14 @@ async fn deliver(
     client: &reqwest::Client,
     sink: &SinkConfig,
     notice: &Notice,
+    timeout: Duration,
 ) -> Result<(), Failed> {
     let (content_type, body) = payload(sink, notice);
     match &sink.kind {
         SinkKind::Webhook { url, secret } => {
             let mut req = client
                 .post(url.expose().clone())
+                .timeout(timeout)
                 .header(reqwest::header::CONTENT_TYPE, content_type)
                 .header(body::DELIVERY_HEADER, notice.delivery_id(&sink.name))
                 .header(body::OUTCOME_HEADER, notice.outcome.as_str());
@@ -474,13 +490,14 @@ async fn deliver(
         SinkKind::Slack { url } => answer(
             client
                 .post(url.expose().clone())
+                .timeout(timeout)
                 .header(reqwest::header::CONTENT_TYPE, content_type)
                 .body(body)
                 .send()
                 .await,
             url,
         ),
-        SinkKind::Command { argv } => run_command(argv, &body, sink.timeout)
+        SinkKind::Command { argv } => run_command(argv, &body, timeout)
             .await
             .map_err(Failed::from),
     }
