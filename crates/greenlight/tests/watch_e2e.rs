@@ -68,9 +68,12 @@ fn a_good_commit_is_confirmed() {
     assert_eq!(st["breaker"]["consecutive_reverts"], 0);
 }
 
+/// Shadow's words ("shadow mode: judged only, not reverted", notified as "would have reverted
+/// (shadow)") need the evidence an armed revert would: the app settled before the commit.
 fn shadow_fails_without_pushing() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
     let wd = watchdog(&repo, &sb.url, &[], &[]);
     let bad = repo.set_image(
         "web",
@@ -88,9 +91,12 @@ fn shadow_fails_without_pushing() {
     assert!(w["revert_commit"].is_null());
 }
 
+/// Dry-run's words ("would have reverted; nothing pushed") need the evidence an armed revert
+/// would: the app settled before the commit.
 fn dry_run_never_pushes_even_armed() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
     let wd = watchdog(&repo, &sb.url, &[], &[("DRY_RUN", "true")]);
     let bad = repo.set_image(
         "web",
@@ -100,7 +106,10 @@ fn dry_run_never_pushes_even_armed() {
     let w = wd.wait_state(&bad, "FAIL", T);
     assert_eq!(w["dry_run"], true);
     assert!(
-        w["reason"].as_str().unwrap().contains("dry-run"),
+        w["reason"]
+            .as_str()
+            .unwrap()
+            .contains("dry-run: would have reverted; nothing pushed"),
         "{}",
         w["reason"]
     );

@@ -32,6 +32,8 @@ use std::time::{Duration, Instant};
 const BATCH: i64 = 100;
 /// How often a sink looks at the outbox without being woken (a write from another process).
 const POLL: Duration = Duration::from_secs(1);
+/// How long a sink whose loop failed waits before it starts again.
+const RESTART: Duration = Duration::from_secs(5);
 /// What of a receiver's answer is kept in a dead letter's error.
 const ANSWER_KEPT: usize = 200;
 
@@ -124,8 +126,18 @@ impl Notifier {
             let t = std::thread::Builder::new()
                 .name(name)
                 .spawn(move || {
-                    if let Err(e) = run_sink(&state, &sink, &signal, None, &say) {
-                        say(&format!("notify {:?}: stopped: {e:#}", sink.name));
+                    // A sink whose loop fails (the state file locked for too long, a disk
+                    // error) starts again from its cursor after a pause: nothing is lost, and
+                    // the sink is not silently gone for the rest of the daemon's life.
+                    while let Err(e) = run_sink(&state, &sink, &signal, None, &say) {
+                        say(&format!(
+                            "notify {:?}: {e:#}; starting again from its last delivered event in {}s",
+                            sink.name,
+                            RESTART.as_secs()
+                        ));
+                        if signal.sleep(Instant::now() + RESTART) {
+                            return;
+                        }
                     }
                 })
                 .context("cannot start a notification thread")?;
