@@ -29,7 +29,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// The schema this build creates and writes. Version 1 had no `live` and `finished_at`
-/// columns; version 2 adds them (and indexes for retention), and stamps record formats.
+/// columns; version 2 adds them (and indexes for retention), and stamps record formats;
+/// version 3 adds the notifications' cursors and dead letters.
 pub const SCHEMA_VERSION: i64 = 3;
 
 /// How often the running daemon prunes, at most.
