@@ -486,50 +486,19 @@ fn pull_request_land(
     };
     let token = crate::cmd::secret_file("--forge-token-file", token_file)?;
     crate::install_crypto();
-    // `https://host/owner/name(.git)` or `git@host:owner/name(.git)`: the host and the path.
-    let (host, path) = {
-        let url = repo.trim().trim_end_matches('/').trim_end_matches(".git");
-        match url.split_once("://") {
-            Some((_, rest)) => {
-                let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
-                match rest.split_once('/') {
-                    Some((h, p)) => (Some(h.to_string()), Some(p.to_string())),
-                    None => (Some(rest.to_string()), None),
-                }
-            }
-            None => match url.split_once(':') {
-                Some((h, p)) if h.contains('@') && !p.starts_with('/') => (
-                    h.rsplit_once('@').map(|(_, h)| h.to_string()),
-                    Some(p.to_string()),
-                ),
-                _ => (None, None),
-            },
+    let (default_api, default_project) = forge_defaults(kind, repo);
+    let api = match pr.api_url.clone().or(default_api) {
+        Some(u) => u,
+        None => {
+            return Err(usage(format!(
+                "promotion.forgeUrl is required: {kind}'s API cannot be told from --repo {}",
+                greenlight_core::repo_url::redact(repo)
+            )));
         }
     };
-    let api = match (&pr.api_url, kind) {
-        (Some(u), _) => u.clone(),
-        (None, ForgeKind::GitHub) => "https://api.github.com".to_string(),
-        (None, _) => match &host {
-            Some(h) => format!(
-                "https://{h}/api/{}",
-                if kind == ForgeKind::GitLab {
-                    "v4"
-                } else {
-                    "v1"
-                }
-            ),
-            None => {
-                return Err(usage(format!(
-                    "promotion.forgeUrl is required: {kind}'s API cannot be told from --repo {}",
-                    greenlight_core::repo_url::redact(repo)
-                )));
-            }
-        },
-    };
-    let project = match (&pr.project, &path) {
-        (Some(p), _) => p.clone(),
-        (None, Some(p)) if p.contains('/') => p.clone(),
-        _ => {
+    let project = match pr.project.clone().or(default_project) {
+        Some(p) => p,
+        None => {
             return Err(usage(format!(
                 "promotion.project is required: the forge's owner/name cannot be told from --repo {}",
                 greenlight_core::repo_url::redact(repo)
@@ -553,6 +522,96 @@ fn pull_request_land(
         auto_merge: pr.auto_merge,
         head: format!("greenlight/promote/{workload}-{stamp}"),
     })
+}
+
+/// The forge's API and the repository's `owner/name` as told by the repository's URL
+/// (`https://host/owner/name(.git)`, `ssh://git@host/…`, `git@host:owner/name(.git)`): GitHub's
+/// API is `https://api.github.com` for github.com and `https://<host>/api/v3` for GitHub
+/// Enterprise; GitLab's `https://<host>/api/v4`, Gitea's `https://<host>/api/v1`. `None` where
+/// the URL does not tell (a local path).
+fn forge_defaults(
+    kind: greenlight_forge::ForgeKind,
+    repo: &str,
+) -> (Option<String>, Option<String>) {
+    use greenlight_forge::ForgeKind;
+    let url = repo.trim().trim_end_matches('/').trim_end_matches(".git");
+    let (host, path) = match url.split_once("://") {
+        Some((_, rest)) => {
+            let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+            match rest.split_once('/') {
+                Some((h, p)) => (Some(h), Some(p)),
+                None => (Some(rest), None),
+            }
+        }
+        None => match url.split_once(':') {
+            Some((h, p)) if h.contains('@') && !p.starts_with('/') => {
+                (h.rsplit_once('@').map(|(_, h)| h), Some(p))
+            }
+            _ => (None, None),
+        },
+    };
+    // A host with a port (`host:8443`) keeps it for https; an ssh URL's port does not serve
+    // the API, so it is dropped.
+    let host = host.map(|h| {
+        if repo.starts_with("ssh://") {
+            h.split(':').next().unwrap_or(h)
+        } else {
+            h
+        }
+    });
+    let api = host.map(|h| match kind {
+        ForgeKind::GitHub if h == "github.com" => "https://api.github.com".to_string(),
+        ForgeKind::GitHub => format!("https://{h}/api/v3"),
+        ForgeKind::GitLab => format!("https://{h}/api/v4"),
+        ForgeKind::Gitea => format!("https://{h}/api/v1"),
+    });
+    let project = path
+        .filter(|p| p.contains('/') && !p.split('/').any(str::is_empty))
+        .map(str::to_string);
+    (api, project)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::forge_defaults;
+    use greenlight_forge::ForgeKind::{GitHub, GitLab, Gitea};
+
+    #[test]
+    fn the_forges_api_and_project_come_from_the_repository_url() {
+        let d = |k, r: &str| forge_defaults(k, r);
+        let some = |a: &str, p: &str| (Some(a.to_string()), Some(p.to_string()));
+        assert_eq!(
+            d(GitHub, "https://github.com/acme/deploy.git"),
+            some("https://api.github.com", "acme/deploy")
+        );
+        assert_eq!(
+            d(GitHub, "git@github.com:acme/deploy.git"),
+            some("https://api.github.com", "acme/deploy")
+        );
+        assert_eq!(
+            d(GitHub, "https://ghe.example.com/acme/deploy"),
+            some("https://ghe.example.com/api/v3", "acme/deploy")
+        );
+        assert_eq!(
+            d(
+                GitLab,
+                "ssh://git@gitlab.example.com:2222/group/sub/deploy.git"
+            ),
+            some("https://gitlab.example.com/api/v4", "group/sub/deploy")
+        );
+        assert_eq!(
+            d(
+                Gitea,
+                "https://user:t0ken@git.example.com:8443/acme/deploy.git"
+            ),
+            some("https://git.example.com:8443/api/v1", "acme/deploy")
+        );
+        assert_eq!(d(GitHub, "/tmp/origin.git"), (None, None));
+        assert_eq!(
+            d(GitHub, "https://github.com/deploy"),
+            (Some("https://api.github.com".into()), None)
+        );
+    }
 }
 
 /// How long a run waits for its notifications, after its outcome is printed.
