@@ -140,8 +140,9 @@ pub struct PullRequestLanding {
     /// Arm the forge's auto-merge (merge when its required checks pass; at once when there
     /// are none); otherwise the request waits for a human's merge.
     pub auto_merge: bool,
-    /// The forge's API (`forgeUrl`); `None`: `https://api.github.com` for GitHub, and for the
-    /// others `https://<the repository's host>/api/v4` (GitLab) or `/api/v1` (Gitea).
+    /// The forge's API (`forgeUrl`); `None`: told by the repository's URL (docs/promote.md:
+    /// `api.github.com`, a GitHub Enterprise host's `/api/v3`, GitLab's `/api/v4`, Gitea's
+    /// `/api/v1`).
     pub api_url: Option<String>,
     /// `owner/name` (`project`); `None`: the repository URL's path.
     pub project: Option<String>,
