@@ -30,6 +30,12 @@ pub enum EventKind {
     RevertedByHuman,
     RevertPushed,
     RevertAdopted,
+    /// The revert is proposed as a pull request; the watch waits for it to merge.
+    RevertProposed,
+    /// The revert's pull request merged.
+    RevertMerged,
+    /// Newer commits changed the app while the revert's pull request was open: it is closed.
+    RevertWithdrawing,
     RevertFailed,
     NotReached,
     Unwatchable,
@@ -65,6 +71,9 @@ impl EventKind {
             EventKind::RevertedByHuman => "reverted_by_human",
             EventKind::RevertPushed => "revert_pushed",
             EventKind::RevertAdopted => "revert_adopted",
+            EventKind::RevertProposed => "revert_proposed",
+            EventKind::RevertMerged => "revert_merged",
+            EventKind::RevertWithdrawing => "revert_withdrawing",
             EventKind::RevertFailed => "revert_failed",
             EventKind::NotReached => "not_reached",
             EventKind::Unwatchable => "unwatchable",
@@ -88,6 +97,7 @@ impl EventKind {
                 | EventKind::RevertedByHuman
                 | EventKind::RevertPushed
                 | EventKind::RevertAdopted
+                | EventKind::RevertMerged
                 | EventKind::RevertFailed
                 | EventKind::NotReached
                 | EventKind::Unwatchable
@@ -101,9 +111,11 @@ impl EventKind {
         match self.marker() {
             "   !" | "BRKR" => "warn",
             _ => match self {
-                EventKind::AutoSyncOff | EventKind::ArmDowngraded | EventKind::AppNotFound => {
-                    "warn"
-                }
+                EventKind::AutoSyncOff
+                | EventKind::ArmDowngraded
+                | EventKind::AppNotFound
+                | EventKind::RevertProposed
+                | EventKind::RevertWithdrawing => "warn",
                 _ => "info",
             },
         }
@@ -116,7 +128,8 @@ impl EventKind {
             EventKind::Reached => "  ->",
             EventKind::HealthyStreakStarted | EventKind::HealthyStreakResumed => "   +",
             EventKind::Confirmed => "  OK",
-            EventKind::RevertPushed | EventKind::RevertAdopted => "  <-",
+            EventKind::RevertPushed | EventKind::RevertAdopted | EventKind::RevertMerged => "  <-",
+            EventKind::RevertProposed | EventKind::RevertWithdrawing => "  ?-",
             EventKind::Failed
             | EventKind::Attribution
             | EventKind::ChangedOutside
@@ -200,6 +213,9 @@ pub enum Outcome {
     NotAttributable,
     /// `REVERTED`: greenlight's revert landed.
     Reverted,
+    /// An armed watch's revert is proposed as a pull request that has not merged: the commit is
+    /// still in git.
+    RevertProposed,
     /// A human reverted the commit before a verdict.
     RevertedByHuman,
     /// `REVERT_FAILED`.
@@ -235,13 +251,14 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, for the catalogue's tests and docs.
-    pub const ALL: [Outcome; 22] = [
+    pub const ALL: [Outcome; 23] = [
         Outcome::Passed,
         Outcome::WouldHaveRevertedShadow,
         Outcome::WouldHaveRevertedDryRun,
         Outcome::FailedNotReverted,
         Outcome::NotAttributable,
         Outcome::Reverted,
+        Outcome::RevertProposed,
         Outcome::RevertedByHuman,
         Outcome::RevertFailed,
         Outcome::NotReached,
@@ -269,6 +286,7 @@ impl Outcome {
             Outcome::FailedNotReverted => "failed_not_reverted",
             Outcome::NotAttributable => "not_attributable",
             Outcome::Reverted => "reverted",
+            Outcome::RevertProposed => "revert_proposed",
             Outcome::RevertedByHuman => "reverted_by_human",
             Outcome::RevertFailed => "revert_failed",
             Outcome::NotReached => "not_reached",
@@ -308,6 +326,9 @@ impl Outcome {
             Outcome::FailedNotReverted => "FAILED, not reverted",
             Outcome::NotAttributable => "unattributable: other changes came with it, not reverted",
             Outcome::Reverted => "reverted: the commit is undone in git",
+            Outcome::RevertProposed => {
+                "pending revert: its pull request awaits a merge, the commit is still in git"
+            }
             Outcome::RevertedByHuman => "undone by a human before a verdict",
             Outcome::RevertFailed => "REVERT FAILED: the failed commit is still in git",
             Outcome::NotReached => "not reached: never deployed by the deadline",

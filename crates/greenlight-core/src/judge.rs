@@ -33,7 +33,8 @@ use std::fmt::Display;
 
 pub use crate::commit::CommitInfo;
 pub use crate::watch::{
-    Baseline, Before, BeforeSeen, FailedSync, LaterCommit, Phase, RevertOutcome, Seen, State, Watch,
+    Baseline, Before, BeforeSeen, FailedSync, LaterCommit, Phase, RevertOutcome, RevertProposal,
+    Seen, State, Watch,
 };
 
 /// The judge's settings, from the command line.
@@ -190,6 +191,12 @@ pub struct RevertRequest {
 pub enum Effect {
     Emit(Event),
     Revert(RevertRequest),
+    /// Close a revert's pull request that must not merge any more (`why`, in words for the
+    /// forge); the watch's verdict waits for the forge to say it is closed, or merged.
+    Withdraw {
+        proposal: RevertProposal,
+        why: String,
+    },
 }
 
 /// An observation of one app: present with its facts, or absent from a complete listing.
@@ -387,6 +394,10 @@ impl Engine {
         let mut out = Vec::new();
         for i in 0..self.watches.len() {
             let w = &self.watches[i];
+            if w.proposal().is_some() {
+                // Its pull request is open: followed, never opened a second time.
+                continue;
+            }
             if let Some(failure) = w.reverting() {
                 out.push(Effect::Revert(RevertRequest {
                     reissued: true,
@@ -490,6 +501,7 @@ impl Engine {
             }
         }
         let reverted = reverted_sha(&commit.message);
+        out.extend(self.proposals_see(commit, reverted.as_ref(), now));
         for i in 0..self.watches.len() {
             if !self.watches[i].is_live() {
                 continue;
@@ -1314,6 +1326,165 @@ impl Engine {
             .min()
     }
 
+    /// The reverts proposed as pull requests that have not merged: each watch's id, its
+    /// commit and the proposal (a proposal two watches of one commit share is listed twice).
+    pub fn proposals(&self) -> Vec<(String, CommitId, RevertProposal)> {
+        self.watches
+            .iter()
+            .filter_map(|w| {
+                w.proposal()
+                    .map(|p| (w.id.clone(), w.commit.clone(), p.clone()))
+            })
+            .collect()
+    }
+
+    /// A commit arrived while reverts wait as pull requests: the revert itself (its commit, a
+    /// merge of it, or a squash that carries greenlight's revert trailer) means the request
+    /// merged; a human's revert of the commit means it is reverted (and the request withdrawn);
+    /// a newer commit that changes the app means the verdict no longer rests on evidence — as a
+    /// newer commit stops a direct revert before its push — and the request is withdrawn.
+    fn proposals_see(
+        &mut self,
+        commit: &CommitInfo,
+        reverted: Option<&CommitId>,
+        now: Timestamp,
+    ) -> Vec<Effect> {
+        let mut out = Vec::new();
+        for i in 0..self.watches.len() {
+            let w = &self.watches[i];
+            let Some(p) = w.proposal().cloned() else {
+                continue;
+            };
+            let reverts_it = reverted == Some(&w.commit);
+            if commit.sha == p.revert
+                || commit.parents.contains(&p.revert)
+                || (reverts_it && crate::trailer::is_greenlight_revert(&commit.message))
+            {
+                let merged = RevertOutcome::Merged {
+                    revert: commit.sha.clone(),
+                    url: p.url.clone(),
+                };
+                out.extend(self.end_proposal(i, merged, now));
+                continue;
+            }
+            if reverts_it {
+                let adopted = RevertOutcome::Adopted {
+                    revert: commit.sha.clone(),
+                };
+                out.extend(self.end_proposal(i, adopted, now));
+                out.push(Effect::Withdraw {
+                    why: format!(
+                        "the commit was reverted on {} by {}",
+                        self.config.branch,
+                        commit.sha.short()
+                    ),
+                    proposal: p,
+                });
+                continue;
+            }
+            let paths = w
+                .source_paths()
+                .cloned()
+                .unwrap_or_else(|| SourcePaths::Unknown {
+                    why: "the app's source paths are not known".into(),
+                });
+            if !touches(&paths, &commit.changed_paths).touches() {
+                continue;
+            }
+            self.dirty.insert(i);
+            if self.watches[i].proposal_superseded(std::slice::from_ref(&commit.sha)) {
+                let newer = vec![commit.sha.clone()];
+                let msg = Message::RevertWithdrawing {
+                    url: p.url.clone(),
+                    newer: newer.clone(),
+                };
+                out.push(self.emit(i, EventKind::RevertWithdrawing, msg, now));
+                out.push(Effect::Withdraw {
+                    why: format!(
+                        "newer commits changed the app while this revert waited ({}): the failure no longer shows that the reverted commit is at fault",
+                        commit.sha.short()
+                    ),
+                    proposal: p,
+                });
+            }
+        }
+        out
+    }
+
+    /// A revert's pull request ended: the forge said it merged or was closed, or its commit (or
+    /// a revert of the commit) arrived. Every watch waiting for the request at `url` gets its
+    /// verdict. Nothing happens for a request no watch waits for (a report that came late).
+    pub fn proposal_ended(&mut self, url: &str, end: RevertOutcome, now: Timestamp) -> Vec<Effect> {
+        self.clock = self.clock.max(now);
+        let mut out = Vec::new();
+        for i in 0..self.watches.len() {
+            if self.watches[i].proposal().is_some_and(|p| p.url == url) {
+                out.extend(self.end_proposal(i, end.clone(), now));
+            }
+        }
+        out
+    }
+
+    fn end_proposal(&mut self, i: usize, end: RevertOutcome, now: Timestamp) -> Vec<Effect> {
+        let Some(p) = self.watches[i].proposal().cloned() else {
+            return Vec::new();
+        };
+        if !self.watches[i].revert_done(&end) {
+            return Vec::new();
+        }
+        let branch = self.config.branch.clone();
+        let (kind, msg) = match end {
+            RevertOutcome::Merged { revert, url } => (
+                EventKind::RevertMerged,
+                Message::RevertMerged {
+                    revert,
+                    branch,
+                    url,
+                }
+                .to_string(),
+            ),
+            RevertOutcome::Adopted { revert } => (
+                EventKind::RevertAdopted,
+                Message::RevertAdopted { revert, branch }.to_string(),
+            ),
+            _ if !p.superseded_by.is_empty() => (EventKind::Failed, self.watches[i].reason_text()),
+            _ => (EventKind::RevertFailed, self.watches[i].reason_text()),
+        };
+        vec![self.emit(i, kind, msg, now)]
+    }
+
+    /// The executor opened a pull request for watch `i`'s revert (or another watch of the same
+    /// commit did): the watch waits for it; the breaker counts the revert now, as decided.
+    fn proposed(
+        &mut self,
+        i: usize,
+        proposal: RevertProposal,
+        note: Option<String>,
+        shared: bool,
+        now: Timestamp,
+    ) -> Vec<Effect> {
+        if !self.watches[i].revert_proposed(proposal.clone()) {
+            return Vec::new();
+        }
+        let msg = Message::RevertProposed {
+            revert: proposal.revert.clone(),
+            branch: self.config.branch.clone(),
+            url: proposal.url.clone(),
+            auto_merge: proposal.auto_merge,
+            note,
+            shared,
+        };
+        let mut ev = self.emit(i, EventKind::RevertProposed, msg, now);
+        // Said once per request: a human may have to merge it.
+        if let (Effect::Emit(e), false) = (&mut ev, shared) {
+            e.outcome = Some(Outcome::RevertProposed);
+            e.reason = Some(self.watches[i].reason_text());
+        }
+        let mut out = vec![ev];
+        out.extend(self.count_revert(i, &proposal.revert, now));
+        out
+    }
+
     /// The executor finished a revert.
     pub fn revert_finished(
         &mut self,
@@ -1329,6 +1500,23 @@ impl Engine {
             return Vec::new();
         };
         let mut out = Vec::new();
+        if let RevertOutcome::Proposed { proposal, note } = outcome {
+            out.extend(self.proposed(i, proposal.clone(), note, false, now));
+            // Another watch of the same commit asked for the same revert: it waits for this
+            // request too, and its own request (queued) is never carried out.
+            let commit = self.watches[i].commit.clone();
+            for j in 0..self.watches.len() {
+                if j != i && self.watches[j].commit == commit && self.watches[j].revert_pending() {
+                    out.extend(self.proposed(j, proposal.clone(), None, true, now));
+                }
+            }
+            if !self.watches.iter().any(|w| w.revert_pending()) {
+                for app in std::mem::take(&mut self.confirmed_behind_reverts) {
+                    self.record_confirmed(app);
+                }
+            }
+            return out;
+        }
         // The verdict's time stays; the revert's outcome is in the event log.
         self.watches[i].revert_done(&outcome);
         let branch = self.config.branch.clone();
@@ -1353,6 +1541,22 @@ impl Engine {
                 let msg = self.watches[i].reason_text();
                 out.push(self.emit(i, EventKind::Failed, msg, now));
             }
+            // The forge merged it at once (nothing to wait for).
+            RevertOutcome::Merged { revert, url } => {
+                let revert_sha = revert.clone();
+                let msg = Message::RevertMerged {
+                    revert,
+                    branch,
+                    url,
+                };
+                out.push(self.emit(i, EventKind::RevertMerged, msg, now));
+                out.extend(self.count_revert(i, &revert_sha, now));
+            }
+            RevertOutcome::Closed { .. } => {
+                let msg = self.watches[i].reason_text();
+                out.push(self.emit(i, EventKind::RevertFailed, msg, now));
+            }
+            RevertOutcome::Proposed { .. } => {}
         }
         if !self.watches.iter().any(|w| w.revert_pending()) {
             for app in std::mem::take(&mut self.confirmed_behind_reverts) {
@@ -2237,6 +2441,20 @@ impl Engine {
                 outcome: None,
                 reason: None,
             }));
+            return out;
+        }
+        // The same commit's revert is already proposed (for another app): this watch waits for
+        // the same request.
+        let open = self
+            .watches
+            .iter()
+            .filter(|o| o.commit == *commit)
+            .find_map(|o| o.proposal().filter(|p| p.superseded_by.is_empty()))
+            .cloned();
+        if let Some(p) = open {
+            self.watches[i].revert_requested(failure.clone(), now);
+            let mut out = vec![self.emit(i, EventKind::Failed, Message::Reverting(failure), now)];
+            out.extend(self.proposed(i, p, None, true, now));
             return out;
         }
         let request = RevertRequest {

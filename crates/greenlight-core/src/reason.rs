@@ -30,6 +30,8 @@ pub enum Reason<'a> {
     Judging,
     /// FAIL in arm mode: the revert is requested and the executor has not reported back.
     Reverting(&'a Failure),
+    /// FAIL in arm mode: the revert is proposed as a pull request that has not merged.
+    Proposed(&'a Failure, &'a crate::watch::RevertProposal),
     Verdict(&'a Verdict),
 }
 
@@ -231,6 +233,8 @@ pub enum ArmBlocked {
 pub enum Landed {
     Pushed,
     Adopted,
+    /// Proposed as a pull request (`--revert-via pull-request`), and merged.
+    Merged,
 }
 
 /// `NOT_REACHED` (`docs/verdicts.md#not-reached`).
@@ -536,6 +540,29 @@ pub enum Message {
         revert: CommitId,
         branch: String,
     },
+    /// The revert is on a branch of its own with a pull request into `branch`.
+    RevertProposed {
+        revert: CommitId,
+        branch: String,
+        url: String,
+        auto_merge: bool,
+        /// Why auto-merge is not armed though asked for, in the forge's words.
+        note: Option<String>,
+        /// Another watch of the same commit proposed it first.
+        shared: bool,
+    },
+    /// The revert's pull request merged as `revert`.
+    RevertMerged {
+        revert: CommitId,
+        branch: String,
+        url: String,
+    },
+    /// Newer commits changed the app while the revert's pull request was open: the verdict no
+    /// longer rests on evidence, and the request is withdrawn (closed).
+    RevertWithdrawing {
+        url: String,
+        newer: Vec<CommitId>,
+    },
     BreakerOpened {
         after: u32,
     },
@@ -599,6 +626,7 @@ pub fn revert_not_a_commit(landed: Landed, e: &NotACommitId) -> String {
     match landed {
         Landed::Pushed => format!("git reported the pushed revert as {e}"),
         Landed::Adopted => format!("git reported the existing revert as {e}"),
+        Landed::Merged => format!("the forge reported the merged revert as {e}"),
     }
 }
 
@@ -645,6 +673,14 @@ fn write_left_out(f: &mut fmt::Formatter<'_>, left_out: &[String]) -> fmt::Resul
 }
 const DRY_RUN: &str = "dry-run: would have reverted; nothing pushed";
 const REVERTING: &str = "; reverting";
+const PROPOSED: &str = "; revert proposed as ";
+
+fn short_list(shas: &[CommitId]) -> String {
+    shas.iter()
+        .map(|c| c.short())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 const SUSPENDED: &str = "the app is Suspended (someone is holding it, e.g. a blue/green awaiting promotion); not reverted";
 
 impl fmt::Display for Reason<'_> {
@@ -653,6 +689,22 @@ impl fmt::Display for Reason<'_> {
             Reason::WaitingReach => f.write_str("waiting for the commit to reach the app"),
             Reason::Judging => f.write_str("reached; judging health"),
             Reason::Reverting(failure) => write!(f, "{failure}{REVERTING}"),
+            Reason::Proposed(failure, p) => {
+                write!(
+                    f,
+                    "{failure}{REVERTING}{PROPOSED}{} ({}), waiting for it to merge",
+                    p.url,
+                    p.revert.short()
+                )?;
+                if !p.superseded_by.is_empty() {
+                    write!(
+                        f,
+                        "; withdrawn: newer commits changed the app ({})",
+                        short_list(&p.superseded_by)
+                    )?;
+                }
+                Ok(())
+            }
             Reason::Verdict(v) => v.fmt(f),
         }
     }
@@ -957,6 +1009,15 @@ impl fmt::Display for Verdict {
                 "{failure}{REVERTING}; existing revert {} adopted",
                 revert.short()
             ),
+            Verdict::Reverted {
+                failure,
+                revert,
+                landed: Landed::Merged,
+            } => write!(
+                f,
+                "{failure}{REVERTING}; revert {} merged by pull request",
+                revert.short()
+            ),
             Verdict::RevertFailed { message } => write!(
                 f,
                 "revert failed, nothing forced: {message}; a human must revert or fix forward"
@@ -1140,6 +1201,46 @@ impl fmt::Display for Message {
                 "a revert of this commit ({}) is already on {branch}: adopted, not duplicated",
                 revert.short()
             ),
+            Message::RevertProposed {
+                revert,
+                branch,
+                url,
+                auto_merge,
+                note,
+                shared,
+            } => {
+                if *shared {
+                    write!(f, "the revert of this commit is already proposed: {url}")?;
+                } else {
+                    write!(
+                        f,
+                        "revert {} proposed as {url} into {branch}",
+                        revert.short()
+                    )?;
+                }
+                if *auto_merge {
+                    write!(f, "; the forge merges it once its checks pass")?;
+                } else {
+                    write!(f, "; it waits for a human to merge it")?;
+                }
+                if let Some(note) = note {
+                    write!(f, " ({note})")?;
+                }
+                write!(
+                    f,
+                    "; nothing is reverted until it merges, and the watch ends REVERTED only then"
+                )
+            }
+            Message::RevertMerged {
+                revert,
+                branch,
+                url,
+            } => write!(f, "revert {url} merged into {branch} as {}", revert.short()),
+            Message::RevertWithdrawing { url, newer } => write!(
+                f,
+                "newer commits changed the app while the revert waited ({}): the verdict no longer rests on evidence, so the revert's pull request {url} is being closed; nothing is reverted unless it had already merged",
+                short_list(newer)
+            ),
             Message::BreakerOpened { after } => write!(
                 f,
                 "breaker opened after {after} reverts in a row: no more reverts until a human runs `greenlight breaker reset`; human attention needed"
@@ -1201,6 +1302,11 @@ impl Failure {
 
     /// A FAIL with its revert pending reads `<failure>; reverting`.
     pub fn retype_reverting(text: &str, rec: &Recorded<'_>) -> Failure {
+        // A proposed revert's words go on after the failure's: the proposal is recorded apart.
+        let text = match text.find(&format!("{REVERTING}{PROPOSED}")) {
+            Some(at) => &text[..at + REVERTING.len()],
+            None => text,
+        };
         Failure::retype(text.strip_suffix(REVERTING).unwrap_or(text), rec)
     }
 }
@@ -1394,6 +1500,13 @@ fn retype_reverted(text: &str, rec: &Recorded<'_>) -> Vec<Verdict> {
             (
                 Landed::Adopted,
                 format!("{REVERTING}; existing revert {} adopted", revert.short()),
+            ),
+            (
+                Landed::Merged,
+                format!(
+                    "{REVERTING}; revert {} merged by pull request",
+                    revert.short()
+                ),
             ),
         ] {
             if let Some(failure) = text.strip_suffix(&suffix) {

@@ -4343,3 +4343,317 @@ fn a_scoped_health_judges_the_candidates_resources_only() {
         "the app's health decides"
     );
 }
+
+// ------------------------------------- revert by pull request (docs/verdicts.md#revert-by-pull-request)
+
+fn proposal(n: u64) -> greenlight_core::watch::RevertProposal {
+    greenlight_core::watch::RevertProposal {
+        url: format!("https://forge.example/acme/deploy/pull/{n}"),
+        number: n,
+        revert: commit_id(900 + n),
+        head: format!("greenlight/revert/{n}"),
+        auto_merge: true,
+        superseded_by: Vec::new(),
+    }
+}
+
+/// A failed arm watch whose revert the executor proposed as pull request 7.
+fn proposed_arm() -> (Harness, String, String) {
+    let (mut h, w, id) = failed_arm();
+    let out = h.finish_revert(
+        &id,
+        RevertOutcome::Proposed {
+            proposal: proposal(7),
+            note: None,
+        },
+        t(75),
+    );
+    assert_eq!(kinds(&out), vec![K::RevertProposed], "{out:?}");
+    let ev = &events(&out)[0];
+    assert_eq!(
+        ev.outcome,
+        Some(Outcome::RevertProposed),
+        "a human may have to merge it"
+    );
+    assert!(ev.message.contains("pull/7"), "{}", ev.message);
+    assert_eq!(h.state(&w), State::Fail, "nothing is reverted yet");
+    assert!(h.watch(&w).revert_commit().is_none());
+    assert!(
+        !h.watch(&w).revert_pending(),
+        "the executor is done with it"
+    );
+    assert_eq!(h.watch(&w).proposal(), Some(&proposal(7)));
+    assert!(
+        h.reason(&w)
+            .contains("revert proposed as https://forge.example/acme/deploy/pull/7"),
+        "status says where it waits: {}",
+        h.reason(&w)
+    );
+    assert_eq!(
+        h.engine.breaker().consecutive_reverts,
+        1,
+        "the breaker counts a revert when it is decided and proposed"
+    );
+    (h, w, id)
+}
+
+fn revert_arriving(n: u64, of: &str, parent: CommitId, greenlight: bool) -> CommitInfo {
+    let mut msg = format!("Revert \"change web\"\n\nThis reverts commit {of}.\n");
+    if greenlight {
+        msg.push_str(&format!("\nGreenlight-Revert-Of: {of}\n"));
+    }
+    CommitInfo {
+        parents: vec![parent],
+        ..commit(n, &msg, &["apps/web/deploy.yaml"])
+    }
+}
+
+#[test]
+fn a_proposed_revert_ends_reverted_only_when_its_commit_arrives_on_the_branch() {
+    let (mut h, w, _) = proposed_arm();
+    // Nothing but the merge ends it: time passes, the app is observed.
+    assert!(h.tick(t(4000)).is_empty());
+    assert_eq!(h.state(&w), State::Fail);
+    // A merge commit whose second parent is the revert (GitHub's "merge" method).
+    let merge = CommitInfo {
+        parents: vec![commit_id(50), commit_id(907)],
+        ..commit(
+            60,
+            "Merge pull request #7 from greenlight/revert/7\n",
+            &["apps/web/deploy.yaml"],
+        )
+    };
+    let out = h.arrive(&merge, t(4100));
+    assert_eq!(kinds(&out), vec![K::RevertMerged], "{out:?}");
+    assert_eq!(events(&out)[0].outcome, Some(Outcome::Reverted));
+    assert_eq!(h.state(&w), State::Reverted);
+    assert_eq!(h.watch(&w).revert_commit(), Some(&commit_id(60)));
+    assert!(h.watch(&w).proposal().is_none());
+    assert!(
+        h.reason(&w).ends_with("merged by pull request"),
+        "{}",
+        h.reason(&w)
+    );
+    assert_eq!(h.engine.breaker().consecutive_reverts, 1, "counted once");
+}
+
+#[test]
+fn a_squash_of_the_proposed_revert_with_its_trailer_is_its_merge() {
+    let (mut h, w, _) = proposed_arm();
+    let out = h.arrive(&revert_arriving(61, &w, commit_id(50), true), t(200));
+    assert_eq!(kinds(&out), vec![K::RevertMerged], "{out:?}");
+    assert_eq!(h.state(&w), State::Reverted);
+    // The forge's report that comes later changes nothing.
+    let late = h.engine.proposal_ended(
+        &proposal(7).url,
+        RevertOutcome::Merged {
+            revert: commit_id(61),
+            url: proposal(7).url,
+        },
+        t(210),
+    );
+    assert!(late.is_empty());
+}
+
+#[test]
+fn the_forge_saying_merged_ends_a_proposed_revert_reverted() {
+    let (mut h, w, _) = proposed_arm();
+    let out = h.engine.proposal_ended(
+        &proposal(7).url,
+        RevertOutcome::Merged {
+            revert: commit_id(62),
+            url: proposal(7).url,
+        },
+        t(300),
+    );
+    assert_eq!(kinds(&out), vec![K::RevertMerged], "{out:?}");
+    assert_eq!(h.state(&w), State::Reverted);
+    assert_eq!(h.watch(&w).revert_commit(), Some(&commit_id(62)));
+}
+
+#[test]
+fn a_proposed_revert_closed_unmerged_is_a_failed_revert() {
+    let (mut h, w, _) = proposed_arm();
+    let out = h.engine.proposal_ended(
+        &proposal(7).url,
+        RevertOutcome::Closed {
+            url: proposal(7).url,
+        },
+        t(300),
+    );
+    assert_eq!(kinds(&out), vec![K::RevertFailed], "{out:?}");
+    assert_eq!(h.state(&w), State::RevertFailed);
+    assert!(
+        h.reason(&w).contains("closed without merging"),
+        "{}",
+        h.reason(&w)
+    );
+}
+
+#[test]
+fn a_newer_commit_to_the_app_withdraws_a_proposed_revert_and_a_close_claims_no_revert() {
+    let (mut h, w, _) = proposed_arm();
+    // A change elsewhere is no news for this app.
+    assert!(
+        h.arrive(&plain(70, &["apps/api/deploy.yaml"]), t(100))
+            .is_empty()
+    );
+    // A fix-forward to the app: the failure no longer rests on evidence.
+    let out = h.arrive(&plain(71, &["apps/web/deploy.yaml"]), t(110));
+    assert_eq!(kinds(&out), vec![K::RevertWithdrawing], "{out:?}");
+    let wd = withdrawals(&out);
+    assert_eq!(wd.len(), 1, "{out:?}");
+    assert_eq!(wd[0].0, proposal(7).url);
+    assert_eq!(h.state(&w), State::Fail, "the forge decides how it ends");
+    // A second newer commit adds to the withdrawal, and asks nothing twice.
+    let out = h.arrive(&plain(72, &["apps/web/deploy.yaml"]), t(120));
+    assert!(
+        withdrawals(&out).is_empty() && kinds(&out).is_empty(),
+        "{out:?}"
+    );
+    // Read back from the state file, the withdrawal is kept.
+    let restored = through_the_store(h.engine.watches());
+    assert_eq!(restored[0], h.engine.watches()[0]);
+    let out = h.engine.proposal_ended(
+        &proposal(7).url,
+        RevertOutcome::Closed {
+            url: proposal(7).url,
+        },
+        t(130),
+    );
+    assert_eq!(kinds(&out), vec![K::Failed], "{out:?}");
+    assert_eq!(events(&out)[0].outcome, Some(Outcome::FailedNotReverted));
+    assert_eq!(h.state(&w), State::Fail);
+    assert!(h.watch(&w).revert_commit().is_none());
+    assert!(
+        h.reason(&w).contains(&commit_id(71).short()),
+        "{}",
+        h.reason(&w)
+    );
+}
+
+#[test]
+fn a_withdrawn_revert_that_had_already_merged_is_reverted() {
+    let (mut h, w, _) = proposed_arm();
+    h.arrive(&plain(71, &["apps/web/deploy.yaml"]), t(110));
+    // The forge merged it before the close came: the revert is in git.
+    let out = h.engine.proposal_ended(
+        &proposal(7).url,
+        RevertOutcome::Merged {
+            revert: commit_id(73),
+            url: proposal(7).url,
+        },
+        t(130),
+    );
+    assert_eq!(kinds(&out), vec![K::RevertMerged], "{out:?}");
+    assert_eq!(h.state(&w), State::Reverted);
+}
+
+#[test]
+fn a_humans_revert_while_the_proposal_waits_is_adopted_and_the_request_withdrawn() {
+    let (mut h, w, _) = proposed_arm();
+    let out = h.arrive(&revert_arriving(80, &w, commit_id(50), false), t(140));
+    assert_eq!(kinds(&out), vec![K::RevertAdopted], "{out:?}");
+    assert_eq!(withdrawals(&out).len(), 1, "{out:?}");
+    assert_eq!(h.state(&w), State::Reverted);
+    assert_eq!(h.watch(&w).revert_commit(), Some(&commit_id(80)));
+}
+
+#[test]
+fn a_proposal_survives_a_restart_and_is_followed_not_opened_again() {
+    let (h, w, _) = proposed_arm();
+    let restored = through_the_store(h.engine.watches());
+    assert_eq!(
+        restored,
+        h.engine.watches().to_vec(),
+        "read back as written"
+    );
+    let mut engine = Engine::restore(config(), restored, h.engine.breaker().clone());
+    let out = engine.resume(t(500));
+    assert!(
+        reverts(&out).is_empty(),
+        "an open request is never opened again: {out:?}"
+    );
+    assert_eq!(engine.proposals().len(), 1);
+    let mut h = Harness::with_engine(engine);
+    let out = h.arrive(&revert_arriving(81, &w, commit_id(50), true), t(600));
+    assert_eq!(kinds(&out), vec![K::RevertMerged], "{out:?}");
+    assert_eq!(h.state(&w), State::Reverted);
+}
+
+#[test]
+fn two_watches_of_one_commit_wait_for_one_pull_request() {
+    let mut h = Harness::new(config());
+    let msg = message(
+        "change web and api",
+        &[
+            "Nav-Watchdog: app=web deadline=60 mode=arm",
+            "Nav-Watchdog: app=api deadline=60 mode=arm",
+        ],
+    );
+    let c = commit(1, &msg, &["apps/web/deploy.yaml", "apps/api/deploy.yaml"]);
+    h.arrive(&c, t(0));
+    let r = containing(&mut h, &c.sha, 1);
+    let web = Snap::new("web").deployed(&r).health(Health::Degraded);
+    let api = Snap::new("api").deployed(&r).health(Health::Degraded);
+    for at in (10..=60).step_by(10) {
+        h.observe(&web, t(at));
+        h.observe(&api, t(at));
+    }
+    let out = h.tick(t(70));
+    let rs = reverts(&out);
+    assert_eq!(rs.len(), 2, "{out:?}");
+    let out = h.finish_revert(
+        &rs[0].watch_id,
+        RevertOutcome::Proposed {
+            proposal: proposal(9),
+            note: None,
+        },
+        t(75),
+    );
+    assert_eq!(
+        kinds(&out),
+        vec![K::RevertProposed, K::RevertProposed],
+        "the other watch waits for the same request: {out:?}"
+    );
+    let notified: Vec<_> = events(&out).iter().filter_map(|e| e.outcome).collect();
+    assert_eq!(notified, vec![Outcome::RevertProposed], "said once");
+    assert!(
+        h.finish_revert(
+            &rs[1].watch_id,
+            RevertOutcome::Proposed {
+                proposal: proposal(10),
+                note: None,
+            },
+            t(76),
+        )
+        .is_empty(),
+        "its own request is not carried out: a second proposal changes nothing"
+    );
+    assert!(
+        h.engine
+            .watches()
+            .iter()
+            .all(|w| w.proposal() == Some(&proposal(9)))
+    );
+    let out = h.engine.proposal_ended(
+        &proposal(9).url,
+        RevertOutcome::Merged {
+            revert: commit_id(99),
+            url: proposal(9).url,
+        },
+        t(80),
+    );
+    assert_eq!(kinds(&out), vec![K::RevertMerged, K::RevertMerged]);
+    assert!(
+        h.engine
+            .watches()
+            .iter()
+            .all(|w| w.state() == State::Reverted)
+    );
+    assert_eq!(
+        h.engine.breaker().consecutive_reverts,
+        1,
+        "one revert commit"
+    );
+}

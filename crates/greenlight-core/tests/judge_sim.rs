@@ -1323,7 +1323,11 @@ impl Sim {
             RevertOutcome::Pushed { revert } | RevertOutcome::Adopted { revert } => {
                 Some(revert.to_string())
             }
-            RevertOutcome::Failed { .. } | RevertOutcome::Superseded { .. } => None,
+            RevertOutcome::Failed { .. }
+            | RevertOutcome::Superseded { .. }
+            | RevertOutcome::Proposed { .. }
+            | RevertOutcome::Merged { .. }
+            | RevertOutcome::Closed { .. } => None,
         };
         let pushed = matches!(outcome, RevertOutcome::Pushed { .. });
         let out = self.engine.revert_finished(&id, outcome, now);
@@ -1495,7 +1499,7 @@ impl Sim {
                 Effect::Emit(ev) if ev.event == EventKind::Confirmed => {
                     confirm_behind_revert.push_back(pending_after > requested_later)
                 }
-                Effect::Emit(_) => {}
+                Effect::Emit(_) | Effect::Withdraw { .. } => {}
             }
         }
         for ev in &evs {

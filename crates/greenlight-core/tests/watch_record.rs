@@ -244,7 +244,7 @@ fn a_pending_revert_read_from_an_old_body_is_issued_again_with_its_failure_as_re
         .iter()
         .filter_map(|e| match e {
             Effect::Revert(r) => Some(r.clone()),
-            Effect::Emit(_) => None,
+            Effect::Emit(_) | Effect::Withdraw { .. } => None,
         })
         .collect();
     assert_eq!(reverts.len(), 1, "{out:?}");

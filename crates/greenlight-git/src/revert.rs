@@ -10,7 +10,7 @@
 use crate::checks::{check_attempts, check_identity, check_path};
 use crate::command::failure;
 use crate::error::{Error, Result};
-use crate::push_loop::{Attempt, Landed};
+use crate::push_loop::{Attempt, Landed, Push};
 use crate::repo::Repo;
 use greenlight_core::paths::touches;
 use greenlight_core::snapshot::SourcePaths;
@@ -143,6 +143,43 @@ impl Repo {
                 attempts,
             },
         })
+    }
+
+    /// The revert of `req.commit` built on `req.branch`'s tip as [`Repo::revert_and_push`]
+    /// builds it (the same checks: nothing to revert, a revert to adopt, a newer commit that
+    /// holds it), pushed to the branch `head` instead — the head of a pull request into
+    /// `req.branch` (`--revert-via pull-request`). `head` must not exist on the remote yet:
+    /// the push is never forced. `Pushed` names the revert commit on `head`; nothing is on
+    /// `req.branch` until the request merges.
+    pub fn revert_to_branch(&self, req: &RevertRequest, head: &str) -> Result<RevertOutcome> {
+        check_request(req)?;
+        self.check_branch(&req.branch)?;
+        self.check_branch(head)?;
+        if head == req.branch {
+            return Err(Error::InvalidInput {
+                what: "branch",
+                value: head.to_owned(),
+                reason: "a pull request's branch must not be the branch it merges into",
+            });
+        }
+        let _guard = self.lock_writer();
+        let tip = self.fetch_locked(&req.branch)?;
+        match self.revert_attempt(req, &tip)? {
+            Attempt::Done(outcome) => Ok(outcome),
+            Attempt::Push(revert) => match self.push(&revert, head)? {
+                Push::Accepted => Ok(RevertOutcome::Pushed {
+                    revert,
+                    attempts: 1,
+                }),
+                Push::Rejected(reason) => Err(Error::PushRejected {
+                    commit: format!("the revert of {}", req.commit),
+                    branch: head.to_owned(),
+                    repo: self.to_string(),
+                    attempts: 1,
+                    reason,
+                }),
+            },
+        }
     }
 
     /// One attempt on the fetched `tip`: nothing to revert, a revert to adopt, a newer commit

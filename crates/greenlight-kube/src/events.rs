@@ -172,7 +172,8 @@ pub fn action(kind: EventKind) -> &'static str {
         | Attribution => "Observe",
         Confirmed | Failed | ChangedOutside | RevertedByHuman | NotReached | Unwatchable
         | Inconclusive => "Judge",
-        RevertPushed | RevertAdopted | RevertFailed => "Revert",
+        RevertPushed | RevertAdopted | RevertProposed | RevertMerged | RevertWithdrawing
+        | RevertFailed => "Revert",
         BreakerOpened | BreakerBlocked | BreakerReset => "Breaker",
         GateEnded => "Promote",
     }

@@ -191,8 +191,8 @@ pub fn watch_of_app<'a>(status: &'a Value, commit: &str, app: Option<&str>) -> O
 }
 
 /// Waits until the watch of `commit` recorded in `state_file` is in state `want`, and returns
-/// it. Fails at once when it ends in another terminal state (a FAIL whose reason ends in
-/// `; reverting` is still on its way), and after `within`; both show `proc`'s output.
+/// it. Fails at once when it ends in another terminal state (a FAIL whose revert is pending —
+/// asked of git or proposed as a pull request — is still on its way), and after `within`; both show `proc`'s output.
 #[track_caller]
 pub fn wait_state(
     bin: impl AsRef<OsStr>,
@@ -212,8 +212,9 @@ pub fn wait_state(
                 if s == want {
                     return w.clone();
                 }
-                let reverting =
-                    s == "FAIL" && w["reason"].as_str().unwrap_or("").ends_with("; reverting");
+                let reverting = s == "FAIL"
+                    && (w["reason"].as_str().unwrap_or("").ends_with("; reverting")
+                        || w["revert_pending"] == true);
                 assert!(
                     !TERMINAL_STATES.contains(&s) || reverting,
                     "watch of {commit} ended {s} ({}), expected {want}; output:\n{}",

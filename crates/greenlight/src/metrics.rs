@@ -98,16 +98,19 @@ pub enum RevertError {
     DryRunNotPushed,
     /// Any other failure (git could not run, the remote was unreachable, an odd answer).
     Git,
+    /// The revert's pull request was closed unmerged.
+    Closed,
 }
 
 impl RevertError {
-    pub const ALL: [RevertError; 6] = [
+    pub const ALL: [RevertError; 7] = [
         RevertError::Conflict,
         RevertError::NothingToRevert,
         RevertError::PushRejected,
         RevertError::Superseded,
         RevertError::DryRunNotPushed,
         RevertError::Git,
+        RevertError::Closed,
     ];
 
     /// The label value.
@@ -119,6 +122,7 @@ impl RevertError {
             RevertError::Superseded => "superseded",
             RevertError::DryRunNotPushed => "dry_run_not_pushed",
             RevertError::Git => "git",
+            RevertError::Closed => "pull_request_closed",
         }
     }
 
@@ -127,7 +131,11 @@ impl RevertError {
     /// errors (`greenlight_git::Error::PushRejected`) begin with.
     pub fn of(outcome: &RevertOutcome) -> Option<RevertError> {
         match outcome {
-            RevertOutcome::Pushed { .. } | RevertOutcome::Adopted { .. } => None,
+            RevertOutcome::Pushed { .. }
+            | RevertOutcome::Adopted { .. }
+            | RevertOutcome::Proposed { .. }
+            | RevertOutcome::Merged { .. } => None,
+            RevertOutcome::Closed { .. } => Some(RevertError::Closed),
             RevertOutcome::Superseded { .. } => Some(RevertError::Superseded),
             RevertOutcome::Failed { message } => Some(if message.starts_with(CONFLICT) {
                 RevertError::Conflict

@@ -256,6 +256,7 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
             commit: commit_id,
             directive,
         }),
+        revert_via_pull_request: None,
     };
     progress.line(&format!(
         "waiting for {} on {} ({} {branch}): reached, healthy and stable for {} within {}",

@@ -328,6 +328,7 @@ fn config(dir: &Path) -> DaemonConfig {
         health_scope: Vec::new(),
         attribution_exempt: Vec::new(),
         asked: None,
+        revert_via_pull_request: None,
     }
 }
 

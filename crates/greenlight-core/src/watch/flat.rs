@@ -6,7 +6,8 @@
 //! exactly those words ([`crate::reason`]). This module never decides anything about a watch.
 
 use super::{
-    Baseline, Finished, Judging, Live, Phase, Reverting, Seen, State, Streak, Waiting, Watch,
+    Baseline, Finished, Judging, Live, Phase, RevertProposal, Reverting, Seen, State, Streak,
+    Waiting, Watch,
 };
 use crate::commit::CommitId;
 use crate::directive::{AppRef, Mode};
@@ -64,6 +65,9 @@ pub struct FlatWatch {
     /// The app's inputs from outside the watched repository as first observed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<BTreeMap<String, String>>,
+    /// The pull request that proposes a pending revert, once opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revert_proposal: Option<RevertProposal>,
 }
 
 fn is_zero_i64(n: &i64) -> bool {
@@ -141,6 +145,9 @@ impl Watch {
         if f.revert_pending && f.state != State::Fail {
             return Err(fail("only a FAIL has a revert pending"));
         }
+        if f.revert_proposal.is_some() && !f.revert_pending {
+            return Err(fail("a revert is proposed only while it is pending"));
+        }
         let live_state = match &live {
             Live::WaitingReach(_) => State::WaitingReach,
             Live::Judging(_) => State::Judging,
@@ -194,6 +201,7 @@ impl Watch {
                     failure: Failure::retype_reverting(reason, &rec),
                     at,
                     judged,
+                    proposal: f.revert_proposal.clone(),
                 })
             } else {
                 Phase::Finished(Finished {
@@ -249,7 +257,7 @@ impl Watch {
             later_commits: self.later_commits.clone(),
             source_paths: self.source_paths.clone(),
             arm_blocked: self.arm_blocked.as_ref().map(ToString::to_string),
-            revert_pending: self.revert_pending(),
+            revert_pending: self.reverting().is_some(),
             deadline_passed: self.deadline_passed(),
             warned_auto_sync_off: self.warned_auto_sync_off,
             reported_sync_failure: self.reported_sync_failure(),
@@ -260,6 +268,7 @@ impl Watch {
             streak_pauses: self.streak_pauses(),
             streak_unobserved_ms: self.streak_unobserved_ms(),
             inputs: self.inputs.clone(),
+            revert_proposal: self.proposal().cloned(),
         }
     }
 }

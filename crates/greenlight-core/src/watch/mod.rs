@@ -275,6 +275,28 @@ pub struct Reverting {
     pub at: Timestamp,
     /// What was known when the verdict came.
     pub judged: Judging,
+    /// The pull request that proposes the revert (`--revert-via pull-request`), once opened:
+    /// the watch waits for it to merge.
+    pub proposal: Option<RevertProposal>,
+}
+
+/// A revert proposed as a pull request, and not merged yet (`docs/verdicts.md#revert-by-pull-request`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevertProposal {
+    /// The request's web page.
+    pub url: String,
+    /// Its number (GitLab: the merge request's `iid`).
+    pub number: u64,
+    /// The revert commit, the request's head.
+    pub revert: CommitId,
+    /// The request's branch.
+    pub head: String,
+    /// Whether the forge's auto-merge is armed on it.
+    pub auto_merge: bool,
+    /// Newer commits that changed the app while it was open: the verdict no longer rests on
+    /// evidence, and the request is being withdrawn (closed). Empty while it stands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded_by: Vec<CommitId>,
 }
 
 /// A verdict.
@@ -348,6 +370,11 @@ impl Watch {
         match &self.phase {
             Phase::WaitingReach(_) => Reason::WaitingReach,
             Phase::Judging(_) => Reason::Judging,
+            Phase::Reverting(Reverting {
+                failure,
+                proposal: Some(p),
+                ..
+            }) => Reason::Proposed(failure, p),
             Phase::Reverting(r) => Reason::Reverting(&r.failure),
             Phase::Finished(f) => Reason::Verdict(&f.verdict),
         }
@@ -479,15 +506,24 @@ impl Watch {
             .unwrap_or_else(|| self.waiting_absent_since())
     }
 
-    /// The failure whose revert is requested and not yet reported back.
+    /// The failure whose revert is requested and has not landed: asked of the executor, or
+    /// proposed as a pull request that has not merged.
     pub fn reverting(&self) -> Option<&Failure> {
         match &self.phase {
             Phase::Reverting(r) => Some(&r.failure),
             _ => None,
         }
     }
+    /// A revert is asked of the executor, which has not reported back.
     pub fn revert_pending(&self) -> bool {
-        self.reverting().is_some()
+        matches!(&self.phase, Phase::Reverting(r) if r.proposal.is_none())
+    }
+    /// The pull request that proposes this watch's revert, while it has not merged.
+    pub fn proposal(&self) -> Option<&RevertProposal> {
+        match &self.phase {
+            Phase::Reverting(r) => r.proposal.as_ref(),
+            _ => None,
+        }
     }
     pub fn verdict(&self) -> Option<&Verdict> {
         match &self.phase {
@@ -834,8 +870,40 @@ impl Watch {
             failure,
             at,
             judged,
+            proposal: None,
         });
         true
+    }
+
+    /// The executor opened a pull request for the requested revert: the watch waits for it.
+    /// False when no revert was asked of the executor.
+    pub(crate) fn revert_proposed(&mut self, proposal: RevertProposal) -> bool {
+        match &mut self.phase {
+            Phase::Reverting(r) if r.proposal.is_none() => {
+                r.proposal = Some(proposal);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Newer commits changed the app while the proposal was open. False when there is no
+    /// proposal, or it was already withdrawn (the commits are added to it then).
+    pub(crate) fn proposal_superseded(&mut self, newer: &[CommitId]) -> bool {
+        match &mut self.phase {
+            Phase::Reverting(Reverting {
+                proposal: Some(p), ..
+            }) => {
+                let first = p.superseded_by.is_empty();
+                for c in newer {
+                    if !p.superseded_by.contains(c) {
+                        p.superseded_by.push(c.clone());
+                    }
+                }
+                first
+            }
+            _ => false,
+        }
     }
 
     /// The executor reported back on the requested revert: REVERTED or REVERT_FAILED, with the
@@ -860,6 +928,41 @@ impl Watch {
                 revert: revert.clone(),
                 landed: Landed::Adopted,
             },
+            RevertOutcome::Merged { revert, .. } => Verdict::Reverted {
+                failure: r.failure,
+                revert: revert.clone(),
+                landed: Landed::Merged,
+            },
+            // Closed unmerged after newer commits changed the app: as a revert stopped by them
+            // before its push.
+            RevertOutcome::Closed { .. }
+                if r.proposal
+                    .as_ref()
+                    .is_some_and(|p| !p.superseded_by.is_empty()) =>
+            {
+                let newer = r
+                    .proposal
+                    .as_ref()
+                    .map(|p| p.superseded_by.clone())
+                    .unwrap_or_default();
+                Verdict::Failed {
+                    failure: r.failure,
+                    not_reverted: NoRevert::NoEvidence(NoEvidence::Superseded {
+                        app: self.app.clone(),
+                        newer,
+                    }),
+                }
+            }
+            RevertOutcome::Closed { url } => Verdict::RevertFailed {
+                message: format!(
+                    "the revert's pull request {url} was closed without merging; nothing was reverted"
+                ),
+            },
+            // Only the executor's first report proposes; a proposal is not a verdict.
+            RevertOutcome::Proposed { .. } => {
+                self.phase = Phase::Reverting(r);
+                return false;
+            }
             RevertOutcome::Failed { message } => Verdict::RevertFailed {
                 message: message.clone(),
             },
@@ -904,6 +1007,22 @@ pub enum RevertOutcome {
     /// fix-forward): nothing was pushed, and the verdict no longer rests on evidence.
     Superseded {
         newer: Vec<LaterCommit>,
+    },
+    /// `--revert-via pull-request`: the revert is on a branch of its own with a pull request
+    /// open; the watch waits for it. `note`: why auto-merge is not armed though asked for.
+    Proposed {
+        proposal: RevertProposal,
+        note: Option<String>,
+    },
+    /// The revert's pull request merged (the forge said so, or its commit arrived on the
+    /// branch); `revert` is the commit that brought it.
+    Merged {
+        revert: CommitId,
+        url: String,
+    },
+    /// The revert's pull request was closed unmerged.
+    Closed {
+        url: String,
     },
 }
 

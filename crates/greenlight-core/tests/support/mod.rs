@@ -396,7 +396,18 @@ pub fn events(effects: &[Effect]) -> Vec<Event> {
         .iter()
         .filter_map(|e| match e {
             Effect::Emit(ev) => Some(ev.clone()),
-            Effect::Revert(_) => None,
+            Effect::Revert(_) | Effect::Withdraw { .. } => None,
+        })
+        .collect()
+}
+
+/// The pull requests the effects withdraw, with why.
+pub fn withdrawals(effects: &[Effect]) -> Vec<(String, String)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Withdraw { proposal, why } => Some((proposal.url.clone(), why.clone())),
+            _ => None,
         })
         .collect()
 }
@@ -410,7 +421,7 @@ pub fn reverts(effects: &[Effect]) -> Vec<RevertRequest> {
         .iter()
         .filter_map(|e| match e {
             Effect::Revert(r) => Some(r.clone()),
-            Effect::Emit(_) => None,
+            Effect::Emit(_) | Effect::Withdraw { .. } => None,
         })
         .collect()
 }

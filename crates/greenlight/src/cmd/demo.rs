@@ -233,6 +233,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         health_scope: Vec::new(),
         attribution_exempt: Vec::new(),
         asked: None,
+        revert_via_pull_request: None,
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     // The stand-in serves Argo CD's REST API: the watchdog reads it as it would Argo CD.

@@ -529,7 +529,7 @@ fn pull_request_land(
 /// API is `https://api.github.com` for github.com and `https://<host>/api/v3` for GitHub
 /// Enterprise; GitLab's `https://<host>/api/v4`, Gitea's `https://<host>/api/v1`. `None` where
 /// the URL does not tell (a local path).
-fn forge_defaults(
+pub(crate) fn forge_defaults(
     kind: greenlight_forge::ForgeKind,
     repo: &str,
 ) -> (Option<String>, Option<String>) {

@@ -59,6 +59,10 @@ pub fn watch_json(w: &Watch) -> Value {
         "healthy_since": ts(w.healthy_since()),
         "finished_at": ts(w.finished_at()),
         "revert_commit": w.revert_commit(),
+        // A FAIL whose revert has not landed yet: asked of git, or proposed as a pull request
+        // (`revert_pull_request`) that has not merged.
+        "revert_pending": w.reverting().is_some(),
+        "revert_pull_request": w.proposal().map(|p| p.url.as_str()),
     })
 }
 

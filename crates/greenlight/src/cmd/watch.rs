@@ -98,6 +98,31 @@ pub struct WatchArgs {
     /// a larger one is refused with a warning (the stream and reads still observe).
     #[arg(long = "listing-limit-mib", default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
     pub listing_limit_mib: u32,
+    /// How an armed watch's revert lands: `push` (fast-forward to the branch) or
+    /// `pull-request` (a branch of its own and a pull request with the verdict's evidence, for
+    /// a protected branch; the watch ends REVERTED when it merges).
+    #[arg(long = "revert-via", value_enum, default_value = "push")]
+    pub revert_via: RevertVia,
+    /// With --revert-via pull-request: the forge that hosts the repository (github, gitlab,
+    /// gitea).
+    #[arg(long)]
+    pub forge: Option<String>,
+    /// With --revert-via pull-request: the forge's API (default: told by --repo's host —
+    /// https://api.github.com, https://HOST/api/v3, /api/v4, /api/v1).
+    #[arg(long = "forge-url")]
+    pub forge_url: Option<String>,
+    /// With --revert-via pull-request: the repository on the forge, `owner/name` (default:
+    /// told by --repo's path).
+    #[arg(long = "forge-project")]
+    pub forge_project: Option<String>,
+    /// With --revert-via pull-request: a file holding the forge's API token (never a flag's
+    /// value: it would show in the process list).
+    #[arg(long = "forge-token-file")]
+    pub forge_token_file: Option<PathBuf>,
+    /// With --revert-via pull-request: do not arm the forge's auto-merge; each revert waits for
+    /// a human to merge it.
+    #[arg(long = "no-revert-auto-merge")]
+    pub no_revert_auto_merge: bool,
     /// Judge only, whatever the mode (also GREENLIGHT_DRY_RUN=true or DRY_RUN=true; no layer
     /// turns it off once one turned it on).
     #[arg(long = "dry-run")]
@@ -126,6 +151,78 @@ pub struct WatchArgs {
     /// started with; a change of content re-executes it (docs/configuration.md#re-exec). 0: never.
     #[arg(long = "reexec-interval", default_value = "5s", value_parser = duration_arg)]
     pub reexec_interval: String,
+}
+
+/// How a revert lands (`--revert-via`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RevertVia {
+    /// A fast-forward push to the tracked branch.
+    Push,
+    /// A pull request into the tracked branch.
+    PullRequest,
+}
+
+/// `--revert-via pull-request`'s forge client; `None` for `push`, whose forge flags are refused.
+fn revert_pull_requests(
+    a: &WatchArgs,
+) -> Result<Option<Arc<greenlight::runtime::git::PullRequestReverts>>> {
+    use greenlight_forge::{ClientOptions, ForgeClient, ForgeKind};
+    if a.revert_via == RevertVia::Push {
+        for (set, flag) in [
+            (a.forge.is_some(), "--forge"),
+            (a.forge_url.is_some(), "--forge-url"),
+            (a.forge_project.is_some(), "--forge-project"),
+            (a.forge_token_file.is_some(), "--forge-token-file"),
+            (a.no_revert_auto_merge, "--no-revert-auto-merge"),
+        ] {
+            if set {
+                return Err(usage(format!(
+                    "{flag}: only read with --revert-via pull-request"
+                )));
+            }
+        }
+        return Ok(None);
+    }
+    let Some(forge) = &a.forge else {
+        return Err(usage(
+            "--revert-via pull-request needs --forge (github, gitlab or gitea)",
+        ));
+    };
+    let kind: ForgeKind = forge.parse().map_err(|e| usage(format!("--forge: {e}")))?;
+    let Some(token_file) = &a.forge_token_file else {
+        return Err(usage(format!(
+            "--revert-via pull-request needs --forge-token-file: a token that may push branches and open pull requests on {kind}"
+        )));
+    };
+    let token = crate::cmd::secret_file("--forge-token-file", token_file)?;
+    crate::install_crypto();
+    let (default_api, default_project) = crate::cmd::promote_run::forge_defaults(kind, &a.repo);
+    let Some(api) = a.forge_url.clone().or(default_api) else {
+        return Err(usage(format!(
+            "--forge-url is required: {kind}'s API cannot be told from --repo {}",
+            greenlight_core::repo_url::redact(&a.repo)
+        )));
+    };
+    let Some(project) = a.forge_project.clone().or(default_project) else {
+        return Err(usage(format!(
+            "--forge-project is required: the forge's owner/name cannot be told from --repo {}",
+            greenlight_core::repo_url::redact(&a.repo)
+        )));
+    };
+    let client = ForgeClient::new(
+        kind,
+        &api,
+        &project,
+        greenlight_forge::Secret::new(token.expose()),
+        ClientOptions::default(),
+    )
+    .map_err(|e| usage(format!("--revert-via pull-request: {e}")))?;
+    Ok(Some(Arc::new(
+        greenlight::runtime::git::PullRequestReverts {
+            client,
+            auto_merge: !a.no_revert_auto_merge,
+        },
+    )))
 }
 
 /// `--trailer-key` as a clap value parser: a trailer key has no spaces or colons.
@@ -332,6 +429,7 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
         health_scope: Vec::new(),
         attribution_exempt: Vec::new(),
         asked: None,
+        revert_via_pull_request: revert_pull_requests(a)?,
     };
     let listing_limit_bytes = match a.listing_limit_mib {
         0 => return Err(super::usage("--listing-limit-mib: must be above zero")),

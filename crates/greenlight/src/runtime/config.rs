@@ -40,6 +40,8 @@ pub struct DaemonConfig {
     pub attribution_exempt: Vec<String>,
     /// The one watch `greenlight wait` asks for (`JudgeConfig::asked`); `None`: the trailers'.
     pub asked: Option<greenlight_core::judge::AskedWatch>,
+    /// `--revert-via pull-request`: reverts proposed on a forge; `None`: pushed.
+    pub revert_via_pull_request: Option<std::sync::Arc<super::git::PullRequestReverts>>,
 }
 
 impl DaemonConfig {
@@ -93,6 +95,7 @@ mod tests {
             health_scope: Vec::new(),
             attribution_exempt: Vec::new(),
             asked: None,
+            revert_via_pull_request: None,
         };
         // The judge quotes its repository in reasons (stored, shown by `status`).
         let j = cfg.judge_config("main", true);

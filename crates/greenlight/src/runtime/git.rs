@@ -12,6 +12,15 @@ pub struct GitRepository {
     repo: Arc<greenlight_git::Repo>,
     author_name: String,
     author_email: String,
+    /// `--revert-via pull-request`: reverts are proposed on this forge, not pushed.
+    pull_requests: Option<Arc<PullRequestReverts>>,
+}
+
+/// How reverts are proposed as pull requests (`docs/verdicts.md#revert-by-pull-request`).
+pub struct PullRequestReverts {
+    pub client: greenlight_forge::ForgeClient,
+    /// Arm the forge's auto-merge on each request (it merges once the branch's checks pass).
+    pub auto_merge: bool,
 }
 
 impl GitRepository {
@@ -20,6 +29,99 @@ impl GitRepository {
             repo: Arc::new(repo),
             author_name: author_name.to_string(),
             author_email: author_email.to_string(),
+            pull_requests: None,
+        }
+    }
+
+    /// Reverts proposed as pull requests on a forge.
+    pub fn proposing(mut self, pr: Arc<PullRequestReverts>) -> GitRepository {
+        self.pull_requests = Some(pr);
+        self
+    }
+
+    /// The revert, on a branch of its own, proposed as a pull request into `branch`, with the
+    /// forge's auto-merge armed when configured: `Proposed`, or `Merged` when the forge merged
+    /// it at once. A request that cannot be opened is a failed revert (the branch stays: a
+    /// human may open it).
+    fn propose(
+        &self,
+        pr: &PullRequestReverts,
+        r: &RevertRequest,
+        head: &str,
+        revert: &str,
+        branch: &str,
+    ) -> RevertOutcome {
+        use greenlight_forge::{AutoMerge, ForgeError};
+        let revert_id = match CommitId::parse(revert) {
+            Ok(c) => c,
+            Err(e) => {
+                return RevertOutcome::Failed {
+                    message: format!("git named the revert on {head} as no commit id: {e}"),
+                };
+            }
+        };
+        let message = match self.repo.commit(revert) {
+            Ok(c) => c.message,
+            Err(e) => {
+                return RevertOutcome::Failed {
+                    message: format!("cannot read the revert {revert} on {head}: {e}"),
+                };
+            }
+        };
+        let (title, body) = match message.split_once('\n') {
+            Some((t, rest)) => (t.to_string(), rest.trim_start_matches('\n').to_string()),
+            None => (message.clone(), String::new()),
+        };
+        let body = format!(
+            "{body}\n---\nProposed by greenlight's watchdog: app {} failed after commit {} and the judge found the evidence that this commit caused it (the reason above). Merging this request reverts the commit; the watch ends REVERTED only then. If a newer commit changes the app first, greenlight closes this request instead.\n",
+            r.app, r.commit
+        );
+        let forge = format!("{} {}", pr.client.kind(), pr.client.project());
+        let request = match block_on(pr.client.open(head, branch, &title, &body)) {
+            Ok(request) => request,
+            Err(e) => {
+                return RevertOutcome::Failed {
+                    message: format!(
+                        "the revert {} is on branch {head}, but {forge} did not open its pull request: {e}; nothing was reverted",
+                        revert_id.short()
+                    ),
+                };
+            }
+        };
+        let mut proposal = greenlight_core::watch::RevertProposal {
+            url: request.url.clone(),
+            number: request.number,
+            revert: revert_id,
+            head: head.to_string(),
+            auto_merge: false,
+            superseded_by: Vec::new(),
+        };
+        let mut note = None;
+        if pr.auto_merge {
+            match block_on(pr.client.enable_auto_merge(&request)) {
+                Ok(AutoMerge::Armed) => proposal.auto_merge = true,
+                Ok(AutoMerge::Merged { merge_commit }) => {
+                    return merged(&merge_commit, &request.url);
+                }
+                // Nothing to wait for (GitHub refuses to arm a request that can merge now):
+                // auto-merge means merge once mergeable, and it is.
+                Err(ForgeError::AlreadyMergeable { .. }) => {
+                    match block_on(pr.client.merge(&request)) {
+                        Ok(merge_commit) => return merged(&merge_commit, &request.url),
+                        Err(e) => note = Some(format!("{forge} would not merge it: {e}")),
+                    }
+                }
+                Err(e) => note = Some(format!("{forge} refused auto-merge: {e}")),
+            }
+        }
+        RevertOutcome::Proposed { proposal, note }
+    }
+
+    fn pull_request(p: &greenlight_core::watch::RevertProposal) -> greenlight_forge::PullRequest {
+        greenlight_forge::PullRequest {
+            number: p.number,
+            url: p.url.clone(),
+            head_sha: p.revert.to_string(),
         }
     }
 
@@ -122,7 +224,25 @@ impl RevertExecutor for GitRepository {
             mainline: r.mainline.as_ref().map(ToString::to_string),
             hold_after: r.known_tip.as_ref().map(ToString::to_string),
         };
-        match self.repo.revert_and_push(&req) {
+        let landed = match &self.pull_requests {
+            None => self.repo.revert_and_push(&req),
+            Some(_) => {
+                let stamp = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_millis();
+                let short: String = r.commit.as_str().chars().take(12).collect();
+                let head = format!("greenlight/revert/{short}-{stamp}");
+                match self.repo.revert_to_branch(&req, &head) {
+                    Ok(greenlight_git::RevertOutcome::Pushed { revert, .. }) => {
+                        let pr = self.pull_requests.as_ref().expect("matched Some");
+                        return self.propose(pr, r, &head, &revert, branch);
+                    }
+                    other => other,
+                }
+            }
+        };
+        match landed {
             Ok(greenlight_git::RevertOutcome::Pushed { revert, .. }) => {
                 RevertOutcome::pushed(&revert)
             }
@@ -164,5 +284,86 @@ impl RevertExecutor for GitRepository {
         // Only a revert decided before a restart comes here: any revert of the commit is the
         // one it may have pushed, even if a human has reverted it since.
         Ok(self.repo.find_first_revert_of(commit, commit, &tip)?)
+    }
+
+    fn follow(
+        &self,
+        proposal: &greenlight_core::watch::RevertProposal,
+        commit: &str,
+        branch: &str,
+    ) -> Result<Option<RevertOutcome>> {
+        let Some(pr) = &self.pull_requests else {
+            anyhow::bail!(
+                "{} was proposed, but reverts are pushed now (--revert-via)",
+                proposal.url
+            );
+        };
+        let state = block_on(pr.client.get(&Self::pull_request(proposal)))?;
+        Ok(match state {
+            greenlight_forge::PrState::Open { .. } => None,
+            greenlight_forge::PrState::Merged { merge_commit } => {
+                Some(merged(&merge_commit, &proposal.url))
+            }
+            // Closed: the commit may have been reverted on the branch another way (a human
+            // cherry-picked the revert): then it is reverted all the same.
+            greenlight_forge::PrState::Closed => {
+                let tip = self.repo.fetch(branch)?;
+                match self.repo.find_revert_of(commit, commit, &tip)? {
+                    Some(revert) => Some(RevertOutcome::adopted(&revert)),
+                    None => Some(RevertOutcome::Closed {
+                        url: proposal.url.clone(),
+                    }),
+                }
+            }
+        })
+    }
+
+    fn withdraw(
+        &self,
+        proposal: &greenlight_core::watch::RevertProposal,
+        _why: &str,
+    ) -> Result<RevertOutcome> {
+        let Some(pr) = &self.pull_requests else {
+            anyhow::bail!(
+                "{} was proposed, but reverts are pushed now (--revert-via)",
+                proposal.url
+            );
+        };
+        let request = Self::pull_request(proposal);
+        match block_on(pr.client.close(&request)) {
+            Ok(()) => Ok(RevertOutcome::Closed {
+                url: proposal.url.clone(),
+            }),
+            Err(greenlight_forge::ForgeError::AlreadyMerged { .. }) => {
+                match block_on(pr.client.get(&request))? {
+                    greenlight_forge::PrState::Merged { merge_commit } => {
+                        Ok(merged(&merge_commit, &proposal.url))
+                    }
+                    other => anyhow::bail!(
+                        "{} said the request merged, then that it is {other:?}",
+                        pr.client.kind()
+                    ),
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Waits for a forge call: the executor runs as a blocking job inside the runtime.
+fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Handle::current().block_on(f)
+}
+
+/// The forge merged a revert's request as `merge_commit`.
+fn merged(merge_commit: &str, url: &str) -> RevertOutcome {
+    match CommitId::parse(merge_commit) {
+        Ok(revert) => RevertOutcome::Merged {
+            revert,
+            url: url.to_string(),
+        },
+        Err(e) => RevertOutcome::Failed {
+            message: format!("the forge reported the merge of {url} as {e}"),
+        },
     }
 }

@@ -16,6 +16,13 @@ pub(super) enum JobDone {
         watch_id: String,
         outcome: RevertOutcome,
     },
+    /// The forge's answers on the reverts' pull requests: by url, `None` while open.
+    Followed(Vec<(String, Result<Option<RevertOutcome>>)>),
+    /// A pull request withdrawn: how it ended, or why the close failed.
+    Withdrawn {
+        url: String,
+        ended: Result<RevertOutcome>,
+    },
 }
 
 /// Git's jobs: the channel they report on, the lane they take turns in, the fetch and the
@@ -32,6 +39,12 @@ pub(super) struct GitLane {
     pub(super) stuck_warned: bool,
     pub(super) reverts: VecDeque<RevertRequest>,
     pub(super) reverting: bool,
+    /// Reverts' pull requests to close, with why.
+    pub(super) withdrawals: VecDeque<(RevertProposal, String)>,
+    /// A forge job (following or withdrawing) is under way.
+    pub(super) forging: bool,
+    /// Requests whose forge failure was said, so that a forge that stays down is said once.
+    pub(super) forge_warned: BTreeSet<String>,
 }
 
 impl GitLane {
@@ -46,6 +59,9 @@ impl GitLane {
             stuck_warned: false,
             reverts: VecDeque::new(),
             reverting: false,
+            withdrawals: VecDeque::new(),
+            forging: false,
+            forge_warned: BTreeSet::new(),
         }
     }
 }
@@ -103,6 +119,7 @@ impl Runtime {
                 );
             }
         }
+        self.start_following();
         if self.listing.is_none() {
             let ticket = self.freshness.ticket();
             self.listing = Some(ticket);
@@ -212,7 +229,108 @@ impl Runtime {
                     .work
                     .push_back(Work::RevertDone { watch_id, outcome });
             }
+            JobDone::Followed(answers) => {
+                self.git.forging = false;
+                for (url, answer) in answers {
+                    match answer {
+                        Ok(answer) => {
+                            self.git.forge_warned.remove(&url);
+                            if let Some(outcome) = answer {
+                                self.inputs
+                                    .work
+                                    .push_back(Work::ProposalEnded { url, outcome });
+                            }
+                        }
+                        Err(e) => {
+                            if self.git.forge_warned.insert(url.clone()) {
+                                let now = self.now();
+                                self.ctx.out.warn(now, &format!(
+                                    "cannot read the revert's pull request {url}: {e:#}; asked again at each fetch, and its commit arriving on {} ends it all the same",
+                                    self.branch
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            JobDone::Withdrawn { url, ended } => {
+                self.git.forging = false;
+                let now = self.now();
+                match ended {
+                    Ok(outcome) => {
+                        self.ctx
+                            .out
+                            .info(now, &format!("the revert's pull request {url} is closed"));
+                        self.inputs
+                            .work
+                            .push_back(Work::ProposalEnded { url, outcome });
+                    }
+                    Err(e) => self.ctx.out.warn(now, &format!(
+                        "closing the revert's pull request {url} failed: {e:#}; it is followed until the forge says it is closed or merged — close it by hand so that it does not merge"
+                    )),
+                }
+            }
         }
+    }
+
+    /// At each fetch: ask the forge where each revert's open pull request stands (one job for
+    /// all of them, on the git lane: a closed request is looked for on the branch).
+    pub(super) fn start_following(&mut self) {
+        if self.git.forging {
+            return;
+        }
+        let mut asked: Vec<(String, greenlight_core::commit::CommitId, RevertProposal)> = self
+            .engine
+            .proposals()
+            .into_iter()
+            .filter(|(_, _, p)| p.superseded_by.is_empty())
+            .collect();
+        asked.sort_by(|a, b| a.2.url.cmp(&b.2.url));
+        asked.dedup_by(|a, b| a.2.url == b.2.url);
+        if asked.is_empty() {
+            return;
+        }
+        self.git.forging = true;
+        let reverter = self.ctx.reverter.clone();
+        let branch = self.branch.clone();
+        self.spawn_git(
+            GitJob::Revert,
+            move || {
+                asked
+                    .into_iter()
+                    .map(|(_, commit, p)| {
+                        let answer = reverter.follow(&p, commit.as_str(), &branch);
+                        (p.url, answer)
+                    })
+                    .collect::<Vec<_>>()
+            },
+            |r| {
+                JobDone::Followed(r.unwrap_or_else(|e| {
+                    vec![(String::new(), Err(anyhow!("the forge task failed: {e}")))]
+                }))
+            },
+        );
+    }
+
+    /// One withdrawal at a time, as a job; how the request ended comes back as an input.
+    pub(super) fn start_withdrawal(&mut self) {
+        if self.git.forging {
+            return;
+        }
+        let Some((proposal, why)) = self.git.withdrawals.pop_front() else {
+            return;
+        };
+        self.git.forging = true;
+        let reverter = self.ctx.reverter.clone();
+        let url = proposal.url.clone();
+        self.spawn_git(
+            GitJob::Revert,
+            move || reverter.withdraw(&proposal, &why),
+            move |r| JobDone::Withdrawn {
+                url,
+                ended: r.and_then(|x| x),
+            },
+        );
     }
 
     /// One revert at a time, as a job; its outcome comes back as an input.
@@ -220,8 +338,20 @@ impl Runtime {
         if self.git.reverting {
             return;
         }
-        let Some(r) = self.git.reverts.pop_front() else {
-            return;
+        // A request whose watch no longer waits for it (another watch of the same commit had
+        // its revert proposed, and this one waits for that request) is not carried out.
+        let r = loop {
+            let Some(r) = self.git.reverts.pop_front() else {
+                return;
+            };
+            if self
+                .engine
+                .watches()
+                .iter()
+                .any(|w| w.id == r.watch_id && w.revert_pending())
+            {
+                break r;
+            }
         };
         self.git.reverting = true;
         let reverter = self.ctx.reverter.clone();

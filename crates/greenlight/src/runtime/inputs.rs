@@ -29,6 +29,11 @@ pub(super) enum Work {
         watch_id: String,
         outcome: RevertOutcome,
     },
+    /// A revert's pull request merged or was closed (the forge's report).
+    ProposalEnded {
+        url: String,
+        outcome: RevertOutcome,
+    },
     BreakerReset,
 }
 
@@ -111,6 +116,7 @@ impl Runtime {
         }
         self.finish_confirming()?;
         self.start_revert();
+        self.start_withdrawal();
         Ok(())
     }
 

@@ -47,8 +47,9 @@ use greenlight_core::judge::{
 use greenlight_core::snapshot::AppKey;
 use greenlight_core::source::{Freshness, Origin, Problem, SourceMsg};
 use greenlight_core::time::Timestamp;
+use greenlight_core::watch::RevertProposal;
 use seams::{Context, Jobs, Repository as _, Source, StartupNote};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc};
@@ -198,9 +199,13 @@ async fn open_repo(
     let remote = cfg.repo.expose().to_string();
     let want = cfg.branch.clone();
     let (name, email) = (cfg.git_author_name.clone(), cfg.git_author_email.clone());
+    let proposing = cfg.revert_via_pull_request.clone();
     tokio::task::spawn_blocking(move || -> Result<_> {
         let repo = greenlight_git::Repo::open_or_clone(&remote, &dir, auth)?;
-        let repo = git::GitRepository::new(repo, &name, &email);
+        let mut repo = git::GitRepository::new(repo, &name, &email);
+        if let Some(pr) = proposing {
+            repo = repo.proposing(pr);
+        }
         let (branch, is_default) = match want {
             // A remote whose HEAD names no branch (a bare repository made with `git init
             // --bare` and pushed another branch) has no default: an app that tracks `HEAD`
@@ -518,6 +523,13 @@ impl Runtime {
                 self.apply(effects, None)?;
                 Ok(Step::Done)
             }
+            Work::ProposalEnded { url, outcome } => {
+                self.metrics.revert_finished(&outcome);
+                let now = self.now();
+                let effects = self.engine.proposal_ended(&url, outcome, now);
+                self.apply(effects, None)?;
+                Ok(Step::Done)
+            }
             Work::BreakerReset => {
                 let now = self.now();
                 let effects = self.engine.reset_breaker(now);
@@ -755,10 +767,12 @@ impl Runtime {
         let arrived = self.engine.take_arrived();
         let mut events: Vec<Event> = Vec::new();
         let mut reverts = Vec::new();
+        let mut withdrawals = Vec::new();
         for e in effects {
             match e {
                 Effect::Emit(ev) => events.push(ev),
                 Effect::Revert(r) => reverts.push(r),
+                Effect::Withdraw { proposal, why } => withdrawals.push((proposal, why)),
             }
         }
         if !watches.is_empty()
@@ -790,6 +804,7 @@ impl Runtime {
             self.ctx.out.event(e);
         }
         self.git.reverts.extend(reverts);
+        self.git.withdrawals.extend(withdrawals);
         self.sync_watched();
         Ok(())
     }

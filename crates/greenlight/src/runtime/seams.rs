@@ -15,6 +15,7 @@ use crate::output::Output;
 use anyhow::Result;
 use greenlight_core::directive::AppRef;
 use greenlight_core::judge::{CommitInfo, RevertOutcome, RevertRequest};
+use greenlight_core::watch::RevertProposal;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -77,6 +78,21 @@ pub trait RevertExecutor: Send + Sync {
     /// Never push: adopt a revert of `commit` already on `branch`, if there is one (the first,
     /// in effect or not: this is a revert decided before a restart).
     fn adopt_only(&self, commit: &str, branch: &str) -> Result<Option<String>>;
+    /// Where a revert's pull request stands: `None` while it is open; merged, closed — or,
+    /// closed while a revert of `commit` reached `branch` some other way, adopted.
+    fn follow(
+        &self,
+        proposal: &RevertProposal,
+        _commit: &str,
+        _branch: &str,
+    ) -> Result<Option<RevertOutcome>> {
+        anyhow::bail!("{} was not proposed by this executor", proposal.url)
+    }
+    /// Close a revert's pull request (`why`, for the log); how it ended: closed, or merged
+    /// before the close came.
+    fn withdraw(&self, proposal: &RevertProposal, _why: &str) -> Result<RevertOutcome> {
+        anyhow::bail!("{} was not proposed by this executor", proposal.url)
+    }
 }
 
 /// How blocking jobs run: on tokio's blocking pool (the real thing), or inline in their task

@@ -18,7 +18,8 @@ use greenlight_core::judge::State;
 use greenlight_core::snapshot::{Chronic, Health, ReachCandidate, ReachVia, SourcePaths};
 use greenlight_core::time::Timestamp;
 use greenlight_core::watch::{
-    Baseline, Before, FailedSync, FlatError, FlatWatch, LaterCommit, MergeSide, Seen, Watch,
+    Baseline, Before, FailedSync, FlatError, FlatWatch, LaterCommit, MergeSide, RevertProposal,
+    Seen, Watch,
 };
 use serde::{Deserialize, Serialize};
 
@@ -94,6 +95,24 @@ pub struct WatchRecord {
     /// then, and in bodies written before they were kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<std::collections::BTreeMap<String, String>>,
+    /// The pull request that proposes a pending revert (absent unless one was opened).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revert_proposal: Option<ProposalRecord>,
+}
+
+/// A revert proposed as a pull request and not merged yet.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProposalRecord {
+    pub url: String,
+    pub number: u64,
+    /// The revert commit, the request's head.
+    pub revert: String,
+    /// The request's branch.
+    pub head: String,
+    pub auto_merge: bool,
+    /// Newer commits that changed the app while it was open (it is being withdrawn).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded_by: Vec<String>,
 }
 
 fn is_zero(n: &i64) -> bool {
@@ -438,6 +457,18 @@ impl From<&Watch> for WatchRecord {
             }),
             streak_unobserved_ms: w.streak_unobserved_ms,
             inputs: w.inputs.clone(),
+            revert_proposal: w.revert_proposal.as_ref().map(|p| ProposalRecord {
+                url: p.url.clone(),
+                number: p.number,
+                revert: p.revert.as_str().to_string(),
+                head: p.head.clone(),
+                auto_merge: p.auto_merge,
+                superseded_by: p
+                    .superseded_by
+                    .iter()
+                    .map(|c| c.as_str().to_string())
+                    .collect(),
+            }),
         }
     }
 }
@@ -479,7 +510,23 @@ impl TryFrom<WatchRecord> for Watch {
                 })
             })
             .collect::<Result<Vec<_>, RecordError>>()?;
+        let revert_proposal = match r.revert_proposal {
+            None => None,
+            Some(p) => Some(RevertProposal {
+                revert: commit_id("revert_proposal.revert", p.revert)?,
+                superseded_by: p
+                    .superseded_by
+                    .into_iter()
+                    .map(|c| commit_id("revert_proposal.superseded_by[]", c))
+                    .collect::<Result<_, _>>()?,
+                url: p.url,
+                number: p.number,
+                head: p.head,
+                auto_merge: p.auto_merge,
+            }),
+        };
         let flat = FlatWatch {
+            revert_proposal,
             id: r.id,
             commit: commit_id("commit", r.commit)?,
             subject: r.subject,
