@@ -4526,7 +4526,7 @@ fn a_newer_commit_to_the_app_withdraws_a_proposed_revert_and_a_close_claims_no_r
     assert_eq!(h.state(&w), State::Fail);
     assert!(h.watch(&w).revert_commit().is_none());
     assert!(
-        h.reason(&w).contains(&commit_id(71).short()),
+        h.reason(&w).contains(commit_id(71).short()),
         "{}",
         h.reason(&w)
     );

@@ -10,7 +10,8 @@ use greenlight_core::breaker::Breaker;
 use greenlight_core::commit::CommitId;
 use greenlight_core::event::{Event, EventKind, Outcome};
 use greenlight_core::judge::{
-    Ancestry, CommitInfo, Effect, Engine, JudgeConfig, Observation, RevertOutcome, State, Watch,
+    Ancestry, CommitInfo, Effect, Engine, JudgeConfig, Observation, RevertOutcome, RevertProposal,
+    State, Watch,
 };
 use greenlight_core::reason::Failure;
 use greenlight_core::snapshot::{
@@ -85,6 +86,33 @@ struct AppModel {
     defect: Option<&'static str>,
     /// Percent chance per observation that health changes.
     flap: u64,
+}
+
+/// A revert the model's forge holds as a pull request (`--revert-via pull-request`).
+#[derive(Clone, Debug)]
+struct ModelProposal {
+    /// The commit it reverts.
+    commit: String,
+    /// The revert commit, the request's head.
+    revert: String,
+    /// The watches waiting for it (the one whose executor opened it, and those sharing it).
+    watches: BTreeSet<String>,
+    /// Those whose app a newer commit changed while it was open: the request was withdrawn
+    /// for them, and a close claims no revert for them.
+    withdrawn_for: BTreeSet<String>,
+    /// How it ended, once it did.
+    ended: Option<ProposalEnd>,
+}
+
+/// How a pull request ended, by the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum ProposalEnd {
+    /// Merged: the commit that brought it arrived, or the forge said so (that commit).
+    Merged(String),
+    /// A human's revert of the commit arrived while it was open.
+    Adopted(String),
+    /// Closed unmerged.
+    Closed,
 }
 
 impl AppModel {
@@ -163,6 +191,12 @@ struct Strict {
     window_arrival: bool,
     /// A deadline the connected stream vouched for is not INCONCLUSIVE.
     vouched_deadline: bool,
+    /// A revert's pull request is withdrawn once: one `Withdraw` per request, however many
+    /// watches share it and however many newer commits change their apps.
+    withdraw_once: bool,
+    /// A FAIL not reverted because its withdrawn pull request closed reads back from the state
+    /// file as written (its newer commits typed, not recorded words).
+    withdrawn_readback: bool,
 }
 
 impl Strict {
@@ -175,6 +209,11 @@ impl Strict {
         // `a_commit_arriving_after_a_due_window_end_does_not_replace_the_confirmation`).
         window_arrival: false,
         vouched_deadline: true,
+        withdraw_once: true,
+        // Off until the judge keeps a withdrawn proposal's newer commits where the state file
+        // re-types the verdict from (as `RevertOutcome::Superseded` adds them to the later
+        // commits): `GREENLIGHT_SIM_SEED=369` fails with it on.
+        withdrawn_readback: false,
     };
 }
 
@@ -214,8 +253,9 @@ struct Sim {
     store: BTreeMap<String, Watch>,
     /// Watches that went through a kind of event after which a revert is never allowed.
     never_revert: BTreeSet<String>,
-    /// `(state, revert_pending)` of every watch as the previous engine call left it, by
-    /// position (the engine only appends watches, and a restore keeps their order).
+    /// `(state, revert requested and not landed)` of every watch as the previous engine call
+    /// left it (pending with the executor, or proposed as a pull request), by position (the
+    /// engine only appends watches, and a restore keeps their order).
     prev: Vec<(State, bool)>,
     /// Watches that a later commit touching their app made unattributable (by the oracle).
     touched_later: BTreeSet<String>,
@@ -241,6 +281,23 @@ struct Sim {
     reopened: BTreeSet<String>,
     /// The arrived commits the engine handed over for the state file (`take_arrived`).
     arrived_store: Vec<greenlight_core::judge::Arrived>,
+    /// Draws for reverts by pull request only, so that the other draws of a seed are those of
+    /// the scenarios before it existed.
+    pr_rng: Rng,
+    /// Whether this scenario's executor proposes its reverts as pull requests.
+    by_pr: bool,
+    /// The pull requests the model's forge holds, by url (ended ones kept).
+    proposals: BTreeMap<String, ModelProposal>,
+    /// Each watch that waited for a pull request, and the request's url.
+    proposal_of: BTreeMap<String, String>,
+    /// Executor requests of watches that got another watch's proposal: never carried out.
+    ignored_requests: Vec<String>,
+    /// Revert commits the forge said merged, still to arrive on the branch (their first
+    /// parent is the tip when they arrive).
+    landing: Vec<CommitInfo>,
+    next_pr: u64,
+    /// The call's `Withdraw` effects were checked against the model (by `proposals_see`).
+    withdraws_checked: bool,
 }
 
 #[derive(Default, Debug, Clone)]
@@ -286,6 +343,24 @@ struct Counters {
     events: u64,
     /// Shadow and dry-run failures whose outcome is "would have reverted".
     would_have_reverted: u64,
+    /// Reverts proposed as pull requests (by the executor).
+    proposals: u64,
+    /// Watches that waited for another watch's pull request.
+    shared_proposals: u64,
+    /// Pull requests merged by their commit arriving on the branch.
+    merged_by_commit: u64,
+    /// Pull requests the forge said merged (before their commit arrived).
+    merged_by_forge: u64,
+    /// Pull requests closed unmerged.
+    closed: u64,
+    /// Pull requests withdrawn because a newer commit changed the app.
+    withdrawn_proposals: u64,
+    /// Pull requests made moot by a human's revert of the commit.
+    adopted_proposals: u64,
+    /// Reverts the forge merged at once (reported as merged by the executor).
+    merged_at_once: u64,
+    /// Executor reports on requests another watch's proposal made moot (ignored).
+    ignored_requests: u64,
 }
 
 const APPS: [&str; 4] = ["web", "api", "ghost", "odd"];
@@ -304,6 +379,8 @@ impl Sim {
         cfg.dry_run = rng.chance(10);
         let mut exempt_rng = Rng::new(seed ^ 0x5eed_e4e3_9700_0000);
         let exempting = exempt_rng.chance(30);
+        let mut pr_rng = Rng::new(seed ^ 0x0071_1e57_9e11_0000);
+        let by_pr = pr_rng.chance(30);
         if exempting {
             cfg.attribution_exempt = vec![
                 "apps/*/cand-*.yaml".into(),
@@ -384,6 +461,14 @@ impl Sim {
             reverted: BTreeSet::new(),
             reopened: BTreeSet::new(),
             arrived_store: Vec::new(),
+            pr_rng,
+            by_pr,
+            proposals: BTreeMap::new(),
+            proposal_of: BTreeMap::new(),
+            ignored_requests: Vec::new(),
+            landing: Vec::new(),
+            next_pr: 0,
+            withdraws_checked: false,
         }
     }
 
@@ -492,6 +577,7 @@ impl Sim {
             }
         }
         let out = self.engine.commit_arrived(&c, &anc, now);
+        self.proposals_see(&c, &out);
         // An attribution verdict only where the oracle saw a later commit touch the app: a
         // commit of exempt paths only (another workload's candidate) ends no watch.
         for e in &out {
@@ -551,6 +637,12 @@ impl Sim {
             && parts[2].len() >= "cand-.yaml".len()
     }
 
+    /// Reverts by pull request: fewer unrelated commits, so that a watch of a commit whose
+    /// revert waits as a pull request more often lives to fail and share it (drawn apart).
+    fn quieter(&mut self) -> bool {
+        self.by_pr && self.pr_rng.chance(40)
+    }
+
     fn app_path(&mut self) -> String {
         let app = *self.rng.pick(&APPS);
         format!("apps/{app}/deploy.yaml")
@@ -594,6 +686,19 @@ impl Sim {
             let p = self.app_path();
             paths.push(p);
         }
+        // Reverts by pull request: one request more often serves two watches of a commit.
+        if self.by_pr && trailers.len() == 1 && self.pr_rng.chance(30) {
+            let other = match app {
+                "web" => "api",
+                "api" => "web",
+                _ => *self.pr_rng.pick(&["web", "api"]),
+            };
+            let deadline = self.pr_rng.range(10, 400);
+            trailers.push(format!(
+                "Nav-Watchdog: app={other} deadline={deadline}s mode=arm"
+            ));
+            paths.push(format!("apps/{other}/deploy.yaml"));
+        }
         let sha = self.new_commit_sha();
         let parent = self.hist.last().unwrap().clone();
         let message = format!(
@@ -611,6 +716,9 @@ impl Sim {
     }
 
     fn plain_commit(&mut self) {
+        if self.quieter() {
+            return;
+        }
         let mut paths = if self.rng.chance(50) {
             vec![self.app_path()]
         } else {
@@ -644,6 +752,9 @@ impl Sim {
     /// feature branch (the branch first), or a `git pull` merge (the developer's side first, the
     /// branch second). Sometimes the merge itself carries a trailer.
     fn merge_commit(&mut self) {
+        if self.quieter() {
+            return;
+        }
         let side = self.new_commit_sha();
         let ws: Vec<String> = self
             .engine
@@ -1304,6 +1415,8 @@ impl Sim {
                     }],
                 }
             }
+            // By pull request: proposed (now and then merged at once by the forge).
+            0..=5 if self.by_pr => self.propose(),
             0..=5 => RevertOutcome::Pushed {
                 revert: cid(&self.new_commit_sha()),
             },
@@ -1320,16 +1433,20 @@ impl Sim {
             now.0 - BASE_MS
         ));
         let landed = match &outcome {
-            RevertOutcome::Pushed { revert } | RevertOutcome::Adopted { revert } => {
-                Some(revert.to_string())
-            }
+            RevertOutcome::Pushed { revert }
+            | RevertOutcome::Adopted { revert }
+            | RevertOutcome::Merged { revert, .. } => Some(revert.to_string()),
             RevertOutcome::Failed { .. }
             | RevertOutcome::Superseded { .. }
             | RevertOutcome::Proposed { .. }
-            | RevertOutcome::Merged { .. }
             | RevertOutcome::Closed { .. } => None,
         };
         let pushed = matches!(outcome, RevertOutcome::Pushed { .. });
+        let merged_at_once = matches!(outcome, RevertOutcome::Merged { .. });
+        let proposed = match &outcome {
+            RevertOutcome::Proposed { proposal, .. } => Some(proposal.clone()),
+            _ => None,
+        };
         let out = self.engine.revert_finished(&id, outcome, now);
         if out.is_empty() {
             self.fail(&format!("revert_finished for pending {id} did nothing"));
@@ -1340,6 +1457,28 @@ impl Sim {
         if let Some(revert) = landed {
             self.model_breaker
                 .landed(watch.commit.as_str(), &revert, &watch.app.to_string());
+        }
+        if let Some(proposal) = proposed {
+            self.proposed(&id, &watch, &proposal, &out);
+        }
+        if merged_at_once {
+            // The forge merged it at once: the revert arrives on the branch later.
+            self.counters.merged_at_once += 1;
+            let w = self
+                .engine
+                .watches()
+                .iter()
+                .find(|w| w.id == id)
+                .cloned()
+                .unwrap();
+            if w.state() != State::Reverted {
+                self.fail(&format!(
+                    "{id} {:?} after its revert merged at once",
+                    w.state()
+                ));
+            }
+            let c = self.greenlight_revert(&w, w.revert_commit().cloned().unwrap());
+            self.landing.push(c);
         }
         let still_pending = self.engine.watches().iter().any(|w| w.revert_pending());
         if !still_pending {
@@ -1397,6 +1536,555 @@ impl Sim {
         }
     }
 
+    // ------------------------------------------------------------ reverts by pull request
+
+    /// The executor's outcome by pull request: a request opened on a fresh revert commit, now
+    /// and then one the forge merged at once.
+    fn propose(&mut self) -> RevertOutcome {
+        let (proposal, note) = self.fresh_proposal();
+        if self.pr_rng.chance(8) {
+            return RevertOutcome::Merged {
+                revert: proposal.revert,
+                url: proposal.url,
+            };
+        }
+        RevertOutcome::Proposed { proposal, note }
+    }
+
+    fn fresh_proposal(&mut self) -> (RevertProposal, Option<String>) {
+        self.next_pr += 1;
+        let n = self.next_pr;
+        let proposal = RevertProposal {
+            url: format!("https://git.example.com/org/repo/pull/{n}"),
+            number: n,
+            revert: cid(&self.new_commit_sha()),
+            head: format!("greenlight/revert-{n}"),
+            auto_merge: self.pr_rng.chance(50),
+            superseded_by: Vec::new(),
+        };
+        let note = self
+            .pr_rng
+            .chance(20)
+            .then(|| "auto-merge is not allowed on this repository".to_string());
+        (proposal, note)
+    }
+
+    /// The executor proposed `watch`'s revert: it and every other watch of the commit whose
+    /// revert was asked of the executor wait for the request (their own requests are never
+    /// carried out), and the breaker counts the revert now, once per app.
+    fn proposed(&mut self, id: &str, watch: &Watch, proposal: &RevertProposal, out: &[Effect]) {
+        self.counters.proposals += 1;
+        let commit = watch.commit.to_string();
+        let shared: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|p| {
+                self.engine
+                    .watches()
+                    .iter()
+                    .any(|w| &w.id == *p && w.commit == watch.commit)
+            })
+            .cloned()
+            .collect();
+        self.pending.retain(|p| !shared.contains(p));
+        self.ignored_requests.extend(shared.iter().cloned());
+        self.counters.shared_proposals += shared.len() as u64;
+        if let Some((url, _)) = self.proposals.iter().find(|(_, p)| {
+            p.ended.is_none()
+                && p.commit == commit
+                && p.watches.iter().any(|w| !p.withdrawn_for.contains(w))
+        }) {
+            self.fail(&format!(
+                "{} proposed for {commit} while {url} stands",
+                proposal.url
+            ));
+        }
+        let mut watches: BTreeSet<String> = shared.into_iter().collect();
+        watches.insert(id.to_string());
+        let said = out
+            .iter()
+            .filter(|e| matches!(e, Effect::Emit(ev) if ev.event == EventKind::RevertProposed))
+            .count();
+        if said != watches.len() {
+            self.fail(&format!(
+                "{said} revert_proposed events for {} watches waiting for {}: {out:#?}",
+                watches.len(),
+                proposal.url
+            ));
+        }
+        for wid in &watches {
+            let Some(w) = self.engine.watches().iter().find(|w| &w.id == wid).cloned() else {
+                self.fail(&format!("{wid} vanished"));
+            };
+            if w.proposal().map(|p| p.url.as_str()) != Some(proposal.url.as_str())
+                || w.state() != State::Fail
+                || w.revert_pending()
+                || w.verdict().is_some()
+            {
+                self.fail(&format!(
+                    "{wid} should wait for {} (FAIL, nothing pending), is {:?} pending={} proposal={:?}",
+                    proposal.url,
+                    w.state(),
+                    w.revert_pending(),
+                    w.proposal()
+                ));
+            }
+            self.model_breaker
+                .landed(&commit, proposal.revert.as_str(), &w.app.to_string());
+            self.proposal_of.insert(wid.clone(), proposal.url.clone());
+        }
+        self.proposals.insert(
+            proposal.url.clone(),
+            ModelProposal {
+                commit,
+                revert: proposal.revert.to_string(),
+                watches,
+                withdrawn_for: BTreeSet::new(),
+                ended: None,
+            },
+        );
+    }
+
+    /// A watch that failed while its commit's revert stood proposed waits for the same request
+    /// (its `revert_proposed` event): the request must be standing, and the breaker counts the
+    /// revert for this app too.
+    fn proposal_shared(&mut self, ev: &Event) {
+        let Some(w) = self
+            .engine
+            .watches()
+            .iter()
+            .find(|w| {
+                ev.commit.as_deref() == Some(w.commit.as_str())
+                    && ev.app.as_deref() == Some(w.app.to_string().as_str())
+                    && w.proposal().is_some()
+            })
+            .cloned()
+        else {
+            self.fail(&format!(
+                "revert_proposed for no watch with a proposal: {ev:?}"
+            ));
+        };
+        if self.proposal_of.contains_key(&w.id) {
+            return; // the executor's report, already followed
+        }
+        let url = w.proposal().unwrap().url.clone();
+        let Some(p) = self.proposals.get_mut(&url) else {
+            self.fail(&format!("{} waits for {url}, which was never opened", w.id));
+        };
+        let standing = p.ended.is_none()
+            && p.commit == w.commit.as_str()
+            && p.watches.iter().any(|id| !p.withdrawn_for.contains(id));
+        p.watches.insert(w.id.clone());
+        let (commit, revert) = (p.commit.clone(), p.revert.clone());
+        if !standing {
+            self.fail(&format!(
+                "{} joined {url}, which does not stand for its commit: {:?}",
+                w.id, self.proposals[&url]
+            ));
+        }
+        self.proposal_of.insert(w.id.clone(), url);
+        self.model_breaker
+            .landed(&commit, &revert, &w.app.to_string());
+        self.counters.shared_proposals += 1;
+    }
+
+    /// A commit arrived while pull requests were open: the model's forge ends, or withdraws,
+    /// each by the documented rules, and the engine's `Withdraw` effects must match.
+    fn proposals_see(&mut self, c: &CommitInfo, out: &[Effect]) {
+        self.withdraws_checked = true;
+        let reverted: Option<String> = c.message.find("This reverts commit ").map(|at| {
+            c.message[at + "This reverts commit ".len()..]
+                .chars()
+                .take_while(|ch| ch.is_ascii_hexdigit())
+                .collect()
+        });
+        let greenlight = c
+            .message
+            .lines()
+            .any(|l| l.starts_with("Greenlight-Revert-Of:"));
+        let paths_of: BTreeMap<String, SourcePaths> = self
+            .engine
+            .watches()
+            .iter()
+            .filter(|w| self.proposal_of.contains_key(&w.id))
+            .filter_map(|w| {
+                let a = self.apps.iter().find(|a| a.name == w.app.name)?;
+                Some((w.id.clone(), a.paths.clone()))
+            })
+            .collect();
+        let touches = |id: &String| match paths_of.get(id) {
+            Some(SourcePaths::Known(ps)) => c
+                .changed_paths
+                .iter()
+                .any(|f| ps.iter().any(|p| f.starts_with(&format!("{p}/")))),
+            Some(SourcePaths::Unknown { .. }) | None => true,
+        };
+        let mut expected: BTreeSet<String> = BTreeSet::new();
+        let mut again: BTreeSet<String> = BTreeSet::new();
+        for (url, p) in self.proposals.iter_mut() {
+            if p.ended.is_some() {
+                continue;
+            }
+            let reverts_it = reverted.as_deref() == Some(p.commit.as_str());
+            if c.sha.as_str() == p.revert
+                || c.parents.iter().any(|q| q.as_str() == p.revert)
+                || (reverts_it && greenlight)
+            {
+                p.ended = Some(ProposalEnd::Merged(c.sha.to_string()));
+                self.counters.merged_by_commit += 1;
+                continue;
+            }
+            if reverts_it {
+                p.ended = Some(ProposalEnd::Adopted(c.sha.to_string()));
+                self.counters.adopted_proposals += 1;
+                expected.insert(url.clone());
+                continue;
+            }
+            let touched: Vec<String> = p
+                .watches
+                .iter()
+                .filter(|id| !p.withdrawn_for.contains(*id) && touches(id))
+                .cloned()
+                .collect();
+            if touched.is_empty() {
+                continue;
+            }
+            if p.withdrawn_for.is_empty() {
+                self.counters.withdrawn_proposals += 1;
+            } else {
+                again.insert(url.clone());
+            }
+            p.withdrawn_for.extend(touched);
+            expected.insert(url.clone());
+        }
+        let mut got: BTreeMap<String, u32> = BTreeMap::new();
+        for e in out {
+            if let Effect::Withdraw { proposal, why } = e {
+                *got.entry(proposal.url.clone()).or_default() += 1;
+                if why.trim().is_empty() {
+                    self.fail(&format!("withdrawing {} without a why", proposal.url));
+                }
+            }
+        }
+        let urls: BTreeSet<String> = got.keys().cloned().collect();
+        if urls != expected {
+            self.fail(&format!(
+                "{} arrived: withdrew {got:?}, by the rules {expected:?}",
+                c.sha
+            ));
+        }
+        if self.strict.withdraw_once
+            && let Some((url, n)) = got.iter().find(|(u, n)| **n > 1 || again.contains(*u))
+        {
+            self.fail(&format!(
+                "{} arrived: {url} withdrawn {n} times in one call{}",
+                c.sha,
+                if again.contains(url) {
+                    ", after it had been withdrawn already"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+
+    /// The revert commit as greenlight writes it (git's words, the reason, its trailer last).
+    fn greenlight_revert(&self, w: &Watch, sha: CommitId) -> CommitInfo {
+        CommitInfo {
+            sha,
+            parents: vec![cid(self.hist.last().unwrap())],
+            subject: format!("Revert \"{}\"", w.subject),
+            message: format!(
+                "Revert \"{}\"\n\nThis reverts commit {}.\n\ngreenlight: judged FAIL\n\nGreenlight-Revert-Of: {}\n",
+                w.subject, w.commit, w.commit
+            ),
+            changed_paths: self.reverted_paths(w),
+            mainline: None,
+        }
+    }
+
+    /// What a revert of the watch's commit changes: what the commit changed.
+    fn reverted_paths(&self, w: &Watch) -> Vec<String> {
+        self.changed
+            .get(w.commit.as_str())
+            .cloned()
+            .unwrap_or_else(|| vec![format!("apps/{}/deploy.yaml", w.app.name)])
+    }
+
+    /// The commit by which pull request `url` lands on the branch: the revert itself, a merge
+    /// commit with the revert its second parent, or a squash that carries greenlight's words.
+    fn landing_commit(&mut self, url: &str, p: &ModelProposal) -> CommitInfo {
+        let w = self
+            .engine
+            .watches()
+            .iter()
+            .find(|w| p.watches.contains(&w.id))
+            .cloned()
+            .unwrap_or_else(|| self.fail(&format!("no watch waits for {url}")));
+        let tip = cid(self.hist.last().unwrap());
+        let number = url.rsplit('/').next().unwrap_or("0").to_string();
+        match self.pr_rng.below(3) {
+            0 => self.greenlight_revert(&w, cid(&p.revert)),
+            1 => CommitInfo {
+                sha: cid(&self.new_commit_sha()),
+                parents: vec![tip.clone(), cid(&p.revert)],
+                subject: format!("Merge pull request #{number} from greenlight/revert-{number}"),
+                message: format!(
+                    "Merge pull request #{number} from greenlight/revert-{number}\n\nRevert \"{}\"\n",
+                    w.subject
+                ),
+                changed_paths: self.reverted_paths(&w),
+                mainline: Some(tip),
+            },
+            _ => {
+                let sha = cid(&self.new_commit_sha());
+                let mut c = self.greenlight_revert(&w, sha);
+                c.subject = format!("Revert \"{}\" (#{number})", w.subject);
+                c.message = format!(
+                    "Revert \"{}\" (#{number})\n\nThis reverts commit {}.\n\ngreenlight: judged FAIL\n\n* squashed\n\nGreenlight-Revert-Of: {}\n",
+                    w.subject, w.commit, w.commit
+                );
+                c
+            }
+        }
+    }
+
+    /// The forge reports on pull request `url`: merged or closed. A report on a request no
+    /// watch waits for any more changes nothing.
+    fn forge_reports(&mut self, url: &str, end: RevertOutcome) {
+        let now = self.now;
+        self.trace
+            .push(format!("{} forge {url} {end:?}", now.0 - BASE_MS));
+        let open = self.proposals.get(url).is_some_and(|p| p.ended.is_none());
+        let out = self.engine.proposal_ended(url, end.clone(), now);
+        if open && out.is_empty() {
+            self.fail(&format!("the forge's report on open {url} did nothing"));
+        }
+        if !open && !out.is_empty() {
+            self.fail(&format!(
+                "a report on {url}, which no watch waits for, did {out:#?}"
+            ));
+        }
+        if open {
+            let p = self.proposals.get_mut(url).unwrap();
+            p.ended = Some(match &end {
+                RevertOutcome::Merged { revert, .. } => {
+                    self.counters.merged_by_forge += 1;
+                    ProposalEnd::Merged(revert.to_string())
+                }
+                _ => {
+                    self.counters.closed += 1;
+                    ProposalEnd::Closed
+                }
+            });
+        }
+        self.after(out, false);
+    }
+
+    /// The forge merged `url` (its commit arrives later, or not in this scenario).
+    fn forge_merges(&mut self, url: &str, p: &ModelProposal) {
+        let c = self.landing_commit(url, p);
+        self.forge_reports(
+            url,
+            RevertOutcome::Merged {
+                revert: c.sha.clone(),
+                url: url.to_string(),
+            },
+        );
+        if self.pr_rng.chance(70) {
+            self.landing.push(c);
+        }
+    }
+
+    /// The forge and the branch move on for one open pull request: its commit arrives, the
+    /// forge says merged or closed, or a fix-forward to the app withdraws it (after which the
+    /// forge says closed, or merged if it had merged already). Also: a revert the forge said
+    /// merged arrives, and the executor reports on a request another's proposal made moot.
+    fn proposal_step(&mut self) {
+        if !self.landing.is_empty() && self.pr_rng.chance(40) {
+            let mut c = self.landing.remove(0);
+            let tip = cid(self.hist.last().unwrap());
+            c.parents[0] = tip.clone();
+            if c.mainline.is_some() {
+                c.mainline = Some(tip);
+            }
+            self.push_commit(c);
+            return;
+        }
+        if !self.ignored_requests.is_empty() && self.pr_rng.chance(25) {
+            let k = self.pr_rng.below(self.ignored_requests.len() as u64) as usize;
+            let id = self.ignored_requests.remove(k);
+            let outcome = if self.pr_rng.chance(50) {
+                let (proposal, note) = self.fresh_proposal();
+                RevertOutcome::Proposed { proposal, note }
+            } else {
+                RevertOutcome::Pushed {
+                    revert: cid(&self.new_commit_sha()),
+                }
+            };
+            let now = self.now;
+            self.trace.push(format!(
+                "{} revert_finished (moot) {id} {outcome:?}",
+                now.0 - BASE_MS
+            ));
+            let before = self.engine.watches().iter().find(|w| w.id == id).cloned();
+            let out = self.engine.revert_finished(&id, outcome, now);
+            let after = self.engine.watches().iter().find(|w| w.id == id).cloned();
+            if !out.is_empty() || before != after {
+                self.fail(&format!(
+                    "the executor's report on {id}'s moot request did {out:#?}"
+                ));
+            }
+            self.counters.ignored_requests += 1;
+            self.after(out, false);
+            return;
+        }
+        let open: Vec<String> = self
+            .proposals
+            .iter()
+            .filter(|(_, p)| p.ended.is_none())
+            .map(|(u, _)| u.clone())
+            .collect();
+        if open.is_empty() {
+            // A late report for a request no watch waits for.
+            let all: Vec<String> = self.proposals.keys().cloned().collect();
+            if !all.is_empty() && self.pr_rng.chance(10) {
+                let url = self.pr_rng.pick(&all).clone();
+                self.forge_reports(&url, RevertOutcome::Closed { url: url.clone() });
+            }
+            return;
+        }
+        let url = self.pr_rng.pick(&open).clone();
+        let p = self.proposals[&url].clone();
+        if !p.withdrawn_for.is_empty() {
+            if self.pr_rng.chance(70) {
+                self.forge_reports(&url, RevertOutcome::Closed { url: url.clone() });
+            } else {
+                self.forge_merges(&url, &p);
+            }
+            return;
+        }
+        match self.pr_rng.below(9) {
+            0 | 1 => {
+                let c = self.landing_commit(&url, &p);
+                self.push_commit(c);
+            }
+            2 => {
+                // A human reverts the commit while the request waits.
+                let ids: Vec<String> = p.watches.iter().cloned().collect();
+                let id = self.pr_rng.pick(&ids).clone();
+                let app = self
+                    .engine
+                    .watches()
+                    .iter()
+                    .find(|w| w.id == id)
+                    .map(|w| w.app.name.clone())
+                    .unwrap_or_else(|| "web".into());
+                let commit = p.commit.clone();
+                self.revert_commit(&commit, &app);
+            }
+            3 | 4 => self.forge_merges(&url, &p),
+            5 | 6 => self.forge_reports(&url, RevertOutcome::Closed { url: url.clone() }),
+            _ => {
+                let ids: Vec<String> = p.watches.iter().cloned().collect();
+                let id = self.pr_rng.pick(&ids).clone();
+                let app = self
+                    .engine
+                    .watches()
+                    .iter()
+                    .find(|w| w.id == id)
+                    .map(|w| w.app.name.clone())
+                    .unwrap_or_else(|| "web".into());
+                let sha = self.new_commit_sha();
+                let parent = self.hist.last().unwrap().clone();
+                self.push_commit(CommitInfo {
+                    sha: cid(&sha),
+                    parents: vec![cid(&parent)],
+                    subject: "fix forward".into(),
+                    message: "fix forward\n\nthe real fix\n".into(),
+                    changed_paths: vec![format!("apps/{app}/deploy.yaml")],
+                    mainline: None,
+                });
+            }
+        }
+    }
+
+    /// Whether the watch waited for a pull request that was withdrawn for it, then closed.
+    fn closed_after_withdrawal(&self, id: &str) -> bool {
+        self.proposal_of.get(id).is_some_and(|url| {
+            let p = &self.proposals[url];
+            p.ended == Some(ProposalEnd::Closed) && p.withdrawn_for.contains(id)
+        })
+    }
+
+    /// Every watch that waited for a pull request is where the model's forge says: waiting
+    /// (FAIL, nothing pending, no verdict yet, withdrawn exactly when the model withdrew it),
+    /// REVERTED only once the request merged or a revert of its commit arrived, REVERT_FAILED
+    /// when closed, FAIL with no revert when closed after a withdrawal. The engine holds no
+    /// request the model did not open, and never two standing requests for one commit.
+    fn check_proposals(&self) {
+        for (id, url) in &self.proposal_of {
+            let Some(w) = self.engine.watches().iter().find(|w| &w.id == id) else {
+                self.fail(&format!("{id}, waiting for {url}, vanished"));
+            };
+            let p = &self.proposals[url];
+            let withdrawn = p.withdrawn_for.contains(id);
+            let ok = match &p.ended {
+                None => {
+                    w.proposal().map(|q| q.url.as_str()) == Some(url.as_str())
+                        && w.state() == State::Fail
+                        && !w.revert_pending()
+                        && w.verdict().is_none()
+                        && w.revert_commit().is_none()
+                        && w.proposal().unwrap().superseded_by.is_empty() != withdrawn
+                }
+                Some(ProposalEnd::Merged(sha) | ProposalEnd::Adopted(sha)) => {
+                    w.proposal().is_none()
+                        && w.state() == State::Reverted
+                        && w.revert_commit().map(|c| c.as_str()) == Some(sha.as_str())
+                }
+                Some(ProposalEnd::Closed) if withdrawn => {
+                    w.proposal().is_none()
+                        && w.state() == State::Fail
+                        && w.verdict().is_some()
+                        && w.revert_commit().is_none()
+                }
+                Some(ProposalEnd::Closed) => {
+                    w.proposal().is_none() && w.state() == State::RevertFailed
+                }
+            };
+            if !ok {
+                self.fail(&format!(
+                    "{id} waited for {url} ({:?}, withdrawn for it: {withdrawn}), yet is {:?} pending={} revert={:?} proposal={:?}: {}",
+                    p.ended,
+                    w.state(),
+                    w.revert_pending(),
+                    w.revert_commit(),
+                    w.proposal(),
+                    w.reason()
+                ));
+            }
+        }
+        let mut standing: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (id, commit, p) in self.engine.proposals() {
+            if self.proposal_of.get(&id) != Some(&p.url) {
+                self.fail(&format!(
+                    "{id} waits for {}, which the model never saw it join",
+                    p.url
+                ));
+            }
+            if p.superseded_by.is_empty() {
+                standing
+                    .entry(commit.to_string())
+                    .or_default()
+                    .insert(p.url);
+            }
+        }
+        if let Some((commit, urls)) = standing.iter().find(|(_, urls)| urls.len() > 1) {
+            self.fail(&format!("two standing proposals for {commit}: {urls:?}"));
+        }
+    }
+
     fn restart(&mut self) {
         self.counters.restarts += 1;
         self.stream_gen += 1;
@@ -1415,7 +2103,11 @@ impl Sim {
         // back as exactly the watch that was written (reasons re-typed, nothing lost).
         let restored = through_the_store(&watches);
         for (before, after) in watches.iter().zip(&restored) {
-            if before != after || before.to_flat() != after.to_flat() {
+            // (Only when the switch is off: the same words, re-typed as recorded text.)
+            let tolerated = !self.strict.withdrawn_readback
+                && self.closed_after_withdrawal(&before.id)
+                && before.reason().to_string() == after.reason().to_string();
+            if (before != after && !tolerated) || before.to_flat() != after.to_flat() {
                 self.fail(&format!(
                     "watch {} does not read back as written:\nwritten {before:#?}\nread {after:#?}",
                     before.id
@@ -1423,13 +2115,24 @@ impl Sim {
             }
         }
         let watches = restored;
+        // What the store holds is what it read back.
+        for w in &watches {
+            self.store.insert(w.id.clone(), w.clone());
+        }
         let breaker: Breaker =
             serde_json::from_str(&serde_json::to_string(self.engine.breaker()).unwrap()).unwrap();
+        let proposals = self.engine.proposals();
         // Downtime: the clock moves on while nothing is observed.
         self.now = self.now.plus_ms(self.rng.range(0, 60_000));
         self.engine = Engine::restore(self.cfg.clone(), watches, breaker);
         // The arrived commits, as the state file keeps them.
         self.engine.restore_arrived(self.arrived_store.clone());
+        if self.engine.proposals() != proposals {
+            self.fail(&format!(
+                "a restart lost or changed open pull requests: {proposals:#?} became {:#?}",
+                self.engine.proposals()
+            ));
+        }
         self.model_confirm_deferred.clear();
         let now = self.now;
         self.trace
@@ -1441,6 +2144,12 @@ impl Sim {
         for e in &out {
             if let Effect::Revert(r) = e {
                 let w = self.engine.watches().iter().find(|w| w.id == r.watch_id);
+                if let Some(p) = w.and_then(|w| w.proposal()) {
+                    self.fail(&format!(
+                        "resume re-issued the revert of {}, which waits for {}",
+                        r.watch_id, p.url
+                    ));
+                }
                 if !w.is_some_and(|w| w.revert_pending()) {
                     self.fail(&format!(
                         "resume re-issued a revert for a non-pending watch {r:?}"
@@ -1463,6 +2172,9 @@ impl Sim {
         }
         self.pending = reissued;
         self.after(out, true);
+        if self.engine.proposals() != proposals {
+            self.fail("resume changed the open pull requests");
+        }
     }
 
     // ------------------------------------------------------------ invariants
@@ -1537,7 +2249,11 @@ impl Sim {
                     }
                 }
             }
-            if matches!(ev.event, EventKind::NotReached | EventKind::Failed) {
+            // (A commit withdrawn by greenlight's own revert for another app ends on that
+            // revert's arrival, whenever it comes: no deadline's verdict.)
+            if matches!(ev.event, EventKind::NotReached | EventKind::Failed)
+                && !ev.message.starts_with("withdrawn by greenlight:")
+            {
                 // A deadline decided: the app must have been observed recently, or the
                 // verdict is INCONCLUSIVE.
                 for (i, w) in self.engine.watches().iter().enumerate() {
@@ -1633,8 +2349,15 @@ impl Sim {
                     }
                 }
                 EventKind::BreakerReset => self.model_breaker.reset(),
+                EventKind::RevertProposed => self.proposal_shared(ev),
                 _ => {}
             }
+        }
+        // Withdrawals only on a commit's arrival, checked there against the model.
+        if !std::mem::take(&mut self.withdraws_checked)
+            && let Some(e) = out.iter().find(|e| matches!(e, Effect::Withdraw { .. }))
+        {
+            self.fail(&format!("a withdrawal on no commit's arrival: {e:?}"));
         }
         // Reverts.
         // The revert commits under way before this step, by the commits they revert.
@@ -1696,6 +2419,17 @@ impl Sim {
             if let Some(why) = why_not {
                 self.fail(&format!("revert requested for a {why} watch: {w:#?}"));
             }
+            // A pull request standing for the commit is waited for, never opened again.
+            if let Some((url, _)) = self.proposals.iter().find(|(_, p)| {
+                p.ended.is_none()
+                    && p.commit == w.commit.as_str()
+                    && p.watches.iter().any(|id| !p.withdrawn_for.contains(id))
+            }) {
+                self.fail(&format!(
+                    "revert requested for {} while {url} stands for its commit",
+                    w.id
+                ));
+            }
             if !resuming {
                 // The breaker as it stood, counting revert commits already under way; a watch
                 // of a commit whose revert is counted or under way adds no revert commit.
@@ -1732,9 +2466,14 @@ impl Sim {
                 ev.outcome,
                 Some(Outcome::WouldHaveRevertedShadow | Outcome::WouldHaveRevertedDryRun)
             );
+            // A revert proposed as a pull request is said once, with its outcome (a human may
+            // have to merge it), though no verdict is given yet.
+            let proposed = ev.event == EventKind::RevertProposed
+                && ev.outcome == Some(Outcome::RevertProposed);
             if ev.outcome.is_some()
                 && !ev.event.gives_a_verdict()
                 && ev.event != EventKind::BreakerOpened
+                && !proposed
             {
                 self.fail(&format!(
                     "an outcome on a step that gives no verdict: {ev:?}"
@@ -1773,8 +2512,9 @@ impl Sim {
             }
             self.counters.would_have_reverted += 1;
         }
-        // States: terminal never changes (a pending FAIL may become REVERTED/REVERT_FAILED),
-        // every change comes with an event carrying the new state.
+        // States: terminal never changes (a pending FAIL, or one whose revert is proposed as a
+        // pull request, may become REVERTED/REVERT_FAILED), every change comes with an event
+        // carrying the new state.
         for (i, w) in self.engine.watches().iter().enumerate() {
             let old = before.get(i).copied();
             let old_state = old.map(|o| o.0);
@@ -1878,11 +2618,12 @@ impl Sim {
             .engine
             .watches()
             .iter()
-            .map(|w| (w.state(), w.revert_pending()))
+            .map(|w| (w.state(), w.reverting().is_some()))
             .collect();
         self.was_open = self.model_breaker.open;
         self.check_wakeup_covers_everything_due();
         self.check_reopened();
+        self.check_proposals();
         let arrived = self.engine.take_arrived();
         self.arrived_store.extend(arrived);
     }
@@ -2349,6 +3090,11 @@ impl Sim {
                 self.tick();
             }
         }
+        // The forge and the branch move on for the reverts proposed as pull requests (drawn
+        // apart, so that a scenario without them draws as before).
+        if self.by_pr && self.pr_rng.chance(3) {
+            self.proposal_step();
+        }
     }
 }
 
@@ -2399,14 +3145,24 @@ impl RuleBreaker {
 }
 
 fn run(seed: u64, steps: usize, strict: Strict) -> Counters {
+    run_with(seed, steps, strict, false)
+}
+
+/// A scenario; `by_pr` makes its executor propose every revert as a pull request.
+fn run_with(seed: u64, steps: usize, strict: Strict, by_pr: bool) -> Counters {
     let mut sim = Sim::new(seed, strict);
+    sim.by_pr |= by_pr;
     sim.streaming = sim.rng.chance(50);
     for _ in 0..steps {
         sim.step();
     }
     // Drain: let every watch reach a verdict, observing every app in turn.
     for _ in 0..400 {
-        if sim.engine.watches().iter().all(|w| w.state().is_terminal()) && sim.pending.is_empty() {
+        let settled = sim.landing.is_empty() && sim.proposals.values().all(|p| p.ended.is_some());
+        if sim.engine.watches().iter().all(|w| w.state().is_terminal())
+            && sim.pending.is_empty()
+            && settled
+        {
             break;
         }
         sim.now = sim.now.plus_ms(5_000);
@@ -2416,6 +3172,9 @@ fn run(seed: u64, steps: usize, strict: Strict) -> Counters {
         sim.tick();
         if sim.rng.chance(50) {
             sim.finish_revert();
+        }
+        if sim.by_pr {
+            sim.proposal_step();
         }
     }
     for w in sim.engine.watches() {
@@ -2518,6 +3277,15 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         total.watched_merges += c.watched_merges;
         total.leftover_confirmed += c.leftover_confirmed;
         total.leftover_reverts += c.leftover_reverts;
+        total.proposals += c.proposals;
+        total.shared_proposals += c.shared_proposals;
+        total.merged_by_commit += c.merged_by_commit;
+        total.merged_by_forge += c.merged_by_forge;
+        total.closed += c.closed;
+        total.withdrawn_proposals += c.withdrawn_proposals;
+        total.adopted_proposals += c.adopted_proposals;
+        total.merged_at_once += c.merged_at_once;
+        total.ignored_requests += c.ignored_requests;
     }
     eprintln!("simulation outcome totals: {total:?}");
     // The scenarios must actually exercise every outcome, or the invariants prove little.
@@ -2575,6 +3343,14 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
             total.leftover_confirmed > 0 && total.leftover_reverts > 0,
             "an app OutOfSync for good never confirmed or reverted a commit: {total:?}"
         );
+        assert!(
+            total.proposals > 0
+                && total.merged_by_commit > 0
+                && total.merged_by_forge > 0
+                && total.closed > 0
+                && total.withdrawn_proposals > 0,
+            "reverts by pull request not exercised every way: {total:?}"
+        );
     }
     for st in TERMINAL_STATES {
         if seeds().len() > 100 {
@@ -2583,6 +3359,59 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
                 "no {st} in {total:?}"
             );
         }
+    }
+}
+
+/// Every scenario's executor proposes its reverts as pull requests
+/// (`docs/verdicts.md#revert-by-pull-request`): the forge merges them (their commit arriving
+/// as itself, a merge or a squash, or the forge saying so), closes them, or a newer commit to
+/// the app withdraws them; a human may revert the commit meanwhile; a restart follows them.
+#[test]
+fn reverts_by_pull_request_keep_the_invariants_in_random_scenarios() {
+    let mut total = Counters::default();
+    for seed in seeds().into_iter().take(700) {
+        let c = run_with(seed, 500, Strict::ALL, true);
+        for (k, v) in c.states {
+            *total.states.entry(k).or_default() += v;
+        }
+        total.reverts += c.reverts;
+        total.restarts += c.restarts;
+        total.proposals += c.proposals;
+        total.shared_proposals += c.shared_proposals;
+        total.merged_by_commit += c.merged_by_commit;
+        total.merged_by_forge += c.merged_by_forge;
+        total.closed += c.closed;
+        total.withdrawn_proposals += c.withdrawn_proposals;
+        total.adopted_proposals += c.adopted_proposals;
+        total.merged_at_once += c.merged_at_once;
+        total.ignored_requests += c.ignored_requests;
+    }
+    eprintln!(
+        "pull requests: proposals {} shared {} merged_by_commit {} merged_by_forge {} closed {} withdrawn {} adopted {} merged_at_once {} ignored_requests {} (reverts {}, restarts {}, states {:?})",
+        total.proposals,
+        total.shared_proposals,
+        total.merged_by_commit,
+        total.merged_by_forge,
+        total.closed,
+        total.withdrawn_proposals,
+        total.adopted_proposals,
+        total.merged_at_once,
+        total.ignored_requests,
+        total.reverts,
+        total.restarts,
+        total.states
+    );
+    if seeds().len() > 100 {
+        assert!(
+            total.proposals > 0
+                && total.shared_proposals > 0
+                && total.merged_by_commit > 0
+                && total.merged_by_forge > 0
+                && total.closed > 0
+                && total.withdrawn_proposals > 0
+                && total.adopted_proposals > 0,
+            "reverts by pull request not exercised every way: {total:?}"
+        );
     }
 }
 
@@ -2648,4 +3477,19 @@ fn clean_before(s: &AppSnapshot) -> bool {
         && s.last_operation
             .as_ref()
             .is_none_or(|o| o.phase == "Succeeded")
+}
+
+#[test]
+fn dbg_count_failures() {
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut kinds: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for seed in 1..=700u64 {
+        if let Err(e) = std::panic::catch_unwind(|| run_with(seed, 500, Strict::ALL, true)) {
+            let m = e.downcast_ref::<String>().cloned().unwrap_or_default();
+            let k = m.split("): ").nth(1).unwrap_or("").chars().take(70).collect::<String>();
+            kinds.entry(k).or_default().push(seed);
+        }
+    }
+    let _ = std::panic::take_hook();
+    eprintln!("DBG {kinds:#?}");
 }
