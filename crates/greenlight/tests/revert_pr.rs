@@ -26,6 +26,11 @@ struct World {
 
 /// App `web` deployed and settled, `main` protected, the forge face (`flavour`) over the repo.
 fn world(flavour: &str, forge_flags: &[&str]) -> World {
+    world_of(&["web"], flavour, forge_flags)
+}
+
+/// [`world`] with `apps` (each `apps/<name>`) deployed.
+fn world_of(apps: &[&str], flavour: &str, forge_flags: &[&str]) -> World {
     let repo = Repo::new();
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("forge-token");
@@ -43,7 +48,9 @@ fn world(flavour: &str, forge_flags: &[&str]) -> World {
         "main",
     ];
     flags.extend_from_slice(forge_flags);
-    let sb = sandbox(&repo, &["web=apps/web"], &flags);
+    let specs: Vec<String> = apps.iter().map(|a| format!("{a}=apps/{a}")).collect();
+    let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
+    let sb = sandbox(&repo, &specs, &flags);
     let line = sb
         .proc
         .wait_line(&format!("forge ({flavour}) listening on "), T);
@@ -59,7 +66,7 @@ fn world(flavour: &str, forge_flags: &[&str]) -> World {
         .and_then(|r| r.split(',').next())
         .unwrap()
         .to_string();
-    settled(&sb, &repo, &["web"]);
+    settled(&sb, &repo, apps);
     World {
         repo,
         sb,
@@ -111,6 +118,22 @@ impl World {
         ))
     }
 
+    /// The revert a REVERTED watch names is request `number`'s: its own commit (a merge brought
+    /// it in; git saw it first) or the forge's merge of it (the forge said so first), and on
+    /// `main`.
+    fn landed(&self, st: &serde_json::Value, number: u64) {
+        let revert = st["revert_commit"].as_str().unwrap();
+        let pr = self.pull(number);
+        assert!(
+            revert == pr["head_sha"] || revert == pr["merge_commit"],
+            "{st}\n{pr}"
+        );
+        assert_eq!(
+            pr["merge_commit"].as_str(),
+            Some(self.repo.remote_tip().as_str())
+        );
+    }
+
     fn pull(&self, number: u64) -> serde_json::Value {
         let body = http_get(&format!("{}/sandbox/v1/forge/pulls/{number}", self.forge));
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
@@ -129,6 +152,11 @@ impl World {
     fn admin_set_image(&self, image: &str, message: &str) -> String {
         self.repo
             .write("apps/web/deploy.yaml", &deployment("web", image));
+        self.admin_commit(message)
+    }
+
+    /// Commits what is written and lands it on `main` as [`World::bad_commit`] does.
+    fn admin_commit(&self, message: &str) -> String {
         self.repo.git(&["add", "-A"]);
         self.repo.git(&["commit", "-q", "-m", message]);
         let sha = self.repo.git(&["rev-parse", "HEAD"]);
@@ -199,12 +227,7 @@ fn a_revert_waits_as_a_pull_request_and_ends_reverted_when_a_human_merges_it() {
     wd.proc.wait_line("watching ", T);
     w.control("merge", 1);
     let st = wd.wait_state(&bad, "REVERTED", T);
-    let revert = st["revert_commit"].as_str().unwrap().to_string();
-    assert_eq!(
-        w.repo.remote_tip(),
-        revert,
-        "the forge's merge is what reverted it"
-    );
+    w.landed(&st, 1);
     assert!(
         st["reason"]
             .as_str()
@@ -218,7 +241,8 @@ fn a_revert_waits_as_a_pull_request_and_ends_reverted_when_a_human_merges_it() {
         "a second request was opened: {second}"
     );
     assert_eq!(count_reverts_of(&w.repo, &bad), 1);
-    w.sb.wait_app("web", T, |a| healthy_at(a, &revert));
+    let tip = w.repo.remote_tip();
+    w.sb.wait_app("web", T, |a| healthy_at(a, &tip));
     let out = wd.proc.output();
     assert!(!out.contains(TOKEN), "{out}");
 }
@@ -231,9 +255,13 @@ fn auto_merge_with_nothing_to_wait_for_reverts_through_the_request(flavour: &str
     let wd = w.watchdog(flavour, &[]);
     let bad = w.bad_commit("4");
     let st = wd.wait_state(&bad, "REVERTED", T);
-    let revert = st["revert_commit"].as_str().unwrap().to_string();
-    assert_eq!(w.repo.remote_tip(), revert);
     assert_eq!(w.pull(1)["state"], "merged");
+    // Merged as the request was armed: the forge's merge is what the executor reports.
+    assert_eq!(
+        st["revert_commit"].as_str(),
+        Some(w.repo.remote_tip().as_str())
+    );
+    w.landed(&st, 1);
     assert_eq!(count_reverts_of(&w.repo, &bad), 1);
 }
 
@@ -277,6 +305,65 @@ fn a_fix_forward_while_the_revert_waits_withdraws_the_request() {
         out.contains("newer commits changed the app while the revert waited"),
         "{out}"
     );
+}
+
+/// One commit failing on two apps has one revert and one request: the second watch waits for
+/// the first one's request (its own request is never carried out), and the merge reverts both.
+fn one_commit_failing_on_two_apps_waits_for_one_request() {
+    let w = world_of(&["web", "other"], "github", &["--no-auto-merge"]);
+    let wd = w.watchdog("github", &[]);
+    w.repo
+        .write("apps/web/deploy.yaml", &deployment("web", BAD))
+        .write("apps/other/deploy.yaml", &deployment("other", BAD));
+    let bad = w.admin_commit(&format!(
+        "web, other: bad\n\n{}\n{}",
+        trailer("web", "3", "arm"),
+        trailer("other", "3", "arm")
+    ));
+    let web = wd.wait_state_of(&bad, "web", "FAIL", T);
+    let other = wd.wait_state_of(&bad, "other", "FAIL", T);
+    let deadline = std::time::Instant::now() + T;
+    let (mut web, mut other) = (web, other);
+    while web["revert_pull_request"].is_null() || other["revert_pull_request"].is_null() {
+        assert!(std::time::Instant::now() < deadline, "{web}\n{other}");
+        std::thread::sleep(Duration::from_millis(100));
+        web = wd.wait_state_of(&bad, "web", "FAIL", T);
+        other = wd.wait_state_of(&bad, "other", "FAIL", T);
+    }
+    assert_eq!(web["revert_pull_request"], other["revert_pull_request"]);
+    let second = http_get(&format!("{}/sandbox/v1/forge/pulls/2", w.forge));
+    assert!(!second.contains("\"state\""), "a second request: {second}");
+    w.control("merge", 1);
+    let web = wd.wait_state_of(&bad, "web", "REVERTED", T);
+    let other = wd.wait_state_of(&bad, "other", "REVERTED", T);
+    assert_eq!(web["revert_commit"], other["revert_commit"]);
+    let st = wd.status();
+    assert_eq!(st["breaker"]["consecutive_reverts"], 1, "{st}");
+}
+
+/// Auto-merge armed on a branch that requires a check: the request waits (FAIL, pending) until
+/// the check passes on its head, then the forge merges it and the watch ends REVERTED.
+fn auto_merge_waits_for_the_required_check() {
+    let w = world("github", &["--require-check", "ci"]);
+    let wd = w.watchdog("github", &[]);
+    let bad = w.bad_commit("4");
+    let line = wd.proc.wait_line(" proposed as ", T);
+    assert!(
+        line.contains("the forge merges it once its checks pass"),
+        "{line}"
+    );
+    let st = wd.wait_state(&bad, "FAIL", T);
+    assert_eq!(st["revert_pending"], true, "{st}");
+    assert_eq!(w.pull(1)["state"], "open");
+    assert_eq!(w.repo.remote_tip(), bad);
+    let head = w.pull(1)["head_sha"].as_str().unwrap().to_string();
+    http_post(&format!(
+        "{}/sandbox/v1/forge/status?context=ci&state=success&sha={head}",
+        w.forge
+    ));
+    let st = wd.wait_state(&bad, "REVERTED", T);
+    assert_eq!(w.pull(1)["state"], "merged");
+    w.landed(&st, 1);
 }
 
 /// Polls the watch of `commit` until its reason contains `words`.
@@ -328,4 +415,14 @@ fn a_fix_forward_while_the_revert_waits_withdraws_the_request_() {
         "3.5",
         a_fix_forward_while_the_revert_waits_withdraws_the_request,
     );
+}
+
+#[test]
+fn one_commit_failing_on_two_apps_waits_for_one_request_() {
+    on_argocd("2.14", one_commit_failing_on_two_apps_waits_for_one_request);
+}
+
+#[test]
+fn auto_merge_waits_for_the_required_check_() {
+    on_argocd("3.5", auto_merge_waits_for_the_required_check);
 }
