@@ -207,6 +207,11 @@ fn auto_merge_with_nothing_to_wait_for_promotes_through_a_merged_pull_request(fl
     assert!(out.contains("check 1 smoke (command) passed"), "{out}");
     assert!(out.contains("promoted"), "{out}");
     assert!(!out.contains("proposed"), "{out}");
+    // The request that carried it is named, though it merged at once.
+    assert!(
+        out.contains("pull request #1 opened: ") && out.contains("merged at once as "),
+        "{out}"
+    );
     // The tip is the forge's merge; its second parent the promotion commit, with the evidence.
     let parents = w.repo.bare_git(&["log", "-1", "--format=%P", "main"]);
     assert_eq!(parents.split(' ').count(), 2, "a merge commit: {parents}");

@@ -26,6 +26,13 @@ pub enum Landed {
     Guarded { tip: String },
     /// A pull request proposes the promotion; it has not merged.
     Proposed(Proposal),
+    /// A pull request carried the promotion and merged at once (auto-merge with nothing to
+    /// wait for) as `commit`.
+    Merged {
+        commit: String,
+        number: u64,
+        url: String,
+    },
 }
 
 /// An open pull request that carries the promotion commit.
@@ -128,17 +135,32 @@ impl Land for PullRequest {
             match self.block_on(self.client.enable_auto_merge(&request)) {
                 Ok(AutoMerge::Armed) => auto_merge = true,
                 Ok(AutoMerge::Merged { merge_commit }) => {
-                    return Ok(Landed::Committed {
+                    return Ok(Landed::Merged {
                         commit: merge_commit,
+                        number: request.number,
+                        url: request.url,
                     });
                 }
                 // Nothing to wait for (GitHub refuses to arm a request that can merge now):
-                // auto-merge means merge once mergeable, and it is.
+                // auto-merge means merge once mergeable, and it is. A merge the forge refuses
+                // after all leaves the request open for a human, said so: the run does not fail
+                // with a request it opened.
                 Err(ForgeError::AlreadyMergeable { .. }) => {
-                    let merged = self
-                        .block_on(self.client.merge(&request))
-                        .map_err(|e| self.forge_error("cannot merge the pull request", e))?;
-                    return Ok(Landed::Committed { commit: merged });
+                    match self.block_on(self.client.merge(&request)) {
+                        Ok(merged) => {
+                            return Ok(Landed::Merged {
+                                commit: merged,
+                                number: request.number,
+                                url: request.url,
+                            });
+                        }
+                        Err(e) => {
+                            auto_merge_refused = Some(format!(
+                                "{:#}",
+                                self.forge_error("the pull request could not be merged", e)
+                            ));
+                        }
+                    }
                 }
                 // The request is open: auto-merge refused leaves it to a human, said so — the
                 // run does not fail with a request it opened.

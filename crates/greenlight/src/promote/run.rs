@@ -1006,6 +1006,17 @@ impl RunCtx<'_> {
                             Some(Input::PromotionCommitted { commit })
                         }
                         Landed::Guarded { tip } => Some(Input::LiveManifestChanged { commit: tip }),
+                        Landed::Merged {
+                            commit,
+                            number,
+                            url,
+                        } => {
+                            report.line(&format!(
+                                "pull request #{number} opened: {url}; nothing to wait for: merged at once as {commit}"
+                            ))?;
+                            self.record.pull_request = Some(url);
+                            Some(Input::PromotionCommitted { commit })
+                        }
                         Landed::Proposed(p) => {
                             report.line(&format!(
                                 "pull request #{} opened: {}{}",
