@@ -1350,6 +1350,7 @@ impl Engine {
         now: Timestamp,
     ) -> Vec<Effect> {
         let mut out = Vec::new();
+        let mut withdrawn = BTreeSet::new();
         for i in 0..self.watches.len() {
             let w = &self.watches[i];
             let Some(p) = w.proposal().cloned() else {
@@ -1372,14 +1373,18 @@ impl Engine {
                     revert: commit.sha.clone(),
                 };
                 out.extend(self.end_proposal(i, adopted, now));
-                out.push(Effect::Withdraw {
-                    why: format!(
-                        "the commit was reverted on {} by {}",
-                        self.config.branch,
-                        commit.sha.short()
-                    ),
-                    proposal: p,
-                });
+                // One request for every watch that shares it: withdrawn once.
+                if !withdrawn.contains(&p.url) {
+                    withdrawn.insert(p.url.clone());
+                    out.push(Effect::Withdraw {
+                        why: format!(
+                            "the commit was reverted on {} by {}",
+                            self.config.branch,
+                            commit.sha.short()
+                        ),
+                        proposal: p,
+                    });
+                }
                 continue;
             }
             let paths = w
@@ -1392,20 +1397,59 @@ impl Engine {
                 continue;
             }
             self.dirty.insert(i);
-            if self.watches[i].proposal_superseded(std::slice::from_ref(&commit.sha)) {
-                let newer = vec![commit.sha.clone()];
-                let msg = Message::RevertWithdrawing {
-                    url: p.url.clone(),
-                    newer: newer.clone(),
-                };
-                out.push(self.emit(i, EventKind::RevertWithdrawing, msg, now));
+            let first = p.superseded_by.is_empty() && p.withdrawn_for.is_none();
+            self.watches[i].proposal_superseded(LaterCommit {
+                sha: commit.sha.clone(),
+                changed_paths: commit.changed_paths.clone(),
+            });
+            if !first {
+                continue;
+            }
+            let msg = Message::RevertWithdrawing {
+                url: p.url.clone(),
+                newer: vec![commit.sha.clone()],
+                other_app: None,
+            };
+            out.push(self.emit(i, EventKind::RevertWithdrawing, msg, now));
+            if !withdrawn.contains(&p.url) {
+                withdrawn.insert(p.url.clone());
                 out.push(Effect::Withdraw {
                     why: format!(
-                        "newer commits changed the app while this revert waited ({}): the failure no longer shows that the reverted commit is at fault",
+                        "newer commits changed app {} while this revert waited ({}): the failure no longer shows that the reverted commit is at fault",
+                        self.watches[i].app,
                         commit.sha.short()
                     ),
-                    proposal: p,
+                    proposal: p.clone(),
                 });
+            }
+            // The other watches that share the request: withdrawn for this one's reason unless
+            // the commit changed their app too (then theirs is the same, and is seen in turn).
+            let why = format!(
+                "newer commit {} changed app {}",
+                commit.sha.short(),
+                self.watches[i].app
+            );
+            for j in 0..self.watches.len() {
+                if j == i || self.watches[j].proposal().is_none_or(|o| o.url != p.url) {
+                    continue;
+                }
+                let theirs = self.watches[j].source_paths().cloned().unwrap_or_else(|| {
+                    SourcePaths::Unknown {
+                        why: "the app's source paths are not known".into(),
+                    }
+                });
+                if touches(&theirs, &commit.changed_paths).touches() {
+                    continue;
+                }
+                if self.watches[j].proposal_withdrawn_for(&why) {
+                    self.dirty.insert(j);
+                    let msg = Message::RevertWithdrawing {
+                        url: p.url.clone(),
+                        newer: vec![commit.sha.clone()],
+                        other_app: Some(self.watches[i].app.clone()),
+                    };
+                    out.push(self.emit(j, EventKind::RevertWithdrawing, msg, now));
+                }
             }
         }
         out
@@ -2449,7 +2493,10 @@ impl Engine {
             .watches
             .iter()
             .filter(|o| o.commit == *commit)
-            .find_map(|o| o.proposal().filter(|p| p.superseded_by.is_empty()))
+            .find_map(|o| {
+                o.proposal()
+                    .filter(|p| p.superseded_by.is_empty() && p.withdrawn_for.is_none())
+            })
             .cloned();
         if let Some(p) = open {
             self.watches[i].revert_requested(failure.clone(), now);

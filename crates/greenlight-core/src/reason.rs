@@ -94,7 +94,7 @@ pub enum NoEvidence {
         commit: CommitId,
         suspects: Vec<CommitId>,
     },
-    /// Commits that changed the app landed after the verdict, before the revert was pushed.
+    /// Commits that changed the app landed after the verdict, before the revert landed.
     Superseded { app: AppRef, newer: Vec<CommitId> },
     /// A watched merge whose branch side greenlight could not tell.
     MergeSideUnknown { commit: CommitId },
@@ -206,7 +206,7 @@ impl fmt::Display for NoEvidence {
             ),
             NoEvidence::Superseded { app, newer } => write!(
                 f,
-                "{NO_EVIDENCE} any more: newer commit(s) {} changed app {app}'s source paths after the verdict, before the revert was pushed (a fix-forward, or a change Argo CD may have synced since); not reverted",
+                "{NO_EVIDENCE} any more: newer commit(s) {} changed app {app}'s source paths after the verdict, before the revert landed (a fix-forward, or a change Argo CD may have synced since); not reverted",
                 shorts(newer)
             ),
             NoEvidence::MergeSideUnknown { commit } => write!(
@@ -562,6 +562,8 @@ pub enum Message {
     RevertWithdrawing {
         url: String,
         newer: Vec<CommitId>,
+        /// The request is shared, and the newer commits changed this other app (not this one).
+        other_app: Option<AppRef>,
     },
     BreakerOpened {
         after: u32,
@@ -1236,9 +1238,22 @@ impl fmt::Display for Message {
                 branch,
                 url,
             } => write!(f, "revert {url} merged into {branch} as {}", revert.short()),
-            Message::RevertWithdrawing { url, newer } => write!(
+            Message::RevertWithdrawing {
+                url,
+                newer,
+                other_app: None,
+            } => write!(
                 f,
                 "newer commits changed the app while the revert waited ({}): the verdict no longer rests on evidence, so the revert's pull request {url} is being closed; nothing is reverted unless it had already merged",
+                short_list(newer)
+            ),
+            Message::RevertWithdrawing {
+                url,
+                newer,
+                other_app: Some(other),
+            } => write!(
+                f,
+                "newer commits changed app {other} while the shared revert waited ({}): its pull request {url} is being closed; this app's failure stands, and nothing is reverted unless it had already merged",
                 short_list(newer)
             ),
             Message::BreakerOpened { after } => write!(

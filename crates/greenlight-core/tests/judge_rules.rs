@@ -3317,7 +3317,7 @@ fn a_revert_superseded_by_a_newer_commit_is_a_fail_without_revert() {
     let reason = h.watch(&c.sha).reason().to_string();
     assert!(
         reason.contains(&format!(
-            "no evidence that this commit broke the app any more: newer commit(s) {} changed app web's source paths after the verdict, before the revert was pushed",
+            "no evidence that this commit broke the app any more: newer commit(s) {} changed app web's source paths after the verdict, before the revert landed",
             fix.short()
         )),
         "{reason}"
@@ -4354,6 +4354,7 @@ fn proposal(n: u64) -> greenlight_core::watch::RevertProposal {
         head: format!("greenlight/revert/{n}"),
         auto_merge: true,
         superseded_by: Vec::new(),
+        withdrawn_for: None,
     }
 }
 
@@ -4655,5 +4656,177 @@ fn two_watches_of_one_commit_wait_for_one_pull_request() {
         h.engine.breaker().consecutive_reverts,
         1,
         "one revert commit"
+    );
+}
+
+#[test]
+fn a_fail_after_its_withdrawn_request_closed_reads_back_as_written() {
+    let (mut h, w, _) = proposed_arm();
+    h.arrive(&plain(71, &["apps/web/deploy.yaml"]), t(110));
+    h.engine.proposal_ended(
+        &proposal(7).url,
+        RevertOutcome::Closed {
+            url: proposal(7).url,
+        },
+        t(130),
+    );
+    assert_eq!(h.state(&w), State::Fail);
+    let restored = through_the_store(h.engine.watches());
+    assert_eq!(
+        restored[0],
+        h.engine.watches()[0],
+        "the newer commit is typed, not recorded words"
+    );
+    assert!(
+        h.reason(&w).contains("before the revert landed"),
+        "{}",
+        h.reason(&w)
+    );
+}
+
+#[test]
+fn a_shared_request_withdrawn_for_one_app_is_closed_once_and_the_other_apps_failure_stands() {
+    let mut h = Harness::new(config());
+    let msg = message(
+        "change web and api",
+        &[
+            "Nav-Watchdog: app=web deadline=60 mode=arm",
+            "Nav-Watchdog: app=api deadline=60 mode=arm",
+        ],
+    );
+    let c = commit(1, &msg, &["apps/web/deploy.yaml", "apps/api/deploy.yaml"]);
+    h.arrive(&c, t(0));
+    let r = containing(&mut h, &c.sha, 1);
+    let web = Snap::new("web").deployed(&r).health(Health::Degraded);
+    let api = Snap::new("api").deployed(&r).health(Health::Degraded);
+    for at in (10..=60).step_by(10) {
+        h.observe(&web, t(at));
+        h.observe(&api, t(at));
+    }
+    let rs = reverts(&h.tick(t(70)));
+    h.finish_revert(
+        &rs[0].watch_id,
+        RevertOutcome::Proposed {
+            proposal: proposal(9),
+            note: None,
+        },
+        t(75),
+    );
+    // A fix-forward to web only.
+    let out = h.arrive(&plain(72, &["apps/web/deploy.yaml"]), t(80));
+    assert_eq!(
+        withdrawals(&out).len(),
+        1,
+        "one close for one request: {out:?}"
+    );
+    assert_eq!(
+        kinds(&out),
+        vec![K::RevertWithdrawing, K::RevertWithdrawing],
+        "{out:?}"
+    );
+    assert!(
+        events(&out)[1]
+            .message
+            .contains("changed app web while the shared revert waited"),
+        "{}",
+        events(&out)[1].message
+    );
+    // A second newer commit to both apps asks nothing more.
+    let out = h.arrive(
+        &plain(73, &["apps/web/deploy.yaml", "apps/api/deploy.yaml"]),
+        t(85),
+    );
+    assert!(withdrawals(&out).is_empty(), "{out:?}");
+    h.engine.proposal_ended(
+        &proposal(9).url,
+        RevertOutcome::Closed {
+            url: proposal(9).url,
+        },
+        t(90),
+    );
+    let by_app = |app: &str| {
+        h.engine
+            .watches()
+            .iter()
+            .find(|w| w.app.name == app)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(by_app("web").state(), State::Fail);
+    assert!(by_app("web").revert_commit().is_none());
+    // api's own evidence was not touched by 72; 73 came after the request was withdrawn, and
+    // is named too.
+    assert_eq!(
+        by_app("api").state(),
+        State::Fail,
+        "{}",
+        by_app("api").reason()
+    );
+    assert!(
+        by_app("api")
+            .reason()
+            .to_string()
+            .contains(&commit_id(73).short()),
+        "{}",
+        by_app("api").reason()
+    );
+    let restored = through_the_store(h.engine.watches());
+    assert_eq!(restored, h.engine.watches().to_vec());
+}
+
+#[test]
+fn a_shared_request_greenlight_closed_for_another_app_leaves_this_ones_failure_standing() {
+    let mut h = Harness::new(config());
+    let msg = message(
+        "change web and api",
+        &[
+            "Nav-Watchdog: app=web deadline=60 mode=arm",
+            "Nav-Watchdog: app=api deadline=60 mode=arm",
+        ],
+    );
+    let c = commit(1, &msg, &["apps/web/deploy.yaml", "apps/api/deploy.yaml"]);
+    h.arrive(&c, t(0));
+    let r = containing(&mut h, &c.sha, 1);
+    let web = Snap::new("web").deployed(&r).health(Health::Degraded);
+    let api = Snap::new("api").deployed(&r).health(Health::Degraded);
+    for at in (10..=60).step_by(10) {
+        h.observe(&web, t(at));
+        h.observe(&api, t(at));
+    }
+    let rs = reverts(&h.tick(t(70)));
+    h.finish_revert(
+        &rs[0].watch_id,
+        RevertOutcome::Proposed {
+            proposal: proposal(9),
+            note: None,
+        },
+        t(75),
+    );
+    h.arrive(&plain(72, &["apps/web/deploy.yaml"]), t(80));
+    h.engine.proposal_ended(
+        &proposal(9).url,
+        RevertOutcome::Closed {
+            url: proposal(9).url,
+        },
+        t(90),
+    );
+    let api = h
+        .engine
+        .watches()
+        .iter()
+        .find(|w| w.app.name == "api")
+        .unwrap();
+    assert_eq!(api.state(), State::RevertFailed);
+    assert!(
+        api.reason()
+            .to_string()
+            .contains("greenlight closed the revert's pull request"),
+        "{}",
+        api.reason()
+    );
+    assert!(
+        api.reason().to_string().contains("changed app web"),
+        "{}",
+        api.reason()
     );
 }

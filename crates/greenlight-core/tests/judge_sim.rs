@@ -210,10 +210,9 @@ impl Strict {
         window_arrival: false,
         vouched_deadline: true,
         withdraw_once: true,
-        // Off until the judge keeps a withdrawn proposal's newer commits where the state file
-        // re-types the verdict from (as `RevertOutcome::Superseded` adds them to the later
-        // commits): `GREENLIGHT_SIM_SEED=349` fails with it on.
-        withdrawn_readback: false,
+        // The judge keeps a withdrawn proposal's newer commits among the later commits, where
+        // the state file re-types the verdict from (`GREENLIGHT_SIM_SEED=349` failed before).
+        withdrawn_readback: true,
     };
 }
 
@@ -1549,6 +1548,7 @@ impl Sim {
             head: format!("greenlight/revert-{n}"),
             auto_merge: self.pr_rng.chance(50),
             superseded_by: Vec::new(),
+            withdrawn_for: None,
         };
         let note = self
             .pr_rng

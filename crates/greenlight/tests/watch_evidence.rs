@@ -140,7 +140,7 @@ fn a_fix_forward_greenlight_had_not_fetched_stops_the_revert() {
     let reason = w["reason"].as_str().unwrap();
     assert!(
         reason.contains(&format!(
-            "no evidence that this commit broke the app any more: newer commit(s) {} changed app web's source paths after the verdict, before the revert was pushed",
+            "no evidence that this commit broke the app any more: newer commit(s) {} changed app web's source paths after the verdict, before the revert landed",
             &fix[..8]
         )),
         "{reason}"

@@ -297,6 +297,10 @@ pub struct RevertProposal {
     /// evidence, and the request is being withdrawn (closed). Empty while it stands.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded_by: Vec<CommitId>,
+    /// The request is shared with another watch of the same commit and is being withdrawn for
+    /// that watch's reason (its app changed since): this watch's failure still stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withdrawn_for: Option<String>,
 }
 
 /// A verdict.
@@ -887,20 +891,34 @@ impl Watch {
         }
     }
 
-    /// Newer commits changed the app while the proposal was open. False when there is no
-    /// proposal, or it was already withdrawn (the commits are added to it then).
-    pub(crate) fn proposal_superseded(&mut self, newer: &[CommitId]) -> bool {
+    /// A newer commit changed the app while the proposal was open: it is recorded as a later
+    /// commit (the verdict's words name it) and the proposal is withdrawn. False when there is
+    /// no proposal.
+    pub(crate) fn proposal_superseded(&mut self, newer: LaterCommit) -> bool {
+        let Phase::Reverting(Reverting {
+            proposal: Some(p), ..
+        }) = &mut self.phase
+        else {
+            return false;
+        };
+        if !p.superseded_by.contains(&newer.sha) {
+            p.superseded_by.push(newer.sha.clone());
+        }
+        if !self.later_commits.iter().any(|l| l.sha == newer.sha) {
+            self.later_commits.push(newer);
+        }
+        true
+    }
+
+    /// The shared proposal is withdrawn for another watch's reason (`why`). False when there
+    /// is no proposal, or it is withdrawn already.
+    pub(crate) fn proposal_withdrawn_for(&mut self, why: &str) -> bool {
         match &mut self.phase {
             Phase::Reverting(Reverting {
                 proposal: Some(p), ..
-            }) => {
-                let first = p.superseded_by.is_empty();
-                for c in newer {
-                    if !p.superseded_by.contains(c) {
-                        p.superseded_by.push(c.clone());
-                    }
-                }
-                first
+            }) if p.superseded_by.is_empty() && p.withdrawn_for.is_none() => {
+                p.withdrawn_for = Some(why.to_string());
+                true
             }
             _ => false,
         }
@@ -953,11 +971,20 @@ impl Watch {
                     }),
                 }
             }
-            RevertOutcome::Closed { url } => Verdict::RevertFailed {
-                message: format!(
-                    "the revert's pull request {url} was closed without merging; nothing was reverted"
-                ),
-            },
+            RevertOutcome::Closed { url } => {
+                match r.proposal.as_ref().and_then(|p| p.withdrawn_for.as_ref()) {
+                    Some(why) => Verdict::RevertFailed {
+                        message: format!(
+                            "greenlight closed the revert's pull request {url}, shared with another watch of this commit, because {why}; nothing was reverted, and this app's failure still stands"
+                        ),
+                    },
+                    None => Verdict::RevertFailed {
+                        message: format!(
+                            "the revert's pull request {url} was closed without merging; nothing was reverted"
+                        ),
+                    },
+                }
+            }
             // Only the executor's first report proposes; a proposal is not a verdict.
             RevertOutcome::Proposed { .. } => {
                 self.phase = Phase::Reverting(r);

@@ -95,6 +95,7 @@ impl GitRepository {
             head: head.to_string(),
             auto_merge: false,
             superseded_by: Vec::new(),
+            withdrawn_for: None,
         };
         let mut note = None;
         if pr.auto_merge {

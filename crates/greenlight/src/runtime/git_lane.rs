@@ -279,12 +279,9 @@ impl Runtime {
         if self.git.forging {
             return;
         }
-        let mut asked: Vec<(String, greenlight_core::commit::CommitId, RevertProposal)> = self
-            .engine
-            .proposals()
-            .into_iter()
-            .filter(|(_, _, p)| p.superseded_by.is_empty())
-            .collect();
+        // Withdrawn ones too: a close that failed leaves the forge to say how it ends.
+        let mut asked: Vec<(String, greenlight_core::commit::CommitId, RevertProposal)> =
+            self.engine.proposals();
         asked.sort_by(|a, b| a.2.url.cmp(&b.2.url));
         asked.dedup_by(|a, b| a.2.url == b.2.url);
         if asked.is_empty() {

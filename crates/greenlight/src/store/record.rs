@@ -113,6 +113,9 @@ pub struct ProposalRecord {
     /// Newer commits that changed the app while it was open (it is being withdrawn).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded_by: Vec<String>,
+    /// Shared with another watch of the commit and withdrawn for that watch's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withdrawn_for: Option<String>,
 }
 
 fn is_zero(n: &i64) -> bool {
@@ -468,6 +471,7 @@ impl From<&Watch> for WatchRecord {
                     .iter()
                     .map(|c| c.as_str().to_string())
                     .collect(),
+                withdrawn_for: p.withdrawn_for.clone(),
             }),
         }
     }
@@ -523,6 +527,7 @@ impl TryFrom<WatchRecord> for Watch {
                 number: p.number,
                 head: p.head,
                 auto_merge: p.auto_merge,
+                withdrawn_for: p.withdrawn_for,
             }),
         };
         let flat = FlatWatch {
