@@ -4766,7 +4766,7 @@ fn a_shared_request_withdrawn_for_one_app_is_closed_once_and_the_other_apps_fail
         by_app("api")
             .reason()
             .to_string()
-            .contains(&commit_id(73).short()),
+            .contains(commit_id(73).short()),
         "{}",
         by_app("api").reason()
     );
