@@ -65,13 +65,18 @@ impl fmt::Display for AppRef {
     }
 }
 
+/// `expect`'s canonical values.
+pub const EXPECT_HEALTHY: &str = "Healthy";
+pub const EXPECT_RUNNING: &str = "Healthy,Running";
+
 /// One parsed trailer: what to watch and how.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Directive {
     pub app: AppRef,
     pub deadline_ms: i64,
     pub mode: Mode,
-    /// Only `Healthy` is supported: the one state a verdict is defined for.
+    /// [`EXPECT_HEALTHY`], or [`EXPECT_RUNNING`]: healthy, and the Pods run the digests git
+    /// pins (`docs/verdicts.md#expect-running`).
     pub expect: String,
 }
 
@@ -136,13 +141,30 @@ impl Directive {
             Some("arm") => Mode::Arm,
             Some(other) => return Err(err("mode", format!("{other:?} is not `shadow` or `arm`"))),
         };
+        // `Healthy` always; `Running` adds verify (the Pods run the digests git pins).
         let expect = match expect.as_deref() {
-            None | Some("Healthy") => "Healthy".to_string(),
-            Some(other) => {
-                return Err(err(
-                    "expect",
-                    format!("{other:?} is not supported (only `Healthy`)"),
-                ));
+            None => EXPECT_HEALTHY.to_string(),
+            Some(list) => {
+                let mut running = false;
+                for part in list.split(',') {
+                    match part {
+                        "Healthy" => {}
+                        "Running" => running = true,
+                        other => {
+                            return Err(err(
+                                "expect",
+                                format!(
+                                    "{other:?} is not supported (`Healthy`, or `Healthy,Running`: the Pods also run the digests git pins)"
+                                ),
+                            ));
+                        }
+                    }
+                }
+                if running {
+                    EXPECT_RUNNING.to_string()
+                } else {
+                    EXPECT_HEALTHY.to_string()
+                }
             }
         };
         Ok(Directive {
@@ -151,6 +173,11 @@ impl Directive {
             mode,
             expect,
         })
+    }
+
+    /// `expect=Healthy,Running`: the verdict also needs the Pods to run the digests git pins.
+    pub fn expects_running(&self) -> bool {
+        self.expect == EXPECT_RUNNING
     }
 
     /// The canonical trailer text for this directive. The deadline is written exactly (`900s`,

@@ -382,7 +382,9 @@ impl Outcome {
                 not_reverted: NoRevert::DryRun,
                 ..
             } => Outcome::WouldHaveRevertedDryRun,
-            Verdict::Failed { .. } | Verdict::Suspended { .. } => Outcome::FailedNotReverted,
+            Verdict::Failed { .. } | Verdict::Suspended { .. } | Verdict::NotRunning { .. } => {
+                Outcome::FailedNotReverted
+            }
             Verdict::Attribution { .. } | Verdict::ChangedOutside { .. } => {
                 Outcome::NotAttributable
             }

@@ -197,6 +197,45 @@ pub enum Effect {
         proposal: RevertProposal,
         why: String,
     },
+    /// `expect=Healthy,Running`: read what the app's Pods run against what git pins, and
+    /// answer with [`Engine::verified`].
+    Verify {
+        watch_id: String,
+        commit: CommitId,
+        app: AppRef,
+    },
+}
+
+/// What verify found for a watch with `expect=Healthy,Running` (the answer to
+/// [`Effect::Verify`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verification {
+    /// Every Pod of every workload runs the digest git pins: the summary.
+    Running(String),
+    /// Some or none do (a rollout under way, a stalled sync): what they run.
+    NotRunning(String),
+    /// A manifest names a tag, not a digest: which.
+    Tag(String),
+    /// The Pods could not be read: why.
+    Failed(String),
+}
+
+/// A watch whose healthy streak completed and waits for verify (not kept across a restart:
+/// a resumed watch asks again).
+#[derive(Clone, Debug)]
+struct Verifying {
+    /// The streak it verifies: an answer from an earlier streak counts for nothing.
+    streak_since: Timestamp,
+    first_asked: Timestamp,
+    outstanding: bool,
+    answer: Option<(Verification, Timestamp)>,
+}
+
+/// How the verify gate of a completed streak decides.
+enum Gate {
+    Confirm(String),
+    Wait(Vec<Effect>),
+    End(Verdict, EventKind),
 }
 
 /// An observation of one app: present with its facts, or absent from a complete listing.
@@ -289,6 +328,8 @@ pub struct Engine {
     /// The latest time the judge was given: questions are asked before an observation's own
     /// time is known.
     clock: Timestamp,
+    /// Watches whose streak completed and that wait for verify, by id.
+    verifying: BTreeMap<String, Verifying>,
     /// When [`Engine::resume`] ran (a restart, a new leader): until `--stale-after` after it,
     /// an observation from before it going stale is the downtime's doing, not the app's, and
     /// ends no streak (`docs/verdicts.md#observed-time`).
@@ -317,6 +358,7 @@ impl Engine {
             namespaces: BTreeMap::new(),
             clock: Timestamp(i64::MIN),
             resumed_at: None,
+            verifying: BTreeMap::new(),
         }
     }
 
@@ -1319,7 +1361,27 @@ impl Engine {
                     w.deadline_passed() && w.last_observed_at().is_some_and(|t| t < *r)
                 });
                 let resumed = resuming.map(|r| r.plus_ms(self.config.stale_after_ms + 1));
-                [deadline, absent, streak, paused, stale, resumed]
+                // Verify: its window's end, and when it asks again.
+                let (verify_end, verify_again) = match self.verifying.get(&w.id) {
+                    Some(v) => (
+                        Some(v.first_asked.plus_ms(self.verify_window_ms())),
+                        v.answer
+                            .as_ref()
+                            .filter(|_| !v.outstanding)
+                            .map(|(_, at)| at.plus_ms(self.verify_retry_ms())),
+                    ),
+                    None => (None, None),
+                };
+                [
+                    deadline,
+                    absent,
+                    streak,
+                    paused,
+                    stale,
+                    resumed,
+                    verify_end,
+                    verify_again,
+                ]
             })
             .flatten()
             .filter(|t| *t > handled)
@@ -1529,6 +1591,107 @@ impl Engine {
         out
     }
 
+    /// How long a completed streak waits for verify to find every Pod running what git pins,
+    /// and how often it asks again meanwhile (`docs/verdicts.md#expect-running`).
+    fn verify_window_ms(&self) -> i64 {
+        self.config.stable_for_ms.max(1000)
+    }
+    fn verify_retry_ms(&self) -> i64 {
+        (self.config.stable_for_ms / 4).clamp(1000, 15_000)
+    }
+
+    /// `expect=Healthy,Running`: watch `i`'s healthy streak since `since` completed; verify
+    /// decides whether it is confirmed.
+    fn verify_gate(&mut self, i: usize, since: Timestamp, now: Timestamp) -> Gate {
+        let window = self.verify_window_ms();
+        let retry = self.verify_retry_ms();
+        let w = &self.watches[i];
+        let ask = Effect::Verify {
+            watch_id: w.id.clone(),
+            commit: w.commit.clone(),
+            app: w.app.clone(),
+        };
+        let v = self
+            .verifying
+            .entry(w.id.clone())
+            .or_insert_with(|| Verifying {
+                streak_since: since,
+                first_asked: now,
+                outstanding: false,
+                answer: None,
+            });
+        if v.streak_since != since {
+            *v = Verifying {
+                streak_since: since,
+                first_asked: now,
+                outstanding: false,
+                answer: None,
+            };
+        }
+        let overdue = now >= v.first_asked.plus_ms(window);
+        match &v.answer {
+            Some((Verification::Running(summary), _)) => return Gate::Confirm(summary.clone()),
+            Some((Verification::Tag(what), _)) => {
+                let why = Unwatchable::MutableTag { what: what.clone() };
+                return Gate::End(Verdict::Unwatchable(why), EventKind::Unwatchable);
+            }
+            Some((Verification::NotRunning(what), _)) if overdue => {
+                let verdict = Verdict::NotRunning {
+                    what: what.clone(),
+                    window_ms: window,
+                };
+                return Gate::End(verdict, EventKind::Failed);
+            }
+            Some((Verification::Failed(why), _)) if overdue => {
+                let why = Inconclusive::NotVerified { why: why.clone() };
+                return Gate::End(Verdict::Inconclusive(why), EventKind::Inconclusive);
+            }
+            _ if overdue && v.outstanding => {
+                let why = Inconclusive::NotVerified {
+                    why: format!(
+                        "verify did not answer within {}",
+                        crate::time::human_duration(window)
+                    ),
+                };
+                return Gate::End(Verdict::Inconclusive(why), EventKind::Inconclusive);
+            }
+            _ => {}
+        }
+        let due = match &v.answer {
+            None => true,
+            Some((_, at)) => now >= at.plus_ms(retry),
+        };
+        if v.outstanding || !due {
+            return Gate::Wait(Vec::new());
+        }
+        v.outstanding = true;
+        Gate::Wait(vec![ask])
+    }
+
+    /// Verify answered for watch `watch_id` (`expect=Healthy,Running`). Nothing happens for a
+    /// watch that no longer waits for it.
+    pub fn verified(
+        &mut self,
+        watch_id: &str,
+        answer: Verification,
+        now: Timestamp,
+    ) -> Vec<Effect> {
+        self.clock = self.clock.max(now);
+        let Some(i) = self
+            .watches
+            .iter()
+            .position(|w| w.id == watch_id && w.is_live())
+        else {
+            return Vec::new();
+        };
+        let Some(v) = self.verifying.get_mut(watch_id) else {
+            return Vec::new();
+        };
+        v.outstanding = false;
+        v.answer = Some((answer, now));
+        self.decide(i, now)
+    }
+
     /// The executor finished a revert.
     pub fn revert_finished(
         &mut self,
@@ -1675,6 +1838,7 @@ impl Engine {
     /// A verdict; its event says the verdict's words.
     fn finish(&mut self, i: usize, verdict: Verdict, kind: EventKind, now: Timestamp) -> Effect {
         self.watches[i].finish(verdict, now);
+        self.verifying.remove(&self.watches[i].id);
         let msg = self.watches[i].reason_text();
         self.emit(i, kind, msg, now)
     }
@@ -2307,6 +2471,18 @@ impl Engine {
                     };
                     let observed = banked + last.ms_since(h).max(0) + tail;
                     if observed >= self.config.stable_for_ms {
+                        let verified = if w.expect_running {
+                            match self.verify_gate(i, h, now) {
+                                Gate::Confirm(summary) => Some(summary),
+                                Gate::Wait(effects) => return effects,
+                                Gate::End(verdict, kind) => {
+                                    return vec![self.finish(i, verdict, kind, now)];
+                                }
+                            }
+                        } else {
+                            None
+                        };
+                        let w = &self.watches[i];
                         let left_out = w.seen().left_out.clone();
                         // Dry-run verdicts do not count for the breaker, either way.
                         if !(w.dry_run || self.config.dry_run) {
@@ -2316,6 +2492,7 @@ impl Engine {
                             stable_for_ms: self.config.stable_for_ms,
                             pauses,
                             left_out,
+                            verified,
                         };
                         return vec![self.finish(i, verdict, EventKind::Confirmed, now)];
                     }

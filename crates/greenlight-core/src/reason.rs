@@ -323,6 +323,11 @@ pub enum Unwatchable {
         app: String,
         namespaces: Vec<String>,
     },
+    /// `expect=Healthy,Running` on an app whose manifests name a tag, not a digest: what its
+    /// Pods run cannot be compared with git.
+    MutableTag {
+        what: String,
+    },
 }
 
 /// Which deadline decided.
@@ -356,6 +361,8 @@ pub enum Inconclusive {
     /// After reach the app could not be seen (absent from Argo CD's answers) when a deadline or
     /// the streak under way at it needed it (`docs/verdicts.md#streak-breaks`).
     AppUnseen { since: Timestamp },
+    /// `expect=Healthy,Running`: what the Pods run could not be read within the verify window.
+    NotVerified { why: String },
 }
 
 /// A verdict: how a watch ended (`docs/verdicts.md#states`). The state it reports is
@@ -370,6 +377,14 @@ pub enum Verdict {
         /// The chronic conditions the health predicate left out, as in the baseline
         /// (`docs/verdicts.md#evidence`, condition 3), labelled.
         left_out: Vec<String>,
+        /// `expect=Healthy,Running`: what verify found, every Pod running what git pins.
+        verified: Option<String>,
+    },
+    /// FAIL, never reverted: `expect=Healthy,Running`, healthy and stable, but the Pods did
+    /// not run what git pins within the verify window (`docs/verdicts.md#expect-running`).
+    NotRunning {
+        what: String,
+        window_ms: i64,
     },
     /// FAIL, and why it was not reverted.
     Failed {
@@ -424,6 +439,7 @@ impl Verdict {
     pub fn state(&self) -> State {
         match self {
             Verdict::Confirmed { .. } => State::Confirmed,
+            Verdict::NotRunning { .. } => State::Fail,
             Verdict::Failed { .. }
             | Verdict::Suspended { .. }
             | Verdict::Attribution { .. }
@@ -674,6 +690,19 @@ fn write_left_out(f: &mut fmt::Formatter<'_>, left_out: &[String]) -> fmt::Resul
     }
 }
 const DRY_RUN: &str = "dry-run: would have reverted; nothing pushed";
+const VERIFIED: &str = "; verified: ";
+const NOT_RUNNING: &str = "expect=Running: the Pods did not run what git pins within ";
+const MUTABLE_TAG: &str = "expect=Running, but ";
+const MUTABLE_TAG_END: &str = ": a tag names no digest, so what the Pods run cannot be compared with git; pin digests (greenlight guard image --resolve)";
+const NOT_VERIFIED: &str =
+    "inconclusive: healthy and stable, but what the Pods run could not be read: ";
+
+fn write_verified(f: &mut fmt::Formatter<'_>, verified: &Option<String>) -> fmt::Result {
+    match verified {
+        Some(v) => write!(f, "{VERIFIED}{v}"),
+        None => Ok(()),
+    }
+}
 const REVERTING: &str = "; reverting";
 const PROPOSED: &str = "; revert proposed as ";
 
@@ -837,6 +866,7 @@ impl fmt::Display for NotReached {
 impl fmt::Display for Unwatchable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Unwatchable::MutableTag { what } => write!(f, "{MUTABLE_TAG}{what}{MUTABLE_TAG_END}"),
             Unwatchable::AppMissing { app, grace_ms } => write!(
                 f,
                 "Application {app} does not exist after waiting {}: check the trailer's app name (`app=<name>` or `app=<namespace>/<name>`)",
@@ -893,6 +923,7 @@ impl fmt::Display for Unwatchable {
 impl fmt::Display for Inconclusive {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Inconclusive::NotVerified { why } => write!(f, "{NOT_VERIFIED}{why}; not reverted"),
             Inconclusive::StaleAtDeadline {
                 deadline,
                 last_observed,
@@ -949,26 +980,35 @@ impl fmt::Display for Verdict {
                 stable_for_ms,
                 pauses: 0,
                 left_out,
+                verified,
             } => {
                 write!(
                     f,
                     "confirmed: reached and healthy without a break for {}",
                     human_duration(*stable_for_ms)
                 )?;
-                write_left_out(f, left_out)
+                write_left_out(f, left_out)?;
+                write_verified(f, verified)
             }
             Verdict::Confirmed {
                 stable_for_ms,
                 pauses,
                 left_out,
+                verified,
             } => {
                 write!(
                     f,
                     "confirmed: reached and healthy for {} in all; the streak under way at the deadline paused {pauses} time(s) on a transient state and was healthy again each time",
                     human_duration(*stable_for_ms)
                 )?;
-                write_left_out(f, left_out)
+                write_left_out(f, left_out)?;
+                write_verified(f, verified)
             }
+            Verdict::NotRunning { what, window_ms } => write!(
+                f,
+                "{NOT_RUNNING}{} after it was healthy and stable: {what}; not reverted: a commit that does not run is not shown to be at fault (the sync may have stalled, or the change not been applied)",
+                human_duration(*window_ms)
+            ),
             Verdict::Failed {
                 failure,
                 not_reverted,
@@ -1394,6 +1434,10 @@ impl Verdict {
 }
 
 fn retype_confirmed(text: &str) -> Option<Verdict> {
+    let (text, verified) = match text.split_once(VERIFIED) {
+        Some((text, v)) => (text, Some(v.to_string())),
+        None => (text, None),
+    };
     let (text, left_out) = match text.split_once(LEFT_OUT) {
         Some((text, labels)) => (text, labels.split(", ").map(str::to_string).collect()),
         None => (text, Vec::new()),
@@ -1403,6 +1447,7 @@ fn retype_confirmed(text: &str) -> Option<Verdict> {
             stable_for_ms: parse_human_duration(d)?,
             pauses: 0,
             left_out,
+            verified,
         });
     }
     let rest = text.strip_prefix("confirmed: reached and healthy for ")?;
@@ -1412,6 +1457,7 @@ fn retype_confirmed(text: &str) -> Option<Verdict> {
         stable_for_ms: parse_human_duration(d)?,
         pauses: n.parse().ok()?,
         left_out,
+        verified,
     })
 }
 
@@ -1430,6 +1476,16 @@ fn retype_fail(text: &str, rec: &Recorded<'_>) -> Vec<Verdict> {
     let mut out = vec![Verdict::Suspended {
         deadline_ms: rec.deadline_ms,
     }];
+    if let Some(rest) = text.strip_prefix(NOT_RUNNING)
+        && let Some((window, rest)) = rest.split_once(" after it was healthy and stable: ")
+        && let Some(window_ms) = parse_human_duration(window)
+        && let Some((what, _)) = rest.rsplit_once("; not reverted: a commit that does not run")
+    {
+        out.push(Verdict::NotRunning {
+            what: what.to_string(),
+            window_ms,
+        });
+    }
     if let Some(rest) = text.strip_prefix("attribution: later commit(s) ")
         && let Some((shorts, _)) = rest.split_once(" changed app ")
     {
@@ -1618,6 +1674,13 @@ fn retype_not_reached(text: &str, rec: &Recorded<'_>) -> Vec<Verdict> {
 
 fn retype_unwatchable(text: &str, rec: &Recorded<'_>) -> Vec<Unwatchable> {
     let mut out = Vec::new();
+    if let Some(rest) = text.strip_prefix(MUTABLE_TAG)
+        && let Some((what, _)) = rest.rsplit_once(MUTABLE_TAG_END)
+    {
+        out.push(Unwatchable::MutableTag {
+            what: what.to_string(),
+        });
+    }
     if let Some(rest) = text.strip_prefix(&format!(
         "Application {} does not exist after waiting ",
         rec.app
@@ -1699,6 +1762,13 @@ fn retype_unwatchable(text: &str, rec: &Recorded<'_>) -> Vec<Unwatchable> {
 
 fn retype_inconclusive(text: &str) -> Vec<Inconclusive> {
     let mut out = Vec::new();
+    if let Some(rest) = text.strip_prefix(NOT_VERIFIED)
+        && let Some(why) = rest.strip_suffix("; not reverted")
+    {
+        out.push(Inconclusive::NotVerified {
+            why: why.to_string(),
+        });
+    }
     let Some(rest) = text.strip_prefix("inconclusive: ") else {
         return out;
     };

@@ -4830,3 +4830,171 @@ fn a_shared_request_greenlight_closed_for_another_app_leaves_this_ones_failure_s
         api.reason()
     );
 }
+
+// ------------------------------------------------- expect=Healthy,Running (docs/verdicts.md#expect-running)
+
+fn verify_asks(out: &[Effect]) -> Vec<String> {
+    out.iter()
+        .filter_map(|e| match e {
+            Effect::Verify { watch_id, .. } => Some(watch_id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A watch expecting Running, healthy from t(10) and observed every 10 s to t(130): its
+/// window is complete, and verify is asked (once) instead of a confirmation.
+fn running_expected() -> (Harness, CommitId, String, Snap) {
+    let (mut h, w) = started("deadline=600 mode=arm expect=Healthy,Running");
+    assert!(h.watch(&w).expect_running);
+    let s = reach(&mut h, &w, 10, Health::Healthy);
+    let out = h.observe_every(&s, 20, 120, 10);
+    assert!(verify_asks(&out).is_empty());
+    let out = h.observe(&s, t(130));
+    assert!(kinds(&out).is_empty(), "no verdict before verify: {out:?}");
+    let id = h.watch(&w).id.clone();
+    assert_eq!(verify_asks(&out), vec![id.clone()]);
+    assert!(
+        verify_asks(&h.observe(&s, t(135))).is_empty(),
+        "asked once while it has not answered"
+    );
+    assert_eq!(h.state(&w), State::Judging);
+    (h, w, id, s)
+}
+
+#[test]
+fn expect_running_confirms_only_when_verify_finds_every_pod_running_what_git_pins() {
+    let (mut h, w, id, _) = running_expected();
+    let out = h.engine.verified(
+        &id,
+        greenlight_core::judge::Verification::Running(
+            "Deployment/apps/web container main: all 2 Pod(s) run sha256:2222".into(),
+        ),
+        t(136),
+    );
+    assert_eq!(kinds(&out), vec![K::Confirmed], "{out:?}");
+    assert!(
+        h.reason(&w).ends_with(
+            "; verified: Deployment/apps/web container main: all 2 Pod(s) run sha256:2222"
+        ),
+        "{}",
+        h.reason(&w)
+    );
+    let restored = through_the_store(h.engine.watches());
+    assert_eq!(restored, h.engine.watches().to_vec(), "reads back typed");
+}
+
+#[test]
+fn expect_running_asks_again_and_fails_without_a_revert_when_the_pods_never_run_it() {
+    let (mut h, w, id, s) = running_expected();
+    let not = || {
+        greenlight_core::judge::Verification::NotRunning(
+            "Deployment/apps/web container main: none of 2 Pod(s) runs sha256:2222".into(),
+        )
+    };
+    assert!(kinds(&h.engine.verified(&id, not(), t(136))).is_empty());
+    // Asked again 15 s after the answer (a quarter of --stable-for, at most 15 s).
+    assert_eq!(h.engine.next_wakeup_after(t(136)), Some(t(151)));
+    let out = h.observe(&s, t(151));
+    assert_eq!(verify_asks(&out), vec![id.clone()], "{out:?}");
+    h.engine.verified(&id, not(), t(152));
+    // The window (--stable-for, 120 s from the first ask at 130 s) ends at 250 s: a FAIL that
+    // nothing reverts, armed as it is.
+    for at in (160..250).step_by(10) {
+        let out = h.observe(&s, t(at));
+        assert!(kinds(&out).is_empty(), "{at}: {out:?}");
+        for id in verify_asks(&out) {
+            h.engine.verified(&id, not(), t(at));
+        }
+    }
+    let out = h.observe(&s, t(250));
+    assert_eq!(kinds(&out), vec![K::Failed], "{out:?}");
+    assert!(reverts(&out).is_empty(), "never reverted: {out:?}");
+    assert_eq!(events(&out)[0].outcome, Some(Outcome::FailedNotReverted));
+    assert_eq!(h.state(&w), State::Fail);
+    assert!(
+        h.reason(&w).contains("did not run what git pins"),
+        "{}",
+        h.reason(&w)
+    );
+    no_reverts(&h);
+    let restored = through_the_store(h.engine.watches());
+    assert_eq!(restored, h.engine.watches().to_vec(), "reads back typed");
+}
+
+#[test]
+fn expect_running_on_a_tag_is_unwatchable_and_a_verify_that_cannot_read_is_inconclusive() {
+    let (mut h, w, id, _) = running_expected();
+    let out = h.engine.verified(
+        &id,
+        greenlight_core::judge::Verification::Tag(
+            "Deployment/apps/web container main: registry.local/web:1.0 names a tag".into(),
+        ),
+        t(136),
+    );
+    assert_eq!(kinds(&out), vec![K::Unwatchable], "{out:?}");
+    assert!(h.reason(&w).contains("pin digests"), "{}", h.reason(&w));
+    assert_eq!(
+        through_the_store(h.engine.watches()),
+        h.engine.watches().to_vec()
+    );
+
+    let (mut h, w, id, s) = running_expected();
+    let failed = || greenlight_core::judge::Verification::Failed("Argo CD answered 503".into());
+    h.engine.verified(&id, failed(), t(136));
+    for at in (140..250).step_by(10) {
+        for id in verify_asks(&h.observe(&s, t(at))) {
+            h.engine.verified(&id, failed(), t(at));
+        }
+    }
+    let out = h.observe(&s, t(250));
+    assert_eq!(kinds(&out), vec![K::Inconclusive], "{out:?}");
+    assert!(
+        h.reason(&w).contains("Argo CD answered 503"),
+        "{}",
+        h.reason(&w)
+    );
+    assert_eq!(
+        through_the_store(h.engine.watches()),
+        h.engine.watches().to_vec()
+    );
+}
+
+#[test]
+fn a_verify_answer_for_a_streak_that_broke_since_counts_for_nothing() {
+    let (mut h, w, id, s) = running_expected();
+    // The streak breaks before the answer comes.
+    h.observe(&s.clone().health(Health::Degraded), t(136));
+    let out = h.engine.verified(
+        &id,
+        greenlight_core::judge::Verification::Running("all".into()),
+        t(137),
+    );
+    assert!(kinds(&out).is_empty(), "{out:?}");
+    // A new streak from 140 s completes at 260 s: verify is asked again.
+    h.observe_every(&s, 140, 250, 10);
+    let out = h.observe(&s, t(260));
+    assert!(kinds(&out).is_empty(), "{out:?}");
+    assert_eq!(verify_asks(&out), vec![id.clone()]);
+    assert_eq!(h.state(&w), State::Judging);
+}
+
+#[test]
+fn expect_is_healthy_or_healthy_and_running() {
+    use greenlight_core::directive::Directive;
+    for (text, running) in [
+        ("app=web", false),
+        ("app=web expect=Healthy", false),
+        ("app=web expect=Healthy,Running", true),
+        ("app=web expect=Running,Healthy", true),
+        ("app=web expect=Running", true),
+    ] {
+        let d = Directive::parse("Nav-Watchdog", text).unwrap();
+        assert_eq!(d.expects_running(), running, "{text}");
+        // Its canonical form reads back the same.
+        assert_eq!(Directive::parse("Nav-Watchdog", &d.render()).unwrap(), d);
+    }
+    let e = Directive::parse("Nav-Watchdog", "app=web expect=Healthy,Ready").unwrap_err();
+    assert_eq!(e.field, "expect");
+    assert!(e.problem.contains("\"Ready\""), "{e}");
+}

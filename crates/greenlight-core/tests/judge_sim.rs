@@ -2199,7 +2199,7 @@ impl Sim {
                 Effect::Emit(ev) if ev.event == EventKind::Confirmed => {
                     confirm_behind_revert.push_back(pending_after > requested_later)
                 }
-                Effect::Emit(_) | Effect::Withdraw { .. } => {}
+                Effect::Emit(_) | Effect::Withdraw { .. } | Effect::Verify { .. } => {}
             }
         }
         for ev in &evs {

@@ -121,6 +121,7 @@ fn each_recorded_body_reads_back_in_its_phase_with_its_typed_reason() {
             stable_for_ms: 120_000,
             pauses: 0,
             left_out: Vec::new(),
+            verified: None,
         }
     );
     let not_healthy = Failure::NotHealthy {
@@ -212,6 +213,7 @@ fn each_recorded_body_reads_back_in_its_phase_with_its_typed_reason() {
             Unwatchable::OtherBranch { .. } => "OtherBranch",
             Unwatchable::SourceHydrator { .. } => "SourceHydrator",
             Unwatchable::AmbiguousApp { .. } => "AmbiguousApp",
+            Unwatchable::MutableTag { .. } => "MutableTag",
         };
         assert_eq!(got, want, "{label}");
     }
@@ -244,7 +246,7 @@ fn a_pending_revert_read_from_an_old_body_is_issued_again_with_its_failure_as_re
         .iter()
         .filter_map(|e| match e {
             Effect::Revert(r) => Some(r.clone()),
-            Effect::Emit(_) | Effect::Withdraw { .. } => None,
+            Effect::Emit(_) | Effect::Withdraw { .. } | Effect::Verify { .. } => None,
         })
         .collect();
     assert_eq!(reverts.len(), 1, "{out:?}");

@@ -36,7 +36,7 @@ pub fn reset(store: &mut SqliteStore, state: &Path, now: Timestamp) -> Result<Re
         .into_iter()
         .filter_map(|e| match e {
             Effect::Emit(ev) => Some(ev),
-            Effect::Revert(_) | Effect::Withdraw { .. } => None,
+            Effect::Revert(_) | Effect::Withdraw { .. } | Effect::Verify { .. } => None,
         })
         .collect();
     let (_, breaker) = engine.take_dirty();

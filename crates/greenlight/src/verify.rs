@@ -225,6 +225,86 @@ pub struct Verified {
     pub notes: Vec<String>,
 }
 
+/// How the watchdog verifies a watch with `expect=Healthy,Running`: as `greenlight verify
+/// --app <app>` without `--manifest`, from the source the watchdog reads
+/// (`docs/verdicts.md#expect-running`).
+#[derive(Clone)]
+pub enum WatchVerifier {
+    ArgoCd(ArgoCd),
+    Kube(crate::kube::KubeApp),
+}
+
+/// How long one verify of a watch may take before it is answered as failed.
+const WATCH_VERIFY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl WatchVerifier {
+    /// What `app`'s Pods run against what git pins, as the judge takes it.
+    pub async fn verify(&self, app: &AppRef) -> greenlight_core::judge::Verification {
+        use greenlight_core::judge::Verification;
+        let source = match self {
+            WatchVerifier::ArgoCd(a) => VerifySource::ArgoCd(a.clone()),
+            WatchVerifier::Kube(k) => VerifySource::Kube(k.clone()),
+        };
+        let cfg = VerifyConfig {
+            source,
+            app: app.clone(),
+            manifest: None,
+        };
+        match tokio::time::timeout(WATCH_VERIFY_TIMEOUT, verify(&cfg)).await {
+            Err(_) => Verification::Failed(format!(
+                "reading the Pods took over {} s",
+                WATCH_VERIFY_TIMEOUT.as_secs()
+            )),
+            Ok(Err(e)) => Verification::Failed(greenlight_git::redact(&format!("{e:#}"))),
+            Ok(Ok(v)) => verification_of(&v),
+        }
+    }
+}
+
+/// The judge's [`Verification`](greenlight_core::judge::Verification) of a verify's answer:
+/// running when every container's Pods all run the pinned digest; a tag when one names a tag;
+/// else not running, with the containers that do not and Argo CD's sync state.
+pub fn verification_of(v: &Verified) -> greenlight_core::judge::Verification {
+    use greenlight_core::judge::Verification;
+    if v.containers.is_empty() {
+        return Verification::NotRunning(format!(
+            "no Deployment, StatefulSet or DaemonSet container in {} ({}): nothing runs what git pins",
+            v.app, v.desired_from
+        ));
+    }
+    let tags: Vec<String> = v
+        .containers
+        .iter()
+        .filter(|c| c.answer == Answer::Tag)
+        .map(Verdict::summary)
+        .collect();
+    if !tags.is_empty() {
+        return Verification::Tag(tags.join("; "));
+    }
+    let short: String = v.sync_revision.chars().take(12).collect();
+    let not: Vec<String> = v
+        .containers
+        .iter()
+        .filter(|c| !matches!(c.answer, Answer::All { .. }))
+        .map(Verdict::summary)
+        .collect();
+    if not.is_empty() {
+        Verification::NotRunning(format!(
+            "{} (Argo CD: {} at {short})",
+            not.join("; "),
+            v.sync_status
+        ))
+    } else {
+        Verification::Running(
+            v.containers
+                .iter()
+                .map(Verdict::summary)
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    }
+}
+
 /// Reads the app, its desired workloads and the Pods that run them from the source
 /// configured, and assesses them.
 pub async fn verify(cfg: &VerifyConfig) -> Result<Verified> {

@@ -257,6 +257,7 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
             directive,
         }),
         revert_via_pull_request: None,
+        verifier: None,
     };
     progress.line(&format!(
         "waiting for {} on {} ({} {branch}): reached, healthy and stable for {} within {}",

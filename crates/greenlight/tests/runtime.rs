@@ -329,6 +329,7 @@ fn config(dir: &Path) -> DaemonConfig {
         attribution_exempt: Vec::new(),
         asked: None,
         revert_via_pull_request: None,
+        verifier: None,
     }
 }
 

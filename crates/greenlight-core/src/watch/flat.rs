@@ -68,6 +68,13 @@ pub struct FlatWatch {
     /// The pull request that proposes a pending revert, once opened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revert_proposal: Option<RevertProposal>,
+    /// `expect=Healthy,Running`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub expect_running: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn is_zero_i64(n: &i64) -> bool {
@@ -230,6 +237,7 @@ impl Watch {
             warned_auto_sync_off: f.warned_auto_sync_off,
             baseline: f.baseline,
             inputs: f.inputs,
+            expect_running: f.expect_running,
         })
     }
 
@@ -269,6 +277,7 @@ impl Watch {
             streak_unobserved_ms: self.streak_unobserved_ms(),
             inputs: self.inputs.clone(),
             revert_proposal: self.proposal().cloned(),
+            expect_running: self.expect_running,
         }
     }
 }

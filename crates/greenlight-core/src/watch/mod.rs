@@ -351,6 +351,9 @@ pub struct Watch {
     /// The app's inputs from outside the watched repository as first observed
     /// (`docs/verdicts.md#changed-outside`); `None` until then.
     inputs: Option<BTreeMap<String, String>>,
+    /// `expect=Healthy,Running`: no `CONFIRMED` until the Pods are verified to run what git
+    /// pins (`docs/verdicts.md#expect-running`).
+    pub expect_running: bool,
 }
 
 impl Watch {
@@ -602,6 +605,7 @@ impl Watch {
                 ..Baseline::default()
             },
             inputs: None,
+            expect_running: self.expect_running,
         }
     }
 
@@ -612,7 +616,9 @@ impl Watch {
         dry_run: bool,
         now: Timestamp,
     ) -> Watch {
+        let expect_running = d.expects_running();
         Watch {
+            expect_running,
             id,
             commit: commit.sha.clone(),
             subject: commit.subject.clone(),

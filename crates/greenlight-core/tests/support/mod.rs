@@ -396,7 +396,7 @@ pub fn events(effects: &[Effect]) -> Vec<Event> {
         .iter()
         .filter_map(|e| match e {
             Effect::Emit(ev) => Some(ev.clone()),
-            Effect::Revert(_) | Effect::Withdraw { .. } => None,
+            Effect::Revert(_) | Effect::Withdraw { .. } | Effect::Verify { .. } => None,
         })
         .collect()
 }
@@ -421,7 +421,7 @@ pub fn reverts(effects: &[Effect]) -> Vec<RevertRequest> {
         .iter()
         .filter_map(|e| match e {
             Effect::Revert(r) => Some(r.clone()),
-            Effect::Emit(_) | Effect::Withdraw { .. } => None,
+            Effect::Emit(_) | Effect::Withdraw { .. } | Effect::Verify { .. } => None,
         })
         .collect()
 }

@@ -234,6 +234,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         attribution_exempt: Vec::new(),
         asked: None,
         revert_via_pull_request: None,
+        verifier: None,
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     // The stand-in serves Argo CD's REST API: the watchdog reads it as it would Argo CD.

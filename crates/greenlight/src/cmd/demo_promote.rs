@@ -234,6 +234,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         attribution_exempt: Vec::new(),
         asked: None,
         revert_via_pull_request: None,
+        verifier: None,
     };
     let source =
         greenlight::argocd::source(&url, None, &cfg.repo, super::demo::DEMO_LISTING_LIMIT_BYTES)?;

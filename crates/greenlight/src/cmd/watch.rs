@@ -401,7 +401,7 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
         // `--once` only: it works in a scratch directory of its own.
         (None, StoreSpec::Kube { .. }) => PathBuf::new(),
     };
-    let cfg = DaemonConfig {
+    let mut cfg = DaemonConfig {
         repo: RepoUrl::new(a.repo.clone()),
         branch: a.branch.clone(),
         git_token: git.token,
@@ -430,6 +430,7 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
         attribution_exempt: Vec::new(),
         asked: None,
         revert_via_pull_request: revert_pull_requests(a)?,
+        verifier: None,
     };
     let listing_limit_bytes = match a.listing_limit_mib {
         0 => return Err(super::usage("--listing-limit-mib: must be above zero")),
@@ -484,6 +485,25 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
             }
         }
     };
+    // `expect=Healthy,Running` verifies from the source the watchdog reads (as `greenlight
+    // verify`): Argo CD's API, or the cluster's (a trailer's app without a namespace is looked
+    // for in the one --namespace given, else the kubeconfig's).
+    cfg.verifier = Some(std::sync::Arc::new(match &source {
+        SourceSpec::ArgoCd { argocd, .. } => {
+            greenlight::verify::WatchVerifier::ArgoCd(argocd.clone())
+        }
+        SourceSpec::Kube {
+            kubeconfig,
+            namespaces,
+            ..
+        } => greenlight::verify::WatchVerifier::Kube(greenlight::kube::KubeApp {
+            kubeconfig: kubeconfig.clone(),
+            namespace: match namespaces.as_slice() {
+                [one] => Some(one.clone()),
+                _ => None,
+            },
+        }),
+    }));
     Ok(Settings {
         cfg,
         source,

@@ -427,6 +427,7 @@ pub fn run(
         attribution_exempt: Vec::new(),
         asked: None,
         revert_via_pull_request: None,
+        verifier: None,
         retain_ms: 86_400_000,
         // The gate decides on its candidate's first verdict: a NOT_REACHED is its answer.
         reopen_horizon_ms: 0,

@@ -42,6 +42,9 @@ pub struct DaemonConfig {
     pub asked: Option<greenlight_core::judge::AskedWatch>,
     /// `--revert-via pull-request`: reverts proposed on a forge; `None`: pushed.
     pub revert_via_pull_request: Option<std::sync::Arc<super::git::PullRequestReverts>>,
+    /// How a watch with `expect=Healthy,Running` reads what its Pods run; `None`: it cannot,
+    /// and such a watch ends `INCONCLUSIVE` saying so.
+    pub verifier: Option<std::sync::Arc<crate::verify::WatchVerifier>>,
 }
 
 impl DaemonConfig {
@@ -96,6 +99,7 @@ mod tests {
             attribution_exempt: Vec::new(),
             asked: None,
             revert_via_pull_request: None,
+            verifier: None,
         };
         // The judge quotes its repository in reasons (stored, shown by `status`).
         let j = cfg.judge_config("main", true);

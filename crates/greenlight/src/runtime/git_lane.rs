@@ -23,6 +23,11 @@ pub(super) enum JobDone {
         url: String,
         ended: Result<RevertOutcome>,
     },
+    /// Verify's answer for a watch (`expect=Healthy,Running`).
+    Verified {
+        watch_id: String,
+        answer: greenlight_core::judge::Verification,
+    },
 }
 
 /// Git's jobs: the channel they report on, the lane they take turns in, the fetch and the
@@ -253,6 +258,11 @@ impl Runtime {
                     }
                 }
             }
+            JobDone::Verified { watch_id, answer } => {
+                self.inputs
+                    .work
+                    .push_back(Work::Verified { watch_id, answer });
+            }
             JobDone::Withdrawn { url, ended } => {
                 self.git.forging = false;
                 let now = self.now();
@@ -307,6 +317,26 @@ impl Runtime {
                 }))
             },
         );
+    }
+
+    /// Verify a watch's Pods (`expect=Healthy,Running`), as a task off the loop and off the git
+    /// lane (it reads Argo CD or the cluster, not the clone); the answer comes back as an input.
+    pub(super) fn start_verify(
+        &mut self,
+        watch_id: String,
+        app: greenlight_core::directive::AppRef,
+    ) {
+        let verifier = self.cfg.verifier.clone();
+        let tx = self.git.jobs_tx.clone();
+        tokio::spawn(async move {
+            let answer = match verifier {
+                Some(v) => v.verify(&app).await,
+                None => greenlight_core::judge::Verification::Failed(
+                    "this greenlight reads no Pods (it was started without a way to verify)".into(),
+                ),
+            };
+            let _ = tx.send(JobDone::Verified { watch_id, answer }).await;
+        });
     }
 
     /// One withdrawal at a time, as a job; how the request ended comes back as an input.

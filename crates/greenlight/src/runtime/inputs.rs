@@ -29,6 +29,11 @@ pub(super) enum Work {
         watch_id: String,
         outcome: RevertOutcome,
     },
+    /// Verify answered for a watch with `expect=Healthy,Running`.
+    Verified {
+        watch_id: String,
+        answer: greenlight_core::judge::Verification,
+    },
     /// A revert's pull request merged or was closed (the forge's report).
     ProposalEnded {
         url: String,

@@ -523,6 +523,12 @@ impl Runtime {
                 self.apply(effects, None)?;
                 Ok(Step::Done)
             }
+            Work::Verified { watch_id, answer } => {
+                let now = self.now();
+                let effects = self.engine.verified(&watch_id, answer, now);
+                self.apply(effects, None)?;
+                Ok(Step::Done)
+            }
             Work::ProposalEnded { url, outcome } => {
                 self.metrics.revert_finished(&outcome);
                 let now = self.now();
@@ -768,11 +774,13 @@ impl Runtime {
         let mut events: Vec<Event> = Vec::new();
         let mut reverts = Vec::new();
         let mut withdrawals = Vec::new();
+        let mut verifies = Vec::new();
         for e in effects {
             match e {
                 Effect::Emit(ev) => events.push(ev),
                 Effect::Revert(r) => reverts.push(r),
                 Effect::Withdraw { proposal, why } => withdrawals.push((proposal, why)),
+                Effect::Verify { watch_id, app, .. } => verifies.push((watch_id, app)),
             }
         }
         if !watches.is_empty()
@@ -805,6 +813,9 @@ impl Runtime {
         }
         self.git.reverts.extend(reverts);
         self.git.withdrawals.extend(withdrawals);
+        for (watch_id, app) in verifies {
+            self.start_verify(watch_id, app);
+        }
         self.sync_watched();
         Ok(())
     }

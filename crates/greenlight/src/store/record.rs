@@ -98,6 +98,13 @@ pub struct WatchRecord {
     /// The pull request that proposes a pending revert (absent unless one was opened).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revert_proposal: Option<ProposalRecord>,
+    /// `expect=Healthy,Running` (absent otherwise).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub expect_running: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// A revert proposed as a pull request and not merged yet.
@@ -460,6 +467,7 @@ impl From<&Watch> for WatchRecord {
             }),
             streak_unobserved_ms: w.streak_unobserved_ms,
             inputs: w.inputs.clone(),
+            expect_running: w.expect_running,
             revert_proposal: w.revert_proposal.as_ref().map(|p| ProposalRecord {
                 url: p.url.clone(),
                 number: p.number,
@@ -532,6 +540,7 @@ impl TryFrom<WatchRecord> for Watch {
         };
         let flat = FlatWatch {
             revert_proposal,
+            expect_running: r.expect_running,
             id: r.id,
             commit: commit_id("commit", r.commit)?,
             subject: r.subject,
