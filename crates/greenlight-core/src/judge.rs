@@ -1927,10 +1927,12 @@ impl Engine {
         });
         if gap.is_some_and(|g| g > self.config.stale_after_ms)
             && self.watches[i].deadline_passed()
-            && self.watches[i].healthy_since().is_some()
+            && (self.watches[i].healthy_since().is_some()
+                || self.watches[i].streak_paused_at().is_some())
         {
-            // The streak under way at the deadline was not observed to its end; no later
-            // streak may stand in for it, and a gap is not a health failure.
+            // The streak under way at the deadline (or paused after it) was not observed to its
+            // end; no later streak may stand in for it, and a gap is not a health failure. (Only
+            // after a resume does a gap reach here: otherwise the staleness decided first.)
             self.watches[i].saw(seen_of(snap));
             // Kept as its words say it, to the tenth of a second, so that the record reads back.
             let gap_ms = (gap_ms + 50).div_euclid(100) * 100;

@@ -1203,6 +1203,43 @@ fn a_pause_cut_by_a_gap_in_observation_is_inconclusive_never_a_failure() {
     }
 }
 
+/// A restart longer than stale-after while the streak is paused: the first observation after the
+/// resume comes after a gap, and the pause went unobserved. As for a streak under way, that is
+/// INCONCLUSIVE whatever the observation shows — never a FAIL laid on the gap (judge_sim seed 27:
+/// an operation running while OutOfSync, itself transient, reverted the commit).
+#[test]
+fn a_pause_cut_by_a_restart_longer_than_stale_after_is_inconclusive_never_a_revert() {
+    let ok = streak_under_way_at_the_deadline().2;
+    for (what, next) in [
+        ("healthy again", ok.clone()),
+        (
+            "an operation running while OutOfSync",
+            ok.clone()
+                .health(Health::Progressing)
+                .sync("OutOfSync")
+                .operation_running(),
+        ),
+        ("still Progressing", ok.clone().health(Health::Progressing)),
+        ("Degraded", ok.clone().health(Health::Degraded)),
+    ] {
+        let (mut h, w, ok) = streak_under_way_at_the_deadline();
+        let out = h.observe(&ok.clone().health(Health::Progressing), t(100));
+        assert_eq!(kinds(&out), vec![K::HealthyStreakPaused], "{out:?}");
+        // Down from t(100) to t(140): 40 s unobserved (stale-after is 30 s), the pause's
+        // stable-for (to t(220)) not yet over.
+        let mut h = restarted(&mut h);
+        h.engine.resume(t(140));
+        let out = h.observe(&next, t(142));
+        assert_eq!(h.state(&w), State::Inconclusive, "{what}: {out:?}");
+        assert!(
+            h.reason(&w).contains("went unobserved"),
+            "{what}: {}",
+            h.reason(&w)
+        );
+        no_reverts(&h);
+    }
+}
+
 #[test]
 fn a_pause_that_turns_degraded_fails_and_reverts() {
     let (mut h, w, ok) = streak_under_way_at_the_deadline();
