@@ -288,7 +288,7 @@ pub fn verification_of(v: &Verified) -> greenlight_core::judge::Verification {
         .filter(|c| !matches!(c.answer, Answer::All { .. }))
         .map(Verdict::summary)
         .collect();
-    if not.is_empty() {
+    if !not.is_empty() {
         Verification::NotRunning(format!(
             "{} (Argo CD: {} at {short})",
             not.join("; "),
@@ -439,6 +439,57 @@ mod tests {
             container: "main".into(),
             image: image.into(),
         }
+    }
+
+    fn verified(containers: Vec<Verdict>) -> Verified {
+        Verified {
+            app: "web".into(),
+            desired_from: "Argo CD's target state".into(),
+            sync_status: "Synced".into(),
+            sync_revision: "0123456789abcdef".into(),
+            exit_code: exit_code(&containers),
+            containers,
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_judges_verification_is_running_only_when_every_container_runs_everywhere() {
+        use greenlight_core::judge::Verification;
+        let pinned = format!("registry.local/web@{A}");
+        let all = assess(&[want(&pinned)], &[pod(1, Some(A)), pod(2, Some(A))]);
+        let some = assess(&[want(&pinned)], &[pod(1, Some(A)), pod(2, Some(B))]);
+        let none = assess(&[want(&pinned)], &[pod(1, Some(B))]);
+        let tag = assess(&[want("registry.local/web:1.0")], &[pod(1, Some(A))]);
+        assert!(
+            matches!(verification_of(&verified(all.clone())), Verification::Running(s) if s.contains("all 2 Pod(s)"))
+        );
+        match verification_of(&verified(some)) {
+            Verification::NotRunning(s) => {
+                assert!(
+                    s.contains("1 of 2 Pod(s)") && s.ends_with("(Argo CD: Synced at 0123456789ab)"),
+                    "{s}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            verification_of(&verified(none)),
+            Verification::NotRunning(_)
+        ));
+        // One container running everywhere does not vouch for another that is not.
+        let mut mixed = all;
+        mixed.extend(assess(&[want(&pinned)], &[pod(3, Some(B))]));
+        assert!(matches!(
+            verification_of(&verified(mixed)),
+            Verification::NotRunning(_)
+        ));
+        assert!(
+            matches!(verification_of(&verified(tag)), Verification::Tag(s) if s.contains("names a tag"))
+        );
+        assert!(
+            matches!(verification_of(&verified(Vec::new())), Verification::NotRunning(s) if s.contains("nothing runs"))
+        );
     }
 
     fn pod(n: u32, digest: Option<&str>) -> Running {
