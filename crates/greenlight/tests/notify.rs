@@ -281,6 +281,75 @@ fn a_hanging_receiver_holds_no_verdict_and_failures_are_retried_then_dead_letter
     );
     let out = wd.proc.output();
     assert!(out.contains("kept as a dead letter"), "{out}");
+    // The same dead letters as one JSON array, each with its sink and body.
+    let o = std::process::Command::new(BIN)
+        .args(["notify", "dead-letters", "--output", "json", "--state"])
+        .arg(&state)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let dead: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let sinks: Vec<&str> = dead
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["sink"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        (
+            sinks.iter().filter(|s| **s == "down").count(),
+            sinks.iter().filter(|s| **s == "cut").count()
+        ),
+        (2, 2),
+        "{dead}"
+    );
+    assert!(!dead.to_string().contains("/down"), "no URL path: {dead}");
+}
+
+/// The tables are refused with the cluster store, which keeps no outbox, and ignored, said
+/// so, by `--once`, which judges in a scratch state.
+#[test]
+fn notify_tables_are_refused_with_the_cluster_store_and_ignored_by_once() {
+    let repo = Repo::new();
+    let config = write(
+        &repo.path("notify/watch.toml"),
+        "[[notify]]\nname = \"hook\"\nsink = \"webhook\"\nurl = \"http://127.0.0.1:9/x\"\n",
+    );
+    let o = std::process::Command::new(BIN)
+        .args([
+            "watch",
+            "--repo",
+            &repo.repo(),
+            "--argocd-url",
+            "http://127.0.0.1:9",
+            "--store",
+            "kube",
+            "--data-dir",
+            repo.path("data").to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("[[notify]]") && err.contains("--store kube"),
+        "{err}"
+    );
+    let state = repo.path("state/greenlight.db");
+    let o = std::process::Command::new(BIN)
+        .args(watch_args(
+            &repo,
+            "http://127.0.0.1:9",
+            &state,
+            &["--once", "--config", config.to_str().unwrap()],
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("[[notify]] is ignored with --once"), "{err}");
+    assert!(!state.exists(), "a self-check writes no state");
 }
 
 /// A daemon stopped while a sink's receiver is down sends, after its restart, what that sink

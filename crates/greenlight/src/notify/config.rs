@@ -490,6 +490,10 @@ mod tests {
             "a no-op is never sent"
         );
         assert!(s[0].wants(Outcome::BreakerOpened, None));
+        // The breaker names no app: a sink narrowed to apps does not get it (its table says
+        // which apps it is for), one without `apps` does.
+        assert!(!s[1].wants(Outcome::BreakerOpened, None));
+        assert!(s[0].wants(Outcome::RevertProposed, Some("web")));
         assert!(parse_text("repo = \"x\"\n").unwrap().is_empty());
     }
 
