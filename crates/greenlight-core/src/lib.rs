@@ -17,6 +17,7 @@ pub mod judge;
 pub mod paths;
 pub mod reason;
 pub mod repo_url;
+pub mod secret;
 pub mod snapshot;
 pub mod source;
 pub mod state;

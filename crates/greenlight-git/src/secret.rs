@@ -13,73 +13,12 @@
 //! callers hand the value to where it is used: a child process's environment or an
 //! `Authorization` header.
 
-use std::fmt;
-use std::path::{Path, PathBuf};
-
 use greenlight_core::repo_url::RepoUrl;
 /// Redaction of URLs inside free text (git's stderr, command lines, stored reasons): the one
 /// rule lives in greenlight-core, beside the repository URL type that shows it.
 pub use greenlight_core::repo_url::redact;
 
-/// A secret value (a git token). `Debug` and `Display` print `***`, so the value cannot
-/// reach a log line, an error or a panic message by accident.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret value.
-    pub fn new(value: impl Into<String>) -> Secret {
-        Secret(value.into())
-    }
-
-    /// The secret in the text of the file `path`, named on the command line by the option
-    /// `flag` (`--git-token-file`). Surrounding whitespace and the trailing newline editors and
-    /// `echo` add are dropped. An empty file is an error: an empty token would only surface
-    /// later as a confusing authentication failure. The error names `flag` and `path`, never
-    /// the contents.
-    pub fn from_file_text(flag: &str, path: &Path, text: &str) -> Result<Secret, SecretFileError> {
-        let value = text.trim();
-        if value.is_empty() {
-            return Err(SecretFileError::Empty {
-                flag: flag.to_owned(),
-                path: path.to_owned(),
-            });
-        }
-        Ok(Secret(value.to_owned()))
-    }
-
-    /// The secret's value. Only for handing it to where it is used: a child's environment, an
-    /// `Authorization` header.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
-
-impl fmt::Display for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
-
-/// Why a token file's text is no token. The message names the option and the file; the
-/// contents never reach it (an empty one has none).
-#[derive(Debug, thiserror::Error)]
-pub enum SecretFileError {
-    /// The file holds only whitespace.
-    #[error("{flag} {}: the file is empty", path.display())]
-    Empty {
-        /// The option that named the file.
-        flag: String,
-        /// The file.
-        path: PathBuf,
-    },
-}
+pub use greenlight_core::secret::{Secret, SecretFileError};
 
 /// Redacts the credentials of a URL: `https://user:pass@host/x` → `https://***@host/x`.
 /// A URL without credentials is returned unchanged. The rule is
@@ -134,7 +73,7 @@ pub(crate) fn split_credentials(url: &str) -> (String, UrlCredentials) {
         password: password
             .map(percent_decode)
             .filter(|p| !p.is_empty())
-            .map(Secret),
+            .map(Secret::new),
     };
     (stripped, credentials)
 }
@@ -165,6 +104,7 @@ fn hex(b: u8) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn secret_never_prints_its_value() {

@@ -2,39 +2,9 @@
 //! [`Auth`] (bearer token or basic auth) and the scrubber that removes every configured
 //! secret from text a server sent before that text goes into an error.
 
-use std::fmt;
 
-/// A value that must never be shown: Debug prints `<redacted>`, and there is no Display.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Secret {
-        Secret(value.into())
-    }
-
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
-impl From<&str> for Secret {
-    fn from(value: &str) -> Secret {
-        Secret::new(value)
-    }
-}
-
-impl From<String> for Secret {
-    fn from(value: String) -> Secret {
-        Secret::new(value)
-    }
-}
+/// A credential: greenlight-core's one secret type (`Debug` and `Display` print `***`).
+pub use greenlight_core::secret::Secret;
 
 /// How requests authenticate, sent on every request as a sensitive `Authorization` header.
 #[derive(Clone, Debug, PartialEq, Eq)]
