@@ -73,6 +73,9 @@ struct AppModel {
     /// Bumped by each edit of the Application's spec (an Image Updater write-back).
     spec_version: u32,
     op_rev: Option<usize>,
+    /// When the last operation started (`operationState.startedAt`, which Argo CD always sets):
+    /// a rollback of an app OutOfSync for good is told from the sync seen at reach by it.
+    op_started: Option<Timestamp>,
     health: Health,
     bad_resource: bool,
     /// A live object git no longer has, left for a human to prune (automated prune off): the
@@ -409,6 +412,7 @@ impl Sim {
                 hook_failed: false,
                 spec_version: 0,
                 op_rev: None,
+                op_started: None,
                 health: Health::Missing,
                 bad_resource: false,
                 leftover: name != "odd" && rng.chance(25),
@@ -815,6 +819,7 @@ impl Sim {
     /// Argo CD moves on: syncs, operations, health flapping.
     fn evolve(&mut self, i: usize) {
         let tip = self.hist.len() - 1;
+        let now = self.now;
         let r = &mut self.rng;
         let a = &mut self.apps[i];
         if a.name == "ghost" && r.chance(5) {
@@ -856,6 +861,7 @@ impl Sim {
             a.op_phase = Some("Running");
             a.hook_failed = false;
             a.op_rev = a.deployed;
+            a.op_started = Some(now);
         } else if a.compared != Some(tip) && r.chance(50) {
             a.compared = Some(tip);
             if r.chance(20) {
@@ -868,6 +874,7 @@ impl Sim {
                     a.op_phase = Some("Running");
                     a.hook_failed = false;
                     a.op_rev = Some(tip);
+                    a.op_started = Some(now);
                 }
             }
         }
@@ -991,7 +998,7 @@ impl Sim {
                 phase: p.into(),
                 message: String::new(),
                 revision: rev(a.op_rev),
-                started_at: None,
+                started_at: a.op_started,
                 finished_at: None,
                 dry_run: false,
                 partial: false,
@@ -1293,7 +1300,9 @@ impl Sim {
     }
 
     /// The app is put back on an older revision (the branch force-pushed back, or a
-    /// rollback): Synced there, the commits after it no longer deployed.
+    /// rollback): Synced there, the commits after it no longer deployed. An app OutOfSync for
+    /// good through a leftover shows it only by the operation that started after the one seen
+    /// at reach (docs/verdicts.md#withdrawn): the snapshot carries its start.
     fn withdraw(&mut self, i: usize) {
         let a = &mut self.apps[i];
         let Some(d) = a.deployed else { return };
@@ -1306,6 +1315,7 @@ impl Sim {
         a.op_phase = Some("Succeeded");
         a.hook_failed = false;
         a.op_rev = Some(back);
+        a.op_started = Some(self.now);
         a.history.push(back);
         a.sync_status = "Synced";
         let name = a.name;
