@@ -70,7 +70,6 @@ pub enum SecretFileError {
     },
 }
 
-
 impl From<&str> for Secret {
     fn from(value: &str) -> Secret {
         Secret::new(value)

@@ -2,7 +2,6 @@
 //! [`Auth`] (bearer token or basic auth) and the scrubber that removes every configured
 //! secret from text a server sent before that text goes into an error.
 
-
 /// A credential: greenlight-core's one secret type (`Debug` and `Display` print `***`).
 pub use greenlight_core::secret::Secret;
 
