@@ -51,6 +51,9 @@ pub struct WaitConfig {
     pub fetch_interval: Duration,
     /// Where the clone is kept (default: a scratch directory, removed afterwards).
     pub data_dir: Option<PathBuf>,
+    /// `--expect Healthy,Running`: live also means every Pod runs what git pins
+    /// (`docs/verdicts.md#expect-running`).
+    pub expect_running: bool,
 }
 
 /// Where `wait` reads its Application.
@@ -225,7 +228,12 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
         app: app.clone(),
         deadline_ms: cfg.timeout.as_millis().min(i64::MAX as u128) as i64,
         mode: Mode::Shadow,
-        expect: "Healthy".to_string(),
+        expect: if cfg.expect_running {
+            greenlight_core::directive::EXPECT_RUNNING
+        } else {
+            greenlight_core::directive::EXPECT_HEALTHY
+        }
+        .to_string(),
     };
     drop(repo);
     let state_dir = scratch.path().join("state");
@@ -257,7 +265,10 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
             directive,
         }),
         revert_via_pull_request: None,
-        verifier: None,
+        verifier: Some(std::sync::Arc::new(match &cfg.source {
+            WaitSource::ArgoCd(a) => crate::verify::WatchVerifier::ArgoCd(a.clone()),
+            WaitSource::Kube { app, .. } => crate::verify::WatchVerifier::Kube(app.clone()),
+        })),
     };
     progress.line(&format!(
         "waiting for {} on {} ({} {branch}): reached, healthy and stable for {} within {}",

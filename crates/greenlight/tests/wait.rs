@@ -99,6 +99,55 @@ fn a_deployed_commit_is_live_once_healthy_for_the_window() {
     assert!(j.get("later_commits").is_none(), "{j}");
 }
 
+/// `--expect Healthy,Running`: live only once verify finds every Pod running the digest git
+/// pins (the answer says what they run); a tag cannot be verified and is no live answer.
+fn expect_running_is_live_only_when_every_pod_runs_the_pinned_digest() {
+    const D2: &str = "registry.local/web@sha256:2222222222222222222222222222222222222222222222222222222222222222";
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let c = repo.set_image("web", D2, "web: pinned");
+    let o = wait(
+        &repo,
+        &sb.url,
+        &[
+            "--app",
+            "web",
+            "--timeout",
+            "60s",
+            "--expect",
+            "Healthy,Running",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.starts_with(&format!("live: {} on web: confirmed:", &c[..12]))
+            && out.contains("; verified: Deployment/apps/web container main: all 1 Pod(s) run sha256:222222222222…"),
+        "{out}"
+    );
+    // A tag: not live, said why.
+    repo.set_image("web", GOOD2, "web: 1.1.0");
+    let o = wait(
+        &repo,
+        &sb.url,
+        &[
+            "--app",
+            "web",
+            "--timeout",
+            "60s",
+            "--expect",
+            "Healthy,Running",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_ne!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("names a tag") && out.contains("pin digests"),
+        "{out}"
+    );
+}
+
 /// Live is by ancestry: a broken commit fixed forward before the wait is "live" — the app runs
 /// a revision that contains it, healthy — but never quietly: the answer names the later commit
 /// to the app's paths that runs with it, and not one to another app's.
@@ -488,6 +537,14 @@ fn a_chronic_condition_from_before_the_sync_is_left_out_and_named_2_14() {
         "2.14",
         a_chronic_condition_from_before_the_sync_is_left_out_and_named,
     )
+}
+
+#[test]
+fn expect_running_is_live_only_when_every_pod_runs_the_pinned_digest_() {
+    crate::common::on_argocd(
+        "3.5",
+        expect_running_is_live_only_when_every_pod_runs_the_pinned_digest,
+    );
 }
 
 on_every_argocd_version!(

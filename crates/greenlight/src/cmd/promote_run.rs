@@ -426,6 +426,8 @@ fn live_check(
             unknown_app_grace_ms,
             fetch_interval,
             data_dir: None,
+            // Verified below against the digest this run promoted, not Argo CD's target state.
+            expect_running: false,
         },
         std::sync::Arc::new(Said),
     )?;

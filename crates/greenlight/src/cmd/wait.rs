@@ -36,6 +36,10 @@ pub struct WaitArgs {
     /// The answer is due by then: reached, healthy and stable within this, or not live.
     #[arg(long, default_value = "15m")]
     pub timeout: String,
+    /// `Healthy`, or `Healthy,Running`: live also means every Pod runs the digest git pins
+    /// (as `greenlight verify`; docs/verdicts.md#expect-running).
+    #[arg(long, default_value = "Healthy", value_parser = ["Healthy", "Healthy,Running", "Running,Healthy", "Running"])]
+    pub expect: String,
     /// The deployment repository: a URL, or a bare repository's path.
     #[arg(long)]
     pub repo: String,
@@ -108,6 +112,7 @@ pub fn run(a: WaitArgs) -> Result<ExitCode> {
         unknown_app_grace_ms: timing.unknown_app_grace_ms,
         fetch_interval: timing.fetch_interval,
         data_dir: a.data_dir,
+        expect_running: a.expect != "Healthy",
     };
     let app_name = cfg.app.to_string();
     let waited = match greenlight::wait::wait(cfg, Arc::new(Stderr)) {
