@@ -50,7 +50,14 @@ pub(super) struct GitLane {
     pub(super) forging: bool,
     /// Requests whose forge failure was said, so that a forge that stays down is said once.
     pub(super) forge_warned: BTreeSet<String>,
+    /// When the forge was last asked about the open requests.
+    pub(super) followed_at: Option<Timestamp>,
 }
+
+/// The forge is asked about open revert requests at most this often (or each fetch, when
+/// fetches are rarer): a merge is seen in git at the next fetch anyway; only a close needs the
+/// forge, and a forge's API is rate-limited (GitHub: 5,000 requests an hour per token).
+const FOLLOW_EVERY_MS: i64 = 15_000;
 
 impl GitLane {
     pub(super) fn new() -> GitLane {
@@ -67,6 +74,7 @@ impl GitLane {
             withdrawals: VecDeque::new(),
             forging: false,
             forge_warned: BTreeSet::new(),
+            followed_at: None,
         }
     }
 }
@@ -286,7 +294,13 @@ impl Runtime {
     /// At each fetch: ask the forge where each revert's open pull request stands (one job for
     /// all of them, on the git lane: a closed request is looked for on the branch).
     pub(super) fn start_following(&mut self) {
-        if self.git.forging {
+        let now = self.now();
+        if self.git.forging
+            || self
+                .git
+                .followed_at
+                .is_some_and(|at| now.ms_since(at) < FOLLOW_EVERY_MS)
+        {
             return;
         }
         // Withdrawn ones too: a close that failed leaves the forge to say how it ends.
@@ -298,6 +312,7 @@ impl Runtime {
             return;
         }
         self.git.forging = true;
+        self.git.followed_at = Some(now);
         let reverter = self.ctx.reverter.clone();
         let branch = self.branch.clone();
         self.spawn_git(
