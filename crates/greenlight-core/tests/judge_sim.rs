@@ -13,7 +13,7 @@ use greenlight_core::judge::{
     Ancestry, CommitInfo, Effect, Engine, JudgeConfig, Observation, RevertOutcome, RevertProposal,
     State, Watch,
 };
-use greenlight_core::reason::Failure;
+use greenlight_core::reason::{Failure, Verdict};
 use greenlight_core::snapshot::{
     AppSnapshot, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
     ResourceView, SourceFacts, SourcePaths, UnhealthyResource,
@@ -1155,13 +1155,29 @@ impl Sim {
 
     /// Whether two observations of the watch's app since it started showed different specs:
     /// a change from outside the watched repository, after which nothing is reverted.
+    ///
+    /// A failure at the health deadline is decided as of the deadline instant, before any
+    /// observation handled at or after it (`docs/verdicts.md#deadline`: "what was due is
+    /// decided first, on what was known before"), so such an observation is no change *under*
+    /// the watch: it came after the verdict, whether a tick or the observation reached the
+    /// judge first (the edit's own time is unknown; the failure was seen under the first
+    /// inputs). `GREENLIGHT_SIM_SEED=3873` counted a spec edit delivered after a due deadline.
     fn spec_changed_under(&self, w: &Watch) -> bool {
+        let failure = w.reverting().or(match w.verdict() {
+            Some(Verdict::Failed { failure, .. }) => Some(failure),
+            _ => None,
+        });
+        let decided_by = match failure {
+            Some(Failure::NotHealthy { .. }) => w.reached_at().map(|r| r.plus_ms(w.deadline_ms)),
+            _ => None,
+        };
         let mut versions = self
             .deliveries
             .get(w.app.name.as_str())
             .into_iter()
             .flatten()
             .filter(|d| !d.glimpse && d.at >= w.watch_started_at)
+            .filter(|d| decided_by.is_none_or(|due| d.at < due))
             .map(|d| d.spec_version);
         let first = versions.next();
         versions.any(|v| Some(v) != first)
