@@ -366,6 +366,40 @@ fn auto_merge_waits_for_the_required_check() {
     w.landed(&st, 1);
 }
 
+/// A token the forge refuses: the revert is on its branch but no request opens, so the watch
+/// is REVERT_FAILED saying so — nothing on main, and neither token in any output.
+fn a_token_the_forge_refuses_is_a_failed_revert_that_says_why() {
+    let w = world("github", &[]);
+    let wrong = w.token.with_file_name("wrong-token");
+    std::fs::write(&wrong, "not-the-t0ken\n").unwrap();
+    let args = [
+        "--revert-via",
+        "pull-request",
+        "--forge",
+        "github",
+        "--forge-url",
+        &w.api,
+        "--forge-project",
+        "acme/deploy",
+        "--forge-token-file",
+        wrong.to_str().unwrap(),
+    ];
+    let wd = watchdog(&w.repo, &w.sb.url, &args, &[]);
+    let bad = w.bad_commit("4");
+    let st = wd.wait_state(&bad, "REVERT_FAILED", T);
+    let reason = st["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("did not open its pull request") && reason.contains("401"),
+        "{reason}"
+    );
+    assert_eq!(w.repo.remote_tip(), bad, "nothing on main");
+    let out = wd.proc.output();
+    assert!(
+        !out.contains("not-the-t0ken") && !out.contains(TOKEN),
+        "{out}"
+    );
+}
+
 /// Polls the watch of `commit` until its reason contains `words`.
 fn wait_until_reason(
     wd: &Watchdog,
@@ -425,4 +459,12 @@ fn one_commit_failing_on_two_apps_waits_for_one_request_() {
 #[test]
 fn auto_merge_waits_for_the_required_check_() {
     on_argocd("3.5", auto_merge_waits_for_the_required_check);
+}
+
+#[test]
+fn a_token_the_forge_refuses_is_a_failed_revert_that_says_why_() {
+    on_argocd(
+        "2.14",
+        a_token_the_forge_refuses_is_a_failed_revert_that_says_why,
+    );
 }
