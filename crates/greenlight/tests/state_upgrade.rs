@@ -130,6 +130,10 @@ fn status_reads_a_v1_file_without_writing_it_and_shows_every_watch() {
                 "healthy_since",
                 "finished_at",
                 "revert_commit",
+                // Added since (a revert asked of git or proposed as a pull request and not
+                // landed yet): scripts that read the keys above read them unchanged.
+                "revert_pending",
+                "revert_pull_request",
             ])
         );
         assert_eq!(w["app"], b["app"]["name"]);
@@ -147,6 +151,8 @@ fn status_reads_a_v1_file_without_writing_it_and_shows_every_watch() {
             assert_eq!(w[key], rfc3339(&b[key]), "{key}: {w}");
         }
         assert_eq!(w["revert_commit"], b["revert_commit"]);
+        assert_eq!(w["revert_pending"], b["revert_pending"]);
+        assert!(w["revert_pull_request"].is_null(), "{w}");
     }
     // The table too.
     let out = Command::new(BIN)
