@@ -11,9 +11,9 @@ use greenlight_core::commit::CommitId;
 use greenlight_core::event::{Event, EventKind, Outcome};
 use greenlight_core::judge::{
     Ancestry, CommitInfo, Effect, Engine, JudgeConfig, Observation, RevertOutcome, RevertProposal,
-    State, Watch,
+    State, Verification, Watch,
 };
-use greenlight_core::reason::{Failure, Verdict};
+use greenlight_core::reason::{Failure, Inconclusive, Unwatchable, Verdict};
 use greenlight_core::snapshot::{
     AppSnapshot, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
     ResourceView, SourceFacts, SourcePaths, UnhealthyResource,
@@ -118,6 +118,85 @@ enum ProposalEnd {
     Closed,
 }
 
+/// The Pods of one app, for `expect=Healthy,Running`: whether they run the digest git pins for
+/// the revision Argo CD last deployed. Drawn afresh (from `run_rng`) at each deploy: a rollout
+/// takes a while, or stalls for good (until the next deploy); now and then a manifest names a tag.
+#[derive(Clone, Debug, Default)]
+struct PodsModel {
+    /// The app's `deployed` when drawn.
+    deployed: Option<usize>,
+    /// From when every Pod runs what git pins; None: the rollout stalled.
+    running_from: Option<Timestamp>,
+    /// A manifest names a tag, not a digest.
+    tag: bool,
+}
+
+/// What verify answered, by kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AnswerKind {
+    Running,
+    NotRunning,
+    Tag,
+    Failed,
+}
+
+/// An `Effect::Verify` the model's verify has not answered yet.
+#[derive(Clone, Debug)]
+struct Ask {
+    watch: String,
+    app: usize,
+    at: Timestamp,
+    /// The streak it was asked for (the watch's `healthy_since` then).
+    since: Option<Timestamp>,
+    /// How many observations of the app there were when it was asked.
+    seen_len: usize,
+    /// When the answer comes.
+    due: Timestamp,
+}
+
+/// One answer of the model's verify.
+#[derive(Clone, Debug)]
+struct Answered {
+    at: Timestamp,
+    kind: AnswerKind,
+    /// The summary, what runs, the tag or why (each unique in a scenario).
+    text: String,
+    ask: Ask,
+    /// How many observations of the app there were when it answered.
+    seen_len: usize,
+}
+
+/// What the model asked and answered of verify for one watch since the last restart (the engine
+/// forgets verify progress at a restart, and so does the model).
+#[derive(Clone, Debug, Default)]
+struct VerifyLog {
+    /// Each ask: when, and for which streak.
+    asks: Vec<(Timestamp, Option<Timestamp>)>,
+    answers: Vec<Answered>,
+}
+
+impl VerifyLog {
+    /// The first ask for streak `since`.
+    fn first_ask(&self, since: Option<Timestamp>) -> Option<Timestamp> {
+        self.asks
+            .iter()
+            .find(|(_, s)| *s == since)
+            .map(|(at, _)| *at)
+    }
+    /// The streak of the last ask, and its first ask.
+    fn current(&self) -> Option<(Option<Timestamp>, Timestamp)> {
+        let (_, since) = *self.asks.last()?;
+        Some((since, self.first_ask(since)?))
+    }
+    /// The answers the engine counts for the streak of the last ask: those since its first ask.
+    fn answers_of_current(&self) -> Vec<&Answered> {
+        match self.current() {
+            Some((_, first)) => self.answers.iter().filter(|a| a.at >= first).collect(),
+            None => Vec::new(),
+        }
+    }
+}
+
 impl AppModel {
     /// The revision `sync.revision` names: the deployed one while Synced, else the compared one.
     fn sync_revision_index(&self) -> Option<usize> {
@@ -200,6 +279,15 @@ struct Strict {
     /// A FAIL not reverted because its withdrawn pull request closed reads back from the state
     /// file as written (its newer commits typed, not recorded words).
     withdrawn_readback: bool,
+    /// `expect=Healthy,Running`: the Running answer a confirmation rests on answered an ask made
+    /// during the streak it confirms, not one asked for an earlier streak that broke
+    /// (docs/verdicts.md#expect-running: "the streak breaking while verify runs discards its
+    /// answer").
+    verify_ask_in_streak: bool,
+    /// `expect=Healthy,Running`: a health deadline that falls while a completed streak waits for
+    /// verify is decided at its instant like any other (the streak outlives it), not left
+    /// undecided until the streak ends.
+    verify_deadline: bool,
 }
 
 impl Strict {
@@ -216,6 +304,12 @@ impl Strict {
         // The judge keeps a withdrawn proposal's newer commits among the later commits, where
         // the state file re-types the verdict from (`GREENLIGHT_SIM_SEED=349` failed before).
         withdrawn_readback: true,
+        verify_ask_in_streak: true,
+        // Off: the judge's verify gate returns before the deadline is looked at, so a deadline
+        // falling while a completed streak waits for verify stays undecided
+        // (`GREENLIGHT_SIM_SEED=1204`: deadline at 2943086 of a watch asked at 2941121, left
+        // undecided after a tick at 2946121).
+        verify_deadline: false,
     };
 }
 
@@ -259,6 +353,8 @@ struct Sim {
     /// left it (pending with the executor, or proposed as a pull request), by position (the
     /// engine only appends watches, and a restore keeps their order).
     prev: Vec<(State, bool)>,
+    /// Each watch's streak (`healthy_since`) as the previous engine call left it, by position.
+    prev_since: Vec<Option<Timestamp>>,
     /// Watches that a later commit touching their app made unattributable (by the oracle).
     touched_later: BTreeSet<String>,
     /// Whether the breaker was open after the previous call.
@@ -300,6 +396,17 @@ struct Sim {
     next_pr: u64,
     /// The call's `Withdraw` effects were checked against the model (by `proposals_see`).
     withdraws_checked: bool,
+    /// Draws for `expect=Healthy,Running` only (trailers, Pods, verify's answers), so that the
+    /// other draws of a seed are those of the scenarios before it existed.
+    run_rng: Rng,
+    /// Each app's Pods, by the index of `apps`.
+    pods: Vec<PodsModel>,
+    /// Asks of verify not answered yet (a restart drops them: the engine forgets them too).
+    asks: Vec<Ask>,
+    /// What verify was asked and answered, by watch id, since the last restart.
+    verify_log: BTreeMap<String, VerifyLog>,
+    /// Numbers verify's answers, so that each summary is unique.
+    next_answer: u64,
 }
 
 #[derive(Default, Debug, Clone)]
@@ -363,6 +470,31 @@ struct Counters {
     merged_at_once: u64,
     /// Executor reports on requests another watch's proposal made moot (ignored).
     ignored_requests: u64,
+    /// Watches with `expect=Healthy,Running`.
+    expect_running: u64,
+    /// `Effect::Verify` asks.
+    verify_asks: u64,
+    /// Verify's answers by kind: Running, NotRunning, Tag, Failed.
+    answers_running: u64,
+    answers_not_running: u64,
+    answers_tag: u64,
+    answers_failed: u64,
+    /// Answers for a watch no longer waiting for verify (ignored by the engine).
+    answers_ignored: u64,
+    /// Asks dropped by a restart.
+    asks_dropped: u64,
+    /// Asks due before a call that then ended the watch.
+    asks_moot: u64,
+    /// CONFIRMED with `; verified: ...`.
+    confirmed_after_verify: u64,
+    /// FAIL: the Pods did not run what git pins (never reverted).
+    not_running_fails: u64,
+    /// Of those, armed and not dry-run (a revert would otherwise have been possible).
+    not_running_armed: u64,
+    /// ERROR_UNWATCHABLE: a manifest names a tag.
+    unwatchable_by_tag: u64,
+    /// INCONCLUSIVE: what the Pods run could not be read.
+    inconclusive_not_verified: u64,
 }
 
 const APPS: [&str; 4] = ["web", "api", "ghost", "odd"];
@@ -383,6 +515,7 @@ impl Sim {
         let exempting = exempt_rng.chance(30);
         let mut pr_rng = Rng::new(seed ^ 0x0071_1e57_9e11_0000);
         let by_pr = pr_rng.chance(30);
+        let run_rng = Rng::new(seed ^ 0x7275_6e00_0e1c_0000);
         if exempting {
             cfg.attribution_exempt = vec![
                 "apps/*/cand-*.yaml".into(),
@@ -449,6 +582,7 @@ impl Sim {
             store: BTreeMap::new(),
             never_revert: BTreeSet::new(),
             prev: Vec::new(),
+            prev_since: Vec::new(),
             was_open: false,
             streaming: false,
             stream_gen: 0,
@@ -472,6 +606,11 @@ impl Sim {
             landing: Vec::new(),
             next_pr: 0,
             withdraws_checked: false,
+            run_rng,
+            pods: vec![PodsModel::default(); APPS.len()],
+            asks: Vec::new(),
+            verify_log: BTreeMap::new(),
+            next_answer: 0,
         }
     }
 
@@ -662,11 +801,12 @@ impl Sim {
             }
             let mode = if self.rng.chance(60) { "arm" } else { "shadow" };
             let deadline = self.rng.range(10, 400);
+            let expect = self.expect();
             if self.rng.chance(5) {
-                trailers.push(format!("Nav-Watchdog: app={a} deadline=never"));
+                trailers.push(format!("Nav-Watchdog: app={a} deadline=never{expect}"));
             } else {
                 trailers.push(format!(
-                    "Nav-Watchdog: app={a} deadline={deadline}s mode={mode}"
+                    "Nav-Watchdog: app={a} deadline={deadline}s mode={mode}{expect}"
                 ));
             }
         }
@@ -691,8 +831,9 @@ impl Sim {
                 _ => *self.pr_rng.pick(&["web", "api"]),
             };
             let deadline = self.pr_rng.range(10, 400);
+            let expect = self.expect();
             trailers.push(format!(
-                "Nav-Watchdog: app={other} deadline={deadline}s mode=arm"
+                "Nav-Watchdog: app={other} deadline={deadline}s mode=arm{expect}"
             ));
             paths.push(format!("apps/{other}/deploy.yaml"));
         }
@@ -710,6 +851,15 @@ impl Sim {
             changed_paths: paths,
             mainline: None,
         });
+    }
+
+    /// A trailer's `expect`: `Healthy,Running` for about a fifth of them, else the default.
+    fn expect(&mut self) -> &'static str {
+        if self.run_rng.chance(20) {
+            " expect=Healthy,Running"
+        } else {
+            ""
+        }
     }
 
     fn plain_commit(&mut self) {
@@ -900,6 +1050,31 @@ impl Sim {
         if a.stale && r.chance(60) {
             a.stale = false;
         }
+        self.pods_follow(i);
+    }
+
+    /// A deploy (a new revision applied) starts a rollout of the Pods: drawn afresh.
+    fn pods_follow(&mut self, i: usize) {
+        let deployed = self.apps[i].deployed;
+        if self.pods[i].deployed == deployed {
+            return;
+        }
+        let now = self.now;
+        let stable = self.cfg.stable_for_ms;
+        let r = &mut self.run_rng;
+        let running_from = match r.below(20) {
+            0..=7 => Some(now),
+            8..=12 => Some(now.plus_ms(r.range(0, 2 * stable))),
+            13..=14 => Some(now.plus_ms(r.range(2 * stable, 5 * stable))),
+            // A stalled sync: the Pods never run it (until the next deploy).
+            _ => None,
+        };
+        let tag = r.chance(5);
+        self.pods[i] = PodsModel {
+            deployed,
+            running_from,
+            tag,
+        };
     }
 
     fn snapshot(&self, a: &AppModel) -> AppSnapshot {
@@ -2148,6 +2323,10 @@ impl Sim {
             ));
         }
         self.model_confirm_deferred.clear();
+        // Verify's answers under way die with the process; the engine forgets verify progress.
+        self.counters.asks_dropped += self.asks.len() as u64;
+        self.asks.clear();
+        self.verify_log.clear();
         let now = self.now;
         self.trace
             .push(format!("{} restart+resume", now.0 - BASE_MS));
@@ -2189,6 +2368,393 @@ impl Sim {
         if self.engine.proposals() != proposals {
             self.fail("resume changed the open pull requests");
         }
+    }
+
+    // ------------------------------------------------------------ expect=Healthy,Running
+
+    /// Verify answers the asks whose answer is due, each by the app's Pods as they are now.
+    fn verify_step(&mut self) {
+        let now = self.now;
+        let (due, later): (Vec<Ask>, Vec<Ask>) = std::mem::take(&mut self.asks)
+            .into_iter()
+            .partition(|a| a.due <= now);
+        self.asks = later;
+        for ask in due {
+            self.answer_verify(ask);
+        }
+    }
+
+    fn answer_verify(&mut self, ask: Ask) {
+        let now = self.now;
+        self.next_answer += 1;
+        let n = self.next_answer;
+        let a = &self.apps[ask.app];
+        let p = &self.pods[ask.app];
+        let name = a.name;
+        let digest = format!("sha256:{:04x}", p.deployed.unwrap_or(0));
+        let (kind, answer) = if !a.exists {
+            let why = format!("Argo CD answered 404 for {name} (#{n})");
+            (AnswerKind::Failed, Verification::Failed(why))
+        } else if self.run_rng.chance(6) {
+            let why = format!("Argo CD answered 503 (#{n})");
+            (AnswerKind::Failed, Verification::Failed(why))
+        } else if p.tag {
+            let what = format!(
+                "Deployment/default/{name} container main: registry.local/{name}:1.{n} names a tag"
+            );
+            (AnswerKind::Tag, Verification::Tag(what))
+        } else if p.running_from.is_some_and(|t| t <= now) {
+            let what = format!(
+                "Deployment/default/{name} container main: all 2 Pod(s) run {digest} (#{n})"
+            );
+            (AnswerKind::Running, Verification::Running(what))
+        } else {
+            let what = format!(
+                "Deployment/default/{name} container main: 1 of 2 Pod(s) run {digest}, 1 the previous (#{n})"
+            );
+            (AnswerKind::NotRunning, Verification::NotRunning(what))
+        };
+        let text = match &answer {
+            Verification::Running(t)
+            | Verification::NotRunning(t)
+            | Verification::Tag(t)
+            | Verification::Failed(t) => t.clone(),
+        };
+        match kind {
+            AnswerKind::Running => self.counters.answers_running += 1,
+            AnswerKind::NotRunning => self.counters.answers_not_running += 1,
+            AnswerKind::Tag => self.counters.answers_tag += 1,
+            AnswerKind::Failed => self.counters.answers_failed += 1,
+        }
+        let before = self
+            .engine
+            .watches()
+            .iter()
+            .find(|w| w.id == ask.watch)
+            .cloned();
+        let waiting = before.as_ref().is_some_and(|w| w.is_live());
+        self.trace.push(format!(
+            "{} verified {} {kind:?} {text:?} (asked at {} for the streak since {:?})",
+            now.0 - BASE_MS,
+            ask.watch,
+            ask.at.0 - BASE_MS,
+            ask.since.map(|t| t.0 - BASE_MS)
+        ));
+        let seen_len = self.seen.get(name).map_or(0, Vec::len);
+        self.verify_log
+            .entry(ask.watch.clone())
+            .or_default()
+            .answers
+            .push(Answered {
+                at: now,
+                kind,
+                text,
+                ask: ask.clone(),
+                seen_len,
+            });
+        let out = self.engine.verified(&ask.watch, answer, now);
+        if !waiting {
+            self.counters.answers_ignored += 1;
+            let after = self.engine.watches().iter().find(|w| w.id == ask.watch);
+            if !out.is_empty() || after != before.as_ref() {
+                self.fail(&format!(
+                    "an answer for {}, which no longer waits for verify, did something: {out:?}",
+                    ask.watch
+                ));
+            }
+        }
+        self.after(out, false);
+    }
+
+    /// Every `Effect::Verify` of a call: only for a live watch with `expect=Healthy,Running`
+    /// whose streak completed (by the stability oracle), once while an answer for its streak is
+    /// outstanding, and again only a retry interval after the last answer. The model's verify
+    /// then answers it after a random delay.
+    ///
+    /// A due moment is decided before what a call brings (docs/verdicts.md#deadline): an ask
+    /// due before an observation is made for the streak as it stood, though the observation
+    /// then breaks the streak or ends the watch (its answer then does nothing).
+    fn verify_asked(&mut self, out: &[Effect], before: &[(State, bool)]) {
+        let now = self.now;
+        let stable = self.cfg.stable_for_ms;
+        let window = stable.max(1000);
+        let retry = (stable / 4).clamp(1000, 15_000);
+        for e in out {
+            let Effect::Verify {
+                watch_id,
+                commit,
+                app,
+            } = e
+            else {
+                continue;
+            };
+            let Some(w) = self
+                .engine
+                .watches()
+                .iter()
+                .find(|w| &w.id == watch_id)
+                .cloned()
+            else {
+                self.fail(&format!("verify asked for an unknown watch {watch_id}"));
+            };
+            if !w.expect_running {
+                self.fail(&format!(
+                    "verify asked for {watch_id}, which does not expect Running"
+                ));
+            }
+            let pos = self.position(watch_id).unwrap();
+            let was_judging = before.get(pos).map(|o| o.0) == Some(State::Judging);
+            let judging = w.is_live() && w.state() == State::Judging;
+            let ended_now = was_judging && w.state().is_terminal();
+            if !(judging || ended_now) {
+                self.fail(&format!(
+                    "verify asked for {watch_id}, {:?}, not a live watch judging",
+                    w.state()
+                ));
+            }
+            if !judging {
+                self.counters.asks_moot += 1;
+            }
+            if &w.commit != commit || &w.app != app {
+                self.fail(&format!(
+                    "verify asked for {watch_id} naming {commit} on {app}, not its own"
+                ));
+            }
+            // The streak as it stood before the call, if one was under way: a due ask is made
+            // before what the call brings restarts the streak.
+            let since = self
+                .prev_since
+                .get(pos)
+                .copied()
+                .flatten()
+                .or(w.healthy_since());
+            if since.is_none() {
+                self.fail(&format!(
+                    "verify asked for {watch_id} with no streak under way"
+                ));
+            }
+            let best = self.healthy_best(&w, true);
+            if best < stable {
+                self.fail(&format!(
+                    "verify asked for {watch_id} after at most {best} ms of observed healthy time"
+                ));
+            }
+            if let Some(a) = self
+                .asks
+                .iter()
+                .find(|a| &a.watch == watch_id && a.since == since)
+            {
+                self.fail(&format!(
+                    "verify asked again for {watch_id} while its ask at {:?} for the same streak is unanswered",
+                    a.at
+                ));
+            }
+            let log = self.verify_log.get(watch_id).cloned().unwrap_or_default();
+            if let Some(first) = log.first_ask(since) {
+                let last = log.answers.iter().rev().find(|a| a.at >= first);
+                match last {
+                    Some(l) if now.ms_since(l.at) >= retry => {}
+                    _ => self.fail(&format!(
+                        "verify asked again for {watch_id} at {now:?}, first asked at {first:?} for the same streak, last answered {:?} (retry {retry} ms)",
+                        last.map(|l| l.at)
+                    )),
+                }
+                if now.ms_since(first) >= window {
+                    self.fail(&format!(
+                        "verify asked again for {watch_id} at {now:?}, after its window from {first:?} ended"
+                    ));
+                }
+            }
+            let Some(i) = self.apps.iter().position(|a| a.name == w.app.name) else {
+                self.fail(&format!(
+                    "verify asked for {watch_id} of an app not modelled"
+                ));
+            };
+            let r = &mut self.run_rng;
+            let delay = match r.below(100) {
+                0..=69 => r.range(0, 2_000),
+                70..=89 => r.range(2_000, retry + 2_000),
+                90..=96 => r.range(window / 2, window * 2),
+                _ => r.range(window * 2, window * 6),
+            };
+            self.counters.verify_asks += 1;
+            self.trace.push(format!(
+                "{} verify? {watch_id} (streak since {:?}; answer in {delay} ms)",
+                now.0 - BASE_MS,
+                since.map(|t| t.0 - BASE_MS)
+            ));
+            let seen_len = self.seen.get(w.app.name.as_str()).map_or(0, Vec::len);
+            self.verify_log
+                .entry(watch_id.clone())
+                .or_default()
+                .asks
+                .push((now, since));
+            self.asks.push(Ask {
+                watch: watch_id.clone(),
+                app: i,
+                at: now,
+                since,
+                seen_len,
+                due: now.plus_ms(delay),
+            });
+        }
+    }
+
+    /// Whether the app was observed healthy throughout, from the last observation before (or
+    /// at) the moment `seen_len` observations had been made until now: one streak, never broken
+    /// (nor paused) since.
+    fn healthy_throughout(&self, app: &str, seen_len: usize, reached: Timestamp) -> bool {
+        let seen = self.seen.get(app).map(Vec::as_slice).unwrap_or_default();
+        seen_len > 0
+            && seen[seen_len - 1].at >= reached
+            && seen[seen_len - 1..].iter().all(|s| s.healthy)
+    }
+
+    /// A verdict of a watch that expects Running agrees with what the model's verify answered;
+    /// one that does not expect it never rests on verify.
+    fn check_verify_verdict(&self, w: &Watch) {
+        let log = self.verify_log.get(&w.id).cloned().unwrap_or_default();
+        let window = self.cfg.stable_for_ms.max(1000);
+        let verdict = w.verdict();
+        let by_verify = matches!(
+            verdict,
+            Some(
+                Verdict::NotRunning { .. }
+                    | Verdict::Unwatchable(Unwatchable::MutableTag { .. })
+                    | Verdict::Inconclusive(Inconclusive::NotVerified { .. })
+            )
+        ) || matches!(
+            verdict,
+            Some(Verdict::Confirmed {
+                verified: Some(_),
+                ..
+            })
+        );
+        if !w.expect_running {
+            if by_verify || !log.asks.is_empty() {
+                self.fail(&format!(
+                    "{} does not expect Running, yet {:?}: {}",
+                    w.id,
+                    w.state(),
+                    w.reason()
+                ));
+            }
+            return;
+        }
+        let last = log.answers.last();
+        let reason = w.reason().to_string();
+        match verdict {
+            Some(Verdict::Confirmed { verified, .. }) => {
+                let Some(summary) = verified else {
+                    self.fail(&format!(
+                        "{} expects Running, yet CONFIRMED unverified: {reason}",
+                        w.id
+                    ));
+                };
+                if !reason.ends_with(&format!("; verified: {summary}")) {
+                    self.fail(&format!(
+                        "{} CONFIRMED, its reason not ending with the summary {summary:?}: {reason}",
+                        w.id
+                    ));
+                }
+                let Some(l) = last.filter(|l| l.kind == AnswerKind::Running) else {
+                    self.fail(&format!(
+                        "{} CONFIRMED while verify's last answer (since the last restart) is {:?}: {reason}",
+                        w.id,
+                        last.map(|l| (l.kind, l.at))
+                    ));
+                };
+                if &l.text != summary {
+                    self.fail(&format!(
+                        "{} CONFIRMED with {summary:?}, verify's last answer was {:?}",
+                        w.id, l.text
+                    ));
+                }
+                let reached = w.reached_at().unwrap_or(w.watch_started_at);
+                if !self.healthy_throughout(&w.app.name, l.seen_len, reached) {
+                    self.fail(&format!(
+                        "{} CONFIRMED on verify's answer at {:?}, not given during the healthy streak it confirms",
+                        w.id, l.at
+                    ));
+                }
+                if self.strict.verify_ask_in_streak
+                    && !self.healthy_throughout(&w.app.name, l.ask.seen_len, reached)
+                {
+                    self.fail(&format!(
+                        "{} CONFIRMED on verify's answer at {:?} to the ask at {:?} for the streak since {:?}, which broke since (the streak confirmed is another)",
+                        w.id, l.at, l.ask.at, l.ask.since
+                    ));
+                }
+            }
+            Some(Verdict::NotRunning { .. }) => {
+                if last.map(|l| l.kind) != Some(AnswerKind::NotRunning) {
+                    self.fail(&format!(
+                        "{} FAIL not running while verify's last answer is {:?}",
+                        w.id,
+                        last.map(|l| (l.kind, l.at))
+                    ));
+                }
+                let first = log.current().map(|(_, f)| f);
+                if first.is_none_or(|f| self.now.ms_since(f) < window) {
+                    self.fail(&format!(
+                        "{} FAIL not running at {:?}, before the window ({window} ms) from the first ask {first:?}",
+                        w.id, self.now
+                    ));
+                }
+                if self.requested.contains_key(&w.id)
+                    || w.revert_pending()
+                    || w.revert_commit().is_some()
+                    || w.proposal().is_some()
+                    || w.state() != State::Fail
+                {
+                    self.fail(&format!(
+                        "{} FAIL not running, yet a revert: {:?} pending={} revert={:?}",
+                        w.id,
+                        w.state(),
+                        w.revert_pending(),
+                        w.revert_commit()
+                    ));
+                }
+            }
+            Some(Verdict::Unwatchable(Unwatchable::MutableTag { what }))
+                if last.map(|l| (l.kind, &l.text)) != Some((AnswerKind::Tag, what)) =>
+            {
+                self.fail(&format!(
+                    "{} unwatchable for a tag ({what}) while verify's last answer is {:?}",
+                    w.id,
+                    last.map(|l| (l.kind, &l.text))
+                ));
+            }
+            Some(Verdict::Inconclusive(Inconclusive::NotVerified { why })) => {
+                let answers = log.answers_of_current();
+                let ok = match answers.last() {
+                    Some(l) => l.kind == AnswerKind::Failed && &l.text == why,
+                    None => why.starts_with("verify did not answer within"),
+                };
+                let first = log.current().map(|(_, f)| f);
+                if !ok || first.is_none_or(|f| self.now.ms_since(f) < window) {
+                    self.fail(&format!(
+                        "{} INCONCLUSIVE not verified ({why}) at {:?}, first asked {first:?}, verify's answers for the streak {:?}",
+                        w.id,
+                        self.now,
+                        answers.iter().map(|a| (a.kind, a.at)).collect::<Vec<_>>()
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether the watch ended on a verdict of the verify gate (not a deadline's).
+    fn ended_by_verify(w: &Watch) -> bool {
+        matches!(
+            w.verdict(),
+            Some(
+                Verdict::NotRunning { .. }
+                    | Verdict::Unwatchable(Unwatchable::MutableTag { .. })
+                    | Verdict::Inconclusive(Inconclusive::NotVerified { .. })
+            )
+        )
     }
 
     // ------------------------------------------------------------ invariants
@@ -2272,7 +2838,9 @@ impl Sim {
                 // verdict is INCONCLUSIVE.
                 for (i, w) in self.engine.watches().iter().enumerate() {
                     let moved = before.get(i).map(|o| o.0) != Some(w.state());
+                    // (The verify gate's FAIL rests on verify's answers, no deadline.)
                     if moved
+                        && !Self::ended_by_verify(w)
                         && ev.commit.as_deref() == Some(w.commit.as_str())
                         && Some(w.state()) == ev.state
                         && w.last_observed_at()
@@ -2373,6 +2941,16 @@ impl Sim {
         {
             self.fail(&format!("a withdrawal on no commit's arrival: {e:?}"));
         }
+        // Verify's asks; a FAIL because the Pods did not run the commit is never reverted.
+        self.verify_asked(&out, &before);
+        let not_running: Vec<String> = self
+            .engine
+            .watches()
+            .iter()
+            .filter(|w| matches!(w.verdict(), Some(Verdict::NotRunning { .. })))
+            .map(|w| w.id.clone())
+            .collect();
+        self.never_revert.extend(not_running);
         // Reverts.
         // The revert commits under way before this step, by the commits they revert.
         let mut pending_commits: BTreeSet<String> = self
@@ -2563,6 +3141,9 @@ impl Sim {
                 if w.state() == State::Confirmed {
                     self.check_confirmed(w);
                 }
+                if w.state().is_terminal() {
+                    self.check_verify_verdict(w);
+                }
                 // Only a commit withdrawn after its reach is NOT_REACHED with a reach time.
                 if w.state() == State::NotReached
                     && w.reached_at().is_some()
@@ -2634,6 +3215,12 @@ impl Sim {
             .iter()
             .map(|w| (w.state(), w.reverting().is_some()))
             .collect();
+        self.prev_since = self
+            .engine
+            .watches()
+            .iter()
+            .map(|w| w.healthy_since())
+            .collect();
         self.was_open = self.model_breaker.open;
         self.check_wakeup_covers_everything_due();
         self.check_reopened();
@@ -2699,6 +3286,24 @@ impl Sim {
         let Some(reached) = w.reached_at() else {
             self.fail("CONFIRMED without reach");
         };
+        let best = self.healthy_best(w, w.reason().to_string().contains(" paused "));
+        if best < self.cfg.stable_for_ms {
+            let seen = self.seen.get(w.app.name.as_str());
+            self.fail(&format!(
+                "CONFIRMED at {:?} after at most {best} ms of observed healthy time since reach {reached:?}: {:?}",
+                self.now,
+                seen.into_iter().flatten().rev().take(30).collect::<Vec<_>>()
+            ));
+        }
+    }
+
+    /// The most observed healthy time since reach one streak can have counted (an upper bound,
+    /// by the oracle); with `chain`, also a streak that paused on transient states after the
+    /// deadline.
+    fn healthy_best(&self, w: &Watch, chain: bool) -> i64 {
+        let Some(reached) = w.reached_at() else {
+            return 0;
+        };
         let seen = self
             .seen
             .get(w.app.name.as_str())
@@ -2749,7 +3354,7 @@ impl Sim {
         // A streak that paused on transient states after the deadline counts the healthy
         // time of a chain of healthy runs with transient observations between them, each pause
         // shorter than stable-for, observed throughout.
-        if w.reason().to_string().contains(" paused ") {
+        if chain {
             let mut chain = 0i64;
             let mut run: Option<(Timestamp, Timestamp, i64)> = None;
             let mut paused: Option<Timestamp> = None;
@@ -2786,12 +3391,7 @@ impl Sim {
             }
             best = best.max(chain);
         }
-        if best < self.cfg.stable_for_ms {
-            self.fail(&format!(
-                "CONFIRMED at {now:?} after at most {best} ms of observed healthy time since reach {reached:?}: {:?}",
-                seen.iter().rev().take(30).collect::<Vec<_>>()
-            ));
-        }
+        best
     }
 
     /// A verdict tied to a deadline agrees with what was observed up to the deadline instant.
@@ -2804,8 +3404,8 @@ impl Sim {
             }
             let moved = before.get(i).map(|o| o.0) != Some(w.state());
             // A watch that had ended before the event is not what it speaks of (a re-opened
-            // watch of the same commit and app is).
-            if !moved && w.state().is_terminal() {
+            // watch of the same commit and app is). The verify gate's verdicts are no deadline's.
+            if (!moved && w.state().is_terminal()) || (moved && Self::ended_by_verify(w)) {
                 continue;
             }
             let reach_deadline = w.watch_started_at.plus_ms(w.deadline_ms);
@@ -2984,11 +3584,25 @@ impl Sim {
                 w.app_absent_since()
                     .map(|a| a.plus_ms(self.cfg.unknown_app_grace_ms)),
             );
-            due.extend(w.healthy_since().map(|h| {
+            let streak_due = w.healthy_since().map(|h| {
                 h.plus_ms(
                     self.cfg.stable_for_ms + self.unobserved_in_streak(w.app.name.as_str(), h),
                 )
-            }));
+            });
+            // Expecting Running, a completed streak waits for verify: its window's end is due.
+            if w.expect_running {
+                due.extend(streak_due.filter(|d| *d > self.now));
+                let first = w
+                    .healthy_since()
+                    .and_then(|h| self.verify_log.get(&w.id)?.first_ask(Some(h)));
+                due.extend(
+                    first
+                        .map(|f| f.plus_ms(self.cfg.stable_for_ms.max(1000)))
+                        .filter(|d| *d > self.now),
+                );
+            } else {
+                due.extend(streak_due);
+            }
             for d in due {
                 if next.is_none_or(|n| n > d) {
                     self.fail(&format!(
@@ -3006,9 +3620,18 @@ impl Sim {
             if w.state().is_terminal() {
                 continue;
             }
+            // (With the switch off, a completed streak waiting for verify is let be.)
+            let verifying = w.expect_running
+                && w.healthy_since().is_some_and(|h| {
+                    self.verify_log
+                        .get(&w.id)
+                        .and_then(|l| l.first_ask(Some(h)))
+                        .is_some()
+                });
             if !w.deadline_passed()
                 && let Some(d) = w.deadline_at()
                 && d <= self.now
+                && (self.strict.verify_deadline || !verifying)
             {
                 self.fail(&format!(
                     "deadline {d:?} of {} left undecided at {:?}",
@@ -3043,6 +3666,30 @@ impl Sim {
                     >= self.cfg.stable_for_ms
                 && self.now.ms_since(last) <= self.cfg.stale_after_ms
             {
+                // Expecting Running, the completed streak waits for verify instead: asked for
+                // this streak, and decided once verify's window (from the first ask) ended.
+                if w.expect_running {
+                    let first = self
+                        .verify_log
+                        .get(&w.id)
+                        .and_then(|l| l.first_ask(Some(h)));
+                    let window = self.cfg.stable_for_ms.max(1000);
+                    match first {
+                        Some(f) if self.now.ms_since(f) < window => continue,
+                        Some(f) => self.fail(&format!(
+                            "verify's window for {} (first asked at {f:?}) ended, still {:?} at {:?}",
+                            w.id,
+                            w.state(),
+                            self.now
+                        )),
+                        None => self.fail(&format!(
+                            "stability window of {} ended at {:?} with a fresh healthy observation, verify not asked at {:?}",
+                            w.id,
+                            h.plus_ms(self.cfg.stable_for_ms),
+                            self.now
+                        )),
+                    }
+                }
                 self.fail(&format!(
                     "stability window of {} ended at {:?} with a fresh healthy observation, still {:?} at {:?}",
                     w.id,
@@ -3109,6 +3756,8 @@ impl Sim {
         if self.by_pr && self.pr_rng.chance(3) {
             self.proposal_step();
         }
+        // Verify answers what it was asked, once each answer's delay has passed.
+        self.verify_step();
     }
 }
 
@@ -3184,6 +3833,7 @@ fn run_with(seed: u64, steps: usize, strict: Strict, by_pr: bool) -> Counters {
             sim.observe_app(i);
         }
         sim.tick();
+        sim.verify_step();
         if sim.rng.chance(50) {
             sim.finish_revert();
         }
@@ -3228,6 +3878,34 @@ fn run_with(seed: u64, steps: usize, strict: Strict, by_pr: bool) -> Counters {
         if leftover && w.revert_commit().is_some() && w.state() == State::Reverted {
             sim.counters.leftover_reverts += 1;
         }
+        if w.expect_running {
+            sim.counters.expect_running += 1;
+        }
+        match w.verdict() {
+            Some(Verdict::Confirmed {
+                verified: Some(_), ..
+            }) => sim.counters.confirmed_after_verify += 1,
+            Some(Verdict::NotRunning { .. }) => {
+                sim.counters.not_running_fails += 1;
+                if w.mode.as_str() == "arm" && !w.dry_run && !sim.cfg.dry_run {
+                    sim.counters.not_running_armed += 1;
+                }
+                // Never reverted, ever.
+                if sim.requested.contains_key(&w.id)
+                    || w.state() != State::Fail
+                    || w.revert_commit().is_some()
+                {
+                    sim.fail(&format!("{} failed not running, yet reverted", w.id));
+                }
+            }
+            Some(Verdict::Unwatchable(Unwatchable::MutableTag { .. })) => {
+                sim.counters.unwatchable_by_tag += 1
+            }
+            Some(Verdict::Inconclusive(Inconclusive::NotVerified { .. })) => {
+                sim.counters.inconclusive_not_verified += 1
+            }
+            _ => {}
+        }
     }
     sim.counters.clone()
 }
@@ -3260,7 +3938,15 @@ fn seeds() -> Vec<u64> {
 ///   `next_wakeup` is never later than anything due;
 /// - the breaker equals the rules' breaker; `breaker_opened` exactly when it opens;
 /// - every change to a watch is handed over by `take_dirty`; resume re-issues exactly the
-///   pending reverts.
+///   pending reverts;
+/// - `expect=Healthy,Running` (a fifth of the trailers; the model's verify answers by each app's
+///   Pods after a random delay): `Effect::Verify` only for a live watch expecting Running whose
+///   streak completed, once while an answer for its streak is outstanding, again only a retry
+///   interval after the last answer; CONFIRMED only on a Running answer given (and asked) during
+///   the streak it confirms, the last one, its summary ending the reason; FAIL not running only
+///   after NotRunning last and the window, never reverted; ERROR_UNWATCHABLE for a tag only
+///   after a Tag answer; INCONCLUSIVE not verified only after Failed answers or none; an
+///   answer for a watch no longer waiting changes nothing.
 #[test]
 fn thousands_of_random_scenarios_keep_the_invariants() {
     let mut total = Counters::default();
@@ -3300,6 +3986,20 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         total.adopted_proposals += c.adopted_proposals;
         total.merged_at_once += c.merged_at_once;
         total.ignored_requests += c.ignored_requests;
+        total.expect_running += c.expect_running;
+        total.verify_asks += c.verify_asks;
+        total.answers_running += c.answers_running;
+        total.answers_not_running += c.answers_not_running;
+        total.answers_tag += c.answers_tag;
+        total.answers_failed += c.answers_failed;
+        total.answers_ignored += c.answers_ignored;
+        total.asks_dropped += c.asks_dropped;
+        total.asks_moot += c.asks_moot;
+        total.confirmed_after_verify += c.confirmed_after_verify;
+        total.not_running_fails += c.not_running_fails;
+        total.not_running_armed += c.not_running_armed;
+        total.unwatchable_by_tag += c.unwatchable_by_tag;
+        total.inconclusive_not_verified += c.inconclusive_not_verified;
     }
     eprintln!("simulation outcome totals: {total:?}");
     // The scenarios must actually exercise every outcome, or the invariants prove little.
@@ -3364,6 +4064,12 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
                 && total.closed > 0
                 && total.withdrawn_proposals > 0,
             "reverts by pull request not exercised every way: {total:?}"
+        );
+        assert!(
+            total.verify_asks > 0
+                && total.confirmed_after_verify > 0
+                && total.not_running_fails > 0,
+            "expect=Healthy,Running never asked verify, confirmed after it, or failed not running: {total:?}"
         );
     }
     for st in TERMINAL_STATES {
