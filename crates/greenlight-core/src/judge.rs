@@ -203,6 +203,8 @@ pub enum Effect {
         watch_id: String,
         commit: CommitId,
         app: AppRef,
+        /// Which ask this is: only the answer to the ask the watch still waits for counts.
+        ask: u64,
     },
 }
 
@@ -227,7 +229,8 @@ struct Verifying {
     /// The streak it verifies: an answer from an earlier streak counts for nothing.
     streak_since: Timestamp,
     first_asked: Timestamp,
-    outstanding: bool,
+    /// The ask whose answer is awaited, if any.
+    outstanding: Option<u64>,
     answer: Option<(Verification, Timestamp)>,
 }
 
@@ -330,6 +333,8 @@ pub struct Engine {
     clock: Timestamp,
     /// Watches whose streak completed and that wait for verify, by id.
     verifying: BTreeMap<String, Verifying>,
+    /// The last ask's number ([`Effect::Verify`]).
+    asks: u64,
     /// When [`Engine::resume`] ran (a restart, a new leader): until `--stale-after` after it,
     /// an observation from before it going stale is the downtime's doing, not the app's, and
     /// ends no streak (`docs/verdicts.md#observed-time`).
@@ -359,6 +364,7 @@ impl Engine {
             clock: Timestamp(i64::MIN),
             resumed_at: None,
             verifying: BTreeMap::new(),
+            asks: 0,
         }
     }
 
@@ -1367,7 +1373,7 @@ impl Engine {
                         Some(v.first_asked.plus_ms(self.verify_window_ms())),
                         v.answer
                             .as_ref()
-                            .filter(|_| !v.outstanding)
+                            .filter(|_| v.outstanding.is_none())
                             .map(|(_, at)| at.plus_ms(self.verify_retry_ms())),
                     ),
                     None => (None, None),
@@ -1605,28 +1611,16 @@ impl Engine {
     fn verify_gate(&mut self, i: usize, since: Timestamp, now: Timestamp) -> Gate {
         let window = self.verify_window_ms();
         let retry = self.verify_retry_ms();
-        let w = &self.watches[i];
-        let ask = Effect::Verify {
-            watch_id: w.id.clone(),
-            commit: w.commit.clone(),
-            app: w.app.clone(),
+        let fresh = || Verifying {
+            streak_since: since,
+            first_asked: now,
+            outstanding: None,
+            answer: None,
         };
-        let v = self
-            .verifying
-            .entry(w.id.clone())
-            .or_insert_with(|| Verifying {
-                streak_since: since,
-                first_asked: now,
-                outstanding: false,
-                answer: None,
-            });
+        let w = &self.watches[i];
+        let v = self.verifying.entry(w.id.clone()).or_insert_with(fresh);
         if v.streak_since != since {
-            *v = Verifying {
-                streak_since: since,
-                first_asked: now,
-                outstanding: false,
-                answer: None,
-            };
+            *v = fresh();
         }
         let overdue = now >= v.first_asked.plus_ms(window);
         match &v.answer {
@@ -1646,7 +1640,7 @@ impl Engine {
                 let why = Inconclusive::NotVerified { why: why.clone() };
                 return Gate::End(Verdict::Inconclusive(why), EventKind::Inconclusive);
             }
-            _ if overdue && v.outstanding => {
+            _ if overdue && v.outstanding.is_some() => {
                 let why = Inconclusive::NotVerified {
                     why: format!(
                         "verify did not answer within {}",
@@ -1661,11 +1655,17 @@ impl Engine {
             None => true,
             Some((_, at)) => now >= at.plus_ms(retry),
         };
-        if v.outstanding || !due {
+        if v.outstanding.is_some() || !due {
             return Gate::Wait(Vec::new());
         }
-        v.outstanding = true;
-        Gate::Wait(vec![ask])
+        self.asks += 1;
+        v.outstanding = Some(self.asks);
+        Gate::Wait(vec![Effect::Verify {
+            watch_id: w.id.clone(),
+            commit: w.commit.clone(),
+            app: w.app.clone(),
+            ask: self.asks,
+        }])
     }
 
     /// Verify answered for watch `watch_id` (`expect=Healthy,Running`). Nothing happens for a
@@ -1673,6 +1673,7 @@ impl Engine {
     pub fn verified(
         &mut self,
         watch_id: &str,
+        ask: u64,
         answer: Verification,
         now: Timestamp,
     ) -> Vec<Effect> {
@@ -1684,10 +1685,16 @@ impl Engine {
         else {
             return Vec::new();
         };
-        let Some(v) = self.verifying.get_mut(watch_id) else {
+        // Only the answer to the ask the watch waits for: one asked for an earlier streak (it
+        // broke since) counts for nothing.
+        let Some(v) = self
+            .verifying
+            .get_mut(watch_id)
+            .filter(|v| v.outstanding == Some(ask))
+        else {
             return Vec::new();
         };
-        v.outstanding = false;
+        v.outstanding = None;
         v.answer = Some((answer, now));
         self.decide(i, now)
     }
@@ -2476,7 +2483,18 @@ impl Engine {
                         let verified = if w.expect_running {
                             match self.verify_gate(i, h, now) {
                                 Gate::Confirm(summary) => Some(summary),
-                                Gate::Wait(effects) => return effects,
+                                Gate::Wait(mut effects) => {
+                                    // A deadline that falls while the completed streak waits
+                                    // for verify passes with that streak under way, as any
+                                    // other: a break after it is a break after the deadline.
+                                    if !streak.deadline_passed() && now >= deadline {
+                                        self.watches[i].streak_outlived_deadline();
+                                        let msg = Message::DeadlinePassedStreakUnderWay;
+                                        let kind = EventKind::DeadlinePassedStreakUnderWay;
+                                        effects.push(self.emit(i, kind, msg, now));
+                                    }
+                                    return effects;
+                                }
                                 Gate::End(verdict, kind) => {
                                     return vec![self.finish(i, verdict, kind, now)];
                                 }

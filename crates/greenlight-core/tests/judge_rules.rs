@@ -4871,9 +4871,14 @@ fn a_shared_request_greenlight_closed_for_another_app_leaves_this_ones_failure_s
 // ------------------------------------------------- expect=Healthy,Running (docs/verdicts.md#expect-running)
 
 fn verify_asks(out: &[Effect]) -> Vec<String> {
+    asks(out).into_iter().map(|(id, _)| id).collect()
+}
+
+/// Each verify asked: the watch and the ask's number.
+fn asks(out: &[Effect]) -> Vec<(String, u64)> {
     out.iter()
         .filter_map(|e| match e {
-            Effect::Verify { watch_id, .. } => Some(watch_id.clone()),
+            Effect::Verify { watch_id, ask, .. } => Some((watch_id.clone(), *ask)),
             _ => None,
         })
         .collect()
@@ -4881,7 +4886,7 @@ fn verify_asks(out: &[Effect]) -> Vec<String> {
 
 /// A watch expecting Running, healthy from t(10) and observed every 10 s to t(130): its
 /// window is complete, and verify is asked (once) instead of a confirmation.
-fn running_expected() -> (Harness, CommitId, String, Snap) {
+fn running_expected() -> (Harness, CommitId, String, Snap, u64) {
     let (mut h, w) = started("deadline=600 mode=arm expect=Healthy,Running");
     assert!(h.watch(&w).expect_running);
     let s = reach(&mut h, &w, 10, Health::Healthy);
@@ -4891,19 +4896,21 @@ fn running_expected() -> (Harness, CommitId, String, Snap) {
     assert!(kinds(&out).is_empty(), "no verdict before verify: {out:?}");
     let id = h.watch(&w).id.clone();
     assert_eq!(verify_asks(&out), vec![id.clone()]);
+    let ask = asks(&out)[0].1;
     assert!(
         verify_asks(&h.observe(&s, t(135))).is_empty(),
         "asked once while it has not answered"
     );
     assert_eq!(h.state(&w), State::Judging);
-    (h, w, id, s)
+    (h, w, id, s, ask)
 }
 
 #[test]
 fn expect_running_confirms_only_when_verify_finds_every_pod_running_what_git_pins() {
-    let (mut h, w, id, _) = running_expected();
+    let (mut h, w, id, _, ask) = running_expected();
     let out = h.engine.verified(
         &id,
+        ask,
         greenlight_core::judge::Verification::Running(
             "Deployment/apps/web container main: all 2 Pod(s) run sha256:2222".into(),
         ),
@@ -4923,25 +4930,27 @@ fn expect_running_confirms_only_when_verify_finds_every_pod_running_what_git_pin
 
 #[test]
 fn expect_running_asks_again_and_fails_without_a_revert_when_the_pods_never_run_it() {
-    let (mut h, w, id, s) = running_expected();
+    let (mut h, w, id, s, ask) = running_expected();
     let not = || {
         greenlight_core::judge::Verification::NotRunning(
             "Deployment/apps/web container main: none of 2 Pod(s) runs sha256:2222".into(),
         )
     };
-    assert!(kinds(&h.engine.verified(&id, not(), t(136))).is_empty());
+    assert!(kinds(&h.engine.verified(&id, ask, not(), t(136))).is_empty());
     // Asked again 15 s after the answer (a quarter of --stable-for, at most 15 s).
     assert_eq!(h.engine.next_wakeup_after(t(136)), Some(t(151)));
     let out = h.observe(&s, t(151));
+    let again = asks(&out);
     assert_eq!(verify_asks(&out), vec![id.clone()], "{out:?}");
-    h.engine.verified(&id, not(), t(152));
+    assert_ne!(again[0].1, ask, "a new ask");
+    h.engine.verified(&id, again[0].1, not(), t(152));
     // The window (--stable-for, 120 s from the first ask at 130 s) ends at 250 s: a FAIL that
     // nothing reverts, armed as it is.
     for at in (160..250).step_by(10) {
         let out = h.observe(&s, t(at));
         assert!(kinds(&out).is_empty(), "{at}: {out:?}");
-        for id in verify_asks(&out) {
-            h.engine.verified(&id, not(), t(at));
+        for (id, ask) in asks(&out) {
+            h.engine.verified(&id, ask, not(), t(at));
         }
     }
     let out = h.observe(&s, t(250));
@@ -4961,9 +4970,10 @@ fn expect_running_asks_again_and_fails_without_a_revert_when_the_pods_never_run_
 
 #[test]
 fn expect_running_on_a_tag_is_unwatchable_and_a_verify_that_cannot_read_is_inconclusive() {
-    let (mut h, w, id, _) = running_expected();
+    let (mut h, w, id, _, ask) = running_expected();
     let out = h.engine.verified(
         &id,
+        ask,
         greenlight_core::judge::Verification::Tag(
             "Deployment/apps/web container main: registry.local/web:1.0 names a tag".into(),
         ),
@@ -4976,12 +4986,12 @@ fn expect_running_on_a_tag_is_unwatchable_and_a_verify_that_cannot_read_is_incon
         h.engine.watches().to_vec()
     );
 
-    let (mut h, w, id, s) = running_expected();
+    let (mut h, w, id, s, ask) = running_expected();
     let failed = || greenlight_core::judge::Verification::Failed("Argo CD answered 503".into());
-    h.engine.verified(&id, failed(), t(136));
+    h.engine.verified(&id, ask, failed(), t(136));
     for at in (140..250).step_by(10) {
-        for id in verify_asks(&h.observe(&s, t(at))) {
-            h.engine.verified(&id, failed(), t(at));
+        for (id, ask) in asks(&h.observe(&s, t(at))) {
+            h.engine.verified(&id, ask, failed(), t(at));
         }
     }
     let out = h.observe(&s, t(250));
@@ -4999,11 +5009,12 @@ fn expect_running_on_a_tag_is_unwatchable_and_a_verify_that_cannot_read_is_incon
 
 #[test]
 fn a_verify_answer_for_a_streak_that_broke_since_counts_for_nothing() {
-    let (mut h, w, id, s) = running_expected();
+    let (mut h, w, id, s, ask) = running_expected();
     // The streak breaks before the answer comes.
     h.observe(&s.clone().health(Health::Degraded), t(136));
     let out = h.engine.verified(
         &id,
+        ask,
         greenlight_core::judge::Verification::Running("all".into()),
         t(137),
     );
@@ -5013,7 +5024,51 @@ fn a_verify_answer_for_a_streak_that_broke_since_counts_for_nothing() {
     let out = h.observe(&s, t(260));
     assert!(kinds(&out).is_empty(), "{out:?}");
     assert_eq!(verify_asks(&out), vec![id.clone()]);
+    let again = asks(&out)[0].1;
+    // The old ask's answer, slow to come, is not the new streak's.
+    let late = h.engine.verified(
+        &id,
+        ask,
+        greenlight_core::judge::Verification::Running("all, for the old streak".into()),
+        t(261),
+    );
+    assert!(kinds(&late).is_empty(), "{late:?}");
     assert_eq!(h.state(&w), State::Judging);
+    let out = h.engine.verified(
+        &id,
+        again,
+        greenlight_core::judge::Verification::Running("all".into()),
+        t(262),
+    );
+    assert_eq!(kinds(&out), vec![K::Confirmed], "{out:?}");
+}
+
+#[test]
+fn a_deadline_that_falls_while_verify_is_awaited_passes_with_the_streak_under_way() {
+    // Deadline 140 s after reach at 10 s: the streak completes at 130 s, verify is awaited
+    // through 150 s.
+    let (mut h, w) = started("deadline=140 mode=arm expect=Healthy,Running");
+    let s = reach(&mut h, &w, 10, Health::Healthy);
+    h.observe_every(&s, 20, 130, 10);
+    let out = h.observe(&s, t(150));
+    assert_eq!(
+        kinds(&out),
+        vec![K::DeadlinePassedStreakUnderWay],
+        "the deadline is decided, not left: {out:?}"
+    );
+    assert!(h.watch(&w).deadline_passed());
+    // The streak breaks after the deadline: a break after it, never "not healthy within".
+    let out = h.observe(&s.clone().health(Health::Degraded), t(160));
+    assert_eq!(
+        kinds(&out),
+        vec![K::HealthyStreakBroken, K::Failed],
+        "{out:?}"
+    );
+    assert!(
+        !h.reason(&w).contains("not healthy within"),
+        "{}",
+        h.reason(&w)
+    );
 }
 
 #[test]

@@ -144,6 +144,8 @@ enum AnswerKind {
 #[derive(Clone, Debug)]
 struct Ask {
     watch: String,
+    /// The engine's number for this ask: only its answer counts.
+    number: u64,
     app: usize,
     at: Timestamp,
     /// The streak it was asked for (the watch's `healthy_since` then).
@@ -305,11 +307,9 @@ impl Strict {
         // the state file re-types the verdict from (`GREENLIGHT_SIM_SEED=349` failed before).
         withdrawn_readback: true,
         verify_ask_in_streak: true,
-        // Off: the judge's verify gate returns before the deadline is looked at, so a deadline
-        // falling while a completed streak waits for verify stays undecided
-        // (`GREENLIGHT_SIM_SEED=1204`: deadline at 2943086 of a watch asked at 2941121, left
-        // undecided after a tick at 2946121).
-        verify_deadline: false,
+        // The verify gate passes a deadline that falls while it waits, as any streak under way
+        // (`GREENLIGHT_SIM_SEED=1204` left it undecided before).
+        verify_deadline: true,
     };
 }
 
@@ -2452,7 +2452,7 @@ impl Sim {
                 ask: ask.clone(),
                 seen_len,
             });
-        let out = self.engine.verified(&ask.watch, answer, now);
+        let out = self.engine.verified(&ask.watch, ask.number, answer, now);
         if !waiting {
             self.counters.answers_ignored += 1;
             let after = self.engine.watches().iter().find(|w| w.id == ask.watch);
@@ -2484,6 +2484,7 @@ impl Sim {
                 watch_id,
                 commit,
                 app,
+                ask: number,
             } = e
             else {
                 continue;
@@ -2591,6 +2592,7 @@ impl Sim {
                 .push((now, since));
             self.asks.push(Ask {
                 watch: watch_id.clone(),
+                number: *number,
                 app: i,
                 at: now,
                 since,

@@ -26,6 +26,7 @@ pub(super) enum JobDone {
     /// Verify's answer for a watch (`expect=Healthy,Running`).
     Verified {
         watch_id: String,
+        ask: u64,
         answer: greenlight_core::judge::Verification,
     },
 }
@@ -266,10 +267,16 @@ impl Runtime {
                     }
                 }
             }
-            JobDone::Verified { watch_id, answer } => {
-                self.inputs
-                    .work
-                    .push_back(Work::Verified { watch_id, answer });
+            JobDone::Verified {
+                watch_id,
+                ask,
+                answer,
+            } => {
+                self.inputs.work.push_back(Work::Verified {
+                    watch_id,
+                    ask,
+                    answer,
+                });
             }
             JobDone::Withdrawn { url, ended } => {
                 self.git.forging = false;
@@ -340,6 +347,7 @@ impl Runtime {
         &mut self,
         watch_id: String,
         app: greenlight_core::directive::AppRef,
+        ask: u64,
     ) {
         let verifier = self.cfg.verifier.clone();
         let tx = self.git.jobs_tx.clone();
@@ -350,7 +358,13 @@ impl Runtime {
                     "this greenlight reads no Pods (it was started without a way to verify)".into(),
                 ),
             };
-            let _ = tx.send(JobDone::Verified { watch_id, answer }).await;
+            let _ = tx
+                .send(JobDone::Verified {
+                    watch_id,
+                    ask,
+                    answer,
+                })
+                .await;
         });
     }
 

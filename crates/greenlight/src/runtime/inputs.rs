@@ -32,6 +32,7 @@ pub(super) enum Work {
     /// Verify answered for a watch with `expect=Healthy,Running`.
     Verified {
         watch_id: String,
+        ask: u64,
         answer: greenlight_core::judge::Verification,
     },
     /// A revert's pull request merged or was closed (the forge's report).

@@ -523,9 +523,13 @@ impl Runtime {
                 self.apply(effects, None)?;
                 Ok(Step::Done)
             }
-            Work::Verified { watch_id, answer } => {
+            Work::Verified {
+                watch_id,
+                ask,
+                answer,
+            } => {
                 let now = self.now();
-                let effects = self.engine.verified(&watch_id, answer, now);
+                let effects = self.engine.verified(&watch_id, ask, answer, now);
                 self.apply(effects, None)?;
                 Ok(Step::Done)
             }
@@ -780,7 +784,9 @@ impl Runtime {
                 Effect::Emit(ev) => events.push(ev),
                 Effect::Revert(r) => reverts.push(r),
                 Effect::Withdraw { proposal, why } => withdrawals.push((proposal, why)),
-                Effect::Verify { watch_id, app, .. } => verifies.push((watch_id, app)),
+                Effect::Verify {
+                    watch_id, app, ask, ..
+                } => verifies.push((watch_id, app, ask)),
             }
         }
         if !watches.is_empty()
@@ -813,8 +819,8 @@ impl Runtime {
         }
         self.git.reverts.extend(reverts);
         self.git.withdrawals.extend(withdrawals);
-        for (watch_id, app) in verifies {
-            self.start_verify(watch_id, app);
+        for (watch_id, app, ask) in verifies {
+            self.start_verify(watch_id, app, ask);
         }
         self.sync_watched();
         Ok(())
