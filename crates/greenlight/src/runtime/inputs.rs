@@ -72,6 +72,11 @@ pub(super) struct Inputs {
     pub(super) ancestry: HashMap<Question, bool>,
     /// A wake-up came while the queue waited for answers: it is handled after them.
     pub(super) tick_due: bool,
+    /// An asked watch (`greenlight wait`) holds the branch's commits back until this moment or
+    /// the source's first complete listing, whichever comes first: the app as it was before the
+    /// commit is observed first, so its baseline is whole whatever the timing of the sync.
+    /// `None`: nothing held (a daemon, or the listing came).
+    pub(super) hold_commits_until: Option<Timestamp>,
 }
 
 impl Inputs {
@@ -81,6 +86,7 @@ impl Inputs {
             asking: None,
             ancestry: HashMap::new(),
             tick_due: false,
+            hold_commits_until: None,
         }
     }
 }
@@ -108,7 +114,23 @@ impl Runtime {
     /// Hand waiting inputs to the judge, in order, until one needs git's answers.
     pub(super) fn pump(&mut self) -> Result<()> {
         while self.inputs.asking.is_none() {
-            let Some(work) = self.inputs.work.pop_front() else {
+            // Commits held for the first listing: what the source delivered behind them is
+            // judged first; the commits wait (see `Inputs::hold_commits_until`).
+            let held = matches!(self.inputs.work.front(), Some(Work::Commits { .. }))
+                && self
+                    .inputs
+                    .hold_commits_until
+                    .is_some_and(|until| self.now() < until);
+            let next = if held {
+                self.inputs
+                    .work
+                    .iter()
+                    .position(|w| !matches!(w, Work::Commits { .. }))
+                    .and_then(|at| self.inputs.work.remove(at))
+            } else {
+                self.inputs.work.pop_front()
+            };
+            let Some(work) = next else {
                 break;
             };
             match self.judge(work)? {

@@ -282,6 +282,12 @@ impl Runtime {
             }
         }
         let stale_after_ms = cfg.stale_after_ms;
+        let mut inputs = Inputs::new();
+        // A wait's commit is handed to the judge after the app's first complete listing (at
+        // most --stale-after after the start): its baseline is the app before the commit.
+        if cfg.asked.is_some() {
+            inputs.hold_commits_until = Some(now.plus_ms(stale_after_ms));
+        }
         let source_label = crate::metrics::source_label(ctx.source.name());
         let metrics = Arc::new(Metrics::new(ctx.clock.clone()));
         metrics.runtime_configured(&source_label, cfg.fetch_interval);
@@ -296,7 +302,7 @@ impl Runtime {
             delivered: std::collections::HashSet::new(),
             deliveries: s.deliveries,
             freshness: Freshness::new(stale_after_ms),
-            inputs: Inputs::new(),
+            inputs,
             git: GitLane::new(),
             listing: None,
             confirm: Confirm::new(),
@@ -655,6 +661,9 @@ impl Runtime {
             } => {
                 if self.listing == Some(ticket) {
                     self.listing = None;
+                }
+                if complete {
+                    self.inputs.hold_commits_until = None;
                 }
                 self.once.listed = present.len();
                 if complete {
