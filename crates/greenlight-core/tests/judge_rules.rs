@@ -5090,3 +5090,50 @@ fn expect_is_healthy_or_healthy_and_running() {
     assert_eq!(e.field, "expect");
     assert!(e.problem.contains("\"Ready\""), "{e}");
 }
+
+/// An idle observation before the commit (the app at its parent, a chronic condition in it) is
+/// the baseline even when reach comes through an observation after lost updates (a read that
+/// found a newer version than the stream had delivered): the commit's sync cannot have begun
+/// before an observation that shows the previous revision idle.
+#[test]
+fn an_idle_baseline_survives_a_gap_at_reach() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c = watched(1, "web", "deadline=60");
+    let parent = c.parents[0].to_string();
+    let cache = |s: Snap| {
+        s.resource(
+            "Deployment",
+            "cache",
+            "Synced",
+            false,
+            Some(Health::Degraded),
+        )
+        .health(Health::Degraded)
+    };
+    let before = cache(web_deployment(Snap::new("web"), Health::Healthy))
+        .deployed(&parent)
+        .compared_revision(&parent);
+    h.observe(&before, tms(-500));
+    h.arrive(&c, t(0));
+    assert_eq!(h.watch(&c.sha).baseline().chronic.resources.len(), 1);
+    let r = containing(&mut h, &c.sha, 1);
+    let after = cache(web_deployment(
+        Snap::new("web").deployed(&r),
+        Health::Healthy,
+    ));
+    let out = h.observe_after_gap(&after, tms(40));
+    assert_eq!(
+        kinds(&out),
+        vec![K::Reached, K::HealthyStreakStarted],
+        "{out:?}"
+    );
+    h.observe_every(&after, 2, 150, 10);
+    assert_eq!(h.state(&c.sha), State::Confirmed, "{}", h.reason(&c.sha));
+    assert!(
+        h.reason(&c.sha)
+            .ends_with("left out as in the baseline: Deployment/default/cache=Degraded"),
+        "{}",
+        h.reason(&c.sha)
+    );
+}
