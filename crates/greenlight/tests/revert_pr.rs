@@ -78,8 +78,9 @@ fn world_of(apps: &[&str], flavour: &str, forge_flags: &[&str]) -> World {
 }
 
 impl World {
-    fn watchdog(&self, flavour: &str, extra: &[&str]) -> Watchdog {
-        let mut args = vec![
+    /// `watch`'s flags for reverts by pull request on this world's forge, with `token`.
+    fn revert_args<'a>(&'a self, flavour: &'a str, token: &'a std::path::Path) -> Vec<&'a str> {
+        vec![
             "--revert-via",
             "pull-request",
             "--forge",
@@ -89,25 +90,17 @@ impl World {
             "--forge-project",
             "acme/deploy",
             "--forge-token-file",
-            self.token.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
+            token.to_str().unwrap(),
+        ]
+    }
+
+    fn watchdog(&self, flavour: &str) -> Watchdog {
+        let args = self.revert_args(flavour, &self.token);
         watchdog(&self.repo, &self.sb.url, &args, &[])
     }
 
     fn watchdog_on(&self, state: &std::path::Path, flavour: &str) -> Watchdog {
-        let args = [
-            "--revert-via",
-            "pull-request",
-            "--forge",
-            flavour,
-            "--forge-url",
-            &self.api,
-            "--forge-project",
-            "acme/deploy",
-            "--forge-token-file",
-            self.token.to_str().unwrap(),
-        ];
+        let args = self.revert_args(flavour, &self.token);
         watchdog_with_state(&self.repo, &self.sb.url, state, &args, &[])
     }
 
@@ -174,7 +167,7 @@ impl World {
 /// restart without a second request, and the watch ends REVERTED once a human merges it.
 fn a_revert_waits_as_a_pull_request_and_ends_reverted_when_a_human_merges_it() {
     let w = world("github", &["--no-auto-merge"]);
-    let mut wd = w.watchdog("github", &[]);
+    let mut wd = w.watchdog("github");
     let bad = w.bad_commit("4");
     let line = wd.proc.wait_line(" proposed as ", T);
     assert!(
@@ -252,7 +245,7 @@ fn a_revert_waits_as_a_pull_request_and_ends_reverted_when_a_human_merges_it() {
 /// watch ends REVERTED through the request.
 fn auto_merge_with_nothing_to_wait_for_reverts_through_the_request(flavour: &str) {
     let w = world(flavour, &[]);
-    let wd = w.watchdog(flavour, &[]);
+    let wd = w.watchdog(flavour);
     let bad = w.bad_commit("4");
     let st = wd.wait_state(&bad, "REVERTED", T);
     assert_eq!(w.pull(1)["state"], "merged");
@@ -268,7 +261,7 @@ fn auto_merge_with_nothing_to_wait_for_reverts_through_the_request(flavour: &str
 /// A request closed unmerged by a human: REVERT_FAILED, main untouched.
 fn a_revert_request_closed_unmerged_is_revert_failed() {
     let w = world("gitlab", &["--no-auto-merge"]);
-    let wd = w.watchdog("gitlab", &[]);
+    let wd = w.watchdog("gitlab");
     let bad = w.bad_commit("4");
     wd.proc.wait_line(" proposed as ", T);
     w.control("close", 1);
@@ -287,7 +280,7 @@ fn a_revert_request_closed_unmerged_is_revert_failed() {
 /// so greenlight closes its request; the watch ends FAIL, not reverted, and main keeps the fix.
 fn a_fix_forward_while_the_revert_waits_withdraws_the_request() {
     let w = world("github", &["--no-auto-merge"]);
-    let wd = w.watchdog("github", &[]);
+    let wd = w.watchdog("github");
     let bad = w.bad_commit("4");
     wd.proc.wait_line(" proposed as ", T);
     let fix = w.admin_set_image(GOOD2, "web: fix forward to 1.1.0");
@@ -311,7 +304,7 @@ fn a_fix_forward_while_the_revert_waits_withdraws_the_request() {
 /// the first one's request (its own request is never carried out), and the merge reverts both.
 fn one_commit_failing_on_two_apps_waits_for_one_request() {
     let w = world_of(&["web", "other"], "github", &["--no-auto-merge"]);
-    let wd = w.watchdog("github", &[]);
+    let wd = w.watchdog("github");
     w.repo
         .write("apps/web/deploy.yaml", &deployment("web", BAD))
         .write("apps/other/deploy.yaml", &deployment("other", BAD));
@@ -345,7 +338,7 @@ fn one_commit_failing_on_two_apps_waits_for_one_request() {
 /// the check passes on its head, then the forge merges it and the watch ends REVERTED.
 fn auto_merge_waits_for_the_required_check() {
     let w = world("github", &["--require-check", "ci"]);
-    let wd = w.watchdog("github", &[]);
+    let wd = w.watchdog("github");
     let bad = w.bad_commit("4");
     let line = wd.proc.wait_line(" proposed as ", T);
     assert!(
@@ -372,18 +365,7 @@ fn a_token_the_forge_refuses_is_a_failed_revert_that_says_why() {
     let w = world("github", &[]);
     let wrong = w.token.with_file_name("wrong-token");
     std::fs::write(&wrong, "not-the-t0ken\n").unwrap();
-    let args = [
-        "--revert-via",
-        "pull-request",
-        "--forge",
-        "github",
-        "--forge-url",
-        &w.api,
-        "--forge-project",
-        "acme/deploy",
-        "--forge-token-file",
-        wrong.to_str().unwrap(),
-    ];
+    let args = w.revert_args("github", &wrong);
     let wd = watchdog(&w.repo, &w.sb.url, &args, &[]);
     let bad = w.bad_commit("4");
     let st = wd.wait_state(&bad, "REVERT_FAILED", T);
@@ -467,4 +449,55 @@ fn a_token_the_forge_refuses_is_a_failed_revert_that_says_why_() {
         "2.14",
         a_token_the_forge_refuses_is_a_failed_revert_that_says_why,
     );
+}
+
+/// The flags of reverts by pull request are checked before anything starts: each missing or
+/// misplaced one is named, exit 2, and no state is written.
+#[test]
+fn revert_via_pull_request_flags_are_checked_at_start() {
+    let repo = Repo::new();
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("t");
+    std::fs::write(&token, "tok-xyz\n").unwrap();
+    let token = token.to_str().unwrap();
+    let state = repo.path("state/greenlight.db");
+    for (extra, says) in [
+        (
+            vec!["--revert-via", "pull-request"],
+            "--revert-via pull-request needs --forge",
+        ),
+        (
+            vec!["--revert-via", "pull-request", "--forge", "bitbucket"],
+            "--forge: unknown forge",
+        ),
+        (
+            vec!["--revert-via", "pull-request", "--forge", "github"],
+            "needs --forge-token-file",
+        ),
+        (
+            vec![
+                "--revert-via",
+                "pull-request",
+                "--forge",
+                "gitea",
+                "--forge-token-file",
+                token,
+            ],
+            "--forge-url is required",
+        ),
+        (
+            vec!["--forge", "github"],
+            "--forge: only read with --revert-via pull-request",
+        ),
+    ] {
+        let o = std::process::Command::new(BIN)
+            .args(watch_args(&repo, "http://127.0.0.1:9", &state, &extra))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(says), "{extra:?}: {err}");
+        assert!(!err.contains("tok-xyz"), "{err}");
+        assert!(!state.exists(), "nothing started");
+    }
 }

@@ -479,42 +479,20 @@ fn pull_request_land(
     workload: &str,
     token_file: Option<&std::path::Path>,
 ) -> Result<greenlight::promote::land::PullRequest> {
-    use greenlight_forge::{ClientOptions, ForgeClient, ForgeKind};
-    let kind: ForgeKind = pr.forge.parse().map_err(usage)?;
+    let kind: greenlight_forge::ForgeKind = pr.forge.parse().map_err(usage)?;
     let Some(token_file) = token_file else {
         return Err(usage(format!(
             "--forge-token-file is required: the config proposes the promotion by pull request on {kind}"
         )));
     };
-    let token = crate::cmd::secret_file("--forge-token-file", token_file)?;
-    crate::install_crypto();
-    let (default_api, default_project) = forge_defaults(kind, repo);
-    let api = match pr.api_url.clone().or(default_api) {
-        Some(u) => u,
-        None => {
-            return Err(usage(format!(
-                "promotion.forgeUrl is required: {kind}'s API cannot be told from --repo {}",
-                greenlight_core::repo_url::redact(repo)
-            )));
-        }
-    };
-    let project = match pr.project.clone().or(default_project) {
-        Some(p) => p,
-        None => {
-            return Err(usage(format!(
-                "promotion.project is required: the forge's owner/name cannot be told from --repo {}",
-                greenlight_core::repo_url::redact(repo)
-            )));
-        }
-    };
-    let client = ForgeClient::new(
+    let client = forge_client(
         kind,
-        &api,
-        &project,
-        greenlight_forge::Secret::new(token.expose()),
-        ClientOptions::default(),
-    )
-    .map_err(|e| usage(format!("promotion: {e}")))?;
+        repo,
+        (pr.api_url.clone(), "promotion.forgeUrl"),
+        (pr.project.clone(), "promotion.project"),
+        token_file,
+        "promotion",
+    )?;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
@@ -524,6 +502,42 @@ fn pull_request_land(
         auto_merge: pr.auto_merge,
         head: format!("greenlight/promote/{workload}-{stamp}"),
     })
+}
+
+/// The client of `kind` for `repo`: its API and `owner/name` as given (each with the key that
+/// names it in errors), else as `forge_defaults` tells them from `repo`; the token from
+/// `token_file`. `what` prefixes the client's own refusal. Errors are usage errors.
+pub(crate) fn forge_client(
+    kind: greenlight_forge::ForgeKind,
+    repo: &str,
+    (api, api_key): (Option<String>, &str),
+    (project, project_key): (Option<String>, &str),
+    token_file: &std::path::Path,
+    what: &str,
+) -> Result<greenlight_forge::ForgeClient> {
+    let token = crate::cmd::secret_file("--forge-token-file", token_file)?;
+    crate::install_crypto();
+    let (default_api, default_project) = forge_defaults(kind, repo);
+    let Some(api) = api.or(default_api) else {
+        return Err(usage(format!(
+            "{api_key} is required: {kind}'s API cannot be told from --repo {}",
+            greenlight_core::repo_url::redact(repo)
+        )));
+    };
+    let Some(project) = project.or(default_project) else {
+        return Err(usage(format!(
+            "{project_key} is required: the forge's owner/name cannot be told from --repo {}",
+            greenlight_core::repo_url::redact(repo)
+        )));
+    };
+    greenlight_forge::ForgeClient::new(
+        kind,
+        &api,
+        &project,
+        token,
+        greenlight_forge::ClientOptions::default(),
+    )
+    .map_err(|e| usage(format!("{what}: {e}")))
 }
 
 /// The forge's API and the repository's `owner/name` as told by the repository's URL

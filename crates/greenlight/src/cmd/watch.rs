@@ -166,7 +166,7 @@ pub enum RevertVia {
 fn revert_pull_requests(
     a: &WatchArgs,
 ) -> Result<Option<Arc<greenlight::runtime::git::PullRequestReverts>>> {
-    use greenlight_forge::{ClientOptions, ForgeClient, ForgeKind};
+    use greenlight_forge::ForgeKind;
     if a.revert_via == RevertVia::Push {
         for (set, flag) in [
             (a.forge.is_some(), "--forge"),
@@ -194,29 +194,14 @@ fn revert_pull_requests(
             "--revert-via pull-request needs --forge-token-file: a token that may push branches and open pull requests on {kind}"
         )));
     };
-    let token = crate::cmd::secret_file("--forge-token-file", token_file)?;
-    crate::install_crypto();
-    let (default_api, default_project) = crate::cmd::promote_run::forge_defaults(kind, &a.repo);
-    let Some(api) = a.forge_url.clone().or(default_api) else {
-        return Err(usage(format!(
-            "--forge-url is required: {kind}'s API cannot be told from --repo {}",
-            greenlight_core::repo_url::redact(&a.repo)
-        )));
-    };
-    let Some(project) = a.forge_project.clone().or(default_project) else {
-        return Err(usage(format!(
-            "--forge-project is required: the forge's owner/name cannot be told from --repo {}",
-            greenlight_core::repo_url::redact(&a.repo)
-        )));
-    };
-    let client = ForgeClient::new(
+    let client = crate::cmd::promote_run::forge_client(
         kind,
-        &api,
-        &project,
-        greenlight_forge::Secret::new(token.expose()),
-        ClientOptions::default(),
-    )
-    .map_err(|e| usage(format!("--revert-via pull-request: {e}")))?;
+        &a.repo,
+        (a.forge_url.clone(), "--forge-url"),
+        (a.forge_project.clone(), "--forge-project"),
+        token_file,
+        "--revert-via pull-request",
+    )?;
     Ok(Some(Arc::new(
         greenlight::runtime::git::PullRequestReverts {
             client,
