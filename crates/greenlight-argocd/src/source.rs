@@ -183,8 +183,9 @@ impl Worker {
                         namespace: ns.clone(),
                         name: name.clone(),
                     });
-                    // The listing names the apps; a watched one is read whole (and with its
-                    // resource health, which Argo CD re-fills on a read).
+                    // The listing names the apps (only: it is asked for names, to stay small at
+                    // scale, so it carries no glimpse of the others); a watched one is read
+                    // whole (and with its resource health, which Argo CD re-fills on a read).
                     if self.is_watched(ns, name) && !self.read_listed(ticket, ns, name).await {
                         return;
                     }
@@ -322,7 +323,13 @@ impl Worker {
         }
         if !self.is_watched(&key.namespace, &key.name) {
             let g = glimpse(&app, repo_spelling(&self.repo, &app));
-            return self.send(SourceMsg::Unwatched(key, g)).await;
+            return self
+                .send(SourceMsg::Unwatched {
+                    key,
+                    glimpse: g,
+                    origin: Origin::Stream,
+                })
+                .await;
         }
         // Until the tree is read, the previous observation of this app is no longer current.
         self.send(SourceMsg::Changing(key)).await && self.deliver(&app, Origin::Stream).await

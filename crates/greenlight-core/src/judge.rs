@@ -281,6 +281,11 @@ pub struct Idle {
     /// written before it was kept.
     #[serde(default, skip_serializing_if = "Chronic::is_empty")]
     pub chronic: Chronic,
+    /// Argo CD found the app `OutOfSync` with `revision`, not only through resources that
+    /// require pruning (false in rows written before it was kept): seen after a commit was compared and before it was synced, it is still the app as
+    /// its last sync left it ([`Engine`]'s compared baseline, `docs/verdicts.md#baseline`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub out_of_sync: bool,
 }
 
 /// A commit that arrived on the branch, as the batch of a later watch needs it. The state
@@ -490,9 +495,15 @@ impl Engine {
                 if !d.app.matches(&key.namespace, &key.name) {
                     continue;
                 }
-                for Idle { revision, .. } in seen {
-                    if is_git_sha(revision) && !commit.sha.as_str().eq_ignore_ascii_case(revision) {
-                        q.push((commit.sha.to_string(), revision.clone()));
+                for Idle {
+                    revision, applied, ..
+                } in seen
+                {
+                    // The applied revision: for a compared baseline (see `idle_baseline`).
+                    for r in std::iter::once(revision).chain(applied) {
+                        if is_git_sha(r) && !commit.sha.as_str().eq_ignore_ascii_case(r) {
+                            q.push((commit.sha.to_string(), r.clone()));
+                        }
                     }
                 }
             }
@@ -701,7 +712,8 @@ impl Engine {
 
     /// The baseline of a watch of `commit` on `app` starting now: the app's newest idle
     /// observation at a revision that git says does not contain the commit (Argo CD had not
-    /// compared or synced the commit then).
+    /// compared or synced the commit then) — or, when there is none, its newest idle observation
+    /// that had compared the commit but not synced it ([`Engine::compared_baseline`]).
     fn idle_baseline(
         &self,
         commit: &CommitId,
@@ -716,6 +728,7 @@ impl Engine {
             .map(|(_, v)| v)
             .collect();
         let mut found = None;
+        let mut compared = None;
         if let [seen] = idle.as_slice() {
             // Newest first: skip what already has the commit; the first without it is the
             // app as it was before the sync; an unanswered question leaves it unknown.
@@ -723,6 +736,15 @@ impl Engine {
                 if s.revision.eq_ignore_ascii_case(commit.as_str())
                     || ancestry.contains(commit.as_str(), &s.revision)
                 {
+                    if compared.is_none()
+                        && s.out_of_sync
+                        && s.applied.as_deref().is_some_and(|a| {
+                            !a.eq_ignore_ascii_case(commit.as_str())
+                                && ancestry.knows_not(commit.as_str(), a)
+                        })
+                    {
+                        compared = Some(s.clone());
+                    }
                     continue;
                 }
                 // No revision yet (never compared) is before any commit.
@@ -732,8 +754,8 @@ impl Engine {
                 break;
             }
         }
-        match found {
-            Some(s) => self.before_seen(
+        match (found, compared) {
+            (Some(s), _) => self.before_seen(
                 commit,
                 parents,
                 &s.revision,
@@ -742,14 +764,58 @@ impl Engine {
                 s.unclean,
                 s.chronic,
             ),
-            None => BeforeSeen {
+            (None, Some(s)) => {
+                let applied = s.applied.unwrap_or_default();
+                self.compared_baseline(commit, parents, &applied, s.health, s.chronic)
+            }
+            (None, None) => BeforeSeen {
                 before: Before::Unknown,
                 revision: None,
                 unclean: None,
                 batch: Some(None),
                 chronic: Chronic::default(),
+                after_compare: false,
             },
         }
+    }
+
+    /// The baseline an idle observation gives that Argo CD made after it compared `commit`
+    /// (`OutOfSync` with it) and before any sync of it — the last sync operation `Succeeded` at
+    /// `applied`, a revision git says lacks the commit — when no observation before the compare
+    /// does (`docs/verdicts.md#baseline`): a wait started after a webhook made Argo CD compare
+    /// at once. The live objects are still that sync's, so the health is the app's before the
+    /// commit, at `applied`. But the sync statuses are against the commit, so it is never a
+    /// clean before (no revert rests on it), and only resources `Synced` with the commit (which
+    /// it leaves as they are) keep their conditions as chronic: one the commit changes, adds
+    /// (`Missing`) or removes (requires pruning) is not excused by it.
+    fn compared_baseline(
+        &self,
+        commit: &CommitId,
+        parents: Option<&[CommitId]>,
+        applied: &str,
+        health: Health,
+        mut chronic: Chronic,
+    ) -> BeforeSeen {
+        // Before 3.4 Argo CD's app health counts a resource the commit adds (`Missing`,
+        // `OutOfSync`): the app before the commit had no such resource.
+        let added =
+            |r: &ResourceView| r.health == Some(Health::Missing) && r.sync_status != "Synced";
+        let health = if health == Health::Missing && chronic.resources.iter().any(added) {
+            chronic
+                .resources
+                .iter()
+                .filter(|r| !added(r))
+                .filter_map(|r| r.health)
+                .max_by_key(|h| h.rank())
+                .unwrap_or(Health::Healthy)
+        } else {
+            health
+        };
+        chronic.resources.retain(|r| r.sync_status == "Synced");
+        let why = "seen only after Argo CD compared this commit: OutOfSync with it, so whether its live objects matched this revision is not known".to_string();
+        let mut seen = self.before_seen(commit, parents, applied, None, health, Some(why), chronic);
+        seen.after_compare = true;
+        seen
     }
 
     /// Whether the finished watch `i` may re-open (`docs/verdicts.md#reopen`): it ended
@@ -863,12 +929,18 @@ impl Engine {
     }
 
     /// The apps whose observations the judge needs (the rest are glimpses): those of live
-    /// watches, and those of watches that may still re-open (`docs/verdicts.md#reopen`).
+    /// watches, those of watches that may still re-open (`docs/verdicts.md#reopen`), and the
+    /// app of the watch asked for ([`JudgeConfig::asked`]).
     pub fn followed_apps(&self) -> Vec<AppRef> {
         let mut apps: Vec<AppRef> = (0..self.watches.len())
             .filter(|&i| self.watches[i].is_live() || self.may_reopen(i, self.clock))
             .map(|i| self.watches[i].app.clone())
             .collect();
+        // The app a wait asked for, from the start: what it shows before the commit arrives is
+        // the commit's baseline, observed whole (resource health and all).
+        if let Some(asked) = &self.config.asked {
+            apps.push(asked.directive.app.clone());
+        }
         apps.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         apps.dedup();
         apps
@@ -914,6 +986,13 @@ impl Engine {
             // While waiting: whether the compared revision has the commit (baseline).
             if !judging && is_git_sha(&snap.sync_revision) && w.commit != snap.sync_revision {
                 q.push((w.commit.to_string(), snap.sync_revision.clone()));
+            }
+            // And whether the last sync's revision has it (a compared baseline).
+            if !judging
+                && let Some(applied) = snap.applied_revision()
+                && w.commit != applied.as_str()
+            {
+                q.push((w.commit.to_string(), applied));
             }
             for c in &snap.reach_candidates {
                 // Once reached, only a failed operation is still news (failure evidence).
@@ -978,6 +1057,7 @@ impl Engine {
             self.saw_idle(
                 key.clone(),
                 g.sync_revision.clone(),
+                g.out_of_sync_beyond_pruning(),
                 g.health,
                 g.unclean(),
                 g.applied_revision(),
@@ -986,10 +1066,12 @@ impl Engine {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn saw_idle(
         &mut self,
         key: AppKey,
         revision: String,
+        out_of_sync: bool,
         health: Health,
         unclean: Option<String>,
         applied: Option<String>,
@@ -1003,6 +1085,7 @@ impl Engine {
             unclean,
             applied,
             chronic,
+            out_of_sync,
         };
         if seen.last() == Some(&idle) {
             return;
@@ -1060,6 +1143,7 @@ impl Engine {
             unclean,
             batch,
             chronic,
+            after_compare: false,
         }
     }
 
@@ -1220,6 +1304,7 @@ impl Engine {
                     self.saw_idle(
                         snap.key(),
                         snap.sync_revision.clone(),
+                        snap.out_of_sync_beyond_pruning(),
                         snap.health,
                         snap.unclean(),
                         snap.applied_revision(),
@@ -2019,6 +2104,7 @@ impl Engine {
                         unclean: snap.unclean(),
                         batch: None,
                         chronic,
+                        after_compare: false,
                     }
                 } else {
                     self.before_seen(
@@ -2031,6 +2117,34 @@ impl Engine {
                         chronic,
                     )
                 };
+                self.watches[i].saw_before(before);
+            } else if self.watches[i].state() == State::WaitingReach
+                && !snap.operation_running
+                && snap.out_of_sync_beyond_pruning()
+                && (self.watches[i].baseline().before == Before::Unknown
+                    || self.watches[i].baseline().after_compare)
+                && let Some(applied) = snap.applied_revision()
+                && !self.watches[i]
+                    .commit
+                    .as_str()
+                    .eq_ignore_ascii_case(&applied)
+                && ancestry.knows_not(self.watches[i].commit.as_str(), &applied)
+                && is_git_sha(&snap.sync_revision)
+                && (self.watches[i]
+                    .commit
+                    .as_str()
+                    .eq_ignore_ascii_case(&snap.sync_revision)
+                    || ancestry.contains(self.watches[i].commit.as_str(), &snap.sync_revision))
+            {
+                // Compared with the commit, not synced, and nothing better seen: the app as its
+                // last sync left it (see `compared_baseline`).
+                let before = self.compared_baseline(
+                    &self.watches[i].commit,
+                    None,
+                    &applied,
+                    snap.health,
+                    snap.chronic(),
+                );
                 self.watches[i].saw_before(before);
             }
         } else {

@@ -512,6 +512,19 @@ impl Glimpse {
             .filter(|r| self.last_operation_phase.as_deref() == Some("Succeeded") && is_git_sha(r))
     }
 
+    /// See [`out_of_sync_beyond_pruning`]; a glimpse keeps every resource not Synced among its
+    /// chronic ones.
+    pub fn out_of_sync_beyond_pruning(&self) -> bool {
+        let resources: Vec<ResourceView> = self
+            .chronic
+            .resources
+            .iter()
+            .chain(&self.chronic.disagreeing)
+            .cloned()
+            .collect();
+        out_of_sync_beyond_pruning(&self.sync_status, &resources)
+    }
+
     /// What a glimpse says of an app as a baseline (`docs/verdicts.md#evidence`).
     pub fn unclean(&self) -> Option<String> {
         unclean(
@@ -567,6 +580,12 @@ pub fn disagreement(app_health: Health, disagreeing: &[ResourceView]) -> Option<
     ))
 }
 
+/// `OutOfSync` through a resource that git's rendering at the compared revision would change:
+/// not only through resources that require pruning (which no sync applies).
+pub fn out_of_sync_beyond_pruning(sync_status: &str, resources: &[ResourceView]) -> bool {
+    sync_status == "OutOfSync" && !out_of_sync_only_by_pruning(sync_status, resources)
+}
+
 /// `OutOfSync` only through resources that require pruning: at least one resource is not
 /// Synced, and every such one requires pruning.
 fn out_of_sync_only_by_pruning(sync_status: &str, resources: &[ResourceView]) -> bool {
@@ -601,6 +620,11 @@ impl AppSnapshot {
             .as_ref()
             .filter(|o| o.phase == "Succeeded" && is_git_sha(&o.revision))
             .map(|o| o.revision.clone())
+    }
+
+    /// See [`out_of_sync_beyond_pruning`].
+    pub fn out_of_sync_beyond_pruning(&self) -> bool {
+        out_of_sync_beyond_pruning(&self.sync_status, &self.resources)
     }
 
     /// See [`unclean`] and [`disagreement`].

@@ -56,10 +56,14 @@ pub enum SourceMsg {
     /// An app changed and its observation is being completed: the last delivery of it is no
     /// longer current.
     Changing(AppKey),
-    /// The stream delivered an app that nothing watches: its freshness is kept, so that the
-    /// stream can vouch for it as soon as a watch starts and reads it, and its glimpse, the
-    /// baseline of a watch that starts later.
-    Unwatched(AppKey, Glimpse),
+    /// The stream (or a listing) delivered an app that nothing watches: its freshness is kept,
+    /// so that the stream can vouch for it as soon as a watch starts and reads it, and its
+    /// glimpse, the baseline of a watch that starts later.
+    Unwatched {
+        key: AppKey,
+        glimpse: Glimpse,
+        origin: Origin,
+    },
     /// An app as seen. `resource_version` orders deliveries of one app when the source has one.
     Observed {
         snapshot: Box<AppSnapshot>,
@@ -223,9 +227,14 @@ impl Freshness {
                 self.delivered_by.remove(key);
                 self.stream_delivery(key);
             }
-            SourceMsg::Unwatched(key, _) => {
-                self.life(now);
-                self.stream_delivery(key);
+            SourceMsg::Unwatched { key, origin, .. } => {
+                if *origin == Origin::Stream {
+                    self.life(now);
+                    self.stream_delivery(key);
+                } else if self.superseded(key, *origin) {
+                    // The stream delivered the app after the listing was asked: older news.
+                    return None;
+                }
                 self.delivered_by.insert(key.clone(), self.generation);
             }
             SourceMsg::Observed {
@@ -417,6 +426,46 @@ mod tests {
         };
         assert!(f.admit(msg, at).is_some());
         f.forget(ticket);
+    }
+
+    fn unwatched(name: &str, origin: Origin) -> SourceMsg {
+        SourceMsg::Unwatched {
+            key: key(name),
+            glimpse: Glimpse {
+                health: Health::Healthy,
+                sync_revision: "a".repeat(40),
+                operation_running: false,
+                sync_status: "Synced".into(),
+                last_operation_phase: None,
+                last_operation_revision: None,
+                chronic: Default::default(),
+            },
+            origin,
+        }
+    }
+
+    /// A listing's glimpse of an app nothing watches is older news than a stream delivery made
+    /// after the listing was asked for: dropped, so that it never stands as the app's newest
+    /// idle state (a baseline). One the stream did not overtake is taken.
+    #[test]
+    fn a_listings_glimpse_overtaken_by_the_stream_is_dropped() {
+        let mut f = Freshness::new(STALE);
+        f.admit(SourceMsg::Connected, T);
+        let ticket = f.ticket();
+        assert!(f.admit(unwatched("web", Origin::Stream), T).is_some());
+        assert!(
+            f.admit(unwatched("web", Origin::Listing(ticket)), T)
+                .is_none()
+        );
+        assert!(
+            f.admit(unwatched("api", Origin::Listing(ticket)), T)
+                .is_some()
+        );
+        let later = f.ticket();
+        assert!(
+            f.admit(unwatched("web", Origin::Listing(later)), T)
+                .is_some()
+        );
     }
 
     #[test]

@@ -5137,3 +5137,237 @@ fn an_idle_baseline_survives_a_gap_at_reach() {
         h.reason(&c.sha)
     );
 }
+
+// ------------------------------------- compared baseline (docs/verdicts.md#baseline)
+
+/// The app as Argo CD shows it after comparing `commit` and before syncing it: `OutOfSync` with
+/// it, its last sync `Succeeded` at `applied`, the cache Degraded (Synced: the commit leaves it
+/// alone) and the web Deployment Healthy but `OutOfSync` (the commit changes it).
+fn compared_not_synced(commit: &str, applied: &str) -> Snap {
+    Snap::new("web")
+        .deployed(applied)
+        .compared_revision(commit)
+        .sync("OutOfSync")
+        .resource(
+            "Deployment",
+            "web",
+            "OutOfSync",
+            false,
+            Some(Health::Healthy),
+        )
+        .resource(
+            "Deployment",
+            "cache",
+            "Synced",
+            false,
+            Some(Health::Degraded),
+        )
+        .health(Health::Degraded)
+}
+
+/// The app after the commit's sync at `r`: the cache still Degraded, the web Deployment Synced
+/// and as healthy as `web`.
+fn synced_with_cache(r: &str, web: Health) -> Snap {
+    web_deployment(Snap::new("web").deployed(r), web)
+        .resource(
+            "Deployment",
+            "cache",
+            "Synced",
+            false,
+            Some(Health::Degraded),
+        )
+        .health(Health::Degraded)
+}
+
+/// A watch that starts after Argo CD compared its commit (a webhook made it compare at once,
+/// and `greenlight wait` began a moment later): no observation before the compare exists, but
+/// one after it, before any sync, shows the app as its last sync left it. It is the baseline —
+/// never a clean one — and the conditions of resources the commit leaves alone are chronic.
+#[test]
+fn an_observation_after_the_compare_and_before_the_sync_is_a_baseline_that_excuses_what_the_commit_leaves_alone()
+ {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    let parent = c.parents[0].to_string();
+    h.observe(&compared_not_synced(c.sha.as_str(), &parent), tms(-500));
+    h.arrive(&c, t(0));
+    let b = h.watch(&c.sha).baseline().clone();
+    assert!(b.after_compare, "{b:?}");
+    assert_eq!(b.revision.as_deref(), Some(parent.as_str()));
+    assert!(
+        b.unclean
+            .as_deref()
+            .is_some_and(|u| u.starts_with("seen only after Argo CD compared this commit")),
+        "{b:?}"
+    );
+    let labels: Vec<String> = b.chronic.resources.iter().map(|r| r.label()).collect();
+    assert_eq!(labels, vec!["Deployment/default/cache=Degraded"], "{b:?}");
+    let r = containing(&mut h, &c.sha, 1);
+    h.observe_every(&synced_with_cache(&r, Health::Healthy), 2, 150, 10);
+    assert_eq!(h.state(&c.sha), State::Confirmed, "{}", h.reason(&c.sha));
+    assert!(
+        h.reason(&c.sha)
+            .ends_with("left out as in the baseline: Deployment/default/cache=Degraded"),
+        "{}",
+        h.reason(&c.sha)
+    );
+}
+
+/// The same baseline never carries a revert: the commit's failure is FAIL, not reverted, and the
+/// reason says why the baseline was not clean.
+#[test]
+fn a_baseline_seen_after_the_compare_reverts_nothing() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    let parent = c.parents[0].to_string();
+    h.observe(&compared_not_synced(c.sha.as_str(), &parent), tms(-500));
+    h.arrive(&c, t(0));
+    let r = containing(&mut h, &c.sha, 1);
+    judged_until_deadline(&mut h, &synced_with_cache(&r, Health::Degraded));
+    assert_eq!(h.state(&c.sha), State::Fail, "{}", h.reason(&c.sha));
+    no_reverts(&h);
+    let reason = h.reason(&c.sha);
+    assert!(
+        reason.contains(&format!(
+            "not clean at revision {} (seen only after Argo CD compared this commit",
+            &parent[..7]
+        )),
+        "{reason}"
+    );
+}
+
+/// A resource the commit changes is `OutOfSync` in such an observation: its condition there is
+/// no chronic one, so the same condition after the sync counts against the commit.
+#[test]
+fn a_resource_out_of_sync_with_the_commit_is_not_excused_by_a_compared_baseline() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c = watched(1, "web", "deadline=60");
+    let parent = c.parents[0].to_string();
+    let stuck = |s: Snap| {
+        s.resource(
+            "Deployment",
+            "web",
+            "OutOfSync",
+            false,
+            Some(Health::Degraded),
+        )
+        .sync("OutOfSync")
+        .health(Health::Degraded)
+    };
+    h.observe(
+        &stuck(
+            Snap::new("web")
+                .deployed(&parent)
+                .compared_revision(c.sha.as_str()),
+        ),
+        tms(-500),
+    );
+    h.arrive(&c, t(0));
+    assert!(h.watch(&c.sha).baseline().after_compare);
+    assert!(h.watch(&c.sha).baseline().chronic.resources.is_empty());
+    let r = containing(&mut h, &c.sha, 1);
+    // Applied by a sync that succeeded, yet the Deployment stays OutOfSync and Degraded.
+    judged_until_deadline(&mut h, &stuck(Snap::new("web").deployed(&r)));
+    assert_eq!(h.state(&c.sha), State::Fail, "{}", h.reason(&c.sha));
+}
+
+/// An observation from before the compare stays the baseline: a later one after the compare
+/// does not replace it, and it is clean.
+#[test]
+fn an_observation_before_the_compare_outranks_one_after_it() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    let parent = c.parents[0].to_string();
+    let before = web_deployment(Snap::new("web"), Health::Healthy)
+        .deployed(&parent)
+        .compared_revision(&parent);
+    h.observe(&before, tms(-900));
+    h.observe(&compared_not_synced(c.sha.as_str(), &parent), tms(-500));
+    h.arrive(&c, t(0));
+    let b = h.watch(&c.sha).baseline().clone();
+    assert!(!b.after_compare, "{b:?}");
+    assert_eq!(b.unclean, None, "{b:?}");
+    // The watch's own observation after the compare does not replace it either.
+    h.observe(&compared_not_synced(c.sha.as_str(), &parent), t(1));
+    assert_eq!(h.watch(&c.sha).baseline(), &b);
+}
+
+/// A watch with no baseline at its start takes its own first observation after the compare,
+/// and a later one of the same kind replaces it (the newest before the sync wins).
+#[test]
+fn a_watch_without_a_baseline_takes_its_own_observation_after_the_compare() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c = watched(1, "web", "deadline=60");
+    let parent = c.parents[0].to_string();
+    h.arrive(&c, t(0));
+    assert_eq!(
+        h.watch(&c.sha).baseline().before,
+        greenlight_core::watch::Before::Unknown
+    );
+    h.observe(&compared_not_synced(c.sha.as_str(), &parent), t(1));
+    let b = h.watch(&c.sha).baseline().clone();
+    assert!(b.after_compare, "{b:?}");
+    assert_eq!(b.chronic.resources.len(), 1, "{b:?}");
+    // The cache recovered before the sync: the newer observation is the baseline, nothing chronic.
+    let recovered = Snap::new("web")
+        .deployed(&parent)
+        .compared_revision(c.sha.as_str())
+        .sync("OutOfSync")
+        .resource(
+            "Deployment",
+            "web",
+            "OutOfSync",
+            false,
+            Some(Health::Healthy),
+        );
+    h.observe(&recovered, t(2));
+    assert!(h.watch(&c.sha).baseline().chronic.resources.is_empty());
+    // A last sync that did not succeed gives no applied revision: nothing is taken.
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    h.arrive(&c, t(0));
+    let failed = compared_not_synced(c.sha.as_str(), &parent).failed_operation(
+        &parent,
+        "Failed",
+        "one or more objects failed to apply",
+    );
+    h.observe(&failed, t(1));
+    assert_eq!(
+        h.watch(&c.sha).baseline().before,
+        greenlight_core::watch::Before::Unknown
+    );
+}
+
+/// Before 3.4 Argo CD's app health counts a resource the commit adds (`Missing` while
+/// `OutOfSync`): in a baseline seen after the compare, the app was not `Missing` before the
+/// commit — its health is its other resources'.
+#[test]
+fn a_resource_the_commit_adds_does_not_make_a_compared_baseline_missing() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c = watched(1, "web", "deadline=60");
+    let parent = c.parents[0].to_string();
+    let compared = web_deployment(Snap::new("web"), Health::Healthy)
+        .deployed(&parent)
+        .compared_revision(c.sha.as_str())
+        .sync("OutOfSync")
+        .resource(
+            "Service",
+            "web-new",
+            "OutOfSync",
+            false,
+            Some(Health::Missing),
+        )
+        .health(Health::Missing);
+    h.observe(&compared, tms(-500));
+    h.arrive(&c, t(0));
+    let b = h.watch(&c.sha).baseline();
+    assert!(b.after_compare, "{b:?}");
+    assert_eq!(b.before, greenlight_core::watch::Before::Healthy, "{b:?}");
+    assert!(b.chronic.resources.is_empty(), "{b:?}");
+}

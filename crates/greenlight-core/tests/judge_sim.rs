@@ -249,6 +249,10 @@ struct Delivery {
     deployed: Option<usize>,
     /// The index of the revision the health was compared with (`sync.revision`).
     compared: Option<usize>,
+    /// The index of the revision the last operation applied, when it Succeeded.
+    applied: Option<usize>,
+    /// The app was OutOfSync with the compared revision (the model's truth, a leftover aside).
+    out_of_sync: bool,
     /// A glimpse (an app no watch followed), not an observation.
     glimpse: bool,
     /// The spec version the delivery showed (observations only).
@@ -446,6 +450,8 @@ struct Counters {
     watched_merges: u64,
     /// CONFIRMED on an app OutOfSync for good through a resource left for pruning.
     leftover_confirmed: u64,
+    /// Verdicts of watches whose baseline was seen only after Argo CD compared the commit.
+    compared_baselines: u64,
     /// Reverts on such an app (its before clean apart from the leftover).
     leftover_reverts: u64,
     restarts: u64,
@@ -619,7 +625,17 @@ impl Sim {
     }
 
     fn fail(&self, what: &str) -> ! {
-        let tail: Vec<&String> = self.trace.iter().rev().take(40).collect::<Vec<_>>();
+        let tail: Vec<&String> = self
+            .trace
+            .iter()
+            .rev()
+            .take(
+                std::env::var("GREENLIGHT_SIM_TRACE")
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(40),
+            )
+            .collect::<Vec<_>>();
         let tail: Vec<&String> = tail.into_iter().rev().collect();
         panic!(
             "seed {} ({:?}): {what}\nconfig: {:?}\nlast actions:\n  {}\nwatches: {:#?}",
@@ -1283,6 +1299,8 @@ impl Sim {
             healthy,
             deployed: a.deployed,
             compared: a.sync_revision_index(),
+            applied: a.op_rev.filter(|_| a.op_phase == Some("Succeeded")),
+            out_of_sync: a.sync_status != "Synced",
             glimpse: false,
             spec_version: a.spec_version,
             clean: clean_before(&snap),
@@ -1460,6 +1478,8 @@ impl Sim {
             healthy: a.healthy_by_oracle() && a.defect.is_none(),
             deployed: a.deployed,
             compared: a.sync_revision_index(),
+            applied: a.op_rev.filter(|_| a.op_phase == Some("Succeeded")),
+            out_of_sync: a.sync_status != "Synced",
             glimpse: true,
             spec_version: 0,
             clean: clean_before(&snap),
@@ -3109,6 +3129,7 @@ impl Sim {
         // States: terminal never changes (a pending FAIL, or one whose revert is proposed as a
         // pull request, may become REVERTED/REVERT_FAILED), every change comes with an event
         // carrying the new state.
+        let mut compared_baselines = 0u64;
         for (i, w) in self.engine.watches().iter().enumerate() {
             let old = before.get(i).copied();
             let old_state = old.map(|o| o.0);
@@ -3145,6 +3166,7 @@ impl Sim {
                 }
                 if w.state().is_terminal() {
                     self.check_verify_verdict(w);
+                    compared_baselines += u64::from(self.check_compared_baseline(w));
                 }
                 // Only a commit withdrawn after its reach is NOT_REACHED with a reach time.
                 if w.state() == State::NotReached
@@ -3162,6 +3184,7 @@ impl Sim {
                 ));
             }
         }
+        self.counters.compared_baselines += compared_baselines;
         let opened = evs.iter().any(|e| e.event == EventKind::BreakerOpened);
         if self.model_breaker.open && !was_open && !opened {
             self.fail("the breaker opened without a breaker_opened event");
@@ -3284,6 +3307,49 @@ impl Sim {
     }
 
     /// CONFIRMED only after at least stable_for of observed healthy time since reach.
+    /// A baseline seen after Argo CD compared the commit (docs/verdicts.md#baseline) is never
+    /// clean, and it is the app as the model had it: delivered idle before reach, OutOfSync
+    /// with a compared revision that has the commit, the baseline's revision the one its last
+    /// (succeeded) operation applied, which lacks the commit: the live objects are that
+    /// operation's. (The model may have moved the app Synced to later revisions without an
+    /// operation since — commits that changed nothing it renders, the commit perhaps among them.)
+    /// True when the watch's baseline was one.
+    fn check_compared_baseline(&self, w: &Watch) -> bool {
+        let b = w.baseline();
+        if !b.after_compare {
+            return false;
+        }
+        if b.unclean.is_none() {
+            self.fail(&format!(
+                "a baseline seen after the compare is clean: {w:#?}"
+            ));
+        }
+        let Some(k) = self.index.get(w.commit.as_str()).copied() else {
+            return true;
+        };
+        let until = w.reached_at().unwrap_or(self.now);
+        let log = self
+            .deliveries
+            .get(w.app.name.as_str())
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let seen = log.iter().any(|d| {
+            d.at <= until
+                && d.idle
+                && d.out_of_sync
+                && d.compared.is_some_and(|i| i >= k)
+                && d.applied
+                    .is_some_and(|i| i < k && b.revision.as_deref() == Some(self.hist[i].as_str()))
+        });
+        if !seen {
+            self.fail(&format!(
+                "a baseline after the compare at {:?} that no delivery showed (OutOfSync with the commit compared, that revision applied last): {w:#?}\ndeliveries (k={k}): {log:#?}",
+                b.revision
+            ));
+        }
+        true
+    }
+
     fn check_confirmed(&self, w: &Watch) {
         let Some(reached) = w.reached_at() else {
             self.fail("CONFIRMED without reach");
@@ -3979,6 +4045,7 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         total.watched_merges += c.watched_merges;
         total.leftover_confirmed += c.leftover_confirmed;
         total.leftover_reverts += c.leftover_reverts;
+        total.compared_baselines += c.compared_baselines;
         total.proposals += c.proposals;
         total.shared_proposals += c.shared_proposals;
         total.merged_by_commit += c.merged_by_commit;
@@ -4058,6 +4125,10 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         assert!(
             total.leftover_confirmed > 0 && total.leftover_reverts > 0,
             "an app OutOfSync for good never confirmed or reverted a commit: {total:?}"
+        );
+        assert!(
+            total.compared_baselines > 0,
+            "no watch judged on a baseline seen after the compare: {total:?}"
         );
         assert!(
             total.proposals > 0

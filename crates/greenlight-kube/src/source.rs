@@ -329,7 +329,13 @@ impl Worker {
         let key = key_of(obj);
         if !self.is_watched(&key.namespace, &key.name) {
             let g = glimpse(&app, repo_spelling(&self.repo, &app));
-            return self.send(SourceMsg::Unwatched(key, g)).await;
+            return self
+                .send(SourceMsg::Unwatched {
+                    key,
+                    glimpse: g,
+                    origin: Origin::Stream,
+                })
+                .await;
         }
         // Until the tree is read, the previous observation of this app is no longer current.
         self.send(SourceMsg::Changing(key)).await && self.deliver(&app, Origin::Stream).await
@@ -642,9 +648,20 @@ impl Worker {
                 present.push(key.clone());
                 match decode(obj) {
                     Ok(app) => {
-                        if self.is_watched(&key.namespace, &key.name)
-                            && !self.deliver(&app, Origin::Listing(ticket)).await
-                        {
+                        let origin = Origin::Listing(ticket);
+                        let sent = if self.is_watched(&key.namespace, &key.name) {
+                            self.deliver(&app, origin).await
+                        } else {
+                            // Its glimpse: a wait's first listing is the app before its commit.
+                            let glimpse = glimpse(&app, repo_spelling(&self.repo, &app));
+                            self.send(SourceMsg::Unwatched {
+                                key,
+                                glimpse,
+                                origin,
+                            })
+                            .await
+                        };
+                        if !sent {
                             return;
                         }
                     }

@@ -107,6 +107,7 @@ fn idle(rev: char, health: Health) -> Idle {
         unclean: None,
         applied: None,
         chronic: Default::default(),
+        out_of_sync: false,
     }
 }
 

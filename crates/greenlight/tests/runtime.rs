@@ -1140,7 +1140,12 @@ async fn after_a_skipped_stream_message_a_quiet_app_is_not_vouched_for() {
             last_operation_revision: None,
             chronic: Default::default(),
         };
-        h.send(SourceMsg::Unwatched(other.key(), glimpse)).await;
+        h.send(SourceMsg::Unwatched {
+            key: other.key(),
+            glimpse,
+            origin: Origin::Stream,
+        })
+        .await;
     }
     let events = h.quiet_for(Duration::from_secs(1)).await;
     assert!(

@@ -92,6 +92,7 @@ fn state_file(dir: &Path) -> std::path::PathBuf {
         unclean: None,
         applied: None,
         chronic: Default::default(),
+        out_of_sync: false,
     }];
     store
         .write(Write {

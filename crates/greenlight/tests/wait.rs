@@ -286,6 +286,47 @@ fn a_chronic_condition_from_before_the_sync_is_left_out_and_named() {
     );
 }
 
+/// The same, with the wait started only after Argo CD compared the commit (a webhook made it
+/// compare at once): the app `OutOfSync` with the commit, its live objects still the last
+/// sync's. That observation is the baseline (never a clean one, docs/verdicts.md#baseline): the
+/// cache, which the commit leaves alone, is left out as in it.
+fn a_chronic_condition_is_left_out_when_the_wait_starts_after_the_compare() {
+    let repo = Repo::new();
+    repo.write("apps/web/cache.yaml", &deployment("cache", BAD))
+        .commit_push("cache: broken since long ago");
+    let sb = sandbox(&repo, &["web=apps/web"], &["--manual-sync", "web"]);
+    let before = repo.remote_tip();
+    sb.sync("web", "{}");
+    sb.wait_app("web", T, |a| {
+        a["status"]["operationState"]["phase"] == "Succeeded"
+            && a["status"]["operationState"]["syncResult"]["revision"] == before.as_str()
+            && a["status"]["sync"]["status"] == "Synced"
+            && a["status"]["health"]["status"] == "Degraded"
+    });
+    let c = repo.set_image("web", GOOD2, "web: 1.1.0");
+    // Compared, not synced: OutOfSync with the commit.
+    sb.wait_app("web", T, |a| {
+        a["status"]["sync"]["revision"] == c.as_str()
+            && a["status"]["sync"]["status"] == "OutOfSync"
+    });
+    let args = wait_args(
+        &repo,
+        &sb.url,
+        &["--app", "web", "--commit", &c, "--timeout", "60s"],
+    );
+    let mut p = Proc::spawn(BIN, &args, &[]);
+    p.wait_line("watch_started", T);
+    sb.sync("web", "{}");
+    let status = p.wait_exit(T);
+    let out = p.output();
+    assert_eq!(status.code(), Some(0), "{out}");
+    assert!(
+        out.contains(&format!("live: {} on web: confirmed", &c[..12]))
+            && out.contains("left out as in the baseline: Deployment/apps/cache=Degraded"),
+        "{out}"
+    );
+}
+
 /// An app that does not sync on its own (automated sync off) never reaches the commit within
 /// the timeout: NOT_REACHED, exit 1.
 fn a_commit_the_app_never_syncs_is_not_reached() {
@@ -526,19 +567,6 @@ fn kube_source_a_commit_the_app_never_syncs_is_not_reached() {
     );
 }
 
-/// With Argo CD 2.14 only: per-resource health is inline, so the app's state before the sync
-/// (its chronic condition) is in the first observation the wait makes. With 3.x it is in the
-/// resource tree, read a moment after the wait starts; a sync the test starts within that moment
-/// (the CI machine under load) leaves the wait without the chronic baseline, and it judges
-/// strictly — a race of the test, not of the product's safety (docs/wait.md).
-#[test]
-fn a_chronic_condition_from_before_the_sync_is_left_out_and_named_2_14() {
-    crate::common::on_argocd(
-        "2.14",
-        a_chronic_condition_from_before_the_sync_is_left_out_and_named,
-    )
-}
-
 #[test]
 fn expect_running_is_live_only_when_every_pod_runs_the_pinned_digest_() {
     crate::common::on_argocd(
@@ -548,6 +576,8 @@ fn expect_running_is_live_only_when_every_pod_runs_the_pinned_digest_() {
 }
 
 on_every_argocd_version!(
+    a_chronic_condition_from_before_the_sync_is_left_out_and_named,
+    a_chronic_condition_is_left_out_when_the_wait_starts_after_the_compare,
     a_deployed_commit_is_live_once_healthy_for_the_window,
     a_commit_fixed_forward_is_live_and_the_fix_is_named,
     a_commit_reverted_by_a_human_is_not_live,

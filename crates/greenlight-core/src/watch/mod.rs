@@ -118,6 +118,11 @@ pub struct Baseline {
     /// was kept (judged strictly, as then).
     #[serde(default)]
     pub chronic: Chronic,
+    /// The observation was made after Argo CD compared the commit, before it synced it (a
+    /// *compared baseline*, never clean: `docs/verdicts.md#baseline`); a later one of the same
+    /// kind replaces it, and one from before the compare always does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub after_compare: bool,
 }
 
 /// Which parent of a watched merge was the branch before it.
@@ -140,6 +145,8 @@ pub struct BeforeSeen {
     /// `None` keeps the batch already recorded for the same revision.
     pub batch: Option<Option<Vec<LaterCommit>>>,
     pub chronic: Chronic,
+    /// See [`Baseline::after_compare`].
+    pub after_compare: bool,
 }
 
 impl Baseline {
@@ -700,6 +707,7 @@ impl Watch {
         b.revision = seen.revision;
         b.unclean = seen.unclean;
         b.chronic = seen.chronic;
+        b.after_compare = seen.after_compare;
         if let Some(batch) = seen.batch {
             b.batch = batch;
         }

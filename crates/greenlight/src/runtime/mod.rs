@@ -587,7 +587,7 @@ impl Runtime {
                 self.metrics.source_lost(&self.source_label);
             }
             SourceMsg::Changing(_) => {}
-            SourceMsg::Unwatched(key, glimpse) => self.engine.glimpse(&key, &glimpse),
+            SourceMsg::Unwatched { key, glimpse, .. } => self.engine.glimpse(&key, &glimpse),
             SourceMsg::Skipped(why) => {
                 // The skipped update may be any app's: until each app is delivered again, the
                 // stream vouches for none (listings keep observing them meanwhile).

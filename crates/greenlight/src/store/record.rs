@@ -165,6 +165,10 @@ pub struct BaselineRecord {
     /// was kept (such a watch is judged strictly, as then).
     #[serde(default, skip_serializing_if = "Chronic::is_empty")]
     pub chronic: Chronic,
+    /// The baseline observation was made after Argo CD compared the commit, before its sync
+    /// (never clean); absent when it was not, and in bodies written before it was kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub after_compare: bool,
 }
 
 impl BaselineRecord {
@@ -182,6 +186,7 @@ impl BaselineRecord {
             revision: b.revision.clone(),
             unclean: b.unclean.clone(),
             chronic: b.chronic.clone(),
+            after_compare: b.after_compare,
             merge: b.merge_side.as_ref().map(|side| match side {
                 MergeSide::Mainline(p) => p.as_str().to_string(),
                 MergeSide::Unknown => "unknown".to_string(),
@@ -210,6 +215,7 @@ impl BaselineRecord {
             revision: self.revision,
             unclean: self.unclean,
             chronic: self.chronic,
+            after_compare: self.after_compare,
             // A side that does not parse is no side greenlight can tell.
             merge_side: self.merge.map(|m| match CommitId::parse(&m) {
                 Ok(p) => MergeSide::Mainline(p),

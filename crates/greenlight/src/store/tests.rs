@@ -639,6 +639,7 @@ fn idle_observations_survive_a_restart() {
             unclean: None,
             applied: None,
             chronic: Chronic::default(),
+            out_of_sync: false,
         },
         Idle {
             revision: "b".repeat(40),
@@ -660,6 +661,8 @@ fn idle_observations_survive_a_restart() {
                 hooks: vec!["batch/Job/smoke (Job has reached the specified backoff limit)".into()],
                 disagreeing: Vec::new(),
             },
+            // Compared OutOfSync: a compared baseline's row (`docs/verdicts.md#baseline`).
+            out_of_sync: true,
         },
     ];
     let mut store = SqliteStore::open_or_create(&path).unwrap();
