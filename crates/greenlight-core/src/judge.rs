@@ -282,8 +282,9 @@ pub struct Idle {
     #[serde(default, skip_serializing_if = "Chronic::is_empty")]
     pub chronic: Chronic,
     /// Argo CD found the app `OutOfSync` with `revision`, not only through resources that
-    /// require pruning (false in rows written before it was kept): seen after a commit was compared and before it was synced, it is still the app as
-    /// its last sync left it ([`Engine`]'s compared baseline, `docs/verdicts.md#baseline`).
+    /// require pruning (false in rows written before it was kept): seen after a commit was
+    /// compared and before it was synced, it is still the app as its last sync left it
+    /// ([`Engine`]'s compared baseline, `docs/verdicts.md#baseline`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub out_of_sync: bool,
 }
@@ -804,6 +805,7 @@ impl Engine {
             chronic
                 .resources
                 .iter()
+                .chain(&chronic.disagreeing)
                 .filter(|r| !added(r))
                 .filter_map(|r| r.health)
                 .max_by_key(|h| h.rank())
