@@ -10,7 +10,23 @@ use greenlight_core::error_text::{chain, innermost};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{StatusCode, Url};
 use std::fmt;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The flag that sets [`ClientOptions::max_listing_bytes`], as errors name it.
+pub const LISTING_LIMIT_FLAG: &str = "--listing-limit-mib";
+/// The flag that sets [`ClientOptions::max_read_bytes`], as errors name it.
+pub const READ_LIMIT_FLAG: &str = "--read-limit-mib";
+/// The most of an error's body that is read: Argo CD's errors are a line of JSON.
+const MAX_ERROR_BODY: usize = 64 << 10;
+/// The most of a server's words an error quotes, in characters.
+const MAX_QUOTED_CHARS: usize = 300;
+/// How long a `429 Too Many Requests` holds further requests back when it says nothing
+/// (`Retry-After` absent or unreadable).
+const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(5);
+/// The longest a `Retry-After` is honoured: a longer one is taken as this (a daemon that went
+/// quiet for an hour on one bad header would be a worse failure).
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 
 /// A single stream message larger than this is refused rather than buffered without end.
 const MAX_STREAM_LINE: usize = 64 * 1024 * 1024;
@@ -28,6 +44,11 @@ pub struct ClientOptions {
     /// with [`ArgoError::TooLarge`] rather than take the memory (a server that ignores the
     /// selection sends every Application whole).
     pub max_listing_bytes: usize,
+    /// The most one other answer may hold — an Application, its resource tree, its managed
+    /// resources, one resource: beyond it the read fails with [`ArgoError::TooLarge`] (the app
+    /// unobserved, never absent) rather than take the memory (an Application with a million
+    /// resources is most of a GiB).
+    pub max_read_bytes: usize,
     /// Certificate authorities trusted besides the platform's roots (`--argocd-ca-file`).
     pub extra_roots: Option<CaBundle>,
 }
@@ -98,6 +119,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             max_listing_bytes: 128 << 20,
+            max_read_bytes: 64 << 20,
             extra_roots: None,
         }
     }
@@ -144,8 +166,20 @@ pub enum ArgoError {
     },
     #[error("GET {endpoint}: Argo CD reported an error in the stream: {message}")]
     Stream { endpoint: String, message: String },
-    #[error("GET {endpoint}: the answer exceeds {} MiB even with only the fields greenlight reads; it was not read (raise --listing-limit-mib)", limit >> 20)]
-    TooLarge { endpoint: String, limit: usize },
+    /// Argo CD answered `429 Too Many Requests`, or did so earlier and its `Retry-After` has not
+    /// passed: nothing was asked.
+    #[error("GET {endpoint}: Argo CD asked to be left alone for {}s (429 Too Many Requests, Retry-After); not asked again before then", retry_in.as_secs_f64().ceil() as u64)]
+    RateLimited {
+        endpoint: String,
+        retry_in: Duration,
+    },
+    #[error("GET {endpoint}: the answer exceeds {} MiB{}; it was not read (raise {flag})", limit >> 20, if *flag == LISTING_LIMIT_FLAG { " even with only the fields greenlight reads" } else { "" })]
+    TooLarge {
+        endpoint: String,
+        limit: usize,
+        /// The flag that sets the limit ([`LISTING_LIMIT_FLAG`], [`READ_LIMIT_FLAG`]).
+        flag: &'static str,
+    },
     /// A `POST` that failed: `what` is worded as for a `GET` (transport, TLS, timeout, status,
     /// decoding); `status` and `message` are Argo CD's answer when it gave one.
     #[error("POST {endpoint}: {what}")]
@@ -188,6 +222,7 @@ impl ArgoError {
     pub fn http_status(&self) -> Option<u16> {
         match self {
             ArgoError::Status { status, .. } => Some(*status),
+            ArgoError::RateLimited { .. } => Some(429),
             ArgoError::Post { status, .. } => *status,
             _ => None,
         }
@@ -285,6 +320,9 @@ pub struct ArgoClient {
     stream_http: reqwest::Client,
     token: Option<Token>,
     options: ClientOptions,
+    /// After a `429 Too Many Requests`: no request is sent before this moment (its
+    /// `Retry-After`); shared by the client's clones.
+    hold: Arc<Mutex<Option<Instant>>>,
 }
 
 /// Argo CD reads a bearer token only when it has the shape of a JWT: three non-empty parts
@@ -357,6 +395,7 @@ impl ArgoClient {
             base,
             token,
             options,
+            hold: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -381,21 +420,24 @@ impl ArgoClient {
                 message: "no applications API here".into(),
             });
         };
-        let body = self.bounded_body(response, &endpoint).await?;
+        let limit = (self.options.max_listing_bytes, LISTING_LIMIT_FLAG);
+        let body = self.bounded_body(response, &endpoint, limit).await?;
         decode_items(&body).map_err(|e| decode_error(&endpoint, e))
     }
 
-    /// The whole body, refused past [`ClientOptions::max_listing_bytes`] as it arrives.
+    /// The whole body, refused past `limit` bytes as it arrives (the limit and the flag that
+    /// sets it, which the error names).
     async fn bounded_body(
         &self,
         mut response: reqwest::Response,
         endpoint: &str,
+        (limit, flag): (usize, &'static str),
     ) -> Result<Vec<u8>, ArgoError> {
-        let limit = self.options.max_listing_bytes;
         if response.content_length().is_some_and(|n| n > limit as u64) {
             return Err(ArgoError::TooLarge {
                 endpoint: endpoint.to_string(),
                 limit,
+                flag,
             });
         }
         let mut body = Vec::new();
@@ -406,6 +448,7 @@ impl ArgoClient {
                         return Err(ArgoError::TooLarge {
                             endpoint: endpoint.to_string(),
                             limit,
+                            flag,
                         });
                     }
                     body.extend_from_slice(&chunk);
@@ -483,14 +526,15 @@ impl ArgoClient {
         let Some(response) = self.check(response, &endpoint).await.map_err(post)? else {
             return Ok(None);
         };
-        let text = match tokio::time::timeout(self.options.request_timeout, response.text()).await {
-            Ok(Ok(text)) => text,
-            Ok(Err(e)) => {
-                return Err(post(ArgoError::Transport {
-                    endpoint: endpoint.clone(),
-                    what: chain(&e.without_url()),
-                }));
-            }
+        let limit = (self.options.max_read_bytes, READ_LIMIT_FLAG);
+        let body = match tokio::time::timeout(
+            self.options.request_timeout,
+            self.bounded_body(response, &endpoint, limit),
+        )
+        .await
+        {
+            Ok(Ok(body)) => body,
+            Ok(Err(e)) => return Err(post(e)),
             Err(_) => {
                 return Err(post(ArgoError::Timeout {
                     endpoint: endpoint.clone(),
@@ -498,6 +542,7 @@ impl ArgoClient {
                 }));
             }
         };
+        let text = String::from_utf8_lossy(&body);
         let app: Application =
             model::decode_str(&text).map_err(|e| post(decode_error(&endpoint, e)))?;
         if let Some(wrong) = not_the_app_asked_for(&app, namespace, name) {
@@ -640,6 +685,18 @@ impl ArgoClient {
         request: reqwest::RequestBuilder,
         endpoint: String,
     ) -> Result<reqwest::Response, ArgoError> {
+        // Held back by a 429's Retry-After: not sent, so a busy server is not asked again
+        // before it said to (the callers retry at their next turn).
+        let held = *self.hold.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(until) = held {
+            let now = Instant::now();
+            if now < until {
+                return Err(ArgoError::RateLimited {
+                    endpoint,
+                    retry_in: until - now,
+                });
+            }
+        }
         let after = self.options.request_timeout;
         match tokio::time::timeout(after, request.send()).await {
             Err(_) => Err(ArgoError::Timeout { endpoint, after }),
@@ -677,10 +734,20 @@ impl ArgoClient {
         if status.is_success() {
             return Ok(Some(response));
         }
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            let retry_in = retry_after(response.headers());
+            *self.hold.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now() + retry_in);
+            return Err(ArgoError::RateLimited {
+                endpoint: endpoint.to_string(),
+                retry_in,
+            });
+        }
+        // At most the start of an error's body: a server (or what stands in front of it) may
+        // send an endless one, and only its message is quoted.
         let after = self.options.request_timeout;
-        let body = match tokio::time::timeout(after, response.text()).await {
-            Ok(Ok(text)) => text,
-            _ => String::new(),
+        let body = match tokio::time::timeout(after, error_body(response)).await {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(_) => String::new(),
         };
         let mut message = argo_message(&body);
         if let Some(Token(t)) = &self.token {
@@ -699,17 +766,18 @@ impl ArgoClient {
         let Some(response) = self.check(response, &endpoint).await? else {
             return Ok(None);
         };
-        match response.text().await {
-            Ok(text) => Ok(Some(text)),
-            Err(e) if e.is_timeout() => Err(ArgoError::Timeout {
+        let limit = (self.options.max_read_bytes, READ_LIMIT_FLAG);
+        let body = self.bounded_body(response, &endpoint, limit).await?;
+        String::from_utf8(body)
+            .map(Some)
+            .map_err(|e| ArgoError::Decode {
                 endpoint,
-                after: self.options.request_timeout,
-            }),
-            Err(e) => Err(ArgoError::Transport {
-                endpoint,
-                what: chain(&e.without_url()),
-            }),
-        }
+                path: String::new(),
+                message: format!(
+                    "the answer is not UTF-8 (invalid byte at offset {})",
+                    e.utf8_error().valid_up_to()
+                ),
+            })
     }
 
     async fn fetch_decoded<T: serde::de::DeserializeOwned>(
@@ -970,6 +1038,27 @@ fn decode_error(endpoint: &str, e: DecodeError) -> ArgoError {
 /// Argo CD (grpc-gateway) errors look like `{"error":"…","code":16,"message":"…"}`; stream errors
 /// like `{"error":{"grpc_code":2,"http_code":500,"message":"…"}}`. Anything else: the start of
 /// the body.
+/// How long a `429`'s `Retry-After` (delta-seconds or an HTTP date) says to wait, at most
+/// [`MAX_RETRY_AFTER`]; [`DEFAULT_RETRY_AFTER`] when it says nothing readable.
+fn retry_after(headers: &HeaderMap) -> Duration {
+    let Some(value) = headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+    else {
+        return DEFAULT_RETRY_AFTER;
+    };
+    let wait = match value.parse::<u64>() {
+        Ok(secs) => Some(Duration::from_secs(secs)),
+        Err(_) => httpdate::parse_http_date(value).ok().map(|at| {
+            at.duration_since(std::time::SystemTime::now())
+                .unwrap_or(Duration::ZERO)
+        }),
+    };
+    wait.unwrap_or(DEFAULT_RETRY_AFTER).min(MAX_RETRY_AFTER)
+}
+
+/// Either is quoted up to [`MAX_QUOTED_CHARS`] characters.
 fn argo_message(body: &str) -> String {
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
         for p in ["/message", "/error/message", "/error"] {
@@ -978,15 +1067,33 @@ fn argo_message(body: &str) -> String {
                 .and_then(|m| m.as_str())
                 .filter(|s| !s.is_empty())
             {
-                return s.to_string();
+                return capped(s);
             }
         }
     }
-    let text = body.trim();
-    match text.char_indices().nth(300) {
+    capped(body)
+}
+
+/// `text` trimmed, cut at [`MAX_QUOTED_CHARS`] characters with `…` when longer.
+fn capped(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(MAX_QUOTED_CHARS) {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_string(),
     }
+}
+
+/// The first [`MAX_ERROR_BODY`] bytes of an error's body; what could not be read is left out.
+async fn error_body(mut response: reqwest::Response) -> Vec<u8> {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        let room = MAX_ERROR_BODY - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() >= MAX_ERROR_BODY {
+            break;
+        }
+    }
+    body
 }
 
 struct Lines<S> {

@@ -796,3 +796,171 @@ async fn the_only_sync_the_client_requests_is_a_dry_run_with_prune() {
         "{e}"
     );
 }
+
+/// A server on 127.0.0.1 with `app`'s routes; its address.
+async fn serve_router(app: Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+/// An endless body: the same chunk for ever, as a broken proxy or a hostile server may send.
+fn endless(chunk: &'static str) -> Body {
+    Body::from_stream(futures_util::stream::repeat_with(move || {
+        Ok::<_, std::io::Error>(chunk.to_string())
+    }))
+}
+
+/// One Application larger than `--read-limit-mib` (declared, or only as it streams) is refused
+/// as too large, naming the flag; within the bound it reads.
+#[tokio::test]
+async fn an_application_past_the_read_bound_is_refused_naming_the_flag() {
+    provider();
+    let mut big = app_json("web");
+    big["metadata"]["annotations"] = serde_json::json!({"padding": "x".repeat(2 << 20)});
+    let body = big.to_string();
+    let streamed = body.clone();
+    let app = Router::new()
+        .route(
+            "/known/api/v1/applications/web",
+            get(move || {
+                let body = body.clone();
+                async move { ([(header::CONTENT_TYPE, "application/json")], body) }
+            }),
+        )
+        .route(
+            "/endless/api/v1/applications/web",
+            get(|| async { endless("{\"padding\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx") }),
+        )
+        .route(
+            "/chunked/api/v1/applications/web",
+            get(move || {
+                let body = streamed.clone();
+                async move {
+                    let chunks: Vec<Result<String, std::io::Error>> = body
+                        .as_bytes()
+                        .chunks(64 << 10)
+                        .map(|c| Ok(String::from_utf8_lossy(c).into_owned()))
+                        .collect();
+                    Body::from_stream(futures_util::stream::iter(chunks))
+                }
+            }),
+        );
+    let addr = serve_router(app).await;
+    for base in ["known", "endless", "chunked"] {
+        let opts = ClientOptions {
+            max_read_bytes: 1 << 20,
+            ..ClientOptions::default()
+        };
+        let client =
+            ArgoClient::with_options(&format!("http://{addr}/{base}"), None, opts).unwrap();
+        let err = tokio::time::timeout(WAIT, client.get("argocd", "web"))
+            .await
+            .expect("a bounded read ends")
+            .unwrap_err();
+        assert!(matches!(err, ArgoError::TooLarge { .. }), "{base}: {err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("exceeds 1 MiB; it was not read (raise --read-limit-mib)"),
+            "{text}"
+        );
+    }
+    let opts = ClientOptions {
+        max_read_bytes: 4 << 20,
+        ..ClientOptions::default()
+    };
+    let client = ArgoClient::with_options(&format!("http://{addr}/known"), None, opts).unwrap();
+    let app = client.get("argocd", "web").await.unwrap().unwrap();
+    assert_eq!(app.metadata.name, "web");
+}
+
+/// An error's body is read only so far, and only so much of the server's words is quoted: an
+/// endless error body ends, a huge JSON message is cut at 300 characters.
+#[tokio::test]
+async fn an_errors_body_is_bounded_and_its_message_capped() {
+    provider();
+    let app = Router::new()
+        .route(
+            "/endless/api/v1/applications/web",
+            get(|| async {
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    endless("oops oops oops oops "),
+                )
+            }),
+        )
+        .route(
+            "/json/api/v1/applications/web",
+            get(|| async {
+                argo_error(StatusCode::INTERNAL_SERVER_ERROR, &"m".repeat(100_000), 13)
+            }),
+        );
+    let addr = serve_router(app).await;
+    for base in ["endless", "json"] {
+        let client = ArgoClient::new(&format!("http://{addr}/{base}"), None).unwrap();
+        let err = tokio::time::timeout(WAIT, client.get("argocd", "web"))
+            .await
+            .expect("an error's body is read only so far")
+            .unwrap_err();
+        let message = err.argo_message().unwrap().to_string();
+        assert!(message.ends_with('…'), "{base}: {message}");
+        assert!(message.chars().count() <= 301, "{base}: {}", message.len());
+        assert!(err.to_string().len() < 1000, "{base}: {err}");
+    }
+}
+
+/// A `429 Too Many Requests` is honoured: nothing more is sent before its `Retry-After` has
+/// passed (the requests in between fail at once, saying so), and the first one after is sent.
+#[tokio::test]
+async fn a_429_holds_requests_back_for_its_retry_after() {
+    provider();
+    let hits = Arc::new(Mutex::new(0u32));
+    let counted = hits.clone();
+    let app = Router::new().route(
+        "/api/v1/applications/web",
+        get(move || {
+            let hits = counted.clone();
+            async move {
+                let n = {
+                    let mut h = hits.lock().unwrap();
+                    *h += 1;
+                    *h
+                };
+                if n == 1 {
+                    (
+                        StatusCode::TOO_MANY_REQUESTS,
+                        [(header::RETRY_AFTER, "1")],
+                        "slow down",
+                    )
+                        .into_response()
+                } else {
+                    (
+                        [(header::CONTENT_TYPE, "application/json")],
+                        app_json("web").to_string(),
+                    )
+                        .into_response()
+                }
+            }
+        }),
+    );
+    let addr = serve_router(app).await;
+    let client = ArgoClient::new(&format!("http://{addr}"), None).unwrap();
+    let first = client.get("argocd", "web").await.unwrap_err();
+    assert!(matches!(first, ArgoError::RateLimited { .. }), "{first}");
+    assert_eq!(first.http_status(), Some(429));
+    assert!(
+        first.to_string().contains("429 Too Many Requests"),
+        "{first}"
+    );
+    // Held back: not sent (the server counts one request), failing at once.
+    let clone = client.clone();
+    let held = clone.get("argocd", "web").await.unwrap_err();
+    assert!(matches!(held, ArgoError::RateLimited { .. }), "{held}");
+    assert_eq!(*hits.lock().unwrap(), 1);
+    // After the second it asked for, the next request is sent and answered.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let app = client.get("argocd", "web").await.unwrap().unwrap();
+    assert_eq!(app.metadata.name, "web");
+    assert_eq!(*hits.lock().unwrap(), 2);
+}

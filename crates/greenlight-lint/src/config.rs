@@ -40,12 +40,14 @@ impl std::error::Error for ConfigError {}
 /// Why the config file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// A named file is missing, or any file exists but cannot be read.
+    /// A named file is missing, or any file exists but cannot be read: not a regular file (a
+    /// FIFO, `/dev/zero`), larger than [`CONFIG_LIMIT`], not UTF-8.
     #[error("cannot read config file {file}: {error}")]
     Read {
         file: String,
-        /// Shown in the message rather than chained, so that the message reads whole.
-        error: std::io::Error,
+        /// The reason in words, shown in the message rather than chained, so that the message
+        /// reads whole.
+        error: String,
     },
     /// The file is not valid: bad TOML, a wrong type, an unknown rule, …
     #[error("config file {0}")]
@@ -182,17 +184,37 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// The most a config file may hold: 1 MiB. `lint` reads [`DEFAULT_FILE`] from the current
+/// directory, which a pull request controls: a FIFO or a link to `/dev/zero` there must not
+/// hang or exhaust a CI runner.
+pub const CONFIG_LIMIT: u64 = greenlight_files::CONFIG_LIMIT;
+
 /// Reads the config file: `explicit` when given (it must exist), otherwise [`DEFAULT_FILE`]
-/// when it exists. No file at all is the default configuration.
+/// when it exists. No file at all is the default configuration. Only a regular file of at most
+/// [`CONFIG_LIMIT`] bytes is read.
 pub fn load(explicit: Option<&Path>) -> Result<Config, LoadError> {
     let path = explicit.unwrap_or(Path::new(DEFAULT_FILE));
     let file = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
+    let what = if explicit.is_some() {
+        "--config"
+    } else {
+        DEFAULT_FILE
+    };
+    let text = match greenlight_files::read_text(path, CONFIG_LIMIT, what) {
         Ok(text) => text,
-        Err(e) if explicit.is_none() && e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e)
+            if explicit.is_none()
+                && matches!(&e.problem, greenlight_files::Problem::Io(io)
+                    if io.kind() == std::io::ErrorKind::NotFound) =>
+        {
             return Ok(Config::default());
         }
-        Err(error) => return Err(LoadError::Read { file, error }),
+        Err(e) => {
+            return Err(LoadError::Read {
+                file,
+                error: e.reason(),
+            });
+        }
     };
     parse(&file, &text).map_err(LoadError::Invalid)
 }

@@ -28,6 +28,9 @@ pub enum ChartError {
         path: String,
         source: std::io::Error,
     },
+    /// Not a regular file, too large or not UTF-8 (greenlight_files's words).
+    #[error("cannot read {path}: {reason}")]
+    Unreadable { path: String, reason: String },
     #[error("{path}: {message}")]
     Invalid { path: String, message: String },
 }
@@ -75,11 +78,30 @@ fn display_path(p: &Path, cwd: Option<&Path>) -> String {
     }
 }
 
+/// A chart's file: a regular file of at most [`crate::MAX_FILE_BYTES`], UTF-8.
 fn read_text(path: &Path, display: &str) -> Result<String, ChartError> {
-    std::fs::read_to_string(path).map_err(|source| ChartError::Read {
-        path: display.to_string(),
-        source,
-    })
+    use greenlight_files::{FileError, Problem};
+    greenlight_files::read_text(path, crate::MAX_FILE_BYTES, "a chart's file").map_err(
+        |e| match e {
+            FileError {
+                problem: Problem::Io(source),
+                ..
+            } => ChartError::Read {
+                path: display.to_string(),
+                source,
+            },
+            e => ChartError::Unreadable {
+                path: display.to_string(),
+                reason: e.reason(),
+            },
+        },
+    )
+}
+
+/// A file read for a message only (a subchart's defaults, a template's lines): `None` when it
+/// is not a regular UTF-8 file of at most [`crate::MAX_FILE_BYTES`].
+fn read_quietly(path: &Path) -> Option<String> {
+    greenlight_files::read_text(path, crate::MAX_FILE_BYTES, "a chart's file").ok()
 }
 
 /// The first document's root of a YAML text, or the parse error as `ChartError::Invalid`.
@@ -237,7 +259,7 @@ impl Chart {
             let Some(inner) = full.strip_prefix(sub_prefix.as_str()) else {
                 continue;
             };
-            let Ok(text) = std::fs::read_to_string(file) else {
+            let Some(text) = read_quietly(file) else {
                 continue;
             };
             if let Ok(Some(root)) = parse_yaml(&text, shown)
@@ -1361,7 +1383,7 @@ impl<'c> Mapper<'c> {
             };
         };
         let loaded = self.templates.entry(path.clone()).or_insert_with(|| {
-            std::fs::read_to_string(&path).ok().map(|text| {
+            read_quietly(&path).map(|text| {
                 let template = Template::parse(&text);
                 let lines = text.lines().map(str::to_string).collect();
                 Loaded {

@@ -21,6 +21,9 @@ pub enum InputError {
         path: String,
         source: std::io::Error,
     },
+    /// Not a regular file (a FIFO, a device, a socket): reading it could block or never end.
+    #[error("cannot read {path}: {reason}")]
+    NotRegular { path: String, reason: String },
     #[error("`-` (stdin) may be given only once")]
     StdinTwice,
 }
@@ -94,14 +97,20 @@ pub fn read_inputs_with(
                 return Err(InputError::StdinTwice);
             }
             stdin_used = true;
-            let mut buf = Vec::new();
-            stdin
-                .read_to_end(&mut buf)
-                .map_err(|source| InputError::Read {
+            // Read up to one byte past the limit, never to the end (`/dev/zero` piped in).
+            let buf = greenlight_files::read_stdin_bounded(&mut *stdin, MAX_FILE_BYTES).map_err(
+                |source| InputError::Read {
                     path: "<stdin>".into(),
                     source,
-                })?;
-            push_text(&mut out, "<stdin>".into(), buf, true);
+                },
+            )?;
+            match buf {
+                Some(buf) => push_text(&mut out, "<stdin>".into(), buf, true),
+                None => out.unreadable.push(unreadable_source(
+                    "<stdin>".into(),
+                    format!("input is over the {MAX_FILE_BYTES} byte limit; not linted"),
+                )),
+            }
             continue;
         }
         let path = PathBuf::from(p);
@@ -130,25 +139,32 @@ pub fn read_inputs_with(
     }
     for path in files {
         let name = display(&path);
-        let meta = std::fs::metadata(&path).map_err(|source| InputError::Read {
-            path: name.clone(),
-            source,
-        })?;
-        if meta.len() > MAX_FILE_BYTES {
-            out.unreadable.push(unreadable_source(
-                name,
-                format!(
-                    "file is {} bytes, over the {} byte limit for manifests; not linted",
-                    meta.len(),
-                    MAX_FILE_BYTES
-                ),
-            ));
-            continue;
-        }
-        let bytes = std::fs::read(&path).map_err(|source| InputError::Read {
-            path: name.clone(),
-            source,
-        })?;
+        // Only a regular file, and at most the limit: a FIFO named as an input would block,
+        // `/dev/zero` would never end (greenlight_files).
+        use greenlight_files::{FileError, Problem};
+        let bytes = match greenlight_files::read_bounded(&path, MAX_FILE_BYTES, "input") {
+            Ok(bytes) => bytes,
+            Err(e) if matches!(e.problem, Problem::TooLarge(_)) => {
+                let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+                out.unreadable.push(unreadable_source(
+                    name,
+                    format!(
+                        "file is {size} bytes, over the {MAX_FILE_BYTES} byte limit for manifests; not linted"
+                    ),
+                ));
+                continue;
+            }
+            Err(FileError {
+                problem: Problem::Io(source),
+                ..
+            }) => return Err(InputError::Read { path: name, source }),
+            Err(e) => {
+                return Err(InputError::NotRegular {
+                    path: name,
+                    reason: e.reason(),
+                });
+            }
+        };
         push_text(&mut out, name, bytes, false);
     }
     Ok(out)

@@ -116,11 +116,7 @@ fn display(p: &Path) -> String {
 }
 
 fn read(p: &Path) -> Option<String> {
-    let meta = std::fs::metadata(p).ok()?;
-    if !meta.is_file() || meta.len() > crate::MAX_FILE_BYTES {
-        return None;
-    }
-    String::from_utf8(std::fs::read(p).ok()?).ok()
+    greenlight_files::read_text(p, crate::MAX_FILE_BYTES, "a kustomization's file").ok()
 }
 
 /// The object of this kind in the source documents: the only one, else the one whose name

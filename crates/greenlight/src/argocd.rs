@@ -100,6 +100,8 @@ pub struct ArgoCd {
     pub token: Option<String>,
     /// `--argocd-ca-file`'s certificates.
     pub ca: Option<CaBundle>,
+    /// `--read-limit-mib`, in bytes ([`ClientOptions::max_read_bytes`]).
+    pub read_limit_bytes: usize,
 }
 
 impl ArgoCd {
@@ -121,10 +123,12 @@ impl ArgoCd {
         )
     }
 
-    /// The client's options: the defaults, and the CAs of `--argocd-ca-file`.
+    /// The client's options: the defaults, the CAs of `--argocd-ca-file` and
+    /// `--read-limit-mib`.
     pub fn client_options(&self) -> ClientOptions {
         ClientOptions {
             extra_roots: self.ca.clone(),
+            max_read_bytes: self.read_limit_bytes,
             ..ClientOptions::default()
         }
     }

@@ -10,7 +10,9 @@ pub mod argocd;
 pub mod breaker;
 pub mod checks;
 pub mod clock;
-pub mod files;
+/// Bounded reads of the files a user names (the `greenlight-files` crate, which the lint
+/// crate shares).
+pub use greenlight_files as files;
 pub mod kube;
 pub mod leader;
 pub mod lock;

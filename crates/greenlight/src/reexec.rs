@@ -204,7 +204,9 @@ impl SelfWatch {
 
 impl Config {
     fn poll(&mut self, notes: &mut Vec<Note>) -> Option<Change> {
-        let text = match std::fs::read_to_string(&self.path) {
+        let text = match crate::files::read_text(&self.path, crate::files::CONFIG_LIMIT, "--config")
+            .map_err(std::io::Error::from)
+        {
             Ok(t) => t,
             Err(e) => {
                 if !self.unreadable {

@@ -175,11 +175,7 @@ impl Default for Settings {
 /// [`crate::MAX_FILE_BYTES`], symlinked directories not followed, at most 1 000 files.
 pub fn read_manifests_on_disk(path: &std::path::Path, recursive: bool) -> Vec<(String, String)> {
     fn read(p: &std::path::Path) -> Option<String> {
-        let meta = std::fs::metadata(p).ok()?;
-        if !meta.is_file() || meta.len() > crate::MAX_FILE_BYTES {
-            return None;
-        }
-        String::from_utf8(std::fs::read(p).ok()?).ok()
+        greenlight_files::read_text(p, crate::MAX_FILE_BYTES, "a manifest").ok()
     }
     let show = |p: &std::path::Path| p.to_string_lossy().replace('\\', "/");
     let mut out = Vec::new();

@@ -107,6 +107,12 @@ pub struct ArgoCdArgs {
     /// besides the system's roots (Argo CD's default certificate is self-signed: its own CA).
     #[arg(long = "argocd-ca-file", value_name = "PEM")]
     pub argocd_ca_file: Option<PathBuf>,
+    /// The most one answer of Argo CD's may hold, in MiB: an Application, its resource tree,
+    /// its managed resources, one resource, a sync's answer. A larger one is refused with a
+    /// warning naming this flag (the app unobserved, never absent); a listing has
+    /// --listing-limit-mib where a command lists.
+    #[arg(long = "read-limit-mib", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub read_limit_mib: u32,
 }
 
 /// [`ArgoCdArgs`], read: where Argo CD is and how to reach it.
@@ -156,7 +162,12 @@ impl ArgoCdArgs {
             .as_deref()
             .map(read_ca_file)
             .transpose()?;
-        Ok(Some(ArgoCd { url, token, ca }))
+        Ok(Some(ArgoCd {
+            url,
+            token,
+            ca,
+            read_limit_bytes: (self.read_limit_mib as usize) << 20,
+        }))
     }
 }
 

@@ -99,7 +99,14 @@ pub fn config_env() -> String {
 /// `argv` parsed by `cli`, with its layers when its subcommand takes them; the config file is
 /// read from disk.
 pub fn resolve(cli: &Command, argv: &[OsString], env: Env) -> Result<Resolved, Refusal> {
-    resolve_with(cli, argv, env, &|p| std::fs::read_to_string(p))
+    resolve_with(cli, argv, env, &read_config)
+}
+
+/// The config file's text: a regular file of at most [`crate::files::CONFIG_LIMIT`] bytes (a
+/// FIFO or `/dev/zero` named by `--config` is refused, never read to its end).
+pub fn read_config(path: &Path) -> std::io::Result<String> {
+    greenlight::files::read_text(path, greenlight::files::CONFIG_LIMIT, "--config")
+        .map_err(std::io::Error::from)
 }
 
 /// [`resolve`] with the config file read by `read` (a re-exec checks a changed file's text so).

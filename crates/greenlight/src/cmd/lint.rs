@@ -179,7 +179,12 @@ fn fixes(
         }
         // Written back byte for byte: a file read through a byte-order mark or as UTF-16 is
         // left alone rather than re-encoded.
-        if std::fs::read(&src.name).ok().as_deref() != Some(src.text.as_bytes()) {
+        let on_disk = greenlight::files::read_bounded(
+            std::path::Path::new(&src.name),
+            greenlight_lint::MAX_FILE_BYTES,
+            "input",
+        );
+        if on_disk.ok().as_deref() != Some(src.text.as_bytes()) {
             super::err(&format!(
                 "greenlight: not fixing {}: it is not plain UTF-8 text as read (a byte-order \
                  mark or UTF-16)\n",

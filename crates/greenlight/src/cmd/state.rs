@@ -4,8 +4,7 @@
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use greenlight::store::{KubeStore, SqliteStore, Store, export};
-use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Where the state is: exactly one of `--state <file>` and `--store kube`.
@@ -150,16 +149,31 @@ pub fn run(a: StateArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         StateAction::Import { store, input } => {
+            use greenlight::files::STATE_DOCUMENT_LIMIT as LIMIT;
             let text = if input == "-" {
-                let mut s = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut s)
-                    .context("cannot read the document from stdin")?;
-                s
-            } else {
-                std::fs::read_to_string(&input).map_err(|e| {
-                    crate::cmd::usage(format!("cannot read the document {input}: {e}"))
+                let bytes = greenlight::files::read_stdin_bounded(std::io::stdin(), LIMIT)
+                    .context("cannot read the document from stdin")?
+                    .ok_or_else(|| {
+                        crate::cmd::usage(format!(
+                            "the document on stdin is larger than {}, the most a state document may hold",
+                            greenlight::files::size(LIMIT)
+                        ))
+                    })?;
+                String::from_utf8(bytes).map_err(|e| {
+                    crate::cmd::usage(format!(
+                        "the document on stdin is not UTF-8 text (invalid byte at offset {})",
+                        e.utf8_error().valid_up_to()
+                    ))
                 })?
+            } else {
+                greenlight::files::read_text(Path::new(&input), LIMIT, "a state document").map_err(
+                    |e| {
+                        crate::cmd::usage(format!(
+                            "cannot read the document {input}: {}",
+                            e.reason()
+                        ))
+                    },
+                )?
             };
             let doc =
                 export::parse(&text).map_err(|e| crate::cmd::usage(format!("{input}: {e:#}")))?;

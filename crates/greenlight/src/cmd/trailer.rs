@@ -30,12 +30,15 @@ pub enum TrailerAction {
 
 pub fn run(a: TrailerArgs) -> Result<ExitCode> {
     let TrailerAction::Check { file, trailer_key } = a.action;
-    let text = std::fs::read_to_string(&file).map_err(|e| {
-        crate::cmd::usage(format!(
-            "cannot read commit message {}: {e}",
-            file.display()
-        ))
-    })?;
+    let text =
+        greenlight::files::read_text(&file, greenlight::files::MESSAGE_LIMIT, "a commit message")
+            .map_err(|e| {
+            crate::cmd::usage(format!(
+                "cannot read commit message {}: {}",
+                file.display(),
+                e.reason()
+            ))
+        })?;
     let message = trailer::cleanup(&text, &comment_prefix());
     let mut bad = 0;
     for d in directives_in(&message, &trailer_key) {

@@ -1,7 +1,10 @@
-//! The one reader of the files a user names to greenlight by a flag or a config key — the
-//! promotion config (`--config`), the AnalysisTemplates it imports (`analysisTemplate.file`),
-//! token files (`--git-token-file`, `--argocd-token-file`, …) and `--argocd-ca-file`: bounded,
-//! and only a regular file.
+//! The one reader of the files a user names to greenlight by a flag, a config key or an
+//! argument — the configs (`watch --config`, `promote.yaml`, `.greenlight.toml`), the
+//! AnalysisTemplates the gate imports (`analysisTemplate.file`), token files
+//! (`--git-token-file`, `--argocd-token-file`, …), `--argocd-ca-file`, `lint`'s inputs and the
+//! charts' files it reads, `trailer check`'s message, `state import`'s document: bounded, and
+//! only a regular file. Standard input, where a command reads it, is bounded by
+//! [`read_stdin_bounded`].
 //!
 //! A path may name anything: `/dev/zero` never ends, a FIFO blocks its reader until a writer
 //! comes, a directory or a device is no text at all. The file is opened non-blocking (so that
@@ -24,6 +27,12 @@ pub const YAML_LIMIT: u64 = 1 << 20;
 pub const TOKEN_LIMIT: u64 = 64 << 10;
 /// The most a CA bundle (`--argocd-ca-file`) may hold: 1 MiB.
 pub const CA_LIMIT: u64 = 1 << 20;
+/// The most a TOML config file (`watch --config`, `.greenlight.toml`) may hold: 1 MiB.
+pub const CONFIG_LIMIT: u64 = 1 << 20;
+/// The most a commit message (`trailer check`'s file) may hold: 1 MiB.
+pub const MESSAGE_LIMIT: u64 = 1 << 20;
+/// The most a state document (`state import`) may hold: 256 MiB.
+pub const STATE_DOCUMENT_LIMIT: u64 = 256 << 20;
 
 /// Why a named file was not read. The message names the flag or key, the path and the reason;
 /// never the contents.
@@ -81,6 +90,17 @@ impl fmt::Display for FileError {
 }
 
 impl std::error::Error for FileError {}
+
+/// For a caller that speaks `io::Error`: an IO error as it was, anything else in words (kind
+/// `InvalidData`).
+impl From<FileError> for io::Error {
+    fn from(e: FileError) -> io::Error {
+        match e.problem {
+            Problem::Io(io) => io,
+            _ => io::Error::new(io::ErrorKind::InvalidData, e.reason()),
+        }
+    }
+}
 
 /// `limit` in words: `1 MiB (1048576 bytes)`, `64 KiB (65536 bytes)`, `100 bytes`.
 pub fn size(limit: u64) -> String {
@@ -141,6 +161,16 @@ pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, FileErro
         path: path.to_owned(),
         problem: Problem::NotUtf8(e.utf8_error().valid_up_to()),
     })
+}
+
+/// Reads at most `limit` bytes from `input` (standard input): `Ok(None)` when it holds more —
+/// refused after `limit + 1` bytes, never read to its end (`/dev/zero` piped in ends here).
+pub fn read_stdin_bounded(input: impl Read, limit: u64) -> io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    input
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= limit).then_some(bytes))
 }
 
 /// What a file that is not a regular file is, in words.
