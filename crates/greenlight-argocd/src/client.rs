@@ -768,16 +768,9 @@ impl ArgoClient {
         };
         let limit = (self.options.max_read_bytes, READ_LIMIT_FLAG);
         let body = self.bounded_body(response, &endpoint, limit).await?;
-        String::from_utf8(body)
-            .map(Some)
-            .map_err(|e| ArgoError::Decode {
-                endpoint,
-                path: String::new(),
-                message: format!(
-                    "the answer is not UTF-8 (invalid byte at offset {})",
-                    e.utf8_error().valid_up_to()
-                ),
-            })
+        // As `Response::text` did: bytes that are not UTF-8 are replaced (JSON decoding then
+        // says what is wrong, where).
+        Ok(Some(String::from_utf8_lossy(&body).into_owned()))
     }
 
     async fn fetch_decoded<T: serde::de::DeserializeOwned>(
@@ -1035,9 +1028,6 @@ fn decode_error(endpoint: &str, e: DecodeError) -> ArgoError {
     }
 }
 
-/// Argo CD (grpc-gateway) errors look like `{"error":"…","code":16,"message":"…"}`; stream errors
-/// like `{"error":{"grpc_code":2,"http_code":500,"message":"…"}}`. Anything else: the start of
-/// the body.
 /// How long a `429`'s `Retry-After` (delta-seconds or an HTTP date) says to wait, at most
 /// [`MAX_RETRY_AFTER`]; [`DEFAULT_RETRY_AFTER`] when it says nothing readable.
 fn retry_after(headers: &HeaderMap) -> Duration {
@@ -1058,6 +1048,9 @@ fn retry_after(headers: &HeaderMap) -> Duration {
     wait.unwrap_or(DEFAULT_RETRY_AFTER).min(MAX_RETRY_AFTER)
 }
 
+/// Argo CD (grpc-gateway) errors look like `{"error":"…","code":16,"message":"…"}`; stream errors
+/// like `{"error":{"grpc_code":2,"http_code":500,"message":"…"}}`. Anything else: the start of
+/// the body.
 /// Either is quoted up to [`MAX_QUOTED_CHARS`] characters.
 fn argo_message(body: &str) -> String {
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {

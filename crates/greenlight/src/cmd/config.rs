@@ -102,7 +102,7 @@ pub fn resolve(cli: &Command, argv: &[OsString], env: Env) -> Result<Resolved, R
     resolve_with(cli, argv, env, &read_config)
 }
 
-/// The config file's text: a regular file of at most [`crate::files::CONFIG_LIMIT`] bytes (a
+/// The config file's text: a regular file of at most [`greenlight::files::CONFIG_LIMIT`] bytes (a
 /// FIFO or `/dev/zero` named by `--config` is refused, never read to its end).
 pub fn read_config(path: &Path) -> std::io::Result<String> {
     greenlight::files::read_text(path, greenlight::files::CONFIG_LIMIT, "--config")
