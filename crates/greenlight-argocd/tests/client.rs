@@ -290,14 +290,7 @@ async fn a_listing_past_the_bound_is_refused_as_too_large_not_read() {
             "/chunked/api/v1/applications",
             get(move || {
                 let body = chunked.clone();
-                async move {
-                    let chunks: Vec<Result<String, std::io::Error>> = body
-                        .as_bytes()
-                        .chunks(64 << 10)
-                        .map(|c| Ok(String::from_utf8_lossy(c).into_owned()))
-                        .collect();
-                    axum::body::Body::from_stream(futures_util::stream::iter(chunks))
-                }
+                async move { in_chunks(&body) }
             }),
         );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -805,6 +798,16 @@ async fn serve_router(app: Router) -> SocketAddr {
     addr
 }
 
+/// `body` sent in 64 KiB chunks, with no declared length (as a chunked transfer is).
+fn in_chunks(body: &str) -> Body {
+    let chunks: Vec<Result<String, std::io::Error>> = body
+        .as_bytes()
+        .chunks(64 << 10)
+        .map(|c| Ok(String::from_utf8_lossy(c).into_owned()))
+        .collect();
+    Body::from_stream(futures_util::stream::iter(chunks))
+}
+
 /// An endless body: the same chunk for ever, as a broken proxy or a hostile server may send.
 fn endless(chunk: &'static str) -> Body {
     Body::from_stream(futures_util::stream::repeat_with(move || {
@@ -837,14 +840,7 @@ async fn an_application_past_the_read_bound_is_refused_naming_the_flag() {
             "/chunked/api/v1/applications/web",
             get(move || {
                 let body = streamed.clone();
-                async move {
-                    let chunks: Vec<Result<String, std::io::Error>> = body
-                        .as_bytes()
-                        .chunks(64 << 10)
-                        .map(|c| Ok(String::from_utf8_lossy(c).into_owned()))
-                        .collect();
-                    Body::from_stream(futures_util::stream::iter(chunks))
-                }
+                async move { in_chunks(&body) }
             }),
         );
     let addr = serve_router(app).await;
