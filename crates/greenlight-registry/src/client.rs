@@ -22,6 +22,10 @@ const MANIFEST_TYPES: &str = "application/vnd.oci.image.index.v1+json, \
 /// manifest, and reading it whole would let a hostile server exhaust memory.
 pub const MANIFEST_MAX_BYTES: usize = 4 * 1024 * 1024;
 
+/// A token service's answer is a few KiB (a JWT and its lifetime); one over this is refused
+/// unread rather than held whole.
+pub const TOKEN_ANSWER_MAX_BYTES: usize = 1024 * 1024;
+
 /// Connecting never waits longer than this, even under a longer request timeout: a registry
 /// that does not accept a connection in 10 s is down, not slow.
 const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -230,10 +234,21 @@ impl RegistryClient {
             token: Option<String>,
             access_token: Option<String>,
         }
-        let body: TokenResponse = response
-            .json()
+        // A token answer is a few KiB: one larger is refused unread, not held whole.
+        let mut raw = Vec::new();
+        let mut response = response;
+        while let Some(chunk) = response
+            .chunk()
             .await
-            .map_err(|_| bad_answer("sent no JSON token"))?;
+            .map_err(|_| bad_answer("broke off its answer"))?
+        {
+            if raw.len() + chunk.len() > TOKEN_ANSWER_MAX_BYTES {
+                return Err(bad_answer("sent an answer over 1 MiB"));
+            }
+            raw.extend_from_slice(&chunk);
+        }
+        let body: TokenResponse =
+            serde_json::from_slice(&raw).map_err(|_| bad_answer("sent no JSON token"))?;
         let Some(token) = body.token.or(body.access_token).filter(|t| !t.is_empty()) else {
             return Err(bad_answer("sent no token"));
         };

@@ -7,8 +7,12 @@
 use greenlight_gate::machine::CheckOutcome;
 use std::time::{Duration, Instant};
 
+/// The most of an `http` check's body read: a larger one is undecided, never held whole.
+pub const HTTP_CHECK_BODY_MAX_BYTES: usize = 4 * 1024 * 1024;
+
 /// One HTTP GET: passed when the status is `expect_status` and, if given, the body contains
-/// `body_contains`; a request that fails or times out is undecided, never a pass.
+/// `body_contains`; a request that fails or times out, or a body over
+/// [`HTTP_CHECK_BODY_MAX_BYTES`], is undecided, never a pass.
 pub async fn http_check(
     client: &reqwest::Client,
     url: &str,
@@ -18,10 +22,16 @@ pub async fn http_check(
 ) -> CheckOutcome {
     let started = Instant::now();
     let answer = tokio::time::timeout(timeout, async {
-        let resp = client.get(url).send().await?;
+        let mut resp = client.get(url).send().await?;
         let status = resp.status().as_u16();
-        let body = resp.text().await?;
-        Ok::<_, reqwest::Error>((status, body))
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await? {
+            if body.len() + chunk.len() > HTTP_CHECK_BODY_MAX_BYTES {
+                return Ok(None);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok::<_, reqwest::Error>(Some((status, String::from_utf8_lossy(&body).into_owned())))
     })
     .await;
     let ms = started.elapsed().as_millis();
@@ -35,7 +45,13 @@ pub async fn http_check(
         Ok(Err(e)) => CheckOutcome::Undecided {
             evidence: format!("GET {url}: {}", without_url(&e)),
         },
-        Ok(Ok((status, body))) => {
+        Ok(Ok(None)) => CheckOutcome::Undecided {
+            evidence: format!(
+                "GET {url}: the body exceeds {} MiB; not read further",
+                HTTP_CHECK_BODY_MAX_BYTES >> 20
+            ),
+        },
+        Ok(Ok(Some((status, body)))) => {
             let status_ok = status == expect_status;
             let body_ok = body_contains.is_none_or(|needle| body.contains(needle));
             let mut evidence = format!("GET {url}: {status} in {ms} ms");
@@ -301,6 +317,16 @@ mod tests {
             .route(
                 "/down",
                 get(|| async { (StatusCode::SERVICE_UNAVAILABLE, "loading") }),
+            )
+            // A body without end (a misdirected check on a stream): read to the bound only.
+            .route(
+                "/endless",
+                get(|| async {
+                    let chunk = axum::body::Bytes::from(vec![b'x'; 64 * 1024]);
+                    use futures_util::StreamExt;
+                    let stream = futures_util::stream::repeat(chunk).map(Ok::<_, std::io::Error>);
+                    axum::body::Body::from_stream(stream)
+                }),
             );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -328,6 +354,11 @@ mod tests {
         let out = http_check(&client, &format!("{base}/down"), 200, None, t).await;
         assert!(
             matches!(&out, CheckOutcome::Failed { evidence } if evidence.contains("503") && evidence.contains("(expected 200)")),
+            "{out:?}"
+        );
+        let out = http_check(&client, &format!("{base}/endless"), 200, Some("ready"), t).await;
+        assert!(
+            matches!(&out, CheckOutcome::Undecided { evidence } if evidence.contains("exceeds 4 MiB")),
             "{out:?}"
         );
         // Nothing listening, and a server that never answers: undecided, never a pass.

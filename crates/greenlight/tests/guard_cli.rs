@@ -595,6 +595,15 @@ fn repos() -> HashMap<&'static str, Repo> {
             ),
         ),
         (
+            // Its token service answers without end.
+            "endless/app",
+            repo(
+                vec![("v1", image_manifest(OCI_MANIFEST, "endless-v1"))],
+                Access::Anonymous,
+                Quirk::None,
+            ),
+        ),
+        (
             "secret/app",
             repo(
                 vec![("v9", image_manifest(DOCKER_V2, "secret-v9"))],
@@ -717,6 +726,16 @@ async fn token(
         repo.access == Access::Anonymous && scope == format!("repository:{name}:pull")
     });
     match (query.get("service").map(String::as_str), anonymous) {
+        (Some("stand-in"), Some((name, _))) if *name == "endless/app" => {
+            use futures_util::StreamExt;
+            let chunk = axum::body::Bytes::from(vec![b' '; 64 * 1024]);
+            let body = futures_util::stream::repeat(chunk).map(Ok::<_, std::io::Error>);
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                axum::body::Body::from_stream(body),
+            )
+                .into_response()
+        }
         (Some("stand-in"), Some((name, _))) => (
             [(header::CONTENT_TYPE, "application/json")],
             format!("{{\"token\":\"anon-{name}\",\"expires_in\":300}}"),
@@ -858,6 +877,14 @@ fn resolve_does_the_anonymous_token_dance() {
             ),
         ]
     );
+}
+
+#[test]
+fn a_token_service_that_answers_without_end_is_refused_unread() {
+    let registry = Registry::start();
+    let run = resolve(&[&registry.image("endless/app:v1")]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("over 1 MiB"), "{}", run.stderr);
 }
 
 #[test]
