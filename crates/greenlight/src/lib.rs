@@ -10,6 +10,7 @@ pub mod argocd;
 pub mod breaker;
 pub mod checks;
 pub mod clock;
+pub mod hooks;
 /// Bounded reads of the files a user names (the `greenlight-files` crate, which the lint
 /// crate shares).
 pub use greenlight_files as files;

@@ -77,6 +77,12 @@ struct GapLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HookLabels {
+    forge: &'static str,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct JobLabel {
     kind: &'static str,
 }
@@ -276,6 +282,7 @@ pub struct Metrics {
     reconnects: Family<SourceLabel, Counter>,
     gaps: Family<GapLabels, Counter>,
     git_jobs: Family<JobLabel, Histogram, fn() -> Histogram>,
+    push_hooks: Family<HookLabels, Counter>,
     event_write_failures: Counter,
     /// Counts kept elsewhere (the Kubernetes Event writer's), added to
     /// `event_write_failures` at each scrape: each with what was added so far.
@@ -373,6 +380,12 @@ impl Metrics {
             "How long git jobs took, by kind",
             git_jobs.clone(),
         );
+        let push_hooks = Family::<HookLabels, Counter>::default();
+        registry.register(
+            "push_hook_deliveries",
+            "Push webhook deliveries received on --listen, by forge and what became of them (fetch, duplicate, ignored, refused)",
+            push_hooks.clone(),
+        );
         let event_write_failures = Counter::default();
         registry.register(
             "event_write_failures",
@@ -412,6 +425,7 @@ impl Metrics {
             reconnects,
             gaps,
             git_jobs,
+            push_hooks,
             event_write_failures,
             event_failure_counts: Mutex::new(Vec::new()),
             waiting_ratio,
@@ -553,6 +567,13 @@ impl Metrics {
                 source: source.to_string(),
                 kind: gap.metric_label(),
             })
+            .inc();
+    }
+
+    /// A push webhook delivery from `forge` (`github`, `gitlab`, `gitea`) ended as `result`.
+    pub fn push_hook(&self, forge: &'static str, result: &'static str) {
+        self.push_hooks
+            .get_or_create(&HookLabels { forge, result })
             .inc();
     }
 

@@ -1,5 +1,6 @@
 //! `--listen`'s HTTP listener: `/metrics` and the probes `/healthz`, `/readyz`, `/startupz`
-//! over one [`Metrics`] (`docs/metrics.md`). It only reads what the runtime wrote there.
+//! over one [`Metrics`] (`docs/metrics.md`), which it only reads; and the push hooks
+//! (`crate::hooks`, `docs/deploy.md#push-hooks`), which ask the runtime for a fetch.
 //!
 //! `/metrics` answers in OpenMetrics text when the scraper asks for it (Prometheus does, in its
 //! `Accept` header), else in Prometheus' classic text format (version 0.0.4). A probe answers
@@ -23,8 +24,9 @@ pub async fn bind(flag: &str, addr: SocketAddr) -> Result<tokio::net::TcpListene
         .map_err(|e| crate::usage(format!("{flag} {addr}: cannot listen there: {e}")))
 }
 
-/// The routes, over `metrics`.
-pub fn router(metrics: Arc<Metrics>) -> Router {
+/// The routes, over `metrics`, and the push hooks (`crate::hooks`) when any is configured.
+pub fn router(metrics: Arc<Metrics>, hooks: Option<Arc<crate::hooks::PushHooks>>) -> Router {
+    let hooks = hooks.map(|h| h.routes()).unwrap_or_default();
     Router::new()
         .route("/metrics", get(metrics_page))
         .route(
@@ -40,11 +42,16 @@ pub fn router(metrics: Arc<Metrics>) -> Router {
             get(|State(m): State<Arc<Metrics>>| async move { probe(m.startupz()) }),
         )
         .with_state(metrics)
+        .merge(hooks)
 }
 
 /// Serve on `listener` until the process ends; a failure of the listener is returned.
-pub async fn serve(listener: tokio::net::TcpListener, metrics: Arc<Metrics>) -> Result<()> {
-    axum::serve(listener, router(metrics)).await?;
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    metrics: Arc<Metrics>,
+    hooks: Option<Arc<crate::hooks::PushHooks>>,
+) -> Result<()> {
+    axum::serve(listener, router(metrics, hooks)).await?;
     Ok(())
 }
 

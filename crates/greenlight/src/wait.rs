@@ -269,6 +269,7 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
             WaitSource::ArgoCd(a) => crate::verify::WatchVerifier::ArgoCd(a.clone()),
             WaitSource::Kube { app, .. } => crate::verify::WatchVerifier::Kube(app.clone()),
         })),
+        fetch_nudge: None,
     };
     progress.line(&format!(
         "waiting for {} on {} ({} {branch}): reached, healthy and stable for {} within {}",

@@ -330,6 +330,7 @@ fn config(dir: &Path) -> DaemonConfig {
         asked: None,
         revert_via_pull_request: None,
         verifier: None,
+        fetch_nudge: None,
     }
 }
 
@@ -800,6 +801,89 @@ async fn a_revision_the_clone_does_not_have_yet_is_fetched_before_reach_is_decid
         reached.message
     );
     assert!(repo.state.lock().unwrap().fetches > fetches);
+    h.stop().await;
+}
+
+/// `web` unwatched, as Argo CD's stream reports it: compared with `compared`, its last sync at
+/// `applied`.
+fn unwatched(compared: &str, applied: &str) -> SourceMsg {
+    let app = deployed(applied, Health::Healthy);
+    SourceMsg::Unwatched {
+        key: app.key(),
+        glimpse: Glimpse {
+            health: Health::Healthy,
+            sync_revision: compared.into(),
+            operation_running: false,
+            sync_status: if compared == applied {
+                "Synced"
+            } else {
+                "OutOfSync"
+            }
+            .into(),
+            last_operation_phase: Some("Succeeded".into()),
+            last_operation_revision: Some(applied.into()),
+            chronic: Default::default(),
+        },
+        origin: Origin::Stream,
+    }
+}
+
+/// Argo CD compares a commit before the watchdog's fetch tick (its git webhook): the revision
+/// it reports, one the clone lacks, is fetched at once, and the watch its commit asks for
+/// starts then — not an hour later at the next tick. A revision looked for once is not looked
+/// for again, and one the clone has costs no fetch.
+#[tokio::test(start_paused = true)]
+async fn a_revision_argo_cd_reports_before_the_fetch_tick_is_fetched_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    repo.state.lock().unwrap().local.push(commit(2, None));
+    let mut cfg = config(dir.path());
+    cfg.fetch_interval = Duration::from_secs(3600);
+    let mut h = Harness::start(repo.clone(), cfg).await;
+    h.send(SourceMsg::Connected).await;
+    h.quiet_for(Duration::from_secs(1)).await;
+    let fetches = || repo.state.lock().unwrap().fetches;
+    let before = fetches();
+    // An app still at an older revision the clone has: nothing to fetch.
+    h.send(unwatched(&sha(1), &sha(1))).await;
+    h.quiet_for(Duration::from_secs(1)).await;
+    assert_eq!(
+        fetches(),
+        before,
+        "a revision the clone has was fetched for"
+    );
+    repo.push(commit(3, Some(&trailer(300, "shadow"))));
+    h.send(unwatched(&sha(3), &sha(2))).await;
+    let started = h
+        .expect(EventKind::WatchStarted, Duration::from_secs(1))
+        .await;
+    assert_eq!(started.commit.as_deref(), Some(sha(3).as_str()));
+    assert_eq!(fetches(), before + 1);
+    // Reported again (every app of the repository compares it): no second fetch.
+    h.send(unwatched(&sha(3), &sha(2))).await;
+    h.quiet_for(Duration::from_secs(1)).await;
+    assert_eq!(fetches(), before + 1);
+    h.stop().await;
+}
+
+/// A flood of fetch causes while a fetch is under way makes one more fetch, not one each.
+#[tokio::test(start_paused = true)]
+async fn revisions_reported_while_a_fetch_is_under_way_make_one_more_fetch() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut cfg = config(dir.path());
+    cfg.fetch_interval = Duration::from_secs(3600);
+    let mut h = Harness::start(repo.clone(), cfg).await;
+    h.send(SourceMsg::Connected).await;
+    h.quiet_for(Duration::from_secs(1)).await;
+    let before = repo.state.lock().unwrap().fetches;
+    // Ten revisions the clone lacks, reported in one burst: the first starts a fetch, the
+    // other nine wait behind it as one.
+    for n in 10..20 {
+        h.send(unwatched(&sha(n), &sha(1))).await;
+    }
+    h.quiet_for(Duration::from_secs(1)).await;
+    assert_eq!(repo.state.lock().unwrap().fetches, before + 2);
     h.stop().await;
 }
 

@@ -344,8 +344,10 @@ fn a_config_change_re_executes_with_a_watch_in_flight() {
     let after = wait_state(&state, &c, "CONFIRMED", T, &wd);
     for field in ["id", "watch_started_at", "reached_at", "healthy_since"] {
         assert_eq!(
-            after[field], before[field],
-            "{field} kept across the re-exec"
+            after[field],
+            before[field],
+            "{field} kept across the re-exec:\n{}",
+            wd.output()
         );
     }
     let st = status_json(&state);

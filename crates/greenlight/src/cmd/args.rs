@@ -295,6 +295,30 @@ pub struct ListenArgs {
     /// 0.0.0.0:9090 (off by default).
     #[arg(long = "listen", value_name = "ADDR:PORT")]
     pub listen: Option<std::net::SocketAddr>,
+    /// Serve POST /hooks/github on --listen: GitHub push webhooks signed with the secret in
+    /// this file (X-Hub-Signature-256) fetch the tracked branch at once.
+    #[arg(
+        long = "github-webhook-secret-file",
+        value_name = "FILE",
+        requires = "listen"
+    )]
+    pub github_webhook_secret_file: Option<std::path::PathBuf>,
+    /// Serve POST /hooks/gitlab on --listen: GitLab push webhooks carrying the secret token in
+    /// this file (X-Gitlab-Token) fetch the tracked branch at once.
+    #[arg(
+        long = "gitlab-webhook-token-file",
+        value_name = "FILE",
+        requires = "listen"
+    )]
+    pub gitlab_webhook_token_file: Option<std::path::PathBuf>,
+    /// Serve POST /hooks/gitea on --listen: Gitea (and Forgejo) push webhooks signed with the
+    /// secret in this file (X-Gitea-Signature) fetch the tracked branch at once.
+    #[arg(
+        long = "gitea-webhook-secret-file",
+        value_name = "FILE",
+        requires = "listen"
+    )]
+    pub gitea_webhook_secret_file: Option<std::path::PathBuf>,
 }
 
 impl ListenArgs {
@@ -303,6 +327,7 @@ impl ListenArgs {
     pub async fn serve(
         &self,
         metrics: &std::sync::Arc<greenlight::metrics::Metrics>,
+        hooks: Option<std::sync::Arc<greenlight::hooks::PushHooks>>,
     ) -> Result<Option<tokio::task::JoinHandle<Result<()>>>> {
         let Some(addr) = self.listen else {
             return Ok(None);
@@ -311,7 +336,23 @@ impl ListenArgs {
         Ok(Some(tokio::spawn(greenlight::serve::serve(
             listener,
             metrics.clone(),
+            hooks,
         ))))
+    }
+
+    /// The push hooks' secrets, each file read as a token file (`secret_file`).
+    pub fn hook_secrets(&self) -> Result<greenlight::hooks::HookSecrets> {
+        let read = |path: &Option<std::path::PathBuf>, forge: greenlight::hooks::Forge| {
+            path.as_deref()
+                .map(|p| crate::cmd::secret_file(forge.flag(), p))
+                .transpose()
+        };
+        use greenlight::hooks::Forge;
+        Ok(greenlight::hooks::HookSecrets {
+            github: read(&self.github_webhook_secret_file, Forge::GitHub)?,
+            gitlab: read(&self.gitlab_webhook_token_file, Forge::GitLab)?,
+            gitea: read(&self.gitea_webhook_secret_file, Forge::Gitea)?,
+        })
     }
 }
 

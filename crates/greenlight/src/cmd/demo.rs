@@ -235,6 +235,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         asked: None,
         revert_via_pull_request: None,
         verifier: None,
+        fetch_nudge: None,
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     // The stand-in serves Argo CD's REST API: the watchdog reads it as it would Argo CD.

@@ -235,6 +235,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         asked: None,
         revert_via_pull_request: None,
         verifier: None,
+        fetch_nudge: None,
     };
     let source =
         greenlight::argocd::source(&url, None, &cfg.repo, super::demo::DEMO_LISTING_LIMIT_BYTES)?;

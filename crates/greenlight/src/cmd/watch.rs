@@ -416,6 +416,7 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
         asked: None,
         revert_via_pull_request: revert_pull_requests(a)?,
         verifier: None,
+        fetch_nudge: None,
     };
     let listing_limit_bytes = match a.listing_limit_mib {
         0 => return Err(super::usage("--listing-limit-mib: must be above zero")),
@@ -504,11 +505,16 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
         check,
     } = relaunch;
     let Settings {
-        cfg,
+        mut cfg,
         source,
         store,
         election,
     } = config_from(&a)?;
+    // Push hooks: their secrets are read before anything starts, so a bad file stops the start.
+    let hook_secrets = a.listen.hook_secrets()?;
+    if hook_secrets.any() {
+        cfg.fetch_nudge = Some(greenlight::hooks::FetchNudge::new());
+    }
     let reexec_every = super::duration_flag("--reexec-interval", &a.reexec_interval)?;
     // The config file's `[[notify]]` sinks (docs/notifications.md#config), read and checked
     // before anything starts.
@@ -572,7 +578,16 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
     let change = rt.block_on(async move {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let metrics = Arc::new(Metrics::new(clock.clone()));
-        let server = a.listen.serve(&metrics).await?;
+        let hooks = cfg.fetch_nudge.clone().map(|nudge| {
+            greenlight::hooks::PushHooks::new(
+                hook_secrets,
+                nudge,
+                metrics.clone(),
+                out.clone(),
+                clock.clone(),
+            )
+        });
+        let server = a.listen.serve(&metrics, hooks).await?;
         // Events are written by a task of their own for as long as the daemon runs; the
         // verdicts are in the state whatever becomes of them. A standby emits none.
         // Always with --source kube: its credentials are Kubernetes credentials.

@@ -428,6 +428,7 @@ pub fn run(
         asked: None,
         revert_via_pull_request: None,
         verifier: None,
+        fetch_nudge: None,
         retain_ms: 86_400_000,
         // The gate decides on its candidate's first verdict: a NOT_REACHED is its answer.
         reopen_horizon_ms: 0,

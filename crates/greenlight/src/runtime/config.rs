@@ -45,6 +45,8 @@ pub struct DaemonConfig {
     /// How a watch with `expect=Healthy,Running` reads what its Pods run; `None`: it cannot,
     /// and such a watch ends `INCONCLUSIVE` saying so.
     pub verifier: Option<std::sync::Arc<crate::verify::WatchVerifier>>,
+    /// Push hooks ask for fetches through this (`crate::hooks`); `None`: none are served.
+    pub fetch_nudge: Option<std::sync::Arc<crate::hooks::FetchNudge>>,
 }
 
 impl DaemonConfig {
@@ -100,6 +102,7 @@ mod tests {
             asked: None,
             revert_via_pull_request: None,
             verifier: None,
+            fetch_nudge: None,
         };
         // The judge quotes its repository in reasons (stored, shown by `status`).
         let j = cfg.judge_config("main", true);

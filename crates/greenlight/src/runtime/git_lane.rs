@@ -7,7 +7,9 @@ use crate::metrics::GitJob;
 
 /// What a job reports back.
 pub(super) enum JobDone {
-    Fetched(Result<(String, Vec<CommitInfo>)>),
+    /// A fetch's new tip and the commits up to it; `None` when the fetch was not needed (every
+    /// revision it was asked for was in the clone already).
+    Fetched(Result<Option<(String, Vec<CommitInfo>)>>),
     Answered {
         job: u64,
         answers: Result<Answers>,
@@ -43,6 +45,13 @@ pub(super) struct GitLane {
     /// and a fetch that never returns must not stop commit processing quietly.
     pub(super) fetching: Option<Timestamp>,
     pub(super) stuck_warned: bool,
+    /// A fetch asked for while one was under way: it starts when that one ends. However many
+    /// ask meanwhile (a flood of push hooks, a burst of apps comparing a new revision), one is
+    /// in flight and one queued.
+    pub(super) fetch_next: Option<FetchWanted>,
+    /// Revisions a source reported that were looked for in the clone already (and fetched for,
+    /// when missing): each is looked for once (bounded: forgotten all at once when full).
+    pub(super) looked_for: std::collections::HashSet<String>,
     pub(super) reverts: VecDeque<RevertRequest>,
     pub(super) reverting: bool,
     /// Reverts' pull requests to close, with why.
@@ -60,6 +69,29 @@ pub(super) struct GitLane {
 /// forge, and a forge's API is rate-limited (GitHub: 5,000 requests an hour per token).
 const FOLLOW_EVERY_MS: i64 = 15_000;
 
+/// How many reported revisions the runtime remembers as looked for in the clone.
+const LOOKED_FOR_KEPT: usize = 10_000;
+
+/// A fetch asked for.
+#[derive(Debug, Default)]
+pub(super) struct FetchWanted {
+    /// Fetch whatever the clone has (the fetch timer, a push hook).
+    pub(super) always: bool,
+    /// Else fetch only when one of these revisions (a source reported them) is not in the clone.
+    pub(super) unless_present: Vec<String>,
+}
+
+impl FetchWanted {
+    fn merge(&mut self, other: FetchWanted) {
+        self.always |= other.always;
+        if self.always {
+            self.unless_present.clear();
+        } else {
+            self.unless_present.extend(other.unless_present);
+        }
+    }
+}
+
 impl GitLane {
     pub(super) fn new() -> GitLane {
         let (jobs_tx, jobs_rx) = mpsc::channel(64);
@@ -70,6 +102,8 @@ impl GitLane {
             next_job: 0,
             fetching: None,
             stuck_warned: false,
+            fetch_next: None,
+            looked_for: std::collections::HashSet::new(),
             reverts: VecDeque::new(),
             reverting: false,
             withdrawals: VecDeque::new(),
@@ -106,33 +140,20 @@ impl Runtime {
             self.inputs.work.push_back(Work::BreakerReset);
         }
         let now = self.now();
-        match self.git.fetching {
-            Some(since) => {
-                let stuck_after = self.cfg.fetch_interval.as_millis() as i64 * 10;
-                if !self.git.stuck_warned && now.ms_since(since) > stuck_after {
-                    self.git.stuck_warned = true;
-                    self.ctx.out.warn(now, &format!(
-                        "fetching {} has not returned for {} s: new commits are not seen until it does",
-                        self.branch, now.ms_since(since) / 1000
-                    ));
-                }
-            }
-            None => {
-                self.git.fetching = Some(now);
-                self.git.stuck_warned = false;
-                let repo = self.ctx.repo.clone();
-                let (branch, last) = (self.branch.clone(), self.tip.clone());
-                self.spawn_git(
-                    GitJob::Fetch,
-                    move || -> Result<(String, Vec<CommitInfo>)> {
-                        let tip = repo.fetch(&branch)?;
-                        let commits = repo.commits_between(Some(&last), &tip)?;
-                        Ok((tip, commits))
-                    },
-                    |r| JobDone::Fetched(r.and_then(|x| x)),
-                );
+        if let Some(since) = self.git.fetching {
+            let stuck_after = self.cfg.fetch_interval.as_millis() as i64 * 10;
+            if !self.git.stuck_warned && now.ms_since(since) > stuck_after {
+                self.git.stuck_warned = true;
+                self.ctx.out.warn(now, &format!(
+                    "fetching {} has not returned for {} s: new commits are not seen until it does",
+                    self.branch, now.ms_since(since) / 1000
+                ));
             }
         }
+        self.want_fetch(FetchWanted {
+            always: true,
+            unless_present: Vec::new(),
+        });
         self.start_following();
         if self.listing.is_none() {
             let ticket = self.freshness.ticket();
@@ -142,6 +163,71 @@ impl Runtime {
         // Apps no watch follows change their idle observations without a step of their own:
         // they are written here, so a restart keeps the baseline of a commit not yet fetched.
         self.apply(Vec::new(), None)
+    }
+
+    /// A fetch is wanted: it starts now, or — one under way — when that one ends, merged with
+    /// whatever else was asked for meanwhile.
+    pub(super) fn want_fetch(&mut self, wanted: FetchWanted) {
+        if self.git.fetching.is_some() {
+            self.git
+                .fetch_next
+                .get_or_insert_with(FetchWanted::default)
+                .merge(wanted);
+            return;
+        }
+        self.git.fetching = Some(self.now());
+        self.git.stuck_warned = false;
+        let repo = self.ctx.repo.clone();
+        let (branch, last) = (self.branch.clone(), self.tip.clone());
+        // A fetch for revisions looks for them first, as an ancestry job does.
+        let kind = if wanted.always {
+            GitJob::Fetch
+        } else {
+            GitJob::Ancestry
+        };
+        self.spawn_git(
+            kind,
+            move || -> Result<Option<(String, Vec<CommitInfo>)>> {
+                if !wanted.always {
+                    let mut missing = false;
+                    for r in &wanted.unless_present {
+                        if repo.is_ancestor(r, r)?.is_none() {
+                            missing = true;
+                            break;
+                        }
+                    }
+                    if !missing {
+                        return Ok(None);
+                    }
+                }
+                let tip = repo.fetch(&branch)?;
+                let commits = repo.commits_between(Some(&last), &tip)?;
+                Ok(Some((tip, commits)))
+            },
+            |r| JobDone::Fetched(r.and_then(|x| x)),
+        );
+    }
+
+    /// A source reported `revision` of the watched repository (an app compared, is syncing or
+    /// synced it): one the clone lacks is fetched at once, so that the watches its commits ask
+    /// for start when Argo CD knows of the push rather than at the next fetch tick
+    /// (`docs/deploy.md#push-hooks`). Each revision is looked for once.
+    pub(super) fn reported_revision(&mut self, revision: &str) {
+        if !greenlight_core::snapshot::is_git_sha(revision)
+            || revision == self.tip
+            || self.delivered.contains(revision)
+            || self.git.looked_for.contains(revision)
+        {
+            return;
+        }
+        if self.git.looked_for.len() >= LOOKED_FOR_KEPT {
+            self.git.looked_for.clear();
+        }
+        self.git.looked_for.insert(revision.to_string());
+        self.want_fetch(FetchWanted {
+            always: false,
+            unless_present: vec![revision.to_string()],
+        });
     }
 
     /// Run a blocking git call as a job on the git lane; `done` turns its result into an input.
@@ -177,7 +263,7 @@ impl Runtime {
             JobDone::Fetched(result) => {
                 self.git.fetching = None;
                 match result {
-                    Ok((tip, commits)) if tip != self.tip => {
+                    Ok(Some((tip, commits))) if tip != self.tip => {
                         let at = self.now();
                         self.inputs.work.push_back(Work::Commits {
                             commits: commits.into(),
@@ -194,6 +280,9 @@ impl Runtime {
                             .out
                             .warn(now, &format!("fetching {} failed: {e:#}", self.branch));
                     }
+                }
+                if let Some(next) = self.git.fetch_next.take() {
+                    self.want_fetch(next);
                 }
             }
             JobDone::Answered { job, answers } => {

@@ -143,6 +143,7 @@ impl Runtime {
             self.wake()?;
         }
         self.finish_confirming()?;
+        self.flush()?;
         self.start_revert();
         self.start_withdrawal();
         Ok(())

@@ -29,7 +29,7 @@ pub use config::DaemonConfig;
 pub use once::{OnceSummary, once};
 
 use confirm::Confirm;
-use git_lane::{GitLane, JobDone};
+use git_lane::{FetchWanted, GitLane, JobDone};
 use inputs::{Inputs, Step, Work};
 use once::OnceCycle;
 
@@ -76,6 +76,8 @@ pub struct Runtime {
     /// Git's jobs: fetches, ancestry, reverts (`git_lane.rs`).
     git: GitLane,
     listing: Option<u64>,
+    /// The turn's decisions, written together at its end.
+    staged: Staged,
     /// Confirmation reads (`confirm.rs`).
     confirm: Confirm,
     /// The last wake-up handled, so a moment that stays due is not handled in a loop.
@@ -93,6 +95,16 @@ pub struct Runtime {
     /// The listing asked for at the source's last connection: a complete answer to it, or to a
     /// later one, makes the watchdog ready (`/readyz`).
     connected_listing: Option<u64>,
+}
+
+/// What a loop turn's steps decided, not yet written ([`Runtime::flush`]).
+#[derive(Default)]
+struct Staged {
+    events: Vec<Event>,
+    reverts: Vec<RevertRequest>,
+    withdrawals: Vec<(RevertProposal, String)>,
+    verifies: Vec<(String, AppRef, u64)>,
+    tip: Option<String>,
 }
 
 /// What [`Runtime::start_with`] needs besides the context.
@@ -305,6 +317,7 @@ impl Runtime {
             inputs,
             git: GitLane::new(),
             listing: None,
+            staged: Staged::default(),
             confirm: Confirm::new(),
             last_wake: Timestamp(i64::MIN),
             clear_reset_request: false,
@@ -340,11 +353,23 @@ impl Runtime {
         let now = self.now();
         let effects = self.engine.resume(now);
         self.apply(effects, None)?;
+        self.flush()?;
         self.ctx.source.start_stream();
         // The timer's first tick is immediate: the first fetch and listing start at once, as
         // jobs like every later one, so that a hung remote never holds the loop.
         let mut fetch_timer = tokio::time::interval(self.cfg.fetch_interval);
         fetch_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Push hooks (`crate::hooks`) ask for a fetch between ticks.
+        let nudge = self.cfg.fetch_nudge.clone();
+        if let Some(n) = &nudge {
+            n.set_branch(&self.branch);
+        }
+        let nudged = || async {
+            match &nudge {
+                Some(n) => n.nudged().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::pin!(shutdown);
         loop {
             self.metrics.loop_turned();
@@ -385,6 +410,7 @@ impl Runtime {
                     self.drain_deliveries();
                 }
                 _ = fetch_timer.tick() => self.on_fetch_timer()?,
+                _ = nudged() => self.want_fetch(FetchWanted { always: true, unless_present: Vec::new() }),
                 Some(done) = self.git.jobs_rx.recv() => self.on_job(done),
                 _ = tokio::time::sleep(give_up_in.unwrap_or_default()), if give_up_in.is_some() => {
                     self.give_up_asking();
@@ -488,6 +514,12 @@ impl Runtime {
                 }
                 let mut asked = asked;
                 while let Some(info) = commits.front() {
+                    // A commit an earlier fetch's input handed over already (two fetches'
+                    // ranges overlap when the second started before the first was judged).
+                    if self.delivered.contains(info.sha.as_str()) {
+                        commits.pop_front();
+                        continue;
+                    }
                     let questions = self.engine.arrival_questions(info);
                     let ancestry = match self.answers(questions, asked) {
                         Ok(a) => a,
@@ -510,7 +542,9 @@ impl Runtime {
                     commits.pop_front();
                     asked = false;
                 }
-                self.tip = tip.clone();
+                // The tip left behind is in the clone: an app reporting it costs no look.
+                let left = std::mem::replace(&mut self.tip, tip.clone());
+                self.git.looked_for.insert(left);
                 self.apply(effects, Some(&tip))?;
                 // New watches are judged at once against a fresh read of their apps.
                 if !self.once.strict {
@@ -587,7 +621,13 @@ impl Runtime {
                 self.metrics.source_lost(&self.source_label);
             }
             SourceMsg::Changing(_) => {}
-            SourceMsg::Unwatched { key, glimpse, .. } => self.engine.glimpse(&key, &glimpse),
+            SourceMsg::Unwatched { key, glimpse, .. } => {
+                self.reported_revision(&glimpse.sync_revision);
+                if let Some(applied) = glimpse.last_operation_revision.as_deref() {
+                    self.reported_revision(applied);
+                }
+                self.engine.glimpse(&key, &glimpse)
+            }
             SourceMsg::Skipped(why) => {
                 // The skipped update may be any app's: until each app is delivered again, the
                 // stream vouches for none (listings keep observing them meanwhile).
@@ -604,6 +644,15 @@ impl Runtime {
                 resource_version,
             } => {
                 let questions = self.engine.reach_questions(&snapshot);
+                // A watch's questions fetch for an unknown revision themselves, and hand its
+                // commits over ahead of this observation; without questions, a revision the
+                // clone lacks is fetched for the watches its commits may ask for.
+                if questions.is_empty() {
+                    self.reported_revision(&snapshot.sync_revision);
+                    for c in &snapshot.reach_candidates {
+                        self.reported_revision(&c.revision);
+                    }
+                }
                 let ancestry = match self.answers(questions, asked) {
                     Ok(a) => a,
                     Err(open) => {
@@ -780,24 +829,43 @@ impl Runtime {
     }
 
     /// Persist, then announce, then act: the store first so nothing printed or pushed is lost.
+    /// Take a step's effects: they are written with the turn's other steps in one transaction
+    /// by [`Runtime::flush`] at the end of the loop's turn, and only then announced and carried
+    /// out. What the source is told to watch changes at once.
     fn apply(&mut self, effects: Vec<Effect>, tip: Option<&str>) -> Result<()> {
+        let staged = &mut self.staged;
+        for e in effects {
+            match e {
+                Effect::Emit(ev) => staged.events.push(ev),
+                Effect::Revert(r) => staged.reverts.push(r),
+                Effect::Withdraw { proposal, why } => staged.withdrawals.push((proposal, why)),
+                Effect::Verify {
+                    watch_id, app, ask, ..
+                } => staged.verifies.push((watch_id, app, ask)),
+            }
+        }
+        if let Some(tip) = tip {
+            staged.tip = Some(tip.to_string());
+        }
+        self.sync_watched();
+        Ok(())
+    }
+
+    /// Write what the turn's steps decided — the watches they changed, the breaker, the events,
+    /// the new tip, the idle observations and arrived commits — in one SQLite transaction, then
+    /// print the events, then queue the reverts and withdrawals and start the verifications. A
+    /// burst (200 apps turning Healthy at once) is one write, not 200 (`docs/state.md`).
+    fn flush(&mut self) -> Result<()> {
         let (watches, breaker) = self.engine.take_dirty();
         let idle = self.engine.take_idle_dirty();
         let arrived = self.engine.take_arrived();
-        let mut events: Vec<Event> = Vec::new();
-        let mut reverts = Vec::new();
-        let mut withdrawals = Vec::new();
-        let mut verifies = Vec::new();
-        for e in effects {
-            match e {
-                Effect::Emit(ev) => events.push(ev),
-                Effect::Revert(r) => reverts.push(r),
-                Effect::Withdraw { proposal, why } => withdrawals.push((proposal, why)),
-                Effect::Verify {
-                    watch_id, app, ask, ..
-                } => verifies.push((watch_id, app, ask)),
-            }
-        }
+        let Staged {
+            events,
+            reverts,
+            withdrawals,
+            verifies,
+            tip,
+        } = std::mem::take(&mut self.staged);
         if !watches.is_empty()
             || breaker.is_some()
             || !events.is_empty()
@@ -810,7 +878,7 @@ impl Runtime {
                 watches: &watches,
                 breaker: breaker.as_ref(),
                 events: &events,
-                tip,
+                tip: tip.as_deref(),
                 baseline: None,
                 clear_breaker_reset_request: self.clear_reset_request,
                 idle: &idle,
@@ -831,7 +899,6 @@ impl Runtime {
         for (watch_id, app, ask) in verifies {
             self.start_verify(watch_id, app, ask);
         }
-        self.sync_watched();
         Ok(())
     }
 }
