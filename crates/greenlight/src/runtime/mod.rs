@@ -828,10 +828,10 @@ impl Runtime {
         }
     }
 
-    /// Persist, then announce, then act: the store first so nothing printed or pushed is lost.
     /// Take a step's effects: they are written with the turn's other steps in one transaction
     /// by [`Runtime::flush`] at the end of the loop's turn, and only then announced and carried
-    /// out. What the source is told to watch changes at once.
+    /// out (persist, then announce, then act: nothing printed or pushed is lost). What the
+    /// source is told to watch changes at once.
     fn apply(&mut self, effects: Vec<Effect>, tip: Option<&str>) -> Result<()> {
         let staged = &mut self.staged;
         for e in effects {
