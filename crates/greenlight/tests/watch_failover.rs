@@ -402,12 +402,6 @@ fn the_failover_drill_keeps_one_verdict_and_one_revert() {
     );
 }
 
-/// A loopback address no one listens on (found by binding and letting go).
-fn free_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().to_string()
-}
-
 /// Polls `http://<addr><path>` until `ok` holds for its answer; fails after `T`, showing the last.
 #[track_caller]
 fn wait_answer(addr: &str, path: &str, ok: impl Fn(&greenlight_testkit::http::Response) -> bool) {

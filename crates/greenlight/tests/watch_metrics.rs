@@ -11,12 +11,6 @@ use std::time::{Duration, Instant};
 
 const T: Duration = Duration::from_secs(60);
 
-/// A loopback address no one listens on (found by binding and letting go).
-fn free_addr() -> String {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().to_string()
-}
-
 fn get(url: &str, headers: &[(&str, &str)]) -> Response {
     http_request("GET", url, headers).unwrap_or_else(|e| panic!("GET {url}: {e}"))
 }

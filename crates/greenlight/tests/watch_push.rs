@@ -6,18 +6,12 @@
 mod common;
 use common::*;
 use greenlight_testkit::http::{Response, http_request, http_send};
-use std::net::TcpListener;
 use std::time::Duration;
 
 const T: Duration = Duration::from_secs(60);
 /// How long a watch may take to start after its push in these tests: far under the hour of
 /// their fetch interval, generous for a loaded CI machine (the figure is measured in `bench/`).
 const START: Duration = Duration::from_secs(20);
-
-fn free_addr() -> String {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().to_string()
-}
 
 /// `args` with `flag`'s value replaced.
 fn with(mut args: Vec<String>, flag: &str, value: &str) -> Vec<String> {
@@ -63,6 +57,15 @@ fn post(addr: &str, forge: &str, headers: &[(&str, &str)], body: &str) -> Respon
     h.extend_from_slice(headers);
     http_send("POST", &format!("http://{addr}/hooks/{forge}"), &h, body)
         .unwrap_or_else(|e| panic!("POST /hooks/{forge}: {e}"))
+}
+
+/// A commit setting `app`'s image to `image` with a shadow trailer (deadline 600 s); its sha.
+fn watched_commit(repo: &Repo, app: &str, image: &str) -> String {
+    repo.set_image(
+        app,
+        image,
+        &format!("{app}: {image}\n\n{}", trailer(app, "600", "shadow")),
+    )
 }
 
 fn push_body(branch: &str, after: &str) -> String {
@@ -129,11 +132,7 @@ fn push_webhooks_verified_by_each_forges_scheme_start_a_fetch_and_nothing_else_d
     }
     assert_eq!(fetches(), 1.0, "the start's fetch only");
 
-    let c1 = repo.set_image(
-        "web",
-        GOOD2,
-        &format!("web: 1.1.0\n\n{}", trailer("web", "600", "shadow")),
-    );
+    let c1 = watched_commit(&repo, "web", GOOD2);
     let body = push_body("main", &c1);
     let signed = greenlight::notify::body::signature(b"gh-s3cret-4711", body.as_bytes());
     let event = ("X-GitHub-Event", "push");
@@ -172,11 +171,7 @@ fn push_webhooks_verified_by_each_forges_scheme_start_a_fetch_and_nothing_else_d
     assert!(r.body.contains("received before"), "{}", r.body);
 
     // GitLab's token, then Gitea's signature, each starting the watch of its own push.
-    let c2 = repo.set_image(
-        "other",
-        GOOD2,
-        &format!("other: 1.1.0\n\n{}", trailer("other", "600", "shadow")),
-    );
+    let c2 = watched_commit(&repo, "other", GOOD2);
     let gl = [("X-Gitlab-Event", "Push Hook")];
     let r = post(
         &addr,
@@ -194,11 +189,7 @@ fn push_webhooks_verified_by_each_forges_scheme_start_a_fetch_and_nothing_else_d
     assert_eq!(r.status, 202, "{}", r.body);
     wait_state(&state, &c2, "WAITING_REACH", START, &proc);
 
-    let c3 = repo.set_image(
-        "web",
-        GOOD,
-        &format!("web: 1.0.0\n\n{}", trailer("web", "600", "shadow")),
-    );
+    let c3 = watched_commit(&repo, "web", GOOD);
     let body = push_body("main", &c3);
     let sig = greenlight::notify::body::signature(b"gt-s3cret-4713", body.as_bytes());
     let sig = sig.strip_prefix("sha256=").unwrap();

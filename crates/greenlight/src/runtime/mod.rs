@@ -105,6 +105,8 @@ struct Staged {
     withdrawals: Vec<(RevertProposal, String)>,
     verifies: Vec<(String, AppRef, u64)>,
     tip: Option<String>,
+    /// A step was applied this turn: the watches' gauges are counted again at the flush.
+    applied: bool,
 }
 
 /// What [`Runtime::start_with`] needs besides the context.
@@ -834,6 +836,7 @@ impl Runtime {
     /// source is told to watch changes at once.
     fn apply(&mut self, effects: Vec<Effect>, tip: Option<&str>) -> Result<()> {
         let staged = &mut self.staged;
+        staged.applied = true;
         for e in effects {
             match e {
                 Effect::Emit(ev) => staged.events.push(ev),
@@ -856,6 +859,13 @@ impl Runtime {
     /// print the events, then queue the reverts and withdrawals and start the verifications. A
     /// burst (200 apps turning Healthy at once) is one write, not 200 (`docs/state.md`).
     fn flush(&mut self) -> Result<()> {
+        if !self.staged.applied {
+            // A turn that applied no step (a heartbeat, a job still running) writes and counts
+            // nothing: the gauges walk every watch. What the engine marked meanwhile (an
+            // unwatched app's idle observation) waits for the next applied step — the fetch
+            // tick applies one.
+            return Ok(());
+        }
         let (watches, breaker) = self.engine.take_dirty();
         let idle = self.engine.take_idle_dirty();
         let arrived = self.engine.take_arrived();
@@ -865,6 +875,7 @@ impl Runtime {
             withdrawals,
             verifies,
             tip,
+            applied: _,
         } = std::mem::take(&mut self.staged);
         if !watches.is_empty()
             || breaker.is_some()

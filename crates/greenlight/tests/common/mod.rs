@@ -116,6 +116,12 @@ pub fn watchdog_with_state(
     Watchdog::start(BIN, &repo.repo(), url, state, extra, envs)
 }
 
+/// A loopback address no one listens on (found by binding and letting go): for `--listen`.
+pub fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
 /// `greenlight status --json` of `state`.
 #[track_caller]
 pub fn status_json(state: &Path) -> Value {
