@@ -13,6 +13,7 @@ mod change;
 mod checks;
 mod command;
 mod error;
+mod in_process;
 mod push_loop;
 mod repo;
 mod revert;

@@ -7,10 +7,12 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::command::{Credentials, GitEnv, failure, write_askpass};
 use crate::error::{Error, Result};
+use crate::in_process::InProcess;
 use crate::secret::{Secret, UrlCredentials, redact, split_credentials};
 
 /// Credentials for an http(s) remote. They reach git through greenlight's credential script
@@ -78,6 +80,12 @@ pub struct Repo {
     remote: String,
     env: GitEnv,
     writer: Mutex<()>,
+    /// The reads answered without a git process, when the clone can be read in process.
+    in_process: Option<InProcess>,
+    /// Whether those reads are used (tests and benchmarks turn them off to compare).
+    use_in_process: AtomicBool,
+    /// How many reads the in-process reader answered (the rest went to git).
+    answered_in_process: AtomicU64,
 }
 
 impl fmt::Debug for Repo {
@@ -135,13 +143,17 @@ impl Repo {
                 askpass: Some(askpass_path(dir)),
                 credentials,
             };
-            let repo = Repo {
+            let mut repo = Repo {
                 dir: dir.to_path_buf(),
                 remote: url,
                 env,
                 writer: Mutex::new(()),
+                in_process: None,
+                use_in_process: AtomicBool::new(true),
+                answered_in_process: AtomicU64::new(0),
             };
             repo.check_existing()?;
+            repo.in_process = InProcess::open(dir);
             write_askpass(&askpass_path(dir))?;
             return Ok(repo);
         }
@@ -210,7 +222,41 @@ impl Repo {
                 credentials,
             },
             writer: Mutex::new(()),
+            in_process: InProcess::open(dir),
+            use_in_process: AtomicBool::new(true),
+            answered_in_process: AtomicU64::new(0),
         })
+    }
+
+    /// The in-process reader, unless it is unavailable or turned off.
+    fn reader(&self) -> Option<&InProcess> {
+        self.in_process
+            .as_ref()
+            .filter(|_| self.use_in_process.load(Ordering::Relaxed))
+    }
+
+    /// Whether ancestry, commit data and changed paths are read in process (the default when
+    /// the clone allows it) or by a git process each. Both give the same answers; tests and
+    /// benchmarks compare them.
+    pub fn set_in_process_reads(&self, on: bool) {
+        self.use_in_process.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether in-process reads are available for this clone and turned on.
+    pub fn reads_in_process(&self) -> bool {
+        self.reader().is_some()
+    }
+
+    /// How many reads were answered in process so far (the others ran git).
+    pub fn answered_in_process(&self) -> u64 {
+        self.answered_in_process.load(Ordering::Relaxed)
+    }
+
+    /// Asks the in-process reader; counts an answer.
+    fn in_process<T>(&self, read: impl FnOnce(&InProcess) -> Option<T>) -> Option<T> {
+        let answer = read(self.reader()?)?;
+        self.answered_in_process.fetch_add(1, Ordering::Relaxed);
+        Some(answer)
     }
 
     /// Refuses a directory that is not a non-bare clone of this remote.
@@ -374,6 +420,9 @@ impl Repo {
 
     /// The data of one commit. An unknown revision is [`Error::UnknownCommit`].
     pub fn commit(&self, rev: &str) -> Result<CommitData> {
+        if let Some(data) = self.in_process(|r| r.commit(rev)) {
+            return Ok(data);
+        }
         let out = self
             .env
             .git([
@@ -406,12 +455,7 @@ impl Repo {
         Ok(CommitData {
             sha: sha.to_owned(),
             parents: parents.split_whitespace().map(str::to_owned).collect(),
-            subject: message
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("")
-                .trim_end_matches('\r')
-                .to_owned(),
+            subject: subject_of(message),
             message: message.to_owned(),
             author_name: an.to_owned(),
             author_email: ae.to_owned(),
@@ -427,6 +471,9 @@ impl Repo {
     /// so both the old and the new path appear. Paths are relative to the repository root;
     /// a path that is not UTF-8 is converted lossily.
     pub fn changed_paths(&self, rev: &str) -> Result<Vec<String>> {
+        if let Some(paths) = self.in_process(|r| r.changed_paths(rev, None)) {
+            return Ok(paths);
+        }
         let out = self
             .env
             .git([
@@ -458,6 +505,9 @@ impl Repo {
     /// Paths that differ between `base` and `rev` (a merge against the parent that was the
     /// branch: what the merge brought into it). Same conventions as [`Repo::changed_paths`].
     pub fn changed_paths_against(&self, rev: &str, base: &str) -> Result<Vec<String>> {
+        if let Some(paths) = self.in_process(|r| r.changed_paths(rev, Some(base))) {
+            return Ok(paths);
+        }
         let out = self
             .env
             .git([
@@ -491,6 +541,9 @@ impl Repo {
         if ancestor.is_empty() || descendant.is_empty() {
             return Ok(None);
         }
+        if let Some(answer) = self.in_process(|r| r.is_ancestor(ancestor, descendant)) {
+            return Ok(answer);
+        }
         let out = self
             .env
             .git(["merge-base", "--is-ancestor", "--end-of-options"])
@@ -515,6 +568,9 @@ impl Repo {
     pub fn resolve(&self, rev: &str) -> Result<Option<String>> {
         if rev.is_empty() {
             return Ok(None);
+        }
+        if let Some(answer) = self.in_process(|r| r.resolve(rev)) {
+            return Ok(answer);
         }
         let out = self
             .env
@@ -693,6 +749,16 @@ fn remote_identity(remote: &str) -> String {
     }
     let url = url.trim_end_matches('/');
     url.strip_suffix(".git").unwrap_or(url).to_owned()
+}
+
+/// The subject `git revert` quotes: the first non-blank line of the message.
+pub(crate) fn subject_of(message: &str) -> String {
+    message
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim_end_matches('\r')
+        .to_owned()
 }
 
 #[cfg(test)]

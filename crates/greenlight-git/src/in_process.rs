@@ -1,0 +1,362 @@
+//! The clone's reads answered in process (gitoxide), without starting a git process:
+//! ancestry, commit data and changed paths, the questions the judge asks per commit and per
+//! observation.
+//!
+//! Every answer here must equal git's. So a question is answered in process only in the
+//! plain case: revisions given as full object ids, commits in canonical form (no `encoding`
+//! header, identities of the form `Name <email> seconds ±hhmm`, a UTF-8 message without NUL),
+//! a clone that is neither shallow nor has replacement objects. Anything else, and any error
+//! or panic inside the reader, answers `None`: "ask git", and the caller runs the git command
+//! as before. The property tests in `tests/in_process.rs` hold both to the same answers over
+//! generated histories.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+
+use gix::ObjectId;
+use gix::bstr::ByteSlice;
+use gix::commitgraph::Graph;
+use gix::diff::tree::recorder::Change;
+
+use crate::repo::CommitData;
+
+/// The in-process reader of one clone.
+pub(crate) struct InProcess {
+    // One repository handle: its object and pack caches serve every question. The reads it
+    // answers take microseconds, so one lock costs nothing the judge would notice.
+    state: Mutex<Reader>,
+}
+
+struct Reader {
+    repo: gix::Repository,
+    /// The commit-graph as last loaded, and what its files looked like then: a fetch writes
+    /// a new layer (`fetch.writeCommitGraph`), and the next question loads it.
+    graph: Option<(Vec<Stamp>, Option<Graph>)>,
+}
+
+/// A file's identity and size as `stat` gives them: a changed file is loaded again.
+type Stamp = Option<(u64, u64, i64, i64)>;
+
+impl Reader {
+    /// The commit-graph, loaded again when its files changed; `None` when there is none.
+    fn graph(&mut self) -> Option<&Graph> {
+        let info = self.repo.objects.store_ref().path().join("info");
+        let stamps: Vec<Stamp> = [
+            info.join("commit-graph"),
+            info.join("commit-graphs").join("commit-graph-chain"),
+        ]
+        .iter()
+        .map(|p| stamp(p))
+        .collect();
+        if self.graph.as_ref().is_none_or(|(s, _)| *s != stamps) {
+            let graph = self.repo.commit_graph_if_enabled().ok().flatten();
+            self.graph = Some((stamps, graph));
+        }
+        self.graph.as_ref().and_then(|(_, g)| g.as_ref())
+    }
+}
+
+fn stamp(path: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
+}
+
+impl InProcess {
+    /// Opens the clone at `dir` for in-process reads; `None` when that cannot be done (or
+    /// must not be: a shallow clone or replacement objects, whose history git rewrites).
+    pub(crate) fn open(dir: &Path) -> Option<InProcess> {
+        let mut repo = gix::open_opts(dir, gix::open::Options::isolated()).ok()?;
+        if repo.is_shallow().unwrap_or(true) || has_replacements(&repo) {
+            return None;
+        }
+        repo.object_cache_size_if_unset(4 * 1024 * 1024);
+        Some(InProcess {
+            state: Mutex::new(Reader { repo, graph: None }),
+        })
+    }
+
+    /// Runs `read` on the reader; `None` (ask git) on any panic inside it.
+    fn with_reader<T>(&self, read: impl FnOnce(&mut Reader) -> Option<T>) -> Option<T> {
+        let mut reader = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        catch_unwind(AssertUnwindSafe(|| read(&mut reader)))
+            .ok()
+            .flatten()
+    }
+
+    /// Runs `read` on the repository; `None` (ask git) on any panic inside it.
+    fn with<T>(&self, read: impl FnOnce(&gix::Repository) -> Option<T>) -> Option<T> {
+        self.with_reader(|r| read(&r.repo))
+    }
+
+    /// The full id of `rev` when it is a full object id: `Some(Some(id))` for a commit,
+    /// `Some(None)` for an id the clone lacks, `None` (ask git) otherwise.
+    pub(crate) fn resolve(&self, rev: &str) -> Option<Option<String>> {
+        let id = full_id(rev)?;
+        self.with(|repo| Some(commit_exists(repo, id)?.then(|| id.to_string())))
+    }
+
+    /// Whether `ancestor` is an ancestor of, or equal to, `descendant` (both full ids):
+    /// `Some(None)` when either is not in the clone.
+    pub(crate) fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Option<Option<bool>> {
+        let (a, d) = (full_id(ancestor)?, full_id(descendant)?);
+        self.with_reader(|reader| {
+            // As git does: both must be commits in the object database, graph or no graph.
+            if !commit_exists(&reader.repo, a)? || !commit_exists(&reader.repo, d)? {
+                return Some(None);
+            }
+            if let Some(answer) = reader.graph().and_then(|g| reaches(g, a, d)) {
+                return Some(Some(answer));
+            }
+            reader.repo.is_ancestor(a, d).ok().map(Some)
+        })
+    }
+
+    /// The data of the commit `rev` (a full id), when it is in canonical form.
+    pub(crate) fn commit(&self, rev: &str) -> Option<CommitData> {
+        let id = full_id(rev)?;
+        self.with(|repo| {
+            let object = repo.try_find_object(id).ok()??;
+            if object.kind != gix::object::Kind::Commit {
+                return None;
+            }
+            let commit = gix::objs::CommitRef::from_bytes(&object.data, repo.object_hash()).ok()?;
+            if commit.encoding.is_some()
+                || !commit.extra_headers.iter().all(|(k, _)| *k != "encoding")
+            {
+                return None;
+            }
+            let message = std::str::from_utf8(commit.message).ok()?;
+            if message.contains('\0') {
+                return None;
+            }
+            let (author_name, author_email, author_time) = identity(commit.author)?;
+            let (committer_name, committer_email, committer_time) = identity(commit.committer)?;
+            let mut parents = Vec::with_capacity(commit.parents.len());
+            for p in &commit.parents {
+                parents.push(full_id(p.to_str().ok()?)?.to_string());
+            }
+            Some(CommitData {
+                sha: id.to_string(),
+                parents,
+                subject: crate::repo::subject_of(message),
+                message: message.to_owned(),
+                author_name,
+                author_email,
+                author_time,
+                committer_name,
+                committer_email,
+                committer_time,
+            })
+        })
+    }
+
+    /// Paths that differ between `base`'s tree (the first parent's when `None`, the empty tree
+    /// for a root commit) and `rev`'s, files only, sorted as git lists them.
+    pub(crate) fn changed_paths(&self, rev: &str, base: Option<&str>) -> Option<Vec<String>> {
+        let id = full_id(rev)?;
+        let base = match base {
+            Some(b) => Some(full_id(b)?),
+            None => None,
+        };
+        self.with(|repo| {
+            let commit = repo.find_commit(id).ok()?;
+            let new_tree = commit.tree_id().ok()?.detach();
+            let old_tree = match base {
+                Some(b) => Some(repo.find_commit(b).ok()?.tree_id().ok()?.detach()),
+                None => match commit.parent_ids().next() {
+                    Some(p) => Some(repo.find_commit(p.detach()).ok()?.tree_id().ok()?.detach()),
+                    None => None,
+                },
+            };
+            let hash = repo.object_hash();
+            let new = repo.find_object(new_tree).ok()?.detach();
+            let old = match old_tree {
+                Some(t) => repo.find_object(t).ok()?.detach().data,
+                None => Vec::new(),
+            };
+            let mut recorder = gix::diff::tree::Recorder::default();
+            gix::diff::tree(
+                gix::objs::TreeRefIter::from_bytes(&old, hash),
+                gix::objs::TreeRefIter::from_bytes(&new.data, hash),
+                gix::diff::tree::State::default(),
+                &repo.objects,
+                &mut recorder,
+            )
+            .ok()?;
+            let mut paths: Vec<String> = recorder
+                .records
+                .into_iter()
+                // A type change (file to directory and back) comes as a deletion and an
+                // addition; the trees themselves are not listed, as `git diff-tree -r` does not.
+                .filter_map(|change| match change {
+                    Change::Addition {
+                        entry_mode, path, ..
+                    }
+                    | Change::Deletion {
+                        entry_mode, path, ..
+                    }
+                    | Change::Modification {
+                        entry_mode, path, ..
+                    } => (!entry_mode.is_tree()).then_some(path),
+                })
+                .map(|p| String::from_utf8_lossy(&p).into_owned())
+                .collect();
+            // Depth-first in tree order, as git lists them, is the byte order of the full paths.
+            paths.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+            paths.dedup();
+            Some(paths)
+        })
+    }
+}
+
+/// Whether `a` is `d` or one of its ancestors, answered from the commit-graph alone: `None`
+/// when either is not in it (fetched after it was written) or the graph is inconsistent.
+///
+/// A walk over parent positions from `d` that never goes below `a`: a commit's topological
+/// level is above each parent's, and so is its corrected commit date, so a commit whose level
+/// or date is not above `a`'s cannot have `a` among its ancestors (levels are compared only
+/// when every layer has them and `a`'s is not saturated; dates only when every layer has them).
+fn reaches(graph: &Graph, a: ObjectId, d: ObjectId) -> Option<bool> {
+    let (a, d) = (graph.lookup(a)?, graph.lookup(d)?);
+    if a == d {
+        return Some(true);
+    }
+    let ancestor = graph.commit_at(a);
+    let level = ancestor.generation();
+    let level = (graph.generation_numbers_available()
+        && level > 0
+        && level < gix::commitgraph::GENERATION_NUMBER_MAX)
+        .then_some(level);
+    let date = if graph.corrected_commit_dates_available() {
+        Some(ancestor.corrected_commit_date().ok()??)
+    } else {
+        None
+    };
+    let mut seen = vec![0u64; (graph.num_commits() as usize).div_ceil(64)];
+    let mut stack = vec![d];
+    while let Some(at) = stack.pop() {
+        if at == a {
+            return Some(true);
+        }
+        let commit = graph.commit_at(at);
+        if level.is_some_and(|l| commit.generation() <= l) {
+            continue;
+        }
+        if let Some(date) = date
+            && commit.corrected_commit_date().ok()?? <= date
+        {
+            continue;
+        }
+        for parent in commit.iter_parents() {
+            let parent = parent.ok()?;
+            let (word, bit) = (parent.0 as usize / 64, 1u64 << (parent.0 % 64));
+            let word = seen.get_mut(word)?;
+            if *word & bit == 0 {
+                *word |= bit;
+                stack.push(parent);
+            }
+        }
+    }
+    Some(false)
+}
+
+/// `rev` as an object id when it is one spelled out in full (40 hex digits).
+fn full_id(rev: &str) -> Option<ObjectId> {
+    if rev.len() != 40 || !rev.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    ObjectId::from_hex(rev.as_bytes()).ok()
+}
+
+/// `Some(true)` for a commit in the clone, `Some(false)` for an id it lacks, `None` for
+/// another kind of object (a tag git would peel) or a failed read.
+fn commit_exists(repo: &gix::Repository, id: ObjectId) -> Option<bool> {
+    match repo.try_find_header(id).ok()? {
+        None => Some(false),
+        Some(header) => (header.kind() == gix::object::Kind::Commit).then_some(true),
+    }
+}
+
+/// Whether the clone has replacement objects, which git applies to every read.
+fn has_replacements(repo: &gix::Repository) -> bool {
+    let Ok(refs) = repo.references() else {
+        return true;
+    };
+    match refs.prefixed("refs/replace/") {
+        Ok(mut it) => it.next().is_some(),
+        Err(_) => true,
+    }
+}
+
+/// A canonical identity `Name <email> seconds ±hhmm`: its name, e-mail and time, or `None`
+/// for anything else (git parses those leniently; the reader leaves them to it).
+fn identity(raw: &gix::bstr::BStr) -> Option<(String, String, i64)> {
+    let raw = std::str::from_utf8(raw).ok()?;
+    let (name, rest) = raw.split_once(" <")?;
+    let (email, rest) = rest.split_once("> ")?;
+    let (seconds, zone) = rest.split_once(' ')?;
+    let plain = |s: &str| {
+        !s.is_empty() && s.trim() == s && !s.contains(['<', '>', '\n', '\0']) && !s.contains("  ")
+    };
+    let zone_ok = zone.len() == 5
+        && matches!(zone.as_bytes()[0], b'+' | b'-')
+        && zone.bytes().skip(1).all(|b| b.is_ascii_digit());
+    if !plain(name)
+        || !plain(email)
+        || !zone_ok
+        || seconds.is_empty()
+        || !seconds.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    Some((name.to_owned(), email.to_owned(), seconds.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_canonical_identities_are_read_in_process() {
+        let id = |s: &str| identity(s.into());
+        assert_eq!(
+            id("Ann Example <ann@example.com> 1700000000 +0100"),
+            Some((
+                "Ann Example".into(),
+                "ann@example.com".into(),
+                1_700_000_000
+            ))
+        );
+        for odd in [
+            " Ann <a@b> 1 +0000",
+            "Ann  Ex <a@b> 1 +0000",
+            "<a@b> 1 +0000",
+            "Ann <> 1 +0000",
+            "Ann <a@b> x +0000",
+            "Ann <a@b> 1 0000",
+            "Ann <a@b> 1 +000",
+            "Ann <a@b>",
+            "Ann <a@b> 99999999999999999999 +0000",
+        ] {
+            assert_eq!(id(odd), None, "{odd:?}");
+        }
+    }
+
+    #[test]
+    fn only_full_ids_are_answered_in_process() {
+        assert!(full_id(&"a".repeat(40)).is_some());
+        assert!(full_id(&"A".repeat(40)).is_some());
+        for rev in [
+            "",
+            "abc1234",
+            "HEAD",
+            &"g".repeat(40),
+            &"a".repeat(41),
+            &"a".repeat(64),
+        ] {
+            assert!(full_id(rev).is_none(), "{rev:?}");
+        }
+    }
+}
