@@ -227,6 +227,16 @@ impl PushHooks {
             self.warn_refused(forge, &why);
             return answer(StatusCode::UNAUTHORIZED, &why);
         }
+        // A standby fetches nothing: the leader does, at its next fetch or when Argo CD reports
+        // the revision. A success, not an error: a forge disables a hook that keeps failing,
+        // and a Service spreads deliveries over every replica.
+        if self.metrics.standing_by() {
+            self.metrics.push_hook(label, "standby");
+            return answer(
+                StatusCode::OK,
+                "standing by: the leading replica fetches at its next fetch interval, or when Argo CD reports the revision",
+            );
+        }
         if let Some(id) = delivery_id(forge, headers)
             && !self.seen.lock().expect("seen lock").first(&id)
         {
@@ -526,6 +536,67 @@ mod tests {
         ));
         let gt = headers(&[("X-Gitea-Event", "push")]);
         assert_eq!(asks(Forge::Gitea, &gt, main, Some("main")), Asks::Fetch);
+    }
+
+    /// A replica that stands by answers a verified push with a success that says so, and
+    /// fetches nothing (the nudge stays untaken); a bad signature is refused there too.
+    #[tokio::test]
+    async fn a_standby_answers_a_push_without_fetching() {
+        use crate::clock::{Clock, SystemClock};
+        use crate::metrics::{Metrics, Role};
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let metrics = Arc::new(Metrics::new(clock.clone()));
+        metrics.set_role(Role::Standby {
+            identity: "b".into(),
+            leader: Some("a".into()),
+        });
+        let nudge = FetchNudge::new();
+        let hooks = PushHooks::new(
+            HookSecrets {
+                github: Some(Secret::new("s3cret")),
+                gitlab: None,
+                gitea: None,
+            },
+            nudge.clone(),
+            metrics.clone(),
+            Output::new(crate::output::LogFormat::Text),
+            clock,
+        );
+        let body = br#"{"ref":"refs/heads/main"}"#;
+        let signed = headers(&[
+            ("X-GitHub-Event", "push"),
+            ("X-GitHub-Delivery", "d-1"),
+            (
+                "X-Hub-Signature-256",
+                &format!("sha256={}", sign("s3cret", body)),
+            ),
+        ]);
+        let r = hooks.receive(Forge::GitHub, &signed, body);
+        assert_eq!(r.status(), StatusCode::OK);
+        let bad = headers(&[
+            ("X-GitHub-Event", "push"),
+            ("X-Hub-Signature-256", "sha256=00"),
+        ]);
+        assert_eq!(
+            hooks.receive(Forge::GitHub, &bad, body).status(),
+            StatusCode::UNAUTHORIZED
+        );
+        let nudged =
+            tokio::time::timeout(std::time::Duration::from_millis(50), nudge.nudged()).await;
+        assert!(nudged.is_err(), "a standby asked for no fetch");
+        let text = metrics.render(false);
+        assert!(
+            text.contains(
+                r#"greenlight_push_hook_deliveries_total{forge="github",result="standby"} 1"#
+            ),
+            "{text}"
+        );
+        // Leading now: the same delivery (not recorded as seen while standing by) fetches.
+        metrics.set_role(Role::Leader {
+            identity: "b".into(),
+        });
+        let r = hooks.receive(Forge::GitHub, &signed, body);
+        assert_eq!(r.status(), StatusCode::ACCEPTED);
     }
 
     #[test]

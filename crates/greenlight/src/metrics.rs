@@ -494,6 +494,11 @@ impl Metrics {
         self.live().role = Some(role);
     }
 
+    /// Whether this replica stands by under `--leader-elect` (another one judges and fetches).
+    pub fn standing_by(&self) -> bool {
+        matches!(self.live().role, Some(Role::Standby { .. }))
+    }
+
     /// A standby's source: connected or not, without counting connections (the runtime of a
     /// replica that takes over counts from its own first connection).
     pub fn standby_source(&self, source: &str, connected: bool) {

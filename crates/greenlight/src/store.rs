@@ -264,6 +264,9 @@ fn create_whole(path: &Path) -> Result<()> {
     linked
 }
 
+/// The write-ahead log's size after a checkpoint, at most.
+const WAL_KEPT_BYTES: i64 = 4 * 1024 * 1024;
+
 fn newer_than_known(path: &Path, found: i64) -> anyhow::Error {
     anyhow::anyhow!(
         "{} has state schema version {found}; this greenlight understands versions up to {SCHEMA_VERSION} (a newer greenlight wrote it; run that one)",
@@ -394,6 +397,15 @@ impl SqliteStore {
         // database, or one this process may not write, fails here.
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .with_context(cannot_open)?;
+        // A new file gives back the pages pruning frees (`SqliteStore::compact`); the mode can
+        // be set without a rewrite only before the first table exists.
+        let pages: i64 = conn
+            .pragma_query_value(None, "page_count", |r| r.get(0))
+            .with_context(cannot_open)?;
+        if pages == 0 {
+            conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")
+                .with_context(cannot_open)?;
+        }
         conn.pragma_update(None, "journal_mode", "WAL")
             .with_context(|| {
                 format!(
@@ -402,6 +414,10 @@ impl SqliteStore {
                 )
             })?;
         conn.pragma_update(None, "synchronous", "FULL")
+            .with_context(cannot_open)?;
+        // A checkpoint leaves the write-ahead log at most this long (SQLite keeps it at its
+        // largest size otherwise: a burst's log would stay on disk for good).
+        conn.pragma_update(None, "journal_size_limit", WAL_KEPT_BYTES)
             .with_context(cannot_open)?;
         let migrated_from = {
             // Immediate: the version is read under the write lock that the migration needs.
@@ -852,10 +868,34 @@ impl SqliteStore {
         tx.execute("DELETE FROM notify_dead WHERE time < ?1", [cutoff.0])?;
         tx.commit()
             .with_context(|| format!("cannot write the state file {}", self.path.display()))?;
+        self.compact()
+            .with_context(|| format!("cannot compact the state file {}", self.path.display()))?;
         Ok(Pruned {
             watches: gone.len(),
             events,
         })
+    }
+
+    /// Gives the pages pruning freed back to the file system and empties the write-ahead log:
+    /// the file shrinks after retention instead of keeping its largest size. A file made before
+    /// the store did this is rewritten once (`VACUUM`) into the mode that allows it.
+    fn compact(&mut self) -> rusqlite::Result<()> {
+        let mode: i64 = self
+            .conn
+            .pragma_query_value(None, "auto_vacuum", |r| r.get(0))?;
+        // 2: INCREMENTAL.
+        if mode != 2 {
+            self.conn
+                .pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
+            self.conn.execute_batch("VACUUM")?;
+        } else {
+            // Each step of the statement frees pages: it is run to its end.
+            let mut stmt = self.conn.prepare("PRAGMA incremental_vacuum")?;
+            let mut rows = stmt.query([])?;
+            while rows.next()?.is_some() {}
+        }
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
     }
 
     /// The daemon's retention: prune what finished more than `retain_ms` before `now`, at the

@@ -71,6 +71,12 @@ const ALL_ON: &[&str] = &[
     "config.stable-for=10m",
     "--set",
     "dryRun=false",
+    "--set",
+    "pushHooks.github.existingSecret=greenlight-hooks",
+    "--set",
+    "pushHooks.gitlab.existingSecret=greenlight-hooks",
+    "--set",
+    "pushHooks.gitea.existingSecret=greenlight-hooks",
 ];
 
 /// `greenlight lint - --fail-on warning` on `manifests`: its exit code and output.
@@ -353,8 +359,35 @@ fn every_toggle_renders_what_it_names() {
         "--argocd-token-file=/var/run/secrets/greenlight/argocd/token",
         "--argocd-ca-file=/etc/greenlight-argocd-ca/ca.crt",
         "--store-namespace=greenlight",
+        "--github-webhook-secret-file=/var/run/secrets/greenlight/hooks/github/secret",
+        "--gitlab-webhook-token-file=/var/run/secrets/greenlight/hooks/gitlab/secret",
+        "--gitea-webhook-secret-file=/var/run/secrets/greenlight/hooks/gitea/secret",
     ] {
         assert!(args.contains(&want), "{want} in {args:?}");
+    }
+    // Each hook secret is a volume of the key asked for, mounted read-only where its flag reads.
+    let spec = &d["spec"]["template"]["spec"];
+    for forge in ["github", "gitlab", "gitea"] {
+        let name = format!("hook-{forge}");
+        let volume = spec["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == name.as_str())
+            .unwrap_or_else(|| panic!("volume {name}"));
+        assert_eq!(volume["secret"]["secretName"], "greenlight-hooks");
+        assert_eq!(volume["secret"]["items"][0]["key"], forge);
+        let mount = c["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name.as_str())
+            .unwrap_or_else(|| panic!("mount {name}"));
+        assert_eq!(
+            mount["mountPath"],
+            format!("/var/run/secrets/greenlight/hooks/{forge}").as_str()
+        );
+        assert_eq!(mount["readOnly"], true);
     }
     let toml = one(&objs, "ConfigMap")["data"]["watch.toml"]
         .as_str()

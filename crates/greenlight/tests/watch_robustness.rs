@@ -471,3 +471,54 @@ fn a_fetch_that_never_returns_is_reported() {
     let line = wd.proc.wait_line("has not returned for", T);
     assert!(line.contains("main"), "{line}");
 }
+
+/// SIGTERM while a fetch hangs: the daemon stops within `--stop-timeout` (Kubernetes kills a
+/// pod at the end of its grace period), says so, and leaves no git process of its own behind.
+#[test]
+fn sigterm_while_a_fetch_hangs_stops_within_the_stop_timeout() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let mut wd = watchdog(&repo, &sb.url, &["--stop-timeout", "2s"], &[]);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming() {
+            held.push(c);
+        }
+    });
+    let clone = repo.path("state/greenlight.db.d/repo");
+    git(
+        &clone,
+        &[
+            "remote",
+            "set-url",
+            "origin",
+            &format!("git://127.0.0.1:{port}/origin.git"),
+        ],
+    );
+    wd.proc.wait_line("has not returned for", T);
+    assert!(working_in(&clone), "the hung fetch runs in the clone");
+    let sent = std::time::Instant::now();
+    wd.proc.sigterm();
+    wd.proc.wait_exit(Duration::from_secs(20));
+    let took = sent.elapsed();
+    assert!(took < Duration::from_secs(10), "stopped after {took:?}");
+    wd.proc.wait_line(
+        "still under way after --stop-timeout 2s",
+        Duration::from_secs(1),
+    );
+    // The fetch's git process went with the watchdog (its parent-death signal).
+    wait_until("the git fetch to stop", Duration::from_secs(10), || {
+        !working_in(&clone)
+    });
+}
+
+/// Whether any process works in `dir` (a git command greenlight started in its clone).
+fn working_in(dir: &std::path::Path) -> bool {
+    let dir = dir.canonicalize().unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .any(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == dir))
+}

@@ -151,6 +151,11 @@ pub struct WatchArgs {
     /// started with; a change of content re-executes it (docs/configuration.md#re-exec). 0: never.
     #[arg(long = "reexec-interval", default_value = "5s", value_parser = duration_arg)]
     pub reexec_interval: String,
+    /// On SIGTERM (and before a re-exec), how long a git job under way (a push, a fetch) may go
+    /// on before greenlight stops without it, its git process stopped with it. Keep it below
+    /// the pod's terminationGracePeriodSeconds (the chart's: 60 s).
+    #[arg(long = "stop-timeout", default_value = "30s", value_parser = duration_arg)]
+    pub stop_timeout: String,
 }
 
 /// How a revert lands (`--revert-via`).
@@ -516,6 +521,7 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
         cfg.fetch_nudge = Some(greenlight::hooks::FetchNudge::new());
     }
     let reexec_every = super::duration_flag("--reexec-interval", &a.reexec_interval)?;
+    let stop_timeout = super::duration_flag("--stop-timeout", &a.stop_timeout)?;
     // The config file's `[[notify]]` sinks (docs/notifications.md#config), read and checked
     // before anything starts.
     let sinks = match &config {
@@ -575,6 +581,7 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
     let clone_lock = lock_data_dir(&cfg.data_dir)?;
     let self_watch = (!reexec_every.is_zero())
         .then(|| SelfWatch::new(config.map(|c| (c.path, c.text, check)), binary.clone()));
+    let stop_out = out.clone();
     let change = rt.block_on(async move {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let metrics = Arc::new(Metrics::new(clock.clone()));
@@ -719,10 +726,21 @@ pub fn run(a: WatchArgs, relaunch: Relaunch) -> Result<ExitCode> {
         let change = changed.lock().expect("change lock").take();
         anyhow::Ok(change)
     })?;
-    // The same path as SIGTERM: a git job under way (a push) finishes as the runtime drops
-    // (and with it `--listen`'s listener), then the locks are released, and only then does the
-    // new process start.
-    drop(rt);
+    // The same path as SIGTERM: a git job under way (a push) finishes as the runtime stops
+    // (and with it `--listen`'s listener) — within `--stop-timeout`: a fetch that hangs does not
+    // hold the stop past the pod's grace period; its git process goes with this one — then the
+    // locks are released, and only then does the new process start.
+    let stopping = std::time::Instant::now();
+    rt.shutdown_timeout(stop_timeout);
+    if stopping.elapsed() >= stop_timeout {
+        stop_out.warn(
+            SystemClock.now(),
+            &format!(
+                "a git job was still under way after --stop-timeout {}: stopping without it",
+                humantime::format_duration(stop_timeout)
+            ),
+        );
+    }
     drop(clone_lock);
     drop(lock);
     if change.is_none() {

@@ -57,6 +57,36 @@ pub(super) enum Step {
     NeedAnswers(Vec<Question>),
 }
 
+/// Ancestry answers kept for the next observations: two generations of at most half of
+/// [`KeptAnswers::CAP`] each. When the newer fills, the older goes; a question asked again after
+/// that costs one in-process read, and memory stays flat however long the daemon runs.
+#[derive(Default)]
+pub(super) struct KeptAnswers {
+    newer: HashMap<Question, bool>,
+    older: HashMap<Question, bool>,
+}
+
+impl KeptAnswers {
+    /// At most this many answers are kept (about 200 bytes each).
+    pub(super) const CAP: usize = 100_000;
+
+    pub(super) fn get(&self, q: &Question) -> Option<&bool> {
+        self.newer.get(q).or_else(|| self.older.get(q))
+    }
+
+    pub(super) fn insert(&mut self, q: Question, answer: bool) {
+        if self.newer.len() >= Self::CAP / 2 && !self.newer.contains_key(&q) {
+            self.older = std::mem::take(&mut self.newer);
+        }
+        self.newer.insert(q, answer);
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.newer.len() + self.older.len()
+    }
+}
+
 /// The ancestry job the queue is waiting for.
 pub(super) struct Asking {
     pub(super) job: u64,
@@ -68,8 +98,8 @@ pub(super) struct Asking {
 pub(super) struct Inputs {
     pub(super) work: VecDeque<Work>,
     pub(super) asking: Option<Asking>,
-    /// Ancestry never changes: answers are kept.
-    pub(super) ancestry: HashMap<Question, bool>,
+    /// Ancestry never changes: answers are kept, as many as [`KeptAnswers::CAP`].
+    pub(super) ancestry: KeptAnswers,
     /// A wake-up came while the queue waited for answers: it is handled after them.
     pub(super) tick_due: bool,
     /// An asked watch (`greenlight wait`) holds the branch's commits back until this moment or
@@ -84,7 +114,7 @@ impl Inputs {
         Inputs {
             work: VecDeque::new(),
             asking: None,
-            ancestry: HashMap::new(),
+            ancestry: KeptAnswers::default(),
             tick_due: false,
             hold_commits_until: None,
         }
@@ -223,5 +253,35 @@ impl Runtime {
         } else {
             Err(open)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(i: usize) -> Question {
+        (format!("{i:040x}"), format!("{:040x}", i + 1))
+    }
+
+    /// A day of questions never grows the cache past its cap, and the newest answers stay.
+    #[test]
+    fn kept_answers_stay_bounded_and_keep_the_newest() {
+        let mut a = KeptAnswers::default();
+        for i in 0..KeptAnswers::CAP * 3 {
+            a.insert(q(i), i.is_multiple_of(2));
+            assert!(a.len() <= KeptAnswers::CAP, "{} answers kept", a.len());
+        }
+        let last = KeptAnswers::CAP * 3 - 1;
+        assert_eq!(a.get(&q(last)), Some(&last.is_multiple_of(2)));
+        assert_eq!(
+            a.get(&q(last - KeptAnswers::CAP / 2)),
+            Some(&last.is_multiple_of(2))
+        );
+        assert_eq!(a.get(&q(0)), None, "the oldest went");
+        // Answering a kept question again does not push the others out.
+        let before = a.len();
+        a.insert(q(last), true);
+        assert_eq!(a.len(), before);
     }
 }

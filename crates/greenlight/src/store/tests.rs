@@ -418,13 +418,13 @@ fn a_breaker_reset_request_survives_until_the_write_that_applies_it() {
 // ---------------------------------------------------------------- retention
 
 /// A watch of app `app` on commit `n`, as a body of the current format would hold it.
-fn watch(n: u8, app: &str, state: &str, started: i64, finished: Option<i64>) -> Watch {
+fn watch(n: u32, app: &str, state: &str, started: i64, finished: Option<i64>) -> Watch {
     watch_with(n, app, state, started, finished, false)
 }
 
 /// A watch as its stored body says; a JUDGING one reached its app at `started`.
 fn watch_with(
-    n: u8,
+    n: u32,
     app: &str,
     state: &str,
     started: i64,
@@ -473,6 +473,100 @@ fn event_times(path: &Path) -> Vec<i64> {
         .unwrap()
         .map(Result::unwrap)
         .collect()
+}
+
+/// The state file's bytes on disk: the database and its write-ahead log.
+fn bytes_on_disk(path: &Path) -> u64 {
+    let wal = path.with_file_name(format!(
+        "{}-wal",
+        path.file_name().unwrap().to_string_lossy()
+    ));
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    size(path) + size(&wal)
+}
+
+/// A day of finished watches, each with a few events, written one write each (as the daemon
+/// writes a loop turn), all past the cutoff but the last `kept`.
+fn a_busy_day(store: &mut SqliteStore, n: u32, kept: u32) {
+    for i in 0..n {
+        let t = if i + kept >= n { 10_000 } else { 10 };
+        let w = watch(i + 1, "web", "CONFIRMED", t, Some(t + 1));
+        let events: Vec<Event> = (0..4)
+            .map(|k| event(t + k, EventKind::Reached, Some(&w)))
+            .collect();
+        store
+            .write(Write {
+                watches: std::slice::from_ref(&w),
+                events: &events,
+                ..Write::default()
+            })
+            .unwrap();
+    }
+}
+
+#[test]
+fn pruning_gives_the_space_back_and_empties_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
+    let empty = bytes_on_disk(&path);
+    a_busy_day(&mut store, 3000, 30);
+    let full = bytes_on_disk(&path);
+    assert!(
+        full > 20 * empty,
+        "{full} bytes after a busy day, {empty} empty"
+    );
+
+    let pruned = store.prune(Timestamp(1000)).unwrap();
+    assert_eq!(pruned.watches, 2970);
+    let after = bytes_on_disk(&path);
+    let c = sql(&path);
+    let q = |p: &str| -> i64 {
+        c.query_row(&format!("PRAGMA {p}"), [], |r| r.get(0))
+            .unwrap()
+    };
+    assert!(
+        after * 10 < full,
+        "{after} bytes after pruning 99% of {full} bytes; auto_vacuum {} freelist {} pages {}",
+        q("auto_vacuum"),
+        q("freelist_count"),
+        q("page_count")
+    );
+    assert_eq!(
+        store.load().unwrap().watches.len(),
+        30,
+        "the retained ones stay"
+    );
+    assert_eq!(event_times(&path).len(), 30 * 4);
+}
+
+/// A file made before the store compacted (no auto-vacuum) is rewritten into the mode that
+/// allows it at its first prune, and shrinks then.
+#[test]
+fn a_file_from_before_compaction_is_converted_at_its_first_prune() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
+    drop(store);
+    let c = sql(&path);
+    c.execute_batch("PRAGMA auto_vacuum = NONE; VACUUM;")
+        .unwrap();
+    let mode: i64 = c.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, 0);
+    drop(c);
+    store = SqliteStore::open_or_create(&path).unwrap();
+    a_busy_day(&mut store, 2000, 20);
+    let full = bytes_on_disk(&path);
+    store.prune(Timestamp(1000)).unwrap();
+    let after = bytes_on_disk(&path);
+    assert!(
+        after * 10 < full,
+        "{after} bytes after pruning, {full} before"
+    );
+    let mode: i64 = sql(&path)
+        .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, 2, "incremental from now on");
 }
 
 #[test]
