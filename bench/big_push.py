@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Big push benchmark: two greenlight binaries, each against a sandbox fleet, receive one push
+of --commits commits (a history import, a monorepo merge) whose middle and last commits ask for
+a watch each.
+
+Measured for each binary: from the `git push` returning to the arrival of each watch's
+`watch_started` event (none within --timeout is reported as such), and the watchdog's peak
+resident memory (VmHWM) at the end. The watchdog finds the push by its fetch interval (default
+10 s) or when the sandbox reports the new revision, as with Argo CD.
+
+Usage:
+  python3 bench/big_push.py --a OLD/greenlight --b NEW/greenlight [--commits 100000]
+
+It owns a temporary directory per binary (a bare remote with --apps apps and a clone that
+pushes), the sandbox (B's binary, release) and the watchdog, all child processes in their own
+process groups, ended on success, failure, Ctrl-C or SIGTERM; every wait is bounded. Python
+3.11 standard library and git.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fleet  # noqa: E402
+import watch_latency as wl  # noqa: E402
+
+
+def history(parent: str, commits: int) -> bytes:
+    """A fast-import stream of `commits` commits on top of `parent`: each changes a file outside
+    the apps; the middle one and the last one also bump an app's image and ask for its watch."""
+    out = []
+    who = "Ann Example <ann@example.com>"
+    t = int(time.time()) - commits
+    asks = {commits // 2: 1, commits: 0}
+    for i in range(1, commits + 1):
+        msg = f"import {i}\n"
+        files = [(f"history/part{i % 500}.txt", f"{i}\n")]
+        if i in asks:
+            app = fleet.app_name(asks[i])
+            msg = f"bump {app}\n\nNav-Watchdog: app={app} deadline=3600 mode=shadow\n"
+            files.append((f"apps/{app}/deploy.yaml", fleet.deployment(app, f"registry.local/web:big-{i}")))
+        out.append(f"commit refs/heads/main\nmark :{i}\ncommitter {who} {t + i} +0000\n")
+        out.append(f"data {len(msg.encode())}\n{msg}\n")
+        out.append(f"from {parent}\n" if i == 1 else f"from :{i - 1}\n")
+        for path, body in files:
+            out.append(f"M 100644 inline {path}\ndata {len(body.encode())}\n{body}\n")
+        out.append("\n")
+    return "".join(out).encode()
+
+
+def peak_rss_kib(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def one_binary(label: str, binary: Path, args, echo: bool) -> dict:
+    with tempfile.TemporaryDirectory(prefix=f"greenlight-bigpush-{label}-") as tmp:
+        root = Path(tmp)
+        repo = fleet.make_fleet(root, args.apps)
+        argv = [
+            str(args.b), "sandbox", "--repo", str(repo.remote), "--listen", "127.0.0.1:0",
+            "--sync-interval", "1s", "--rollout-time", "2s",
+        ]
+        for i in range(args.apps):
+            argv += ["--app", f"{fleet.app_name(i)}=apps/{fleet.app_name(i)}"]
+        children = []
+        try:
+            sandbox = wl.Child("sandbox", argv, echo)
+            children.append(sandbox)
+            _, _, line = sandbox.lines.wait(
+                "the sandbox's URL", lambda t: "sandbox listening on " in t, 300
+            )
+            url = line.split("sandbox listening on ", 1)[1].split()[0]
+            watch = wl.Child(label, [
+                str(binary), "watch", "--repo", str(repo.remote), "--argocd-url", url,
+                "--state", str(root / "state.db"), "--log-format", "json",
+                "--git-author", "bench <bench@bench.test>",
+            ], echo)
+            children.append(watch)
+            watch.lines.wait("watching", lambda t: "watching " in t, 300)
+            time.sleep(3)
+            parent = wl.git(repo.work, "rev-parse", "HEAD")
+            made = time.monotonic()
+            subprocess.run(
+                ["git", "fast-import", "--quiet"], cwd=repo.work, check=True,
+                input=history(parent, args.commits),
+            )
+            tip = wl.git(repo.work, "rev-parse", "main")
+            middle = wl.git(repo.work, "rev-parse", f"main~{args.commits - args.commits // 2}")
+            made = time.monotonic() - made
+            pushed = time.monotonic()
+            wl.git(repo.work, "push", "-q", "origin", "main")
+            push_took = time.monotonic() - pushed
+            pushed = time.monotonic()
+            starts = {}
+            for name, sha in [("middle", middle), ("tip", tip)]:
+                try:
+                    remaining = args.timeout - (time.monotonic() - pushed)
+                    _, stamp, _ = watch.lines.wait(
+                        f"watch_started of {sha[:8]}", wl.is_event("watch_started", sha),
+                        max(remaining, 1),
+                    )
+                    starts[name] = stamp - pushed
+                except wl.BenchError:
+                    starts[name] = None
+            return {
+                "made_s": made,
+                "push_s": push_took,
+                "started_s": starts,
+                "peak_rss_kib": peak_rss_kib(watch.proc.pid),
+            }
+        finally:
+            for c in reversed(children):
+                c.stop()
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--a", type=Path, required=True, help="the first binary (say, before)")
+    p.add_argument("--b", type=Path, required=True, help="the second binary (its sandbox runs both)")
+    p.add_argument("--commits", type=int, default=100_000)
+    p.add_argument("--apps", type=int, default=20)
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for a watch")
+    p.add_argument("--echo", action="store_true", help="print the children's lines")
+    args = p.parse_args()
+
+    def stop(signum, _frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    results = {}
+    for label, binary in [("a", args.a), ("b", args.b)]:
+        results[label] = one_binary(label, binary, args, args.echo)
+        print(label, json.dumps(results[label]), flush=True)
+
+    def fmt(v):
+        return f"none within {args.timeout:.0f} s" if v is None else f"{v:.1f} s"
+
+    print(f"\n{args.commits} commits in one push, {args.apps} apps")
+    print(f"| figure | A | B |\n|---|---|---|")
+    for name in ["middle", "tip"]:
+        a, b = results["a"]["started_s"][name], results["b"]["started_s"][name]
+        print(f"| push -> watch started ({name} commit) | {fmt(a)} | {fmt(b)} |")
+    a, b = results["a"]["peak_rss_kib"], results["b"]["peak_rss_kib"]
+    print(f"| watchdog peak RSS (MiB) | {a / 1024:.0f} | {b / 1024:.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except wl.BenchError as e:
+        print(f"big_push: {e}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
