@@ -326,6 +326,9 @@ pub struct Engine {
     idle_dirty: BTreeSet<AppKey>,
     /// The commits that arrived on the branch, oldest first (at most [`ARRIVED_KEPT`]).
     arrived: VecDeque<Arrived>,
+    /// How many times each sha is in `arrived` (once; the count keeps it exact whatever a
+    /// state file restored): "arrived before?" in constant time for each commit of a push.
+    arrived_shas: HashMap<CommitId, usize>,
     /// Arrived commits the store has not taken yet.
     arrived_unsaved: Vec<Arrived>,
     /// The branch's tip when greenlight started following it: every commit before the
@@ -364,6 +367,7 @@ impl Engine {
             idle: BTreeMap::new(),
             idle_dirty: BTreeSet::new(),
             arrived: VecDeque::new(),
+            arrived_shas: HashMap::new(),
             arrived_unsaved: Vec::new(),
             known_tip: None,
             namespaces: BTreeMap::new(),
@@ -402,6 +406,10 @@ impl Engine {
     pub fn restore_arrived(&mut self, arrived: Vec<Arrived>) {
         let skip = arrived.len().saturating_sub(ARRIVED_KEPT);
         self.arrived = arrived.into_iter().skip(skip).collect();
+        self.arrived_shas.clear();
+        for a in &self.arrived {
+            *self.arrived_shas.entry(a.sha.clone()).or_default() += 1;
+        }
     }
 
     /// The commits that arrived since the last call, oldest first, for the store to keep.
@@ -547,7 +555,7 @@ impl Engine {
     ) -> Vec<Effect> {
         self.clock = self.clock.max(now);
         let mut out = Vec::new();
-        if !self.arrived.iter().any(|a| a.sha == commit.sha) {
+        if !self.arrived_shas.contains_key(&commit.sha) {
             let arrived = Arrived {
                 sha: commit.sha.clone(),
                 parents: commit.parents_mainline_first(),
@@ -555,9 +563,16 @@ impl Engine {
                 reverts: reverted_sha(&commit.message),
             };
             self.arrived_unsaved.push(arrived.clone());
+            *self.arrived_shas.entry(arrived.sha.clone()).or_default() += 1;
             self.arrived.push_back(arrived);
-            if self.arrived.len() > ARRIVED_KEPT {
-                self.arrived.pop_front();
+            if self.arrived.len() > ARRIVED_KEPT
+                && let Some(gone) = self.arrived.pop_front()
+                && let Some(n) = self.arrived_shas.get_mut(&gone.sha)
+            {
+                *n -= 1;
+                if *n == 0 {
+                    self.arrived_shas.remove(&gone.sha);
+                }
             }
         }
         let reverted = reverted_sha(&commit.message);
@@ -2320,8 +2335,10 @@ impl Engine {
             return Vec::new();
         };
         let exempt = &self.config.attribution_exempt;
-        let culprits: Vec<CommitId> = w
-            .later_commits()
+        // The commits found no culprit with these paths before stay so: only the newer ones are
+        // read (a push of many commits costs each live watch linear time).
+        let cleared = w.later_commits_cleared(paths);
+        let culprits: Vec<CommitId> = w.later_commits()[cleared..]
             .iter()
             .filter(|c| {
                 let counted: Vec<String> = c
@@ -2338,6 +2355,8 @@ impl Engine {
             .map(|c| c.sha.clone())
             .collect();
         if culprits.is_empty() {
+            let paths = paths.clone();
+            self.watches[i].later_commits_clear(paths);
             return Vec::new();
         }
         let verdict = Verdict::Attribution {

@@ -2122,6 +2122,32 @@ fn a_later_commit_to_other_paths_does_not_count() {
     );
 }
 
+/// Later commits are checked once each against the app's paths; when the paths change (the
+/// Application's source edited), every later commit is checked again against the new ones: one
+/// found innocent under the old paths may touch the new (and many commits cost linear time).
+#[test]
+fn a_later_commit_innocent_under_the_old_paths_counts_when_the_paths_change() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    let elsewhere = plain(2, &["apps/api/deploy.yaml"]);
+    assert!(h.arrive(&elsewhere, t(12)).is_empty());
+    for n in 3..200 {
+        assert!(
+            h.arrive(&plain(n, &[&format!("docs/{n}.md")]), t(13))
+                .is_empty()
+        );
+    }
+    let out = h.observe(&s, t(14));
+    assert!(!kinds(&out).contains(&K::Attribution), "{out:?}");
+    let moved = s.clone().paths(SourcePaths::Known(vec!["apps/api".into()]));
+    let out = h.observe(&moved, t(15));
+    assert!(kinds(&out).contains(&K::Attribution), "{out:?}");
+    let reason = h.reason(&w);
+    assert!(reason.contains(elsewhere.sha.short()), "{reason}");
+    h.tick(t(100));
+    no_reverts(&h);
+}
+
 /// The gate's candidate shares its directory with other workloads' candidates: a later commit
 /// that changes only paths exempt from attribution (`JudgeConfig::attribution_exempt`: other
 /// workloads' candidate files) does not make it unattributable; one to its own file, re-included,

@@ -84,6 +84,45 @@ pub struct LaterCommit {
     pub changed_paths: Vec<String>,
 }
 
+/// A watch's later commits in the order they arrived, each once: a commit delivered again (by
+/// two fetches, after a restart) is one later commit. The set beside the list makes that check
+/// constant-time, so a push of many commits costs each live watch linear time, not quadratic.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LaterCommits {
+    list: Vec<LaterCommit>,
+    shas: std::collections::HashSet<CommitId>,
+    /// How many of `list`, from the first, the judge found to be no culprit with these source
+    /// paths (this process's attribution exemptions never change): the next check reads only
+    /// the rest. Not stored: a restarted judge checks them all once.
+    checked: Option<(SourcePaths, usize)>,
+}
+
+impl LaterCommits {
+    fn add(&mut self, c: LaterCommit) {
+        if self.shas.insert(c.sha.clone()) {
+            self.list.push(c);
+        }
+    }
+}
+
+impl From<Vec<LaterCommit>> for LaterCommits {
+    fn from(list: Vec<LaterCommit>) -> LaterCommits {
+        let mut later = LaterCommits::default();
+        for c in list {
+            later.add(c);
+        }
+        later
+    }
+}
+
+impl PartialEq for LaterCommits {
+    fn eq(&self, other: &LaterCommits) -> bool {
+        self.list == other.list
+    }
+}
+
+impl Eq for LaterCommits {}
+
 /// What is known of the app around the sync that brought the commit: whether a failure can be
 /// laid on the commit at all (`docs/verdicts.md#baseline`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -349,7 +388,7 @@ pub struct Watch {
     /// The last time the app was successfully observed (present or absent).
     last_observed_at: Option<Timestamp>,
     seen: Seen,
-    later_commits: Vec<LaterCommit>,
+    later_commits: LaterCommits,
     source_paths: Option<SourcePaths>,
     /// Why arm was downgraded to shadow for this watch, once known.
     arm_blocked: Option<ArmBlocked>,
@@ -565,10 +604,22 @@ impl Watch {
         &self.seen
     }
     pub fn later_commits(&self) -> &[LaterCommit] {
-        &self.later_commits
+        &self.later_commits.list
     }
     pub fn source_paths(&self) -> Option<&SourcePaths> {
         self.source_paths.as_ref()
+    }
+    /// How many later commits, from the first, were found no culprit with `paths` already.
+    pub(crate) fn later_commits_cleared(&self, paths: &SourcePaths) -> usize {
+        match &self.later_commits.checked {
+            Some((p, n)) if p == paths => (*n).min(self.later_commits.list.len()),
+            _ => 0,
+        }
+    }
+    /// Every later commit so far was found no culprit with `paths`.
+    pub(crate) fn later_commits_clear(&mut self, paths: SourcePaths) {
+        let n = self.later_commits.list.len();
+        self.later_commits.checked = Some((paths, n));
     }
     pub fn arm_blocked(&self) -> Option<&ArmBlocked> {
         self.arm_blocked.as_ref()
@@ -602,7 +653,7 @@ impl Watch {
             phase: Phase::WaitingReach(Waiting::default()),
             last_observed_at: None,
             seen: Seen::default(),
-            later_commits: Vec::new(),
+            later_commits: LaterCommits::default(),
             source_paths: self.source_paths.clone(),
             arm_blocked: None,
             warned_auto_sync_off: false,
@@ -638,7 +689,7 @@ impl Watch {
             phase: Phase::WaitingReach(Waiting::default()),
             last_observed_at: None,
             seen: Seen::default(),
-            later_commits: Vec::new(),
+            later_commits: LaterCommits::default(),
             source_paths: None,
             arm_blocked: None,
             warned_auto_sync_off: false,
@@ -684,9 +735,7 @@ impl Watch {
     }
     pub(crate) fn later_commit(&mut self, c: LaterCommit) {
         // A commit delivered again (by two fetches) is one later commit.
-        if !self.later_commits.iter().any(|l| l.sha == c.sha) {
-            self.later_commits.push(c);
-        }
+        self.later_commits.add(c);
     }
     pub(crate) fn block_arm(&mut self, why: ArmBlocked) {
         self.arm_blocked = Some(why);
@@ -918,9 +967,7 @@ impl Watch {
         if !p.superseded_by.contains(&newer.sha) {
             p.superseded_by.push(newer.sha.clone());
         }
-        if !self.later_commits.iter().any(|l| l.sha == newer.sha) {
-            self.later_commits.push(newer);
-        }
+        self.later_commits.add(newer);
         true
     }
 
@@ -1009,9 +1056,7 @@ impl Watch {
             },
             RevertOutcome::Superseded { newer } => {
                 for c in newer {
-                    if !self.later_commits.iter().any(|l| l.sha == c.sha) {
-                        self.later_commits.push(c.clone());
-                    }
+                    self.later_commits.add(c.clone());
                 }
                 Verdict::Failed {
                     failure: r.failure,
