@@ -399,20 +399,21 @@ impl SqliteStore {
             .with_context(cannot_open)?;
         // A new file gives back the pages pruning frees (`SqliteStore::compact`); the mode can
         // be set without a rewrite only before the first table exists.
+        let not_a_state_file = || {
+            format!(
+                "{} is not a greenlight state file, or cannot be written",
+                path.display()
+            )
+        };
         let pages: i64 = conn
             .pragma_query_value(None, "page_count", |r| r.get(0))
-            .with_context(cannot_open)?;
+            .with_context(not_a_state_file)?;
         if pages == 0 {
             conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")
-                .with_context(cannot_open)?;
+                .with_context(not_a_state_file)?;
         }
         conn.pragma_update(None, "journal_mode", "WAL")
-            .with_context(|| {
-                format!(
-                    "{} is not a greenlight state file, or cannot be written",
-                    path.display()
-                )
-            })?;
+            .with_context(not_a_state_file)?;
         conn.pragma_update(None, "synchronous", "FULL")
             .with_context(cannot_open)?;
         // A checkpoint leaves the write-ahead log at most this long (SQLite keeps it at its
