@@ -126,11 +126,21 @@ impl Default for ClientOptions {
 }
 
 /// What greenlight asks a listing for (Argo CD's `fields=` selection, as its own UI lists
-/// applications): each Application's name and namespace, and nothing else — not the managed
-/// fields, inline Helm values, summaries or resource lists that make a fleet's listing hundreds
-/// of megabytes. Argo CD's list selects from a fixed set of item fields only (no revisions, no
-/// history, no conditions), so the watched apps are then read one by one, in full.
-pub const LISTING_FIELDS: &[&str] = &["items.metadata.name", "items.metadata.namespace"];
+/// applications): each Application's name and namespace, and the status fields that show
+/// whether a watched app changed since the stream delivered it (sync status, health, the last
+/// operation's phase and times) — not the managed fields, inline Helm values, summaries or
+/// resource lists that make a fleet's listing hundreds of megabytes. Argo CD's list selects
+/// from a fixed set of item fields only (no resource version, no revisions, no history, no
+/// conditions), so a watched app that changed is then read in full.
+pub const LISTING_FIELDS: &[&str] = &[
+    "items.metadata.name",
+    "items.metadata.namespace",
+    "items.status.sync.status",
+    "items.status.health",
+    "items.status.operationState.phase",
+    "items.status.operationState.startedAt",
+    "items.status.operationState.finishedAt",
+];
 /// What went wrong talking to Argo CD, and where. `endpoint` is the request URL, which never
 /// carries credentials (a base URL with user info is refused).
 #[derive(Debug, thiserror::Error)]

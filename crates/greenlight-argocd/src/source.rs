@@ -12,9 +12,10 @@ use crate::snapshot::{
 use greenlight_core::directive::AppRef;
 use greenlight_core::snapshot::AppKey;
 use greenlight_core::source::{Origin, Problem, SourceMsg};
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -24,8 +25,54 @@ pub struct ArgoSource {
     /// The watched repository as given (`--repo`): the spelling to find among an app's sources.
     repo: String,
     watched: Arc<RwLock<Vec<AppRef>>>,
+    seen: Arc<Mutex<StreamSeen>>,
     tx: mpsc::Sender<SourceMsg>,
     tasks: Vec<JoinHandle<()>>,
+}
+
+/// What the stream has delivered of the watched apps since it last connected, so that a
+/// listing can tell an app the stream already showed as it is from one that changed behind
+/// its back. Argo CD's listing cannot carry a resource version (its list selects from a fixed
+/// set of fields), so the listing's status fields are compared ([`Fingerprint`]).
+#[derive(Default)]
+struct StreamSeen {
+    /// The fingerprint of each watched app's last observation the stream delivered whole in
+    /// the current connection. Cleared at every (re)connection, loss and skipped message; an
+    /// app is taken out when it starts changing and put back only when its change is delivered.
+    delivered: HashMap<AppKey, Fingerprint>,
+    /// The stream's last sign of life (a message or a heartbeat) in the current connection.
+    last_life: Option<Instant>,
+    /// How long the stream may stay silent and still vouch (`--stale-after`); `None`: a
+    /// listing reads every watched app.
+    stale_after: Option<Duration>,
+}
+
+/// What Argo CD's listing can say of an app's state: its sync status, health (status and
+/// message) and last operation's phase and times. Equal to the stream's last delivery, the
+/// app is taken as the stream showed it, as the stream's silence is taken; any difference is
+/// read whole. A change these fields cannot show (a resource's health under `appTree`, which
+/// the stream does not publish either) is found by the read that confirms a due moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Fingerprint {
+    sync: String,
+    health: String,
+    health_message: String,
+    operation: Option<(String, String, String)>,
+}
+
+impl Fingerprint {
+    fn of(app: &Application) -> Fingerprint {
+        let s = &app.status;
+        Fingerprint {
+            sync: s.sync.status.clone(),
+            health: s.health.status.clone(),
+            health_message: s.health.message.clone(),
+            operation: s
+                .operation_state
+                .as_ref()
+                .map(|o| (o.phase.clone(), o.started_at.clone(), o.finished_at.clone())),
+        }
+    }
 }
 
 impl ArgoSource {
@@ -35,8 +82,19 @@ impl ArgoSource {
             client,
             repo: repo.to_string(),
             watched: Arc::new(RwLock::new(Vec::new())),
+            seen: Arc::new(Mutex::new(StreamSeen::default())),
             tx,
             tasks: Vec::new(),
+        }
+    }
+
+    /// How long the stream may stay silent and still vouch (`--stale-after`). Until this is
+    /// given, a listing reads every watched app whole; after, a listing reads only the watched
+    /// apps its status fields show changed since the stream's last delivery of them, while the
+    /// stream was heard from within `stale_after`.
+    pub fn set_stale_after(&self, stale_after: Duration) {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.stale_after = Some(stale_after);
         }
     }
 
@@ -82,6 +140,7 @@ impl ArgoSource {
             client: self.client.clone(),
             repo: self.repo.clone(),
             watched: self.watched.clone(),
+            seen: self.seen.clone(),
             tx: self.tx.clone(),
         }
     }
@@ -101,10 +160,36 @@ struct Worker {
     client: ArgoClient,
     repo: String,
     watched: Arc<RwLock<Vec<AppRef>>>,
+    seen: Arc<Mutex<StreamSeen>>,
     tx: mpsc::Sender<SourceMsg>,
 }
 
 impl Worker {
+    /// Updates what the stream has delivered (a poisoned lock is left alone: then nothing is
+    /// taken as unchanged, and every listing reads).
+    fn seen(&self, f: impl FnOnce(&mut StreamSeen)) {
+        if let Ok(mut seen) = self.seen.lock() {
+            f(&mut seen);
+        }
+    }
+
+    /// Whether a listed app is as the stream last delivered it while heard from within
+    /// stale-after: then the listing need not read it.
+    fn unchanged_on_stream(&self, app: &Application) -> bool {
+        let Ok(seen) = self.seen.lock() else {
+            return false;
+        };
+        let alive = match (seen.last_life, seen.stale_after) {
+            (Some(t), Some(stale)) => t.elapsed() <= stale,
+            _ => false,
+        };
+        let key = AppKey {
+            namespace: app.metadata.namespace.clone(),
+            name: app.metadata.name.clone(),
+        };
+        alive && seen.delivered.get(&key) == Some(&Fingerprint::of(app))
+    }
+
     fn is_watched(&self, ns: &str, name: &str) -> bool {
         self.watched
             .read()
@@ -156,12 +241,21 @@ impl Worker {
                 }
             }
         }
-        self.send(SourceMsg::Observed {
-            snapshot: Box::new(snap),
-            origin,
-            resource_version: app.metadata.resource_version.parse().ok(),
-        })
-        .await
+        let key = snap.key();
+        let sent = self
+            .send(SourceMsg::Observed {
+                snapshot: Box::new(snap),
+                origin,
+                resource_version: app.metadata.resource_version.parse().ok(),
+            })
+            .await;
+        if sent && origin == Origin::Stream {
+            let fingerprint = Fingerprint::of(app);
+            self.seen(|s| {
+                s.delivered.insert(key, fingerprint);
+            });
+        }
+        sent
     }
 
     async fn listing(&self, ticket: u64) {
@@ -183,10 +277,14 @@ impl Worker {
                         namespace: ns.clone(),
                         name: name.clone(),
                     });
-                    // The listing names the apps (only: it is asked for names, to stay small at
-                    // scale, so it carries no glimpse of the others); a watched one is read
-                    // whole (and with its resource health, which Argo CD re-fills on a read).
-                    if self.is_watched(ns, name) && !self.read_listed(ticket, ns, name).await {
+                    // The listing names the apps with their status fields only (to stay small
+                    // at scale, so it carries no glimpse of the others); a watched one is read
+                    // whole (and with its resource health, which Argo CD re-fills on a read)
+                    // unless the stream showed it as the listing does.
+                    if self.is_watched(ns, name)
+                        && !self.unchanged_on_stream(&item)
+                        && !self.read_listed(ticket, ns, name).await
+                    {
                         return;
                     }
                 }
@@ -266,6 +364,10 @@ impl Worker {
         loop {
             let why = match self.client.stream().await {
                 Ok(stream) => {
+                    self.seen(|s| {
+                        s.delivered.clear();
+                        s.last_life = Some(Instant::now());
+                    });
                     if !self.send(SourceMsg::Connected).await {
                         return;
                     }
@@ -276,16 +378,20 @@ impl Worker {
                                 // Only a stream that delivers resets the back-off: one that is
                                 // accepted and closed at once is retried ever more slowly.
                                 backoff = Duration::from_millis(250);
+                                self.seen(|s| s.last_life = Some(Instant::now()));
                                 if !self.on_event(ev.kind, ev.application).await {
                                     return;
                                 }
                             }
                             Some(Ok(StreamItem::Heartbeat)) => {
+                                self.seen(|s| s.last_life = Some(Instant::now()));
                                 if !self.send(SourceMsg::Heartbeat).await {
                                     return;
                                 }
                             }
                             Some(Err(e)) => {
+                                // Any app's update may be the one skipped.
+                                self.seen(|s| s.delivered.clear());
                                 if !self.send(SourceMsg::Skipped(e.to_string())).await {
                                     return;
                                 }
@@ -296,6 +402,10 @@ impl Worker {
                 }
                 Err(e) => e.to_string(),
             };
+            self.seen(|s| {
+                s.delivered.clear();
+                s.last_life = None;
+            });
             if !self.send(SourceMsg::Lost(why)).await {
                 return;
             }
@@ -309,6 +419,10 @@ impl Worker {
             namespace: app.metadata.namespace.clone(),
             name: app.metadata.name.clone(),
         };
+        // Until this delivery is whole, the app is not as the stream last showed it.
+        self.seen(|s| {
+            s.delivered.remove(&key);
+        });
         if kind == EventKind::Deleted {
             let app = AppRef {
                 namespace: Some(key.namespace),
@@ -368,4 +482,66 @@ fn local_repo_dir(url: &str) -> Option<PathBuf> {
         return None;
     }
     std::fs::canonicalize(path).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app(health: &str, finished_at: &str) -> Application {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "argocd", "resourceVersion": "7"},
+            "status": {
+                "sync": {"status": "Synced", "revision": "abc"},
+                "health": {"status": health},
+                "operationState": {"phase": "Succeeded", "startedAt": "2026-12-06T00:00:00Z", "finishedAt": finished_at},
+            },
+        }))
+        .unwrap()
+    }
+
+    fn worker() -> Worker {
+        let (tx, _rx) = mpsc::channel(1);
+        Worker {
+            client: ArgoClient::new("http://127.0.0.1:9", None).unwrap(),
+            repo: "https://git.example.com/deploy.git".into(),
+            watched: Arc::new(RwLock::new(Vec::new())),
+            seen: Arc::new(Mutex::new(StreamSeen::default())),
+            tx,
+        }
+    }
+
+    fn delivered(w: &Worker, a: &Application, life: Instant) {
+        w.seen(|s| {
+            s.delivered.insert(
+                AppKey {
+                    namespace: "argocd".into(),
+                    name: "web".into(),
+                },
+                Fingerprint::of(a),
+            );
+            s.last_life = Some(life);
+        });
+    }
+
+    #[test]
+    fn a_listing_skips_only_an_app_the_live_stream_showed_as_the_listing_does() {
+        let w = worker();
+        let shown = app("Healthy", "2026-12-06T00:00:05Z");
+        delivered(&w, &shown, Instant::now());
+        // Before --stale-after is known, nothing is taken as unchanged.
+        assert!(!w.unchanged_on_stream(&shown));
+        w.seen(|s| s.stale_after = Some(Duration::from_secs(30)));
+        assert!(w.unchanged_on_stream(&shown));
+        // The listing shows another health, or a later operation: read.
+        assert!(!w.unchanged_on_stream(&app("Degraded", "2026-12-06T00:00:05Z")));
+        assert!(!w.unchanged_on_stream(&app("Healthy", "2026-12-06T00:01:00Z")));
+        let mut other = shown.clone();
+        other.metadata.name = "api".into();
+        assert!(!w.unchanged_on_stream(&other), "never delivered");
+        // The stream not heard from within stale-after: its word is no longer current.
+        let long_ago = Instant::now().checked_sub(Duration::from_secs(31)).unwrap();
+        delivered(&w, &shown, long_ago);
+        assert!(!w.unchanged_on_stream(&shown));
+    }
 }

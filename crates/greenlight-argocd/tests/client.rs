@@ -254,11 +254,20 @@ async fn list_asks_only_for_the_fields_greenlight_reads() {
     let queries = fake.queries.lock().unwrap().clone();
     let fields = queries[0].get("fields").expect("a fields= selection");
     let asked: Vec<&str> = fields.split(',').collect();
-    // Names only: Argo CD's list selects from a fixed set of item fields, without revisions or
-    // history, so watched apps are read one by one.
+    // Names and the status fields that show a change: Argo CD's list selects from a fixed set
+    // of item fields, without resource versions, revisions or history, so a watched app that
+    // changed is read in full.
     assert_eq!(
         asked,
-        vec!["items.metadata.name", "items.metadata.namespace"]
+        vec![
+            "items.metadata.name",
+            "items.metadata.namespace",
+            "items.status.sync.status",
+            "items.status.health",
+            "items.status.operationState.phase",
+            "items.status.operationState.startedAt",
+            "items.status.operationState.finishedAt",
+        ]
     );
 }
 

@@ -329,12 +329,26 @@ impl Freshness {
         self.tickets.remove(&ticket);
     }
 
-    /// The apps the source vouches are unchanged since their last delivered observation.
-    pub fn vouched(&mut self, now: Timestamp) -> Vec<AppKey> {
+    /// Whether the stream vouches at `now`: connected, heard from within stale-after, and
+    /// baselined by a complete listing since its last suspected gap. While it does, a listing
+    /// is only a safety net (`--resync-interval`); while it does not, listings observe.
+    pub fn vouching(&self, now: Timestamp) -> bool {
         let alive = self
             .last_life
             .is_some_and(|t| now.ms_since(t) <= self.stale_after_ms);
-        if !self.connected || !alive || !self.baselined() {
+        self.connected && alive && self.baselined()
+    }
+
+    /// While the stream vouches, the first moment it no longer does unless it is heard from
+    /// again (its last sign of life plus stale-after); `None` while it does not vouch.
+    pub fn vouching_until(&self) -> Option<Timestamp> {
+        let last = self.last_life?;
+        (self.connected && self.baselined()).then(|| last.plus_ms(self.stale_after_ms + 1))
+    }
+
+    /// The apps the source vouches are unchanged since their last delivered observation.
+    pub fn vouched(&mut self, now: Timestamp) -> Vec<AppKey> {
+        if !self.vouching(now) {
             return Vec::new();
         }
         let mut keys: Vec<AppKey> = self
@@ -517,13 +531,23 @@ mod tests {
             f.admit(SourceMsg::Heartbeat, T.plus_ms(s * 15_000));
         }
         assert_eq!(f.vouched(T.plus_ms(75_000)), vec![key("web")]);
+        assert!(f.vouching(T.plus_ms(75_000)));
+        // The last heartbeat at 60 s: vouching until stale-after has passed since.
+        assert_eq!(f.vouching_until(), Some(T.plus_ms(60_000 + STALE + 1)));
+        assert!(f.vouching(T.plus_ms(90_000)));
         // Not heard from within stale-after: the peer may be gone, or events lost.
         assert!(f.vouched(T.plus_ms(90_001)).is_empty());
+        assert!(!f.vouching(T.plus_ms(90_001)));
         // Life again after the silence: still nothing until a listing.
         f.admit(SourceMsg::Heartbeat, T.plus_ms(100_000));
         assert!(f.vouched(T.plus_ms(100_000)).is_empty());
+        assert!(
+            !f.vouching(T.plus_ms(100_000)),
+            "not baselined since the gap"
+        );
         listed(&mut f, T.plus_ms(100_000));
         assert_eq!(f.vouched(T.plus_ms(100_000)), vec![key("web")]);
+        assert!(f.vouching(T.plus_ms(100_000)));
         // Answers to reads and listings are no sign of the stream's life.
         f.admit(
             observed("web", Origin::Read(f.next_ticket), None),

@@ -9,6 +9,9 @@
 //! resumes. So a client sees what a partition looks like from its side: requests that are never
 //! answered, connections that never finish their handshake. Everything stops when the proxy is
 //! dropped.
+//!
+//! Over plain HTTP/1.1 it also keeps the request lines clients sent ([`TcpProxy::requests`]:
+//! `GET /api/v1/applications?fields=…`), so a test can count what a client asked for.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -27,6 +30,8 @@ struct Shared {
     connections: AtomicU64,
     /// Bytes delivered (to either side) since the last cut began.
     delivered_since_cut: AtomicU64,
+    /// The request lines clients sent (`METHOD target`), in order of arrival.
+    requests: Mutex<Vec<String>>,
 }
 
 /// A proxy from a loopback port to `target`; see the module docs.
@@ -50,6 +55,7 @@ impl TcpProxy {
             streams: Mutex::new(Vec::new()),
             connections: AtomicU64::new(0),
             delivered_since_cut: AtomicU64::new(0),
+            requests: Mutex::new(Vec::new()),
         });
         let s = shared.clone();
         let acceptor = std::thread::Builder::new()
@@ -90,6 +96,16 @@ impl TcpProxy {
     /// Connections accepted so far.
     pub fn connections(&self) -> u64 {
         self.shared.connections.load(Ordering::SeqCst)
+    }
+
+    /// The request lines clients have sent so far over plain HTTP/1.x, as `METHOD target`
+    /// (a line of a request body that looks like one is counted too: for GETs, there is none).
+    pub fn requests(&self) -> Vec<String> {
+        self.shared
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Bytes delivered to either side since the last [`TcpProxy::cut`] (0 while it holds).
@@ -149,23 +165,44 @@ fn accept(listener: TcpListener, shared: Arc<Shared>) {
             streams.push(client);
             streams.push(server);
         }
-        for (from, to) in [(c_read, s_write), (s_read, c_write)] {
+        for (from, to, from_client) in [(c_read, s_write, true), (s_read, c_write, false)] {
             let s = shared.clone();
             let _ = std::thread::Builder::new()
                 .name("tcp-proxy-pipe".into())
-                .spawn(move || pipe(from, to, s));
+                .spawn(move || pipe(from, to, s, from_client));
         }
     }
 }
 
-/// Copies `from` to `to`, holding each read while the proxy is cut.
-fn pipe(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>) {
+/// Copies `from` to `to`, holding each read while the proxy is cut; from a client, the request
+/// lines are kept.
+fn pipe(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>, from_client: bool) {
     let mut buf = vec![0u8; 64 * 1024];
+    let mut line: Vec<u8> = Vec::new();
     loop {
         let n = match from.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
+        if from_client {
+            for &b in &buf[..n] {
+                if b != b'\n' {
+                    // A request line is short; a longer line is a body's, and not kept whole.
+                    if line.len() < 8192 {
+                        line.push(b);
+                    }
+                    continue;
+                }
+                if let Some(request) = request_line(&line) {
+                    shared
+                        .requests
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(request);
+                }
+                line.clear();
+            }
+        }
         {
             let mut cut = shared.cut.lock().unwrap_or_else(|e| e.into_inner());
             while *cut && !shared.stop.load(Ordering::SeqCst) {
@@ -184,6 +221,19 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>) {
         }
     }
     let _ = to.shutdown(Shutdown::Write);
+}
+
+/// `METHOD target` of an HTTP/1.x request line (`GET /x HTTP/1.1\r`), else `None`.
+fn request_line(line: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(line).ok()?.strip_suffix('\r')?;
+    let mut parts = text.split(' ');
+    let (method, target, version) = (parts.next()?, parts.next()?, parts.next()?);
+    let is_method = !method.is_empty() && method.bytes().all(|b| b.is_ascii_uppercase());
+    (is_method
+        && target.starts_with('/')
+        && version.starts_with("HTTP/1.")
+        && parts.next().is_none())
+    .then(|| format!("{method} {target}"))
 }
 
 #[cfg(test)]
@@ -216,6 +266,23 @@ mod tests {
         let mut buf = vec![0; n];
         s.read_exact(&mut buf)?;
         Ok(buf)
+    }
+
+    #[test]
+    fn keeps_the_request_lines_clients_send_and_nothing_else() {
+        let proxy = TcpProxy::start(echo());
+        let mut c = TcpStream::connect(proxy.addr()).unwrap();
+        let sent = "GET /api/v1/applications?fields=a HTTP/1.1\r\nhost: x\r\n\r\nGET /api/v1/applications/web HTTP/1.1\r\n\r\nnot a request\r\nPOST x HTTP/1.1\r\n";
+        c.write_all(sent.as_bytes()).unwrap();
+        // Echoed back: the server's bytes are never taken for requests.
+        read_exact_within(&mut c, sent.len(), Duration::from_secs(10)).unwrap();
+        assert_eq!(
+            proxy.requests(),
+            vec![
+                "GET /api/v1/applications?fields=a".to_string(),
+                "GET /api/v1/applications/web".to_string(),
+            ]
+        );
     }
 
     #[test]

@@ -73,6 +73,11 @@ impl AppSource for ArgoCdSource {
     fn request_read(&mut self, ticket: u64, apps: Vec<AppRef>) {
         self.inner.request_read(ticket, apps)
     }
+    fn set_stale_after(&mut self, stale_after_ms: i64) {
+        let ms = u64::try_from(stale_after_ms).unwrap_or(0);
+        self.inner
+            .set_stale_after(std::time::Duration::from_millis(ms))
+    }
     fn name(&self) -> &str {
         "Argo CD"
     }

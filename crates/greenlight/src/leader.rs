@@ -118,6 +118,9 @@ impl AppSource for Started {
     fn request_read(&mut self, ticket: u64, apps: Vec<AppRef>) {
         self.0.request_read(ticket, apps)
     }
+    fn set_stale_after(&mut self, stale_after_ms: i64) {
+        self.0.set_stale_after(stale_after_ms)
+    }
     fn name(&self) -> &str {
         self.0.name()
     }

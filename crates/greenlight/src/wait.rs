@@ -250,6 +250,7 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
         stale_after_ms: cfg.stale_after_ms,
         unknown_app_grace_ms: cfg.unknown_app_grace_ms,
         fetch_interval: cfg.fetch_interval,
+        resync_interval: crate::runtime::config::DEFAULT_RESYNC_INTERVAL,
         // Never a revert, whatever the commit's trailers say.
         dry_run: true,
         since: Some(format!("{commit}^")),

@@ -318,6 +318,7 @@ fn config(dir: &Path) -> DaemonConfig {
         stale_after_ms: 30_000,
         unknown_app_grace_ms: 60_000,
         fetch_interval: Duration::from_secs(10),
+        resync_interval: greenlight::runtime::config::DEFAULT_RESYNC_INTERVAL,
         dry_run: false,
         since: None,
         trailer_key: "Nav-Watchdog".into(),
@@ -1273,6 +1274,108 @@ async fn a_breaker_reset_requested_while_the_runtime_runs_is_applied_at_the_next
     assert!(
         again.iter().all(|e| e.event != EventKind::BreakerReset),
         "{again:#?}"
+    );
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn while_the_stream_vouches_a_listing_runs_every_resync_interval_else_at_every_fetch() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let h = Harness::start(repo.clone(), config(dir.path())).await;
+    h.send(SourceMsg::Connected).await;
+    h.app_now(deployed(&sha(1), Health::Healthy)).await;
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let baselined = h.listings();
+    // Heard from every 10 s: 290 s of fetch ticks ask for no listing (the stream vouches and
+    // the resync interval, 5 min, has not passed since the listing after the connection).
+    h.heartbeats(29).await;
+    assert_eq!(h.listings(), baselined);
+    h.heartbeats(2).await;
+    assert_eq!(
+        h.listings(),
+        baselined + 1,
+        "one listing at the resync interval"
+    );
+    // Silent: 30 s (stale-after) after the last heartbeat the stream stops vouching, and a
+    // listing is asked at once — then at every fetch tick, as long as it does not vouch.
+    let silent = h.listings();
+    tokio::time::sleep(Duration::from_millis(30_000)).await;
+    assert_eq!(h.listings(), silent, "still vouching at stale-after");
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    assert_eq!(
+        h.listings(),
+        silent + 1,
+        "a listing the moment vouching lapses"
+    );
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(
+        h.listings(),
+        silent + 4,
+        "a listing at every fetch tick meanwhile"
+    );
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_silent_mid_window_loses_no_time_when_a_listing_finds_the_same_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
+    let (streak, _) = quiet_healthy_streak(&mut h, &repo).await;
+    let snap = deployed(&sha(2), Health::Healthy);
+    // Heard from for 50 s, then silent: the stream vouches until 80 s and is not asked to
+    // confirm anything meanwhile. The listings from then on find the version it delivered:
+    // the app did not change, so the 80 s without an observation are observed time.
+    h.heartbeats(5).await;
+    let before = h.listings();
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let ticket = h.listing_after(before).await;
+    h.answer_listing(ticket, &snap).await;
+    for _ in 0..4 {
+        let before = h.listings();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let ticket = h.listing_after(before).await;
+        h.answer_listing(ticket, &snap).await;
+    }
+    let confirmed = h
+        .expect(EventKind::Confirmed, Duration::from_secs(30))
+        .await;
+    assert_eq!(confirmed.time.ms_since(streak.time), 120_000);
+    assert!(
+        h.seen
+            .iter()
+            .all(|e| e.event != EventKind::HealthyStreakBroken),
+        "{:#?}",
+        h.seen
+    );
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_same_version_after_an_outage_vouches_up_to_the_loss_never_through_the_outage() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
+    let (_, _) = quiet_healthy_streak(&mut h, &repo).await;
+    let snap = deployed(&sha(2), Health::Healthy);
+    // Vouched for 50 s, then the stream is lost for 40 s (an outage: more than the 30 s of
+    // slack). After it, the listing finds the version the stream vouched for: the 50 s are
+    // observed time, the 40 s of the outage are not, and the streak starts again.
+    h.heartbeats(5).await;
+    h.send(SourceMsg::Lost("outage".into())).await;
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    let before = h.listings();
+    h.send(SourceMsg::Connected).await;
+    let ticket = h.listing_after(before).await;
+    h.answer_listing(ticket, &snap).await;
+    let broken = h
+        .expect(EventKind::HealthyStreakBroken, Duration::from_secs(1))
+        .await;
+    assert!(
+        broken.message.contains("not observed for 40.0s"),
+        "{}",
+        broken.message
     );
     h.stop().await;
 }

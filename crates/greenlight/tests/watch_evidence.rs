@@ -23,8 +23,10 @@ fn watchdog_timed(
     let state = repo.path("state/greenlight.db");
     let mut args = watch_args(repo, url, &state, &["--since", since]);
     for (flag, value) in flags {
-        let i = args.iter().position(|a| a == flag).unwrap();
-        args[i + 1] = value.to_string();
+        match args.iter().position(|a| a == flag) {
+            Some(i) => args[i + 1] = value.to_string(),
+            None => args.extend([flag.to_string(), value.to_string()]),
+        }
     }
     (Proc::spawn(BIN, &args, &[]), state)
 }
@@ -924,7 +926,13 @@ fn verdict_through_garbled_answers(what: &str, on: &str) -> (serde_json::Value, 
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     settled(&sb, &repo, &["web"]);
     let good = repo.remote_tip();
-    let flags = [("--stable-for", "6s"), ("--stale-after", "5s")];
+    // A listing at every fetch tick (200 ms), as while the stream does not vouch: the garbled
+    // answers are met whatever the stream does.
+    let flags = [
+        ("--stable-for", "6s"),
+        ("--stale-after", "5s"),
+        ("--resync-interval", "200ms"),
+    ];
     let (mut proc, state) = watchdog_timed(&repo, &sb.url, &good, &flags);
     idle_seen(&state, &good);
     let c = repo.set_image(

@@ -223,6 +223,7 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         stale_after_ms: 20_000,
         unknown_app_grace_ms: 10_000,
         fetch_interval: Duration::from_millis(300),
+        resync_interval: greenlight::runtime::config::DEFAULT_RESYNC_INTERVAL,
         dry_run: false,
         since: None,
         trailer_key: DEFAULT_TRAILER_KEY.into(),

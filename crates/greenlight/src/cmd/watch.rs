@@ -58,8 +58,9 @@ pub struct WatchArgs {
     /// (default: all namespaces).
     #[arg(long = "namespace", value_name = "NAMESPACE")]
     pub namespaces: Vec<String>,
-    /// With --source kube: how often the Applications are listed again beside the watch, as a
-    /// safety net.
+    /// While the application stream vouches (connected, heard from within --stale-after,
+    /// baselined by a listing), how often the Applications are listed again as a safety net;
+    /// while it does not, a listing runs every --fetch-interval.
     #[arg(long = "resync-interval", default_value = "5m")]
     pub resync_interval: String,
     /// The state file (SQLite; the default store). One daemon per state file.
@@ -391,6 +392,7 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
         // `--once` only: it works in a scratch directory of its own.
         (None, StoreSpec::Kube { .. }) => PathBuf::new(),
     };
+    let resync = positive_duration_flag("--resync-interval", &a.resync_interval)?;
     let mut cfg = DaemonConfig {
         repo: RepoUrl::new(a.repo.clone()),
         branch: a.branch.clone(),
@@ -403,6 +405,7 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
         stale_after_ms: judge.stale_after_ms,
         unknown_app_grace_ms: judge.unknown_app_grace_ms,
         fetch_interval: judge.fetch_interval,
+        resync_interval: resync,
         // Both variables are read (and a bad value refused) even when the flag is given.
         dry_run: {
             let greenlight = dry_run_env("GREENLIGHT_DRY_RUN")?;
@@ -427,7 +430,6 @@ pub fn config_from(a: &WatchArgs) -> Result<Settings> {
         0 => return Err(super::usage("--listing-limit-mib: must be above zero")),
         mib => (mib as usize) << 20,
     };
-    let resync = positive_duration_flag("--resync-interval", &a.resync_interval)?;
     let source = match a.source.unwrap_or(SourceKind::Argocd) {
         SourceKind::Argocd => {
             // With --events or --store kube, the kubeconfig is theirs.

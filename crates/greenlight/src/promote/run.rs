@@ -416,6 +416,7 @@ pub fn run(
         stale_after_ms: timing.stale_after_ms,
         unknown_app_grace_ms: timing.unknown_app_grace_ms,
         fetch_interval: timing.fetch_interval,
+        resync_interval: crate::runtime::config::DEFAULT_RESYNC_INTERVAL,
         // The candidate's watch is judged, never reverted: the run removes or keeps it.
         dry_run: true,
         since: None,

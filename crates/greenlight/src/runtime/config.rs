@@ -5,6 +5,9 @@ use greenlight_core::repo_url::RepoUrl;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// `--resync-interval`'s default: a listing every five minutes while the stream vouches.
+pub const DEFAULT_RESYNC_INTERVAL: Duration = Duration::from_secs(300);
+
 /// Everything `greenlight watch` was told.
 #[derive(Clone)]
 pub struct DaemonConfig {
@@ -20,6 +23,9 @@ pub struct DaemonConfig {
     pub stale_after_ms: i64,
     pub unknown_app_grace_ms: i64,
     pub fetch_interval: Duration,
+    /// While the stream vouches, how often the safety-net listing runs (`--resync-interval`);
+    /// while it does not, a listing runs every `fetch_interval`.
+    pub resync_interval: Duration,
     pub dry_run: bool,
     pub since: Option<String>,
     pub trailer_key: String,
@@ -90,6 +96,7 @@ mod tests {
             stale_after_ms: 1,
             unknown_app_grace_ms: 1,
             fetch_interval: Duration::from_secs(1),
+            resync_interval: DEFAULT_RESYNC_INTERVAL,
             dry_run: false,
             since: None,
             trailer_key: "Nav-Watchdog".into(),

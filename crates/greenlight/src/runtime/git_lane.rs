@@ -155,11 +155,7 @@ impl Runtime {
             unless_present: Vec::new(),
         });
         self.start_following();
-        if self.listing.is_none() {
-            let ticket = self.freshness.ticket();
-            self.listing = Some(ticket);
-            self.ctx.source.request_listing(ticket);
-        }
+        self.list_if_due(now);
         // Apps no watch follows change their idle observations without a step of their own:
         // they are written here, so a restart keeps the baseline of a commit not yet fetched.
         self.apply(Vec::new(), None)

@@ -16,6 +16,11 @@ pub(super) enum Work {
         asked: bool,
         /// The source lost updates of this app before this delivery (see `Freshness`).
         gap: bool,
+        /// The stream vouched for this app up to this moment, then stopped (a loss, a skipped
+        /// message, a silence past stale-after), and this delivery carries the version it
+        /// vouched for: no update was lost, so that time is observed time
+        /// ([`super::Runtime::note_vouching_end`]).
+        vouched_to: Option<Timestamp>,
     },
     /// New commits from one fetch, oldest first; the tip is stored with the watches they start.
     Commits {

@@ -76,6 +76,14 @@ pub struct Runtime {
     /// Git's jobs: fetches, ancestry, reverts (`git_lane.rs`).
     git: GitLane,
     listing: Option<u64>,
+    /// When the last complete listing answered: while the stream vouches, the next safety-net
+    /// listing is due `--resync-interval` after it ([`Runtime::list_if_due`]).
+    listed_at: Option<Timestamp>,
+    /// What the stream vouched for when it last stopped vouching: per app, that moment and the
+    /// version (`note_vouching_end`); taken by the app's next delivery.
+    vouched_before_lapse: HashMap<AppKey, (Timestamp, Option<u64>)>,
+    /// The last lapse noted, so that it is noted once.
+    lapse_noted: Option<Timestamp>,
     /// The turn's decisions, written together at its end.
     staged: Staged,
     /// Confirmation reads (`confirm.rs`).
@@ -238,7 +246,7 @@ async fn open_repo(
 impl Runtime {
     /// Start on any seams: load the state, settle the baseline (the first start's `--since`, or
     /// the tip), and print the `watching` line.
-    pub async fn start_with(cfg: DaemonConfig, ctx: Context, s: Start) -> Result<Runtime> {
+    pub async fn start_with(cfg: DaemonConfig, mut ctx: Context, s: Start) -> Result<Runtime> {
         let now = ctx.clock.now();
         let mut store = s.store;
         // Retention first, so that what it removes is not loaded; the caller has bound the
@@ -288,6 +296,7 @@ impl Runtime {
             ctx.out
                 .plain(&format!("watching {} {} from {}", cfg.repo, s.branch, from));
         }
+        ctx.source.set_stale_after(cfg.stale_after_ms);
         for note in ctx.source.startup_notes(cfg.stale_after_ms) {
             match note {
                 StartupNote::Warn(w) => ctx.out.warn(now, &w),
@@ -319,6 +328,9 @@ impl Runtime {
             inputs,
             git: GitLane::new(),
             listing: None,
+            listed_at: None,
+            vouched_before_lapse: HashMap::new(),
+            lapse_noted: None,
             staged: Staged::default(),
             confirm: Confirm::new(),
             last_wake: Timestamp(i64::MIN),
@@ -391,6 +403,13 @@ impl Runtime {
                 .asking
                 .as_ref()
                 .map(|a| self.until(a.give_up_at));
+            // The moment the stream stops vouching unless it is heard from: listings observe
+            // from then on, the first at once (`list_if_due`).
+            let lapse_in = self
+                .freshness
+                .vouching_until()
+                .filter(|t| *t > now)
+                .map(|t| self.until(t));
             // A confirmation answered ahead waits for its moment; one not answered, for its
             // answers until it gives up.
             let confirm_in = self.confirm.confirming.as_ref().map(|c| {
@@ -416,6 +435,12 @@ impl Runtime {
                 Some(done) = self.git.jobs_rx.recv() => self.on_job(done),
                 _ = tokio::time::sleep(give_up_in.unwrap_or_default()), if give_up_in.is_some() => {
                     self.give_up_asking();
+                }
+                _ = tokio::time::sleep(lapse_in.unwrap_or_default()), if lapse_in.is_some() => {
+                    self.drain_deliveries();
+                    let now = self.now();
+                    self.note_vouching_end(now, false);
+                    self.list_if_due(now);
                 }
                 _ = tokio::time::sleep(wake_in) => {
                     // Updates already received are judged before the source vouches for
@@ -460,18 +485,37 @@ impl Runtime {
             } => Some((*t, snapshot.key())),
             _ => None,
         };
+        let ends = matches!(
+            &msg,
+            SourceMsg::Lost(_) | SourceMsg::Skipped(_) | SourceMsg::Connected
+        );
+        self.note_vouching_end(now, ends);
         match self.freshness.admit(msg, now) {
             Some(msg) => {
                 let missed = self.freshness.take_missed();
-                let gap = match &msg {
-                    SourceMsg::Observed { snapshot, .. } => missed.contains(&snapshot.key()),
-                    _ => false,
+                let (gap, vouched_to) = match &msg {
+                    SourceMsg::Observed {
+                        snapshot,
+                        resource_version,
+                        ..
+                    } => {
+                        let key = snapshot.key();
+                        let gap = missed.contains(&key);
+                        // Any delivery settles what the stream vouched for before it stopped.
+                        let vouched = self.vouched_before_lapse.remove(&key);
+                        let to = vouched
+                            .filter(|(_, rv)| !gap && rv.is_some() && rv == resource_version)
+                            .map(|(to, _)| to);
+                        (gap, to)
+                    }
+                    _ => (false, None),
                 };
                 self.inputs.work.push_back(Work::Source {
                     msg,
                     at: now,
                     asked: false,
                     gap,
+                    vouched_to,
                 });
             }
             // A read the stream overtook: the stream's delivery is the newer word.
@@ -497,7 +541,8 @@ impl Runtime {
                 at,
                 asked,
                 gap,
-            } => self.judge_source(msg, at, asked, gap),
+                vouched_to,
+            } => self.judge_source(msg, at, asked, gap, vouched_to),
             Work::Commits {
                 mut commits,
                 tip,
@@ -598,6 +643,7 @@ impl Runtime {
         at: Timestamp,
         asked: bool,
         gap: bool,
+        vouched_to: Option<Timestamp>,
     ) -> Result<Step> {
         match msg {
             SourceMsg::Connected => {
@@ -667,6 +713,7 @@ impl Runtime {
                             at,
                             asked: false,
                             gap,
+                            vouched_to,
                         });
                         return Ok(Step::NeedAnswers(open));
                     }
@@ -694,8 +741,20 @@ impl Runtime {
                     self.engine
                         .observe_after_gap(Observation::Present(&snapshot), &ancestry, at)
                 } else {
-                    self.engine
-                        .observe(Observation::Present(&snapshot), &ancestry, at)
+                    // The version the stream vouched for until it stopped: nothing was lost,
+                    // so the stream's word up to then stands — as a confirming read's same
+                    // version vouches up to its moment (docs/verdicts.md#observed-time). What
+                    // came after (an outage, a silence) stays unobserved.
+                    let mut effects = match vouched_to {
+                        Some(to) => self.engine.vouch(&snapshot.key(), to),
+                        None => Vec::new(),
+                    };
+                    effects.extend(self.engine.observe(
+                        Observation::Present(&snapshot),
+                        &ancestry,
+                        at,
+                    ));
+                    effects
                 };
                 self.apply(effects, None)?;
             }
@@ -715,6 +774,7 @@ impl Runtime {
                 }
                 if complete {
                     self.inputs.hold_commits_until = None;
+                    self.listed_at = Some(at);
                 }
                 self.once.listed = present.len();
                 if complete {
@@ -777,6 +837,62 @@ impl Runtime {
             }
         }
         Ok(Step::Done)
+    }
+
+    /// The stream stops vouching — `ends_now`: the message about to be admitted ends it (a
+    /// loss, a skipped message, a reconnection); else it lapsed in silence at its last sign of
+    /// life plus stale-after. The apps it vouched for then are kept with the version each was
+    /// vouched at, once per lapse: a later delivery at that version shows that no update was
+    /// lost, and carries their observation to that moment — never beyond (an outage after it
+    /// stays unobserved time, docs/verdicts.md#observed-time).
+    pub(super) fn note_vouching_end(&mut self, now: Timestamp, ends_now: bool) {
+        let Some(until) = self.freshness.vouching_until() else {
+            return;
+        };
+        let last = until.plus_ms(-1);
+        let end = if now <= last {
+            if !ends_now {
+                return;
+            }
+            now
+        } else {
+            last
+        };
+        if self.lapse_noted == Some(end) {
+            return;
+        }
+        self.lapse_noted = Some(end);
+        for key in self.freshness.vouched(end) {
+            // Only watched apps are delivered whole; the others' glimpses judge nothing.
+            if !self
+                .watched
+                .iter()
+                .any(|a| a.matches(&key.namespace, &key.name))
+            {
+                continue;
+            }
+            let rv = self.freshness.resource_version(&key);
+            self.vouched_before_lapse.insert(key, (end, rv));
+        }
+    }
+
+    /// Asks for a safety-net listing when one is due: at once while the stream does not vouch
+    /// (not connected, not heard from within `--stale-after`, or not baselined by a complete
+    /// listing since its last suspected gap: listings observe then), else `--resync-interval`
+    /// after the last complete one — a stream that vouches makes the listing a safety net, not
+    /// the way apps are seen (docs/verdicts.md#observed-time). Never while one is on its way.
+    pub(super) fn list_if_due(&mut self, now: Timestamp) {
+        if self.listing.is_some() {
+            return;
+        }
+        let resync_ms = self.cfg.resync_interval.as_millis() as i64;
+        let due = !self.freshness.vouching(now)
+            || self.listed_at.is_none_or(|t| now.ms_since(t) >= resync_ms);
+        if due {
+            let ticket = self.freshness.ticket();
+            self.listing = Some(ticket);
+            self.ctx.source.request_listing(ticket);
+        }
     }
 
     /// The app does not exist (deleted, not found, or missing from a complete listing).

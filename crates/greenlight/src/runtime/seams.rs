@@ -27,10 +27,15 @@ pub trait AppSource: Send {
     fn start_stream(&mut self);
     /// The apps under watch: only theirs are completed and delivered as observations.
     fn set_watched(&mut self, apps: Vec<AppRef>);
-    /// A complete listing: the watched apps' observations, then `Listed` with this ticket.
+    /// A complete listing: the watched apps' observations — a source may leave out one its
+    /// stream delivered in its current connection and the listing shows unchanged since, while
+    /// the stream was heard from within `--stale-after` —, then `Listed` with this ticket.
     fn request_listing(&mut self, ticket: u64);
     /// Fresh reads of `apps`, answered as `Observed` or `Absent` with this ticket.
     fn request_read(&mut self, ticket: u64, apps: Vec<AppRef>);
+    /// How long the stream may stay silent and still vouch (`--stale-after`), told once at
+    /// start: a source whose listing can skip what its stream showed needs it.
+    fn set_stale_after(&mut self, _stale_after_ms: i64) {}
     /// Who the runtime's lines about the stream name (`Argo CD application stream connected`).
     fn name(&self) -> &str {
         "the source"
