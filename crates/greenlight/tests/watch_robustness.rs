@@ -443,13 +443,9 @@ fn a_pending_revert_is_not_pushed_after_a_restart_in_dry_run() {
     assert_eq!(repo.remote_tip(), bad);
 }
 
-/// git has no timeout of its own: a fetch from a remote that accepts and never answers must
-/// be said out loud, not stop commit processing quietly.
-#[test]
-fn a_fetch_that_never_returns_is_reported() {
-    let repo = Repo::new();
-    let sb = sandbox(&repo, &["web=apps/web"], &[]);
-    let wd = watchdog(&repo, &sb.url, &[], &[]);
+/// Points the watchdog's clone at a git remote that accepts connections and never answers;
+/// returns the clone's directory.
+fn point_the_clone_at_a_silent_remote(repo: &Repo) -> std::path::PathBuf {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
@@ -468,6 +464,17 @@ fn a_fetch_that_never_returns_is_reported() {
             &format!("git://127.0.0.1:{port}/origin.git"),
         ],
     );
+    clone
+}
+
+/// git has no timeout of its own: a fetch from a remote that accepts and never answers must
+/// be said out loud, not stop commit processing quietly.
+#[test]
+fn a_fetch_that_never_returns_is_reported() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    point_the_clone_at_a_silent_remote(&repo);
     let line = wd.proc.wait_line("has not returned for", T);
     assert!(line.contains("main"), "{line}");
 }
@@ -479,24 +486,7 @@ fn sigterm_while_a_fetch_hangs_stops_within_the_stop_timeout() {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     let mut wd = watchdog(&repo, &sb.url, &["--stop-timeout", "2s"], &[]);
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for c in listener.incoming() {
-            held.push(c);
-        }
-    });
-    let clone = repo.path("state/greenlight.db.d/repo");
-    git(
-        &clone,
-        &[
-            "remote",
-            "set-url",
-            "origin",
-            &format!("git://127.0.0.1:{port}/origin.git"),
-        ],
-    );
+    let clone = point_the_clone_at_a_silent_remote(&repo);
     wd.proc.wait_line("has not returned for", T);
     assert!(working_in(&clone), "the hung fetch runs in the clone");
     let sent = std::time::Instant::now();

@@ -119,7 +119,43 @@ fn a_stream_that_sends_no_headers_is_quiet_and_listings_still_judge() {
     assert!(!out.contains("stream connected"), "{out}");
 }
 
+/// Idle with a watch in flight: the stream's heartbeats vouch, so the fetch ticks (every
+/// 200 ms here) ask Argo CD for nothing — no listing before `--resync-interval`, no read of the
+/// watched app — until the window's end, where one read confirms the verdict.
+fn a_vouching_stream_makes_idle_fetch_ticks_ask_argo_cd_for_nothing() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &["--heartbeat", "500ms"]);
+    let addr = sb.url.strip_prefix("http://").unwrap().parse().unwrap();
+    let proxy = greenlight_testkit::proxy::TcpProxy::start(addr);
+    let url = format!("http://{}", proxy.addr());
+    let wd = watchdog(&repo, &url, &[], &[]);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1.0\n\n{}", trailer("web", "60", "shadow")),
+    );
+    wd.proc.wait_line("stability window of 2s started", T);
+    let idle_from = proxy.requests().len();
+    let w = wd.wait_state(&c, "CONFIRMED", T);
+    let during = proxy.requests()[idle_from..].to_vec();
+    let listings = during
+        .iter()
+        .filter(|r| r.starts_with("GET /api/v1/applications?"))
+        .count();
+    let reads = during
+        .iter()
+        .filter(|r| r.starts_with("GET /api/v1/applications/web"))
+        .count();
+    // 2 s of fetch ticks at 200 ms: before, about 10 listings and 10 reads.
+    assert_eq!(listings, 0, "{during:#?}\n{w}");
+    assert!(
+        reads <= 2,
+        "only the window's confirmation: {during:#?}\n{w}"
+    );
+}
+
 on_every_argocd_version!(
+    a_vouching_stream_makes_idle_fetch_ticks_ask_argo_cd_for_nothing,
     heartbeats_keep_a_quiet_app_fresh,
     without_heartbeats_a_quiet_app_goes_stale,
     a_stream_that_sends_no_headers_is_quiet_and_listings_still_judge,
