@@ -70,20 +70,10 @@ def one_binary(label: str, binary: Path, args, echo: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"greenlight-bigpush-{label}-") as tmp:
         root = Path(tmp)
         repo = fleet.make_fleet(root, args.apps)
-        argv = [
-            str(args.b), "sandbox", "--repo", str(repo.remote), "--listen", "127.0.0.1:0",
-            "--sync-interval", "1s", "--rollout-time", "2s",
-        ]
-        for i in range(args.apps):
-            argv += ["--app", f"{fleet.app_name(i)}=apps/{fleet.app_name(i)}"]
         children = []
         try:
-            sandbox = wl.Child("sandbox", argv, echo)
+            sandbox, url = fleet.start_sandbox(args.b, repo, args.apps, "1s", echo)
             children.append(sandbox)
-            _, _, line = sandbox.lines.wait(
-                "the sandbox's URL", lambda t: "sandbox listening on " in t, 300
-            )
-            url = line.split("sandbox listening on ", 1)[1].split()[0]
             watch = wl.Child(label, [
                 str(binary), "watch", "--repo", str(repo.remote), "--argocd-url", url,
                 "--state", str(root / "state.db"), "--log-format", "json",

@@ -146,6 +146,25 @@ def make_fleet(root: Path, apps: int) -> wl.Repo:
     return repo
 
 
+def start_sandbox(binary: Path, repo: wl.Repo, apps: int, sync_interval: str, echo: bool) -> tuple[wl.Child, str]:
+    """The release sandbox serving `apps` apps of the fleet in `repo`, and its URL once it listens."""
+    argv = [
+        str(binary), "sandbox", "--repo", str(repo.remote), "--listen",
+        "127.0.0.1:0", "--sync-interval", sync_interval, "--rollout-time", "2s",
+    ]
+    for i in range(apps):
+        argv += ["--app", f"{app_name(i)}=apps/{app_name(i)}"]
+    sandbox = wl.Child("sandbox", argv, echo)
+    try:
+        _, _, line = sandbox.lines.wait(
+            "the sandbox's URL", lambda t: "sandbox listening on " in t, 300
+        )
+    except BaseException:
+        sandbox.stop()
+        raise
+    return sandbox, line.split("sandbox listening on ", 1)[1].split()[0]
+
+
 def commit_apps(repo: wl.Repo, apps: list[int], tag: str, deadline: int = 3600) -> str:
     trailers = []
     for i in apps:
@@ -183,20 +202,10 @@ def one_binary(label: str, binary: Path, args, echo: bool, round_no: int) -> dic
     with tempfile.TemporaryDirectory(prefix=f"greenlight-fleet-{label}-") as tmp:
         root = Path(tmp)
         repo = make_fleet(root, args.apps)
-        argv = [
-            str(args.sandbox_binary), "sandbox", "--repo", str(repo.remote), "--listen",
-            "127.0.0.1:0", "--sync-interval", args.sandbox_sync_interval, "--rollout-time", "2s",
-        ]
-        for i in range(args.apps):
-            argv += ["--app", f"{app_name(i)}=apps/{app_name(i)}"]
         children = []
         try:
-            sandbox = wl.Child("sandbox", argv, echo)
+            sandbox, url = start_sandbox(args.sandbox_binary, repo, args.apps, args.sandbox_sync_interval, echo)
             children.append(sandbox)
-            _, _, line = sandbox.lines.wait(
-                "the sandbox's URL", lambda t: "sandbox listening on " in t, 300
-            )
-            url = line.split("sandbox listening on ", 1)[1].split()[0]
             host, port = url.removeprefix("http://").rsplit(":", 1)
             proxy = CountingProxy((host, int(port)))
             argv = [
