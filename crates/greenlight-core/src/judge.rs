@@ -1446,54 +1446,76 @@ impl Engine {
     /// `handled` skips moments that stayed due (a stability window whose end passed while the
     /// app could not be observed), so it never spins on them.
     pub fn next_wakeup_after(&self, handled: Timestamp) -> Option<Timestamp> {
-        let grace = self.config.unknown_app_grace_ms;
-        let stable = self.config.stable_for_ms;
         self.live()
-            .flat_map(|w| {
-                let deadline = if w.deadline_passed() {
-                    None
-                } else {
-                    w.deadline_at()
-                };
-                let absent = w.app_absent_since().map(|t| t.plus_ms(grace));
-                let streak = w.streak_completes_at(stable);
-                let paused = w.streak_paused_at().map(|p| p.plus_ms(stable));
-                // After the deadline, the moment the streak under way would go stale.
-                let stale = w
-                    .last_observed_at()
-                    .filter(|_| w.deadline_passed())
-                    .map(|t| t.plus_ms(self.config.stale_after_ms + 1));
-                // Resumed on an observation from before the restart: the end of the time the
-                // source has to observe again.
-                let resuming = self.resumed_at.filter(|r| {
-                    w.deadline_passed() && w.last_observed_at().is_some_and(|t| t < *r)
-                });
-                let resumed = resuming.map(|r| r.plus_ms(self.config.stale_after_ms + 1));
-                // Verify: its window's end, and when it asks again.
-                let (verify_end, verify_again) = match self.verifying.get(&w.id) {
-                    Some(v) => (
-                        Some(v.first_asked.plus_ms(self.verify_window_ms())),
-                        v.answer
-                            .as_ref()
-                            .filter(|_| v.outstanding.is_none())
-                            .map(|(_, at)| at.plus_ms(self.verify_retry_ms())),
-                    ),
-                    None => (None, None),
-                };
-                [
-                    deadline,
-                    absent,
-                    streak,
-                    paused,
-                    stale,
-                    resumed,
-                    verify_end,
-                    verify_again,
-                ]
-            })
+            .flat_map(|w| self.moments(w))
             .flatten()
             .filter(|t| *t > handled)
             .min()
+    }
+
+    /// The apps of the live watches with a moment in `(handled, at]`, each once: the apps a tick
+    /// at `at` may decide something about (a caller that ticked at `handled` reads these, and
+    /// only these, to decide on fresh observations).
+    pub fn due_apps(&self, handled: Timestamp, at: Timestamp) -> Vec<AppRef> {
+        let mut apps: Vec<AppRef> = self
+            .live()
+            .filter(|w| {
+                self.moments(w)
+                    .into_iter()
+                    .flatten()
+                    .any(|t| t > handled && t <= at)
+            })
+            .map(|w| w.app.clone())
+            .collect();
+        apps.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        apps.dedup();
+        apps
+    }
+
+    /// The moments at which a tick could change something about live watch `w`.
+    fn moments(&self, w: &Watch) -> [Option<Timestamp>; 8] {
+        let grace = self.config.unknown_app_grace_ms;
+        let stable = self.config.stable_for_ms;
+        let deadline = if w.deadline_passed() {
+            None
+        } else {
+            w.deadline_at()
+        };
+        let absent = w.app_absent_since().map(|t| t.plus_ms(grace));
+        let streak = w.streak_completes_at(stable);
+        let paused = w.streak_paused_at().map(|p| p.plus_ms(stable));
+        // After the deadline, the moment the streak under way would go stale.
+        let stale = w
+            .last_observed_at()
+            .filter(|_| w.deadline_passed())
+            .map(|t| t.plus_ms(self.config.stale_after_ms + 1));
+        // Resumed on an observation from before the restart: the end of the time the
+        // source has to observe again.
+        let resuming = self
+            .resumed_at
+            .filter(|r| w.deadline_passed() && w.last_observed_at().is_some_and(|t| t < *r));
+        let resumed = resuming.map(|r| r.plus_ms(self.config.stale_after_ms + 1));
+        // Verify: its window's end, and when it asks again.
+        let (verify_end, verify_again) = match self.verifying.get(&w.id) {
+            Some(v) => (
+                Some(v.first_asked.plus_ms(self.verify_window_ms())),
+                v.answer
+                    .as_ref()
+                    .filter(|_| v.outstanding.is_none())
+                    .map(|(_, at)| at.plus_ms(self.verify_retry_ms())),
+            ),
+            None => (None, None),
+        };
+        [
+            deadline,
+            absent,
+            streak,
+            paused,
+            stale,
+            resumed,
+            verify_end,
+            verify_again,
+        ]
     }
 
     /// The reverts proposed as pull requests that have not merged: each watch's id, its

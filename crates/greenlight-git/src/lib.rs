@@ -22,7 +22,7 @@ mod secret;
 pub use change::{ChangeOutcome, ChangeRequest, FileChange};
 pub use command::ASKPASS_SCRIPT;
 pub use error::{Error, Result};
-pub use repo::{Auth, CommitData, Repo};
+pub use repo::{Auth, CommitData, Repo, stale_locks_note};
 pub use revert::{RevertOutcome, RevertRequest, revert_message};
 pub use secret::{Secret, SecretFileError, redact, redact_url};
 

@@ -302,6 +302,44 @@ impl Repo {
         &self.env
     }
 
+    /// Removes the lock files a git process killed mid-command left in the clone — `index.lock`,
+    /// `HEAD.lock`, a ref's or `packed-refs`' lock, the config's, the commit-graph's: while one
+    /// stays, every later command that takes the same lock fails (`cannot lock ref 'HEAD'`), a
+    /// revert included. Returns the paths removed, relative to the clone, for the caller to say.
+    ///
+    /// Call it only while this process holds the clone alone (greenlight's data-directory lock),
+    /// before any git command of its own runs in it: a lock of a git process still running would
+    /// otherwise be taken from under it.
+    pub fn clear_stale_locks(&self) -> Result<Vec<String>> {
+        let git_dir = self.dir.join(".git");
+        let mut found = Vec::new();
+        // Git's lock files live beside the file they lock: the top of the git directory, the
+        // refs and reflogs, and the object store's info and pack directories (commit-graph,
+        // multi-pack-index). Loose object directories hold none.
+        collect_locks(&git_dir, false, &mut found)?;
+        for sub in ["refs", "logs", "objects/info", "objects/pack"] {
+            collect_locks(&git_dir.join(sub), true, &mut found)?;
+        }
+        let mut removed = Vec::new();
+        for path in found {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(source) => {
+                    return Err(Error::Io {
+                        what: "removing a stale git lock file",
+                        path: path.display().to_string(),
+                        source,
+                    });
+                }
+            }
+            let shown = path.strip_prefix(&self.dir).unwrap_or(&path);
+            removed.push(shown.display().to_string());
+        }
+        removed.sort();
+        Ok(removed)
+    }
+
     pub(crate) fn lock_writer(&self) -> MutexGuard<'_, ()> {
         // A panic in another thread mid-write leaves nothing to protect: the next write
         // starts with a hard reset of the work tree anyway.
@@ -759,6 +797,45 @@ pub(crate) fn subject_of(message: &str) -> String {
         .unwrap_or("")
         .trim_end_matches('\r')
         .to_owned()
+}
+
+/// The `*.lock` files directly in `dir` (and below it when `deep`); a missing `dir` holds none.
+fn collect_locks(dir: &Path, deep: bool, found: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(Error::Io {
+                what: "reading the clone's git directory",
+                path: dir.display().to_string(),
+                source,
+            });
+        }
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_dir() {
+            if deep {
+                collect_locks(&path, true, found)?;
+            }
+        } else if kind.is_file() && path.extension().is_some_and(|e| e == "lock") {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// What to say about the lock files [`Repo::clear_stale_locks`] removed (empty: nothing).
+pub fn stale_locks_note(removed: &[String]) -> Option<String> {
+    (!removed.is_empty()).then(|| {
+        format!(
+            "removed git lock file(s) left in the clone by a git process that was killed mid-command: {}; every later git command that takes one of them would fail (this process holds the clone alone)",
+            removed.join(", ")
+        )
+    })
 }
 
 #[cfg(test)]

@@ -599,3 +599,41 @@ fn a_declined_push_quotes_what_the_remote_said() {
         "{text}"
     );
 }
+
+#[test]
+fn lock_files_a_killed_git_left_are_cleared_and_the_revert_then_pushes() {
+    let fx = Fixture::build("revert.sh");
+    let repo = fx.open();
+    let dir = fx.clone_dir();
+    repo.fetch("main").unwrap();
+    // What `kill -9` of a git process mid-command leaves: its lock files, which make every later
+    // command that takes the same lock fail.
+    let planted = [
+        ".git/HEAD.lock",
+        ".git/index.lock",
+        ".git/packed-refs.lock",
+        ".git/refs/remotes/origin/main.lock",
+    ];
+    for p in planted {
+        std::fs::write(dir.join(p), "").unwrap();
+    }
+    let stuck = repo.revert_and_push(&request(&fx, "BAD"));
+    assert!(
+        stuck
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains(".lock")),
+        "{stuck:?}"
+    );
+    let cleared = repo.clear_stale_locks().unwrap();
+    let mut want: Vec<String> = planted.iter().map(|p| p.to_string()).collect();
+    want.sort();
+    assert_eq!(cleared, want);
+    assert!(planted.iter().all(|p| !dir.join(p).exists()));
+    assert_eq!(repo.clear_stale_locks().unwrap(), Vec::<String>::new());
+    let outcome = repo.revert_and_push(&request(&fx, "BAD")).unwrap();
+    assert!(
+        matches!(outcome, RevertOutcome::Pushed { .. }),
+        "{outcome:?}"
+    );
+    assert_clean(&dir);
+}

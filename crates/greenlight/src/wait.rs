@@ -189,6 +189,9 @@ pub fn wait(cfg: WaitConfig, progress: Arc<dyn Progress>) -> Result<Waited> {
         username: None,
     };
     let repo = Repo::open_or_clone(cfg.repo.expose(), &data_dir.join("repo"), auth)?;
+    if let Some(note) = greenlight_git::stale_locks_note(&repo.clear_stale_locks()?) {
+        progress.line(&format!("warning: {note}"));
+    }
     let branch = match &cfg.branch {
         Some(b) => b.clone(),
         None => repo.remote_default_branch()?,

@@ -700,10 +700,18 @@ async fn a_stream_that_goes_silent_vouches_for_nothing_and_the_verdict_is_inconc
         Origin::Stream,
     ))
     .await;
-    h.expect(EventKind::Reached, Duration::from_secs(1)).await;
+    let reached = h.expect(EventKind::Reached, Duration::from_secs(1)).await;
+    // The read asked at the deadline (the stream vouches for nothing) is never answered either:
+    // given up on after stale-after (30 s), the verdict is decided on what is known.
     let verdict = h
-        .expect(EventKind::Inconclusive, Duration::from_secs(61))
+        .expect(EventKind::Inconclusive, Duration::from_secs(91))
         .await;
+    assert_eq!(verdict.time.ms_since(reached.time), 90_000);
+    assert_eq!(
+        h.log.lock().unwrap().reads.len(),
+        2,
+        "the watch's start, the deadline"
+    );
     assert!(
         verdict.message.contains("not reverted"),
         "{}",
@@ -1141,8 +1149,9 @@ async fn a_reconnection_asks_for_a_listing_at_once_and_nothing_is_vouched_until_
     h.send(observed(snap.clone(), Origin::Stream)).await;
     h.heartbeats(10).await;
     // The window ended 120 s after the streak began, with no listing since the reconnection:
-    // nothing carried the observation, no confirmation read was even asked for.
-    assert_eq!(h.log.lock().unwrap().reads.len(), h.reads_answered);
+    // nothing carried the observation. The app is read at the window's end, to be observed
+    // rather than confirmed (left unanswered here), and nothing is confirmed.
+    assert_eq!(h.log.lock().unwrap().reads.len(), h.reads_answered + 1);
     assert!(h.seen.iter().all(|e| e.event != EventKind::Confirmed));
     // The listing answers with the version the burst brought: nothing was lost at the connection,
     // and the stream's silence counts again. The next due moment (the health deadline, the
@@ -1338,6 +1347,10 @@ async fn a_stream_silent_mid_window_loses_no_time_when_a_listing_finds_the_same_
         let ticket = h.listing_after(before).await;
         h.answer_listing(ticket, &snap).await;
     }
+    // At the window's end the stream vouches for nothing: the app is read, and the answer is
+    // the observation the end is decided on.
+    let read = h.next_read().await;
+    h.send(observed(snap.clone(), Origin::Read(read))).await;
     let confirmed = h
         .expect(EventKind::Confirmed, Duration::from_secs(30))
         .await;
@@ -1377,5 +1390,85 @@ async fn a_same_version_after_an_outage_vouches_up_to_the_loss_never_through_the
         "{}",
         broken.message
     );
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_just_after_the_stream_lapses_is_decided_on_a_read_not_the_last_delivery() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
+    h.connect_with_baseline(&deployed(&sha(1), Health::Healthy))
+        .await;
+    repo.push(commit(2, Some(&trailer(60, "arm"))));
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    h.skip_reads().await;
+    let degraded = deployed(&sha(2), Health::Degraded);
+    h.send(observed(degraded.clone(), Origin::Stream)).await;
+    let reached = h.expect(EventKind::Reached, Duration::from_secs(1)).await;
+    // Heard from until 29.95 s after reach, then silent: the stream stops vouching 49 ms before
+    // the deadline, and the listing asked then is slow (unanswered here). The deadline must not
+    // be decided on the 60 s old delivery: the app is read at the moment and its answer decides.
+    tokio::time::sleep(Duration::from_millis(29_950)).await;
+    h.send(SourceMsg::Heartbeat).await;
+    h.skip_reads().await;
+    tokio::time::sleep(Duration::from_millis(29_900)).await;
+    let read = h.next_read().await;
+    h.send(observed(degraded, Origin::Read(read))).await;
+    let failed = h.expect(EventKind::Failed, Duration::from_secs(1)).await;
+    assert_eq!(failed.time.ms_since(reached.time), 60_000);
+    assert!(failed.message.contains("reverting"), "{}", failed.message);
+    h.expect(EventKind::RevertPushed, Duration::from_secs(1))
+        .await;
+    assert!(
+        h.seen.iter().all(|e| e.event != EventKind::Inconclusive),
+        "{:#?}",
+        h.seen
+    );
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_due_moment_reads_only_the_apps_with_something_due_then() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
+    h.connect_with_baseline(&deployed(&sha(1), Health::Healthy))
+        .await;
+    repo.push(commit(2, Some(&trailer(60, "arm"))));
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    let mut api = commit(3, Some("Nav-Watchdog: app=api deadline=300 mode=shadow"));
+    api.changed_paths = vec!["apps/api/deployment.yaml".into()];
+    repo.push(api);
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    h.skip_reads().await;
+    // Both apps reached, delivered by the stream and vouched for by its heartbeats: `web`'s
+    // deadline comes at 60 s, nothing of `api`'s watch is due before its window ends at 120 s.
+    h.send(observed(
+        deployed(&sha(2), Health::Degraded),
+        Origin::Stream,
+    ))
+    .await;
+    h.send(observed(other_app(&sha(3)), Origin::Stream)).await;
+    h.expect(EventKind::Reached, Duration::from_secs(1)).await;
+    h.expect(EventKind::Reached, Duration::from_secs(1)).await;
+    h.heartbeats(5).await;
+    tokio::time::sleep(Duration::from_millis(9_000)).await;
+    let read = h.next_read().await;
+    let asked = h.log.lock().unwrap().reads.last().unwrap().1.clone();
+    assert_eq!(
+        asked.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
+        vec![APP],
+        "only the app whose deadline is due is read"
+    );
+    h.send(observed(
+        deployed(&sha(2), Health::Degraded),
+        Origin::Read(read),
+    ))
+    .await;
+    h.expect(EventKind::Failed, Duration::from_secs(1)).await;
     h.stop().await;
 }

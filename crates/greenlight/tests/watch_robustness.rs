@@ -20,6 +20,36 @@ fn wait_until(what: &str, within: Duration, ok: impl Fn() -> bool) {
     }
 }
 
+/// A git process killed mid-command (the daemon under `kill -9`, a node that lost power) leaves
+/// its lock files in the clone, and every later command that takes one of them fails — the
+/// revert's checkout included. The restarted daemon holds the clone alone: it removes them,
+/// says so, and its revert is pushed.
+#[test]
+fn lock_files_a_killed_git_left_in_the_clone_do_not_block_the_revert() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    let mut wd = watchdog(&repo, &sb.url, &[], &[]);
+    settled(&sb, &repo, &["web"]);
+    wd.proc.kill9();
+    let clone = repo.path("state/greenlight.db.d/repo");
+    for lock in [".git/HEAD.lock", ".git/index.lock"] {
+        std::fs::write(clone.join(lock), "").unwrap();
+    }
+    let wd2 = watchdog_with_state(&repo, &sb.url, &wd.state, &[], &[]);
+    let said = wd2.proc.wait_line("removed git lock file(s)", T);
+    assert!(
+        said.contains(".git/HEAD.lock") && said.contains(".git/index.lock"),
+        "{said}"
+    );
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: bad\n\n{}", trailer("web", "5", "arm")),
+    );
+    wd2.wait_state(&bad, "REVERTED", T);
+    assert_eq!(count_reverts_of(&repo, &bad), 1);
+}
+
 /// The revert reached the remote, then the daemon died before recording it: the restarted
 /// daemon adopts that revert instead of pushing a second one.
 #[test]

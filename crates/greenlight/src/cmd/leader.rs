@@ -103,7 +103,9 @@ impl Elected {
         let label = greenlight::metrics::source_label(source.app.name());
         metrics.runtime_configured(&label, cfg.fetch_interval);
         let standby = greenlight::leader::stand_by(source, metrics.clone(), label);
-        runtime::warm_clone(&cfg).await?;
+        if let Some(note) = runtime::warm_clone(&cfg).await? {
+            out.warn(clock.now(), &note);
+        }
         metrics.started();
         // Who leads, for the standby's /readyz, as the elector reads it.
         let follow = {

@@ -78,6 +78,9 @@ pub fn gc(a: GcArgs) -> Result<ExitCode> {
     };
     let repo = Repo::open_or_clone(&a.repo, &data_dir.join("work"), auth)
         .with_context(|| format!("cannot clone {}", RepoUrl::new(a.repo.clone())))?;
+    if let Some(note) = greenlight_git::stale_locks_note(&repo.clear_stale_locks()?) {
+        errln!("warning: {note}");
+    }
     let branch = match &a.branch {
         Some(b) => b.clone(),
         None => repo.remote_default_branch()?,

@@ -485,6 +485,9 @@ pub fn run(
         };
         let repo = Repo::open_or_clone(&remote, &dir, auth)
             .with_context(|| format!("cannot clone {}", RepoUrl::new(remote.clone())))?;
+        if let Some(note) = greenlight_git::stale_locks_note(&repo.clear_stale_locks()?) {
+            report.warning(&note)?;
+        }
         let (branch, head_is_branch) = match &branch {
             Some(b) => {
                 let head = repo.remote_default_branch().ok().map(|d| d == *b);

@@ -1,5 +1,6 @@
 //! Confirmation reads: before the stream's silence carries an app's last observation to a
-//! due moment, one read per app confirms the source still has that version.
+//! due moment, one read per app confirms the source still has that version; an app the stream
+//! does not vouch for then is read too, and observed by the answer.
 
 use super::*;
 
@@ -11,6 +12,11 @@ use super::*;
 /// round trip, within [`CONFIRM_LEAD_MIN_MS`, `CONFIRM_LEAD_MAX_MS`] — so that the verdict does not
 /// wait for it; an answer that comes after the moment is waited for, as it would be without the
 /// lead.
+///
+/// A live app the stream does not vouch for at that moment (its silence lapsed, it was lost, no
+/// listing has baselined it yet) is read in the same request: its answer is the observation the
+/// moment is decided on, rather than whatever the last listing saw up to `--fetch-interval` — or,
+/// after a lapse shortly before the moment, up to the whole vouched stretch — ago.
 pub(super) struct Confirming {
     pub(super) ticket: u64,
     /// The due moment.
@@ -19,7 +25,21 @@ pub(super) struct Confirming {
     pub(super) asked_at: Timestamp,
     /// The apps not yet confirmed, with the resource version of their last delivery.
     pub(super) apps: Vec<(AppKey, Option<u64>)>,
+    /// The live apps the stream does not vouch for, read to be observed; not yet answered.
+    pub(super) reading: Vec<AppRef>,
     pub(super) give_up_at: Timestamp,
+}
+
+impl Confirming {
+    fn answered(&self) -> bool {
+        self.apps.is_empty() && self.reading.is_empty()
+    }
+}
+
+/// Whether an answer about `(namespace when known, name)` concerns the app `(ns, name)` (also
+/// known by name alone when its namespace is not).
+pub(super) fn same_app(ns: Option<&str>, name: &str, other_ns: Option<&str>, other: &str) -> bool {
+    name == other && (ns.is_none() || other_ns.is_none() || ns == other_ns)
 }
 
 /// How early a confirming read may be asked before its due moment, at least and at most. An
@@ -56,7 +76,7 @@ impl Runtime {
     pub(super) fn confirm_ahead(&mut self, due: Timestamp) {
         self.confirm.confirmed_ahead = Some(due);
         if self.confirm.confirming.is_none() {
-            self.start_confirming(due);
+            self.start_confirming(self.last_wake, due);
         }
     }
 
@@ -65,18 +85,24 @@ impl Runtime {
         (2 * self.confirm.confirm_rtt_ms).clamp(CONFIRM_LEAD_MIN_MS, CONFIRM_LEAD_MAX_MS)
     }
 
-    /// Asks one read of every live app the stream vouches for now, to confirm it up to `at`;
-    /// false when there is none.
-    pub(super) fn start_confirming(&mut self, at: Timestamp) -> bool {
+    /// Asks one read of every app with a moment due in `(handled, at]` (`Engine::due_apps`):
+    /// one the stream vouches for now, to confirm it up to `at`; any other, to observe it at
+    /// `at`. The apps of watches with nothing due are not read: the tick at `at` decides nothing
+    /// about them. False when no app is due.
+    pub(super) fn start_confirming(&mut self, handled: Timestamp, at: Timestamp) -> bool {
         let now = self.now();
-        let live = self.live_apps();
+        let live = self.engine.due_apps(handled, at);
         let vouched: Vec<AppKey> = self
             .freshness
             .vouched(now)
             .into_iter()
             .filter(|key| live.iter().any(|a| a.matches(&key.namespace, &key.name)))
             .collect();
-        if vouched.is_empty() {
+        let reading: Vec<AppRef> = live
+            .into_iter()
+            .filter(|a| !vouched.iter().any(|k| a.matches(&k.namespace, &k.name)))
+            .collect();
+        if vouched.is_empty() && reading.is_empty() {
             return false;
         }
         let ticket = self.freshness.ticket();
@@ -86,6 +112,7 @@ impl Runtime {
                 namespace: Some(k.namespace.clone()),
                 name: k.name.clone(),
             })
+            .chain(reading.iter().cloned())
             .collect();
         self.confirm.confirming = Some(Confirming {
             ticket,
@@ -98,6 +125,7 @@ impl Runtime {
                     (k, rv)
                 })
                 .collect(),
+            reading,
             give_up_at: at.max(now).plus_ms(self.cfg.stale_after_ms),
         });
         self.ctx.source.request_read(ticket, apps);
@@ -107,6 +135,7 @@ impl Runtime {
     /// A confirming read answered: the same version as the last delivery vouches for the app up
     /// to the due moment, or up to the answer when it came ahead of the moment (the answer is
     /// then the observation the moment is decided on); any other version leaves it unvouched.
+    /// An app read because the stream did not vouch for it is observed by the answer alone.
     pub(super) fn confirmed(&mut self, ticket: u64, key: &AppKey, rv: Option<u64>) -> Result<()> {
         let now = self.now();
         let Some(c) = self
@@ -118,10 +147,17 @@ impl Runtime {
             return Ok(());
         };
         let Some(pos) = c.apps.iter().position(|(k, _)| k == key) else {
+            let before = c.reading.len();
+            c.reading.retain(|a| !a.matches(&key.namespace, &key.name));
+            // Observed by the answer itself: the moment is decided once it is judged
+            // (`Runtime::judge_source` finishes the confirmation after observing it).
+            if c.reading.len() < before && c.answered() {
+                self.confirm.confirm_rtt_ms = now.ms_since(c.asked_at).max(0);
+            }
             return Ok(());
         };
         let (_, before) = c.apps.remove(pos);
-        if c.apps.is_empty() {
+        if c.answered() {
             self.confirm.confirm_rtt_ms = now.ms_since(c.asked_at).max(0);
         }
         let at = c.at;
@@ -136,12 +172,17 @@ impl Runtime {
 
     /// A confirming read that brought no observation (overtaken, failed, refused).
     pub(super) fn unconfirmed(&mut self, ticket: u64, key: &AppKey) {
-        self.unconfirmed_where(|k| k == key, Some(ticket));
+        self.unconfirmed_where(
+            |ns, name| same_app(ns, name, Some(&key.namespace), &key.name),
+            Some(ticket),
+        );
     }
 
+    /// No answer will come for the apps `which` names — called with each app's namespace (when
+    /// known) and name.
     pub(super) fn unconfirmed_where(
         &mut self,
-        which: impl Fn(&AppKey) -> bool,
+        which: impl Fn(Option<&str>, &str) -> bool,
         ticket: Option<u64>,
     ) {
         if let Some(c) = self
@@ -150,7 +191,9 @@ impl Runtime {
             .as_mut()
             .filter(|c| ticket.is_none_or(|t| t == c.ticket))
         {
-            c.apps.retain(|(k, _)| !which(k));
+            c.apps.retain(|(k, _)| !which(Some(&k.namespace), &k.name));
+            c.reading
+                .retain(|a| !which(a.namespace.as_deref(), &a.name));
         }
     }
 
@@ -162,7 +205,7 @@ impl Runtime {
             .confirm
             .confirming
             .as_ref()
-            .is_some_and(|c| now >= c.at && (c.apps.is_empty() || now >= c.give_up_at));
+            .is_some_and(|c| now >= c.at && (c.answered() || now >= c.give_up_at));
         if !done {
             return Ok(());
         }

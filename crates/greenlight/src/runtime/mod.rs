@@ -169,7 +169,11 @@ pub async fn start_with_store(
         &crate::metrics::source_label(source.app.name()),
         cfg.fetch_interval,
     );
-    let (repo, branch, branch_is_default) = open_repo(&cfg, cfg.data_dir.join("repo")).await?;
+    let (repo, branch, branch_is_default, cleared) =
+        open_repo(&cfg, cfg.data_dir.join("repo")).await?;
+    if let Some(note) = greenlight_git::stale_locks_note(&cleared) {
+        out.warn(clock.now(), &note);
+    }
     store.bind(&cfg.repo.redacted(), &branch)?;
     let tip = {
         let (r, b) = (repo.clone(), branch.clone());
@@ -202,18 +206,20 @@ pub async fn start_with_store(
 
 /// Clone (or open) the watched repository and fetch it: what a standby does before it may lead,
 /// so that taking over costs a fetch, not a clone.
-pub async fn warm_clone(cfg: &DaemonConfig) -> Result<()> {
-    let (repo, branch, _) = open_repo(cfg, cfg.data_dir.join("repo")).await?;
+/// What it says: the git lock files a killed process left, removed (`Repo::clear_stale_locks`).
+pub async fn warm_clone(cfg: &DaemonConfig) -> Result<Option<String>> {
+    let (repo, branch, _, cleared) = open_repo(cfg, cfg.data_dir.join("repo")).await?;
     tokio::task::spawn_blocking(move || seams::Repository::fetch(&*repo, &branch)).await??;
-    Ok(())
+    Ok(greenlight_git::stale_locks_note(&cleared))
 }
 
 /// Clone (or open) the watched repository and settle the branch: the given one or the remote's HEAD,
-/// and whether it is the remote's default branch.
+/// and whether it is the remote's default branch; and the stale git lock files removed from the
+/// clone (the caller holds the data directory's lock: the clone is this process's alone).
 async fn open_repo(
     cfg: &DaemonConfig,
     dir: std::path::PathBuf,
-) -> Result<(Arc<git::GitRepository>, String, bool)> {
+) -> Result<(Arc<git::GitRepository>, String, bool, Vec<String>)> {
     let auth = greenlight_git::Auth {
         token: cfg.git_token.clone(),
         username: None,
@@ -224,6 +230,7 @@ async fn open_repo(
     let proposing = cfg.revert_via_pull_request.clone();
     tokio::task::spawn_blocking(move || -> Result<_> {
         let repo = greenlight_git::Repo::open_or_clone(&remote, &dir, auth)?;
+        let cleared = repo.clear_stale_locks()?;
         let mut repo = git::GitRepository::new(repo, &name, &email);
         if let Some(pr) = proposing {
             repo = repo.proposing(pr);
@@ -238,7 +245,7 @@ async fn open_repo(
             }
             None => (repo.remote_default_branch()?, true),
         };
-        Ok((Arc::new(repo), branch, is_default))
+        Ok((Arc::new(repo), branch, is_default, cleared))
     })
     .await?
 }
@@ -757,10 +764,17 @@ impl Runtime {
                     effects
                 };
                 self.apply(effects, None)?;
+                if let Origin::Read(_) = origin {
+                    // A read of an app the stream did not vouch for decides its moment now.
+                    self.finish_confirming()?;
+                }
             }
             SourceMsg::Absent { app, origin } => {
                 if let Origin::Read(ticket) = origin {
-                    self.unconfirmed_where(|k| app.matches(&k.namespace, &k.name), Some(ticket));
+                    self.unconfirmed_where(
+                        |ns, name| confirm::same_app(ns, name, app.namespace.as_deref(), &app.name),
+                        Some(ticket),
+                    );
                 }
                 self.observe_absent(&app, at)?
             }
@@ -809,7 +823,10 @@ impl Runtime {
                 self.problem(why);
             }
             SourceMsg::Problem(Problem::AbsentOrForbidden { why, app }) => {
-                self.unconfirmed_where(|k| app.matches(&k.namespace, &k.name), None);
+                self.unconfirmed_where(
+                    |ns, name| confirm::same_app(ns, name, app.namespace.as_deref(), &app.name),
+                    None,
+                );
                 // Not a failure of the source: the listing that follows says whether it exists.
                 self.ctx.out.warn(at, &why);
                 if self.listing.is_none() {
@@ -820,9 +837,12 @@ impl Runtime {
             }
             SourceMsg::Problem(p) => {
                 match &p {
-                    Problem::Incomplete { app, .. } => self.unconfirmed_where(|k| k == app, None),
+                    Problem::Incomplete { app, .. } => self.unconfirmed_where(
+                        |ns, name| confirm::same_app(ns, name, Some(&app.namespace), &app.name),
+                        None,
+                    ),
                     Problem::ReadFailed { app, .. } => {
-                        self.unconfirmed_where(|k| k.name == *app, None)
+                        self.unconfirmed_where(|_, name| name == app, None)
                     }
                     _ => {}
                 }
@@ -908,6 +928,7 @@ impl Runtime {
     /// A deadline or window end: extend the observations the source vouches for, then tick.
     fn wake(&mut self) -> Result<()> {
         let now = self.now();
+        let handled = self.last_wake;
         self.last_wake = now;
         if let Some(c) = &self.confirm.confirming {
             if c.at <= now {
@@ -917,7 +938,7 @@ impl Runtime {
             // Asked ahead for a later moment; this earlier one is confirmed on its own.
             self.confirm.confirming = None;
         }
-        if !self.start_confirming(now) {
+        if !self.start_confirming(handled, now) {
             let effects = self.engine.tick(now);
             return self.apply(effects, None);
         }

@@ -9,9 +9,12 @@ use super::*;
 pub async fn once(cfg: DaemonConfig, source: Source, out: Output) -> Result<OnceSummary> {
     use anyhow::Context as _;
     let store: Box<dyn Store> = Box::new(SqliteStore::open_or_create(&cfg.state)?);
-    let (repo, branch, branch_is_default) = open_repo(&cfg, cfg.data_dir.join("repo"))
+    let (repo, branch, branch_is_default, cleared) = open_repo(&cfg, cfg.data_dir.join("repo"))
         .await
         .context("self-check: the repository")?;
+    if let Some(note) = greenlight_git::stale_locks_note(&cleared) {
+        out.warn(crate::clock::SystemClock.now(), &note);
+    }
     let tip = {
         let (r, b) = (repo.clone(), branch.clone());
         tokio::task::spawn_blocking(move || seams::Repository::fetch(&*r, &b))
