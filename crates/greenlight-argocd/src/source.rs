@@ -19,6 +19,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+/// How many apps one request for reads reads at once (the confirmations of a due moment that
+/// several apps share, the reads a new watch asks for).
+pub const READS_IN_FLIGHT: usize = 8;
+
 /// The source. Dropping it stops its tasks.
 pub struct ArgoSource {
     client: ArgoClient,
@@ -118,12 +122,21 @@ impl ArgoSource {
         self.spawn(async move { worker.listing(ticket).await });
     }
 
-    /// Fresh reads of `apps`, answered as `Observed` or `Absent` messages.
+    /// Fresh reads of `apps`, answered as `Observed` or `Absent` messages, up to
+    /// [`READS_IN_FLIGHT`] at once: each answer stands on its own, so their order is not kept.
     pub fn request_read(&mut self, ticket: u64, apps: Vec<AppRef>) {
+        use futures_util::StreamExt;
         let worker = self.worker();
         self.spawn(async move {
-            for app in apps {
-                if !worker.read(ticket, app).await {
+            let reads = futures_util::stream::iter(apps)
+                .map(|app| {
+                    let worker = worker.clone();
+                    async move { worker.read(ticket, app).await }
+                })
+                .buffer_unordered(READS_IN_FLIGHT);
+            let mut reads = std::pin::pin!(reads);
+            while let Some(sent) = reads.next().await {
+                if !sent {
                     return;
                 }
             }

@@ -3,7 +3,8 @@
 //! is read after), a timeout bounding each request, the answer read up to a bound, the token
 //! only ever in a sensitive header.
 
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
 
 use greenlight_core::error_text::{chain, innermost};
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
@@ -26,6 +27,10 @@ pub struct ClientOptions {
     pub timeout: Duration,
     /// The most of an answer that is read (default 4 MiB); more is [`ForgeError::TooLarge`].
     pub max_body_bytes: usize,
+    /// The longest a rate limit is waited out before a request is sent again (default 60 s):
+    /// a forge that asks for a longer wait gets [`ForgeError::RateLimited`], and is not asked
+    /// before the wait it named is over.
+    pub max_rate_limit_wait: Duration,
 }
 
 impl Default for ClientOptions {
@@ -33,9 +38,17 @@ impl Default for ClientOptions {
         ClientOptions {
             timeout: Duration::from_secs(30),
             max_body_bytes: 4 << 20,
+            max_rate_limit_wait: Duration::from_secs(60),
         }
     }
 }
+
+/// How long a rate limit is taken to last when the forge does not say (GitHub: "wait for at
+/// least one minute before retrying").
+const DEFAULT_RATE_LIMIT_WAIT: Duration = Duration::from_secs(60);
+
+/// The longest a forge's word on a rate limit is believed: a longer one is taken as this.
+const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(3600);
 
 /// Speaks to one repository on one forge. Build one per repository; it keeps a connection pool.
 pub struct ForgeClient {
@@ -48,6 +61,9 @@ pub struct ForgeClient {
     token: Secret,
     timeout: Duration,
     max_body_bytes: usize,
+    max_rate_limit_wait: Duration,
+    /// After a rate limit: no request is sent before this moment.
+    held_until: Mutex<Option<Instant>>,
 }
 
 impl std::fmt::Debug for ForgeClient {
@@ -69,6 +85,43 @@ enum Op {
     Merge,
     AutoMerge,
     Close,
+}
+
+/// The wait a rate-limited answer asks for: a `429`, or a `403` with GitHub's signs of a rate
+/// limit (`retry-after`, or `x-ratelimit-remaining: 0`) — the caller also wants its message to
+/// say "rate limit" before a 403 counts. `Retry-After` in seconds or as an HTTP date first, then
+/// `x-ratelimit-reset` (epoch seconds) when `x-ratelimit-remaining` is 0, else
+/// [`DEFAULT_RATE_LIMIT_WAIT`]; never more than [`MAX_RATE_LIMIT_WAIT`].
+fn rate_limit_wait(status: u16, headers: &HeaderMap) -> Option<Duration> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    let retry_after = header("retry-after").and_then(|v| match v.parse::<u64>() {
+        Ok(secs) => Some(Duration::from_secs(secs)),
+        Err(_) => httpdate::parse_http_date(v)
+            .ok()
+            .map(|at| at.duration_since(SystemTime::now()).unwrap_or_default()),
+    });
+    let exhausted = header("x-ratelimit-remaining") == Some("0");
+    let reset = header("x-ratelimit-reset")
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|_| exhausted)
+        .map(|epoch| {
+            (SystemTime::UNIX_EPOCH + Duration::from_secs(epoch))
+                .duration_since(SystemTime::now())
+                .unwrap_or_default()
+        });
+    let limited =
+        status == 429 || (status == 403 && (header("retry-after").is_some() || exhausted));
+    limited.then(|| {
+        retry_after
+            .or(reset)
+            .unwrap_or(DEFAULT_RATE_LIMIT_WAIT)
+            .min(MAX_RATE_LIMIT_WAIT)
+    })
 }
 
 fn segment_ok(s: &str) -> bool {
@@ -170,6 +223,8 @@ impl ForgeClient {
             token,
             timeout: options.timeout,
             max_body_bytes: options.max_body_bytes,
+            max_rate_limit_wait: options.max_rate_limit_wait,
+            held_until: Mutex::new(None),
         })
     }
 
@@ -208,6 +263,11 @@ impl ForgeClient {
         Ok(url)
     }
 
+    /// One request, answered with its status and body. A rate limit (`429`, or GitHub's `403`
+    /// that says it is one) is waited out once when the forge asks for at most
+    /// `max_rate_limit_wait`, and the request sent again (a rate-limited request was not acted
+    /// on); a longer wait, or a second limit, is [`ForgeError::RateLimited`]. Until the wait
+    /// the forge named is over, no request of this client is sent.
     async fn send(
         &self,
         method: Method,
@@ -215,12 +275,56 @@ impl ForgeClient {
         body: Option<Value>,
     ) -> Result<(u16, Vec<u8>, String), ForgeError> {
         let shown = url.to_string();
+        let mut waited = false;
+        loop {
+            if let Some(wait) = self.held_for() {
+                if waited || wait > self.max_rate_limit_wait {
+                    return Err(ForgeError::RateLimited {
+                        forge: self.kind,
+                        url: shown,
+                        retry_in: wait,
+                    });
+                }
+                tokio::time::sleep(wait).await;
+                waited = true;
+            }
+            let (status, limited, bytes) = self
+                .send_once(method.clone(), url.clone(), body.as_ref(), &shown)
+                .await?;
+            match limited {
+                Some(wait) => {
+                    let until = Instant::now() + wait;
+                    let mut held = self.held_until.lock().unwrap_or_else(|p| p.into_inner());
+                    *held = Some(held.map_or(until, |h| h.max(until)));
+                }
+                None => return Ok((status, bytes, shown)),
+            }
+        }
+    }
+
+    /// How long requests are still held back by a rate limit, if they are.
+    fn held_for(&self) -> Option<Duration> {
+        let held = *self.held_until.lock().unwrap_or_else(|p| p.into_inner());
+        held.and_then(|t| t.checked_duration_since(Instant::now()))
+            .filter(|d| !d.is_zero())
+    }
+
+    /// One request: its status, the wait a rate limit asks for (if it is one), and its body.
+    async fn send_once(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<&Value>,
+        shown: &str,
+    ) -> Result<(u16, Option<Duration>, Vec<u8>), ForgeError> {
+        let shown = shown.to_string();
         let mut request = self.client.request(method, url);
         if let Some(body) = body {
-            request = request.json(&body);
+            request = request.json(body);
         }
         let mut response = request.send().await.map_err(|e| self.failed(&shown, e))?;
         let status = response.status().as_u16();
+        let limited = rate_limit_wait(status, response.headers());
         let mut bytes = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| self.failed(&shown, e))? {
             if bytes.len() + chunk.len() > self.max_body_bytes {
@@ -232,7 +336,14 @@ impl ForgeClient {
             }
             bytes.extend_from_slice(&chunk);
         }
-        Ok((status, bytes, shown))
+        // A 403 is a rate limit only when it says so; else it is a permission refusal.
+        let limited = limited.filter(|_| {
+            status == 429 || {
+                let text = String::from_utf8_lossy(&bytes).to_ascii_lowercase();
+                text.contains("rate limit")
+            }
+        });
+        Ok((status, limited, bytes))
     }
 
     fn failed(&self, url: &str, e: reqwest::Error) -> ForgeError {
@@ -668,6 +779,51 @@ mod tests {
             ClientOptions::default(),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn rate_limits_are_read_from_each_forges_headers() {
+        let headers = |pairs: &[(&'static str, String)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, HeaderValue::from_str(v).unwrap());
+            }
+            h
+        };
+        let secs = Duration::from_secs;
+        // Retry-After in seconds, or as an HTTP date.
+        assert_eq!(
+            rate_limit_wait(429, &headers(&[("retry-after", "7".into())])),
+            Some(secs(7))
+        );
+        let later = httpdate::fmt_http_date(SystemTime::now() + secs(120));
+        let wait = rate_limit_wait(429, &headers(&[("retry-after", later)])).unwrap();
+        assert!(wait > secs(100) && wait <= secs(120), "{wait:?}");
+        // GitHub's primary limit: remaining 0, wait until the reset.
+        let reset = (SystemTime::now() + secs(300))
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let primary = headers(&[
+            ("x-ratelimit-remaining", "0".into()),
+            ("x-ratelimit-reset", reset.to_string()),
+        ]);
+        let wait = rate_limit_wait(403, &primary).unwrap();
+        assert!(wait > secs(290) && wait <= secs(300), "{wait:?}");
+        // A 429 that says nothing: a minute; a wait beyond an hour is taken as an hour.
+        assert_eq!(rate_limit_wait(429, &HeaderMap::new()), Some(secs(60)));
+        assert_eq!(
+            rate_limit_wait(429, &headers(&[("retry-after", "999999".into())])),
+            Some(secs(3600))
+        );
+        // A 403 without a rate limit's signs is a permission refusal; other codes are answers.
+        assert_eq!(rate_limit_wait(403, &HeaderMap::new()), None);
+        let remaining = headers(&[("x-ratelimit-remaining", "12".into())]);
+        assert_eq!(rate_limit_wait(403, &remaining), None);
+        assert_eq!(
+            rate_limit_wait(200, &headers(&[("retry-after", "5".into())])),
+            None
+        );
     }
 
     #[test]

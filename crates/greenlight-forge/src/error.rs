@@ -84,6 +84,16 @@ pub enum ForgeError {
     #[error("{forge} at {url}: the pull request is already merged")]
     AlreadyMerged { forge: ForgeKind, url: String },
 
+    /// The forge limits this client's requests (`429`, or GitHub's `403` that says so) for
+    /// longer than the client waits, or again after one wait: nothing was done, and nothing is
+    /// asked of the forge before `retry_in` has passed.
+    #[error("{forge} at {url} is rate-limiting this token for another {}s (HTTP 429 / Retry-After); nothing was done, and it is not asked again before then", retry_in.as_secs_f64().ceil() as u64)]
+    RateLimited {
+        forge: ForgeKind,
+        url: String,
+        retry_in: Duration,
+    },
+
     /// Any other refusal: the status and the forge's words (or the start of its answer).
     #[error("{forge} at {url} answered HTTP {status}: {message}")]
     Refused {

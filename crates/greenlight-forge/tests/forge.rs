@@ -140,6 +140,36 @@ fn client(kind: ForgeKind, forge: &Forge, token: &str) -> ForgeClient {
     .expect("the client builds")
 }
 
+async fn a_rate_limit_is_waited_out_once_and_a_longer_one_holds_every_request(kind: ForgeKind) {
+    let w = World::new(kind, UNCHECKED).await;
+    // One refusal asking for a second: waited out, and the request (a POST: the forge did
+    // nothing with the refused one) sent again.
+    w.forge.rate_limit(1, 1);
+    let asked = std::time::Instant::now();
+    let pr = w.open_promotion().await;
+    assert!(asked.elapsed() >= Duration::from_secs(1), "not waited out");
+    assert_eq!(w.client.get(&pr).await.unwrap(), w.auto_merge_shown(false));
+    // Refused again after the wait: an error, not a third try.
+    w.forge.rate_limit(2, 1);
+    let again = w.client.get(&pr).await.unwrap_err();
+    assert!(matches!(again, ForgeError::RateLimited { .. }), "{again:?}");
+    // A wait longer than the client's bound (60 s): an error at once that says how long, and
+    // no request at all is sent before it is over — the face would answer the next one.
+    w.forge.rate_limit(1, 600);
+    let fresh = client(kind, &w.forge, TOKEN);
+    let err = fresh.get(&pr).await.unwrap_err();
+    let ForgeError::RateLimited { retry_in, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert!(*retry_in > Duration::from_secs(590), "{retry_in:?}");
+    assert!(err.to_string().contains("rate-limiting"), "{err}");
+    assert!(!err.to_string().contains(TOKEN));
+    let held = fresh.get(&pr).await.unwrap_err();
+    assert!(matches!(held, ForgeError::RateLimited { .. }), "{held:?}");
+    assert_eq!(w.client.get(&pr).await.unwrap(), w.auto_merge_shown(false));
+    w.forge.shutdown().await;
+}
+
 async fn auto_merge_waits_for_the_required_check_then_merges_into_the_base(kind: ForgeKind) {
     let w = World::new(kind, CHECKED).await;
     let before = w.main_tip();
@@ -480,6 +510,12 @@ macro_rules! flavour {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn auto_merge_where_the_repository_does_not_allow_it() {
                 super::auto_merge_where_the_repository_does_not_allow_it($kind).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_rate_limit_is_waited_out_once_and_a_longer_one_holds_every_request() {
+                super::a_rate_limit_is_waited_out_once_and_a_longer_one_holds_every_request($kind)
+                    .await
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -39,6 +39,7 @@
 //! | `POST /sandbox/v1/forge/merge?number=N` | a human merges N (a merge commit; required checks are not enforced, as an administrator's merge); 409 on a conflict |
 //! | `POST /sandbox/v1/forge/close?number=N` | a human closes N unmerged |
 //! | `GET /sandbox/v1/forge/pulls/N` | `{number,state,head,base,head_sha,merge_commit,auto_merge}`, flavour-neutral |
+//! | `POST /sandbox/v1/forge/rate-limit?requests=N&retry_after=S` | the next N API requests are refused as the forge refuses a client over its rate limit, asking for S seconds: GitHub `403` `{"message":"You have exceeded a secondary rate limit…"}` with `retry-after: S`; GitLab `429` `Retry later` with `Retry-After: S` and `RateLimit-Remaining: 0`; Gitea (behind a rate-limiting proxy) `429` with `Retry-After: S` |
 //!
 //! Auth: every API route wants the token — GitHub `Authorization: Bearer <t>` or `token <t>`
 //! (else 401 `Bad credentials`), GitLab `PRIVATE-TOKEN: <t>` or `Authorization: Bearer <t>`
@@ -199,6 +200,8 @@ pub(crate) struct Face {
     /// One lock over the board and every ref update the face makes: merges are serial.
     board: Mutex<Board>,
     log: Option<LogSink>,
+    /// The API requests still to refuse as rate-limited, and the seconds each asks to wait.
+    rate_limit: std::sync::Mutex<(u32, u64)>,
 }
 
 /// Why opening a pull request failed, flavour-neutral.
@@ -580,6 +583,16 @@ impl Forge {
         Ok(self.face.set_status(commit, context, state).await)
     }
 
+    /// The next `requests` API requests are refused as rate-limited, each asking to wait
+    /// `retry_after_secs` (as `POST /sandbox/v1/forge/rate-limit` does).
+    pub fn rate_limit(&self, requests: u32, retry_after_secs: u64) {
+        *self
+            .face
+            .rate_limit
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = (requests, retry_after_secs);
+    }
+
     /// A human merges pull request `number` (required checks not enforced).
     pub async fn human_merge(&self, number: u64) -> Result<String, String> {
         self.face
@@ -703,12 +716,17 @@ pub async fn serve(config: ForgeConfig) -> Result<Forge, SandboxError> {
             allow_auto_merge: config.allow_auto_merge,
         })),
         log: config.log.clone(),
+        rate_limit: std::sync::Mutex::new((0, 0)),
     });
     let api = match config.kind {
         ForgeKind::GitHub => github::router(face.clone()),
         ForgeKind::GitLab => gitlab::router(face.clone()),
         ForgeKind::Gitea => gitea::router(face.clone()),
     };
+    let api = api.layer(axum::middleware::from_fn_with_state(
+        face.clone(),
+        rate_limited,
+    ));
     let app = api.merge(control_router(face.clone()));
     let (shutdown, mut stop) = watch::channel(false);
     let task = tokio::spawn(async move {
@@ -743,7 +761,71 @@ fn control_router(face: Arc<Face>) -> Router {
         .route("/sandbox/v1/forge/merge", post(control_merge))
         .route("/sandbox/v1/forge/close", post(control_close))
         .route("/sandbox/v1/forge/pulls/{number}", get(control_pull))
+        .route("/sandbox/v1/forge/rate-limit", post(control_rate_limit))
         .with_state(face)
+}
+
+async fn control_rate_limit(
+    State(face): Shared,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    let number = |name: &str| q.get(name).and_then(|n| n.trim().parse::<u64>().ok());
+    let (Some(requests), Some(secs)) = (number("requests"), number("retry_after")) else {
+        return control_error(
+            StatusCode::BAD_REQUEST,
+            "give requests=<whole number> and retry_after=<seconds>",
+        );
+    };
+    let requests = u32::try_from(requests).unwrap_or(u32::MAX);
+    *face.rate_limit.lock().unwrap_or_else(|p| p.into_inner()) = (requests, secs);
+    axum::Json(json!({"requests": requests, "retry_after": secs})).into_response()
+}
+
+/// Refuses an API request as the forge refuses a client over its rate limit, while the control
+/// route's count lasts (GitHub: `403` or `429`, `retry-after` when it says how long, a message
+/// naming the secondary rate limit; GitLab: `429`, `Retry-After`, `RateLimit-*` headers, the
+/// body `Retry later`; Gitea has none of its own: a proxy's `429` with `Retry-After`).
+async fn rate_limited(
+    State(face): Shared,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let secs = {
+        let mut limit = face.rate_limit.lock().unwrap_or_else(|p| p.into_inner());
+        if limit.0 == 0 {
+            None
+        } else {
+            limit.0 -= 1;
+            Some(limit.1)
+        }
+    };
+    let Some(secs) = secs else {
+        return next.run(request).await;
+    };
+    let retry = secs.to_string();
+    match face.kind {
+        ForgeKind::GitHub => (
+            StatusCode::FORBIDDEN,
+            [("retry-after", retry.as_str()), ("x-ratelimit-remaining", "4000")],
+            axum::Json(json!({
+                "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID.",
+                "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+            })),
+        )
+            .into_response(),
+        ForgeKind::GitLab => (
+            StatusCode::TOO_MANY_REQUESTS,
+            [("retry-after", retry.as_str()), ("ratelimit-remaining", "0")],
+            "Retry later\n",
+        )
+            .into_response(),
+        ForgeKind::Gitea => (
+            StatusCode::TOO_MANY_REQUESTS,
+            [("retry-after", retry.as_str())],
+            "Too Many Requests\n",
+        )
+            .into_response(),
+    }
 }
 
 fn control_error(status: StatusCode, message: impl Into<String>) -> Response {
