@@ -1430,7 +1430,7 @@ async fn a_deadline_just_after_the_stream_lapses_is_decided_on_a_read_not_the_la
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_due_moment_reads_only_the_apps_with_something_due_then() {
+async fn a_due_moment_reads_only_the_unvouched_apps_with_something_due_then() {
     let dir = tempfile::tempdir().unwrap();
     let repo = repo_with_base();
     let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
@@ -1445,8 +1445,9 @@ async fn a_due_moment_reads_only_the_apps_with_something_due_then() {
     h.expect(EventKind::WatchStarted, Duration::from_secs(11))
         .await;
     h.skip_reads().await;
-    // Both apps reached, delivered by the stream and vouched for by its heartbeats: `web`'s
-    // deadline comes at 60 s, nothing of `api`'s watch is due before its window ends at 120 s.
+    // Both apps reached, then the stream falls silent: 30 s later it vouches for neither, and
+    // the listings asked from then on go unanswered. `web`'s deadline comes at 60 s; nothing of
+    // `api`'s watch is due before its window ends at 120 s.
     h.send(observed(
         deployed(&sha(2), Health::Degraded),
         Origin::Stream,
@@ -1455,14 +1456,14 @@ async fn a_due_moment_reads_only_the_apps_with_something_due_then() {
     h.send(observed(other_app(&sha(3)), Origin::Stream)).await;
     h.expect(EventKind::Reached, Duration::from_secs(1)).await;
     h.expect(EventKind::Reached, Duration::from_secs(1)).await;
-    h.heartbeats(5).await;
-    tokio::time::sleep(Duration::from_millis(9_000)).await;
+    h.skip_reads().await;
+    tokio::time::sleep(Duration::from_millis(59_000)).await;
     let read = h.next_read().await;
     let asked = h.log.lock().unwrap().reads.last().unwrap().1.clone();
     assert_eq!(
         asked.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
         vec![APP],
-        "only the app whose deadline is due is read"
+        "of the apps the stream does not vouch for, only the one whose deadline is due is read"
     );
     h.send(observed(
         deployed(&sha(2), Health::Degraded),

@@ -85,20 +85,23 @@ impl Runtime {
         (2 * self.confirm.confirm_rtt_ms).clamp(CONFIRM_LEAD_MIN_MS, CONFIRM_LEAD_MAX_MS)
     }
 
-    /// Asks one read of every app with a moment due in `(handled, at]` (`Engine::due_apps`):
-    /// one the stream vouches for now, to confirm it up to `at`; any other, to observe it at
-    /// `at`. The apps of watches with nothing due are not read: the tick at `at` decides nothing
-    /// about them. False when no app is due.
+    /// Asks one read of every live app the stream vouches for now, to confirm it up to `at`
+    /// (the tick at `at` decides every watch, and a moment that falls due while the reads are
+    /// under way is decided on the observations they carried to `at`), and of every app with a
+    /// moment due in `(handled, at]` (`Engine::due_apps`) that the stream does not vouch for, to
+    /// observe it at `at`. False when there is none.
     pub(super) fn start_confirming(&mut self, handled: Timestamp, at: Timestamp) -> bool {
         let now = self.now();
-        let live = self.engine.due_apps(handled, at);
+        let live = self.live_apps();
         let vouched: Vec<AppKey> = self
             .freshness
             .vouched(now)
             .into_iter()
             .filter(|key| live.iter().any(|a| a.matches(&key.namespace, &key.name)))
             .collect();
-        let reading: Vec<AppRef> = live
+        let reading: Vec<AppRef> = self
+            .engine
+            .due_apps(handled, at)
             .into_iter()
             .filter(|a| !vouched.iter().any(|k| a.matches(&k.namespace, &k.name)))
             .collect();
