@@ -32,7 +32,8 @@ pub enum Problem {
     /// An app's observation could not be completed (its resource tree could not be read), so
     /// it is not judged: an incomplete observation must not pass for a healthy one.
     Incomplete { app: AppKey, why: String },
-    /// Reading one app failed.
+    /// Reading one app failed. `app` names it as it was asked: `namespace/name`, or the name
+    /// alone.
     ReadFailed { app: String, why: String },
     /// Argo CD refused to read one app: it answers `403 permission denied` both for an app the
     /// token may not see and for one that does not exist. Whether it exists is for a listing to

@@ -17,7 +17,7 @@ use greenlight_core::snapshot::{
     AppSnapshot, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia, ResourceHealthSource,
     SourceFacts, SourcePaths,
 };
-use greenlight_core::source::{Origin, SourceMsg};
+use greenlight_core::source::{Origin, Problem, SourceMsg};
 use greenlight_core::time::Timestamp;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -1471,5 +1471,40 @@ async fn a_due_moment_reads_only_the_unvouched_apps_with_something_due_then() {
     ))
     .await;
     h.expect(EventKind::Failed, Duration::from_secs(1)).await;
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_read_at_a_deadline_is_not_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
+    h.connect_with_baseline(&deployed(&sha(1), Health::Healthy))
+        .await;
+    repo.push(commit(2, Some(&trailer(60, "arm"))));
+    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
+        .await;
+    h.send(observed(
+        deployed(&sha(2), Health::Degraded),
+        Origin::Stream,
+    ))
+    .await;
+    let reached = h.expect(EventKind::Reached, Duration::from_secs(1)).await;
+    h.skip_reads().await;
+    // Silent since reach: at the deadline the stream vouches for nothing and the app is read.
+    // Argo CD fails the read (named `argocd/web`, as asked): the deadline is decided at once,
+    // not when the read would have been given up on 30 s later.
+    tokio::time::sleep(Duration::from_millis(59_000)).await;
+    h.next_read().await;
+    h.send(SourceMsg::Problem(Problem::ReadFailed {
+        app: format!("argocd/{APP}"),
+        why: "reading Application argocd/web failed: 502".into(),
+    }))
+    .await;
+    let verdict = h
+        .expect(EventKind::Inconclusive, Duration::from_secs(2))
+        .await;
+    assert!(verdict.time.ms_since(reached.time) < 61_000, "{verdict:?}");
+    assert!(repo.reverts.lock().unwrap().is_empty());
     h.stop().await;
 }

@@ -1,6 +1,6 @@
 //! Confirmation reads: before the stream's silence carries an app's last observation to a
-//! due moment, one read per app confirms the source still has that version; an app the stream
-//! does not vouch for then is read too, and observed by the answer.
+//! due moment, one read per app confirms the source still has that version; an app with
+//! something due then that the stream does not vouch for is read too, and observed by the answer.
 
 use super::*;
 
@@ -13,10 +13,11 @@ use super::*;
 /// wait for it; an answer that comes after the moment is waited for, as it would be without the
 /// lead.
 ///
-/// A live app the stream does not vouch for at that moment (its silence lapsed, it was lost, no
-/// listing has baselined it yet) is read in the same request: its answer is the observation the
-/// moment is decided on, rather than whatever the last listing saw up to `--fetch-interval` — or,
-/// after a lapse shortly before the moment, up to the whole vouched stretch — ago.
+/// An app with something due at that moment that the stream does not vouch for (its silence
+/// lapsed, it was lost, no listing has baselined it yet) is read in the same request: its answer
+/// is the observation the moment is decided on, rather than whatever the last listing saw up to
+/// `--fetch-interval` — or, after a lapse shortly before the moment, up to the whole vouched
+/// stretch — ago.
 pub(super) struct Confirming {
     pub(super) ticket: u64,
     /// The due moment.
@@ -25,7 +26,8 @@ pub(super) struct Confirming {
     pub(super) asked_at: Timestamp,
     /// The apps not yet confirmed, with the resource version of their last delivery.
     pub(super) apps: Vec<(AppKey, Option<u64>)>,
-    /// The live apps the stream does not vouch for, read to be observed; not yet answered.
+    /// The apps with something due that the stream does not vouch for, read to be observed;
+    /// not yet answered.
     pub(super) reading: Vec<AppRef>,
     pub(super) give_up_at: Timestamp,
 }

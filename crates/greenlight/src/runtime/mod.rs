@@ -841,8 +841,16 @@ impl Runtime {
                         |ns, name| confirm::same_app(ns, name, Some(&app.namespace), &app.name),
                         None,
                     ),
+                    // Named as it was asked: `namespace/name`, or the name alone.
                     Problem::ReadFailed { app, .. } => {
-                        self.unconfirmed_where(|_, name| name == app, None)
+                        let (app_ns, app_name) = match app.split_once('/') {
+                            Some((ns, name)) => (Some(ns), name),
+                            None => (None, app.as_str()),
+                        };
+                        self.unconfirmed_where(
+                            |ns, name| confirm::same_app(ns, name, app_ns, app_name),
+                            None,
+                        )
                     }
                     _ => {}
                 }
