@@ -275,10 +275,12 @@ impl ForgeClient {
         body: Option<Value>,
     ) -> Result<(u16, Vec<u8>, String), ForgeError> {
         let shown = url.to_string();
-        let mut waited = false;
+        // Rate limits met by this call: the second ends it, whatever wait it asks for (a
+        // forge answering `Retry-After: 0` again and again is not asked without end).
+        let mut limits = 0;
         loop {
             if let Some(wait) = self.held_for() {
-                if waited || wait > self.max_rate_limit_wait {
+                if wait > self.max_rate_limit_wait {
                     return Err(ForgeError::RateLimited {
                         forge: self.kind,
                         url: shown,
@@ -286,18 +288,25 @@ impl ForgeClient {
                     });
                 }
                 tokio::time::sleep(wait).await;
-                waited = true;
             }
             let (status, limited, bytes) = self
                 .send_once(method.clone(), url.clone(), body.as_ref(), &shown)
                 .await?;
-            match limited {
-                Some(wait) => {
-                    let until = Instant::now() + wait;
-                    let mut held = self.held_until.lock().unwrap_or_else(|p| p.into_inner());
-                    *held = Some(held.map_or(until, |h| h.max(until)));
-                }
-                None => return Ok((status, bytes, shown)),
+            let Some(wait) = limited else {
+                return Ok((status, bytes, shown));
+            };
+            let until = Instant::now() + wait;
+            {
+                let mut held = self.held_until.lock().unwrap_or_else(|p| p.into_inner());
+                *held = Some(held.map_or(until, |h| h.max(until)));
+            }
+            limits += 1;
+            if limits > 1 {
+                return Err(ForgeError::RateLimited {
+                    forge: self.kind,
+                    url: shown,
+                    retry_in: wait,
+                });
             }
         }
     }

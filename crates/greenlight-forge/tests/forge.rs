@@ -153,6 +153,12 @@ async fn a_rate_limit_is_waited_out_once_and_a_longer_one_holds_every_request(ki
     w.forge.rate_limit(2, 1);
     let again = w.client.get(&pr).await.unwrap_err();
     assert!(matches!(again, ForgeError::RateLimited { .. }), "{again:?}");
+    // A forge that asks for no wait at all, again and again, is asked twice, not without end:
+    // of three refusals, one call meets two and the next call one, then an answer.
+    w.forge.rate_limit(3, 0);
+    let twice = w.client.get(&pr).await.unwrap_err();
+    assert!(matches!(twice, ForgeError::RateLimited { .. }), "{twice:?}");
+    assert_eq!(w.client.get(&pr).await.unwrap(), w.auto_merge_shown(false));
     // A wait longer than the client's bound (60 s): an error at once that says how long, and
     // no request at all is sent before it is over — the face would answer the next one.
     w.forge.rate_limit(1, 600);
