@@ -475,6 +475,27 @@ impl Harness {
         self.answer_listing(ticket, snap).await;
     }
 
+    /// The stream connects with `web` healthy at the base as its baseline, commit 2 asks for an
+    /// armed watch with a 60 s deadline, and the stream delivers `web` Degraded at it: the
+    /// `reached` event. The reads asked so far stay unanswered (`skip_reads`).
+    async fn armed_and_degraded_on_the_stream(&mut self, repo: &FakeRepo) -> Event {
+        self.connect_with_baseline(&deployed(&sha(1), Health::Healthy))
+            .await;
+        repo.push(commit(2, Some(&trailer(60, "arm"))));
+        self.expect(EventKind::WatchStarted, Duration::from_secs(11))
+            .await;
+        self.send(observed(
+            deployed(&sha(2), Health::Degraded),
+            Origin::Stream,
+        ))
+        .await;
+        let reached = self
+            .expect(EventKind::Reached, Duration::from_secs(1))
+            .await;
+        self.skip_reads().await;
+        reached
+    }
+
     /// Answers listing `ticket`: `snap`, and a complete listing holding it.
     async fn answer_listing(&self, ticket: u64, snap: &AppSnapshot) {
         self.send(observed(snap.clone(), Origin::Listing(ticket)))
@@ -1398,15 +1419,8 @@ async fn a_deadline_just_after_the_stream_lapses_is_decided_on_a_read_not_the_la
     let dir = tempfile::tempdir().unwrap();
     let repo = repo_with_base();
     let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
-    h.connect_with_baseline(&deployed(&sha(1), Health::Healthy))
-        .await;
-    repo.push(commit(2, Some(&trailer(60, "arm"))));
-    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
-        .await;
-    h.skip_reads().await;
+    let reached = h.armed_and_degraded_on_the_stream(&repo).await;
     let degraded = deployed(&sha(2), Health::Degraded);
-    h.send(observed(degraded.clone(), Origin::Stream)).await;
-    let reached = h.expect(EventKind::Reached, Duration::from_secs(1)).await;
     // Heard from until 29.95 s after reach, then silent: the stream stops vouching 49 ms before
     // the deadline, and the listing asked then is slow (unanswered here). The deadline must not
     // be decided on the 60 s old delivery: the app is read at the moment and its answer decides.
@@ -1479,18 +1493,7 @@ async fn a_failed_read_at_a_deadline_is_not_waited_for() {
     let dir = tempfile::tempdir().unwrap();
     let repo = repo_with_base();
     let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
-    h.connect_with_baseline(&deployed(&sha(1), Health::Healthy))
-        .await;
-    repo.push(commit(2, Some(&trailer(60, "arm"))));
-    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
-        .await;
-    h.send(observed(
-        deployed(&sha(2), Health::Degraded),
-        Origin::Stream,
-    ))
-    .await;
-    let reached = h.expect(EventKind::Reached, Duration::from_secs(1)).await;
-    h.skip_reads().await;
+    let reached = h.armed_and_degraded_on_the_stream(&repo).await;
     // Silent since reach: at the deadline the stream vouches for nothing and the app is read.
     // Argo CD fails the read (named `argocd/web`, as asked): the deadline is decided at once,
     // not when the read would have been given up on 30 s later.
