@@ -23,7 +23,8 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 printf '%-10s %12s %12s %10s\n' question "in process" "git process" speedup
 # kind, questions asked in process, questions asked of git (each run).
-for spec in "near 20000 200" "far 200 200" "unrelated 20000 200" "commits 2000 200"; do
+for spec in "near 20000 200" "far 20000 200" "far-walk 200 200" "far-moving 2000 200" \
+    "unrelated 20000 200" "commits 2000 200"; do
     set -- $spec
     kind=$1 n_in=$2 n_git=$3
     a=() b=()

@@ -3,11 +3,14 @@
 //!
 //! ```sh
 //! reads make DIR [COMMITS]            # a remote of COMMITS commits (default 50000), and greenlight's clone
-//! reads ask DIR READER KIND [COUNT]   # READER: in-process | git; KIND: near | far | unrelated | commits
+//! reads ask DIR READER KIND [COUNT]   # READER: in-process | git; KIND: near | far | far-walk | far-moving | unrelated | commits
 //! ```
 //!
 //! `near`: is a commit a few hundred back an ancestor of the tip (a watched commit against the
-//! revision Argo CD synced), and the reverse (no); `far`: the root against the tip; `unrelated`:
+//! revision Argo CD synced), and the reverse (no); `far`: the root against the tip, asked again
+//! (answered from the tip's ancestor set after the first); `far-walk`: the same with no set kept
+//! (each question walks the history); `far-moving`: the root against each of main's last COUNT
+//! first-parent commits in turn (a new tip every question); `unrelated`:
 //! a commit of a history that shares nothing with the branch; `commits`: a new commit's data
 //! and changed paths, as the runtime reads every commit a fetch brings.
 
@@ -154,6 +157,15 @@ fn open(dir: &Path) -> Repo {
     .unwrap()
 }
 
+/// The root of main's history.
+fn root(repo: &Repo) -> String {
+    let out = git(repo.dir())
+        .args(["rev-list", "--max-parents=0", "refs/remotes/origin/main"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
 fn ask(dir: &Path, reader: &str, kind: &str, count: usize) {
     let repo = open(dir);
     match reader {
@@ -177,14 +189,33 @@ fn ask(dir: &Path, reader: &str, kind: &str, count: usize) {
                 }
             }
         }
-        "far" => {
-            let out = git(repo.dir())
-                .args(["rev-list", "--max-parents=0", "refs/remotes/origin/main"])
-                .output()
-                .unwrap();
-            let root = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+        "far" | "far-walk" => {
+            if kind == "far-walk" {
+                // No ancestor set: every question walks the whole history.
+                repo.set_ancestry_walk_budget(usize::MAX);
+            }
+            let root = root(&repo);
             for _ in 0..count {
                 assert_eq!(repo.is_ancestor(&root, &tip).unwrap(), Some(true));
+            }
+        }
+        "far-moving" => {
+            // The branch moving on one commit at a time: each question against a new tip.
+            let root = root(&repo);
+            let out = git(repo.dir())
+                .args([
+                    "rev-list",
+                    "--first-parent",
+                    "--reverse",
+                    &format!("-{count}"),
+                    "refs/remotes/origin/main",
+                ])
+                .output()
+                .unwrap();
+            let tips = String::from_utf8(out.stdout).unwrap();
+            assert_eq!(tips.lines().count(), count, "enough first-parent commits");
+            for tip in tips.lines() {
+                assert_eq!(repo.is_ancestor(&root, tip).unwrap(), Some(true));
             }
         }
         "unrelated" => {
@@ -209,7 +240,9 @@ fn ask(dir: &Path, reader: &str, kind: &str, count: usize) {
                 std::hint::black_box(paths);
             }
         }
-        other => panic!("KIND is near, far, unrelated or commits, not {other}"),
+        other => {
+            panic!("KIND is near, far, far-walk, far-moving, unrelated or commits, not {other}")
+        }
     }
     let expected_in_process = if reader == "git" { 0 } else { count as u64 };
     assert!(

@@ -10,13 +10,14 @@
 //! as before. The property tests in `tests/in_process.rs` hold both to the same answers over
 //! generated histories.
 
+use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
-use gix::commitgraph::Graph;
+use gix::commitgraph::{Graph, Position};
 use gix::diff::tree::recorder::Change;
 
 use crate::repo::CommitData;
@@ -33,6 +34,57 @@ struct Reader {
     /// The commit-graph as last loaded, and what its files looked like then: a fetch writes
     /// a new layer (`fetch.writeCommitGraph`), and the next question loads it.
     graph: Option<(Vec<Stamp>, Option<Graph>)>,
+    /// Ancestor sets of the descendants most recently asked about, over the loaded graph.
+    reach: Reach,
+}
+
+/// The reachability index: for a few descendants (the revisions Argo CD synced, which the
+/// judge asks about again and again), the set of their ancestors as a bitset over the
+/// commit-graph's positions, so that a question against one of them is a bit test.
+///
+/// A question against a descendant with no set is answered from a new set when the descendant
+/// reaches the newest kept one within `walk_budget` commits (the branch moved on: that set and
+/// the commits between); else by a walk from the descendant, pruned by levels and dates (most
+/// questions end within a few commits: a watched commit near the synced revision), and only a
+/// walk that visits more than `walk_budget` commits builds the set, by one walk of the
+/// descendant's whole history.
+/// The sets are dropped when the graph is loaded again (its positions may change).
+struct Reach {
+    /// (descendant, the positions of its ancestors and itself), the newest last.
+    sets: VecDeque<(Position, Vec<u64>)>,
+    walk_budget: usize,
+}
+
+/// How many descendants' sets are kept (each is one bit per commit of the graph).
+const SETS_KEPT: usize = 4;
+
+/// A pruned walk that visits more commits than this builds the descendant's ancestor set.
+const WALK_BUDGET: usize = 2048;
+
+impl Reach {
+    fn new() -> Reach {
+        Reach {
+            sets: VecDeque::new(),
+            walk_budget: WALK_BUDGET,
+        }
+    }
+
+    /// `d`'s ancestor set, the newest kept first when several match.
+    fn get(&self, d: Position) -> Option<&Vec<u64>> {
+        self.sets
+            .iter()
+            .rev()
+            .find(|(at, _)| *at == d)
+            .map(|(_, s)| s)
+    }
+
+    fn keep(&mut self, d: Position, set: Vec<u64>) {
+        self.sets.retain(|(at, _)| *at != d);
+        if self.sets.len() == SETS_KEPT {
+            self.sets.pop_front();
+        }
+        self.sets.push_back((d, set));
+    }
 }
 
 /// A file's identity and size as `stat` gives them: a changed file is loaded again.
@@ -52,6 +104,7 @@ impl Reader {
         if self.graph.as_ref().is_none_or(|(s, _)| *s != stamps) {
             let graph = self.repo.commit_graph_if_enabled().ok().flatten();
             self.graph = Some((stamps, graph));
+            self.reach.sets.clear();
         }
         self.graph.as_ref().and_then(|(_, g)| g.as_ref())
     }
@@ -73,7 +126,11 @@ impl InProcess {
         }
         repo.object_cache_size_if_unset(4 * 1024 * 1024);
         Some(InProcess {
-            state: Mutex::new(Reader { repo, graph: None }),
+            state: Mutex::new(Reader {
+                repo,
+                graph: None,
+                reach: Reach::new(),
+            }),
         })
     }
 
@@ -106,11 +163,25 @@ impl InProcess {
             if !commit_exists(&reader.repo, a)? || !commit_exists(&reader.repo, d)? {
                 return Some(None);
             }
-            if let Some(answer) = reader.graph().and_then(|g| reaches(g, a, d)) {
+            reader.graph();
+            let Reader { graph, reach, .. } = reader;
+            let graph = graph.as_ref().and_then(|(_, g)| g.as_ref());
+            if let Some(answer) = graph.and_then(|g| reaches(g, reach, a, d)) {
                 return Some(Some(answer));
             }
             reader.repo.is_ancestor(a, d).ok().map(Some)
         })
+    }
+
+    /// How many commits an ancestry walk may visit: the pruned walk before the descendant's
+    /// ancestor set is built instead, and the walk that extends the newest kept set (tests set
+    /// 0: every question is answered from a set built whole).
+    pub(crate) fn set_walk_budget(&self, budget: usize) {
+        self.with_reader(|reader| {
+            reader.reach.walk_budget = budget;
+            reader.reach.sets.clear();
+            Some(())
+        });
     }
 
     /// The data of the commit `rev` (a full id), when it is in canonical form.
@@ -214,15 +285,43 @@ impl InProcess {
 /// Whether `a` is `d` or one of its ancestors, answered from the commit-graph alone: `None`
 /// when either is not in it (fetched after it was written) or the graph is inconsistent.
 ///
-/// A walk over parent positions from `d` that never goes below `a`: a commit's topological
-/// level is above each parent's, and so is its corrected commit date, so a commit whose level
-/// or date is not above `a`'s cannot have `a` among its ancestors (levels are compared only
-/// when every layer has them and `a`'s is not saturated; dates only when every layer has them).
-fn reaches(graph: &Graph, a: ObjectId, d: ObjectId) -> Option<bool> {
+/// From `d`'s ancestor set when one is kept; else a walk over parent positions from `d` that
+/// never goes below `a`: a commit's topological level is above each parent's, and so is its
+/// corrected commit date, so a commit whose level or date is not above `a`'s cannot have `a`
+/// among its ancestors (levels are compared only when every layer has them and `a`'s is not
+/// saturated; dates only when every layer has them). A walk longer than the budget builds and
+/// keeps `d`'s set instead.
+fn reaches(graph: &Graph, reach: &mut Reach, a: ObjectId, d: ObjectId) -> Option<bool> {
     let (a, d) = (graph.lookup(a)?, graph.lookup(d)?);
     if a == d {
         return Some(true);
     }
+    if let Some(set) = reach.get(d) {
+        return Some(has(set, a));
+    }
+    // The branch moved on from the newest kept descendant: its set and the commits between.
+    let budget = reach.walk_budget;
+    let moved_on = match reach.sets.back() {
+        Some((from, base)) => ancestors(graph, d, Some((*from, base)), budget)?,
+        None => None,
+    };
+    let set = match moved_on {
+        Some(set) => set,
+        None => {
+            if let Some(answer) = pruned_walk(graph, a, d, budget)? {
+                return Some(answer);
+            }
+            ancestors(graph, d, None, usize::MAX)??
+        }
+    };
+    let answer = has(&set, a);
+    reach.keep(d, set);
+    Some(answer)
+}
+
+/// The pruned walk: `Some(Some(answer))`, or `Some(None)` when it visited more than `budget`
+/// commits without an answer.
+fn pruned_walk(graph: &Graph, a: Position, d: Position, budget: usize) -> Option<Option<bool>> {
     let ancestor = graph.commit_at(a);
     let level = ancestor.generation();
     let level = (graph.generation_numbers_available()
@@ -234,11 +333,16 @@ fn reaches(graph: &Graph, a: ObjectId, d: ObjectId) -> Option<bool> {
     } else {
         None
     };
-    let mut seen = vec![0u64; (graph.num_commits() as usize).div_ceil(64)];
+    let mut seen = bitset(graph);
     let mut stack = vec![d];
+    let mut visited = 0usize;
     while let Some(at) = stack.pop() {
         if at == a {
-            return Some(true);
+            return Some(Some(true));
+        }
+        visited += 1;
+        if visited > budget {
+            return Some(None);
         }
         let commit = graph.commit_at(at);
         if level.is_some_and(|l| commit.generation() <= l) {
@@ -251,15 +355,79 @@ fn reaches(graph: &Graph, a: ObjectId, d: ObjectId) -> Option<bool> {
         }
         for parent in commit.iter_parents() {
             let parent = parent.ok()?;
-            let (word, bit) = (parent.0 as usize / 64, 1u64 << (parent.0 % 64));
-            let word = seen.get_mut(word)?;
-            if *word & bit == 0 {
-                *word |= bit;
+            if mark(&mut seen, parent)? {
                 stack.push(parent);
             }
         }
     }
-    Some(false)
+    Some(Some(false))
+}
+
+/// The ancestors of `d` and `d` itself, as a bitset over graph positions. With `base` (a kept
+/// set and its descendant), the walk does not enter the base set, and when it meets the base's
+/// descendant the answer is what it visited joined with the base (every ancestor of a commit in
+/// the base set is in it); when it does not meet it, or visits more than `budget` commits,
+/// `Some(None)`.
+fn ancestors(
+    graph: &Graph,
+    d: Position,
+    base: Option<(Position, &[u64])>,
+    budget: usize,
+) -> Option<Option<Vec<u64>>> {
+    let mut set = bitset(graph);
+    mark(&mut set, d)?;
+    let mut met = false;
+    let mut stack = vec![d];
+    let mut visited = 0usize;
+    while let Some(at) = stack.pop() {
+        visited += 1;
+        if visited > budget {
+            return Some(None);
+        }
+        for parent in graph.commit_at(at).iter_parents() {
+            let parent = parent.ok()?;
+            if let Some((from, base)) = base
+                && has(base, parent)
+            {
+                met |= parent == from;
+                continue;
+            }
+            if mark(&mut set, parent)? {
+                stack.push(parent);
+            }
+        }
+    }
+    match base {
+        None => Some(Some(set)),
+        Some((from, _)) if d == from => Some(Some(set)),
+        Some((_, base)) if met => {
+            for (word, b) in set.iter_mut().zip(base) {
+                *word |= b;
+            }
+            Some(Some(set))
+        }
+        Some(_) => Some(None),
+    }
+}
+
+fn bitset(graph: &Graph) -> Vec<u64> {
+    vec![0u64; (graph.num_commits() as usize).div_ceil(64)]
+}
+
+/// Whether position `at` is in `set` (false beyond its end).
+fn has(set: &[u64], at: Position) -> bool {
+    set.get(at.0 as usize / 64)
+        .is_some_and(|w| w & (1u64 << (at.0 % 64)) != 0)
+}
+
+/// Adds `at` to `set`: `Some(true)` when it was not there, `None` when it is beyond the set
+/// (an inconsistent graph).
+fn mark(set: &mut [u64], at: Position) -> Option<bool> {
+    let word = set.get_mut(at.0 as usize / 64)?;
+    let bit = 1u64 << (at.0 % 64);
+    let new = *word & bit == 0;
+    *word |= bit;
+    Some(new)
 }
 
 /// `rev` as an object id when it is one spelled out in full (40 hex digits).

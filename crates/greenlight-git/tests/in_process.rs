@@ -299,6 +299,33 @@ fn in_process_reads_answer_as_git_does() {
         // Ancestry with the commit-graph greenlight writes, with none, and with a partial one.
         let answered = ancestry_agrees(&repo, &shas, &mut rng, "complete commit-graph");
         assert!(answered > 200, "seed {seed}: {answered} of 220 in process");
+        // Every answer from a descendant's ancestor set, built whole (budget 0); then extended
+        // from the set of an earlier descendant it reaches (descendants in mark order: a
+        // branch moving on).
+        repo.set_ancestry_walk_budget(0);
+        ancestry_agrees(&repo, &shas, &mut rng, "ancestor sets");
+        // A budget of a few commits: a descendant a few commits on from the last one asked
+        // about extends its set.
+        repo.set_ancestry_walk_budget(3);
+        let mut yes = 0;
+        for d in &shas {
+            for _ in 0..3 {
+                let a = rng.pick(&shas);
+                yes += usize::from(repo.is_ancestor(a, d).unwrap() == Some(true));
+                assert!(
+                    both(
+                        &repo,
+                        &format!("sets in order: is {a} an ancestor of {d}"),
+                        |r| { r.is_ancestor(a, d).unwrap() }
+                    ),
+                    "answered in process"
+                );
+            }
+        }
+        assert!(
+            yes > 10,
+            "seed {seed}: {yes} ancestors among the ordered questions"
+        );
         let info = tmp.path().join("data/clone/.git/objects/info");
         let _ = std::fs::remove_file(info.join("commit-graph"));
         let _ = std::fs::remove_dir_all(info.join("commit-graphs"));
@@ -340,6 +367,9 @@ fn commits_fetched_later_are_read_in_process() {
     git(&human, &["push", "--quiet", "origin", "HEAD:main"]);
     let later = git(&human, &["rev-parse", "HEAD"]);
 
+    // A descendant's ancestor set kept over the old graph is not used over the new one.
+    repo.set_ancestry_walk_budget(0);
+    assert_eq!(repo.is_ancestor(&shas[0], tip).unwrap(), Some(true));
     let before = repo.answered_in_process();
     assert_eq!(repo.resolve(&later).unwrap(), None, "not fetched yet");
     assert_eq!(repo.is_ancestor(&later, &later).unwrap(), None);
@@ -347,6 +377,7 @@ fn commits_fetched_later_are_read_in_process() {
     assert_eq!(repo.resolve(&later).unwrap(), Some(later.clone()));
     let main_tip = git(&tmp.path().join("remote.git"), &["rev-parse", "main~1"]);
     assert_eq!(repo.is_ancestor(&main_tip, &later).unwrap(), Some(true));
+    assert_eq!(repo.is_ancestor(&later, tip).unwrap(), Some(false));
     assert_eq!(repo.commit(&later).unwrap().subject, "later");
     assert_eq!(
         repo.changed_paths(&later).unwrap(),
@@ -354,7 +385,24 @@ fn commits_fetched_later_are_read_in_process() {
     );
     assert_eq!(
         repo.answered_in_process() - before,
-        6,
+        7,
         "every one of those answered in process"
     );
+
+    // A commit-graph written whole again puts commits at new positions: the sets kept over
+    // the old one must not answer (each question is held to git's answer).
+    assert_eq!(repo.is_ancestor(&shas[0], &later).unwrap(), Some(true));
+    git(
+        &tmp.path().join("data/clone"),
+        &["commit-graph", "write", "--reachable"],
+    );
+    for a in shas.iter().chain([&later]) {
+        for d in [tip, &later] {
+            both(
+                &repo,
+                &format!("after the rewrite: is {a} an ancestor of {d}"),
+                |r| r.is_ancestor(a, d).unwrap(),
+            );
+        }
+    }
 }
