@@ -8,6 +8,13 @@ Measured for each binary, in alternating rounds so that both meet the same machi
                           app: the arrival of the watch's `healthy_streak_started` event minus the
                           arrival of the sandbox's `app <name>: health Progressing -> Healthy`
                           line (printed just before it publishes the update on its stream).
+                          Split by the event's own time (when the watchdog took the update in,
+                          ms resolution): Healthy -> taken in (the stand-in's delivery, the
+                          socket, the watchdog's reading and parsing) and taken in -> printed
+                          (the watchdog's queue, judge, store write and output); and by the
+                          proxy, which stamps the stream line that first says the app is
+                          Healthy as it passes: Healthy -> through the proxy is the stand-in's,
+                          through the proxy -> printed the watchdog's (with the socket).
   idle bytes per minute   then, those watches in flight (healthy, their stability windows open),
                           the bytes both ways between the watchdog and the Argo CD API over
                           --idle-seconds of nothing happening, and the HTTP requests among them;
@@ -63,7 +70,16 @@ class CountingProxy:
         self.up = 0
         self.down = 0
         self.requests = 0
+        # While recording: (arrival stamp, the connection's number, bytes) of what the API sent.
+        self.recording: list[tuple[float, int, bytes]] | None = None
+        self.connections = 0
         threading.Thread(target=self.accept, daemon=True).start()
+
+    def record(self, on: bool) -> list[tuple[float, int, bytes]]:
+        with self.lock:
+            got = self.recording or []
+            self.recording = [] if on else None
+            return got
 
     def reset(self) -> None:
         with self.lock:
@@ -84,10 +100,12 @@ class CountingProxy:
             except OSError:
                 client.close()
                 continue
-            threading.Thread(target=self.pipe, args=(client, server, True), daemon=True).start()
-            threading.Thread(target=self.pipe, args=(server, client, False), daemon=True).start()
+            self.connections += 1
+            n = self.connections
+            threading.Thread(target=self.pipe, args=(client, server, True, n), daemon=True).start()
+            threading.Thread(target=self.pipe, args=(server, client, False, n), daemon=True).start()
 
-    def pipe(self, src: socket.socket, dst: socket.socket, upward: bool) -> None:
+    def pipe(self, src: socket.socket, dst: socket.socket, upward: bool, conn: int) -> None:
         try:
             while True:
                 data = src.recv(65536)
@@ -99,6 +117,8 @@ class CountingProxy:
                         self.requests += data.count(b" HTTP/1.1\r\n")
                     else:
                         self.down += len(data)
+                        if self.recording is not None:
+                            self.recording.append((time.monotonic(), conn, data))
                 dst.sendall(data)
         except OSError:
             pass
@@ -111,6 +131,32 @@ class CountingProxy:
 
 
 HOOK_SECRET = "fleet-bench-secret"
+
+
+def healthy_on_the_wire(recorded: list[tuple[float, int, bytes]]) -> dict[str, float]:
+    """Per app, when the first stream line saying it is Healthy after one saying Progressing had
+    passed the proxy whole (the rollout's turn, not the Healthy of the revision before)."""
+    seen: dict[str, float] = {}
+    progressing: set[str] = set()
+    pending: dict[int, bytes] = {}
+    for stamp, conn, data in recorded:
+        buf = pending.get(conn, b"") + data
+        *lines, rest = buf.split(b"\n")
+        pending[conn] = rest
+        for line in lines:
+            if not line.startswith(b"data:"):
+                continue
+            try:
+                app = json.loads(line[5:])["result"]["application"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            name = app.get("metadata", {}).get("name")
+            health = app.get("status", {}).get("health", {}).get("status")
+            if health == "Progressing":
+                progressing.add(name)
+            elif name in progressing and health == "Healthy" and name not in seen:
+                seen[name] = stamp
+    return seen
 
 
 def post_push(url: str, sha: str) -> None:
@@ -232,18 +278,33 @@ def one_binary(label: str, binary: Path, args, echo: bool, round_no: int) -> dic
             # The burst: one commit asks for --watches watches; their apps roll out together
             # and turn Healthy within milliseconds of each other in the sandbox.
             burst = list(range(args.watches))
+            proxy.record(True)
             sha = commit_apps(repo, burst, f"burst-{round_no}")
             wait_count(watch.lines, "healthy_streak_started", sha, len(burst), 300)
+            on_wire = healthy_on_the_wire(proxy.record(False))
             healthy_at = {}
             for stamp, _, text in sandbox.lines.snapshot():
                 if ": health Progressing -> Healthy" in text and text.startswith("app "):
                     healthy_at[text.split()[1].rstrip(":")] = stamp
             streaks = []
+            wire = []
+            after_wire = []
+            received = []
+            printed = []
             streak_due = {}
             for stamp, ev in events(watch.lines, "healthy_streak_started", sha):
+                # The event's time is the moment the watchdog took the update in: the split
+                # between the stand-in's delivery and the watchdog's own work (ms resolution).
+                taken_in = wl.parse_time(ev["time"])
                 if ev["app"] in healthy_at:
                     streaks.append(stamp - healthy_at[ev["app"]])
-                streak_due[ev["app"]] = wl.parse_time(ev["time"]) + args.stable_for
+                    received.append(taken_in - (wl.WALL_OFFSET + healthy_at[ev["app"]]))
+                    if ev["app"] in on_wire:
+                        wire.append(on_wire[ev["app"]] - healthy_at[ev["app"]])
+                if ev["app"] in on_wire:
+                    after_wire.append(stamp - on_wire[ev["app"]])
+                printed.append(wl.WALL_OFFSET + stamp - taken_in)
+                streak_due[ev["app"]] = taken_in + args.stable_for
             # Idle: the watches in flight, their windows still open, nothing happening.
             time.sleep(2)
             proxy.reset()
@@ -269,6 +330,10 @@ def one_binary(label: str, binary: Path, args, echo: bool, round_no: int) -> dic
             return {
                 "push_to_watch_started_s": starts,
                 "streak_after_healthy_s": streaks,
+                "streak_received_after_healthy_s": received,
+                "streak_on_wire_after_healthy_s": wire,
+                "streak_printed_after_wire_s": after_wire,
+                "streak_printed_after_received_s": printed,
                 "confirmed_after_window_s": confirms,
                 "idle_bytes_per_min": (up + down) * per_min,
                 "idle_requests_per_min": requests * per_min,
@@ -321,6 +386,14 @@ def main() -> int:
         ("push_to_watch_started_s", "push -> watch started, median (ms)", 1000.0),
         ("streak_after_healthy_s", "Healthy -> streak started, p50 (ms)", 1000.0),
         ("streak_after_healthy_s", "Healthy -> streak started, p99 (ms)", 1000.0),
+        ("streak_on_wire_after_healthy_s", "  of it, Healthy -> update through the proxy, p50 (ms)", 1000.0),
+        ("streak_on_wire_after_healthy_s", "  of it, Healthy -> update through the proxy, p99 (ms)", 1000.0),
+        ("streak_printed_after_wire_s", "  of it, through the proxy -> event printed, p50 (ms)", 1000.0),
+        ("streak_printed_after_wire_s", "  of it, through the proxy -> event printed, p99 (ms)", 1000.0),
+        ("streak_received_after_healthy_s", "  of it, Healthy -> update taken in, p50 (ms)", 1000.0),
+        ("streak_received_after_healthy_s", "  of it, Healthy -> update taken in, p99 (ms)", 1000.0),
+        ("streak_printed_after_received_s", "  of it, taken in -> event printed, p50 (ms)", 1000.0),
+        ("streak_printed_after_received_s", "  of it, taken in -> event printed, p99 (ms)", 1000.0),
         ("confirmed_after_window_s", "window end -> CONFIRMED, p50 (ms)", 1000.0),
         ("confirmed_after_window_s", "window end -> CONFIRMED, p99 (ms)", 1000.0),
         ("idle_bytes_per_min", "idle bytes per minute", 1.0),

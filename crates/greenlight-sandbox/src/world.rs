@@ -400,6 +400,9 @@ struct App {
     hook_objects: BTreeSet<ResourceKey>,
     /// Healths held on live resources for a while (`POST /sandbox/v1/health`).
     held: Vec<Held>,
+    /// Its live objects changed since its health was last worked out (an apply, a rollout's
+    /// turn, a hold's end, the registry): the next health refresh looks at it.
+    health_due: bool,
 }
 
 /// A health a live resource reports until `until`, whatever its own check says (an HPA
@@ -636,6 +639,7 @@ impl World {
                     edited_spec: None,
                     hook_objects: BTreeSet::new(),
                     held: Vec::new(),
+                    health_due: true,
                 },
             );
         }
@@ -1796,12 +1800,13 @@ impl World {
         app.live = live;
         self.counter = counter;
         if !dry_run {
+            app.health_due = true;
             self.settle_live(name, now);
         }
         outcome
     }
 
-    // Recomputes every live resource's health; returns whether any changed.
+    // Recomputes every live resource's health and rollout; returns whether any changed.
     fn settle_live(&mut self, name: &str, now: Now) -> bool {
         let app = self.apps.get_mut(name).expect("known app");
         app.held.retain(|h| now.mono < h.until);
@@ -1812,7 +1817,8 @@ impl World {
                 .or_else(|| assessment_at(l, now, &self.policy));
             let rolling = l.rolling_until.is_some_and(|until| now.mono < until);
             if assessment != l.assessment || rolling != l.rolling {
-                changed |= assessment != l.assessment;
+                changed = true;
+                app.health_due = true;
                 l.assessment = assessment;
                 l.rolling = rolling;
                 self.counter += 1;
@@ -1829,6 +1835,7 @@ impl World {
     fn update_app_health(&mut self, name: &str, now: Now) {
         let version = self.cfg.version;
         let app = self.apps.get_mut(name).expect("known app");
+        app.health_due = false;
         if app.shown.code.is_none() {
             return; // never compared: nothing is known yet
         }
@@ -1885,12 +1892,22 @@ impl World {
 
     /// Time-driven (rollouts finishing) and registry-driven health changes: one update per app
     /// whose JSON changed. Not a reconciliation: reconciledAt stays.
+    ///
+    ///
+    /// Only an app whose live objects changed since its health was last worked out
+    /// (`health_due`: an apply, or here a rollout's turn, a hold's end, the registry) is looked
+    /// at again and its JSON built (to compare, to publish); a comparison works out its app's
+    /// health and commits where it is made. At 1,000 apps, building every app's JSON on every
+    /// health tick held the world for about a tenth of a second, and every stream's update
+    /// waited for it.
     pub(crate) fn refresh_health(&mut self, now: Now) {
         let names: Vec<String> = self.apps.keys().cloned().collect();
         for name in names {
             self.settle_live(&name, now);
-            self.update_app_health(&name, now);
-            self.commit(&name);
+            if self.apps[&name].health_due {
+                self.update_app_health(&name, now);
+                self.commit(&name);
+            }
         }
     }
 
