@@ -329,8 +329,9 @@ pub struct Engine {
     /// How many times each sha is in `arrived` (once; the count keeps it exact whatever a
     /// state file restored): "arrived before?" in constant time for each commit of a push.
     arrived_shas: HashMap<CommitId, usize>,
-    /// Arrived commits the store has not taken yet.
-    arrived_unsaved: Vec<Arrived>,
+    /// Arrived commits the store has not taken yet: the newest [`ARRIVED_KEPT`] at most, all a
+    /// store keeps (a push of 100,000 commits stages 4,096, not 100,000).
+    arrived_unsaved: VecDeque<Arrived>,
     /// The branch's tip when greenlight started following it: every commit before the
     /// arrived ones is in it.
     known_tip: Option<CommitId>,
@@ -368,7 +369,7 @@ impl Engine {
             idle_dirty: BTreeSet::new(),
             arrived: VecDeque::new(),
             arrived_shas: HashMap::new(),
-            arrived_unsaved: Vec::new(),
+            arrived_unsaved: VecDeque::new(),
             known_tip: None,
             namespaces: BTreeMap::new(),
             clock: Timestamp(i64::MIN),
@@ -414,7 +415,7 @@ impl Engine {
 
     /// The commits that arrived since the last call, oldest first, for the store to keep.
     pub fn take_arrived(&mut self) -> Vec<Arrived> {
-        std::mem::take(&mut self.arrived_unsaved)
+        std::mem::take(&mut self.arrived_unsaved).into()
     }
 
     /// Each app's idle observations as the state file kept them (after a restart).
@@ -562,7 +563,10 @@ impl Engine {
                 changed_paths: commit.changed_paths.clone(),
                 reverts: reverted_sha(&commit.message),
             };
-            self.arrived_unsaved.push(arrived.clone());
+            self.arrived_unsaved.push_back(arrived.clone());
+            if self.arrived_unsaved.len() > ARRIVED_KEPT {
+                self.arrived_unsaved.pop_front();
+            }
             *self.arrived_shas.entry(arrived.sha.clone()).or_default() += 1;
             self.arrived.push_back(arrived);
             if self.arrived.len() > ARRIVED_KEPT

@@ -5397,3 +5397,28 @@ fn a_resource_the_commit_adds_does_not_make_a_compared_baseline_missing() {
     assert_eq!(b.before, greenlight_core::watch::Before::Healthy, "{b:?}");
     assert!(b.chronic.resources.is_empty(), "{b:?}");
 }
+
+/// A push of more commits than any store keeps stages only the newest for the store, oldest
+/// first: a 100,000-commit push holds 4,096 for the write, not every one of them.
+#[test]
+fn a_huge_push_stages_only_the_arrived_commits_a_store_keeps() {
+    use greenlight_core::judge::ARRIVED_KEPT;
+    let mut h = Harness::new(config());
+    let n = ARRIVED_KEPT as u64 + 500;
+    for i in 1..=n {
+        h.arrive(&commit(i, "import", &["history/part.txt"]), t(0));
+    }
+    let staged = h.engine.take_arrived();
+    assert_eq!(staged.len(), ARRIVED_KEPT);
+    assert_eq!(
+        staged.first().unwrap().sha,
+        commit_id(n - ARRIVED_KEPT as u64 + 1)
+    );
+    assert_eq!(staged.last().unwrap().sha, commit_id(n));
+    assert!(h.engine.take_arrived().is_empty(), "taken once");
+    // Fewer than the bound: every one, in order.
+    h.arrive(&commit(n + 1, "one more", &["history/part.txt"]), t(1));
+    let staged = h.engine.take_arrived();
+    assert_eq!(staged.len(), 1);
+    assert_eq!(staged[0].sha, commit_id(n + 1));
+}
