@@ -256,24 +256,29 @@ impl InProcess {
                 &mut recorder,
             )
             .ok()?;
-            let mut paths: Vec<String> = recorder
-                .records
-                .into_iter()
-                // A type change (file to directory and back) comes as a deletion and an
-                // addition; the trees themselves are not listed, as `git diff-tree -r` does not.
-                .filter_map(|change| match change {
-                    Change::Addition {
-                        entry_mode, path, ..
-                    }
-                    | Change::Deletion {
-                        entry_mode, path, ..
-                    }
-                    | Change::Modification {
-                        entry_mode, path, ..
-                    } => (!entry_mode.is_tree()).then_some(path),
-                })
-                .map(|p| String::from_utf8_lossy(&p).into_owned())
-                .collect();
+            // Collected from an iterator over the records themselves, the paths would keep the
+            // records' allocation (several times their size) for as long as the commit is held:
+            // a fetch of 100,000 commits holds them all at once.
+            let mut paths: Vec<String> = Vec::with_capacity(recorder.records.len());
+            paths.extend(
+                recorder
+                    .records
+                    .into_iter()
+                    // A type change (file to directory and back) comes as a deletion and an
+                    // addition; the trees themselves are not listed, as `git diff-tree -r` does not.
+                    .filter_map(|change| match change {
+                        Change::Addition {
+                            entry_mode, path, ..
+                        }
+                        | Change::Deletion {
+                            entry_mode, path, ..
+                        }
+                        | Change::Modification {
+                            entry_mode, path, ..
+                        } => (!entry_mode.is_tree()).then_some(path),
+                    })
+                    .map(|p| String::from_utf8_lossy(&p).into_owned()),
+            );
             // Depth-first in tree order, as git lists them, is the byte order of the full paths.
             paths.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
             paths.dedup();

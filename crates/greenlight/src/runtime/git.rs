@@ -150,7 +150,7 @@ impl Repository for GitRepository {
             Some(from) => self.repo.new_commits(Some(from), tip)?,
             None => vec![tip.to_string()],
         };
-        let mut commits = Vec::new();
+        let mut commits = Vec::with_capacity(shas.len());
         for sha in shas {
             let data = self.repo.commit(&sha)?;
             // A merge's mainline is the branch's side: the parent that is the tip greenlight
