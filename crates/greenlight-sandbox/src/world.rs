@@ -376,8 +376,9 @@ struct App {
     created: SystemTime,
     source: Source,
     resource_version: u64,
-    /// The JSON last published, without its resourceVersion.
-    published: Option<Value>,
+    /// The SHA-256 of the JSON last published, without its resourceVersion (the JSON itself,
+    /// kept for the comparison, was a fifth of what a quiet app holds).
+    published: Option<[u8; 32]>,
     live: Vec<Live>,
     target: Option<Target>,
     shown: Shown,
@@ -732,11 +733,12 @@ impl World {
     }
 
     /// An explicit refresh of the apps `wanted` names, at the tip each last saw.
-    pub(crate) fn refresh_matching(&mut self, wanted: &dyn Fn(&str) -> bool, now: Now) {
+    pub(crate) fn refresh_matching(&mut self, wanted: &dyn Fn(&str) -> bool, now: Now) -> usize {
         let names: Vec<String> = self.apps.keys().filter(|n| wanted(n)).cloned().collect();
-        for name in names {
-            self.reconcile(&name, now, Why::Refresh);
+        for name in &names {
+            self.reconcile(name, now, Why::Refresh);
         }
+        names.len()
     }
 
     // A full reconciliation (Argo CD's CompareWithLatest): compares the target with the live
@@ -2105,19 +2107,23 @@ impl World {
 
     // Publishes the app if its JSON changed: bumps the resourceVersion and tells subscribers.
     fn commit(&mut self, name: &str) {
-        let mut unversioned = self.application_json(&self.apps[name]);
-        unversioned["metadata"]["resourceVersion"] = json!("");
-        if self.apps[name].published.as_ref() == Some(&unversioned) {
+        let mut json = self.application_json(&self.apps[name]);
+        json["metadata"]["resourceVersion"] = json!("");
+        let digest: [u8; 32] =
+            Sha256::digest(serde_json::to_vec(&json).expect("a JSON value serializes")).into();
+        if self.apps[name].published == Some(digest) {
             return;
         }
         self.counter += 1;
         let counter = self.counter;
         let app = self.app(name);
         app.resource_version = counter;
-        app.published = Some(unversioned);
+        app.published = Some(digest);
+        // The JSON as `application_json` now builds it: only its resourceVersion differs.
+        json["metadata"]["resourceVersion"] = json!(counter.to_string());
         let change = Change {
             name: name.to_string(),
-            application: Arc::new(self.application_json(&self.apps[name])),
+            application: Arc::new(json),
         };
         // No subscriber is not an error: the update is still visible through GET. A subscriber
         // whose buffer is full misses this update, silently (Argo CD's broadcaster:
