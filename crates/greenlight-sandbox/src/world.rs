@@ -377,7 +377,7 @@ struct App {
     source: Source,
     resource_version: u64,
     /// The SHA-256 of the JSON last published, without its resourceVersion (the JSON itself,
-    /// kept for the comparison, was a fifth of what a quiet app holds).
+    /// kept only for that comparison, was about half of what a quiet app held).
     published: Option<[u8; 32]>,
     live: Vec<Live>,
     target: Option<Target>,
@@ -1894,7 +1894,6 @@ impl World {
 
     /// Time-driven (rollouts finishing) and registry-driven health changes: one update per app
     /// whose JSON changed. Not a reconciliation: reconciledAt stays.
-    ///
     ///
     /// Only an app whose live objects changed since its health was last worked out
     /// (`health_due`: an apply, or here a rollout's turn, a hold's end, the registry) is looked
