@@ -327,7 +327,10 @@ def one_binary(label: str, binary: Path, args, echo: bool, round_no: int) -> dic
                     f"watch_started of {sha[:8]}", wl.is_event("watch_started", sha), 120
                 )
                 starts.append(stamp - pushed)
+            status = Path(f"/proc/{watch.proc.pid}/status").read_text()
+            hwm = next(int(l.split()[1]) for l in status.splitlines() if l.startswith("VmHWM:"))
             return {
+                "watchdog_peak_rss_mib": hwm / 1024,
                 "push_to_watch_started_s": starts,
                 "streak_after_healthy_s": streaks,
                 "streak_received_after_healthy_s": received,
@@ -397,6 +400,7 @@ def main() -> int:
         ("confirmed_after_window_s", "window end -> CONFIRMED, p50 (ms)", 1000.0),
         ("confirmed_after_window_s", "window end -> CONFIRMED, p99 (ms)", 1000.0),
         ("idle_bytes_per_min", "idle bytes per minute", 1.0),
+        ("watchdog_peak_rss_mib", "watchdog peak RSS (MiB), median", 1.0),
         ("idle_requests_per_min", "idle requests per minute", 1.0),
     ):
         va, vb = values("a", key), values("b", key)
