@@ -481,6 +481,14 @@ impl Harness {
     async fn armed_and_degraded_on_the_stream(&mut self, repo: &FakeRepo) -> Event {
         self.connect_with_baseline(&deployed(&sha(1), Health::Healthy))
             .await;
+        let reached = self.arm_and_degrade(repo).await;
+        self.skip_reads().await;
+        reached
+    }
+
+    /// Commit 2 asks for an armed watch with a 60 s deadline and the stream delivers `web`
+    /// Degraded at it: the `reached` event.
+    async fn arm_and_degrade(&mut self, repo: &FakeRepo) -> Event {
         repo.push(commit(2, Some(&trailer(60, "arm"))));
         self.expect(EventKind::WatchStarted, Duration::from_secs(11))
             .await;
@@ -489,11 +497,8 @@ impl Harness {
             Origin::Stream,
         ))
         .await;
-        let reached = self
-            .expect(EventKind::Reached, Duration::from_secs(1))
-            .await;
-        self.skip_reads().await;
-        reached
+        self.expect(EventKind::Reached, Duration::from_secs(1))
+            .await
     }
 
     /// Answers listing `ticket`: `snap`, and a complete listing holding it.
@@ -713,15 +718,7 @@ async fn a_stream_that_goes_silent_vouches_for_nothing_and_the_verdict_is_inconc
     // Listings are asked and never answered: the API hangs, the stream says nothing more.
     let mut h = Harness::start_with(repo.clone(), config(dir.path()), false).await;
     h.send(SourceMsg::Connected).await;
-    repo.push(commit(2, Some(&trailer(60, "arm"))));
-    h.expect(EventKind::WatchStarted, Duration::from_secs(11))
-        .await;
-    h.send(observed(
-        deployed(&sha(2), Health::Degraded),
-        Origin::Stream,
-    ))
-    .await;
-    let reached = h.expect(EventKind::Reached, Duration::from_secs(1)).await;
+    let reached = h.arm_and_degrade(&repo).await;
     // The read asked at the deadline (the stream vouches for nothing) is never answered either:
     // given up on after stale-after (30 s), the verdict is decided on what is known.
     let verdict = h
