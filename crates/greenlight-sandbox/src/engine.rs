@@ -655,7 +655,7 @@ fn jwt_shaped(token: &str) -> bool {
 
 async fn render_at(mirror: &Mirror, commit: &str, path: &str) -> Result<RenderResult, String> {
     Ok(match mirror.manifest_files(commit, path).await? {
-        Some(files) => manifests::render(&files, "default"),
+        Some(files) => manifests::render(&files, "default").map(Arc::new),
         None => Err(RenderError {
             message: format!("{path}: app path does not exist"),
         }),

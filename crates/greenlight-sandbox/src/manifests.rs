@@ -4,6 +4,8 @@
 //! but runs during a sync. YAML is parsed multi-document with saphyr, JSON with serde_json. This
 //! module never reads git or the clock; it is handed the files.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
@@ -24,7 +26,8 @@ pub(crate) struct ResourceKey {
 pub(crate) struct Manifest {
     pub key: ResourceKey,
     pub version: String,
-    pub object: Value,
+    /// Shared with the live object applied from it and the compared entry's target.
+    pub object: Arc<Value>,
     /// Digest of the object's canonical JSON: equal digests mean "nothing to apply".
     pub digest: Digest,
 }
@@ -343,7 +346,7 @@ fn to_manifest(object: Value, default_namespace: &str, nameless: bool) -> Option
             name,
         },
         version,
-        object,
+        object: Arc::new(object),
         digest,
     })
 }

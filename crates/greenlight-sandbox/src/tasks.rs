@@ -184,7 +184,7 @@ impl Plan {
                     version: hook.manifest.version.clone(),
                     phase,
                     hook: Some(HookTask {
-                        object: hook.manifest.object.clone(),
+                        object: Value::clone(&hook.manifest.object),
                         delete_policy: hook.delete_policy,
                         done_at: None,
                     }),

@@ -68,7 +68,8 @@ pub(crate) struct Change {
 }
 
 /// What the manifests of a directory app rendered to at a commit.
-pub(crate) type RenderResult = Result<Rendered, RenderError>;
+/// Shared: every app of a path, the compared target and an operation hold the same render.
+pub(crate) type RenderResult = Result<Arc<Rendered>, RenderError>;
 
 /// What the world needs from the controller's settings.
 #[derive(Debug, Clone)]
@@ -205,8 +206,8 @@ struct Live {
     /// A Deployment's: when its progress deadline (`spec.progressDeadlineSeconds`) passes.
     progress_deadline_at: Option<Instant>,
     assessment: Option<Assessment>,
-    /// The object as applied (the manifest from git).
-    object: Value,
+    /// The object as applied (the manifest from git; shared with it).
+    object: Arc<Value>,
     /// When the object was first created.
     created: SystemTime,
     /// When it was last applied with a change (its ReplicaSet's and Pods' creation).
@@ -246,7 +247,7 @@ struct Entry {
     health: Option<Assessment>,
     /// The object in git this entry was compared with; `None` for a live object git does not
     /// have (or when the manifests did not render).
-    target: Option<Value>,
+    target: Option<Arc<Value>>,
 }
 
 /// What the last full reconciliation showed: `status.sync` and `status.resources`; and what the
@@ -333,7 +334,7 @@ struct OpRun {
     /// While backing off: when the next attempt starts.
     retry_at: Option<Instant>,
     /// What the operation applies: the resolved commit and its manifests, or why there is none.
-    prepared: Result<(String, Rendered), String>,
+    prepared: Result<(String, Arc<Rendered>), String>,
     /// The tasks of the attempt under way, when it runs hooks.
     plan: Option<Plan>,
 }
@@ -589,6 +590,7 @@ fn helm_render(chart: &str) -> RenderResult {
         }],
         DESTINATION_NAMESPACE,
     )
+    .map(Arc::new)
 }
 
 impl World {
@@ -1100,7 +1102,7 @@ impl World {
         &mut self,
         name: &str,
         request: Request,
-        prepared: Result<(String, Rendered), String>,
+        prepared: Result<(String, Arc<Rendered>), String>,
         now: Now,
     ) {
         let source = self.source_json(&self.apps[name]);
@@ -2533,7 +2535,7 @@ impl World {
                 let target_state = e
                     .target
                     .as_ref()
-                    .map(|t| hide_secret_data(&e.key, t.clone()));
+                    .map(|t| hide_secret_data(&e.key, Value::clone(t)));
                 let target_state = target_state.map(|t| with_namespace(t, &e.key));
                 let live_state = live_state.map(|l| hide_secret_data(&e.key, l));
                 // What applying the target would leave live: the target with the server's fields.
@@ -3159,7 +3161,7 @@ fn with_server_fields(object: Value, l: &Live) -> Value {
 
 /// The live object: as applied from git (annotations included), with the server's fields.
 fn live_object(l: &Live) -> Value {
-    with_server_fields(l.object.clone(), l)
+    with_server_fields(Value::clone(&l.object), l)
 }
 
 // Argo CD masks a Secret's values in managed resources.
@@ -3308,7 +3310,7 @@ mod tests {
             path: "apps/web/d.yaml".into(),
             bytes: text.as_bytes().to_vec(),
         }];
-        manifests::render(&files, "default")
+        manifests::render(&files, "default").map(Arc::new)
     }
 
     fn deployment(image: &str, annotations: &str) -> String {
@@ -3494,6 +3496,33 @@ mod tests {
             sha('a')
         );
         assert_eq!(app["status"]["history"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_synced_manifest_is_held_once_by_the_render_the_comparison_and_the_live_object() {
+        // At 10,000 apps the stand-in's memory is mostly manifests: the compared target and
+        // the applied live object are the rendered one, shared, not copies of it.
+        let t0 = Now::current();
+        let mut w = world(Duration::ZERO, t0);
+        w.observe_tip(&sha('a'), &rendered("nginx:1"), &no_refresh, t0);
+        assert_eq!(health_of(&w), "Healthy");
+        let app = &w.apps["web"];
+        let Some(Target {
+            render: Ok(render), ..
+        }) = &app.target
+        else {
+            panic!("the app has a rendered target");
+        };
+        let manifest = &render.manifests[0].object;
+        let live = app.live.iter().find(|l| l.key == render.manifests[0].key);
+        assert!(Arc::ptr_eq(manifest, &live.expect("applied").object));
+        let entry = app
+            .shown
+            .entries
+            .iter()
+            .find(|e| e.key == render.manifests[0].key);
+        let target = entry.and_then(|e| e.target.as_ref()).expect("compared");
+        assert!(Arc::ptr_eq(manifest, target));
     }
 
     #[test]
