@@ -312,8 +312,10 @@ pub struct Engine {
     breaker: Breaker,
     dirty: BTreeSet<usize>,
     breaker_dirty: bool,
-    /// Watches that finished before a restart and were not loaded back, by id.
-    finished_ids: BTreeSet<String>,
+    /// Watches finished and no longer held, by id: those that finished before a restart and
+    /// were not loaded back (no time), and those [`Engine::forget_finished`] let go (when they
+    /// finished), until [`Engine::forget_finished_before`] drops them with the store's retention.
+    finished_ids: BTreeMap<String, Option<Timestamp>>,
     /// Apps whose watches were confirmed while a revert decided before them was still being
     /// pushed: the breaker hears those confirmations after those reverts, in verdict order.
     confirmed_behind_reverts: Vec<String>,
@@ -363,7 +365,7 @@ impl Engine {
             breaker,
             dirty: BTreeSet::new(),
             breaker_dirty: false,
-            finished_ids: BTreeSet::new(),
+            finished_ids: BTreeMap::new(),
             confirmed_behind_reverts: Vec::new(),
             idle: BTreeMap::new(),
             idle_dirty: BTreeSet::new(),
@@ -383,8 +385,76 @@ impl Engine {
     /// on record. A commit delivered again that has one of them is known as processed, and
     /// none of its trailers starts a watch or is rejected a second time.
     pub fn with_finished_ids(mut self, ids: BTreeSet<String>) -> Engine {
-        self.finished_ids = ids;
+        self.finished_ids = ids.into_iter().map(|id| (id, None)).collect();
         self
+    }
+
+    /// Lets go of the finished watches that can no longer change, as a restart would not load
+    /// them back: each is stored already (called right after the store took the changes, so
+    /// nothing is dirty), no verification waits on it, and it may not re-open (a `NOT_REACHED`
+    /// for a commit that was not deployed stays for `reopen_horizon_ms`;
+    /// `docs/verdicts.md#reopen`). A finished watch older than one let go, of the same commit
+    /// and app, goes with it: only the newest of a commit and app re-opens, so it never will.
+    /// Their ids stay known (a commit delivered again starts nothing), and the watches of a
+    /// busy day do not pile up in memory. Returns the ids let go.
+    pub fn forget_finished(&mut self, now: Timestamp) -> Vec<String> {
+        if !self.dirty.is_empty() {
+            return Vec::new();
+        }
+        let finished = |w: &Watch| matches!(w.phase(), Phase::Finished(_));
+        let mut forget: Vec<bool> = (0..self.watches.len())
+            .map(|i| {
+                let w = &self.watches[i];
+                finished(w) && !self.verifying.contains_key(&w.id) && !self.reopenable(i, now)
+            })
+            .collect();
+        let newest_gone: Vec<usize> = (0..forget.len()).filter(|&i| forget[i]).collect();
+        for i in newest_gone {
+            let gone = &self.watches[i];
+            for (j, w) in self.watches.iter().enumerate() {
+                if !forget[j]
+                    && finished(w)
+                    && !self.verifying.contains_key(&w.id)
+                    && w.commit == gone.commit
+                    && w.app == gone.app
+                    && w.watch_started_at <= gone.watch_started_at
+                {
+                    forget[j] = true;
+                }
+            }
+        }
+        if !forget.contains(&true) {
+            return Vec::new();
+        }
+        let mut ids = Vec::new();
+        let mut kept = Vec::with_capacity(self.watches.len());
+        for (w, go) in std::mem::take(&mut self.watches).into_iter().zip(forget) {
+            if go {
+                self.finished_ids.insert(w.id.clone(), w.finished_at());
+                ids.push(w.id);
+            } else {
+                kept.push(w);
+            }
+        }
+        self.watches = kept;
+        ids
+    }
+
+    /// Whether a watch of `commit` finished and is no longer held ([`Engine::forget_finished`],
+    /// or before a restart).
+    fn finished_on_record(&self, commit: &CommitId) -> bool {
+        let prefix = format!("{commit}:");
+        self.finished_ids
+            .range(prefix.clone()..)
+            .next()
+            .is_some_and(|(id, _)| id.starts_with(&prefix))
+    }
+
+    /// Forgets the ids of watches let go that finished before `cutoff`: the store's retention
+    /// pruned their records, as a restart would not know them either.
+    pub fn forget_finished_before(&mut self, cutoff: Timestamp) {
+        self.finished_ids
+            .retain(|_, at| at.is_none_or(|at| at >= cutoff));
     }
 
     /// The branch's tip from which commits are handed over as they arrive: every commit that
@@ -492,6 +562,7 @@ impl Engine {
     pub fn arrival_questions(&self, commit: &CommitInfo) -> Vec<(String, String)> {
         let mut q = Vec::new();
         let started = self.watches.iter().any(|w| w.commit == commit.sha)
+            || self.finished_on_record(&commit.sha)
             || (self.config.asked.is_none()
                 && !self.config.gate_candidates
                 && crate::trailer::is_judged_elsewhere(&commit.message));
@@ -628,16 +699,10 @@ impl Engine {
             out.extend(self.check_attribution(i, now));
         }
 
-        // A commit with a finished watch on record was processed before a restart: each of its
-        // trailers started a watch or was rejected then. Its finished watches are not loaded,
-        // so the checks below could not tell.
-        let prefix = format!("{}:", commit.sha);
-        if self
-            .finished_ids
-            .range(prefix.clone()..)
-            .next()
-            .is_some_and(|id| id.starts_with(&prefix))
-        {
+        // A commit with a finished watch on record was processed before (a restart, or its
+        // watches were let go): each of its trailers started a watch or was rejected then. Its
+        // finished watches are not held, so the checks below could not tell.
+        if self.finished_on_record(&commit.sha) {
             return out;
         }
         // A revert greenlight made starts no watch, whatever its text quotes
@@ -845,8 +910,25 @@ impl Engine {
     /// commit that reverts it has arrived.
     fn may_reopen(&self, i: usize, now: Timestamp) -> bool {
         let w = &self.watches[i];
+        self.reopenable(i, now)
+            && !self.watches.iter().enumerate().any(|(j, o)| {
+                j != i
+                    && o.commit == w.commit
+                    && o.app == w.app
+                    && o.watch_started_at >= w.watch_started_at
+            })
+            && !self
+                .arrived
+                .iter()
+                .any(|a| a.reverts.as_ref() == Some(&w.commit))
+    }
+
+    /// The finished watch `i` ended `NOT_REACHED` because its commit was not (or no longer)
+    /// deployed, within the re-open horizon: [`Engine::may_reopen`] without what a newer watch
+    /// or an arrived revert rules out.
+    fn reopenable(&self, i: usize, now: Timestamp) -> bool {
         let horizon = self.config.reopen_horizon_ms;
-        let Phase::Finished(f) = w.phase() else {
+        let Phase::Finished(f) = self.watches[i].phase() else {
             return false;
         };
         let why = match &f.verdict {
@@ -862,19 +944,7 @@ impl Engine {
                 | NotReached::AppMissing { .. }
                 | NotReached::Withdrawn { .. }
         );
-        not_deployed
-            && horizon > 0
-            && now.0.saturating_sub(f.at.0) <= horizon
-            && !self.watches.iter().enumerate().any(|(j, o)| {
-                j != i
-                    && o.commit == w.commit
-                    && o.app == w.app
-                    && o.watch_started_at >= w.watch_started_at
-            })
-            && !self
-                .arrived
-                .iter()
-                .any(|a| a.reverts.as_ref() == Some(&w.commit))
+        not_deployed && horizon > 0 && now.0.saturating_sub(f.at.0) <= horizon
     }
 
     /// Watches of `snap`'s app that ended `NOT_REACHED` and whose commit Argo CD now deploys:

@@ -295,6 +295,70 @@ fn redelivery_after_a_restart_that_knows_the_finished_watch_only_by_id() {
     );
 }
 
+/// A day of verdicts must not pile up in memory: once stored, a finished watch that can no
+/// longer change is let go, and known by id as after a restart — its commit delivered again
+/// starts nothing — until the store's retention forgets it too.
+#[test]
+fn a_finished_watch_is_let_go_once_stored_and_its_commit_starts_nothing_again() {
+    let mut h = Harness::new(config());
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    h.arrive(&c, t(0));
+    let w = c.sha.clone();
+    let s = reach(&mut h, &w, 10, Health::Healthy);
+    h.observe_every(&s, 20, 130, 10);
+    assert_eq!(h.state(&w), State::Confirmed);
+    // Not stored yet: held.
+    assert!(h.engine.forget_finished(t(140)).is_empty());
+    assert_eq!(h.engine.watches().len(), 1);
+    let (stored, _) = h.engine.take_dirty();
+    assert_eq!(stored.len(), 1);
+    let gone = h.engine.forget_finished(t(140));
+    assert_eq!(gone, vec![stored[0].id.clone()]);
+    assert!(h.engine.watches().is_empty());
+    assert!(h.arrive(&c, t(150)).is_empty(), "{:?}", h.log);
+    assert!(h.engine.watches().is_empty());
+    // Another commit still starts its watch.
+    assert_eq!(
+        kinds(&h.arrive(&watched(2, "web", "deadline=60"), t(160))),
+        vec![K::WatchStarted]
+    );
+    // The store's retention pruned the record: forgotten here too, as a restart would.
+    h.engine.forget_finished_before(t(141));
+    assert_eq!(kinds(&h.arrive(&c, t(170))), vec![K::WatchStarted]);
+}
+
+/// A `NOT_REACHED` for a commit that was not deployed may re-open within the horizon: it is
+/// held until the horizon passes; a re-opened watch that finishes takes the one it followed
+/// with it when it goes (only the newest of a commit and app re-opens).
+#[test]
+fn a_not_reached_watch_is_held_while_it_may_reopen() {
+    let (mut h, w) = not_reached_at_60();
+    h.engine.take_dirty();
+    assert!(h.engine.forget_finished(t(61)).is_empty());
+    let horizon = config().reopen_horizon_ms / 1000;
+    assert!(h.engine.forget_finished(t(60 + horizon)).is_empty());
+    assert_eq!(h.engine.forget_finished(t(61 + horizon)).len(), 1);
+    assert!(h.engine.watches().is_empty());
+
+    // Re-opened, then confirmed: both go, and the commit deployed again re-opens nothing.
+    let (mut h, w2) = not_reached_at_60();
+    assert_eq!(w, w2);
+    let r = w.to_string();
+    let s = Snap::new("web").deployed(&r);
+    let out = h.observe(&s, t(600));
+    assert_eq!(
+        kinds(&out),
+        vec![K::WatchStarted, K::Reached, K::HealthyStreakStarted]
+    );
+    h.observe_every(&s, 610, 720, 10);
+    assert_eq!(watches_of(&h, &w)[1].state(), State::Confirmed);
+    h.engine.take_dirty();
+    assert_eq!(h.engine.forget_finished(t(730)).len(), 2);
+    let out = h.observe(&s, t(740));
+    assert!(!kinds(&out).contains(&K::WatchStarted), "{out:?}");
+    assert!(h.engine.watches().is_empty());
+}
+
 fn roundtrip(ws: &[Watch]) -> Vec<Watch> {
     through_the_store(ws)
 }

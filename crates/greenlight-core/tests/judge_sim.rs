@@ -351,6 +351,9 @@ struct Sim {
     model_confirm_deferred: Vec<String>,
     /// What the store would hold if it persisted only `take_dirty`.
     store: BTreeMap<String, Watch>,
+    /// Watches the engine let go (`forget_finished`), as the runtime does after each write: a
+    /// restart knows them as finished ids, as the state file's records.
+    forgotten: BTreeSet<String>,
     /// Watches that went through a kind of event after which a revert is never allowed.
     never_revert: BTreeSet<String>,
     /// `(state, revert requested and not landed)` of every watch as the previous engine call
@@ -501,6 +504,8 @@ struct Counters {
     unwatchable_by_tag: u64,
     /// INCONCLUSIVE: what the Pods run could not be read.
     inconclusive_not_verified: u64,
+    /// Finished watches the engine let go.
+    forgotten: u64,
 }
 
 const APPS: [&str; 4] = ["web", "api", "ghost", "odd"];
@@ -586,6 +591,7 @@ impl Sim {
             model_breaker: RuleBreaker::default(),
             model_confirm_deferred: Vec::new(),
             store: BTreeMap::new(),
+            forgotten: BTreeSet::new(),
             never_revert: BTreeSet::new(),
             prev: Vec::new(),
             prev_since: Vec::new(),
@@ -618,6 +624,20 @@ impl Sim {
             verify_log: BTreeMap::new(),
             next_answer: 0,
         }
+    }
+
+    /// The watch `id`, as the engine holds it, or as stored when the engine let it go.
+    fn held_or_stored(&self, id: &str) -> Option<&Watch> {
+        self.engine
+            .watches()
+            .iter()
+            .find(|w| w.id == id)
+            .or_else(|| {
+                self.forgotten
+                    .contains(id)
+                    .then(|| self.store.get(id))
+                    .flatten()
+            })
     }
 
     fn position(&self, id: &str) -> Option<usize> {
@@ -770,7 +790,7 @@ impl Sim {
         self.after(out, false);
         // A human's revert of a watched commit before its verdict ends the watch, unpushed.
         for id in human_reverted {
-            let w = self.engine.watches().iter().find(|w| w.id == id).unwrap();
+            let w = self.held_or_stored(&id).unwrap();
             if !w.state().is_terminal() || w.revert_pending() {
                 self.fail(&format!(
                     "{id} still {:?} after a human reverted it",
@@ -1589,13 +1609,7 @@ impl Sim {
         }
         let k = self.rng.below(self.pending.len() as u64) as usize;
         let id = self.pending.remove(k);
-        let watch = self
-            .engine
-            .watches()
-            .iter()
-            .find(|w| w.id == id)
-            .cloned()
-            .unwrap();
+        let watch = self.held_or_stored(&id).cloned().unwrap();
         // A revert of the same commit already landed for another of its watches: the executor
         // finds it on the branch and adopts it.
         let landed_before = self
@@ -1672,13 +1686,7 @@ impl Sim {
         if merged_at_once {
             // The forge merged it at once: the revert arrives on the branch later.
             self.counters.merged_at_once += 1;
-            let w = self
-                .engine
-                .watches()
-                .iter()
-                .find(|w| w.id == id)
-                .cloned()
-                .unwrap();
+            let w = self.held_or_stored(&id).cloned().unwrap();
             if w.state() != State::Reverted {
                 self.fail(&format!(
                     "{id} {:?} after its revert merged at once",
@@ -1697,7 +1705,7 @@ impl Sim {
         self.after(out, false);
         if let Some((sha, paths)) = fix_forward {
             self.counters.superseded += 1;
-            let w = self.engine.watches().iter().find(|w| w.id == id).unwrap();
+            let w = self.held_or_stored(&id).unwrap();
             if w.state() != State::Fail || w.revert_pending() || w.revert_commit().is_some() {
                 self.fail(&format!(
                     "{id} superseded by a fix-forward, yet {:?} pending={} revert={:?}",
@@ -1721,13 +1729,7 @@ impl Sim {
         }
         // The pushed revert then arrives on the branch like any commit.
         if pushed && self.rng.chance(70) {
-            let w = self
-                .engine
-                .watches()
-                .iter()
-                .find(|w| w.id == id)
-                .cloned()
-                .unwrap();
+            let w = self.held_or_stored(&id).cloned().unwrap();
             let c = CommitInfo {
                 sha: w.revert_commit().cloned().unwrap(),
                 parents: vec![cid(self.hist.last().unwrap())],
@@ -1822,7 +1824,7 @@ impl Sim {
             ));
         }
         for wid in &watches {
-            let Some(w) = self.engine.watches().iter().find(|w| &w.id == wid).cloned() else {
+            let Some(w) = self.held_or_stored(wid).cloned() else {
                 self.fail(&format!("{wid} vanished"));
             };
             if w.proposal().map(|p| p.url.as_str()) != Some(proposal.url.as_str())
@@ -2136,9 +2138,9 @@ impl Sim {
                 "{} revert_finished (moot) {id} {outcome:?}",
                 now.0 - BASE_MS
             ));
-            let before = self.engine.watches().iter().find(|w| w.id == id).cloned();
+            let before = self.held_or_stored(&id).cloned();
             let out = self.engine.revert_finished(&id, outcome, now);
-            let after = self.engine.watches().iter().find(|w| w.id == id).cloned();
+            let after = self.held_or_stored(&id).cloned();
             if !out.is_empty() || before != after {
                 self.fail(&format!(
                     "the executor's report on {id}'s moot request did {out:#?}"
@@ -2183,10 +2185,7 @@ impl Sim {
                 let ids: Vec<String> = p.watches.iter().cloned().collect();
                 let id = self.pr_rng.pick(&ids).clone();
                 let app = self
-                    .engine
-                    .watches()
-                    .iter()
-                    .find(|w| w.id == id)
+                    .held_or_stored(&id)
                     .map(|w| w.app.name.clone())
                     .unwrap_or_else(|| "web".into());
                 let commit = p.commit.clone();
@@ -2198,10 +2197,7 @@ impl Sim {
                 let ids: Vec<String> = p.watches.iter().cloned().collect();
                 let id = self.pr_rng.pick(&ids).clone();
                 let app = self
-                    .engine
-                    .watches()
-                    .iter()
-                    .find(|w| w.id == id)
+                    .held_or_stored(&id)
                     .map(|w| w.app.name.clone())
                     .unwrap_or_else(|| "web".into());
                 let sha = self.new_commit_sha();
@@ -2233,7 +2229,7 @@ impl Sim {
     /// request the model did not open, and never two standing requests for one commit.
     fn check_proposals(&self) {
         for (id, url) in &self.proposal_of {
-            let Some(w) = self.engine.watches().iter().find(|w| &w.id == id) else {
+            let Some(w) = self.held_or_stored(id) else {
                 self.fail(&format!("{id}, waiting for {url}, vanished"));
             };
             let p = &self.proposals[url];
@@ -2333,7 +2329,8 @@ impl Sim {
         let proposals = self.engine.proposals();
         // Downtime: the clock moves on while nothing is observed.
         self.now = self.now.plus_ms(self.rng.range(0, 60_000));
-        self.engine = Engine::restore(self.cfg.clone(), watches, breaker);
+        self.engine = Engine::restore(self.cfg.clone(), watches, breaker)
+            .with_finished_ids(self.forgotten.clone());
         // The arrived commits, as the state file keeps them.
         self.engine.restore_arrived(self.arrived_store.clone());
         if self.engine.proposals() != proposals {
@@ -2356,7 +2353,7 @@ impl Sim {
         let mut reissued = Vec::new();
         for e in &out {
             if let Effect::Revert(r) = e {
-                let w = self.engine.watches().iter().find(|w| w.id == r.watch_id);
+                let w = self.held_or_stored(&r.watch_id);
                 if let Some(p) = w.and_then(|w| w.proposal()) {
                     self.fail(&format!(
                         "resume re-issued the revert of {}, which waits for {}",
@@ -2446,12 +2443,7 @@ impl Sim {
             AnswerKind::Tag => self.counters.answers_tag += 1,
             AnswerKind::Failed => self.counters.answers_failed += 1,
         }
-        let before = self
-            .engine
-            .watches()
-            .iter()
-            .find(|w| w.id == ask.watch)
-            .cloned();
+        let before = self.held_or_stored(&ask.watch).cloned();
         let waiting = before.as_ref().is_some_and(|w| w.is_live());
         self.trace.push(format!(
             "{} verified {} {kind:?} {text:?} (asked at {} for the streak since {:?})",
@@ -2475,7 +2467,7 @@ impl Sim {
         let out = self.engine.verified(&ask.watch, ask.number, answer, now);
         if !waiting {
             self.counters.answers_ignored += 1;
-            let after = self.engine.watches().iter().find(|w| w.id == ask.watch);
+            let after = self.held_or_stored(&ask.watch);
             if !out.is_empty() || after != before.as_ref() {
                 self.fail(&format!(
                     "an answer for {}, which no longer waits for verify, did something: {out:?}",
@@ -2509,13 +2501,7 @@ impl Sim {
             else {
                 continue;
             };
-            let Some(w) = self
-                .engine
-                .watches()
-                .iter()
-                .find(|w| &w.id == watch_id)
-                .cloned()
-            else {
+            let Some(w) = self.held_or_stored(watch_id).cloned() else {
                 self.fail(&format!("verify asked for an unknown watch {watch_id}"));
             };
             if !w.expect_running {
@@ -2978,12 +2964,12 @@ impl Sim {
         let mut pending_commits: BTreeSet<String> = self
             .pending
             .iter()
-            .filter_map(|id| self.engine.watches().iter().find(|w| &w.id == id))
+            .filter_map(|id| self.held_or_stored(id))
             .map(|w| w.commit.to_string())
             .collect();
         for e in &out {
             let Effect::Revert(r) = e else { continue };
-            let Some(w) = self.engine.watches().iter().find(|w| w.id == r.watch_id) else {
+            let Some(w) = self.held_or_stored(&r.watch_id).cloned() else {
                 self.fail(&format!("revert for an unknown watch {r:?}"));
             };
             let why_not = if w.mode.as_str() != "arm" {
@@ -2994,11 +2980,11 @@ impl Sim {
                 Some("arm downgraded")
             } else if w.reached_at().is_none() {
                 Some("unreached")
-            } else if !self.applied(w) {
+            } else if !self.applied(&w) {
                 Some("never applied (only a sync that failed before applying it)")
             } else if w.state() != State::Fail || !w.revert_pending() {
                 Some("not a pending FAIL")
-            } else if !resuming && !w.deadline_passed() && self.suspended_at_deadline(w) {
+            } else if !resuming && !w.deadline_passed() && self.suspended_at_deadline(&w) {
                 Some("Suspended at the deadline")
             } else if self.touched_later.contains(&w.id) {
                 Some("later commit touched the app (attribution)")
@@ -3006,7 +2992,7 @@ impl Sim {
                 Some("attribution/unwatchable/not-reached/inconclusive/human revert")
             } else if r.commit != w.commit {
                 Some("wrong commit")
-            } else if !resuming && self.spec_changed_under(w) {
+            } else if !resuming && self.spec_changed_under(&w) {
                 // (A re-issued revert was decided before the restart: a spec edit since then
                 // came after the decision.)
                 Some("Application spec changed under the watch")
@@ -3019,9 +3005,9 @@ impl Sim {
                     .is_some_and(|s| s.at == self.now && s.transient)
             {
                 Some("streak paused by a transient state after the deadline")
-            } else if !resuming && !self.fault_shown(w) {
+            } else if !resuming && !self.fault_shown(&w) {
                 Some("never healthy after reach on an app that was not Healthy before its sync")
-            } else if !resuming && let Some(why) = self.evidence_missing(w) {
+            } else if !resuming && let Some(why) = self.evidence_missing(&w) {
                 Some(why)
             } else if let Some(m) = self.merge_mainline.get(w.commit.as_str())
                 && r.mainline.as_ref().map(|c| c.as_str()) != Some(m.as_str())
@@ -3233,6 +3219,26 @@ impl Sim {
                     w.id
                 ));
             }
+        }
+        // What finished and is stored is let go, as the runtime does after each write: only
+        // a watch whose verdict is final and stored as it is may go, and the verdicts of every
+        // later step (checked against the model) must not depend on it.
+        let held: BTreeMap<String, Watch> = self
+            .engine
+            .watches()
+            .iter()
+            .map(|w| (w.id.clone(), w.clone()))
+            .collect();
+        for id in self.engine.forget_finished(self.now) {
+            let w = &held[&id];
+            if !w.state().is_terminal() || w.reverting().is_some() || self.store.get(&id) != Some(w)
+            {
+                self.fail(&format!(
+                    "watch {id} was let go while it could still change or was not stored as it is: {w:#?}"
+                ));
+            }
+            self.forgotten.insert(id);
+            self.counters.forgotten += 1;
         }
         self.prev = self
             .engine
@@ -3909,7 +3915,15 @@ fn run_with(seed: u64, steps: usize, strict: Strict, by_pr: bool) -> Counters {
             sim.proposal_step();
         }
     }
-    for w in sim.engine.watches() {
+    // Every watch of the run: those the engine holds, and those it let go, as stored.
+    let every: Vec<Watch> = sim
+        .engine
+        .watches()
+        .iter()
+        .cloned()
+        .chain(sim.forgotten.iter().map(|id| sim.store[id].clone()))
+        .collect();
+    for w in &every {
         *sim.counters.states.entry(w.state().as_str()).or_default() += 1;
         let reason = w.reason().to_string();
         if reason.starts_with("withdrawn:") {
@@ -4069,6 +4083,7 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         total.not_running_armed += c.not_running_armed;
         total.unwatchable_by_tag += c.unwatchable_by_tag;
         total.inconclusive_not_verified += c.inconclusive_not_verified;
+        total.forgotten += c.forgotten;
     }
     eprintln!("simulation outcome totals: {total:?}");
     // The scenarios must actually exercise every outcome, or the invariants prove little.
@@ -4078,6 +4093,10 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
             "no confirmation beside another app's revert: {total:?}"
         );
         assert!(total.withdrawn > 0, "no commit withdrawn: {total:?}");
+        assert!(
+            total.forgotten > 0,
+            "the engine never let a finished watch go: {total:?}"
+        );
         assert!(
             total.would_have_reverted > 0,
             "no shadow or dry-run failure would have reverted: {total:?}"

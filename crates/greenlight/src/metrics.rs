@@ -241,8 +241,11 @@ struct Live {
     source: Option<String>,
     /// The watches in `WAITING_REACH`: when each started and its deadline.
     waiting: Vec<(Timestamp, i64)>,
-    /// Each watch's last state, so a verdict is counted once.
+    /// Each held watch's last state, so a verdict is counted once.
     seen: HashMap<String, State>,
+    /// The watches the engine let go since start (finished, stored), by state: still counted
+    /// by `greenlight_watches` as the verdicts reached since start.
+    let_go: HashMap<State, i64>,
     /// With `--leader-elect`: this replica's part (`None`: it runs alone).
     role: Option<Role>,
 }
@@ -438,6 +441,7 @@ impl Metrics {
                 source: None,
                 waiting: Vec::new(),
                 seen: HashMap::new(),
+                let_go: HashMap::new(),
                 role: None,
             }),
         }
@@ -609,7 +613,8 @@ impl Metrics {
     /// breaker is open. A watch's verdict is counted when it changes to a terminal state
     /// (a `FAIL`, then its `REVERTED` or `REVERT_FAILED`, are two).
     pub fn watches_changed(&self, all: &[Watch], changed: &[Watch], breaker_open: bool) {
-        let mut counts: HashMap<State, i64> = HashMap::new();
+        let mut live = self.live();
+        let mut counts: HashMap<State, i64> = live.let_go.clone();
         let mut waiting = Vec::new();
         for w in all {
             *counts.entry(w.state()).or_default() += 1;
@@ -623,7 +628,6 @@ impl Metrics {
                 .set(counts.get(&s).copied().unwrap_or(0));
         }
         self.breaker_open.set(i64::from(breaker_open));
-        let mut live = self.live();
         live.waiting = waiting;
         for w in changed {
             let state = w.state();
@@ -634,6 +638,20 @@ impl Metrics {
                         verdict: state.as_str(),
                     })
                     .inc();
+            }
+        }
+    }
+
+    /// Watches the engine let go (finished, stored, unchangeable): their verdicts are counted
+    /// already, and `greenlight_watches` keeps counting them by their final state.
+    pub fn watches_forgotten(&self, ids: &[String]) {
+        if ids.is_empty() {
+            return;
+        }
+        let mut live = self.live();
+        for id in ids {
+            if let Some(state) = live.seen.remove(id) {
+                *live.let_go.entry(state).or_default() += 1;
             }
         }
     }

@@ -122,8 +122,15 @@ impl Runtime {
         let now = self.now();
         // Housekeeping: a failed prune is tried again an hour later; judging goes on.
         match self.store.prune_due(now, self.cfg.retain_ms) {
-            Ok(Some(p)) if p.any() => self.ctx.out.info(now, &p.summary()),
-            Ok(_) => {}
+            Ok(Some(p)) => {
+                // The watches the judge let go are forgotten with their records.
+                self.engine
+                    .forget_finished_before(now.plus_ms(-self.cfg.retain_ms));
+                if p.any() {
+                    self.ctx.out.info(now, &p.summary());
+                }
+            }
+            Ok(None) => {}
             Err(e) => self
                 .ctx
                 .out

@@ -1044,6 +1044,12 @@ impl Runtime {
         }
         self.metrics
             .watches_changed(self.engine.watches(), &watches, self.engine.breaker().open);
+        // What finished and can no longer change is stored now: the engine lets it go, so a
+        // day of verdicts does not pile up in memory (`--once` counts what it started).
+        if !self.once.strict {
+            let gone = self.engine.forget_finished(self.now());
+            self.metrics.watches_forgotten(&gone);
+        }
         for e in &events {
             if e.event == greenlight_core::event::EventKind::DirectiveRejected {
                 self.once.rejected += 1;
