@@ -4,6 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::sync::Arc;
+
+/// A commit's changed paths, shared: the arrived commit, and the batch and later commits of
+/// every watch it touches, hold one list (a commit of 1,000 apps' paths with 1,000 watches is
+/// one list in memory, not 1,000). Serialized as a plain list.
+pub type Paths = Arc<[String]>;
 use std::str::FromStr;
 
 /// A commit: 40 hex digits, lower-cased (git prints them so; an upper-case spelling is the
@@ -120,7 +126,7 @@ pub struct CommitInfo {
     pub subject: String,
     pub message: String,
     /// Files changed against the first parent (every file for a root commit).
-    pub changed_paths: Vec<String>,
+    pub changed_paths: Paths,
     /// For a merge: the parent that was the branch's tip side before it, when greenlight could
     /// tell (the one parent that contains the tip it recorded before the fetch that brought
     /// the merge). A `git pull --no-rebase` merge has the developer's commit first, so this is

@@ -297,7 +297,7 @@ pub struct Arrived {
     pub sha: CommitId,
     /// The mainline first.
     pub parents: Vec<CommitId>,
-    pub changed_paths: Vec<String>,
+    pub changed_paths: crate::commit::Paths,
     /// The commit its message says it reverts (`This reverts commit <sha>.`), if any: such a
     /// commit's watch that ended `NOT_REACHED` never re-opens.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -359,6 +359,33 @@ fn a_not_reached_watch_is_held_while_it_may_reopen() {
     assert!(h.engine.watches().is_empty());
 }
 
+/// A commit that changes 1,000 apps' paths and asks for 1,000 watches is one list of paths in
+/// memory: each watch's own paths, and each live watch's later commit, share the commit's.
+#[test]
+fn the_watches_of_one_commit_share_its_changed_paths() {
+    let mut h = Harness::new(config());
+    let msg = message(
+        "two apps",
+        &[
+            "Nav-Watchdog: app=web deadline=600",
+            "Nav-Watchdog: app=api deadline=600",
+        ],
+    );
+    let c = commit(1, &msg, &["apps/web/deploy.yaml", "apps/api/deploy.yaml"]);
+    assert_eq!(
+        kinds(&h.arrive(&c, t(0))),
+        vec![K::WatchStarted, K::WatchStarted]
+    );
+    let later = plain(2, &["apps/web/deploy.yaml", "apps/api/deploy.yaml"]);
+    h.arrive(&later, t(5));
+    let ws = h.engine.watches();
+    assert_eq!(ws.len(), 2);
+    assert!(std::sync::Arc::ptr_eq(&ws[0].own_paths, &ws[1].own_paths));
+    assert!(std::sync::Arc::ptr_eq(&ws[0].own_paths, &c.changed_paths));
+    let (a, b) = (&ws[0].later_commits()[0], &ws[1].later_commits()[0]);
+    assert!(std::sync::Arc::ptr_eq(&a.changed_paths, &b.changed_paths));
+}
+
 fn roundtrip(ws: &[Watch]) -> Vec<Watch> {
     through_the_store(ws)
 }
@@ -3345,7 +3372,7 @@ fn a_sync_that_brought_another_commit_to_the_app_reverts_nothing() {
     let c1 = plain(1, &["apps/web/deploy.yaml"]);
     let mut c2 = watched(2, "web", "deadline=60 mode=arm");
     c2.parents = vec![c1.sha.clone()];
-    c2.changed_paths = vec!["apps/web/config.yaml".into()];
+    c2.changed_paths = vec!["apps/web/config.yaml".into()].into();
     h.arrive(&c1, t(0));
     h.arrive(&c2, t(0));
     let before = Snap::new("web").via_synced_revision(c1.parents[0].as_str());
@@ -3435,7 +3462,7 @@ fn a_revert_superseded_by_a_newer_commit_is_a_fail_without_revert() {
         RevertOutcome::Superseded {
             newer: vec![LaterCommit {
                 sha: fix.clone(),
-                changed_paths: vec!["apps/web/deploy.yaml".into()],
+                changed_paths: vec!["apps/web/deploy.yaml".into()].into(),
             }],
         },
         t(64),
@@ -3961,7 +3988,7 @@ fn a_hook_only_commit_compared_without_a_sync_is_in_the_next_commits_batch() {
     c1.parents = vec![c0.sha.clone()];
     let mut c2 = watched(2, "web", "deadline=60 mode=arm");
     c2.parents = vec![c1.sha.clone()];
-    c2.changed_paths = vec!["apps/web/config.yaml".into()];
+    c2.changed_paths = vec!["apps/web/config.yaml".into()].into();
     h.arrive(&c0, t(0));
     h.arrive(&c1, t(0));
     h.arrive(&c2, t(0));

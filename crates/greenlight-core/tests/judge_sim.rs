@@ -700,7 +700,7 @@ impl Sim {
         }
         self.index.insert(c.sha.to_string(), self.hist.len());
         self.changed
-            .insert(c.sha.to_string(), c.changed_paths.clone());
+            .insert(c.sha.to_string(), c.changed_paths.to_vec());
         self.hist.push(c.sha.to_string());
         let q = self.engine.arrival_questions(&c);
         let anc = self.answer(q);
@@ -884,7 +884,7 @@ impl Sim {
             parents: vec![cid(&parent)],
             subject: format!("change {app}"),
             message,
-            changed_paths: paths,
+            changed_paths: paths.into(),
             mainline: None,
         });
     }
@@ -923,7 +923,7 @@ impl Sim {
             parents: vec![cid(&parent)],
             subject: "tweak".into(),
             message: "tweak\n\nno trailer here\n".into(),
-            changed_paths: paths,
+            changed_paths: paths.into(),
             mainline: None,
         });
     }
@@ -969,7 +969,7 @@ impl Sim {
             parents,
             subject: "Merge branch 'feature'".into(),
             message,
-            changed_paths: paths,
+            changed_paths: paths.into(),
             // greenlight records the branch's tips: the parent that was the tip is the mainline.
             mainline: Some(cid(&parent)),
         });
@@ -997,7 +997,7 @@ impl Sim {
             parents: vec![cid(&parent)],
             subject: "Revert \"change\"".into(),
             message: format!("Revert \"change\"\n\nThis reverts commit {target}.\n"),
-            changed_paths: vec![format!("apps/{app}/deploy.yaml")],
+            changed_paths: vec![format!("apps/{app}/deploy.yaml")].into(),
             mainline: None,
         });
     }
@@ -1633,7 +1633,7 @@ impl Sim {
                 RevertOutcome::Superseded {
                     newer: vec![greenlight_core::judge::LaterCommit {
                         sha: cid(&sha),
-                        changed_paths: paths,
+                        changed_paths: paths.into(),
                     }],
                 }
             }
@@ -1722,7 +1722,7 @@ impl Sim {
                 parents: vec![cid(&parent)],
                 subject: "fix forward".into(),
                 message: "fix forward\n\nthe fix\n".into(),
-                changed_paths: paths,
+                changed_paths: paths.into(),
                 mainline: None,
             });
             return;
@@ -1739,7 +1739,7 @@ impl Sim {
                     "Revert \"{}\"\n\nThis reverts commit {}.\n\ngreenlight: judged FAIL\n\nGreenlight-Revert-Of: {}\n",
                     w.subject, w.commit, w.commit
                 ),
-                changed_paths: vec![format!("apps/{}/deploy.yaml", w.app.name)],
+                changed_paths: vec![format!("apps/{}/deploy.yaml", w.app.name)].into(),
                 mainline: None,
             };
             self.push_commit(c);
@@ -2009,7 +2009,7 @@ impl Sim {
                 "Revert \"{}\"\n\nThis reverts commit {}.\n\ngreenlight: judged FAIL\n\nGreenlight-Revert-Of: {}\n",
                 w.subject, w.commit, w.commit
             ),
-            changed_paths: self.reverted_paths(w),
+            changed_paths: self.reverted_paths(w).into(),
             mainline: None,
         }
     }
@@ -2044,7 +2044,7 @@ impl Sim {
                     "Merge pull request #{number} from greenlight/revert-{number}\n\nRevert \"{}\"\n",
                     w.subject
                 ),
-                changed_paths: self.reverted_paths(&w),
+                changed_paths: self.reverted_paths(&w).into(),
                 mainline: Some(tip),
             },
             _ => {
@@ -2207,7 +2207,7 @@ impl Sim {
                     parents: vec![cid(&parent)],
                     subject: "fix forward".into(),
                     message: "fix forward\n\nthe real fix\n".into(),
-                    changed_paths: vec![format!("apps/{app}/deploy.yaml")],
+                    changed_paths: vec![format!("apps/{app}/deploy.yaml")].into(),
                     mainline: None,
                 });
             }

@@ -88,7 +88,7 @@ fn arrived(n: usize) -> Arrived {
     Arrived {
         sha: sha(n),
         parents: vec![sha(n + 1_000_000)],
-        changed_paths: vec![format!("apps/{n}/deploy.yaml")],
+        changed_paths: vec![format!("apps/{n}/deploy.yaml")].into(),
         reverts: (n % 2 == 1).then(|| sha(n + 2_000_000)),
     }
 }

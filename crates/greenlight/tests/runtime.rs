@@ -216,7 +216,7 @@ fn commit(n: u64, trailer: Option<&str>) -> CommitInfo {
         },
         subject: format!("change {n}"),
         message,
-        changed_paths: vec![format!("apps/{APP}/deployment.yaml")],
+        changed_paths: vec![format!("apps/{APP}/deployment.yaml")].into(),
         mainline: None,
     }
 }
@@ -815,7 +815,7 @@ async fn a_revision_the_clone_does_not_have_yet_is_fetched_before_reach_is_decid
     // Argo CD already synced a later commit the watchdog has not fetched (one that changes
     // nothing of the app's, so it is no culprit).
     repo.push(CommitInfo {
-        changed_paths: vec!["docs/notes.md".into()],
+        changed_paths: vec!["docs/notes.md".into()].into(),
         mainline: None,
         ..commit(3, None)
     });
@@ -1451,7 +1451,7 @@ async fn a_due_moment_reads_only_the_unvouched_apps_with_something_due_then() {
     h.expect(EventKind::WatchStarted, Duration::from_secs(11))
         .await;
     let mut api = commit(3, Some("Nav-Watchdog: app=api deadline=300 mode=shadow"));
-    api.changed_paths = vec!["apps/api/deployment.yaml".into()];
+    api.changed_paths = vec!["apps/api/deployment.yaml".into()].into();
     repo.push(api);
     h.expect(EventKind::WatchStarted, Duration::from_secs(11))
         .await;

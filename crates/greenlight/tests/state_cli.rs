@@ -82,7 +82,7 @@ fn state_file(dir: &Path) -> std::path::PathBuf {
         .map(|n| Arrived {
             sha: sha(n),
             parents: vec![sha(n - 1)],
-            changed_paths: vec![format!("apps/web/{n}.yaml")],
+            changed_paths: vec![format!("apps/web/{n}.yaml")].into(),
             reverts: None,
         })
         .collect();

@@ -38,7 +38,7 @@ pub struct FlatWatch {
     pub last_observed_at: Option<Timestamp>,
     pub app_absent_since: Option<Timestamp>,
     pub reach: Option<ReachCandidate>,
-    pub own_paths: Vec<String>,
+    pub own_paths: crate::commit::Paths,
     pub later_commits: Vec<LaterCommit>,
     pub source_paths: Option<SourcePaths>,
     pub arm_blocked: Option<String>,

@@ -81,7 +81,7 @@ impl Seen {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaterCommit {
     pub sha: CommitId,
-    pub changed_paths: Vec<String>,
+    pub changed_paths: crate::commit::Paths,
 }
 
 /// A watch's later commits in the order they arrived, each once: a commit delivered again (by
@@ -383,7 +383,7 @@ pub struct Watch {
     pub deadline_ms: i64,
     pub watch_started_at: Timestamp,
     /// Files the watched commit changed.
-    pub own_paths: Vec<String>,
+    pub own_paths: crate::commit::Paths,
     phase: Phase,
     /// The last time the app was successfully observed (present or absent).
     last_observed_at: Option<Timestamp>,

@@ -178,7 +178,7 @@ impl Repository for GitRepository {
                 None => self.repo.changed_paths(&sha)?,
             };
             commits.push(CommitInfo {
-                changed_paths,
+                changed_paths: changed_paths.into(),
                 sha: CommitId::parse(&data.sha)?,
                 parents: data
                     .parents
@@ -262,7 +262,10 @@ impl RevertExecutor for GitRepository {
                 let mut later = Vec::new();
                 for (sha, changed_paths) in newer {
                     match CommitId::parse(&sha) {
-                        Ok(sha) => later.push(LaterCommit { sha, changed_paths }),
+                        Ok(sha) => later.push(LaterCommit {
+                            sha,
+                            changed_paths: changed_paths.into(),
+                        }),
                         Err(e) => {
                             return RevertOutcome::Failed {
                                 message: format!(

@@ -72,7 +72,7 @@ pub struct WatchRecord {
     pub last_observed_at: Option<i64>,
     pub app_absent_since: Option<i64>,
     pub reach: Option<ReachRecord>,
-    pub own_paths: Vec<String>,
+    pub own_paths: greenlight_core::commit::Paths,
     pub later_commits: Vec<LaterCommitRecord>,
     pub source_paths: Option<SourcePathsRecord>,
     pub arm_blocked: Option<String>,
@@ -291,7 +291,7 @@ pub enum ViaRecord {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaterCommitRecord {
     pub sha: String,
-    pub changed_paths: Vec<String>,
+    pub changed_paths: greenlight_core::commit::Paths,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

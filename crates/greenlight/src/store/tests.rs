@@ -794,7 +794,7 @@ fn arrived_commits_survive_a_restart_in_order() {
     let commit = |n: usize| Arrived {
         sha: CommitId::parse(&format!("{n:040x}")).unwrap(),
         parents: vec![CommitId::parse(&format!("{:040x}", n + 1_000_000)).unwrap()],
-        changed_paths: vec![format!("apps/{n}/deploy.yaml")],
+        changed_paths: vec![format!("apps/{n}/deploy.yaml")].into(),
         // Every other one a revert: what it reverts is kept too.
         reverts: (n % 2 == 1).then(|| CommitId::parse(&format!("{:040x}", n + 2_000_000)).unwrap()),
     };
