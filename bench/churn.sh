@@ -21,9 +21,16 @@ cp "$here/crates/greenlight/examples/churn.rs" "$work/old/crates/greenlight/exam
 for side in old new; do
     tree=$here
     [ "$side" = old ] && tree=$work/old
-    CARGO_TARGET_DIR=$target cargo build --quiet --release --manifest-path "$tree/Cargo.toml" \
-        -p greenlight --example churn
-    cp "$target/release/examples/churn" "$work/churn-$side"
+    # The executable cargo names for this tree (both trees share the target directory, and
+    # cargo does not copy a fresh build to release/examples again).
+    exe=$(CARGO_TARGET_DIR=$target cargo build --quiet --release --manifest-path "$tree/Cargo.toml" \
+        -p greenlight --example churn --message-format=json |
+        python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "churn" and m.get("executable"):
+        print(m["executable"])')
+    cp "$exe" "$work/churn-$side"
 done
 for side in old new; do
     echo "## $side ($( [ "$side" = old ] && git -C "$here" rev-parse --short "$old" || git -C "$here" rev-parse --short HEAD ))"
