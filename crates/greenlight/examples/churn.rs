@@ -14,6 +14,9 @@
 //! delivers each app at the branch's tip after every commit (an app's `sync.revision` follows
 //! the tip, as Argo CD's does); the repository is a linear branch in memory. What the judge
 //! decides is the real judge's; any verdict other than CONFIRMED stops the run.
+//!
+//! With `CHURN_KEEP_STATE=<path>` set, the state file is copied there at the end (SQLite's
+//! `VACUUM INTO`), to look into its records.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::{BTreeMap, HashMap, VecDeque};
