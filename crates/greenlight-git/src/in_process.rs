@@ -5,7 +5,7 @@
 //! Every answer here must equal git's. So a question is answered in process only in the
 //! plain case: revisions given as full object ids, commits in canonical form (no `encoding`
 //! header, identities of the form `Name <email> seconds ±hhmm`, a UTF-8 message without NUL),
-//! a clone that is neither shallow nor has replacement objects. Anything else, and any error
+//! a clone that is neither shallow nor has replacement objects or grafts. Anything else, and any error
 //! or panic inside the reader, answers `None`: "ask git", and the caller runs the git command
 //! as before. The property tests in `tests/in_process.rs` hold both to the same answers over
 //! generated histories.
@@ -118,10 +118,15 @@ fn stamp(path: &Path) -> Stamp {
 
 impl InProcess {
     /// Opens the clone at `dir` for in-process reads; `None` when that cannot be done (or
-    /// must not be: a shallow clone or replacement objects, whose history git rewrites).
+    /// must not be: a shallow clone, replacement objects or grafts, whose history git
+    /// rewrites).
     pub(crate) fn open(dir: &Path) -> Option<InProcess> {
         let mut repo = gix::open_opts(dir, gix::open::Options::isolated()).ok()?;
-        if repo.is_shallow().unwrap_or(true) || has_replacements(&repo) {
+        // Grafts (`info/grafts`), which git still applies to every parent it reads, likewise.
+        if repo.is_shallow().unwrap_or(true)
+            || has_replacements(&repo)
+            || repo.common_dir().join("info/grafts").exists()
+        {
             return None;
         }
         repo.object_cache_size_if_unset(4 * 1024 * 1024);
@@ -182,6 +187,37 @@ impl InProcess {
             reader.reach.sets.clear();
             Some(())
         });
+    }
+
+    /// The commits in `from..to` (full ids), oldest first, when that range is a line: every
+    /// commit in it has one parent, and following them from `to` reaches `from`. A line has one
+    /// topological order, the one `git rev-list --reverse --topo-order` lists. Anything else
+    /// (a merge in the range, a `from` that is not an ancestor of `to`, a commit the clone
+    /// lacks) is `None`: ask git.
+    pub(crate) fn new_commits(&self, from: &str, to: &str) -> Option<Vec<String>> {
+        let (from, to) = (full_id(from)?, full_id(to)?);
+        self.with(|repo| {
+            if !commit_exists(repo, from)? {
+                return None;
+            }
+            let mut line = Vec::new();
+            let mut at = to;
+            while at != from {
+                let object = repo.try_find_object(at).ok()??;
+                if object.kind != gix::object::Kind::Commit {
+                    return None;
+                }
+                let commit =
+                    gix::objs::CommitRef::from_bytes(&object.data, repo.object_hash()).ok()?;
+                let [parent] = commit.parents[..] else {
+                    return None;
+                };
+                line.push(at.to_string());
+                at = full_id(parent.to_str().ok()?)?;
+            }
+            line.reverse();
+            Some(line)
+        })
     }
 
     /// The data of the commit `rev` (a full id), when it is in canonical form.

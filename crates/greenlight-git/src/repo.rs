@@ -454,6 +454,9 @@ impl Repo {
         let Some(from) = from_exclusive else {
             return Ok(Vec::new());
         };
+        if let Some(line) = self.in_process(|r| r.new_commits(from, to)) {
+            return Ok(line);
+        }
         let out = self
             .env
             .git(["rev-list", "--reverse", "--topo-order", "--end-of-options"])

@@ -296,6 +296,43 @@ fn in_process_reads_answer_as_git_does() {
             });
         }
 
+        // New commits between two revisions: random pairs (mostly with a merge between, or
+        // none an ancestor of the other: git answers), and each commit against an ancestor a
+        // few first parents back (a line, answered in process when no merge is on it).
+        let mut lines_in_process = 0;
+        for _ in 0..60 {
+            let (a, b) = (rng.pick(&shas), rng.pick(&shas));
+            both(&repo, &format!("new commits {a}..{b}"), |r| {
+                r.new_commits(Some(a), b).map_err(|e| e.to_string())
+            });
+        }
+        for d in &shas {
+            let mut a = d.clone();
+            for _ in 0..rng.below(4) {
+                match repo.commit(&a).unwrap().parents.first() {
+                    Some(p) => a = p.clone(),
+                    None => break,
+                }
+            }
+            lines_in_process += usize::from(both(&repo, &format!("new commits {a}..{d}"), |r| {
+                r.new_commits(Some(&a), d).map_err(|e| e.to_string())
+            }));
+        }
+        assert!(
+            lines_in_process * 3 >= shas.len(),
+            "seed {seed}: {lines_in_process} of {} lines listed in process",
+            shas.len()
+        );
+        for (a, b) in [
+            (&missing, &shas[5]),
+            (&shas[5], &missing),
+            (&tag, &shas[80]),
+        ] {
+            both(&repo, &format!("new commits {a}..{b}"), |r| {
+                r.new_commits(Some(a), b).map_err(|e| e.to_string())
+            });
+        }
+
         // Ancestry with the commit-graph greenlight writes, with none, and with a partial one.
         let answered = ancestry_agrees(&repo, &shas, &mut rng, "complete commit-graph");
         assert!(answered > 200, "seed {seed}: {answered} of 220 in process");
@@ -405,4 +442,19 @@ fn commits_fetched_later_are_read_in_process() {
             );
         }
     }
+}
+
+/// Grafts (`info/grafts`) rewrite the parents git reads: a clone with them is left to git.
+#[test]
+fn a_clone_with_grafts_is_left_to_git() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shas = remote(tmp.path(), 3, 10);
+    assert!(open(tmp.path()).reads_in_process());
+    let info = tmp.path().join("data/clone/.git/info");
+    std::fs::create_dir_all(&info).unwrap();
+    // The newest commit made a root.
+    std::fs::write(info.join("grafts"), format!("{}\n", shas[9])).unwrap();
+    let repo = open(tmp.path());
+    assert!(!repo.reads_in_process());
+    assert_eq!(repo.commit(&shas[9]).unwrap().parents, Vec::<String>::new());
 }
