@@ -30,8 +30,10 @@ use std::path::{Path, PathBuf};
 
 /// The schema this build creates and writes. Version 1 had no `live` and `finished_at`
 /// columns; version 2 adds them (and indexes for retention), and stamps record formats;
-/// version 3 adds the notifications' cursors and dead letters.
-pub const SCHEMA_VERSION: i64 = 3;
+/// version 3 adds the notifications' cursors and dead letters; version 4 keeps a watch's lists of
+/// commits and paths apart from its body, each list once however many watches hold it
+/// (`docs/state.md#parts`).
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// How often the running daemon prunes, at most.
 const PRUNE_EVERY_MS: i64 = 3_600_000;
@@ -288,6 +290,7 @@ mod migrate {
                 0 => to_1(tx)?,
                 1 => to_2(tx)?,
                 2 => to_3(tx)?,
+                3 => to_4(tx)?,
                 _ => unreachable!("no migration from schema version {v}"),
             }
         }
@@ -362,6 +365,21 @@ mod migrate {
                  sink TEXT NOT NULL, seq INTEGER NOT NULL, time INTEGER NOT NULL,
                  attempts INTEGER NOT NULL, error TEXT NOT NULL, body TEXT NOT NULL,
                  PRIMARY KEY (sink, seq));",
+        )?;
+        Ok(())
+    }
+
+    /// Version 4: a watch's parts (`docs/state.md#parts`). `parts` holds each distinct list
+    /// once, by the SHA-256 of its JSON; `watch_parts` links a watch to its parts by name.
+    /// Bodies written before stay whole (a watch without links is read from its body alone)
+    /// until their watch is next written.
+    fn to_4(tx: &Transaction<'_>) -> Result<()> {
+        tx.execute_batch(
+            "CREATE TABLE parts (hash TEXT PRIMARY KEY, body TEXT NOT NULL);
+             CREATE TABLE watch_parts (
+                 watch_id TEXT NOT NULL, name TEXT NOT NULL, hash TEXT NOT NULL,
+                 PRIMARY KEY (watch_id, name)) WITHOUT ROWID;
+             CREATE INDEX watch_parts_hash ON watch_parts (hash);",
         )?;
         Ok(())
     }
@@ -588,12 +606,36 @@ impl SqliteStore {
         let mut watches = Vec::new();
         for row in rows {
             let (id, body) = row?;
-            let w = WatchRecord::parse(&body)
+            let w = self
+                .parts_of(&id)
+                .and_then(|parts| WatchRecord::parse_with_parts(&body, &parts))
                 .and_then(|r| Ok(Watch::try_from(r)?))
                 .with_context(|| format!("watch {id} in {} cannot be read", self.path.display()))?;
             watches.push(w);
         }
         Ok(watches)
+    }
+
+    /// Watch `id`'s parts (name, JSON); none in a file from before schema version 4, and none
+    /// for a body written whole.
+    fn parts_of(&self, id: &str) -> Result<Vec<(String, String)>> {
+        if self.schema < 4 {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<(String, String, Option<String>)> = self
+            .conn
+            .prepare_cached(
+                "SELECT l.name, l.hash, p.body FROM watch_parts l
+                 LEFT JOIN parts p ON p.hash = l.hash WHERE l.watch_id = ?1",
+            )?
+            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        rows.into_iter()
+            .map(|(name, hash, json)| match json {
+                Some(json) => Ok((name, json)),
+                None => bail!("its part {name} ({hash}) is missing"),
+            })
+            .collect()
     }
 
     /// Every retained watch, finished or not, and the meta rows: what `status` shows. Works on
@@ -724,24 +766,52 @@ impl SqliteStore {
             self.need_current("writing a watch")?;
         }
         let tx = self.conn.transaction()?;
+        // The watches of one commit share its changed paths: one JSON and hash for all of them.
+        let mut own_paths_seen: Vec<(greenlight_core::commit::Paths, Part)> = Vec::new();
         for watch in w.watches {
             let r = WatchRecord::from(watch);
-            tx.execute(
+            let (id, commit, app, state, started_at, live, finished_at) = (
+                r.id.clone(),
+                r.commit.clone(),
+                r.app_str(),
+                r.state_str(),
+                r.watch_started_at,
+                r.is_live(),
+                r.finished_at,
+            );
+            let split = r.into_split()?;
+            tx.prepare_cached(
                 "INSERT INTO watches (id, commit_sha, app, state, started_at, body, live, finished_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                  ON CONFLICT(id) DO UPDATE SET state = excluded.state, body = excluded.body,
                      live = excluded.live, finished_at = excluded.finished_at",
-                params![
-                    r.id,
-                    r.commit,
-                    r.app_str(),
-                    r.state_str(),
-                    r.watch_started_at,
-                    r.to_body()?,
-                    r.is_live(),
-                    r.finished_at,
-                ],
-            )?;
+            )?
+            .execute(params![
+                id,
+                commit,
+                app,
+                state,
+                started_at,
+                split.body,
+                live,
+                finished_at,
+            ])?;
+            let own_paths = match own_paths_seen
+                .iter()
+                .find(|(p, _)| std::sync::Arc::ptr_eq(p, &split.own_paths))
+            {
+                Some((_, part)) => part.clone(),
+                None => {
+                    let part = Part::of(&*split.own_paths)?;
+                    own_paths_seen.push((split.own_paths.clone(), part.clone()));
+                    part
+                }
+            };
+            link_part(&tx, &id, record::PART_OWN_PATHS, Some(&own_paths))?;
+            let later = Part::of(&split.later_commits)?;
+            link_part(&tx, &id, record::PART_LATER_COMMITS, Some(&later))?;
+            let batch = split.batch.as_ref().map(Part::of).transpose()?;
+            link_part(&tx, &id, record::PART_BASELINE_BATCH, batch.as_ref())?;
         }
         for e in w.events {
             tx.execute(
@@ -837,13 +907,22 @@ impl SqliteStore {
     fn prune_unnamed(&mut self, cutoff: Timestamp) -> Result<Pruned> {
         self.need_current("pruning")?;
         let tx = self.conn.transaction()?;
-        let gone: Vec<(String, String)> = tx
+        let gone: Vec<(String, String, String)> = tx
             .prepare(
                 "DELETE FROM watches WHERE live = 0 AND COALESCE(finished_at, started_at) < ?1
-                 RETURNING commit_sha, app",
+                 RETURNING id, commit_sha, app",
             )?
-            .query_map([cutoff.0], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .query_map([cutoff.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<rusqlite::Result<_>>()?;
+        // Their parts, unless another watch holds the same list.
+        for (id, _, _) in &gone {
+            tx.execute("DELETE FROM watch_parts WHERE watch_id = ?1", [id])?;
+        }
+        tx.execute(
+            "DELETE FROM parts WHERE NOT EXISTS
+                 (SELECT 1 FROM watch_parts l WHERE l.hash = parts.hash)",
+            [],
+        )?;
         // An event a sink has not delivered yet is kept, however old (the outbox,
         // `docs/notifications.md#outbox`): only what every sink is done with may go.
         let undelivered_after: i64 = tx.query_row(
@@ -852,7 +931,7 @@ impl SqliteStore {
             |r| r.get(0),
         )?;
         let mut events = 0;
-        for (commit, app) in &gone {
+        for (_, commit, app) in &gone {
             events += tx.execute(
                 "DELETE FROM events WHERE commit_sha = ?1 AND app = ?2 AND NOT EXISTS
                      (SELECT 1 FROM watches w WHERE w.commit_sha = ?1 AND w.app = ?2)
@@ -935,6 +1014,76 @@ impl SqliteStore {
     fn breaker_reset_requested_unnamed(&self) -> Result<bool> {
         Ok(self.meta("breaker_reset_requested")?.is_some())
     }
+}
+
+/// One part of a watch's record (`docs/state.md#parts`): its JSON and that JSON's SHA-256, the
+/// part's key in `parts`.
+#[derive(Clone)]
+struct Part {
+    hash: String,
+    json: std::rc::Rc<str>,
+}
+
+impl Part {
+    fn of<T: serde::Serialize + ?Sized>(value: &T) -> Result<Part> {
+        use sha2::Digest;
+        let json = serde_json::to_string(value)?;
+        let digest = sha2::Sha256::digest(json.as_bytes());
+        let hash = digest.iter().map(|b| format!("{b:02x}")).collect();
+        Ok(Part {
+            hash,
+            json: json.into(),
+        })
+    }
+}
+
+/// Link watch `id`'s part `name` to `part` (`None`: it has none), writing only what changed: a
+/// part the watch already links is not written again, a part another watch wrote is not
+/// written twice, and a part no watch links any more is deleted.
+fn link_part(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    name: &str,
+    part: Option<&Part>,
+) -> Result<()> {
+    let linked: Option<String> = tx
+        .prepare_cached("SELECT hash FROM watch_parts WHERE watch_id = ?1 AND name = ?2")?
+        .query_row(params![id, name], |r| r.get(0))
+        .optional()?;
+    if linked.as_deref() == part.map(|p| p.hash.as_str()) {
+        return Ok(());
+    }
+    match part {
+        Some(part) => {
+            tx.prepare_cached(
+                "INSERT INTO parts (hash, body) VALUES (?1, ?2) ON CONFLICT(hash) DO NOTHING",
+            )?
+            .execute(params![part.hash, &*part.json])?;
+            tx.prepare_cached(
+                "INSERT INTO watch_parts (watch_id, name, hash) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(watch_id, name) DO UPDATE SET hash = excluded.hash",
+            )?
+            .execute(params![id, name, part.hash])?;
+        }
+        None => {
+            tx.prepare_cached("DELETE FROM watch_parts WHERE watch_id = ?1 AND name = ?2")?
+                .execute(params![id, name])?;
+        }
+    }
+    if let Some(old) = linked {
+        drop_unlinked_part(tx, &old)?;
+    }
+    Ok(())
+}
+
+/// Delete part `hash` when no watch links it.
+fn drop_unlinked_part(tx: &rusqlite::Transaction<'_>, hash: &str) -> Result<()> {
+    tx.prepare_cached(
+        "DELETE FROM parts WHERE hash = ?1
+         AND NOT EXISTS (SELECT 1 FROM watch_parts WHERE hash = ?1)",
+    )?
+    .execute([hash])?;
+    Ok(())
 }
 
 /// The `meta` key of an app's idle observations.

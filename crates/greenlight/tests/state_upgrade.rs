@@ -233,7 +233,10 @@ fn a_daemon_migrates_a_v1_file_and_resumes_its_in_flight_watches() {
     let wd = daemon_in(dir, &url, "87600h");
     let tip = old_meta("tip").unwrap();
     wd.wait_line(&format!("watching origin.git main from {tip}"), T);
-    assert_eq!(schema_version(&state), "3");
+    assert_eq!(
+        schema_version(&state),
+        greenlight::store::SCHEMA_VERSION.to_string()
+    );
 
     let by_state = |s: &str, pending: bool| -> &str {
         want.iter()

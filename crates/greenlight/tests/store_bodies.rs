@@ -1,5 +1,7 @@
 //! Existing state files: watch bodies as greenlight has always written them load through the
-//! store, show the same state and reason, and are written back byte for byte.
+//! store, show the same state and reason, and are written back as the same record — whole, byte
+//! for byte, where a store keeps records whole (`watch_body`), and in the state file as a body
+//! and its parts that put together are the same JSON.
 
 use greenlight::store::{SqliteStore, Write};
 use rusqlite::params;
@@ -29,7 +31,7 @@ fn bodies() -> Vec<(String, String)> {
 }
 
 #[test]
-fn recorded_watch_bodies_load_and_are_written_back_byte_for_byte() {
+fn recorded_watch_bodies_load_and_are_written_back_as_the_same_record() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     let mut store = SqliteStore::open_or_create(&path).unwrap();
@@ -72,22 +74,49 @@ fn recorded_watch_bodies_load_and_are_written_back_byte_for_byte() {
         })
         .unwrap();
     let conn = rusqlite::Connection::open(&path).unwrap();
-    for (label, body) in &bodies {
-        let v: serde_json::Value = serde_json::from_str(body).unwrap();
-        let (state, written): (String, String) = conn
-            .query_row(
-                "SELECT state, body FROM watches WHERE id = ?1",
-                [v["id"].as_str().unwrap()],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .unwrap();
-        // The record format comes first; the rest is the body as greenlight always wrote it.
-        let written = written
+    for (w, (label, body)) in loaded.watches.iter().zip(&bodies) {
+        // Whole: the record format comes first; the rest is the body as greenlight always
+        // wrote it.
+        let whole = greenlight::store::watch_body(w).unwrap();
+        let whole = whole
             .strip_prefix("{\"format\":1,")
             .map(|rest| format!("{{{rest}"))
-            .unwrap_or(written);
-        assert_eq!(&written, body, "{label}");
+            .unwrap_or(whole);
+        assert_eq!(&whole, body, "{label}");
+
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        let id = v["id"].as_str().unwrap();
+        let (state, written): (String, String) = conn
+            .query_row("SELECT state, body FROM watches WHERE id = ?1", [id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
         assert_eq!(state, v["state"].as_str().unwrap(), "{label}");
+        // In the state file: the body without its lists, each list a part.
+        let mut written: serde_json::Value = serde_json::from_str(&written).unwrap();
+        for list in ["own_paths", "later_commits"] {
+            assert!(written.get(list).is_none(), "{label}: {list} is a part");
+        }
+        let mut stmt = conn
+            .prepare(
+                "SELECT l.name, p.body FROM watch_parts l JOIN parts p ON p.hash = l.hash
+                 WHERE l.watch_id = ?1",
+            )
+            .unwrap();
+        let parts: Vec<(String, String)> = stmt
+            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for (name, json) in parts {
+            let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+            match name.as_str() {
+                "baseline_batch" => written["baseline"]["batch"] = value,
+                _ => written[name.as_str()] = value,
+            }
+        }
+        written.as_object_mut().unwrap().remove("format");
+        assert_eq!(written, v, "{label}");
     }
 }
 

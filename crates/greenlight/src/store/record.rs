@@ -1,5 +1,6 @@
 //! The persisted shapes of a watch and of the breaker: the JSON in the `watches.body` column
-//! and in the `breaker` meta row. This module owns every detail of that JSON and the
+//! (from schema version 4 without the record's lists, each kept as a part:
+//! [`WatchRecord::into_split`]) and in the `breaker` meta row. This module owns every detail of that JSON and the
 //! conversions to and from the judge's in-memory types, so a change to those types touches only
 //! the conversions here, never a state file already on disk. It never decides anything about a
 //! watch, and nothing outside it may serialize a judge type into the store.
@@ -48,6 +49,22 @@ fn check_format(what: &str, body: &str) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The names of a record's parts (`watch_parts.name`), see [`WatchRecord::into_split`].
+pub const PART_OWN_PATHS: &str = "own_paths";
+pub const PART_LATER_COMMITS: &str = "later_commits";
+pub const PART_BASELINE_BATCH: &str = "baseline_batch";
+
+/// A record split for the state file: the body, and the lists kept as parts.
+pub struct SplitRecord {
+    /// The record's JSON without `own_paths`, `later_commits` and `baseline.batch`.
+    pub body: String,
+    /// Shared by the watches of one commit (one list in memory, one part in the file).
+    pub own_paths: greenlight_core::commit::Paths,
+    pub later_commits: Vec<LaterCommitRecord>,
+    /// Absent when the batch is unknown: no part, and none read back.
+    pub batch: Option<Vec<LaterCommitRecord>>,
 }
 
 /// One watch as stored.
@@ -356,6 +373,63 @@ impl WatchRecord {
         let mut r = self.clone();
         r.format = FORMAT;
         Ok(serde_json::to_string(&r)?)
+    }
+
+    /// The record as the state file keeps it from schema version 4 (`docs/state.md#parts`):
+    /// the body without the lists of commits and paths, which are most of a record's size,
+    /// change seldom and are often the same in many watches; each list that is present becomes
+    /// a part of its own.
+    pub fn into_split(mut self) -> Result<SplitRecord> {
+        self.format = FORMAT;
+        let own_paths = std::mem::take(&mut self.own_paths);
+        let later_commits = std::mem::take(&mut self.later_commits);
+        let batch = self.baseline.as_mut().and_then(|b| b.batch.take());
+        let mut body = serde_json::to_value(&self)?;
+        let Some(fields) = body.as_object_mut() else {
+            bail!("watch {}: the record is not a JSON object", self.id);
+        };
+        fields.remove(PART_OWN_PATHS);
+        fields.remove(PART_LATER_COMMITS);
+        Ok(SplitRecord {
+            body: body.to_string(),
+            own_paths,
+            later_commits,
+            batch,
+        })
+    }
+
+    /// Parse a stored body with its parts (name, JSON), each put back where
+    /// [`WatchRecord::into_split`] took it from. Without parts the body is whole (written before
+    /// schema version 4, or by a store that keeps records whole).
+    pub fn parse_with_parts(body: &str, parts: &[(String, String)]) -> Result<WatchRecord> {
+        if parts.is_empty() {
+            return Self::parse(body);
+        }
+        check_format("the watch record", body)?;
+        let mut record: serde_json::Value = serde_json::from_str(body)?;
+        let Some(fields) = record.as_object_mut() else {
+            bail!("the watch record is not a JSON object");
+        };
+        for (name, json) in parts {
+            let value: serde_json::Value = serde_json::from_str(json)
+                .map_err(|e| anyhow::anyhow!("its part {name} is not JSON: {e}"))?;
+            match name.as_str() {
+                PART_OWN_PATHS | PART_LATER_COMMITS => {
+                    fields.insert(name.clone(), value);
+                }
+                PART_BASELINE_BATCH => {
+                    let Some(baseline) = fields
+                        .get_mut("baseline")
+                        .and_then(serde_json::Value::as_object_mut)
+                    else {
+                        bail!("its part {name} belongs to a baseline the record does not have");
+                    };
+                    baseline.insert("batch".to_string(), value);
+                }
+                other => bail!("its part {other:?} is none this greenlight knows"),
+            }
+        }
+        Ok(serde_json::from_value(record)?)
     }
 
     /// Whether the daemon must load this watch at start: still being judged, or a FAIL whose

@@ -263,7 +263,16 @@ fn a_new_file_goes_through_every_step_and_matches_a_migrated_one() {
         meta_of(&fresh, "schema_version"),
         Some(SCHEMA_VERSION.to_string())
     );
-    for table in ["meta", "watches", "events"] {
+    for table in [
+        "meta",
+        "watches",
+        "events",
+        "notify_cursor",
+        "notify_dead",
+        "parts",
+        "watch_parts",
+    ] {
+        assert!(!columns(&fresh, table).is_empty(), "{table}");
         assert_eq!(columns(&fresh, table), columns(&migrated, table), "{table}");
     }
     let indexes = |p: &Path| -> Vec<String> {
@@ -277,7 +286,7 @@ fn a_new_file_goes_through_every_step_and_matches_a_migrated_one() {
             .collect()
     };
     assert_eq!(indexes(&fresh), indexes(&migrated));
-    assert_eq!(indexes(&fresh).len(), 4);
+    assert_eq!(indexes(&fresh).len(), 5);
 }
 
 #[test]
@@ -927,4 +936,196 @@ fn prune_keeps_what_a_notification_sink_has_not_delivered() {
         .unwrap();
     assert_eq!(store.prune(Timestamp(1000)).unwrap().events, 1);
     assert!(event_times(&path).is_empty());
+}
+
+// ---------------------------------------------------------------- parts
+
+/// `w` holding `own` changed paths of its own, `later` later commits and, when given, a baseline
+/// batch of that many commits (none of them a later commit: equal lists are one part).
+fn with_lists(w: &Watch, own: usize, later: u32, batch: Option<u32>) -> Watch {
+    let commit = |i: u32| json!({"sha": format!("{:040x}", 0xabc000 + i), "changed_paths": [format!("apps/{i}.yaml")]});
+    let mut r = WatchRecord::from(w);
+    r.own_paths = (0..own)
+        .map(|i| format!("apps/web/deployment-{i}.yaml"))
+        .collect::<Vec<_>>()
+        .into();
+    r.later_commits =
+        serde_json::from_value(json!((100..100 + later).map(commit).collect::<Vec<_>>())).unwrap();
+    r.baseline = batch.map(|n| {
+        serde_json::from_value(json!({
+            "before": "Healthy", "healthy_after_reach": true, "reach_operation_started": null,
+            "revision": format!("{:040x}", 0xbad), "batch": (0..n).map(commit).collect::<Vec<_>>()
+        }))
+        .unwrap()
+    });
+    Watch::try_from(r).unwrap()
+}
+
+fn count(path: &Path, sql_text: &str) -> i64 {
+    sql(path).query_row(sql_text, [], |r| r.get(0)).unwrap()
+}
+
+/// Every write of a part or of a watch's link to one, counted by triggers in the file itself.
+fn count_part_writes(path: &Path) {
+    sql(path)
+        .execute_batch(
+            "CREATE TABLE part_writes (what TEXT NOT NULL);
+             CREATE TRIGGER part_insert AFTER INSERT ON parts
+                 BEGIN INSERT INTO part_writes VALUES ('part'); END;
+             CREATE TRIGGER link_insert AFTER INSERT ON watch_parts
+                 BEGIN INSERT INTO part_writes VALUES ('link'); END;
+             CREATE TRIGGER link_update AFTER UPDATE ON watch_parts
+                 BEGIN INSERT INTO part_writes VALUES ('link'); END;",
+        )
+        .unwrap();
+}
+
+fn records(watches: &[Watch]) -> Vec<WatchRecord> {
+    watches.iter().map(WatchRecord::from).collect()
+}
+
+#[test]
+fn a_commits_changed_paths_are_kept_once_however_many_watches_hold_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
+    let watches: Vec<Watch> = ["web", "api", "worker"]
+        .iter()
+        .enumerate()
+        .map(|(i, app)| {
+            with_lists(
+                &watch(i as u32 + 1, app, "JUDGING", 100, None),
+                1000,
+                0,
+                Some(2),
+            )
+        })
+        .collect();
+    store
+        .write(Write {
+            watches: &watches,
+            ..Write::default()
+        })
+        .unwrap();
+    // One list of 1,000 paths, one empty list of later commits, one batch: three parts for
+    // the three watches; no body carries a path.
+    assert_eq!(count(&path, "SELECT count(*) FROM parts"), 3);
+    assert_eq!(count(&path, "SELECT count(*) FROM watch_parts"), 9);
+    assert_eq!(
+        count(
+            &path,
+            "SELECT count(*) FROM watches WHERE body LIKE '%deployment-%' OR body LIKE '%apps/%'"
+        ),
+        0
+    );
+    assert!(count(&path, "SELECT max(length(body)) FROM watches") < 2048);
+    assert_eq!(records(&store.load().unwrap().watches), records(&watches));
+    assert_eq!(
+        records(&store.load_live().unwrap().live),
+        records(&watches),
+        "the daemon resumes from the same records"
+    );
+}
+
+#[test]
+fn a_step_writes_only_the_parts_that_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
+    count_part_writes(&path);
+    let writes = || count(&path, "SELECT count(*) FROM part_writes");
+    let mut write = |w: &Watch| {
+        store
+            .write(Write {
+                watches: std::slice::from_ref(w),
+                ..Write::default()
+            })
+            .unwrap();
+    };
+
+    let first = with_lists(&watch(1, "web", "JUDGING", 100, None), 500, 2, Some(3));
+    write(&first);
+    assert_eq!(writes(), 6, "three parts and three links");
+
+    // The verdict changes the body only.
+    let confirmed = with_lists(
+        &watch(1, "web", "CONFIRMED", 100, Some(900)),
+        500,
+        2,
+        Some(3),
+    );
+    write(&confirmed);
+    assert_eq!(writes(), 6, "nothing of the parts written again");
+
+    // A later commit lands: its list is written anew, the old one is gone.
+    let later = with_lists(
+        &watch(1, "web", "CONFIRMED", 100, Some(900)),
+        500,
+        3,
+        Some(3),
+    );
+    write(&later);
+    assert_eq!(writes(), 8, "one part and one link");
+    assert_eq!(count(&path, "SELECT count(*) FROM parts"), 3);
+
+    // The batch becomes unknown: its link and part go; nothing is read back for it.
+    let unknown = with_lists(&watch(1, "web", "CONFIRMED", 100, Some(900)), 500, 3, None);
+    write(&unknown);
+    assert_eq!(count(&path, "SELECT count(*) FROM parts"), 2);
+    assert_eq!(count(&path, "SELECT count(*) FROM watch_parts"), 2);
+    assert_eq!(records(&store.load().unwrap().watches), records(&[unknown]));
+}
+
+#[test]
+fn pruning_a_watch_takes_its_parts_but_not_those_another_watch_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
+    let old = with_lists(&watch(1, "web", "CONFIRMED", 10, Some(20)), 100, 1, Some(1));
+    let kept = with_lists(
+        &watch(2, "api", "CONFIRMED", 10, Some(5000)),
+        100,
+        0,
+        Some(1),
+    );
+    store
+        .write(Write {
+            watches: &[old, kept.clone()],
+            ..Write::default()
+        })
+        .unwrap();
+    // Shared: the paths and the batch; each its own: the later commits.
+    assert_eq!(count(&path, "SELECT count(*) FROM parts"), 4);
+    assert_eq!(store.prune(Timestamp(1000)).unwrap().watches, 1);
+    assert_eq!(count(&path, "SELECT count(*) FROM parts"), 3);
+    assert_eq!(count(&path, "SELECT count(*) FROM watch_parts"), 3);
+    assert_eq!(records(&store.load().unwrap().watches), records(&[kept]));
+    assert_eq!(store.prune(Timestamp(10_000)).unwrap().watches, 1);
+    assert_eq!(count(&path, "SELECT count(*) FROM parts"), 0);
+    assert_eq!(count(&path, "SELECT count(*) FROM watch_parts"), 0);
+}
+
+#[test]
+fn a_watch_whose_part_is_missing_is_refused_naming_the_watch_and_the_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
+    let w = with_lists(&watch(1, "web", "JUDGING", 100, None), 10, 0, None);
+    store
+        .write(Write {
+            watches: std::slice::from_ref(&w),
+            ..Write::default()
+        })
+        .unwrap();
+    sql(&path)
+        .execute(
+            "DELETE FROM parts WHERE hash = (SELECT hash FROM watch_parts WHERE name = 'own_paths')",
+            [],
+        )
+        .unwrap();
+    let err = format!("{:#}", store.load().err().unwrap());
+    assert!(
+        err.contains(&w.id) && err.contains("part own_paths") && err.contains("missing"),
+        "{err}"
+    );
 }
