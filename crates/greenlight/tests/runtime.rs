@@ -127,6 +127,8 @@ struct RepoState {
     local: Vec<CommitInfo>,
     /// Commits only the remote has until the next fetch.
     remote_only: Vec<CommitInfo>,
+    /// Commits pushed to the remote just after the next fetch (a push racing it).
+    after_fetch: Vec<CommitInfo>,
     fetches: usize,
 }
 
@@ -150,6 +152,8 @@ impl Repository for FakeRepo {
         s.fetches += 1;
         let new: Vec<CommitInfo> = s.remote_only.drain(..).collect();
         s.local.extend(new);
+        let racing: Vec<CommitInfo> = s.after_fetch.drain(..).collect();
+        s.remote_only.extend(racing);
         Ok(s.local
             .last()
             .map(|c| c.sha.to_string())
@@ -180,6 +184,10 @@ impl Repository for FakeRepo {
     }
     fn resolve(&self, rev: &str) -> anyhow::Result<Option<String>> {
         let s = self.state.lock().unwrap();
+        // The remote-tracking branch: the clone's tip as the last fetch left it.
+        if rev == "refs/remotes/origin/main" {
+            return Ok(s.local.last().map(|c| c.sha.to_string()));
+        }
         Ok(s.local
             .iter()
             .find(|c| c.sha == rev)
@@ -621,6 +629,59 @@ async fn a_commit_that_reaches_and_stays_healthy_is_confirmed_with_the_stream_vo
         confirmed.message
     );
     assert!(repo.reverts.lock().unwrap().is_empty());
+    h.stop().await;
+}
+
+/// Argo CD already reports a revision newer than the fetch that brought the watched commits: an
+/// ancestry question fetches it and hands the commits over again, ahead of the hand-over that
+/// asked — twice, the second time while that hand-over waits for git with what it decided so
+/// far. Nothing any hand-over decided is lost: each watch's `watch_started` is announced.
+#[tokio::test(start_paused = true)]
+async fn commits_handed_over_again_lose_nothing_a_hand_over_decided_before_it_waited() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_with_base();
+    let mut h = Harness::start(repo.clone(), config(dir.path())).await;
+    h.send(SourceMsg::Connected).await;
+    h.app_now(deployed(&sha(1), Health::Healthy)).await;
+    h.quiet_for(Duration::from_secs(1)).await;
+    repo.push(commit(2, Some(&trailer(600, "shadow"))));
+    repo.push(commit(3, Some(&trailer(600, "shadow"))));
+    // Commit 4 reaches the remote just after the fetch that brings 2 and 3, and Argo CD has
+    // already deployed it.
+    repo.state.lock().unwrap().after_fetch.push(commit(4, None));
+    h.app_now(deployed(&sha(4), Health::Healthy)).await;
+    h.quiet_for(Duration::from_secs(12)).await;
+    for n in [2, 3] {
+        let of = |kind: EventKind| {
+            h.seen
+                .iter()
+                .filter(|e| e.event == kind && e.commit.as_deref() == Some(sha(n).as_str()))
+                .count()
+        };
+        assert_eq!(
+            of(EventKind::WatchStarted),
+            1,
+            "commit {n}: {:#?}",
+            h.seen
+                .iter()
+                .map(|e| (e.event, e.commit.clone(), &e.message))
+                .collect::<Vec<_>>()
+        );
+    }
+    // In order: the watches' starts in their commits' order, and each before its verdict.
+    let at = |kind: EventKind, n: u64| {
+        h.seen
+            .iter()
+            .position(|e| e.event == kind && e.commit.as_deref() == Some(sha(n).as_str()))
+            .unwrap_or_else(|| panic!("{kind:?} of commit {n}"))
+    };
+    assert!(at(EventKind::WatchStarted, 2) < at(EventKind::WatchStarted, 3));
+    assert!(at(EventKind::WatchStarted, 2) < at(EventKind::Attribution, 2));
+    assert!(at(EventKind::WatchStarted, 3) < at(EventKind::Attribution, 3));
+    assert!(
+        repo.state.lock().unwrap().fetches >= 3,
+        "handed over three times: the fetch tick's, then two ancestry questions'"
+    );
     h.stop().await;
 }
 

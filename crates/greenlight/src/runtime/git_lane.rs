@@ -320,11 +320,18 @@ impl Runtime {
                     && !commits.is_empty()
                 {
                     let at = self.now();
+                    // The input that asked may be a hand-over of these same commits that waited
+                    // with what its first commits decided: that goes first, in order (a watch's
+                    // start is announced before the verdict a later commit gives it).
+                    let effects = match self.inputs.work.front_mut() {
+                        Some(Work::Commits { effects, .. }) => std::mem::take(effects),
+                        _ => Vec::new(),
+                    };
                     self.inputs.work.push_front(Work::Commits {
                         commits: commits.into(),
                         tip,
                         at,
-                        effects: Vec::new(),
+                        effects,
                         asked: false,
                     });
                 }

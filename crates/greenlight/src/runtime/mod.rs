@@ -558,12 +558,16 @@ impl Runtime {
                 asked,
             } => {
                 // Every commit of this fetch was handed over already (an ancestry job's fetch
-                // went ahead of it, to a newer tip): nothing to judge, and the tip stays.
+                // went ahead of it, to a newer tip): nothing to judge, and the tip stays. What
+                // its commits before that decided (it waited for git with them) is still taken.
                 if !commits.is_empty()
                     && commits
                         .iter()
                         .all(|c| self.delivered.contains(c.sha.as_str()))
                 {
+                    if !effects.is_empty() {
+                        self.apply(effects, None)?;
+                    }
                     return Ok(Step::Done);
                 }
                 let mut asked = asked;
