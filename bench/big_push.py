@@ -9,8 +9,17 @@ resident memory (VmHWM) at the end, with the peaks of its two parts sampled ever
 anonymous (heap, stacks) and file-backed (the clone's packs it maps, the kernel's to drop). The watchdog finds the push by its fetch interval (default
 10 s) or when the sandbox reports the new revision, as with Argo CD.
 
+With --watched N, N of the push's commits (spread evenly) ask for a watch each instead, of the
+apps other than the first, in shadow mode: N watches in flight. Once all have started, one more
+commit is pushed: a bad image for the first app, in arm mode with a short deadline. Measured
+then: push -> all N watches started, and for the bad commit push -> watch started, how late its
+FAIL came after its moment (reached + deadline, on the wall clock, to the line's arrival) and
+FAIL -> revert pushed. Run with --watched 1 and with --watched 10000 to see whether a verdict's
+latency grows with the watches in flight.
+
 Usage:
   python3 bench/big_push.py --a OLD/greenlight --b NEW/greenlight [--commits 100000]
+  python3 bench/big_push.py --a OLD/greenlight --b NEW/greenlight --commits 10000 --watched 10000
 
 It owns a temporary directory per binary (a bare remote with --apps apps and a clone that
 pushes), the sandbox (B's binary, release) and the watchdog, all child processes in their own
@@ -56,6 +65,46 @@ def history(parent: str, commits: int) -> bytes:
             out.append(f"M 100644 inline {path}\ndata {len(body.encode())}\n{body}\n")
         out.append("\n")
     return "".join(out).encode()
+
+
+def history_watched(parent: str, commits: int, watched: int, apps: int) -> bytes:
+    """A fast-import stream of `commits` commits on top of `parent`, `watched` of them (every
+    commits // watched-th) bumping one of the apps 1.. in turn and asking for its watch."""
+    out = []
+    who = "Ann Example <ann@example.com>"
+    t = int(time.time()) - commits
+    step = max(commits // max(watched, 1), 1)
+    asked = 0
+    for i in range(1, commits + 1):
+        msg = f"import {i}\n"
+        files = [(f"history/part{i % 500}.txt", f"{i}\n")]
+        if i % step == 0 and asked < watched:
+            app = fleet.app_name(1 + asked % (apps - 1))
+            asked += 1
+            msg = f"bump {app}\n\nNav-Watchdog: app={app} deadline=3600 mode=shadow\n"
+            files.append((f"apps/{app}/deploy.yaml", fleet.deployment(app, f"registry.local/web:big-{i}")))
+        out.append(f"commit refs/heads/main\nmark :{i}\ncommitter {who} {t + i} +0000\n")
+        out.append(f"data {len(msg.encode())}\n{msg}\n")
+        out.append(f"from {parent}\n" if i == 1 else f"from :{i - 1}\n")
+        for path, body in files:
+            out.append(f"M 100644 inline {path}\ndata {len(body.encode())}\n{body}\n")
+        out.append("\n")
+    if asked != watched:
+        raise wl.BenchError(f"{asked} of {watched} watched commits fit in {commits} commits")
+    return "".join(out).encode()
+
+
+def count_events(kind: str, n: int):
+    """A predicate that holds at the `n`-th `kind` event line it is shown."""
+    seen = [0]
+
+    def pred(text: str) -> bool:
+        ev = wl.event_of(text)
+        if ev is not None and ev["event"] == kind:
+            seen[0] += 1
+        return seen[0] >= n
+
+    return pred
 
 
 def peak_rss_kib(pid: int) -> int | None:
@@ -116,10 +165,16 @@ def one_binary(label: str, binary: Path, args, echo: bool) -> dict:
             time.sleep(3)
             parent = wl.git(repo.work, "rev-parse", "HEAD")
             made = time.monotonic()
-            subprocess.run(
-                ["git", "fast-import", "--quiet"], cwd=repo.work, check=True,
-                input=history(parent, args.commits),
+            stream = (
+                history_watched(parent, args.commits, args.watched, args.apps)
+                if args.watched
+                else history(parent, args.commits)
             )
+            subprocess.run(
+                ["git", "fast-import", "--quiet"], cwd=repo.work, check=True, input=stream,
+            )
+            # fast-import moved the branch, not the work tree: a later commit starts from it.
+            wl.git(repo.work, "reset", "-q", "--hard", "main")
             tip = wl.git(repo.work, "rev-parse", "main")
             middle = wl.git(repo.work, "rev-parse", f"main~{args.commits - args.commits // 2}")
             made = time.monotonic() - made
@@ -127,6 +182,8 @@ def one_binary(label: str, binary: Path, args, echo: bool) -> dict:
             wl.git(repo.work, "push", "-q", "origin", "main")
             push_took = time.monotonic() - pushed
             pushed = time.monotonic()
+            if args.watched:
+                return watched_round(watch, repo, sampler, args, made, push_took, pushed)
             starts = {}
             for name, sha in [("middle", middle), ("tip", tip)]:
                 try:
@@ -154,12 +211,69 @@ def one_binary(label: str, binary: Path, args, echo: bool) -> dict:
                 c.stop()
 
 
+def watched_round(watch, repo, sampler, args, made: float, push_took: float, pushed: float) -> dict:
+    """--watched: all N watches started, then the bad commit's verdict and revert."""
+    from_start = len(watch.lines.snapshot())
+    try:
+        _, stamp, _ = watch.lines.wait(
+            f"{args.watched} watches started", count_events("watch_started", args.watched),
+            args.timeout,
+        )
+        all_started = stamp - pushed
+    except wl.BenchError:
+        all_started = None
+        kinds: dict[str, int] = {}
+        for _, _, text in watch.lines.snapshot():
+            ev = wl.event_of(text)
+            if ev is not None:
+                kinds[ev["event"]] = kinds.get(ev["event"], 0) + 1
+        print(f"not all {args.watched} watches started within {args.timeout:.0f} s; events: {kinds}",
+              file=sys.stderr, flush=True)
+    app = fleet.app_name(0)
+    path = repo.work / "apps" / app / "deploy.yaml"
+    path.write_text(fleet.deployment(app, "registry.local/web:9.9.9-does-not-exist"))
+    wl.git(repo.work, "add", "-A")
+    wl.git(repo.work, "commit", "-q", "-m",
+           f"bad {app}\n\nNav-Watchdog: app={app} deadline={args.bad_deadline} mode=arm")
+    bad = wl.git(repo.work, "rev-parse", "HEAD")
+    bad_pushed = time.monotonic()
+    wl.git(repo.work, "push", "-q", "origin", "main")
+    bound = args.timeout + args.bad_deadline
+    _, started, _ = watch.lines.wait("the bad commit's watch", wl.is_event("watch_started", bad), bound, from_start)
+    _, reached_stamp, reached_text = watch.lines.wait("the bad commit reached", wl.is_event("reached", bad), bound, from_start)
+    failed_at, failed_stamp, _ = watch.lines.wait(
+        "the bad commit failed", wl.is_event("failed", bad), bound, from_start,
+        fail=wl.terminal_other_than("failed", bad),
+    )
+    _, reverted_stamp, _ = watch.lines.wait(
+        "the bad commit's revert", wl.is_event("revert_pushed", bad), bound, failed_at + 1,
+        fail=wl.terminal_other_than("revert_pushed", bad),
+    )
+    reached_at = wl.parse_time(wl.event_of(reached_text)["time"])
+    peaks = sampler.stop()
+    return {
+        "made_s": made,
+        "push_s": push_took,
+        "all_started_s": all_started,
+        "bad_started_s": started - bad_pushed,
+        "fail_late_s": failed_stamp + wl.WALL_OFFSET - (reached_at + args.bad_deadline),
+        "fail_to_revert_s": reverted_stamp - failed_stamp,
+        "bad_push_to_revert_s": reverted_stamp - bad_pushed,
+        "peak_anon_kib": peaks["RssAnon"],
+        "peak_file_kib": peaks["RssFile"],
+        "peak_rss_kib": peak_rss_kib(watch.proc.pid),
+    }
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--a", type=Path, required=True, help="the first binary (say, before)")
     p.add_argument("--b", type=Path, required=True, help="the second binary (its sandbox runs both)")
     p.add_argument("--commits", type=int, default=100_000)
     p.add_argument("--apps", type=int, default=20)
+    p.add_argument("--watched", type=int, default=0,
+                   help="commits of the push that ask for a watch; then a bad commit (see above)")
+    p.add_argument("--bad-deadline", type=int, default=20, help="the bad commit's deadline, seconds")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for a watch")
     p.add_argument("--echo", action="store_true", help="print the children's lines")
     args = p.parse_args()
@@ -175,6 +289,23 @@ def main() -> int:
 
     def fmt(v):
         return f"none within {args.timeout:.0f} s" if v is None else f"{v:.1f} s"
+
+    if args.watched:
+        print(f"\n{args.commits} commits in one push, {args.watched} of them watched, {args.apps} apps; "
+              f"then one bad commit (deadline {args.bad_deadline} s, arm)")
+        print("| figure | A | B |\n|---|---|---|")
+        for key, what in [
+            ("all_started_s", f"push -> all {args.watched} watches started"),
+            ("bad_started_s", "bad commit: push -> watch started"),
+            ("fail_late_s", "bad commit: FAIL after its moment"),
+            ("fail_to_revert_s", "bad commit: FAIL -> revert pushed"),
+            ("bad_push_to_revert_s", "bad commit: push -> revert pushed"),
+        ]:
+            a, b = results["a"][key], results["b"][key]
+            print(f"| {what} | {fmt(a)} | {fmt(b)} |")
+        a, b = results["a"]["peak_rss_kib"], results["b"]["peak_rss_kib"]
+        print(f"| watchdog peak RSS (MiB) | {a / 1024:.0f} | {b / 1024:.0f} |")
+        return 0
 
     print(f"\n{args.commits} commits in one push, {args.apps} apps")
     print(f"| figure | A | B |\n|---|---|---|")
