@@ -421,8 +421,12 @@ fn commits_fetched_later_are_read_in_process() {
         vec!["new.txt".to_owned()]
     );
     assert_eq!(
+        repo.new_commits(Some(&main_tip), &later).unwrap(),
+        vec![later.clone()]
+    );
+    assert_eq!(
         repo.answered_in_process() - before,
-        7,
+        8,
         "every one of those answered in process"
     );
 
