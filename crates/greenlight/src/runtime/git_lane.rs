@@ -290,8 +290,10 @@ impl Runtime {
             }
             JobDone::Answered { job, answers } => {
                 let mut fetched = None;
+                let mut base = String::new();
                 match answers {
                     Ok(a) => {
+                        base = a.base;
                         for (q, v) in a.answers {
                             if let Some(v) = v {
                                 self.inputs.ancestry.insert(q, v);
@@ -314,26 +316,38 @@ impl Runtime {
                     self.mark_front_asked();
                 }
                 // New commits go ahead of the input that asked, so a later commit that the source
-                // already reports is recorded (and attributed) before that input is judged.
+                // already reports is recorded (and attributed) before that input is judged. When
+                // that input is itself a hand-over of commits, they are the ones beyond its tip
+                // (listed from it): it takes them on, after its own, in order.
                 if let Some((tip, commits)) = fetched
                     && tip != self.tip
                     && !commits.is_empty()
                 {
-                    let at = self.now();
-                    // The input that asked may be a hand-over of these same commits that waited
-                    // with what its first commits decided: that goes first, in order (a watch's
-                    // start is announced before the verdict a later commit gives it).
-                    let effects = match self.inputs.work.front_mut() {
-                        Some(Work::Commits { effects, .. }) => std::mem::take(effects),
-                        _ => Vec::new(),
-                    };
-                    self.inputs.work.push_front(Work::Commits {
-                        commits: commits.into(),
-                        tip,
-                        at,
-                        effects,
-                        asked: false,
-                    });
+                    match self.inputs.work.front_mut() {
+                        Some(Work::Commits {
+                            commits: own,
+                            tip: own_tip,
+                            ..
+                        }) if *own_tip == base => {
+                            own.extend(commits);
+                            *own_tip = tip;
+                        }
+                        front => {
+                            // Newer commits never go ahead of a hand-over's own (a later commit
+                            // judged before the one it follows would not be its later commit):
+                            // behind a hand-over listed from another tip they follow it, and what
+                            // it hands over meanwhile is skipped then.
+                            let behind = usize::from(matches!(front, Some(Work::Commits { .. })));
+                            let work = Work::Commits {
+                                commits: commits.into(),
+                                tip,
+                                at: self.now(),
+                                effects: Vec::new(),
+                                asked: false,
+                            };
+                            self.inputs.work.insert(behind, work);
+                        }
+                    }
                 }
             }
             JobDone::Reverted { watch_id, outcome } => {

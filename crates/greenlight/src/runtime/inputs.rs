@@ -54,6 +54,8 @@ pub(super) enum Work {
 pub(super) struct Answers {
     pub(super) answers: Vec<(Question, Option<bool>)>,
     pub(super) fetched: Option<(String, Vec<CommitInfo>)>,
+    /// The tip the fetched commits are listed from (exclusive).
+    pub(super) base: String,
 }
 
 /// A judge input that needs answers first.
@@ -194,7 +196,13 @@ impl Runtime {
             give_up_at: now.plus_ms(self.cfg.stale_after_ms),
         });
         let repo = self.ctx.repo.clone();
-        let (branch, last) = (self.branch.clone(), self.tip.clone());
+        // The commits a hand-over that asks is judging are not new to it: what lies beyond its
+        // tip is (each question of its commits would otherwise hand them all over again).
+        let last = match self.inputs.work.front() {
+            Some(Work::Commits { tip, .. }) => tip.clone(),
+            _ => self.tip.clone(),
+        };
+        let branch = self.branch.clone();
         self.spawn_git(
             crate::metrics::GitJob::Ancestry,
             move || -> Result<Answers> {
@@ -228,7 +236,11 @@ impl Runtime {
                     }
                     answers.push(((c, r), v));
                 }
-                Ok(Answers { answers, fetched })
+                Ok(Answers {
+                    answers,
+                    fetched,
+                    base: last,
+                })
             },
             move |r| JobDone::Answered {
                 job,
