@@ -20,10 +20,15 @@ mkdir -p "$work/old/crates/greenlight/examples"
 cp "$here/crates/greenlight/examples/churn.rs" "$work/old/crates/greenlight/examples/churn.rs"
 for side in old new; do
     tree=$here
-    [ "$side" = old ] && tree=$work/old
-    # The executable cargo names for this tree (both trees share the target directory, and
-    # cargo does not copy a fresh build to release/examples again).
-    exe=$(CARGO_TARGET_DIR=$target cargo build --quiet --release --manifest-path "$tree/Cargo.toml" \
+    side_target=$target
+    # OLD builds in a target directory of its own: cargo does not hash a workspace's path, so
+    # both trees' crates have the same names, and in one directory the second tree's build is
+    # taken for fresh when its files are older than the first tree's artifacts (it is not
+    # built at all, and both sides run the same code).
+    [ "$side" = old ] && tree=$work/old && side_target=$target-bench-old
+    # The executable cargo names for this tree (cargo does not copy a fresh build to
+    # release/examples again).
+    exe=$(CARGO_TARGET_DIR=$side_target cargo build --quiet --release --manifest-path "$tree/Cargo.toml" \
         -p greenlight --example churn --message-format=json |
         python3 -c 'import json, sys
 for line in sys.stdin:
