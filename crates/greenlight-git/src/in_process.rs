@@ -5,9 +5,9 @@
 //! Every answer here must equal git's. So a question is answered in process only in the
 //! plain case: revisions given as full object ids, commits in canonical form (no `encoding`
 //! header, identities of the form `Name <email> seconds ±hhmm`, a UTF-8 message without NUL),
-//! a clone that is neither shallow nor has replacement objects or grafts. Anything else, and any error
-//! or panic inside the reader, answers `None`: "ask git", and the caller runs the git command
-//! as before. The property tests in `tests/in_process.rs` hold both to the same answers over
+//! a clone that is neither shallow nor has replacement objects or grafts. Anything else, and
+//! any error or panic inside the reader, answers `None`: "ask git", and the caller runs the git
+//! command as before. The property tests in `tests/in_process.rs` hold both to the same answers over
 //! generated histories.
 
 use std::collections::VecDeque;
