@@ -1,9 +1,9 @@
 //! The persisted shapes of a watch and of the breaker: the JSON in the `watches.body` column
 //! (from schema version 4 without the record's lists, each kept as a part:
-//! [`WatchRecord::into_split`]) and in the `breaker` meta row. This module owns every detail of that JSON and the
-//! conversions to and from the judge's in-memory types, so a change to those types touches only
-//! the conversions here, never a state file already on disk. It never decides anything about a
-//! watch, and nothing outside it may serialize a judge type into the store.
+//! [`WatchRecord::into_split`]) and in the `breaker` meta row. This module owns every detail of
+//! that JSON and the conversions to and from the judge's in-memory types, so a change to those
+//! types touches only the conversions here, never a state file already on disk. It never decides
+//! anything about a watch, and nothing outside it may serialize a judge type into the store.
 //!
 //! Record format 1 is exactly the JSON that greenlight wrote before records existed (the
 //! in-memory `Watch` serialized field by field), so such bodies, which carry no `format` field,
