@@ -44,13 +44,15 @@ import fleet  # noqa: E402
 import watch_latency as wl  # noqa: E402
 
 
-def history(parent: str, commits: int) -> bytes:
+def history(parent: str, commits: int, asks: dict[int, int] | None = None) -> bytes:
     """A fast-import stream of `commits` commits on top of `parent`: each changes a file outside
-    the apps; the middle one and the last one also bump an app's image and ask for its watch."""
+    the apps; commit i in `asks` also bumps app asks[i]'s image and asks for its watch (default:
+    the middle one app 1, the last one app 0)."""
+    if asks is None:
+        asks = {commits // 2: 1, commits: 0}
     out = []
     who = "Ann Example <ann@example.com>"
     t = int(time.time()) - commits
-    asks = {commits // 2: 1, commits: 0}
     for i in range(1, commits + 1):
         msg = f"import {i}\n"
         files = [(f"history/part{i % 500}.txt", f"{i}\n")]
@@ -68,30 +70,13 @@ def history(parent: str, commits: int) -> bytes:
 
 
 def history_watched(parent: str, commits: int, watched: int, apps: int) -> bytes:
-    """A fast-import stream of `commits` commits on top of `parent`, `watched` of them (every
-    commits // watched-th) bumping one of the apps 1.. in turn and asking for its watch."""
-    out = []
-    who = "Ann Example <ann@example.com>"
-    t = int(time.time()) - commits
+    """`history` with `watched` of the commits (every commits // watched-th) bumping one of the
+    apps 1.. in turn and asking for its watch."""
     step = max(commits // max(watched, 1), 1)
-    asked = 0
-    for i in range(1, commits + 1):
-        msg = f"import {i}\n"
-        files = [(f"history/part{i % 500}.txt", f"{i}\n")]
-        if i % step == 0 and asked < watched:
-            app = fleet.app_name(1 + asked % (apps - 1))
-            asked += 1
-            msg = f"bump {app}\n\nNav-Watchdog: app={app} deadline=3600 mode=shadow\n"
-            files.append((f"apps/{app}/deploy.yaml", fleet.deployment(app, f"registry.local/web:big-{i}")))
-        out.append(f"commit refs/heads/main\nmark :{i}\ncommitter {who} {t + i} +0000\n")
-        out.append(f"data {len(msg.encode())}\n{msg}\n")
-        out.append(f"from {parent}\n" if i == 1 else f"from :{i - 1}\n")
-        for path, body in files:
-            out.append(f"M 100644 inline {path}\ndata {len(body.encode())}\n{body}\n")
-        out.append("\n")
-    if asked != watched:
-        raise wl.BenchError(f"{asked} of {watched} watched commits fit in {commits} commits")
-    return "".join(out).encode()
+    asks = {step * (k + 1): 1 + k % (apps - 1) for k in range(watched) if step * (k + 1) <= commits}
+    if len(asks) != watched:
+        raise wl.BenchError(f"{len(asks)} of {watched} watched commits fit in {commits} commits")
+    return history(parent, commits, asks)
 
 
 def count_events(kind: str, n: int):
