@@ -33,6 +33,10 @@ pub fn glimpse(app: &Application, repo_url: &str) -> Glimpse {
         last_operation_phase: s.last_operation.as_ref().map(|o| o.phase.clone()),
         last_operation_revision: s.last_operation.as_ref().map(|o| o.revision.clone()),
         sync_status: s.sync_status,
+        source_paths: match s.source {
+            SourceFacts::FromRepo { paths, .. } => Some(paths),
+            SourceFacts::NotFromRepo { .. } => None,
+        },
     }
 }
 

@@ -340,6 +340,10 @@ pub struct Engine {
     /// The namespaces each Application name was seen in: a bare trailer name that matches
     /// more than one is ambiguous.
     namespaces: BTreeMap<String, BTreeSet<String>>,
+    /// Each app's source paths as last observed or glimpsed: a watch starting on the app
+    /// filters its later commits by them from its first one (`docs/verdicts.md#attribution`).
+    /// Not stored: after a restart a watch learns them from its first observation.
+    app_paths: BTreeMap<AppKey, SourcePaths>,
     /// The latest time the judge was given: questions are asked before an observation's own
     /// time is known.
     clock: Timestamp,
@@ -374,6 +378,7 @@ impl Engine {
             arrived_unsaved: VecDeque::new(),
             known_tip: None,
             namespaces: BTreeMap::new(),
+            app_paths: BTreeMap::new(),
             clock: Timestamp(i64::MIN),
             resumed_at: None,
             verifying: BTreeMap::new(),
@@ -691,6 +696,22 @@ impl Engine {
                 }
                 continue;
             }
+            // A commit that changed nothing under the app's known paths can never be a culprit
+            // while they stay so: it is not kept (`docs/verdicts.md#attribution`).
+            if self.config.asked.is_none()
+                && let Some(paths) = self.watches[i].source_paths()
+                && !counts_against(
+                    &self.config.attribution_exempt,
+                    paths,
+                    &commit.changed_paths,
+                )
+            {
+                let paths = paths.clone();
+                if self.watches[i].later_commit_skipped(&paths) {
+                    self.dirty.insert(i);
+                }
+                continue;
+            }
             self.watches[i].later_commit(LaterCommit {
                 sha: commit.sha.clone(),
                 changed_paths: commit.changed_paths.clone(),
@@ -784,6 +805,11 @@ impl Engine {
         let before = self.idle_baseline(&commit.sha, Some(&parents), &d.app, ancestry);
         let mut w = Watch::start(id, commit, d, dry_run, now);
         w.saw_before(before);
+        // The app's paths as last seen: the later commits of a push are filtered from the
+        // first, not held until the watch's first observation (which may show other paths).
+        if let Some(paths) = self.paths_of(&w.app) {
+            w.learned_source_paths(paths.clone());
+        }
         let msg = Message::WatchStarted {
             mode: w.mode,
             dry_run,
@@ -1144,6 +1170,7 @@ impl Engine {
             .entry(key.name.clone())
             .or_default()
             .insert(key.namespace.clone());
+        self.saw_paths(key, g.source_paths.as_ref());
         if !g.operation_running {
             self.saw_idle(
                 key.clone(),
@@ -1155,6 +1182,30 @@ impl Engine {
                 g.chronic.clone(),
             );
         }
+    }
+
+    /// The app's source paths as just seen (`None`: no source is the watched repository).
+    fn saw_paths(&mut self, key: &AppKey, paths: Option<&SourcePaths>) {
+        match paths {
+            Some(p) if self.app_paths.get(key) != Some(p) => {
+                self.app_paths.insert(key.clone(), p.clone());
+            }
+            Some(_) => {}
+            None => {
+                self.app_paths.remove(key);
+            }
+        }
+    }
+
+    /// The source paths last seen of the one app `app` names; `None` when none was seen or
+    /// the name matches apps in two namespaces.
+    fn paths_of(&self, app: &AppRef) -> Option<&SourcePaths> {
+        let mut matching = self
+            .app_paths
+            .iter()
+            .filter(|(k, _)| app.matches(&k.namespace, &k.name));
+        let (_, paths) = matching.next()?;
+        matching.next().is_none().then_some(paths)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1391,6 +1442,11 @@ impl Engine {
                     .entry(snap.name.clone())
                     .or_default()
                     .insert(snap.namespace.clone());
+                let paths = match &snap.source {
+                    SourceFacts::FromRepo { paths, .. } => Some(paths),
+                    SourceFacts::NotFromRepo { .. } => None,
+                };
+                self.saw_paths(&snap.key(), paths);
                 if !snap.operation_running {
                     self.saw_idle(
                         snap.key(),
@@ -1415,6 +1471,9 @@ impl Engine {
                     self.idle.remove(&k);
                     self.idle_dirty.insert(k);
                 }
+                self.app_paths.retain(|k, _| {
+                    !(k.name == name && namespace.is_none_or(|ns| ns == k.namespace))
+                });
                 if let Some(seen) = self.namespaces.get_mut(name) {
                     match namespace {
                         Some(ns) => {
@@ -2160,7 +2219,19 @@ impl Engine {
             failed_sync,
             ..seen_of(snap)
         });
+        // Paths that a commit left unrecorded under the old ones could touch: the commits that
+        // landed since can no longer be ruled out (`docs/verdicts.md#attribution`).
+        let mut uncovered = None;
         if let SourceFacts::FromRepo { paths, .. } = &snap.source {
+            if let Some(before) = w.later_filtered_under()
+                && !crate::paths::covers(before, paths)
+            {
+                uncovered = Some(format!(
+                    "source paths {} → {}",
+                    crate::paths::shown(before),
+                    crate::paths::shown(paths)
+                ));
+            }
             w.learned_source_paths(paths.clone());
         }
         if render_broke && w.state() == State::WaitingReach {
@@ -2174,6 +2245,15 @@ impl Engine {
         out.extend(self.check_attribution(i, now));
         if self.watches[i].is_live() {
             out.extend(self.check_inputs(i, snap, now));
+        }
+        if self.watches[i].is_live()
+            && let Some(changed) = uncovered
+        {
+            let verdict = Verdict::ChangedOutside {
+                app: self.watches[i].app.clone(),
+                changed: vec![changed],
+            };
+            out.push(self.finish(i, verdict, EventKind::ChangedOutside, now));
         }
         if !self.watches[i].is_live() {
             return out;
@@ -2431,28 +2511,18 @@ impl Engine {
             return Vec::new();
         };
         let exempt = &self.config.attribution_exempt;
-        // The commits found no culprit with these paths before stay so: only the newer ones are
-        // read (a push of many commits costs each live watch linear time).
-        let cleared = w.later_commits_cleared(paths);
-        let culprits: Vec<CommitId> = w.later_commits()[cleared..]
+        // The commits found no culprit before are no longer held: only the newer ones are read.
+        let culprits: Vec<CommitId> = w
+            .later_commits()
             .iter()
-            .filter(|c| {
-                let counted: Vec<String> = c
-                    .changed_paths
-                    .iter()
-                    .filter(|p| !crate::paths::exempt(exempt, p))
-                    .cloned()
-                    .collect();
-                // A commit of exempt paths only is no change of the app, even one whose paths
-                // are unknown (then every other commit is assumed to touch it).
-                let only_exempt = !c.changed_paths.is_empty() && counted.is_empty();
-                !only_exempt && touches(paths, &counted).touches()
-            })
+            .filter(|c| counts_against(exempt, paths, &c.changed_paths))
             .map(|c| c.sha.clone())
             .collect();
         if culprits.is_empty() {
             let paths = paths.clone();
-            self.watches[i].later_commits_clear(paths);
+            if self.watches[i].later_commits_clear(&paths) {
+                self.dirty.insert(i);
+            }
             return Vec::new();
         }
         let verdict = Verdict::Attribution {
@@ -3309,6 +3379,20 @@ fn seen_of(s: &AppSnapshot) -> Seen {
 }
 
 /// The commit a `git revert` message says it reverts.
+/// Whether a commit that changed `changed` counts as a change of an app with `paths` for
+/// attribution: it touches them with a path the exemptions leave counted. A commit of exempt
+/// paths only is no change of the app, even one whose paths are unknown (then every other
+/// commit is assumed to touch it).
+fn counts_against(exempt: &[String], paths: &SourcePaths, changed: &[String]) -> bool {
+    let counted: Vec<String> = changed
+        .iter()
+        .filter(|p| !crate::paths::exempt(exempt, p))
+        .cloned()
+        .collect();
+    let only_exempt = !changed.is_empty() && counted.is_empty();
+    !only_exempt && touches(paths, &counted).touches()
+}
+
 fn reverted_sha(message: &str) -> Option<CommitId> {
     let idx = message.find("This reverts commit ")?;
     let rest = &message[idx + "This reverts commit ".len()..];

@@ -39,6 +39,39 @@ pub fn touches(paths: &SourcePaths, changed: &[String]) -> Touch {
     }
 }
 
+/// Whether every commit that touches `inner` touches `outer` too: then a commit that touches
+/// nothing under `outer` touches nothing under `inner` either. Unknown paths are touched by
+/// every commit: they cover any, and known ones never cover them.
+pub fn covers(outer: &SourcePaths, inner: &SourcePaths) -> bool {
+    match (outer, inner) {
+        (SourcePaths::Unknown { .. }, _) => true,
+        (SourcePaths::Known(o), SourcePaths::Known(i)) => {
+            i.iter().all(|p| o.iter().any(|q| under(p, q)))
+        }
+        (SourcePaths::Known(_), SourcePaths::Unknown { .. }) => false,
+    }
+}
+
+/// Source paths in words: the prefixes, space-separated (`the whole repository` for `""`), or
+/// `unknown`.
+pub fn shown(paths: &SourcePaths) -> String {
+    match paths {
+        SourcePaths::Known(ps) if ps.is_empty() => "none".into(),
+        SourcePaths::Known(ps) => ps
+            .iter()
+            .map(|p| {
+                if p.is_empty() {
+                    "the whole repository"
+                } else {
+                    p.as_str()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        SourcePaths::Unknown { .. } => "unknown".into(),
+    }
+}
+
 /// Whether `file` is exempt from attribution under `patterns`, read as `.gitignore` reads its
 /// lines: a pattern is a repository path whose segments may hold `*` (any characters but `/`),
 /// a leading `!` re-includes what an earlier pattern exempted, and the last matching pattern

@@ -502,6 +502,10 @@ pub struct Glimpse {
     /// failed (`docs/verdicts.md#evidence`). Empty in a glimpse from before it was kept.
     #[serde(default)]
     pub chronic: Chronic,
+    /// The app's source paths in the watched repository; `None` when no source is the watched
+    /// repository (and in a glimpse from before they were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_paths: Option<SourcePaths>,
 }
 
 impl Glimpse {

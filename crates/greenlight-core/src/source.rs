@@ -454,6 +454,7 @@ mod tests {
                 last_operation_phase: None,
                 last_operation_revision: None,
                 chronic: Default::default(),
+                source_paths: None,
             },
             origin,
         }

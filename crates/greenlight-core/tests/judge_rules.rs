@@ -2213,11 +2213,12 @@ fn a_later_commit_to_other_paths_does_not_count() {
     );
 }
 
-/// Later commits are checked once each against the app's paths; when the paths change (the
-/// Application's source edited), every later commit is checked again against the new ones: one
-/// found innocent under the old paths may touch the new (and many commits cost linear time).
+/// Later commits that change nothing under the app's known paths are not kept (a push of many
+/// commits would hold each live watch's every later commit); so when the paths change to some
+/// such a commit may touch, the commits since can no longer be ruled out: the watch ends
+/// `FAIL`, never reverted, naming the paths before and after (`docs/verdicts.md#attribution`).
 #[test]
-fn a_later_commit_innocent_under_the_old_paths_counts_when_the_paths_change() {
+fn a_later_commit_left_out_under_the_old_paths_ends_the_watch_when_the_paths_widen() {
     let (mut h, w) = started("deadline=60 mode=arm");
     let s = reach(&mut h, &w, 10, Health::Degraded);
     let elsewhere = plain(2, &["apps/api/deploy.yaml"]);
@@ -2228,15 +2229,174 @@ fn a_later_commit_innocent_under_the_old_paths_counts_when_the_paths_change() {
                 .is_empty()
         );
     }
+    assert!(h.watch(&w).later_commits().is_empty(), "none kept");
+    assert_eq!(
+        h.watch(&w).later_filtered_under(),
+        Some(&SourcePaths::Known(vec!["apps/web".into()]))
+    );
     let out = h.observe(&s, t(14));
-    assert!(!kinds(&out).contains(&K::Attribution), "{out:?}");
-    let moved = s.clone().paths(SourcePaths::Known(vec!["apps/api".into()]));
+    assert!(out.is_empty(), "{out:?}");
+    let moved = s.clone().paths(SourcePaths::Known(vec![
+        "apps/api".into(),
+        "apps/web".into(),
+    ]));
     let out = h.observe(&moved, t(15));
-    assert!(kinds(&out).contains(&K::Attribution), "{out:?}");
+    assert_eq!(kinds(&out), vec![K::ChangedOutside], "{out:?}");
     let reason = h.reason(&w);
-    assert!(reason.contains(elsewhere.sha.short()), "{reason}");
+    assert!(
+        reason.contains("(source paths apps/web → apps/api apps/web)")
+            && reason.ends_with("not reverted"),
+        "{reason}"
+    );
     h.tick(t(100));
     no_reverts(&h);
+}
+
+/// Paths that lie within the old ones (a narrowed `manifest-generate-paths`) leave nothing to
+/// doubt: a commit that touched nothing under the old paths touches nothing under them.
+#[test]
+fn paths_narrowed_under_the_watch_keep_it_judged() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    assert!(h.arrive(&plain(2, &["docs/a.md"]), t(12)).is_empty());
+    let narrowed = s
+        .clone()
+        .paths(SourcePaths::Known(vec!["apps/web/deploy.yaml".into()]));
+    let out = h.observe(&narrowed, t(14));
+    assert!(out.is_empty(), "{out:?}");
+    // Now a commit beside the narrowed paths is no culprit either.
+    assert!(
+        h.arrive(&plain(3, &["apps/web/staging.yaml"]), t(15))
+            .is_empty()
+    );
+    h.observe_every(&narrowed, 20, 60, 10);
+    let out = h.tick(t(70));
+    assert_eq!(h.state(&w), State::Fail);
+    assert_eq!(reverts(&out).len(), 1, "{out:?}");
+}
+
+/// Paths that change before any later commit was left out leave nothing unknown: the watch
+/// goes on under the new ones, and a commit to them is attributed.
+#[test]
+fn paths_changed_before_any_commit_was_left_out_change_nothing() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    let moved = s.clone().paths(SourcePaths::Known(vec!["apps/api".into()]));
+    // (The watched commit changes nothing under them: judged as shadow from here.)
+    assert_eq!(kinds(&h.observe(&moved, t(12))), vec![K::ArmDowngraded]);
+    let later = plain(2, &["apps/api/deploy.yaml"]);
+    let out = h.arrive(&later, t(13));
+    assert_eq!(kinds(&out), vec![K::Attribution], "{out:?}");
+    assert!(h.reason(&w).contains(later.sha.short()));
+    h.tick(t(100));
+    no_reverts(&h);
+}
+
+/// A watch starts with its app's paths as last seen (a glimpse before its commit): the commits
+/// of the same push after it are filtered from the first, before any observation of the watch,
+/// and the watch is not rewritten for each; one to its paths is attributed on arrival.
+#[test]
+fn a_watch_filters_its_later_commits_by_the_paths_its_app_was_last_seen_with() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    glimpse_with_paths(&mut h, &c, SourcePaths::Known(vec!["apps/web".into()]));
+    assert_eq!(kinds(&h.arrive(&c, t(0))), vec![K::WatchStarted]);
+    assert_eq!(
+        h.watch(&c.sha).source_paths(),
+        Some(&SourcePaths::Known(vec!["apps/web".into()]))
+    );
+    h.engine.take_dirty();
+    for n in 2..500 {
+        assert!(
+            h.arrive(&plain(n, &[&format!("apps/api/{n}.yaml")]), t(1))
+                .is_empty()
+        );
+    }
+    assert!(h.watch(&c.sha).later_commits().is_empty());
+    let (dirty, _) = h.engine.take_dirty();
+    assert_eq!(
+        dirty.len(),
+        1,
+        "written once, for the paths it filtered under"
+    );
+    let later = plain(600, &["apps/web/deploy.yaml"]);
+    let out = h.arrive(&later, t(2));
+    assert_eq!(kinds(&out), vec![K::Attribution], "{out:?}");
+    assert_eq!(
+        h.watch(&c.sha).later_commits().len(),
+        1,
+        "the culprit, named"
+    );
+    h.tick(t(100));
+    no_reverts(&h);
+}
+
+/// The first observation may show other paths than the glimpse before the watch (the
+/// Application edited in between, which the watch's inputs, first observed then, cannot show):
+/// the commits left out under the glimpse's paths cannot be ruled out.
+#[test]
+fn a_first_observation_with_other_paths_than_the_glimpse_ends_a_watch_that_left_commits_out() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let c = watched(1, "web", "deadline=60 mode=arm");
+    glimpse_with_paths(&mut h, &c, SourcePaths::Known(vec!["apps/web".into()]));
+    h.arrive(&c, t(0));
+    assert!(
+        h.arrive(&plain(2, &["shared/values.yaml"]), t(1))
+            .is_empty()
+    );
+    let r = containing(&mut h, &c.sha, 1);
+    let s = Snap::new("web")
+        .deployed(&r)
+        .health(Health::Degraded)
+        .paths(SourcePaths::Known(vec!["apps/web".into(), "shared".into()]));
+    let out = h.observe(&s, t(5));
+    assert!(kinds(&out).contains(&K::ChangedOutside), "{out:?}");
+    h.tick(t(100));
+    no_reverts(&h);
+}
+
+/// Unknown paths cover nothing: a change from known paths to unknown ones after a commit was
+/// left out ends the watch as well.
+#[test]
+fn paths_turning_unknown_after_a_commit_was_left_out_end_the_watch() {
+    let (mut h, w) = started("deadline=60 mode=arm");
+    let s = reach(&mut h, &w, 10, Health::Degraded);
+    assert!(h.arrive(&plain(2, &["docs/a.md"]), t(12)).is_empty());
+    let unknown = s.clone().paths(SourcePaths::Unknown {
+        why: "a config management plugin".into(),
+    });
+    let out = h.observe(&unknown, t(14));
+    assert!(kinds(&out).contains(&K::ChangedOutside), "{out:?}");
+    assert!(h.reason(&w).contains("source paths apps/web → unknown"));
+    h.tick(t(100));
+    no_reverts(&h);
+}
+
+/// Glimpse `c`'s app idle at `c`'s parent with `paths`.
+fn glimpse_with_paths(h: &mut Harness, c: &CommitInfo, paths: SourcePaths) {
+    let key = greenlight_core::snapshot::AppKey {
+        namespace: "argocd".into(),
+        name: "web".into(),
+    };
+    let parent = c
+        .parents
+        .first()
+        .map_or(BASELINE_REVISION.to_string(), |p| p.to_string());
+    h.engine.glimpse(
+        &key,
+        &greenlight_core::snapshot::Glimpse {
+            health: Health::Healthy,
+            sync_revision: parent,
+            operation_running: false,
+            sync_status: "Synced".into(),
+            last_operation_phase: None,
+            last_operation_revision: None,
+            chronic: Default::default(),
+            source_paths: Some(paths),
+        },
+    );
 }
 
 /// The gate's candidate shares its directory with other workloads' candidates: a later commit
@@ -3503,6 +3663,7 @@ fn a_glimpse_of_the_synced_commit_is_no_baseline() {
             last_operation_phase: None,
             last_operation_revision: None,
             chronic: Default::default(),
+            source_paths: None,
         },
     );
     h.arrive(&c, t(0));

@@ -364,6 +364,20 @@ struct Sim {
     prev_since: Vec<Option<Timestamp>>,
     /// Watches that a later commit touching their app made unattributable (by the oracle).
     touched_later: BTreeSet<String>,
+    /// Draws for source paths that move (an edited `manifest-generate-paths`), apart, so that
+    /// the other draws of a seed are those of the scenarios before they moved.
+    paths_rng: Rng,
+    /// Whether this scenario's apps change their source paths now and then.
+    paths_moving: bool,
+    /// Each app's source paths as the engine was last shown them (an observation or a glimpse;
+    /// gone when it saw the app absent, and after a restart, which keeps none).
+    engine_paths: HashMap<&'static str, SourcePaths>,
+    /// The source paths each watch judges under, by the model: its app's as the engine was last
+    /// shown them when it started, then those of each observation of its app (stored with it).
+    watch_paths: HashMap<String, Option<SourcePaths>>,
+    /// Each live watch's later commits that touched none of the paths it judged under since
+    /// they arrived (their changed paths): the oracle checks them against every new paths.
+    pending_later: HashMap<String, Vec<Vec<String>>>,
     /// Whether the breaker was open after the previous call.
     was_open: bool,
     /// Whether this scenario's daemon vouches for apps its connected stream delivered.
@@ -438,6 +452,8 @@ struct Counters {
     hook_failures: u64,
     /// FAIL, not reverted: the Application's spec changed under the watch.
     changed_outside: u64,
+    /// Watches ended because their app's paths moved after later commits were left out.
+    paths_moved: u64,
     /// CONFIRMED after the streak paused on a transient state after the deadline.
     paused_confirmations: u64,
     /// INCONCLUSIVE: a pause not healthy again within stable-for.
@@ -527,6 +543,8 @@ impl Sim {
         let mut pr_rng = Rng::new(seed ^ 0x0071_1e57_9e11_0000);
         let by_pr = pr_rng.chance(30);
         let run_rng = Rng::new(seed ^ 0x7275_6e00_0e1c_0000);
+        let mut paths_rng = Rng::new(seed ^ 0x9a75_5000_0000_0000);
+        let paths_moving = paths_rng.chance(40);
         if exempting {
             cfg.attribution_exempt = vec![
                 "apps/*/cand-*.yaml".into(),
@@ -602,6 +620,11 @@ impl Sim {
             delivered: HashMap::new(),
             deliveries: HashMap::new(),
             touched_later: BTreeSet::new(),
+            paths_rng,
+            paths_moving,
+            engine_paths: HashMap::new(),
+            watch_paths: HashMap::new(),
+            pending_later: HashMap::new(),
             trace: Vec::new(),
             next_commit: 10,
             seed,
@@ -715,6 +738,7 @@ impl Sim {
         ));
         // The attribution oracle: which live watches does this commit make unattributable?
         let mut human_reverted = Vec::new();
+        let mut pending = Vec::new();
         for w in self.engine.watches() {
             if w.state().is_terminal() || w.commit == c.sha {
                 continue;
@@ -725,20 +749,14 @@ impl Sim {
             let reverts_it = c
                 .message
                 .contains(&format!("This reverts commit {}", w.commit));
-            let app = self.apps.iter().find(|a| a.name == w.app.name).unwrap();
-            let exempt = |f: &String| self.oracle_exempt(f);
-            let touches = match &app.paths {
-                // Unknown paths: every commit touches the app, but for one that changed only
-                // exempt paths.
-                SourcePaths::Unknown { .. } => {
-                    c.changed_paths.is_empty() || c.changed_paths.iter().any(|f| !exempt(f))
-                }
-                SourcePaths::Known(ps) => c
-                    .changed_paths
-                    .iter()
-                    .filter(|f| !exempt(f))
-                    .any(|f| ps.iter().any(|p| f.starts_with(&format!("{p}/")))),
-            };
+            // Against the paths the watch judges under now; none known yet (it was not
+            // observed, and the engine was shown none of its app's): checked when they are.
+            let touches = self
+                .watch_paths
+                .get(&w.id)
+                .cloned()
+                .flatten()
+                .is_some_and(|p| self.oracle_touches(&p, &c.changed_paths));
             // A deadline already due may be decided first (its verdict came before the commit).
             let due = w
                 .reached_at()
@@ -749,10 +767,15 @@ impl Sim {
             }
             if touches && !brings_it && !reverts_it {
                 self.touched_later.insert(w.id.clone());
+            } else if !brings_it && !reverts_it {
+                pending.push((w.id.clone(), c.changed_paths.to_vec()));
             }
             if reverts_it && !brings_it && !w.revert_pending() {
                 human_reverted.push(w.id.clone());
             }
+        }
+        for (id, paths) in pending {
+            self.pending_later.entry(id).or_default().push(paths);
         }
         let out = self.engine.commit_arrived(&c, &anc, now);
         self.proposals_see(&c, &out);
@@ -763,23 +786,20 @@ impl Sim {
             if ev.event != EventKind::Attribution {
                 continue;
             }
-            let Some(app) = self
-                .apps
-                .iter()
-                .find(|a| Some(a.name.to_string()) == ev.app)
-            else {
+            if !self.apps.iter().any(|a| Some(a.name.to_string()) == ev.app) {
                 continue;
-            };
-            let counted = c.changed_paths.is_empty()
-                || c.changed_paths.iter().any(|f| {
-                    !self.oracle_exempt(f)
-                        && match &app.paths {
-                            SourcePaths::Unknown { .. } => true,
-                            SourcePaths::Known(ps) => {
-                                ps.iter().any(|p| f.starts_with(&format!("{p}/")))
-                            }
-                        }
-                });
+            }
+            // (Against the paths the watch judged under when the commit arrived.)
+            let counted = self.engine.watches().iter().any(|w| {
+                Some(w.commit.to_string()) == ev.commit
+                    && Some(w.app.to_string()) == ev.app
+                    && self
+                        .watch_paths
+                        .get(&w.id)
+                        .cloned()
+                        .flatten()
+                        .is_some_and(|p| self.oracle_touches(&p, &c.changed_paths))
+            });
             if !counted {
                 self.fail(&format!(
                     "attribution for {:?} on {:?} by {} (paths {:?}), which touched none of its app's counted paths",
@@ -798,6 +818,27 @@ impl Sim {
                 ));
             }
             self.never_revert.insert(id);
+        }
+    }
+
+    /// Whether a commit that changed `changed` touches an app with `paths`, by the documented
+    /// rule: unknown paths are touched by every commit but one of exempt paths only.
+    fn oracle_touches(&self, paths: &SourcePaths, changed: &[String]) -> bool {
+        let exempt = |f: &String| self.oracle_exempt(f);
+        match paths {
+            SourcePaths::Unknown { .. } => changed.is_empty() || changed.iter().any(|f| !exempt(f)),
+            SourcePaths::Known(ps) => changed
+                .iter()
+                .filter(|f| !exempt(f))
+                .any(|f| ps.iter().any(|p| f.starts_with(&format!("{p}/")))),
+        }
+    }
+
+    /// The paths the engine is shown for `a` now (`None`: not from the watched repository).
+    fn shown_paths(snap: &AppSnapshot) -> Option<SourcePaths> {
+        match &snap.source {
+            SourceFacts::FromRepo { paths, .. } => Some(paths.clone()),
+            SourceFacts::NotFromRepo { .. } => None,
         }
     }
 
@@ -904,6 +945,9 @@ impl Sim {
         } else {
             vec!["README.md".into()]
         };
+        if self.paths_moving && self.paths_rng.chance(30) {
+            paths = vec!["shared/values.yaml".into()];
+        }
         // Another workload's candidate beside an app's files (exempt), the re-included own one
         // (counted), or a candidate with an app file (counted).
         if self.exempting && self.exempt_rng.chance(40) {
@@ -1004,6 +1048,25 @@ impl Sim {
 
     /// Argo CD moves on: syncs, operations, health flapping.
     fn evolve(&mut self, i: usize) {
+        // An edit of the app's `manifest-generate-paths`: its paths widen to a shared directory,
+        // narrow back, or become unknown (no spec field changes).
+        if self.paths_moving
+            && !matches!(self.apps[i].paths, SourcePaths::Unknown { .. })
+            && self.paths_rng.chance(2)
+        {
+            let name = self.apps[i].name;
+            let own = format!("apps/{name}");
+            self.apps[i].paths = match self.paths_rng.below(5) {
+                0 | 1 => SourcePaths::Known(vec![own]),
+                2 | 3 => SourcePaths::Known(vec![own, "shared".into()]),
+                _ => SourcePaths::Unknown {
+                    why: "manifest-generate-paths names a path outside the repository".into(),
+                },
+            };
+            let paths = self.apps[i].paths.clone();
+            self.trace
+                .push(format!("{} paths {name} {paths:?}", self.now.0 - BASE_MS));
+        }
         let tip = self.hist.len() - 1;
         let now = self.now;
         let r = &mut self.rng;
@@ -1297,6 +1360,7 @@ impl Sim {
             vouched: false,
         });
         if !a.exists {
+            self.engine_paths.remove(a.name);
             self.trace
                 .push(format!("{} absent {}", now.0 - BASE_MS, a.name));
             let out = self.engine.observe(
@@ -1340,7 +1404,68 @@ impl Sim {
             a.deployed,
             healthy
         ));
+        let shown = Sim::shown_paths(&snap);
+        match &shown {
+            Some(p) => self.engine_paths.insert(a.name, p.clone()),
+            None => self.engine_paths.remove(a.name),
+        };
+        // The paths each live watch of the app judges under from here: its later commits that
+        // touched none before are checked against them (a deadline already due is decided
+        // first, on what was known before).
+        let mut moved = BTreeSet::new();
+        if let Some(p) = &shown {
+            for w in self.engine.watches() {
+                if !w.is_live() || w.app.name != a.name {
+                    continue;
+                }
+                let due = w
+                    .reached_at()
+                    .unwrap_or(w.watch_started_at)
+                    .plus_ms(w.deadline_ms);
+                if due < now && !w.deadline_passed() {
+                    continue;
+                }
+                let before = self.watch_paths.get(&w.id).cloned().flatten();
+                if before.as_ref().is_some_and(|b| b != p) {
+                    moved.insert(w.id.clone());
+                }
+                let touched = self
+                    .pending_later
+                    .get(&w.id)
+                    .is_some_and(|l| l.iter().any(|c| self.oracle_touches(p, c)));
+                if touched {
+                    self.touched_later.insert(w.id.clone());
+                }
+            }
+        }
         let out = self.engine.observe(Observation::Present(&snap), &anc, now);
+        // An end for moved paths only where the paths moved.
+        for e in &out {
+            let Effect::Emit(ev) = e else { continue };
+            if ev.event == EventKind::ChangedOutside && ev.message.contains("(source paths ") {
+                let ok = self.engine.watches().iter().any(|w| {
+                    Some(w.commit.to_string()) == ev.commit
+                        && Some(w.app.to_string()) == ev.app
+                        && moved.contains(&w.id)
+                });
+                if !ok {
+                    self.fail(&format!("an end for moved paths where none moved: {ev:?}"));
+                }
+                self.counters.paths_moved += 1;
+            }
+        }
+        if let Some(p) = &shown {
+            let ids: Vec<String> = self
+                .engine
+                .watches()
+                .iter()
+                .filter(|w| w.is_live() && w.app.name == a.name)
+                .map(|w| w.id.clone())
+                .collect();
+            for id in ids {
+                self.watch_paths.insert(id, Some(p.clone()));
+            }
+        }
         self.after(out, false);
         // A structurally unwatchable app ends its watches at once (an empty revision of a
         // non-git source is not an error: keep waiting).
@@ -1516,6 +1641,10 @@ impl Sim {
             namespace: "argocd".into(),
             name: a.name.into(),
         };
+        match Sim::shown_paths(&snap) {
+            Some(p) => self.engine_paths.insert(a.name, p),
+            None => self.engine_paths.remove(a.name),
+        };
         self.engine.glimpse(
             &key,
             &Glimpse {
@@ -1526,6 +1655,10 @@ impl Sim {
                 last_operation_phase: snap.last_operation.as_ref().map(|o| o.phase.clone()),
                 last_operation_revision: snap.last_operation.as_ref().map(|o| o.revision.clone()),
                 chronic: snap.chronic(),
+                source_paths: match &snap.source {
+                    SourceFacts::FromRepo { paths, .. } => Some(paths.clone()),
+                    SourceFacts::NotFromRepo { .. } => None,
+                },
             },
         );
     }
@@ -2293,6 +2426,8 @@ impl Sim {
     fn restart(&mut self) {
         self.counters.restarts += 1;
         self.stream_gen += 1;
+        // The engine keeps no app's paths over a restart (its watches keep their own).
+        self.engine_paths.clear();
         // Only what the store persisted survives: the watches handed over by take_dirty.
         let watches: Vec<Watch> = self.engine.watches().to_vec();
         for w in &watches {
@@ -2768,6 +2903,24 @@ impl Sim {
     // ------------------------------------------------------------ invariants
 
     fn after(&mut self, out: Vec<Effect>, resuming: bool) {
+        // A watch the engine started judges under its app's paths as the engine was last shown
+        // them; each live watch holds exactly the paths the model says it judges under.
+        for w in self.engine.watches() {
+            if !self.watch_paths.contains_key(&w.id) {
+                let p = self.engine_paths.get(w.app.name.as_str()).cloned();
+                self.watch_paths.insert(w.id.clone(), p);
+            }
+        }
+        for w in self.engine.watches() {
+            if w.is_live() && w.source_paths() != self.watch_paths[&w.id].as_ref() {
+                self.fail(&format!(
+                    "{} judges under paths {:?}; the model says {:?}",
+                    w.id,
+                    w.source_paths(),
+                    self.watch_paths[&w.id]
+                ));
+            }
+        }
         let before = std::mem::take(&mut self.prev);
         let was_open = self.was_open;
         let now = self.now;
@@ -4006,7 +4159,9 @@ fn seeds() -> Vec<u64> {
 /// Checked after every call into the engine:
 /// - a Revert only for an armed, not dry-run, reached, pending FAIL of a commit some observation
 ///   showed applied (a sync that failed before applying it is no reach) whose arm was not downgraded,
-///   with no later commit touching the app (oracle), not Suspended at its deadline, not after a
+///   with no later commit touching the app (oracle: the paths the watch judged under when the
+///   commit arrived, or any it judged under since — four scenarios in ten edit apps' paths
+///   now and then), not Suspended at its deadline, not after a
 ///   human's revert, with the breaker closed counting pending reverts (oracle); at most one per
 ///   watch, except the re-issue of a pending one on resume;
 /// - terminal states never change (a pending FAIL may become REVERTED or REVERT_FAILED);
@@ -4016,6 +4171,9 @@ fn seeds() -> Vec<u64> {
 /// - NOT_REACHED and deadline FAILs only on an observation fresh at the deadline instant, and a
 ///   late observation or commit never pre-empts a due deadline;
 /// - a structurally unwatchable app ends its watches at the first observation;
+/// - each live watch judges under its app's paths as the engine was last shown them when it
+///   started, then those of each observation of the app; an end for moved paths only where
+///   they moved;
 /// - after a tick, no deadline, grace end or (freshly observed) window end is left due, and
 ///   `next_wakeup` is never later than anything due;
 /// - the breaker equals the rules' breaker; `breaker_opened` exactly when it opens;
@@ -4048,6 +4206,7 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         total.not_at_fault += c.not_at_fault;
         total.hook_failures += c.hook_failures;
         total.changed_outside += c.changed_outside;
+        total.paths_moved += c.paths_moved;
         total.paused_confirmations += c.paused_confirmations;
         total.pauses_inconclusive += c.pauses_inconclusive;
         total.sync_failed += c.sync_failed;
@@ -4120,6 +4279,10 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         assert!(
             total.changed_outside > 0,
             "no watch ended by a spec edit: {total:?}"
+        );
+        assert!(
+            total.paths_moved > 0,
+            "no watch ended because its app's paths moved: {total:?}"
         );
         assert!(
             total.hook_failures > 0,

@@ -913,6 +913,7 @@ fn unwatched(compared: &str, applied: &str) -> SourceMsg {
             last_operation_phase: Some("Succeeded".into()),
             last_operation_revision: Some(applied.into()),
             chronic: Default::default(),
+            source_paths: None,
         },
         origin: Origin::Stream,
     }
@@ -1314,6 +1315,7 @@ async fn after_a_skipped_stream_message_a_quiet_app_is_not_vouched_for() {
             last_operation_phase: None,
             last_operation_revision: None,
             chronic: Default::default(),
+            source_paths: None,
         };
         h.send(SourceMsg::Unwatched {
             key: other.key(),

@@ -71,6 +71,10 @@ pub struct FlatWatch {
     /// `expect=Healthy,Running`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub expect_running: bool,
+    /// The source paths later commits that touched none of them were left unrecorded under
+    /// (`docs/verdicts.md#attribution`); absent when every later commit was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub later_filtered_under: Option<SourcePaths>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -232,7 +236,7 @@ impl Watch {
             own_paths: f.own_paths,
             last_observed_at: f.last_observed_at,
             seen: f.seen,
-            later_commits: f.later_commits.into(),
+            later_commits: super::LaterCommits::restored(f.later_commits, f.later_filtered_under),
             source_paths: f.source_paths,
             warned_auto_sync_off: f.warned_auto_sync_off,
             baseline: f.baseline,
@@ -278,6 +282,7 @@ impl Watch {
             inputs: self.inputs.clone(),
             revert_proposal: self.proposal().cloned(),
             expect_running: self.expect_running,
+            later_filtered_under: self.later_filtered_under().cloned(),
         }
     }
 }

@@ -84,17 +84,22 @@ pub struct LaterCommit {
     pub changed_paths: crate::commit::Paths,
 }
 
-/// A watch's later commits in the order they arrived, each once: a commit delivered again (by
-/// two fetches, after a restart) is one later commit. The set beside the list makes that check
-/// constant-time, so a push of many commits costs each live watch linear time, not quadratic.
+/// A watch's later commits that may still matter, in the order they arrived, each once: a
+/// commit delivered again (by two fetches, after a restart) is one later commit. The set beside
+/// the list makes that check constant-time.
+///
+/// Only what attribution has not ruled out is kept (`docs/verdicts.md#attribution`): a commit
+/// that arrives while the watch's source paths are known and changes nothing under them is
+/// not recorded, and the commits recorded while they were unknown go once the first check
+/// under known paths finds no culprit among them. `filtered_under` keeps the paths of the
+/// last such dropping: should the app's paths change to some a dropped commit could touch,
+/// the watch can no longer rule the dropped ones out (the judge ends it, never reverting).
+/// So a push of N watched commits holds N watches of a few commits each, not N²/2 commits.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct LaterCommits {
     list: Vec<LaterCommit>,
     shas: std::collections::HashSet<CommitId>,
-    /// How many of `list`, from the first, the judge found to be no culprit with these source
-    /// paths (this process's attribution exemptions never change): the next check reads only
-    /// the rest. Not stored: a restarted judge checks them all once.
-    checked: Option<(SourcePaths, usize)>,
+    filtered_under: Option<SourcePaths>,
 }
 
 impl LaterCommits {
@@ -105,9 +110,12 @@ impl LaterCommits {
     }
 }
 
-impl From<Vec<LaterCommit>> for LaterCommits {
-    fn from(list: Vec<LaterCommit>) -> LaterCommits {
-        let mut later = LaterCommits::default();
+impl LaterCommits {
+    fn restored(list: Vec<LaterCommit>, filtered_under: Option<SourcePaths>) -> LaterCommits {
+        let mut later = LaterCommits {
+            filtered_under,
+            ..LaterCommits::default()
+        };
         for c in list {
             later.add(c);
         }
@@ -117,7 +125,7 @@ impl From<Vec<LaterCommit>> for LaterCommits {
 
 impl PartialEq for LaterCommits {
     fn eq(&self, other: &LaterCommits) -> bool {
-        self.list == other.list
+        self.list == other.list && self.filtered_under == other.filtered_under
     }
 }
 
@@ -609,17 +617,30 @@ impl Watch {
     pub fn source_paths(&self) -> Option<&SourcePaths> {
         self.source_paths.as_ref()
     }
-    /// How many later commits, from the first, were found no culprit with `paths` already.
-    pub(crate) fn later_commits_cleared(&self, paths: &SourcePaths) -> usize {
-        match &self.later_commits.checked {
-            Some((p, n)) if p == paths => (*n).min(self.later_commits.list.len()),
-            _ => 0,
-        }
+    /// The source paths under which later commits were last left unrecorded, for touching
+    /// nothing under them; `None` when every later commit was recorded.
+    pub fn later_filtered_under(&self) -> Option<&SourcePaths> {
+        self.later_commits.filtered_under.as_ref()
     }
-    /// Every later commit so far was found no culprit with `paths`.
-    pub(crate) fn later_commits_clear(&mut self, paths: SourcePaths) {
-        let n = self.later_commits.list.len();
-        self.later_commits.checked = Some((paths, n));
+    /// A later commit that changed nothing under `paths` is not recorded. True when that
+    /// changed what the watch keeps (the paths filtered under).
+    pub(crate) fn later_commit_skipped(&mut self, paths: &SourcePaths) -> bool {
+        if self.later_commits.filtered_under.as_ref() == Some(paths) {
+            return false;
+        }
+        self.later_commits.filtered_under = Some(paths.clone());
+        true
+    }
+    /// Every later commit recorded so far was found no culprit under `paths`: they are let go.
+    /// True when there were any.
+    pub(crate) fn later_commits_clear(&mut self, paths: &SourcePaths) -> bool {
+        if self.later_commits.list.is_empty() {
+            return false;
+        }
+        self.later_commits.list.clear();
+        self.later_commits.shas.clear();
+        self.later_commits.filtered_under = Some(paths.clone());
+        true
     }
     pub fn arm_blocked(&self) -> Option<&ArmBlocked> {
         self.arm_blocked.as_ref()

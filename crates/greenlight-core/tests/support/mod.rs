@@ -493,6 +493,7 @@ impl Harness {
                 last_operation_phase: None,
                 last_operation_revision: None,
                 chronic: Default::default(),
+                source_paths: None,
             };
             for d in directives_in(&c.message, DEFAULT_TRAILER_KEY)
                 .into_iter()

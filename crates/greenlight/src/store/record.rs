@@ -118,6 +118,10 @@ pub struct WatchRecord {
     /// `expect=Healthy,Running` (absent otherwise).
     #[serde(default, skip_serializing_if = "is_false")]
     pub expect_running: bool,
+    /// The source paths under which later commits that touched none of them were not recorded
+    /// (absent when every later commit was, and in bodies written before greenlight dropped any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub later_filtered_under: Option<SourcePathsRecord>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -317,6 +321,21 @@ pub enum SourcePathsRecord {
     Unknown { why: String },
 }
 
+impl SourcePathsRecord {
+    fn of(p: &SourcePaths) -> SourcePathsRecord {
+        match p {
+            SourcePaths::Known(ps) => SourcePathsRecord::Known(ps.clone()),
+            SourcePaths::Unknown { why } => SourcePathsRecord::Unknown { why: why.clone() },
+        }
+    }
+    fn into_paths(self) -> SourcePaths {
+        match self {
+            SourcePathsRecord::Known(ps) => SourcePaths::Known(ps),
+            SourcePathsRecord::Unknown { why } => SourcePaths::Unknown { why },
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeenRecord {
     pub health: Option<HealthRecord>,
@@ -510,10 +529,8 @@ impl From<&Watch> for WatchRecord {
                     changed_paths: c.changed_paths.clone(),
                 })
                 .collect(),
-            source_paths: w.source_paths.as_ref().map(|p| match p {
-                SourcePaths::Known(ps) => SourcePathsRecord::Known(ps.clone()),
-                SourcePaths::Unknown { why } => SourcePathsRecord::Unknown { why: why.clone() },
-            }),
+            source_paths: w.source_paths.as_ref().map(SourcePathsRecord::of),
+            later_filtered_under: w.later_filtered_under.as_ref().map(SourcePathsRecord::of),
             arm_blocked: w.arm_blocked.clone(),
             revert_pending: w.revert_pending,
             deadline_passed: w.deadline_passed,
@@ -665,10 +682,8 @@ impl TryFrom<WatchRecord> for Watch {
             }),
             own_paths: r.own_paths,
             later_commits,
-            source_paths: r.source_paths.map(|p| match p {
-                SourcePathsRecord::Known(ps) => SourcePaths::Known(ps),
-                SourcePathsRecord::Unknown { why } => SourcePaths::Unknown { why },
-            }),
+            source_paths: r.source_paths.map(SourcePathsRecord::into_paths),
+            later_filtered_under: r.later_filtered_under.map(SourcePathsRecord::into_paths),
             arm_blocked: r.arm_blocked,
             revert_pending: r.revert_pending,
             deadline_passed: r.deadline_passed,
@@ -920,6 +935,10 @@ mod tests {
         ] {
             let mut old = format_1_body();
             old["reach"]["via"] = via;
+            // The paths later commits were left out under, when there are any.
+            if !paths.is_null() {
+                old["later_filtered_under"] = paths.clone();
+            }
             old["source_paths"] = paths;
             old["state"] = json!("CONFIRMED");
             old["revert_pending"] = json!(false);
