@@ -699,6 +699,24 @@ fn manifest_generate_paths_and_value_files() {
     );
 }
 
+/// A glimpse (an app no watch follows, from a listing) carries the app's paths as its full
+/// reduction reads them, so that a watch starting on it filters its later commits from the
+/// first; an app of another repository has none.
+#[test]
+fn a_glimpse_carries_the_apps_source_paths() {
+    let a = app("manifest-generate-paths.json");
+    let s = snapshot(&a, None, WATCHED);
+    let (_, _, _, paths) = from_repo(&s);
+    assert_eq!(
+        greenlight_argocd::snapshot::glimpse(&a, WATCHED)
+            .source_paths
+            .as_ref(),
+        Some(paths)
+    );
+    let other = greenlight_argocd::snapshot::glimpse(&a, "https://git.example.com/other.git");
+    assert_eq!(other.source_paths, None);
+}
+
 #[test]
 fn paths_that_cannot_be_known() {
     // A plugin may read anything.
