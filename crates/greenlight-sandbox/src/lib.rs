@@ -66,10 +66,11 @@
 //! *Spec edits* (`PATCH`, as `argocd app patch` or Argo CD Image Updater's `argocd` write-back
 //! send it): the patch (`merge`: an RFC 7386 merge patch; `json`, also when `patchType` is empty:
 //! an RFC 6902 patch with `add`, `remove`, `replace`, `move`, `copy`, `test`) is applied to the
-//! stored Application, and only the result's `spec` is kept. Argo CD keeps its labels,
-//! annotations and finalizers too; the sandbox models none of them and refuses a patch that
-//! would change anything outside `spec`, naming the first such field (`metadata.labels`,
-//! `status.sync.status`). In `spec`:
+//! stored Application, and the result's `spec` and `metadata.annotations` are kept (annotations
+//! a map of strings, published as edited; `argocd.argoproj.io/refresh` refused, since Argo CD's
+//! controller acts on it and removes it). Argo CD keeps its labels and finalizers too; the
+//! sandbox models neither and refuses a patch that would change anything else outside `spec`,
+//! naming the first such field (`metadata.labels`, `status.sync.status`). In `spec`:
 //! - `project`, `destination`, `syncPolicy.retry`, `source.repoURL`, `source.path`,
 //!   `source.targetRevision`, `source.chart` and `sourceHydrator` come from the command line and
 //!   cannot change (refused, naming the field);

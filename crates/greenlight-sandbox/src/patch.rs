@@ -4,8 +4,9 @@
 //! Argo CD applies the patch to the whole stored Application (`merge`: an RFC 7386 JSON merge
 //! patch; `json`, also when the type is empty: an RFC 6902 JSON patch), then persists only the
 //! result's `spec`, labels, annotations and finalizers (`updateApp`). The sandbox models `spec`
-//! alone: a patch that would change anything else is refused, naming the first field it would
-//! change, rather than silently dropped. Within `spec`:
+//! and annotations (strings, as Go's `map[string]string`; not the refresh annotation, which the
+//! controller acts on and removes): a patch that would change anything else is refused, naming
+//! the first field it would change, rather than silently dropped. Within `spec`:
 //! - the fields the sandbox derives from its command line (`project`, `destination`,
 //!   `syncPolicy.retry`, `source.repoURL|path|targetRevision|chart`, `sourceHydrator`) cannot
 //!   change: the sandbox could not honour the edit, so it refuses it, naming the field;
@@ -273,7 +274,14 @@ pub(crate) struct SpecEdit {
     /// Argo CD's controller refreshes the app for this change: a source or `ignoreDifferences`
     /// changed, or automated sync was turned on.
     pub refresh: bool,
+    /// `metadata.annotations` as the patch leaves them (Argo CD keeps them): empty when none.
+    pub annotations: Map<String, Value>,
 }
+
+/// The annotation Argo CD's controller reads as a request to refresh and then removes: the
+/// sandbox does not model it (a refresh is asked for with `?refresh=`), so a patch that sets it
+/// is refused rather than kept for good.
+const REFRESH_ANNOTATION: &str = "argocd.argoproj.io/refresh";
 
 /// Applies the patch to `stored` (the Application as stored) and checks the result: only
 /// `spec` may change, and within it none of `owned`; see the module doc.
@@ -286,9 +294,17 @@ pub(crate) fn edit_spec(
 ) -> Result<SpecEdit, String> {
     let mut patched = stored.clone();
     apply(&mut patched, kind, patch)?;
-    if let Some(field) = change_outside_spec(stored, &patched) {
+    let annotations = annotations_of(stored, &patched)?;
+    let without = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(Value::Object(meta)) = v.get_mut("metadata") {
+            meta.remove("annotations");
+        }
+        v
+    };
+    if let Some(field) = change_outside_spec(&without(stored), &without(&patched)) {
         return Err(format!(
-            "the sandbox keeps only spec of a patched Application: this patch changes {field}"
+            "the sandbox keeps only spec and metadata.annotations of a patched Application: this patch changes {field}"
         ));
     }
     let old = stored.get("spec").cloned().unwrap_or(Value::Null);
@@ -347,7 +363,31 @@ pub(crate) fn edit_spec(
         allow_empty,
         self_heal,
         refresh,
+        annotations,
     })
+}
+
+/// The patched `metadata.annotations`: Go's `map[string]string`, so an object of strings (null
+/// members gone, as a merge patch's `null` removes a key); the refresh annotation refused.
+fn annotations_of(stored: &Value, patched: &Value) -> Result<Map<String, Value>, String> {
+    let before = stored.pointer("/metadata/annotations");
+    let mut out = match patched.pointer("/metadata/annotations") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => return Err("metadata.annotations: must be a JSON object".into()),
+    };
+    out.retain(|_, v| !v.is_null());
+    for (k, v) in &out {
+        if !v.is_string() {
+            return Err(format!("metadata.annotations.{k}: must be a string"));
+        }
+        if k == REFRESH_ANNOTATION && before.and_then(|b| b.get(k)) != Some(v) {
+            return Err(format!(
+                "metadata.annotations.{k}: the sandbox does not model a refresh asked for by annotation; ask with ?refresh=normal"
+            ));
+        }
+    }
+    Ok(out)
 }
 
 /// A boolean of `spec.syncPolicy.automated` (absent: false).
@@ -597,6 +637,45 @@ mod tests {
 
     fn edit(kind: PatchType, patch: Value, version: ArgoCdVersion) -> Result<SpecEdit, String> {
         edit_spec(&stored(), kind, &patch.to_string(), OWNED, version)
+    }
+
+    /// Argo CD keeps a patched Application's annotations (`updateApp`): so does the sandbox,
+    /// as a map of strings, but for the refresh annotation it does not model.
+    #[test]
+    fn annotations_are_kept_as_strings() {
+        let paths = "argocd.argoproj.io/manifest-generate-paths";
+        let e = edit(
+            PatchType::Merge,
+            json!({"metadata": {"annotations": {paths: ".;/shared"}}}),
+            ArgoCdVersion::V3_5,
+        )
+        .unwrap();
+        assert_eq!(e.annotations.get(paths), Some(&json!(".;/shared")));
+        assert!(!e.refresh, "an annotation is no source change");
+        let e = edit(
+            PatchType::Json,
+            json!([{"op": "add", "path": "/metadata/annotations", "value": {"a": "b", "c": null}}]),
+            ArgoCdVersion::V3_5,
+        )
+        .unwrap();
+        assert_eq!(e.annotations.len(), 1, "{:?}", e.annotations);
+        for (patch, needle) in [
+            (
+                json!({"metadata": {"annotations": {"a": 1}}}),
+                "metadata.annotations.a: must be a string",
+            ),
+            (
+                json!({"metadata": {"annotations": ["a"]}}),
+                "metadata.annotations: must be a JSON object",
+            ),
+            (
+                json!({"metadata": {"annotations": {"argocd.argoproj.io/refresh": "hard"}}}),
+                "does not model a refresh asked for by annotation",
+            ),
+        ] {
+            let err = edit(PatchType::Merge, patch.clone(), ArgoCdVersion::V3_5).unwrap_err();
+            assert!(err.contains(needle), "{patch}: {err}");
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
@@ -398,6 +398,8 @@ struct App {
     /// `spec` as last edited through the API, published instead of the derived one; `None`
     /// until the first edit. `automated` follows it.
     edited_spec: Option<Value>,
+    /// `metadata.annotations` as last edited through the API (empty: none, as before any edit).
+    annotations: Map<String, Value>,
     /// Hook objects left in the cluster by earlier runs (not shown anywhere).
     hook_objects: BTreeSet<ResourceKey>,
     /// Healths held on live resources for a while (`POST /sandbox/v1/health`).
@@ -640,6 +642,7 @@ impl World {
                     next_history_id: 0,
                     render_failure: None,
                     edited_spec: None,
+                    annotations: Map::new(),
                     hook_objects: BTreeSet::new(),
                     held: Vec::new(),
                     health_due: true,
@@ -2247,6 +2250,7 @@ impl World {
         app.allow_empty = edit.allow_empty;
         app.self_heal = edit.self_heal;
         app.edited_spec = Some(edit.spec);
+        app.annotations = edit.annotations;
         let before = app.resource_version;
         self.commit(name);
         if self.apps[name].resource_version != before {
@@ -2404,6 +2408,9 @@ impl World {
             "spec": spec,
             "status": status,
         });
+        if !app.annotations.is_empty() {
+            out["metadata"]["annotations"] = Value::Object(app.annotations.clone());
+        }
         if let Some(op) = &app.operation {
             out["operation"] = op.clone();
         }

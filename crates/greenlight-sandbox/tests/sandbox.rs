@@ -3013,7 +3013,7 @@ async fn patch_requests_are_refused_as_argo_cd_refuses_them() {
         ),
         (
             r#"{"patch":"{\"status\":{\"sync\":{\"status\":\"OutOfSync\"}}}","patchType":"merge"}"#,
-            "the sandbox keeps only spec of a patched Application: this patch changes status.sync.status",
+            "the sandbox keeps only spec and metadata.annotations of a patched Application: this patch changes status.sync.status",
         ),
         (
             r#"{"patch":"{\"metadata\":{\"labels\":{\"team\":\"a\"}}}","patchType":"merge"}"#,

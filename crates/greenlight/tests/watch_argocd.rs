@@ -541,8 +541,61 @@ fn an_application_edited_under_the_watch_is_fail_never_reverted() {
     proc.wait_line("changed outside", T);
 }
 
+/// An edited `manifest-generate-paths` annotation (metadata, no spec field) widens the app's
+/// paths while the watch judges, after a commit under the new paths landed — left out then, as
+/// it touched none of the app's paths: the commits since can no longer be ruled out, so the
+/// watch ends `FAIL`, never reverted, naming the paths before and after.
+fn paths_widened_under_the_watch_after_a_commit_was_left_out_is_fail_never_reverted() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let (state, proc) = watchdog_that_never_confirms(&repo, &sb.url);
+    let c = repo.set_image(
+        "web",
+        GOOD2,
+        &format!("web: 1.1\n\n{}", trailer("web", "900", "arm")),
+    );
+    wait_state(&state, &c, "JUDGING", T, &proc);
+    repo.write("shared/values.yaml", "replicas: 2\n");
+    let shared = repo.commit_push("shared: two replicas");
+    // The watchdog has taken the commit (and left it out) once its record says under what.
+    let deadline = std::time::Instant::now() + T;
+    loop {
+        let out = std::process::Command::new(BIN)
+            .args(["state", "export", "--state"])
+            .arg(&state)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        if text.contains("later_filtered_under") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the commit was never left out: {text}\n{}",
+            proc.output()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let edit = json!({"metadata": {"annotations": {
+        "argocd.argoproj.io/manifest-generate-paths": ".;/shared"}}});
+    let answer = sb.patch_app("web", &edit.to_string(), "merge");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let w = wait_state(&state, &c, "FAIL", T, &proc);
+    let reason = w["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("changed outside the watched repository")
+            && reason.contains("(source paths apps/web → apps/web shared)"),
+        "{reason}"
+    );
+    assert!(w["revert_commit"].is_null(), "{w}");
+    assert_eq!(repo.remote_tip(), shared, "nothing pushed");
+    proc.wait_line("changed outside", T);
+}
+
 on_every_argocd_version!(
     an_ignore_healthcheck_resource_never_fails_a_watch,
+    paths_widened_under_the_watch_after_a_commit_was_left_out_is_fail_never_reverted,
     a_manifest_that_fails_to_render_is_not_reached_and_never_reverted,
     a_commit_that_fixes_the_render_still_reaches_the_waiting_watch,
     a_watch_of_an_app_argo_cd_answers_403_for_comes_from_the_listing,
