@@ -3378,7 +3378,6 @@ fn seen_of(s: &AppSnapshot) -> Seen {
     }
 }
 
-/// The commit a `git revert` message says it reverts.
 /// Whether a commit that changed `changed` counts as a change of an app with `paths` for
 /// attribution: it touches them with a path the exemptions leave counted. A commit of exempt
 /// paths only is no change of the app, even one whose paths are unknown (then every other
@@ -3393,6 +3392,7 @@ fn counts_against(exempt: &[String], paths: &SourcePaths, changed: &[String]) ->
     !only_exempt && touches(paths, &counted).touches()
 }
 
+/// The commit a `git revert` message says it reverts.
 fn reverted_sha(message: &str) -> Option<CommitId> {
     let idx = message.find("This reverts commit ")?;
     let rest = &message[idx + "This reverts commit ".len()..];
