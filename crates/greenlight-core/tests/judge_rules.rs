@@ -5650,6 +5650,80 @@ fn a_resource_the_commit_adds_does_not_make_a_compared_baseline_missing() {
     assert!(b.chronic.resources.is_empty(), "{b:?}");
 }
 
+/// A batch's walk finds each commit among the thousands kept by their index, not by a scan (a
+/// push of many watched commits walks one batch a watch): after a push of more commits than the
+/// judge keeps, the batch back to a baseline still kept is the commits between, oldest first,
+/// and one back to a baseline no longer kept is unknown.
+#[test]
+fn a_batch_is_walked_through_a_full_ring_of_arrived_commits() {
+    use greenlight_core::judge::ARRIVED_KEPT;
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let line = |i: u64, msg: &str, paths: &[&str]| CommitInfo {
+        parents: vec![commit_id(i - 1)],
+        ..commit(i, msg, paths)
+    };
+    let n = ARRIVED_KEPT as u64 + 500;
+    for i in 1..=n {
+        h.arrive(&line(i, "import", &["history/part.txt"]), t(0));
+    }
+    for (app, at) in [("web", n - 10), ("api", 100)] {
+        let key = greenlight_core::snapshot::AppKey {
+            namespace: "argocd".into(),
+            name: app.into(),
+        };
+        h.engine.glimpse(
+            &key,
+            &greenlight_core::snapshot::Glimpse {
+                health: Health::Healthy,
+                sync_revision: sha(at),
+                operation_running: false,
+                sync_status: "Synced".into(),
+                last_operation_phase: None,
+                last_operation_revision: None,
+                chronic: Default::default(),
+                source_paths: None,
+            },
+        );
+    }
+    let both = message(
+        "web and api",
+        &[
+            "Nav-Watchdog: app=web deadline=60 mode=arm",
+            "Nav-Watchdog: app=api deadline=60 mode=arm",
+        ],
+    );
+    let c = line(
+        n + 1,
+        &both,
+        &["apps/web/deploy.yaml", "apps/api/deploy.yaml"],
+    );
+    h.arrive(&c, t(1));
+    let web = h
+        .engine
+        .watches()
+        .iter()
+        .find(|w| w.app.name == "web")
+        .unwrap();
+    let batch: Vec<CommitId> = web
+        .baseline()
+        .batch
+        .as_ref()
+        .expect("known: every commit since n-10 is kept")
+        .iter()
+        .map(|l| l.sha.clone())
+        .collect();
+    assert_eq!(batch, ((n - 9)..=n).map(commit_id).collect::<Vec<_>>());
+    let api = h
+        .engine
+        .watches()
+        .iter()
+        .find(|w| w.app.name == "api")
+        .unwrap();
+    assert_eq!(api.baseline().revision, Some(sha(100)));
+    assert_eq!(api.baseline().batch, None, "commit 100 is no longer kept");
+}
+
 /// A push of more commits than any store keeps stages only the newest for the store, oldest
 /// first: a 100,000-commit push holds 4,096 for the write, not every one of them.
 #[test]
