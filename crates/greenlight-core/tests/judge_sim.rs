@@ -1410,19 +1410,13 @@ impl Sim {
             None => self.engine_paths.remove(a.name),
         };
         // The paths each live watch of the app judges under from here: its later commits that
-        // touched none before are checked against them (a deadline already due is decided
-        // first, on what was known before).
+        // touched none before are checked against them — after this call for a watch whose
+        // deadline is due, which is decided first, on what was known before.
         let mut moved = BTreeSet::new();
+        let mut touched_after = Vec::new();
         if let Some(p) = &shown {
             for w in self.engine.watches() {
                 if !w.is_live() || w.app.name != a.name {
-                    continue;
-                }
-                let due = w
-                    .reached_at()
-                    .unwrap_or(w.watch_started_at)
-                    .plus_ms(w.deadline_ms);
-                if due < now && !w.deadline_passed() {
                     continue;
                 }
                 let before = self.watch_paths.get(&w.id).cloned().flatten();
@@ -1433,7 +1427,13 @@ impl Sim {
                     .pending_later
                     .get(&w.id)
                     .is_some_and(|l| l.iter().any(|c| self.oracle_touches(p, c)));
-                if touched {
+                let due = w
+                    .reached_at()
+                    .unwrap_or(w.watch_started_at)
+                    .plus_ms(w.deadline_ms);
+                if touched && due < now && !w.deadline_passed() {
+                    touched_after.push(w.id.clone());
+                } else if touched {
                     self.touched_later.insert(w.id.clone());
                 }
             }
@@ -1467,6 +1467,7 @@ impl Sim {
             }
         }
         self.after(out, false);
+        self.touched_later.extend(touched_after);
         // A structurally unwatchable app ends its watches at once (an empty revision of a
         // non-git source is not an error: keep waiting).
         let structural = match a.defect {
@@ -2051,10 +2052,8 @@ impl Sim {
             .watches()
             .iter()
             .filter(|w| self.proposal_of.contains_key(&w.id))
-            .filter_map(|w| {
-                let a = self.apps.iter().find(|a| a.name == w.app.name)?;
-                Some((w.id.clone(), a.paths.clone()))
-            })
+            // The paths the watch judged under (its app's may have moved since).
+            .filter_map(|w| Some((w.id.clone(), self.watch_paths.get(&w.id).cloned()??)))
             .collect();
         let touches = |id: &String| match paths_of.get(id) {
             Some(SourcePaths::Known(ps)) => c
