@@ -1284,6 +1284,20 @@ impl Engine {
             Some(r) => self.batch_between(r, commit, parents).map(Some),
             None => Some(None),
         };
+        // What arrived on the branch after the baseline and before this commit without being
+        // its ancestor (a `git pull` merge of a commit made before them) is deployed with it too.
+        if let (Some(Some(list)), Some(r)) = (&mut batch, &revision) {
+            match self.deployed_beside(r, commit) {
+                Some(beside) => {
+                    for c in beside {
+                        if !list.iter().any(|l| l.sha == c.sha) {
+                            list.push(c);
+                        }
+                    }
+                }
+                None => batch = Some(None),
+            }
+        }
         // Argo CD compares a commit that changes only hooks (or files it does not render) as
         // Synced without running a sync: its hooks first run with the next commit's sync. So
         // the commits since the last sync operation's revision, up to the compared one, are in
@@ -1313,6 +1327,48 @@ impl Engine {
             chronic,
             after_compare: false,
         }
+    }
+
+    /// The commits that arrived after `base` and before `commit` but are not among `commit`'s
+    /// ancestors (every parent followed: a watched merge's side is its own change, its mainline
+    /// the batch). The branch only moves forward, so they were on it before `commit` was, and
+    /// any revision that deploys `commit` deploys them: a developer's commit made before them
+    /// and brought by a `git pull` merge reaches the app with them (`docs/verdicts.md#evidence`).
+    /// When `base` is not among the arrived commits kept, every kept commit before `commit` is
+    /// taken as after it. `None` when greenlight cannot tell: `commit` is no longer kept, or more
+    /// than [`BATCH_LIMIT`] arrived in between.
+    fn deployed_beside(&self, base: &str, commit: &CommitId) -> Option<Vec<LaterCommit>> {
+        let hi = self.arrived_position(commit)?;
+        let lo = CommitId::parse(base)
+            .ok()
+            .and_then(|b| self.arrived_position(&b))
+            .map_or(0, |b| b + 1);
+        if lo >= hi {
+            return Some(Vec::new());
+        }
+        if hi - lo > BATCH_LIMIT {
+            return None;
+        }
+        let mut ancestors = BTreeSet::new();
+        let mut stack = self.arrived[hi].parents.clone();
+        while let Some(p) = stack.pop() {
+            let Some(at) = self.arrived_position(&p) else {
+                continue;
+            };
+            if at < lo || !ancestors.insert(at) {
+                continue;
+            }
+            stack.extend(self.arrived[at].parents.iter().cloned());
+        }
+        Some(
+            (lo..hi)
+                .filter(|at| !ancestors.contains(at))
+                .map(|at| LaterCommit {
+                    sha: self.arrived[at].sha.clone(),
+                    changed_paths: self.arrived[at].changed_paths.clone(),
+                })
+                .collect(),
+        )
     }
 
     /// The commits between `base` and `commit` (both excluded) as the arrived commits tell

@@ -2797,7 +2797,12 @@ fn a_humans_revert_before_the_verdict_ends_the_watch_without_a_push() {
 
 /// Start, reach and fail an arm watch for commit `n` at `at`; returns its revert requests.
 fn arm_fail(h: &mut Harness, n: u64, at: i64) -> (CommitId, Vec<Effect>) {
-    let c = watched(n, "web", "deadline=60 mode=arm");
+    let mut c = watched(n, "web", "deadline=60 mode=arm");
+    // On the branch after what arrived before it: a commit before it that is not its ancestor
+    // would be deployed with it (`a_pull_merge_deploying_…`).
+    if let Some(p) = h.last_arrived.clone() {
+        c.parents = vec![p];
+    }
     h.arrive(&c, t(at));
     let r = sha(5000 + n);
     h.ancestor(&c.sha, &r);
@@ -4027,6 +4032,58 @@ fn a_pull_merge_bringing_the_watched_commit_is_not_a_later_commit() {
     h.arrive(&m, t(0));
     assert!(h.watch(&d.sha).later_commits().is_empty());
     let before = Snap::new("web").via_synced_revision(g.sha.as_str());
+    let (reason, reverted) = fail_after(&mut h, &d, before);
+    assert_eq!(reverted, 1, "{reason}");
+}
+
+/// The same pull merge when Argo CD last saw the app at O, before G: one sync deploys G (which
+/// changes web) with D. G is no ancestor of D and came before it, so it is neither in D's batch
+/// nor a later commit — yet it was deployed with D: D must not be reverted for it.
+#[test]
+fn a_pull_merge_deploying_the_branchs_newer_commit_with_the_watched_one_names_it_a_suspect() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let o = plain(10, &["apps/web/deploy.yaml"]);
+    let mut g = plain(1, &["apps/web/config.yaml"]);
+    g.parents = vec![o.sha.clone()];
+    let mut d = watched(2, "web", "deadline=60 mode=arm");
+    d.parents = vec![o.sha.clone()];
+    let mut m = plain(3, &["apps/web/config.yaml"]);
+    m.parents = vec![d.sha.clone(), g.sha.clone()];
+    m.mainline = Some(g.sha.clone());
+    h.arrive(&o, t(0));
+    h.arrive(&g, t(0));
+    h.arrive(&d, t(0));
+    h.arrive(&m, t(0));
+    let before = Snap::new("web").via_synced_revision(o.sha.as_str());
+    let (reason, reverted) = fail_after(&mut h, &d, before);
+    assert_eq!(reverted, 0, "{reason}");
+    assert!(
+        reason.contains(&format!(
+            "also brought commit(s) {} that changed app web",
+            g.sha.short()
+        )),
+        "{reason}"
+    );
+}
+
+/// The branch's newer commit deployed with it changed another app: no suspect, reverted.
+#[test]
+fn a_pull_merge_deploying_a_newer_commit_of_another_app_with_the_watched_one_reverts_it() {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let o = plain(10, &["apps/web/deploy.yaml"]);
+    let mut g = plain(1, &["apps/api/config.yaml"]);
+    g.parents = vec![o.sha.clone()];
+    let mut d = watched(2, "web", "deadline=60 mode=arm");
+    d.parents = vec![o.sha.clone()];
+    let mut m = plain(3, &["apps/api/config.yaml"]);
+    m.parents = vec![d.sha.clone(), g.sha.clone()];
+    m.mainline = Some(g.sha.clone());
+    for c in [&o, &g, &d, &m] {
+        h.arrive(c, t(0));
+    }
+    let before = Snap::new("web").via_synced_revision(o.sha.as_str());
     let (reason, reverted) = fail_after(&mut h, &d, before);
     assert_eq!(reverted, 1, "{reason}");
 }

@@ -336,6 +336,14 @@ struct Sim {
     changed: HashMap<String, Vec<String>>,
     /// Extra ancestry facts (side branches of merges).
     side: BTreeSet<(String, String)>,
+    /// Pairs that are no ancestry though the order says so: the branch's commit a pulled
+    /// watched commit was made before (`(tip, developer's commit)`).
+    not_ancestor: BTreeSet<(String, String)>,
+    /// A `git pull` merge of a watched commit made before the branch's tip: the merge, and the
+    /// developer's commit it brings.
+    pull_of: HashMap<String, String>,
+    /// Draws for those pulls only, so that the other draws of a seed are those of before.
+    pull_rng: Rng,
     apps: Vec<AppModel>,
     seen: HashMap<&'static str, Vec<Seen>>,
     /// Every delivery of each app, observations and glimpses.
@@ -467,6 +475,8 @@ struct Counters {
     /// Merges whose first parent is the developer's side (`git pull`), and those watched.
     pull_merges: u64,
     watched_merges: u64,
+    /// Watched commits made before the branch's tip and brought by a `git pull` merge.
+    pulled_watched: u64,
     /// CONFIRMED on an app OutOfSync for good through a resource left for pruning.
     leftover_confirmed: u64,
     /// Verdicts of watches whose baseline was seen only after Argo CD compared the commit.
@@ -602,6 +612,9 @@ impl Sim {
             changed: HashMap::new(),
             index,
             side: BTreeSet::new(),
+            not_ancestor: BTreeSet::new(),
+            pull_of: HashMap::new(),
+            pull_rng: Rng::new(seed ^ 0x0b11_0000_7e57_0000),
             apps,
             seen: HashMap::new(),
             pending: Vec::new(),
@@ -697,10 +710,11 @@ impl Sim {
         let mut map = HashMap::new();
         for (c, r) in qs {
             let yes = self.side.contains(&(c.clone(), r.clone()))
-                || match (self.index.get(&c), self.index.get(&r)) {
-                    (Some(i), Some(j)) => i <= j,
-                    _ => false,
-                };
+                || (!self.not_ancestor.contains(&(c.clone(), r.clone()))
+                    && match (self.index.get(&c), self.index.get(&r)) {
+                        (Some(i), Some(j)) => i <= j,
+                        _ => false,
+                    });
             map.insert((c, r), yes);
         }
         Ancestry(map)
@@ -745,7 +759,7 @@ impl Sim {
             }
             let brings_it = c.parents[1..].iter().any(|p| {
                 *p == w.commit || self.side.contains(&(w.commit.to_string(), p.to_string()))
-            });
+            }) || self.pull_of.get(c.sha.as_str()) == Some(&w.commit.to_string());
             let reverts_it = c
                 .message
                 .contains(&format!("This reverts commit {}", w.commit));
@@ -915,19 +929,48 @@ impl Sim {
             paths.push(format!("apps/{other}/deploy.yaml"));
         }
         let sha = self.new_commit_sha();
-        let parent = self.hist.last().unwrap().clone();
+        let tip = self.hist.last().unwrap().clone();
+        // A developer's commit made before the branch's tip, brought by a `git pull` merge
+        // pushed with it: one sync deploys the tip's change with it, though the tip is no
+        // ancestor of it (`docs/verdicts.md#evidence`). Only on a tip that is no merge.
+        let pulled = self.hist.len() >= 3
+            && !self.merge_mainline.contains_key(&tip)
+            && self.pull_rng.chance(12);
+        let parent = if pulled {
+            self.hist[self.hist.len() - 2].clone()
+        } else {
+            tip.clone()
+        };
         let message = format!(
             "change {app}\n\nwhy it changes\n\n{}\n",
             trailers.join("\n")
         );
+        if pulled {
+            self.not_ancestor.insert((tip.clone(), sha.clone()));
+        }
         self.push_commit(CommitInfo {
             sha: cid(&sha),
             parents: vec![cid(&parent)],
             subject: format!("change {app}"),
             message,
-            changed_paths: paths.into(),
+            changed_paths: paths.clone().into(),
             mainline: None,
         });
+        if pulled {
+            self.counters.pulled_watched += 1;
+            let merge = self.new_commit_sha();
+            self.pull_of.insert(merge.clone(), sha.clone());
+            self.merge_mainline.insert(merge.clone(), tip.clone());
+            self.push_commit(CommitInfo {
+                sha: cid(&merge),
+                parents: vec![cid(&sha), cid(&tip)],
+                subject: "Merge branch 'main' of origin".into(),
+                message: "Merge branch 'main' of origin\n".into(),
+                // What it brings into the branch: the developer's commit.
+                changed_paths: paths.into(),
+                mainline: Some(cid(&tip)),
+            });
+        }
     }
 
     /// A trailer's `expect`: `Healthy,Running` for about a fifth of them, else the default.
@@ -4214,6 +4257,7 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         total.reopened += c.reopened;
         total.superseded += c.superseded;
         total.pull_merges += c.pull_merges;
+        total.pulled_watched += c.pulled_watched;
         total.watched_merges += c.watched_merges;
         total.leftover_confirmed += c.leftover_confirmed;
         total.leftover_reverts += c.leftover_reverts;
@@ -4300,7 +4344,7 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
             "no revert superseded by a fix-forward: {total:?}"
         );
         assert!(
-            total.pull_merges > 0 && total.watched_merges > 0,
+            total.pull_merges > 0 && total.watched_merges > 0 && total.pulled_watched > 0,
             "no pull merge, or no watched merge: {total:?}"
         );
         assert!(

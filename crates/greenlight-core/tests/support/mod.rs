@@ -439,6 +439,8 @@ pub struct Harness {
     /// watch's baseline, a clean one when Healthy, with nothing else in the commit's sync.
     /// `None`: no such glimpse (the test says what the app looked like itself).
     pub baseline: Option<Health>,
+    /// The last commit that arrived: a test's next commit on the branch may take it as its parent.
+    pub last_arrived: Option<CommitId>,
 }
 
 /// The revision an app is at before a root commit arrives (no watched commit is its ancestor).
@@ -456,6 +458,7 @@ impl Harness {
             asked: Vec::new(),
             log: Vec::new(),
             baseline: Some(Health::Healthy),
+            last_arrived: None,
         }
     }
 
@@ -508,6 +511,7 @@ impl Harness {
         }
         let q = self.engine.arrival_questions(c);
         let anc = self.answer(q);
+        self.last_arrived = Some(c.sha.clone());
         let out = self.engine.commit_arrived(c, &anc, at);
         self.record(out)
     }
