@@ -452,6 +452,29 @@ fn pull_merge(repo: &Repo, wd: &Watchdog, on_d: &str, on_merge: &str) -> (String
         assert!(std::time::Instant::now() < end, "G was never fetched");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Argo CD deployed G, and greenlight saw web idle and clean there, before the pull: had it
+    // last seen web before G, the merge's sync would deploy G with D, and G, changing web, would
+    // be a suspect (judge_rules `a_pull_merge_deploying_the_branchs_newer_commit_…`).
+    let clean_at_g = |row: Option<String>| {
+        row.and_then(|r| serde_json::from_str::<serde_json::Value>(&r).ok())
+            .and_then(|v| v.as_array().cloned())
+            .is_some_and(|a| {
+                a.iter().any(|i| {
+                    i["revision"] == g.as_str()
+                        && i["health"] == "Healthy"
+                        && i.get("out_of_sync").is_none()
+                        && i["unclean"].is_null()
+                })
+            })
+    };
+    while !clean_at_g(kept_idle(&wd.state, "web")) {
+        assert!(
+            std::time::Instant::now() < end,
+            "web was never seen idle and clean at G: {:?}",
+            kept_idle(&wd.state, "web")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     repo.git(&["pull", "-q", "--no-rebase", "--no-edit", "origin", "main"]);
     let merge_message = if on_merge.is_empty() {
         "Merge branch 'main'".to_string()
