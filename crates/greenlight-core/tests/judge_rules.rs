@@ -2300,7 +2300,9 @@ fn a_watch_filters_its_later_commits_by_the_paths_its_app_was_last_seen_with() {
     let mut h = Harness::new(config());
     h.baseline = None;
     let c = watched(1, "web", "deadline=60 mode=arm");
-    glimpse_with_paths(&mut h, &c, SourcePaths::Known(vec!["apps/web".into()]));
+    let parent = c.parents[0].to_string();
+    let web = SourcePaths::Known(vec!["apps/web".into()]);
+    h.glimpse("argocd", "web", Health::Healthy, &parent, Some(web));
     assert_eq!(kinds(&h.arrive(&c, t(0))), vec![K::WatchStarted]);
     assert_eq!(
         h.watch(&c.sha).source_paths(),
@@ -2340,7 +2342,9 @@ fn a_first_observation_with_other_paths_than_the_glimpse_ends_a_watch_that_left_
     let mut h = Harness::new(config());
     h.baseline = None;
     let c = watched(1, "web", "deadline=60 mode=arm");
-    glimpse_with_paths(&mut h, &c, SourcePaths::Known(vec!["apps/web".into()]));
+    let parent = c.parents[0].to_string();
+    let web = SourcePaths::Known(vec!["apps/web".into()]);
+    h.glimpse("argocd", "web", Health::Healthy, &parent, Some(web));
     h.arrive(&c, t(0));
     assert!(
         h.arrive(&plain(2, &["shared/values.yaml"]), t(1))
@@ -2372,31 +2376,6 @@ fn paths_turning_unknown_after_a_commit_was_left_out_end_the_watch() {
     assert!(h.reason(&w).contains("source paths apps/web → unknown"));
     h.tick(t(100));
     no_reverts(&h);
-}
-
-/// Glimpse `c`'s app idle at `c`'s parent with `paths`.
-fn glimpse_with_paths(h: &mut Harness, c: &CommitInfo, paths: SourcePaths) {
-    let key = greenlight_core::snapshot::AppKey {
-        namespace: "argocd".into(),
-        name: "web".into(),
-    };
-    let parent = c
-        .parents
-        .first()
-        .map_or(BASELINE_REVISION.to_string(), |p| p.to_string());
-    h.engine.glimpse(
-        &key,
-        &greenlight_core::snapshot::Glimpse {
-            health: Health::Healthy,
-            sync_revision: parent,
-            operation_running: false,
-            sync_status: "Synced".into(),
-            last_operation_phase: None,
-            last_operation_revision: None,
-            chronic: Default::default(),
-            source_paths: Some(paths),
-        },
-    );
 }
 
 /// The gate's candidate shares its directory with other workloads' candidates: a later commit
@@ -3654,23 +3633,7 @@ fn a_glimpse_of_the_synced_commit_is_no_baseline() {
     h.baseline = None;
     let c = watched(1, "web", "deadline=60 mode=arm");
     let r = containing(&mut h, &c.sha, 1);
-    let key = greenlight_core::snapshot::AppKey {
-        namespace: "argocd".into(),
-        name: "web".into(),
-    };
-    h.engine.glimpse(
-        &key,
-        &greenlight_core::snapshot::Glimpse {
-            health: Health::Healthy,
-            sync_revision: r.clone(),
-            operation_running: false,
-            sync_status: "Synced".into(),
-            last_operation_phase: None,
-            last_operation_revision: None,
-            chronic: Default::default(),
-            source_paths: None,
-        },
-    );
+    h.glimpse("argocd", "web", Health::Healthy, &r, None);
     h.arrive(&c, t(0));
     assert_eq!(
         h.watch(&c.sha).baseline().before,
@@ -4011,25 +3974,30 @@ fn a_pull_merges_revert_keeps_the_branchs_side() {
     assert_eq!(req.mainline, Some(g.sha.clone()));
 }
 
+/// O, then G (changing `g_paths`) on the branch; D (armed, web) made on O by a developer who
+/// then pulled: the merge M, D first, G its mainline. All four arrived; returns (O, G, D).
+fn pulled(g_paths: &[&str]) -> (Harness, CommitInfo, CommitInfo, CommitInfo) {
+    let mut h = Harness::new(config());
+    h.baseline = None;
+    let o = plain(10, &["apps/web/deploy.yaml"]);
+    let mut g = plain(1, g_paths);
+    g.parents = vec![o.sha.clone()];
+    let mut d = watched(2, "web", "deadline=60 mode=arm");
+    d.parents = vec![o.sha.clone()];
+    let mut m = plain(3, g_paths);
+    m.parents = vec![d.sha.clone(), g.sha.clone()];
+    m.mainline = Some(g.sha.clone());
+    for c in [&o, &g, &d, &m] {
+        h.arrive(c, t(0));
+    }
+    (h, o, g, d)
+}
+
 /// Watched on the developer's commit D instead: the pull merge brings D itself, so it is no
 /// later commit of D's watch (before, the culprit escaped "attributed to a later commit").
 #[test]
 fn a_pull_merge_bringing_the_watched_commit_is_not_a_later_commit() {
-    let mut h = Harness::new(config());
-    h.baseline = None;
-    // O, then G on the branch; D made on O by a developer who then pulled.
-    let o = plain(10, &["apps/web/deploy.yaml"]);
-    let mut g = plain(1, &["apps/web/config.yaml"]);
-    g.parents = vec![o.sha.clone()];
-    let mut d = watched(2, "web", "deadline=60 mode=arm");
-    d.parents = vec![o.sha.clone()];
-    let mut m = plain(3, &["apps/web/config.yaml"]);
-    m.parents = vec![d.sha.clone(), g.sha.clone()];
-    m.mainline = Some(g.sha.clone());
-    h.arrive(&o, t(0));
-    h.arrive(&g, t(0));
-    h.arrive(&d, t(0));
-    h.arrive(&m, t(0));
+    let (mut h, _, g, d) = pulled(&["apps/web/config.yaml"]);
     assert!(h.watch(&d.sha).later_commits().is_empty());
     let before = Snap::new("web").via_synced_revision(g.sha.as_str());
     let (reason, reverted) = fail_after(&mut h, &d, before);
@@ -4041,20 +4009,7 @@ fn a_pull_merge_bringing_the_watched_commit_is_not_a_later_commit() {
 /// nor a later commit — yet it was deployed with D: D must not be reverted for it.
 #[test]
 fn a_pull_merge_deploying_the_branchs_newer_commit_with_the_watched_one_names_it_a_suspect() {
-    let mut h = Harness::new(config());
-    h.baseline = None;
-    let o = plain(10, &["apps/web/deploy.yaml"]);
-    let mut g = plain(1, &["apps/web/config.yaml"]);
-    g.parents = vec![o.sha.clone()];
-    let mut d = watched(2, "web", "deadline=60 mode=arm");
-    d.parents = vec![o.sha.clone()];
-    let mut m = plain(3, &["apps/web/config.yaml"]);
-    m.parents = vec![d.sha.clone(), g.sha.clone()];
-    m.mainline = Some(g.sha.clone());
-    h.arrive(&o, t(0));
-    h.arrive(&g, t(0));
-    h.arrive(&d, t(0));
-    h.arrive(&m, t(0));
+    let (mut h, o, g, d) = pulled(&["apps/web/config.yaml"]);
     let before = Snap::new("web").via_synced_revision(o.sha.as_str());
     let (reason, reverted) = fail_after(&mut h, &d, before);
     assert_eq!(reverted, 0, "{reason}");
@@ -4070,19 +4025,7 @@ fn a_pull_merge_deploying_the_branchs_newer_commit_with_the_watched_one_names_it
 /// The branch's newer commit deployed with it changed another app: no suspect, reverted.
 #[test]
 fn a_pull_merge_deploying_a_newer_commit_of_another_app_with_the_watched_one_reverts_it() {
-    let mut h = Harness::new(config());
-    h.baseline = None;
-    let o = plain(10, &["apps/web/deploy.yaml"]);
-    let mut g = plain(1, &["apps/api/config.yaml"]);
-    g.parents = vec![o.sha.clone()];
-    let mut d = watched(2, "web", "deadline=60 mode=arm");
-    d.parents = vec![o.sha.clone()];
-    let mut m = plain(3, &["apps/api/config.yaml"]);
-    m.parents = vec![d.sha.clone(), g.sha.clone()];
-    m.mainline = Some(g.sha.clone());
-    for c in [&o, &g, &d, &m] {
-        h.arrive(c, t(0));
-    }
+    let (mut h, o, _, d) = pulled(&["apps/api/config.yaml"]);
     let before = Snap::new("web").via_synced_revision(o.sha.as_str());
     let (reason, reverted) = fail_after(&mut h, &d, before);
     assert_eq!(reverted, 1, "{reason}");
@@ -5725,23 +5668,7 @@ fn a_batch_is_walked_through_a_full_ring_of_arrived_commits() {
         h.arrive(&line(i, "import", &["history/part.txt"]), t(0));
     }
     for (app, at) in [("web", n - 10), ("api", 100)] {
-        let key = greenlight_core::snapshot::AppKey {
-            namespace: "argocd".into(),
-            name: app.into(),
-        };
-        h.engine.glimpse(
-            &key,
-            &greenlight_core::snapshot::Glimpse {
-                health: Health::Healthy,
-                sync_revision: sha(at),
-                operation_running: false,
-                sync_status: "Synced".into(),
-                last_operation_phase: None,
-                last_operation_revision: None,
-                chronic: Default::default(),
-                source_paths: None,
-            },
-        );
+        h.glimpse("argocd", app, Health::Healthy, &sha(at), None);
     }
     let both = message(
         "web and api",

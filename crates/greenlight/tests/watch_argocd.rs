@@ -511,13 +511,12 @@ fn a_failed_post_sync_hook_on_an_applied_commit_reverts_it() {
     );
 }
 
-/// An Image Updater write-back (`argocd` method) edits the Application's spec while the watch
-/// judges: what the app deploys is no longer the commit's doing alone.
-fn an_application_edited_under_the_watch_is_fail_never_reverted() {
+/// An armed watch of `web` judging its commit (returned last), under a watchdog that never
+/// confirms: it stays live until what a test does next.
+fn a_judging_watch_of_web() -> (Repo, Sandbox, std::path::PathBuf, Proc, String) {
     let repo = Repo::new();
     let sb = sandbox(&repo, &["web=apps/web"], &[]);
     settled(&sb, &repo, &["web"]);
-    // The watch stays live until the edit: its streak cannot complete first.
     let (state, proc) = watchdog_that_never_confirms(&repo, &sb.url);
     let c = repo.set_image(
         "web",
@@ -525,6 +524,13 @@ fn an_application_edited_under_the_watch_is_fail_never_reverted() {
         &format!("web: 1.1\n\n{}", trailer("web", "900", "arm")),
     );
     wait_state(&state, &c, "JUDGING", T, &proc);
+    (repo, sb, state, proc, c)
+}
+
+/// An Image Updater write-back (`argocd` method) edits the Application's spec while the watch
+/// judges: what the app deploys is no longer the commit's doing alone.
+fn an_application_edited_under_the_watch_is_fail_never_reverted() {
+    let (repo, sb, state, proc, c) = a_judging_watch_of_web();
     let edit = json!({"spec": {"source": {"directory": null, "kustomize": {"images": ["web=registry.local/web:9.9.9"]}}}});
     let answer = sb.patch_app("web", &edit.to_string(), "merge");
     assert_eq!(answer.status, 200, "{}", answer.body);
@@ -546,16 +552,7 @@ fn an_application_edited_under_the_watch_is_fail_never_reverted() {
 /// it touched none of the app's paths: the commits since can no longer be ruled out, so the
 /// watch ends `FAIL`, never reverted, naming the paths before and after.
 fn paths_widened_under_the_watch_after_a_commit_was_left_out_is_fail_never_reverted() {
-    let repo = Repo::new();
-    let sb = sandbox(&repo, &["web=apps/web"], &[]);
-    settled(&sb, &repo, &["web"]);
-    let (state, proc) = watchdog_that_never_confirms(&repo, &sb.url);
-    let c = repo.set_image(
-        "web",
-        GOOD2,
-        &format!("web: 1.1\n\n{}", trailer("web", "900", "arm")),
-    );
-    wait_state(&state, &c, "JUDGING", T, &proc);
+    let (repo, sb, state, proc, c) = a_judging_watch_of_web();
     repo.write("shared/values.yaml", "replicas: 2\n");
     let shared = repo.commit_push("shared: two replicas");
     // The watchdog has taken the commit (and left it out) once its record says under what.

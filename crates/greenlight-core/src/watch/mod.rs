@@ -108,9 +108,7 @@ impl LaterCommits {
             self.list.push(c);
         }
     }
-}
 
-impl LaterCommits {
     fn restored(list: Vec<LaterCommit>, filtered_under: Option<SourcePaths>) -> LaterCommits {
         let mut later = LaterCommits {
             filtered_under,

@@ -483,30 +483,45 @@ impl Harness {
         effects
     }
 
+    /// The listing's glimpse of `app` idle and Synced at `revision`, with `paths` (`None`: no
+    /// source from the watched repository).
+    pub fn glimpse(
+        &mut self,
+        namespace: &str,
+        app: &str,
+        health: Health,
+        revision: &str,
+        paths: Option<SourcePaths>,
+    ) {
+        let key = AppKey {
+            namespace: namespace.into(),
+            name: app.into(),
+        };
+        let glimpse = Glimpse {
+            health,
+            sync_revision: revision.into(),
+            operation_running: false,
+            sync_status: "Synced".into(),
+            last_operation_phase: None,
+            last_operation_revision: None,
+            chronic: Default::default(),
+            source_paths: paths,
+        };
+        self.engine.glimpse(&key, &glimpse);
+    }
+
     pub fn arrive(&mut self, c: &CommitInfo, at: Timestamp) -> Vec<Effect> {
         if let Some(health) = self.baseline {
-            let glimpse = Glimpse {
-                health,
-                sync_revision: c
-                    .parents
-                    .first()
-                    .map_or(BASELINE_REVISION.to_string(), |p| p.to_string()),
-                operation_running: false,
-                sync_status: "Synced".into(),
-                last_operation_phase: None,
-                last_operation_revision: None,
-                chronic: Default::default(),
-                source_paths: None,
-            };
+            let revision = c
+                .parents
+                .first()
+                .map_or(BASELINE_REVISION.to_string(), |p| p.to_string());
             for d in directives_in(&c.message, DEFAULT_TRAILER_KEY)
                 .into_iter()
                 .flatten()
             {
-                let key = AppKey {
-                    namespace: d.app.namespace.clone().unwrap_or_else(|| "argocd".into()),
-                    name: d.app.name.clone(),
-                };
-                self.engine.glimpse(&key, &glimpse);
+                let namespace = d.app.namespace.clone().unwrap_or_else(|| "argocd".into());
+                self.glimpse(&namespace, &d.app.name, health, &revision, None);
             }
         }
         let q = self.engine.arrival_questions(c);
