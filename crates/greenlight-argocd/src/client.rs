@@ -418,9 +418,24 @@ impl ArgoClient {
     /// ([`LISTING_FIELDS`]); read a watched one with [`ArgoClient::get`]. One item that does not
     /// decode is reported in its place and does not hide the others.
     pub async fn list(&self) -> Result<Vec<Result<Application, ItemError>>, ArgoError> {
+        self.list_selecting(Some(LISTING_FIELDS)).await
+    }
+
+    /// `GET /api/v1/applications`: every Application whole (`greenlight audit`, which reads
+    /// what Argo CD's fixed `fields` list cannot select: `status.sync.revision`, the history).
+    pub async fn list_whole(&self) -> Result<Vec<Result<Application, ItemError>>, ArgoError> {
+        self.list_selecting(None).await
+    }
+
+    async fn list_selecting(
+        &self,
+        fields: Option<&[&str]>,
+    ) -> Result<Vec<Result<Application, ItemError>>, ArgoError> {
         let mut url = self.url(&["api", "v1", "applications"], None);
-        url.query_pairs_mut()
-            .append_pair("fields", &LISTING_FIELDS.join(","));
+        if let Some(fields) = fields {
+            url.query_pairs_mut()
+                .append_pair("fields", &fields.join(","));
+        }
         let endpoint = shown(&url);
         let response = self.send(&self.http, url).await?;
         let Some(response) = self.check(response, &endpoint).await? else {

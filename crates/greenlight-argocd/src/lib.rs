@@ -2,6 +2,7 @@
 //! reduction to the [`greenlight_core::snapshot::AppSnapshot`] the judge reads, and a client for
 //! Argo CD's REST API. It reports what Argo CD says; judging it is the core's job.
 
+pub mod audit;
 pub mod client;
 pub mod model;
 pub mod snapshot;

@@ -47,6 +47,9 @@ pub struct ObjectMeta {
     pub namespace: String,
     #[serde(deserialize_with = "nullable")]
     pub annotations: std::collections::BTreeMap<String, String>,
+    /// What Image Updater's `ImageUpdater` resources select apps by (`greenlight audit`).
+    #[serde(deserialize_with = "nullable")]
+    pub labels: std::collections::BTreeMap<String, String>,
     #[serde(deserialize_with = "nullable")]
     pub resource_version: String,
 }

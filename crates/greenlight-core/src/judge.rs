@@ -2255,7 +2255,7 @@ impl Engine {
         self.watches[i].present();
         self.dirty.insert(i);
 
-        if let Some(why) = self.unwatchable(snap) {
+        if let Some(why) = unwatchable(snap, &self.config) {
             self.watches[i].saw(seen_of(snap));
             return vec![self.finish(i, Verdict::Unwatchable(why), EventKind::Unwatchable, now)];
         }
@@ -2499,59 +2499,6 @@ impl Engine {
     /// Revisions that are not git SHAs, and the structural checks: reasons this app can never
     /// prove reach of a commit from the watched branch (`docs/verdicts.md#unwatchable`). Said at
     /// once, never after a deadline.
-    fn unwatchable(&self, snap: &AppSnapshot) -> Option<Unwatchable> {
-        let app = snap.name.clone();
-        if snap.source_hydrator {
-            return Some(Unwatchable::SourceHydrator { app });
-        }
-        match &snap.source {
-            SourceFacts::NotFromRepo { repos } => Some(Unwatchable::NotFromRepo {
-                app,
-                repo: self.config.repo.clone(),
-                sources: repos.clone(),
-            }),
-            SourceFacts::FromRepo {
-                target_revisions,
-                chart,
-                ..
-            } => {
-                if let Some(chart) = chart {
-                    return Some(Unwatchable::HelmChart {
-                        app,
-                        chart: chart.clone(),
-                    });
-                }
-                let current = std::iter::once(snap.sync_revision.as_str())
-                    .chain(
-                        snap.reach_candidates
-                            .iter()
-                            .filter(|c| !matches!(c.via, ReachVia::History { .. }))
-                            .map(|c| c.revision.as_str()),
-                    )
-                    .chain(snap.last_operation.iter().map(|o| o.revision.as_str()));
-                for rev in current {
-                    if !rev.is_empty() && !is_git_sha(rev) {
-                        return Some(Unwatchable::NotGitRevision {
-                            app,
-                            revision: rev.to_string(),
-                        });
-                    }
-                }
-                if let Some(t) = target_revisions
-                    .iter()
-                    .find(|t| !self.config.tracks_branch(t))
-                {
-                    return Some(Unwatchable::OtherBranch {
-                        app,
-                        target: if t.is_empty() { "HEAD" } else { t.as_str() }.to_string(),
-                        branch: self.config.branch.clone(),
-                    });
-                }
-                None
-            }
-        }
-    }
-
     fn check_arm(&mut self, i: usize, snap: &AppSnapshot, now: Timestamp) -> Vec<Effect> {
         let mut out = Vec::new();
         let w = &self.watches[i];
@@ -3480,4 +3427,58 @@ fn reverted_sha(message: &str) -> Option<CommitId> {
     let rest = &message[idx + "This reverts commit ".len()..];
     let sha: String = rest.chars().take_while(|c| c.is_ascii_hexdigit()).collect();
     CommitId::parse(&sha).ok()
+}
+
+/// Why a commit of the watched branch can never be judged on this app, from its snapshot
+/// alone: a source hydrator, no source from the watched repository, a chart, a revision that is
+/// not a git SHA, or another branch. `None`: it can. The judge ends a watch with it; `audit`
+/// surveys the fleet with it, so the two never disagree.
+pub fn unwatchable(snap: &AppSnapshot, config: &JudgeConfig) -> Option<Unwatchable> {
+    let app = snap.name.clone();
+    if snap.source_hydrator {
+        return Some(Unwatchable::SourceHydrator { app });
+    }
+    match &snap.source {
+        SourceFacts::NotFromRepo { repos } => Some(Unwatchable::NotFromRepo {
+            app,
+            repo: config.repo.clone(),
+            sources: repos.clone(),
+        }),
+        SourceFacts::FromRepo {
+            target_revisions,
+            chart,
+            ..
+        } => {
+            if let Some(chart) = chart {
+                return Some(Unwatchable::HelmChart {
+                    app,
+                    chart: chart.clone(),
+                });
+            }
+            let current = std::iter::once(snap.sync_revision.as_str())
+                .chain(
+                    snap.reach_candidates
+                        .iter()
+                        .filter(|c| !matches!(c.via, ReachVia::History { .. }))
+                        .map(|c| c.revision.as_str()),
+                )
+                .chain(snap.last_operation.iter().map(|o| o.revision.as_str()));
+            for rev in current {
+                if !rev.is_empty() && !is_git_sha(rev) {
+                    return Some(Unwatchable::NotGitRevision {
+                        app,
+                        revision: rev.to_string(),
+                    });
+                }
+            }
+            if let Some(t) = target_revisions.iter().find(|t| !config.tracks_branch(t)) {
+                return Some(Unwatchable::OtherBranch {
+                    app,
+                    target: if t.is_empty() { "HEAD" } else { t.as_str() }.to_string(),
+                    branch: config.branch.clone(),
+                });
+            }
+            None
+        }
+    }
 }

@@ -7,6 +7,7 @@
 //! said about a watch is [`reason`]. The promotion gate is a crate of its own
 //! (`greenlight-gate`), built on this one's vocabulary.
 
+pub mod audit;
 pub mod breaker;
 pub mod commit;
 pub mod directive;

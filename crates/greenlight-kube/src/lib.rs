@@ -14,7 +14,10 @@
 //! - [`workloads`]: a Deployment's, StatefulSet's or DaemonSet's live object and the Pods it
 //!   owns with the `imageID` each container runs (`greenlight verify --source kube`), and one
 //!   Application read once.
+//! - [`audit`]: every Application and Image Updater's `ImageUpdater` resources, listed page by
+//!   page, for `greenlight audit --source kube`.
 
+pub mod audit;
 pub mod client;
 pub mod events;
 pub mod lease;

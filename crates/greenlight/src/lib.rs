@@ -7,6 +7,7 @@
 //! here; in-process tests drive [`runtime::Runtime`] with fake seams and a test clock.
 
 pub mod argocd;
+pub mod audit;
 pub mod breaker;
 pub mod checks;
 pub mod clock;

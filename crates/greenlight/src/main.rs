@@ -59,6 +59,8 @@ enum Command {
     Verify(cmd::verify::VerifyArgs),
     /// Wait until a commit is live on an Argo CD Application: reached, healthy, and stable for a window (exit 0; 1 not live, 3 unobserved).
     Wait(cmd::wait::WaitArgs),
+    /// Survey the fleet: which Applications a commit's watch can judge, and which may be armed (Image Updater, prune, sync policy, app-of-apps).
+    Audit(cmd::audit::AuditArgs),
     /// Notifications: `test` a config's sinks with a sample, list a daemon's `dead-letters`.
     Notify(cmd::notify::NotifyArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
@@ -136,6 +138,7 @@ fn main() -> ExitCode {
         Command::Guard(a) => cmd::guard::run(a),
         Command::Promote(a) => cmd::promote::run(a),
         Command::Wait(a) => cmd::wait::run(a),
+        Command::Audit(a) => cmd::audit::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Notify(a) => cmd::notify::run(a),
         Command::Completions(a) => cmd::completions::run_completions(a),

@@ -47,15 +47,37 @@ impl GitArgs {
     /// `GREENLIGHT_GIT_TOKEN`. A bad one is a usage error naming its flag or variable.
     pub fn read(&self) -> Result<Git> {
         let (author_name, author_email) = parse_author(&self.git_author)?;
-        let token = match self.git_token_file.as_deref() {
-            Some(p) => Some(secret_file("--git-token-file", p)?),
-            None => env_secret(GIT_TOKEN_ENV)?,
-        };
+        let token = git_token(self.git_token_file.as_deref())?;
         Ok(Git {
             token,
             author_name,
             author_email,
         })
+    }
+}
+
+/// The git token of a command that only reads git (`audit`): `--git-token-file`, else
+/// `GREENLIGHT_GIT_TOKEN`.
+#[derive(Args, Clone)]
+pub struct GitTokenArgs {
+    /// File holding a git token (given to git through its credential helper, never argv); or
+    /// set the GREENLIGHT_GIT_TOKEN environment variable (this flag wins when both are given).
+    #[arg(long = "git-token-file")]
+    pub git_token_file: Option<PathBuf>,
+}
+
+impl GitTokenArgs {
+    pub fn read(&self) -> Result<Option<Secret>> {
+        git_token(self.git_token_file.as_deref())
+    }
+}
+
+/// `--git-token-file`'s token, else `GREENLIGHT_GIT_TOKEN`'s; a bad one is a usage error naming
+/// its flag or variable.
+fn git_token(file: Option<&Path>) -> Result<Option<Secret>> {
+    match file {
+        Some(p) => Ok(Some(secret_file("--git-token-file", p)?)),
+        None => env_secret(GIT_TOKEN_ENV),
     }
 }
 

@@ -28,6 +28,7 @@ macro_rules! errln {
 }
 
 pub mod args;
+pub mod audit;
 pub mod completions;
 pub mod config;
 pub mod demo;
