@@ -302,6 +302,10 @@ pub struct Arrived {
     /// commit's watch that ended `NOT_REACHED` never re-opens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reverts: Option<CommitId>,
+    /// When greenlight saw it arrive (absent in rows written before it was kept): the track
+    /// record's clock for what a human did after a verdict (`docs/record.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<Timestamp>,
 }
 
 /// All watches and the breaker.
@@ -655,6 +659,7 @@ impl Engine {
                 parents: commit.parents_mainline_first(),
                 changed_paths: commit.changed_paths.clone(),
                 reverts: reverted_sha(&commit.message),
+                at: Some(now),
             };
             self.arrived_unsaved.push_back(arrived.clone());
             if self.arrived_unsaved.len() > ARRIVED_KEPT {

@@ -17,6 +17,7 @@ pub mod image;
 pub mod judge;
 pub mod paths;
 pub mod reason;
+pub mod record;
 pub mod repo_url;
 pub mod secret;
 pub mod snapshot;

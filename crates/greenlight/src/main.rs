@@ -61,6 +61,8 @@ enum Command {
     Wait(cmd::wait::WaitArgs),
     /// Survey the fleet: which Applications a commit's watch can judge, and which may be armed (Image Updater, prune, sync policy, app-of-apps).
     Audit(cmd::audit::AuditArgs),
+    /// The shadow track record: each app's verdicts against what people did in git the day after (agreement, fix forward, misses, false alarms), and whether there are enough to arm.
+    Record(cmd::record::RecordArgs),
     /// Notifications: `test` a config's sinks with a sample, list a daemon's `dead-letters`.
     Notify(cmd::notify::NotifyArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
@@ -139,6 +141,7 @@ fn main() -> ExitCode {
         Command::Promote(a) => cmd::promote::run(a),
         Command::Wait(a) => cmd::wait::run(a),
         Command::Audit(a) => cmd::audit::run(a),
+        Command::Record(a) => cmd::record::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Notify(a) => cmd::notify::run(a),
         Command::Completions(a) => cmd::completions::run_completions(a),

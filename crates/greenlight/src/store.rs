@@ -102,6 +102,7 @@ pub struct Exported {
     pub loaded: Loaded,
     pub idle: Vec<(AppKey, Vec<Idle>)>,
     pub arrived: Vec<Arrived>,
+    pub record_summary: Summary,
 }
 
 /// A watch's record body, as every store keeps it (`record.body` of a Watch object, the
@@ -151,6 +152,56 @@ pub struct Write<'a> {
     /// Commits that arrived, oldest first: kept (the newest few thousand) for the batches of
     /// watches after a restart (`docs/verdicts.md#evidence`).
     pub arrived: &'a [Arrived],
+    /// The track record's counted summary of pruned watches, replaced whole (`state import`;
+    /// the daemon's prune adds to it itself).
+    pub record_summary: Option<&'a Summary>,
+}
+
+/// The track record's counts of watches retention pruned, by app (`docs/record.md`).
+pub type Summary = std::collections::BTreeMap<String, greenlight_core::record::Tally>;
+
+/// Whether `w`'s app was healthy as last seen idle; `None`: not seen.
+pub fn healthy_as_last_seen(idle: &[(AppKey, Vec<Idle>)], w: &Watch) -> Option<bool> {
+    idle.iter()
+        .filter(|(k, _)| {
+            k.name == w.app.name && w.app.namespace.as_ref().is_none_or(|ns| *ns == k.namespace)
+        })
+        .filter_map(|(_, seen)| seen.last())
+        .map(|i| i.health == greenlight_core::snapshot::Health::Healthy)
+        .reduce(|a, b| a && b)
+}
+
+/// The whole track record as of `now`: the retained finished watches counted against what
+/// arrived after them, plus the summary of those retention pruned (`greenlight record`).
+pub fn track_record(e: &Exported, now: Timestamp) -> Summary {
+    let mut out = greenlight_core::record::tally(
+        &e.loaded.watches,
+        &e.arrived,
+        |w| healthy_as_last_seen(&e.idle, w),
+        now,
+    );
+    for (app, t) in &e.record_summary {
+        out.entry(app.clone()).or_default().add(t);
+    }
+    out
+}
+
+/// The counts of `gone`, settled for good, added into `summary`.
+pub fn summarize_pruned(
+    summary: &mut Summary,
+    gone: &[Watch],
+    arrived: &[Arrived],
+    idle: &[(AppKey, Vec<Idle>)],
+    now: Timestamp,
+) {
+    let counted =
+        greenlight_core::record::tally(gone, arrived, |w| healthy_as_last_seen(idle, w), now);
+    for (app, t) in counted {
+        summary
+            .entry(app)
+            .or_default()
+            .add(&greenlight_core::record::settled(t));
+    }
 }
 
 /// Everything the store holds, read back by `status`: every retained watch, finished or not.
@@ -671,6 +722,7 @@ impl SqliteStore {
             loaded: self.loaded()?,
             idle: self.idle()?,
             arrived: self.arrived()?,
+            record_summary: self.record_summary()?,
         };
         tx.finish()?;
         Ok(exported)
@@ -712,6 +764,16 @@ impl SqliteStore {
             idle: self.idle()?,
             arrived: self.arrived()?,
         })
+    }
+
+    /// The track record's summary of pruned watches (`meta` `record_summary`); none before
+    /// anything was pruned. One that does not read is an error naming it, never an empty one.
+    fn record_summary(&self) -> Result<Summary> {
+        match self.meta("record_summary")? {
+            None => Ok(Summary::new()),
+            Some(v) => serde_json::from_str(&v)
+                .context("the track record's summary (meta record_summary) cannot be read"),
+        }
     }
 
     /// The arrived commits kept in `meta` (`arrived:<sequence>`), oldest first.
@@ -886,6 +948,9 @@ impl SqliteStore {
         if w.clear_breaker_reset_request {
             tx.execute("DELETE FROM meta WHERE key = 'breaker_reset_requested'", [])?;
         }
+        if let Some(summary) = w.record_summary {
+            meta("record_summary", &serde_json::to_string(summary)?)?;
+        }
         tx.commit()
             .with_context(|| format!("cannot write the state file {}", self.path.display()))?;
         Ok(())
@@ -900,13 +965,41 @@ impl SqliteStore {
     /// a rejected trailer's, one whose watch is already gone) goes by its own time. A finished
     /// watch without a verdict time (no build wrote one) goes by its start time.
     pub fn prune(&mut self, cutoff: Timestamp) -> Result<Pruned> {
-        let r = self.prune_unnamed(cutoff);
+        self.prune_at(cutoff, cutoff)
+    }
+
+    /// [`SqliteStore::prune`] at `now`: the track record counts what goes as of then.
+    pub fn prune_at(&mut self, cutoff: Timestamp, now: Timestamp) -> Result<Pruned> {
+        let r = self.prune_unnamed(cutoff, now);
         self.named(r)
     }
 
-    fn prune_unnamed(&mut self, cutoff: Timestamp) -> Result<Pruned> {
+    fn prune_unnamed(&mut self, cutoff: Timestamp, now: Timestamp) -> Result<Pruned> {
         self.need_current("pruning")?;
+        // What goes is counted first into the track record's summary, which outlives it. An
+        // unreadable summary stops the prune: nothing is dropped uncounted.
+        let due = format!(
+            "WHERE live = 0 AND COALESCE(finished_at, started_at) < {}",
+            cutoff.0
+        );
+        let gone_watches = self.watches_where(&due)?;
+        let mut summary = self.record_summary()?;
+        if !gone_watches.is_empty() {
+            summarize_pruned(
+                &mut summary,
+                &gone_watches,
+                &self.arrived()?,
+                &self.idle()?,
+                now,
+            );
+        }
         let tx = self.conn.transaction()?;
+        if !gone_watches.is_empty() {
+            tx.execute(
+                "INSERT INTO meta (key, value) VALUES ('record_summary', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [serde_json::to_string(&summary)?],
+            )?;
+        }
         let gone: Vec<(String, String, String)> = tx
             .prepare(
                 "DELETE FROM watches WHERE live = 0 AND COALESCE(finished_at, started_at) < ?1
@@ -990,7 +1083,9 @@ impl SqliteStore {
             return Ok(None);
         }
         self.last_pruned_at = Some(now);
-        self.prune(now.plus_ms(-retain_ms)).map(Some)
+        // Never before a verdict's day is over: the track record reads what people did in it.
+        let retain_ms = retain_ms.max(greenlight_core::record::WINDOW_MS);
+        self.prune_at(now.plus_ms(-retain_ms), now).map(Some)
     }
 
     /// `greenlight breaker reset` while a daemon runs: leave a request the daemon applies (it is

@@ -16,7 +16,7 @@ use greenlight_core::snapshot::{AppKey, Health};
 use greenlight_core::time::Timestamp;
 use greenlight_testkit::KubeApiserver;
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 const CRDS: &str = concat!(
@@ -90,6 +90,9 @@ fn arrived(n: usize) -> Arrived {
         parents: vec![sha(n + 1_000_000)],
         changed_paths: vec![format!("apps/{n}/deploy.yaml")].into(),
         reverts: (n % 2 == 1).then(|| sha(n + 2_000_000)),
+        at: Some(greenlight_core::time::Timestamp(
+            1_700_000_000_000 + n as i64,
+        )),
     }
 }
 
@@ -324,15 +327,33 @@ fn watches_of_every_phase_the_breaker_and_the_memory_come_back_from_the_cluster(
     assert!(s.breaker_reset_requested().unwrap());
 
     // Retention: finished watches older than the cutoff go with their events; live ones stay.
-    let now = Timestamp(1_796_205_668_000);
+    // The cutoff is never within a verdict's day (the track record's window).
+    let day = greenlight_core::record::WINDOW_MS;
+    let now = Timestamp(1_796_205_668_000 + day);
     let pruned = s.prune_due(now, 1).unwrap().unwrap();
     let gone: BTreeSet<String> = ws
         .iter()
-        .filter(|w| !is_live(w) && w.finished_at().unwrap().0 < now.0 - 1)
+        .filter(|w| !is_live(w) && w.finished_at().unwrap().0 < now.0 - day)
         .map(|w| w.id.clone())
         .collect();
     assert!(gone.len() >= 5, "{gone:?}");
     assert_eq!(pruned.watches, gone.len());
+    // Counted first into the track record's summary, with the ids counted, before they went.
+    let summary: BTreeMap<String, greenlight_core::record::Tally> = serde_json::from_str(
+        dog(&kube)["record"]["summary"]
+            .as_str()
+            .expect("record.summary"),
+    )
+    .unwrap();
+    assert_eq!(
+        summary.values().map(|t| t.verdicts).sum::<u64>(),
+        gone.len() as u64,
+        "{summary:?}"
+    );
+    let counted: BTreeSet<String> =
+        serde_json::from_str(dog(&kube)["record"]["counted"].as_str().unwrap()).unwrap();
+    assert_eq!(counted, gone);
+    assert_eq!(store(&kube).export().unwrap().record_summary, summary);
     // Each pruned watch had one event; the Watchdog's event at 1000 ms went by its time.
     assert_eq!(pruned.events, gone.len() + 1);
     let left: BTreeSet<String> = store(&kube)
@@ -696,7 +717,10 @@ fn the_documented_role_is_enough_for_the_leader() {
     let r = s.load_resume(None).unwrap();
     assert_eq!(r.live.len(), ws.iter().filter(|w| is_live(w)).count());
     let pruned = s
-        .prune_due(Timestamp(1_796_205_668_000 + 3_600_000), 3_600_000)
+        .prune_due(
+            Timestamp(1_796_205_668_000 + greenlight_core::record::WINDOW_MS + 3_600_000),
+            3_600_000,
+        )
         .unwrap()
         .unwrap();
     assert!(pruned.watches > 0 && pruned.events > 0, "{pruned:?}");

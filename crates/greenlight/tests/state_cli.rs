@@ -84,6 +84,7 @@ fn state_file(dir: &Path) -> std::path::PathBuf {
             parents: vec![sha(n - 1)],
             changed_paths: vec![format!("apps/web/{n}.yaml")].into(),
             reverts: None,
+            at: None,
         })
         .collect();
     let idle = vec![Idle {

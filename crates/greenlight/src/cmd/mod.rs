@@ -43,6 +43,7 @@ pub mod promote;
 pub mod promote_gc;
 pub mod promote_prune;
 pub mod promote_run;
+pub mod record;
 pub mod sandbox;
 pub mod state;
 pub mod status;

@@ -1043,6 +1043,7 @@ impl Runtime {
                 clear_breaker_reset_request: self.clear_reset_request,
                 idle: &idle,
                 arrived: &arrived,
+                record_summary: None,
             })?;
             self.clear_reset_request = false;
         }

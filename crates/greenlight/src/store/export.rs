@@ -31,6 +31,10 @@ pub struct Document {
     pub idle: BTreeMap<String, Vec<Idle>>,
     /// The arrived commits kept, oldest first.
     pub arrived: Vec<Arrived>,
+    /// The track record's counts of pruned watches, by app (absent in documents written before
+    /// it was kept: none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub record_summary: super::Summary,
 }
 
 /// Everything `store` carries, as a document.
@@ -56,6 +60,7 @@ pub fn export(store: &mut dyn Store) -> Result<Document> {
             .map(|(k, v)| (format!("{}/{}", k.namespace, k.name), v))
             .collect(),
         arrived: e.arrived,
+        record_summary: e.record_summary,
     })
 }
 
@@ -135,6 +140,7 @@ pub fn import(doc: &Document, store: &mut dyn Store) -> Result<Imported> {
         baseline: doc.baseline.as_deref(),
         idle: &idle,
         arrived: &doc.arrived,
+        record_summary: (!doc.record_summary.is_empty()).then_some(&doc.record_summary),
         ..Write::default()
     })?;
     Ok(Imported {

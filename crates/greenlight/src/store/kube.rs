@@ -43,7 +43,9 @@
 //! runtime is never blocked on itself.
 
 use super::record::{BreakerRecord, WatchRecord};
-use super::{Exported, Loaded, PRUNE_EVERY_MS, Pruned, Resume, Store, Write};
+use super::{
+    Exported, Loaded, PRUNE_EVERY_MS, Pruned, Resume, Store, Summary, Write, summarize_pruned,
+};
 use anyhow::{Context, Result, anyhow, bail};
 use greenlight_core::breaker::Breaker;
 use greenlight_core::event::Event;
@@ -724,6 +726,7 @@ impl KubeStore {
             loaded,
             idle: idle_of(&data),
             arrived: arrived_of(&data),
+            record_summary: self.summary_of(&data)?,
         })
     }
 
@@ -783,6 +786,7 @@ impl KubeStore {
             || !w.idle.is_empty()
             || !w.arrived.is_empty()
             || !of_none.is_empty()
+            || w.record_summary.is_some()
         {
             let mut data = self.dog_data()?;
             {
@@ -815,6 +819,10 @@ impl KubeStore {
                 m.insert("idle".into(), json!(idle));
                 m.insert("arrived".into(), json!(arrived));
             }
+            if let Some(summary) = w.record_summary {
+                obj_mut(&mut data, "record")
+                    .insert("summary".into(), json!(serde_json::to_string(summary)?));
+            }
             if !of_none.is_empty() {
                 let mut history: Vec<Value> =
                     data["history"].as_array().cloned().unwrap_or_default();
@@ -828,8 +836,23 @@ impl KubeStore {
         Ok(())
     }
 
-    fn prune_unnamed(&mut self, cutoff: Timestamp) -> Result<Pruned> {
+    /// The track record's summary of pruned watches (`record.summary`); none before anything
+    /// was pruned. One that does not read is an error naming the object, never an empty one.
+    fn summary_of(&self, data: &Value) -> Result<Summary> {
+        match data["record"]["summary"].as_str() {
+            None => Ok(Summary::new()),
+            Some(text) => serde_json::from_str(text).with_context(|| {
+                format!(
+                    "the track record's summary (record.summary of {}) cannot be read",
+                    self.dog_object()
+                )
+            }),
+        }
+    }
+
+    fn prune_unnamed(&mut self, cutoff: Timestamp, now: Timestamp) -> Result<Pruned> {
         let mut pruned = Pruned::default();
+        let mut due = Vec::new();
         for o in self.list_watches(Some(&format!("{LABEL_LIVE}=false")))? {
             let rec = &o.data["record"];
             let at = rec["finishedAtMs"].as_i64().or_else(|| {
@@ -841,6 +864,43 @@ impl KubeStore {
             if at.is_none_or(|t| t >= cutoff.0) || rec["live"].as_bool() != Some(false) {
                 continue;
             }
+            due.push(o);
+        }
+        // What goes is counted first into the track record's summary, with the ids counted: a
+        // prune that stops part-way leaves some of them, which the next one does not count
+        // again. An unreadable summary stops the prune: nothing is dropped uncounted.
+        if !due.is_empty() {
+            let mut data = self.dog_data()?;
+            let mut summary = self.summary_of(&data)?;
+            let counted: BTreeSet<String> = data["record"]["counted"]
+                .as_str()
+                .and_then(|t| serde_json::from_str(t).ok())
+                .unwrap_or_default();
+            let mut ids = Vec::new();
+            let mut fresh = Vec::new();
+            for o in &due {
+                let id = o.data["record"]["id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                if !counted.contains(&id) {
+                    fresh.push(self.watch_of(o)?);
+                }
+                ids.push(id);
+            }
+            summarize_pruned(
+                &mut summary,
+                &fresh,
+                &arrived_of(&data),
+                &idle_of(&data),
+                now,
+            );
+            let r = obj_mut(&mut data, "record");
+            r.insert("summary".into(), json!(serde_json::to_string(&summary)?));
+            r.insert("counted".into(), json!(serde_json::to_string(&ids)?));
+            self.put_dog(data)?;
+        }
+        for o in due {
             let name = o.metadata.name.clone().unwrap_or_default();
             let object = self.watch_object(&name);
             let listed = o.metadata.resource_version.clone();
@@ -1091,7 +1151,9 @@ impl Store for KubeStore {
             return Ok(None);
         }
         self.last_pruned_at = Some(now);
-        let r = self.prune_unnamed(now.plus_ms(-retain_ms));
+        // Never before a verdict's day is over: the track record reads what people did in it.
+        let retain_ms = retain_ms.max(greenlight_core::record::WINDOW_MS);
+        let r = self.prune_unnamed(now.plus_ms(-retain_ms), now);
         self.named(r).map(Some)
     }
     fn request_breaker_reset(&mut self, at: i64) -> Result<()> {

@@ -806,6 +806,7 @@ fn arrived_commits_survive_a_restart_in_order() {
         changed_paths: vec![format!("apps/{n}/deploy.yaml")].into(),
         // Every other one a revert: what it reverts is kept too.
         reverts: (n % 2 == 1).then(|| CommitId::parse(&format!("{:040x}", n + 2_000_000)).unwrap()),
+        at: n.is_multiple_of(3).then_some(Timestamp(n as i64)),
     };
     let mut store = SqliteStore::open_or_create(&path).unwrap();
     let first: Vec<Arrived> = (0..3).map(commit).collect();
@@ -1128,4 +1129,89 @@ fn a_watch_whose_part_is_missing_is_refused_naming_the_watch_and_the_part() {
         err.contains(&w.id) && err.contains("part own_paths") && err.contains("missing"),
         "{err}"
     );
+}
+
+// ---------------------------------------------------------------- the track record
+
+/// What retention prunes is counted first into the track record's summary, which survives the
+/// prune, later prunes and a restart, and which `state export` carries: a confirmed commit a
+/// human reverted within its day is a miss, still counted once the watch is gone. Retention
+/// never cuts a verdict's day short.
+#[test]
+fn pruned_watches_are_counted_into_a_summary_that_outlives_them() {
+    use greenlight_core::commit::CommitId;
+    use greenlight_core::record::WINDOW_MS;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
+    let missed = watch(1, "web", "CONFIRMED", 10, Some(100));
+    let fine = watch(2, "web", "CONFIRMED", 20, Some(100));
+    let lost = watch(3, "api", "INCONCLUSIVE", 30, Some(100));
+    let human_revert = Arrived {
+        sha: CommitId::parse(&format!("{:040x}", 9)).unwrap(),
+        parents: vec![missed.commit.clone()],
+        changed_paths: vec!["apps/web/deploy.yaml".to_string()].into(),
+        reverts: Some(missed.commit.clone()),
+        at: Some(Timestamp(200)),
+    };
+    store
+        .write(Write {
+            watches: &[missed.clone(), fine.clone(), lost.clone()],
+            arrived: std::slice::from_ref(&human_revert),
+            ..Write::default()
+        })
+        .unwrap();
+    // Before: the retained watches are counted as they are.
+    let day_over = Timestamp(100 + WINDOW_MS + 1);
+    let before = track_record(&store.export().unwrap(), day_over);
+    assert_eq!(before["web"].confirmed, 2);
+    assert_eq!(before["web"].misses, 1);
+    assert_eq!(before["api"].inconclusive, 1);
+    // The daemon's retention of 1 ms still waits for the day to be over.
+    assert_eq!(
+        store
+            .prune_due(Timestamp(100 + WINDOW_MS - 1), 1)
+            .unwrap()
+            .map(|p| p.watches),
+        Some(0)
+    );
+    store.last_pruned_at = None;
+    assert_eq!(
+        store.prune_due(day_over, 1).unwrap().map(|p| p.watches),
+        Some(3)
+    );
+    let e = store.export().unwrap();
+    assert!(e.loaded.watches.is_empty());
+    assert_eq!(
+        e.record_summary, before,
+        "the same counts, from the summary"
+    );
+    assert_eq!(track_record(&e, day_over), before);
+    // A later prune of nothing, and a reopening, keep it.
+    store.last_pruned_at = None;
+    store.prune_due(Timestamp(day_over.0 + 1), 1).unwrap();
+    drop(store);
+    let mut store = SqliteStore::open_existing(&path, true).unwrap();
+    assert_eq!(store.export().unwrap().record_summary, before);
+    assert!(meta_of(&path, "record_summary").is_some());
+}
+
+/// An unreadable summary stops the prune (nothing goes uncounted) and `record` names it.
+#[test]
+fn an_unreadable_summary_stops_the_prune() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
+    store
+        .write(Write {
+            watches: &[watch(1, "web", "CONFIRMED", 10, Some(100))],
+            ..Write::default()
+        })
+        .unwrap();
+    store.set_meta("record_summary", "{not json").unwrap();
+    let err = format!("{:#}", store.prune(Timestamp(1000)).unwrap_err());
+    assert!(err.contains("record_summary"), "{err}");
+    assert_eq!(store.load().unwrap().watches.len(), 1);
+    let err = format!("{:#}", store.export().err().unwrap());
+    assert!(err.contains("record_summary"), "{err}");
 }
