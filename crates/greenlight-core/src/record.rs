@@ -187,8 +187,21 @@ pub fn truth_of(
     let finished = w.finished_at()?;
     let end = finished.plus_ms(WINDOW_MS);
     let mut forward: Option<CommitId> = None;
+    // What people did is known only while the kept arrivals reach back to the verdict: the
+    // store keeps the newest few thousand, and rows written before arrival times were kept
+    // have none. Without that, a quiet day could be a revert no longer kept: unknown, never a
+    // false alarm.
+    let covered = arrived
+        .first()
+        .is_some_and(|a| a.at.is_some_and(|at| at <= finished));
+    let mut unknown = !covered;
     for a in arrived {
-        let Some(at) = a.at else { continue };
+        let Some(at) = a.at else {
+            if a.reverts.as_ref() == Some(&w.commit) {
+                unknown = true;
+            }
+            continue;
+        };
         if at < finished || at > end || a.sha == w.commit {
             continue;
         }
@@ -212,6 +225,7 @@ pub fn truth_of(
     }
     Some(match forward {
         Some(by) => Truth::FixedForward { by },
+        None if unknown => Truth::Quiet { healthy: None },
         None => Truth::Quiet { healthy },
     })
 }
@@ -298,4 +312,53 @@ pub fn settled(mut t: Tally) -> Tally {
 /// The window in words, for what `record` prints.
 pub fn window_words() -> String {
     human_duration(WINDOW_MS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_judgement_names_the_sample_and_what_blocks_arming() {
+        let agreeing = Tally {
+            verdicts: 12,
+            shadow: 12,
+            would_revert: 3,
+            agreed: 3,
+            confirmed: 9,
+            ..Tally::default()
+        };
+        assert_eq!(
+            agreeing.judgement(DEFAULT_MIN_SAMPLES),
+            "12 shadow verdicts, 3 would-have-reverted (3 reverted by a human): agreement 3/3; enough samples to arm: no miss, no false alarm (12 decided of 10 needed)"
+        );
+        assert!(agreeing.ready_to_arm(10));
+        assert!(!agreeing.ready_to_arm(13));
+        let mut false_alarm = agreeing.clone();
+        false_alarm.would_revert += 1;
+        false_alarm.false_alarms = 1;
+        assert!(!false_alarm.ready_to_arm(1));
+        assert!(false_alarm.judgement(1).contains("do not arm"));
+        let mut pending = agreeing.clone();
+        pending.pending_confirmed = 5;
+        assert_eq!(pending.decided(), 7);
+        assert!(
+            pending
+                .judgement(10)
+                .ends_with("not enough samples to arm (7 decided of 10 needed)")
+        );
+    }
+
+    #[test]
+    fn a_prune_settles_what_is_still_in_its_day() {
+        let t = settled(Tally {
+            would_revert: 2,
+            pending_would_revert: 1,
+            confirmed: 3,
+            pending_confirmed: 2,
+            ..Tally::default()
+        });
+        assert_eq!((t.unresolved, t.pending()), (1, 0));
+        assert_eq!(t.decided(), 5);
+    }
 }

@@ -8,10 +8,13 @@ use anyhow::{Context, Result};
 use greenlight_argocd::Application;
 use greenlight_argocd::audit::{ImageUpdater, arm_facts};
 use greenlight_core::audit::{AppAudit, audit_app, namespaces_by_name};
+use greenlight_core::directive::AppRef;
 use greenlight_core::judge::JudgeConfig;
+use greenlight_core::record::Tally;
 use greenlight_core::repo_url::RepoUrl;
 use greenlight_git::{Auth, Repo, Secret};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Where the Applications are read.
@@ -52,6 +55,62 @@ pub struct Audited {
     /// Applications that could not be decoded, each naming itself and what was wrong.
     pub unreadable: Vec<String>,
     pub updaters: UpdatersRead,
+    /// Each app's track record (by `namespace/name`), when a store was given, and the samples
+    /// it takes to arm.
+    pub record: Option<(BTreeMap<String, Tally>, u64)>,
+}
+
+/// Each audited app's share of the track record: the tallies of the names its watches used
+/// (`web`, `argocd/web`) summed under its `namespace/name`. A bare name shared by several
+/// namespaces counts for each of them.
+pub fn record_by_app(
+    apps: &[AppAudit],
+    record: &BTreeMap<String, Tally>,
+) -> BTreeMap<String, Tally> {
+    let mut out = BTreeMap::new();
+    for a in apps {
+        let mut t = Tally::default();
+        for (named, tally) in record {
+            if let Ok(r) = AppRef::parse(named)
+                && r.name == a.name
+                && r.namespace.as_ref().is_none_or(|ns| *ns == a.namespace)
+            {
+                t.add(tally);
+            }
+        }
+        out.insert(a.key(), t);
+    }
+    out
+}
+
+fn evidence(t: &Tally, min_samples: u64) -> String {
+    if t.verdicts == 0 {
+        return "none".to_string();
+    }
+    let mut s = format!("{} decided of {min_samples}", t.decided());
+    if t.would_revert > 0 {
+        s.push_str(&format!(
+            ", agreement {}/{}",
+            t.agreed,
+            t.would_revert - t.pending_would_revert
+        ));
+    }
+    for (n, what) in [
+        (t.misses, "miss"),
+        (t.false_alarms, "false alarm"),
+        (t.overruled, "overruled"),
+    ] {
+        if n > 0 {
+            s.push_str(&format!(", {n} {what}"));
+        }
+    }
+    if t.pending() > 0 {
+        s.push_str(&format!(", {} in its day", t.pending()));
+    }
+    if t.ready_to_arm(min_samples) {
+        s.push_str(", enough");
+    }
+    s
 }
 
 /// Audit what was read. `apps` in any order; the answer is sorted by `namespace/name`.
@@ -165,6 +224,7 @@ pub fn audit(cfg: AuditConfig) -> Result<Audited> {
         apps: audited,
         unreadable,
         updaters: updaters_read,
+        record: None,
     })
 }
 
@@ -198,26 +258,39 @@ impl Audited {
                 "arm_ready": self.apps.iter().filter(|a| a.arm_ready()).count(),
                 "unreadable": self.unreadable.len(),
             },
-            "apps": self.apps.iter().map(|a| json!({
-                "app": a.key(),
-                "namespace": a.namespace,
-                "name": a.name,
-                "watchable": a.watchable(),
-                "watchable_reasons": a.watchable_reasons(),
-                "arm_ready": a.arm_ready(),
-                "arm_ready_reasons": a.arm_ready_reasons(),
-                "notes": a.notes,
-            })).collect::<Vec<_>>(),
+            "apps": self.apps.iter().map(|a| {
+                let mut v = json!({
+                    "app": a.key(),
+                    "namespace": a.namespace,
+                    "name": a.name,
+                    "watchable": a.watchable(),
+                    "watchable_reasons": a.watchable_reasons(),
+                    "arm_ready": a.arm_ready(),
+                    "arm_ready_reasons": a.arm_ready_reasons(),
+                    "notes": a.notes,
+                });
+                if let Some((record, min)) = &self.record {
+                    let t = record.get(&a.key()).cloned().unwrap_or_default();
+                    v["record"] = json!({
+                        "counts": t,
+                        "decided": t.decided(),
+                        "ready_to_arm": t.ready_to_arm(*min),
+                        "judgement": t.judgement(*min),
+                    });
+                }
+                v
+            }).collect::<Vec<_>>(),
             "unreadable": self.unreadable,
         })
     }
 
     /// The human table, a line per app, then what was not read and a summary.
     pub fn table(&self) -> String {
-        let mut rows: Vec<[String; 4]> = vec![[
+        let mut rows: Vec<[String; 5]> = vec![[
             "APP".into(),
             "WATCHABLE".into(),
             "ARM-READY".into(),
+            if self.record.is_some() { "RECORD" } else { "" }.into(),
             "WHY NOT".into(),
         ]];
         let caveat = matches!(self.updaters, UpdatersRead::NotRead(_));
@@ -239,23 +312,44 @@ impl Audited {
             } else {
                 yes_no(a.arm_ready())
             };
-            rows.push([a.key(), yes_no(a.watchable()), arm, why.join("; ")]);
+            let record = match &self.record {
+                Some((record, min)) => {
+                    evidence(&record.get(&a.key()).cloned().unwrap_or_default(), *min)
+                }
+                None => String::new(),
+            };
+            rows.push([a.key(), yes_no(a.watchable()), arm, record, why.join("; ")]);
         }
-        let widths: Vec<usize> = (0..3)
+        let widths: Vec<usize> = (0..4)
             .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
             .collect();
         let mut out = String::new();
         for r in &rows {
-            let line = format!(
-                "{:w0$}  {:w1$}  {:w2$}  {}",
-                r[0],
-                r[1],
-                r[2],
-                r[3],
-                w0 = widths[0],
-                w1 = widths[1],
-                w2 = widths[2]
-            );
+            let line = if self.record.is_some() {
+                format!(
+                    "{:w0$}  {:w1$}  {:w2$}  {:w3$}  {}",
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                    r[4],
+                    w0 = widths[0],
+                    w1 = widths[1],
+                    w2 = widths[2],
+                    w3 = widths[3]
+                )
+            } else {
+                format!(
+                    "{:w0$}  {:w1$}  {:w2$}  {}",
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[4],
+                    w0 = widths[0],
+                    w1 = widths[1],
+                    w2 = widths[2]
+                )
+            };
             out.push_str(line.trim_end());
             out.push('\n');
         }

@@ -244,7 +244,7 @@ fn bad_input_is_named_and_an_unreachable_argocd_fails() {
                 "--namespace",
                 "a",
             ],
-            "--namespace: only read with --source kube",
+            "--namespace: only read with --source kube or --store kube",
         ),
         (
             vec![

@@ -204,6 +204,41 @@ fn agreement_a_miss_a_fix_forward_and_a_false_alarm_each_counted() {
         "{out}"
     );
     assert!(!out.contains("other:"), "{out}");
+    // The audit's line of each app says how much evidence there is (now: the fix forward is
+    // still in its day).
+    let o = std::process::Command::new(BIN)
+        .args([
+            "audit",
+            "--repo",
+            &repo.repo(),
+            "--branch",
+            "main",
+            "--argocd-url",
+            &sb.url,
+        ])
+        .args(["--state", state.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let line = |app: &str| {
+        out.lines()
+            .find(|l| l.starts_with(app))
+            .unwrap_or_else(|| panic!("{app} in {out}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert!(out.lines().next().unwrap().contains("RECORD"), "{out}");
+    assert_eq!(
+        line("argocd/web"),
+        "argocd/web yes yes* 2 decided of 10, agreement 1/1, 1 miss, 1 in its day",
+        "{out}"
+    );
+    assert_eq!(
+        line("argocd/other"),
+        "argocd/other yes yes* 0 decided of 10, agreement 0/0, 1 in its day"
+    );
     let o = record(&state, &["--as-of", &as_of, "--app", "other"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(

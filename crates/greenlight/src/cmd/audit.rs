@@ -25,8 +25,8 @@ pub struct AuditArgs {
     /// API, which also serves Image Updater's `ImageUpdater` resources.
     #[arg(long, value_enum, default_value = "argocd")]
     pub source: SourceKind,
-    /// With --source kube: the kubeconfig to use (default: $KUBECONFIG, else ~/.kube/config,
-    /// else the pod's service account).
+    /// With --source kube or --store kube: the kubeconfig to use (default: $KUBECONFIG, else
+    /// ~/.kube/config, else the pod's service account).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// With --source kube: the one namespace whose Applications are read (default: all).
@@ -39,6 +39,23 @@ pub struct AuditArgs {
     /// With --source argocd: the most the listing of every Application, whole, may hold, in MiB.
     #[arg(long = "listing-limit-mib", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     pub listing_limit_mib: u32,
+    /// The watchdog's state file: each app's line then says how much evidence its track record
+    /// holds (docs/record.md).
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// `kube`: the track record from the cluster store instead (with --kubeconfig).
+    #[arg(long, value_name = "STORE", value_parser = ["kube"])]
+    pub store: Option<String>,
+    /// With --store kube: the namespace of the store's objects.
+    #[arg(long, value_name = "NAMESPACE")]
+    pub store_namespace: Option<String>,
+    /// With --store kube: the store's name (default: greenlight).
+    #[arg(long, value_name = "NAME")]
+    pub store_name: Option<String>,
+    /// With a track record: how many decided verdicts, with no miss and no false alarm, make
+    /// enough to arm.
+    #[arg(long, default_value_t = greenlight_core::record::DEFAULT_MIN_SAMPLES, value_parser = clap::value_parser!(u64).range(1..))]
+    pub min_samples: u64,
     /// `text`: a table; `json`: one JSON document (docs/audit.md#json).
     #[arg(long, value_enum, default_value = "text")]
     pub output: AuditOutput,
@@ -54,12 +71,12 @@ pub fn run(a: AuditArgs) -> Result<ExitCode> {
     let source = match a.source {
         SourceKind::Argocd => {
             for (given, flag) in [
-                (a.kubeconfig.is_some(), "--kubeconfig"),
+                (a.kubeconfig.is_some() && a.store.is_none(), "--kubeconfig"),
                 (a.namespace.is_some(), "--namespace"),
             ] {
                 if given {
                     return Err(usage(format!(
-                        "{flag}: only read with --source kube (the source is Argo CD's REST API)"
+                        "{flag}: only read with --source kube or --store kube (the source is Argo CD's REST API)"
                     )));
                 }
             }
@@ -81,7 +98,7 @@ pub fn run(a: AuditArgs) -> Result<ExitCode> {
                     .map_err(|why| usage(format!("--namespace {ns:?}: {why}")))?;
             }
             AuditSource::Kube {
-                kubeconfig: a.kubeconfig,
+                kubeconfig: a.kubeconfig.clone(),
                 namespace: a.namespace,
             }
         }
@@ -99,12 +116,36 @@ pub fn run(a: AuditArgs) -> Result<ExitCode> {
         errln!("warning: {warning}");
     }
     crate::install_crypto();
-    let audited = greenlight::audit::audit(AuditConfig {
+    // The store first: one that cannot be opened is refused before the fleet is read.
+    let record = if a.state.is_some() || a.store.is_some() {
+        let args = crate::cmd::state::StoreArgs {
+            state: a.state.clone(),
+            store: a.store.clone(),
+            kubeconfig: a.kubeconfig.clone(),
+            store_namespace: a.store_namespace.clone(),
+            store_name: a.store_name.clone(),
+        };
+        let mut store = args.open(crate::cmd::state::Open::Read)?;
+        let exported = store.export()?;
+        Some(greenlight::store::track_record(
+            &exported,
+            greenlight::clock::Clock::now(&greenlight::clock::SystemClock),
+        ))
+    } else {
+        None
+    };
+    let mut audited = greenlight::audit::audit(AuditConfig {
         repo,
         branch: a.branch,
         git_token: a.git.read()?,
         source,
     })?;
+    if let Some(record) = record {
+        audited.record = Some((
+            greenlight::audit::record_by_app(&audited.apps, &record),
+            a.min_samples,
+        ));
+    }
     match a.output {
         AuditOutput::Json => outln!("{}", serde_json::to_string_pretty(&audited.to_json())?),
         AuditOutput::Text => crate::cmd::out(&audited.table())?,
