@@ -150,8 +150,15 @@ impl Tally {
         }
         if self.overruled > 0 {
             s.push_str(&format!(
-                "; {} of greenlight's reverts reverted by a human",
-                self.overruled
+                "; {} of greenlight's {} revert{} reverted by a human",
+                self.overruled,
+                self.reverted,
+                plural(self.reverted)
+            ));
+        } else if self.reverted > 0 {
+            s.push_str(&format!(
+                "; {} reverted by greenlight, none undone by a human",
+                self.reverted
             ));
         }
         let verdict = if self.false_alarms > 0 {

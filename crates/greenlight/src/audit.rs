@@ -367,8 +367,9 @@ impl Audited {
             ));
         }
         out.push_str(&format!(
-            "{} apps on {} {}: {} watchable, {} arm-ready{}\n",
+            "{} app{} on {} {}: {} watchable, {} arm-ready{}\n",
             self.apps.len(),
+            if self.apps.len() == 1 { "" } else { "s" },
             self.repo,
             self.branch,
             self.apps.iter().filter(|a| a.watchable()).count(),

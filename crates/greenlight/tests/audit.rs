@@ -473,6 +473,41 @@ fn the_kube_audit_reads_image_updater_resources_and_what_the_sandbox_cannot_serv
     // The `argocd` namespace's `web` is not selected by team-b's resource.
     assert_eq!(entry(&doc, "argocd/web")["notes"], json!([]));
 
+    // An account that may list Applications but not ImageUpdater resources: the audit still
+    // answers, says it could not read them (the API's words), and marks arm-ready apps `yes*`.
+    kube.kubectl_ok(&["create", "serviceaccount", "auditor", "-n", "argocd"]);
+    kube.kubectl_ok(&[
+        "create",
+        "clusterrole",
+        "apps-reader",
+        "--verb=list",
+        "--resource=applications.argoproj.io",
+    ]);
+    kube.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "auditor-apps",
+        "--clusterrole=apps-reader",
+        "--serviceaccount=argocd:auditor",
+    ]);
+    let token = kube.create_token("argocd", "auditor");
+    let limited = kube.dir().join("auditor.kubeconfig");
+    kube.write_token_kubeconfig(&limited, &token, "argocd");
+    let mut args = base.to_vec();
+    args[7] = limited.to_str().unwrap();
+    let doc = json_of(&audit(&args));
+    let u = &doc["image_updater_resources"];
+    assert_eq!(u["read"], false, "{doc:#}");
+    assert!(u["why"].as_str().unwrap().contains("forbidden"), "{u}");
+    assert_eq!(reasons(&doc, "argocd/api").1, ["no_automated_sync"]);
+    args.truncate(8);
+    let o = audit(&args);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("were not read (cannot list ImageUpdater"),
+        "{out}"
+    );
+
     // One namespace only: the other's `web` is not seen, so the name is not ambiguous.
     let mut one = base.to_vec();
     one.extend(["--namespace", "argocd"]);

@@ -27,6 +27,19 @@ fn the_canary_demo_reverts_the_bad_commit_and_says_so() {
         out.contains("demo: the story really happened"),
         "stdout:\n{out}\nstderr:\n{err}"
     );
+    // The audit before arming, and the track record the verdict starts.
+    let audit = out
+        .lines()
+        .find(|l| l.starts_with("demo: audit: argocd/nav-canary"))
+        .unwrap_or_else(|| panic!("no audit line in:\n{out}"));
+    assert_eq!(
+        audit.split_whitespace().collect::<Vec<_>>(),
+        ["demo:", "audit:", "argocd/nav-canary", "yes", "yes*"]
+    );
+    assert!(
+        out.contains("demo: record: nav-canary: 0 shadow verdicts, 0 would-have-reverted; 1 reverted by greenlight, none undone by a human; not enough samples to arm (0 decided of 10 needed)\n"),
+        "{out}"
+    );
 }
 
 #[test]

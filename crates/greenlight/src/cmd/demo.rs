@@ -204,6 +204,33 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
     .context("the app never became Healthy before the story began")?;
     say(&format!("{APP} is Synced and Healthy"));
 
+    // Before arming: the fleet audit, as `greenlight audit` prints it.
+    let audit_cfg = greenlight::audit::AuditConfig {
+        repo: RepoUrl::new(remote.to_string_lossy()),
+        branch: Some("main".into()),
+        git_token: None,
+        source: greenlight::audit::AuditSource::ArgoCd(
+            greenlight::argocd::ArgoCd {
+                url: url.clone(),
+                token: None,
+                ca: None,
+                read_limit_bytes: DEMO_LISTING_LIMIT_BYTES,
+            },
+            DEMO_LISTING_LIMIT_BYTES,
+        ),
+    };
+    let audited = tokio::task::spawn_blocking(move || greenlight::audit::audit(audit_cfg))
+        .await
+        .context("the audit stopped")??;
+    ensure!(
+        audited.apps.iter().any(|a| a.name == APP && a.arm_ready()),
+        "the audit does not find {APP} arm-ready:\n{}",
+        audited.table()
+    );
+    for line in audited.table().lines() {
+        say(&format!("audit: {line}"));
+    }
+
     let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
     let out = Output::new(log_format);
     out.subscribe(move |e| {
@@ -342,6 +369,21 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
     let _ = stop_tx.send(());
     daemon_task.await??;
     sandbox.shutdown().await;
+
+    // The track record the verdict starts, as `greenlight record` prints it.
+    let mut store =
+        greenlight::store::SqliteStore::open_existing(&root.join("state/greenlight.db"), true)?;
+    let exported = greenlight::store::Store::export(&mut store)?;
+    let record = greenlight::store::track_record(&exported, SystemClock.now());
+    let t = record.get(APP).cloned().unwrap_or_default();
+    ensure!(
+        t.reverted == 1,
+        "the track record does not count greenlight's revert: {t:?}"
+    );
+    say(&format!(
+        "record: {APP}: {}",
+        t.judgement(greenlight_core::record::DEFAULT_MIN_SAMPLES)
+    ));
     say(&format!(
         "whole story in {:.1}s",
         started.elapsed().as_secs_f64()
