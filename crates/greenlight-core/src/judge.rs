@@ -2501,9 +2501,6 @@ impl Engine {
         out
     }
 
-    /// Revisions that are not git SHAs, and the structural checks: reasons this app can never
-    /// prove reach of a commit from the watched branch (`docs/verdicts.md#unwatchable`). Said at
-    /// once, never after a deadline.
     fn check_arm(&mut self, i: usize, snap: &AppSnapshot, now: Timestamp) -> Vec<Effect> {
         let mut out = Vec::new();
         let w = &self.watches[i];
@@ -3436,8 +3433,10 @@ fn reverted_sha(message: &str) -> Option<CommitId> {
 
 /// Why a commit of the watched branch can never be judged on this app, from its snapshot
 /// alone: a source hydrator, no source from the watched repository, a chart, a revision that is
-/// not a git SHA, or another branch. `None`: it can. The judge ends a watch with it; `audit`
-/// surveys the fleet with it, so the two never disagree.
+/// not a git SHA, or another branch — reasons it can never prove reach of a commit from the
+/// watched branch (`docs/verdicts.md#unwatchable`). `None`: it can. The judge ends a watch with
+/// it at once, never after a deadline; `audit` surveys the fleet with it, so the two never
+/// disagree.
 pub fn unwatchable(snap: &AppSnapshot, config: &JudgeConfig) -> Option<Unwatchable> {
     let app = snap.name.clone();
     if snap.source_hydrator {
