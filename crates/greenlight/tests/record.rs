@@ -247,6 +247,41 @@ fn agreement_a_miss_a_fix_forward_and_a_false_alarm_each_counted() {
     );
 }
 
+/// An armed watch reverts a commit, and a human puts the commit back (`git revert` of
+/// greenlight's revert): the record counts greenlight's revert as overruled, and says an app
+/// whose reverts humans undo is not ready to arm.
+#[test]
+fn a_revert_a_human_undoes_is_overruled() {
+    let repo = Repo::new();
+    let sb = sandbox(&repo, &["web=apps/web"], &[]);
+    settled(&sb, &repo, &["web"]);
+    let wd = watchdog(&repo, &sb.url, &[], &[]);
+    let state = wd.state.clone();
+    let bad = repo.set_image(
+        "web",
+        BAD,
+        &format!("web: 2.0.0\n\n{}", trailer("web", "3", "arm")),
+    );
+    let w = wd.wait_state(&bad, "REVERTED", T);
+    let revert = w["revert_commit"].as_str().unwrap().to_string();
+    repo.pull();
+    let undo = human_revert(&repo, &revert);
+    seen(&state, &undo);
+    let doc = record_json(&state, &[]);
+    let web = app(&doc, "web");
+    assert_eq!(web["counts"]["reverted"], 1, "{doc:#}");
+    assert_eq!(web["counts"]["overruled"], 1, "{doc:#}");
+    assert_eq!(web["counts"]["shadow"], 0);
+    assert_eq!(web["ready_to_arm"], false);
+    assert!(
+        web["judgement"]
+            .as_str()
+            .unwrap()
+            .contains("1 of greenlight's 1 revert reverted by a human; not ready to arm: humans undid its reverts"),
+        "{doc:#}"
+    );
+}
+
 /// Bad input is named (exit 2); a store that does not exist is refused as `status` refuses it
 /// (exit 2, naming the file), never read as an empty record.
 #[test]
