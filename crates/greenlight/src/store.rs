@@ -186,6 +186,16 @@ pub fn track_record(e: &Exported, now: Timestamp) -> Summary {
     out
 }
 
+/// Pruned watches whose records could not be read, by app: counted as `other` verdicts, so
+/// that what goes is never dropped uncounted (and retention never stops at one).
+pub fn count_unreadable(summary: &mut Summary, apps: &[String]) {
+    for app in apps {
+        let t = summary.entry(app.clone()).or_default();
+        t.verdicts += 1;
+        t.other += 1;
+    }
+}
+
 /// The counts of `gone`, settled for good, added into `summary`.
 pub fn summarize_pruned(
     summary: &mut Summary,
@@ -650,6 +660,25 @@ impl SqliteStore {
         })
     }
 
+    /// The watches `filter` selects, each read on its own: one that does not read is its app
+    /// (the column), so that retention counts it rather than stopping at it.
+    fn watches_each(&self, filter: &str) -> Result<Vec<std::result::Result<Watch, String>>> {
+        let sql = format!("SELECT id, body, app FROM watches {filter} ORDER BY started_at, id");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows: Vec<(String, String, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, body, app)| {
+                self.parts_of(&id)
+                    .and_then(|parts| WatchRecord::parse_with_parts(&body, &parts))
+                    .and_then(|r| Ok(Watch::try_from(r)?))
+                    .map_err(|_| app)
+            })
+            .collect())
+    }
+
     fn watches_where(&self, filter: &str) -> Result<Vec<Watch>> {
         let sql = format!("SELECT id, body FROM watches {filter} ORDER BY started_at, id");
         let mut stmt = self.conn.prepare(&sql)?;
@@ -982,8 +1011,11 @@ impl SqliteStore {
             "WHERE live = 0 AND COALESCE(finished_at, started_at) < {}",
             cutoff.0
         );
-        let gone_watches = self.watches_where(&due)?;
+        let due_watches = self.watches_each(&due)?;
         let mut summary = self.record_summary()?;
+        let (read, unreadable): (Vec<_>, Vec<_>) = due_watches.into_iter().partition(|r| r.is_ok());
+        let gone_watches: Vec<Watch> = read.into_iter().filter_map(|r| r.ok()).collect();
+        let unreadable: Vec<String> = unreadable.into_iter().filter_map(|r| r.err()).collect();
         if !gone_watches.is_empty() {
             summarize_pruned(
                 &mut summary,
@@ -993,8 +1025,10 @@ impl SqliteStore {
                 now,
             );
         }
+        count_unreadable(&mut summary, &unreadable);
+        let any_due = !gone_watches.is_empty() || !unreadable.is_empty();
         let tx = self.conn.transaction()?;
-        if !gone_watches.is_empty() {
+        if any_due {
             tx.execute(
                 "INSERT INTO meta (key, value) VALUES ('record_summary', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 [serde_json::to_string(&summary)?],

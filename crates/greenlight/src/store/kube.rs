@@ -44,7 +44,8 @@
 
 use super::record::{BreakerRecord, WatchRecord};
 use super::{
-    Exported, Loaded, PRUNE_EVERY_MS, Pruned, Resume, Store, Summary, Write, summarize_pruned,
+    Exported, Loaded, PRUNE_EVERY_MS, Pruned, Resume, Store, Summary, Write, count_unreadable,
+    summarize_pruned,
 };
 use anyhow::{Context, Result, anyhow, bail};
 use greenlight_core::breaker::Breaker;
@@ -878,16 +879,23 @@ impl KubeStore {
                 .unwrap_or_default();
             let mut ids = Vec::new();
             let mut fresh = Vec::new();
+            let mut unreadable = Vec::new();
             for o in &due {
                 let id = o.data["record"]["id"]
                     .as_str()
                     .unwrap_or_default()
                     .to_string();
                 if !counted.contains(&id) {
-                    fresh.push(self.watch_of(o)?);
+                    match self.watch_of(o) {
+                        Ok(w) => fresh.push(w),
+                        // Counted, never a reason for retention to stop here.
+                        Err(_) => unreadable
+                            .push(o.data["record"]["app"].as_str().unwrap_or("?").to_string()),
+                    }
                 }
                 ids.push(id);
             }
+            count_unreadable(&mut summary, &unreadable);
             summarize_pruned(
                 &mut summary,
                 &fresh,

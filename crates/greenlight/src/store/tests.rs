@@ -1215,3 +1215,30 @@ fn an_unreadable_summary_stops_the_prune() {
     let err = format!("{:#}", store.export().err().unwrap());
     assert!(err.contains("record_summary"), "{err}");
 }
+
+/// A pruned watch whose record cannot be read is counted as an `other` verdict of its app:
+/// retention never stops at it, and nothing goes uncounted.
+#[test]
+fn an_unreadable_pruned_watch_is_counted_as_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
+    let broken = watch(1, "web", "CONFIRMED", 10, Some(100));
+    let fine = watch(2, "api", "CONFIRMED", 10, Some(100));
+    store
+        .write(Write {
+            watches: &[broken.clone(), fine],
+            ..Write::default()
+        })
+        .unwrap();
+    sql(&path)
+        .execute(
+            "UPDATE watches SET body = '{' WHERE id = ?1",
+            [broken.id.as_str()],
+        )
+        .unwrap();
+    assert_eq!(store.prune(Timestamp(1000)).unwrap().watches, 2);
+    let summary = store.export().unwrap().record_summary;
+    assert_eq!((summary["web"].verdicts, summary["web"].other), (1, 1));
+    assert_eq!(summary["api"].confirmed, 1);
+}
