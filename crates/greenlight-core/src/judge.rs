@@ -1050,11 +1050,30 @@ impl Engine {
                 continue;
             };
             let base = w.id.split('~').next().unwrap_or(&w.id).to_string();
+            // One more than any re-open of the commit's watch held or let go: the first watch
+            // may be let go (its horizon over) while a later one is held, and an id counted
+            // from what is held would repeat one the store has.
+            let suffix = format!("{base}~");
+            let reopened_as = |id: &str| -> Option<u64> {
+                if id == base {
+                    Some(0)
+                } else {
+                    id.strip_prefix(&suffix)?.parse().ok()
+                }
+            };
             let n = self
                 .watches
                 .iter()
-                .filter(|o| o.id == base || o.id.starts_with(&format!("{base}~")))
-                .count();
+                .map(|o| o.id.as_str())
+                .chain(
+                    self.finished_ids
+                        .range(base.clone()..)
+                        .map(|(id, _)| id.as_str())
+                        .take_while(|id| id.starts_with(base.as_str())),
+                )
+                .filter_map(reopened_as)
+                .max()
+                .map_or(1, |m| m + 1);
             let previous = w.id.clone();
             let mut reopened = w.reopened(format!("{base}~{n}"), now);
             let before = self.idle_baseline(&reopened.commit, None, &reopened.app, ancestry);

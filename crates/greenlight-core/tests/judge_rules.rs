@@ -1911,6 +1911,41 @@ fn a_reopened_watch_that_is_not_reached_again_can_reopen_once_more_and_survives_
     assert_eq!(ws[2].state(), State::Judging);
 }
 
+/// The first watch's horizon passes before its re-opened watch's: the engine lets the first go
+/// (it can no longer re-open) and keeps the second. When the second re-opens in turn, its id is
+/// new — never one a watch already has, which the store would overwrite with it.
+#[test]
+fn a_reopen_after_the_first_watch_was_let_go_takes_a_new_id() {
+    let (mut h, w) = not_reached_at_60();
+    h.observe(&Snap::new("web").deployed(w.as_str()), t(100));
+    h.observe(
+        &Snap::new("web")
+            .deployed(&sha(98))
+            .operation_started(t(101)),
+        t(102),
+    );
+    let ws = watches_of(&h, &w);
+    assert_eq!(ws.len(), 2);
+    assert_eq!(ws[1].state(), State::NotReached, "{}", ws[1].reason());
+    let (first, second) = (ws[0].id.clone(), ws[1].id.clone());
+    let horizon = config().reopen_horizon_ms / 1000;
+    // Past the first's horizon, within the second's.
+    let now = 60 + horizon + 1;
+    h.engine.take_dirty();
+    let gone = h.engine.forget_finished(t(now));
+    assert_eq!(gone, vec![first.clone()]);
+    h.observe(
+        &Snap::new("web")
+            .deployed(w.as_str())
+            .operation_started(t(now + 1)),
+        t(now + 2),
+    );
+    let ws = watches_of(&h, &w);
+    assert_eq!(ws.len(), 2, "the second re-opened: {ws:?}");
+    assert_eq!(ws[0].id, second);
+    assert_eq!(ws[1].id, format!("{first}~2"));
+}
+
 // ------------------------------------------------------ not reached (docs/verdicts.md#not-reached)
 
 #[test]

@@ -555,6 +555,12 @@ impl Sim {
         let run_rng = Rng::new(seed ^ 0x7275_6e00_0e1c_0000);
         let mut paths_rng = Rng::new(seed ^ 0x9a75_5000_0000_0000);
         let paths_moving = paths_rng.chance(40);
+        // A short re-open horizon now and then (a generator of its own, so other seeds draw as
+        // before): a first watch's horizon then passes while a re-opened one is still held.
+        let mut horizon_rng = Rng::new(seed ^ 0x4012_2000_0000_0000);
+        if horizon_rng.chance(30) {
+            cfg.reopen_horizon_ms = horizon_rng.range(20, 400) * 1000;
+        }
         if exempting {
             cfg.attribution_exempt = vec![
                 "apps/*/cand-*.yaml".into(),
@@ -3424,6 +3430,16 @@ impl Sim {
             .iter()
             .map(|w| (w.id.clone(), w.clone()))
             .collect();
+        // Every watch has an id of its own, never one a watch let go had: the store keeps a
+        // watch by its id, and a repeated one would overwrite a verdict.
+        if held.len() != self.engine.watches().len() {
+            self.fail("two watches held share an id");
+        }
+        if let Some(id) = held.keys().find(|id| self.forgotten.contains(*id)) {
+            self.fail(&format!(
+                "watch {id} is held under the id of a watch let go before"
+            ));
+        }
         for id in self.engine.forget_finished(self.now) {
             let w = &held[&id];
             if !w.state().is_terminal() || w.reverting().is_some() || self.store.get(&id) != Some(w)
