@@ -5767,3 +5767,107 @@ fn a_huge_push_stages_only_the_arrived_commits_a_store_keeps() {
     assert_eq!(staged.len(), 1);
     assert_eq!(staged[0].sha, commit_id(n + 1));
 }
+
+// --------------------------------------------- the track record (docs/record.md)
+
+/// A shadow watch that would have reverted, judged against what arrived in the day after it:
+/// a revert within the day agrees, a commit to the app's paths fixes forward, nothing with the
+/// app healthy is a likely false alarm — but only while the arrivals kept reach back to the
+/// verdict and each has its time; otherwise a quiet day is unresolved, never a false alarm.
+#[test]
+fn a_quiet_day_is_a_false_alarm_only_when_the_whole_day_is_known() {
+    use greenlight_core::judge::Arrived;
+    use greenlight_core::record::{Tally, WINDOW_MS, count};
+    use greenlight_core::time::Timestamp;
+    // A failed PostSync hook at reach: the shadow watch fails at once, with the evidence.
+    let (mut h, w) = started("deadline=600 mode=shadow");
+    let r = containing(&mut h, &w, 1);
+    h.observe(
+        &Snap::new("web").post_sync_hook_failed(&r, &["batch/Job/smoke"]),
+        t(10),
+    );
+    let watch = h.watch(&w).clone();
+    assert_eq!(watch.state(), State::Fail, "{}", watch.reason());
+    assert_eq!(
+        Outcome::of_verdict(watch.verdict().unwrap()),
+        Outcome::WouldHaveRevertedShadow,
+        "{}",
+        watch.reason()
+    );
+    let finished = watch.finished_at().unwrap();
+    let day_over = finished.plus_ms(WINDOW_MS + 1);
+    let arrival = |n: u64, at: Option<Timestamp>, path: &str, reverts: Option<&CommitId>| Arrived {
+        sha: commit_id(n),
+        parents: Vec::new(),
+        changed_paths: vec![path.to_string()].into(),
+        reverts: reverts.cloned(),
+        at,
+    };
+    let before = arrival(2, Some(t(5)), "apps/other/a.yaml", None);
+    let tally = |arrived: &[Arrived], healthy: Option<bool>, now: Timestamp| {
+        let mut t = Tally::default();
+        count(&mut t, &watch, arrived, healthy, now);
+        t
+    };
+    // Nothing in the day, the app healthy: a likely false alarm.
+    let t1 = tally(std::slice::from_ref(&before), Some(true), day_over);
+    assert_eq!((t1.would_revert, t1.false_alarms), (1, 1), "{t1:?}");
+    // Not healthy (or not known): unresolved.
+    assert_eq!(
+        tally(std::slice::from_ref(&before), Some(false), day_over).unresolved,
+        1
+    );
+    assert_eq!(
+        tally(std::slice::from_ref(&before), None, day_over).unresolved,
+        1
+    );
+    // Still in its day: pending.
+    let t2 = tally(
+        std::slice::from_ref(&before),
+        Some(true),
+        finished.plus_ms(1000),
+    );
+    assert_eq!((t2.pending_would_revert, t2.false_alarms), (1, 0), "{t2:?}");
+    // A human's revert within the day: agreement, at once.
+    let revert = arrival(
+        3,
+        Some(finished.plus_ms(60_000)),
+        "apps/web/deploy.yaml",
+        Some(&w),
+    );
+    let t3 = tally(
+        &[before.clone(), revert.clone()],
+        Some(true),
+        finished.plus_ms(61_000),
+    );
+    assert_eq!(t3.agreed, 1, "{t3:?}");
+    // A revert after the day is no answer to it.
+    let late = Arrived {
+        at: Some(finished.plus_ms(WINDOW_MS + 60_000)),
+        ..revert.clone()
+    };
+    assert_eq!(
+        tally(&[before.clone(), late], Some(true), day_over).false_alarms,
+        1
+    );
+    // A commit to the app's paths within the day: fixed forward.
+    let fix = arrival(
+        4,
+        Some(finished.plus_ms(60_000)),
+        "apps/web/deploy.yaml",
+        None,
+    );
+    assert_eq!(
+        tally(&[before.clone(), fix], Some(true), day_over).fixed_forward,
+        1
+    );
+    // The arrivals kept begin after the verdict (older ones gone past the newest 4,096): the
+    // day cannot be read whole, so a quiet one is unresolved.
+    let after = arrival(5, Some(finished.plus_ms(60_000)), "apps/other/b.yaml", None);
+    let t4 = tally(&[after], Some(true), day_over);
+    assert_eq!((t4.false_alarms, t4.unresolved), (0, 1), "{t4:?}");
+    // A revert of the commit kept without its time (before arrival times were kept).
+    let untimed = Arrived { at: None, ..revert };
+    let t5 = tally(&[before, untimed], Some(true), day_over);
+    assert_eq!((t5.false_alarms, t5.unresolved), (0, 1), "{t5:?}");
+}

@@ -13,6 +13,8 @@ use std::process::ExitCode;
 #[derive(Args)]
 // `--argocd-url` is required with `--source argocd` only: `run` says so, not clap.
 #[command(mut_arg("argocd_url", |a| a.required(false)))]
+// The audit only lists (`--listing-limit-mib` bounds that): the one-answer limit is not its.
+#[command(mut_arg("read_limit_mib", |a| a.hide(true)))]
 pub struct AuditArgs {
     /// The deployment repository the watches would follow: a URL, or a bare repository's path.
     #[arg(long)]
