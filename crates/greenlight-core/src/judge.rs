@@ -306,6 +306,10 @@ pub struct Arrived {
     /// record's clock for what a human did after a verdict (`docs/record.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<Timestamp>,
+    /// A revert greenlight made (its `Greenlight-Revert-Of` trailer): no human's answer to a
+    /// verdict in the track record.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_greenlight: bool,
 }
 
 /// All watches and the breaker.
@@ -660,6 +664,7 @@ impl Engine {
                 changed_paths: commit.changed_paths.clone(),
                 reverts: reverted_sha(&commit.message),
                 at: Some(now),
+                by_greenlight: crate::trailer::is_greenlight_revert(&commit.message),
             };
             self.arrived_unsaved.push_back(arrived.clone());
             if self.arrived_unsaved.len() > ARRIVED_KEPT {

@@ -213,6 +213,12 @@ pub fn truth_of(
             continue;
         }
         if a.reverts.as_ref() == Some(&w.commit) {
+            // Greenlight's revert of it, for another app's failure: no human answered, and
+            // what this app would have needed cannot be told any more.
+            if a.by_greenlight {
+                unknown = true;
+                continue;
+            }
             return Some(Truth::Reverted { by: a.sha.clone() });
         }
         // Greenlight's own revert of it is no human's answer (an armed watch's reverts are
@@ -241,7 +247,9 @@ pub fn truth_of(
 fn overruled(revert: &CommitId, finished: Timestamp, arrived: &[Arrived]) -> bool {
     let end = finished.plus_ms(WINDOW_MS);
     arrived.iter().any(|a| {
-        a.reverts.as_ref() == Some(revert) && a.at.is_some_and(|at| at >= finished && at <= end)
+        a.reverts.as_ref() == Some(revert)
+            && !a.by_greenlight
+            && a.at.is_some_and(|at| at >= finished && at <= end)
     })
 }
 

@@ -5802,6 +5802,7 @@ fn a_quiet_day_is_a_false_alarm_only_when_the_whole_day_is_known() {
         changed_paths: vec![path.to_string()].into(),
         reverts: reverts.cloned(),
         at,
+        by_greenlight: false,
     };
     let before = arrival(2, Some(t(5)), "apps/other/a.yaml", None);
     let tally = |arrived: &[Arrived], healthy: Option<bool>, now: Timestamp| {
@@ -5868,6 +5869,23 @@ fn a_quiet_day_is_a_false_alarm_only_when_the_whole_day_is_known() {
     assert_eq!((t4.false_alarms, t4.unresolved), (0, 1), "{t4:?}");
     // A revert of the commit kept without its time (before arrival times were kept).
     let untimed = Arrived { at: None, ..revert };
-    let t5 = tally(&[before, untimed], Some(true), day_over);
+    let t5 = tally(&[before.clone(), untimed], Some(true), day_over);
     assert_eq!((t5.false_alarms, t5.unresolved), (0, 1), "{t5:?}");
+    // Greenlight's own revert of the commit, for another app's failure: no human's answer —
+    // neither agreement nor, for a confirmed watch, a miss; the quiet day is unresolved.
+    let by_greenlight = Arrived {
+        by_greenlight: true,
+        ..arrival(
+            6,
+            Some(finished.plus_ms(60_000)),
+            "apps/web/deploy.yaml",
+            Some(&w),
+        )
+    };
+    let t6 = tally(&[before, by_greenlight], Some(true), day_over);
+    assert_eq!(
+        (t6.agreed, t6.false_alarms, t6.unresolved),
+        (0, 0, 1),
+        "{t6:?}"
+    );
 }

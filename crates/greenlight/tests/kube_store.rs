@@ -93,6 +93,7 @@ fn arrived(n: usize) -> Arrived {
         at: Some(greenlight_core::time::Timestamp(
             1_700_000_000_000 + n as i64,
         )),
+        by_greenlight: n.is_multiple_of(4),
     }
 }
 

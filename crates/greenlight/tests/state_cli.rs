@@ -85,6 +85,7 @@ fn state_file(dir: &Path) -> std::path::PathBuf {
             changed_paths: vec![format!("apps/web/{n}.yaml")].into(),
             reverts: None,
             at: None,
+            by_greenlight: false,
         })
         .collect();
     let idle = vec![Idle {

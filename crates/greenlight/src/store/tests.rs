@@ -807,6 +807,7 @@ fn arrived_commits_survive_a_restart_in_order() {
         // Every other one a revert: what it reverts is kept too.
         reverts: (n % 2 == 1).then(|| CommitId::parse(&format!("{:040x}", n + 2_000_000)).unwrap()),
         at: n.is_multiple_of(3).then_some(Timestamp(n as i64)),
+        by_greenlight: n.is_multiple_of(5),
     };
     let mut store = SqliteStore::open_or_create(&path).unwrap();
     let first: Vec<Arrived> = (0..3).map(commit).collect();
@@ -1153,6 +1154,7 @@ fn pruned_watches_are_counted_into_a_summary_that_outlives_them() {
         changed_paths: vec!["apps/web/deploy.yaml".to_string()].into(),
         reverts: Some(missed.commit.clone()),
         at: Some(Timestamp(200)),
+        by_greenlight: false,
     };
     store
         .write(Write {
