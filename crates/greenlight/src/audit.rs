@@ -286,13 +286,23 @@ impl Audited {
 
     /// The human table, a line per app, then what was not read and a summary.
     pub fn table(&self) -> String {
-        let mut rows: Vec<[String; 5]> = vec![[
+        let with_record = self.record.is_some();
+        // The RECORD column only with a track record.
+        let row = |cells: [String; 5]| -> Vec<String> {
+            cells
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| *i != 3 || with_record)
+                .map(|(_, c)| c)
+                .collect()
+        };
+        let mut rows: Vec<Vec<String>> = vec![row([
             "APP".into(),
             "WATCHABLE".into(),
             "ARM-READY".into(),
-            if self.record.is_some() { "RECORD" } else { "" }.into(),
+            "RECORD".into(),
             "WHY NOT".into(),
-        ]];
+        ])];
         let caveat = matches!(self.updaters, UpdatersRead::NotRead(_));
         for a in &self.apps {
             let mut why: Vec<String> = a
@@ -318,38 +328,28 @@ impl Audited {
                 }
                 None => String::new(),
             };
-            rows.push([a.key(), yes_no(a.watchable()), arm, record, why.join("; ")]);
+            rows.push(row([
+                a.key(),
+                yes_no(a.watchable()),
+                arm,
+                record,
+                why.join("; "),
+            ]));
         }
-        let widths: Vec<usize> = (0..4)
+        // Every column but the last padded to its widest cell.
+        let columns = rows[0].len();
+        let widths: Vec<usize> = (0..columns - 1)
             .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
             .collect();
         let mut out = String::new();
         for r in &rows {
-            let line = if self.record.is_some() {
-                format!(
-                    "{:w0$}  {:w1$}  {:w2$}  {:w3$}  {}",
-                    r[0],
-                    r[1],
-                    r[2],
-                    r[3],
-                    r[4],
-                    w0 = widths[0],
-                    w1 = widths[1],
-                    w2 = widths[2],
-                    w3 = widths[3]
-                )
-            } else {
-                format!(
-                    "{:w0$}  {:w1$}  {:w2$}  {}",
-                    r[0],
-                    r[1],
-                    r[2],
-                    r[4],
-                    w0 = widths[0],
-                    w1 = widths[1],
-                    w2 = widths[2]
-                )
-            };
+            let mut line = String::new();
+            for (i, cell) in r.iter().enumerate() {
+                match widths.get(i) {
+                    Some(w) => line.push_str(&format!("{cell:w$}  ")),
+                    None => line.push_str(cell),
+                }
+            }
             out.push_str(line.trim_end());
             out.push('\n');
         }
