@@ -26,6 +26,7 @@ use crate::snapshot::{
     AppKey, AppSnapshot, Chronic, Glimpse, Health, OperationFacts, ReachCandidate, ReachVia,
     ResourceHealthSource, ResourceView, ScopedResource, SourceFacts, SourcePaths, is_git_sha,
 };
+use crate::tape::{Answer, Recording, RevertGate, Shown, Step};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -210,7 +211,8 @@ pub enum Effect {
 
 /// What verify found for a watch with `expect=Healthy,Running` (the answer to
 /// [`Effect::Verify`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "found", content = "what", rename_all = "snake_case")]
 pub enum Verification {
     /// Every Pod of every workload runs the digest git pins: the summary.
     Running(String),
@@ -369,6 +371,18 @@ pub struct Engine {
     /// an observation from before it going stale is the downtime's doing, not the app's, and
     /// ends no streak (`docs/verdicts.md#observed-time`).
     resumed_at: Option<Timestamp>,
+    /// Each recording watch's tape, by id (`docs/why.md`): the watches this build started.
+    tapes: HashMap<String, Recording>,
+    /// Set while the engine replays one watch's tape: the facts the recorded judge consulted
+    /// for the input being replayed, and where the replay parted from it.
+    replaying: Option<Replaying>,
+}
+
+/// A replay under way ([`Engine::replay`]).
+#[derive(Clone, Debug, Default)]
+struct Replaying {
+    facts: VecDeque<Step>,
+    diverged: Option<String>,
 }
 
 impl Engine {
@@ -399,6 +413,8 @@ impl Engine {
             resumed_at: None,
             verifying: BTreeMap::new(),
             asks: 0,
+            tapes: HashMap::new(),
+            replaying: None,
         }
     }
 
@@ -556,6 +572,10 @@ impl Engine {
         self.resumed_at = Some(now);
         let mut out = Vec::new();
         for i in 0..self.watches.len() {
+            if !matches!(self.watches[i].phase(), Phase::Finished(_)) {
+                let config = Box::new(self.config.clone());
+                self.tape(i, || Step::Resumed { at: now, config });
+            }
             let w = &self.watches[i];
             if w.proposal().is_some() {
                 // Its pull request is open: followed, never opened a second time.
@@ -697,19 +717,13 @@ impl Engine {
             if !self.watches[i].is_live() {
                 continue;
             }
-            // A deadline or window end already due is decided before this commit can change the
-            // story; a commit says nothing about the app's health, so time alone decides here.
-            out.extend(self.decide(i, now));
             let w = &self.watches[i];
-            if !w.is_live() || w.commit == commit.sha {
-                continue;
-            }
             // A merge that brings the watched commit itself (a `git pull` merge of the
             // developer's commit) is no later change to it. One whose side branch merely
             // forked after the watched commit was on the branch brings other changes: its
             // mainline had the commit already (git must say it had not, or it is a later
             // change).
-            if commit.parents.len() > 1
+            let brings_it = commit.parents.len() > 1
                 && commit
                     .brought_parents()
                     .iter()
@@ -717,43 +731,18 @@ impl Engine {
                 && commit
                     .parents_mainline_first()
                     .first()
-                    .is_some_and(|m| ancestry.knows_not(w.commit.as_str(), m.as_str()))
-            {
-                continue;
-            }
-            if reverted.as_ref() == Some(&w.commit) {
-                if crate::trailer::is_greenlight_revert(&commit.message) {
-                    let why = NotReached::RevertedForAnotherApp {
-                        revert: commit.sha.clone(),
-                    };
-                    out.push(self.finish(i, Verdict::NotReached(why), EventKind::NotReached, now));
-                } else {
-                    out.extend(self.reverted_by_human(i, &commit.sha, now));
-                }
-                continue;
-            }
-            // A commit that changed nothing under the app's known paths can never be a culprit
-            // while they stay so: it is not kept (`docs/verdicts.md#attribution`).
-            if self.config.asked.is_none()
-                && let Some(paths) = self.watches[i].source_paths()
-                && !counts_against(
-                    &self.config.attribution_exempt,
-                    paths,
-                    &commit.changed_paths,
-                )
-            {
-                let paths = paths.clone();
-                if self.watches[i].later_commit_skipped(&paths) {
-                    self.dirty.insert(i);
-                }
-                continue;
-            }
-            self.watches[i].later_commit(LaterCommit {
+                    .is_some_and(|m| ancestry.knows_not(w.commit.as_str(), m.as_str()));
+            let reverts_it = (reverted.as_ref() == Some(&w.commit))
+                .then(|| crate::trailer::is_greenlight_revert(&commit.message));
+            let step = Step::Arrived {
+                at: now,
                 sha: commit.sha.clone(),
                 changed_paths: commit.changed_paths.clone(),
-            });
-            self.dirty.insert(i);
-            out.extend(self.check_attribution(i, now));
+                brings_it,
+                reverts_it,
+            };
+            self.tape(i, || step.clone());
+            out.extend(self.arrival_one(i, &step));
         }
 
         // A commit with a finished watch on record was processed before (a restart, or its
@@ -818,6 +807,58 @@ impl Engine {
         out
     }
 
+    /// A commit arrived, as watch `i` weighs it: `step` is [`Step::Arrived`].
+    fn arrival_one(&mut self, i: usize, step: &Step) -> Vec<Effect> {
+        let Step::Arrived {
+            at: now,
+            sha,
+            changed_paths,
+            brings_it,
+            reverts_it,
+        } = step
+        else {
+            return Vec::new();
+        };
+        let now = *now;
+        // A deadline or window end already due is decided before this commit can change the
+        // story; a commit says nothing about the app's health, so time alone decides here.
+        let mut out = self.decide(i, now);
+        let w = &self.watches[i];
+        if !w.is_live() || w.commit == *sha || *brings_it {
+            return out;
+        }
+        if let Some(by_greenlight) = reverts_it {
+            if *by_greenlight {
+                let why = NotReached::RevertedForAnotherApp {
+                    revert: sha.clone(),
+                };
+                out.push(self.finish(i, Verdict::NotReached(why), EventKind::NotReached, now));
+            } else {
+                out.extend(self.reverted_by_human(i, sha, now));
+            }
+            return out;
+        }
+        // A commit that changed nothing under the app's known paths can never be a culprit
+        // while they stay so: it is not kept (`docs/verdicts.md#attribution`).
+        if self.config.asked.is_none()
+            && let Some(paths) = self.watches[i].source_paths()
+            && !counts_against(&self.config.attribution_exempt, paths, changed_paths)
+        {
+            let paths = paths.clone();
+            if self.watches[i].later_commit_skipped(&paths) {
+                self.dirty.insert(i);
+            }
+            return out;
+        }
+        self.watches[i].later_commit(LaterCommit {
+            sha: sha.clone(),
+            changed_paths: changed_paths.clone(),
+        });
+        self.dirty.insert(i);
+        out.extend(self.check_attribution(i, now));
+        out
+    }
+
     /// The directives `commit` asks for: its trailers, or, when a watch was asked for from
     /// outside ([`JudgeConfig::asked`]), that one for its commit and none for any other.
     fn directives_of(&self, commit: &CommitInfo) -> Vec<Result<Directive, DirectiveError>> {
@@ -854,6 +895,7 @@ impl Engine {
         };
         self.watches.push(w);
         let i = self.watches.len() - 1;
+        self.tape_start(i, now);
         self.emit(i, EventKind::WatchStarted, msg, now)
     }
 
@@ -1088,6 +1130,7 @@ impl Engine {
             }
             self.watches.push(reopened);
             let j = self.watches.len() - 1;
+            self.tape_start(j, now);
             let msg = Message::Reopened {
                 previous,
                 ended,
@@ -1615,30 +1658,52 @@ impl Engine {
             }
             // A bare name that matches Applications in two namespaces: their observations
             // would mix, so the watch ends at once, naming both.
-            if w.app.namespace.is_none()
-                && let Some(seen) = self.namespaces.get(&w.app.name)
-                && seen.len() > 1
-            {
-                let why = Unwatchable::AmbiguousApp {
-                    app: w.app.name.clone(),
-                    namespaces: seen.iter().cloned().collect(),
-                };
-                out.push(self.finish(i, Verdict::Unwatchable(why), EventKind::Unwatchable, now));
-                continue;
-            }
-            // A deadline that fell due before this observation is decided on what was known
-            // then: an update that arrives after the deadline cannot rescue the watch. The
-            // streak is not extended to `now` here: this very observation may contradict it.
-            out.extend(self.decide_as_of(i, now, false, gap));
-            if !self.watches[i].is_live() {
-                continue;
-            }
-            match obs {
-                Observation::Absent { .. } => out.extend(self.observe_absent(i, now)),
-                Observation::Present(snap) => {
-                    out.extend(self.observe_present(i, snap, ancestry, now, gap))
-                }
-            }
+            let ambiguous = w
+                .app
+                .namespace
+                .is_none()
+                .then(|| self.namespaces.get(&w.app.name))
+                .flatten()
+                .filter(|seen| seen.len() > 1)
+                .map(|seen| seen.iter().cloned().collect::<Vec<_>>());
+            let snap = match obs {
+                Observation::Present(snap) => Some(snap),
+                Observation::Absent { .. } => None,
+            };
+            self.tape_observed(i, snap, ancestry, now, gap, &ambiguous);
+            out.extend(self.observe_one(i, snap, ancestry, now, gap, ambiguous));
+        }
+        out
+    }
+
+    /// One observation of watch `i`'s app (`None`: absent), `ambiguous` when its bare name
+    /// names apps in these namespaces.
+    fn observe_one(
+        &mut self,
+        i: usize,
+        snap: Option<&AppSnapshot>,
+        ancestry: &Ancestry,
+        now: Timestamp,
+        gap: bool,
+        ambiguous: Option<Vec<String>>,
+    ) -> Vec<Effect> {
+        if let Some(namespaces) = ambiguous {
+            let why = Unwatchable::AmbiguousApp {
+                app: self.watches[i].app.name.clone(),
+                namespaces,
+            };
+            return vec![self.finish(i, Verdict::Unwatchable(why), EventKind::Unwatchable, now)];
+        }
+        // A deadline that fell due before this observation is decided on what was known
+        // then: an update that arrives after the deadline cannot rescue the watch. The
+        // streak is not extended to `now` here: this very observation may contradict it.
+        let mut out = self.decide_as_of(i, now, false, gap);
+        if !self.watches[i].is_live() {
+            return out;
+        }
+        match snap {
+            None => out.extend(self.observe_absent(i, now)),
+            Some(snap) => out.extend(self.observe_present(i, snap, ancestry, now, gap)),
         }
         out
     }
@@ -1660,13 +1725,18 @@ impl Engine {
             {
                 continue;
             }
-            // The stream vouches for every instant since the last observation, a deadline that
-            // fell due in between included.
-            self.watches[i].observed(now);
-            self.dirty.insert(i);
-            out.extend(self.decide(i, now));
+            self.tape(i, || Step::Vouched { at: now });
+            out.extend(self.vouch_one(i, now));
         }
         out
+    }
+
+    fn vouch_one(&mut self, i: usize, now: Timestamp) -> Vec<Effect> {
+        // The stream vouches for every instant since the last observation, a deadline that
+        // fell due in between included.
+        self.watches[i].observed(now);
+        self.dirty.insert(i);
+        self.decide(i, now)
     }
 
     /// Time passed: deadlines, stability windows, the unknown-app grace.
@@ -1675,6 +1745,7 @@ impl Engine {
         let mut out = Vec::new();
         for i in 0..self.watches.len() {
             if self.watches[i].is_live() {
+                self.tape(i, || Step::Time { at: now });
                 out.extend(self.decide(i, now));
             }
         }
@@ -1834,10 +1905,15 @@ impl Engine {
             }
             self.dirty.insert(i);
             let first = p.superseded_by.is_empty() && p.withdrawn_for.is_none();
-            self.watches[i].proposal_superseded(LaterCommit {
+            let by = LaterCommit {
                 sha: commit.sha.clone(),
                 changed_paths: commit.changed_paths.clone(),
+            };
+            self.tape(i, || Step::ProposalSuperseded {
+                at: now,
+                by: by.clone(),
             });
+            self.watches[i].proposal_superseded(by);
             if !first {
                 continue;
             }
@@ -1877,6 +1953,10 @@ impl Engine {
                 if touches(&theirs, &commit.changed_paths).touches() {
                     continue;
                 }
+                self.tape(j, || Step::ProposalWithdrawnFor {
+                    at: now,
+                    why: why.clone(),
+                });
                 if self.watches[j].proposal_withdrawn_for(&why) {
                     self.dirty.insert(j);
                     let msg = Message::RevertWithdrawing {
@@ -1909,6 +1989,10 @@ impl Engine {
         let Some(p) = self.watches[i].proposal().cloned() else {
             return Vec::new();
         };
+        self.tape(i, || Step::ProposalEnded {
+            at: now,
+            outcome: Box::new(end.clone()),
+        });
         if !self.watches[i].revert_done(&end) {
             return Vec::new();
         }
@@ -2063,7 +2147,8 @@ impl Engine {
             return Vec::new();
         };
         v.outstanding = None;
-        v.answer = Some((answer, now));
+        v.answer = Some((answer.clone(), now));
+        self.tape(i, || Step::Verified { at: now, answer });
         self.decide(i, now)
     }
 
@@ -2081,6 +2166,10 @@ impl Engine {
         else {
             return Vec::new();
         };
+        self.tape(i, || Step::RevertFinished {
+            at: now,
+            outcome: Box::new(outcome.clone()),
+        });
         let mut out = Vec::new();
         if let RevertOutcome::Proposed { proposal, note } = outcome {
             out.extend(self.proposed(i, proposal.clone(), note, false, now));
@@ -2089,6 +2178,10 @@ impl Engine {
             let commit = self.watches[i].commit.clone();
             for j in 0..self.watches.len() {
                 if j != i && self.watches[j].commit == commit && self.watches[j].revert_pending() {
+                    self.tape(j, || Step::Proposed {
+                        at: now,
+                        proposal: Box::new(proposal.clone()),
+                    });
                     out.extend(self.proposed(j, proposal.clone(), None, true, now));
                 }
             }
@@ -2411,7 +2504,7 @@ impl Engine {
                         after_compare: false,
                     }
                 } else {
-                    self.before_seen(
+                    let seen = self.before_seen(
                         &self.watches[i].commit,
                         None,
                         &snap.sync_revision,
@@ -2419,7 +2512,8 @@ impl Engine {
                         snap.health,
                         snap.unclean(),
                         chronic,
-                    )
+                    );
+                    self.fact_baseline(i, seen)
                 };
                 self.watches[i].saw_before(before);
             } else if self.watches[i].state() == State::WaitingReach
@@ -2449,6 +2543,7 @@ impl Engine {
                     snap.health,
                     snap.chronic(),
                 );
+                let before = self.fact_baseline(i, before);
                 self.watches[i].saw_before(before);
             }
         } else {
@@ -3005,6 +3100,51 @@ impl Engine {
             };
             return vec![self.finish(i, verdict, EventKind::Failed, now)];
         }
+        let gate = self.revert_gate(i);
+        match self.fact_gate(i, gate) {
+            RevertGate::BreakerOpen => {
+                let verdict = Verdict::Failed {
+                    failure,
+                    not_reverted: NoRevert::BreakerOpen { after: OPEN_AFTER },
+                };
+                let mut out = vec![self.finish(i, verdict, EventKind::Failed, now)];
+                out.push(Effect::Emit(Event {
+                    time: now,
+                    event: EventKind::BreakerBlocked,
+                    commit: Some(self.watches[i].commit.to_string()),
+                    app: Some(self.watches[i].app.to_string()),
+                    state: Some(State::Fail),
+                    message: Message::BreakerBlocked.to_string(),
+                    evidence: Evidence::default(),
+                    outcome: None,
+                    reason: None,
+                }));
+                out
+            }
+            // The same commit's revert is already proposed (for another app): this watch
+            // waits for the same request.
+            RevertGate::Join(p) => {
+                self.watches[i].revert_requested(failure.clone(), now);
+                let mut out =
+                    vec![self.emit(i, EventKind::Failed, Message::Reverting(failure), now)];
+                out.extend(self.proposed(i, *p, None, true, now));
+                out
+            }
+            RevertGate::Request { known_tip } => {
+                let request = RevertRequest {
+                    known_tip,
+                    ..revert_request(&self.watches[i], &failure)
+                };
+                self.watches[i].revert_requested(failure.clone(), now);
+                let ev = self.emit(i, EventKind::Failed, Message::Reverting(failure), now);
+                vec![ev, Effect::Revert(request)]
+            }
+        }
+    }
+
+    /// What the revert of watch `i`'s FAIL meets outside it: the breaker, the reverts pending
+    /// and the pull requests open.
+    fn revert_gate(&self, i: usize) -> RevertGate {
         // The breaker counts revert commits: a watch of a commit whose revert is already
         // counted or under way adopts that revert and adds nothing to the count.
         let commit = &self.watches[i].commit;
@@ -3022,26 +3162,8 @@ impl Engine {
             .filter(|c| !self.breaker.counts_revert_of(c))
             .count() as u32;
         if !same_revert && !self.breaker.allows_revert(pending) {
-            let verdict = Verdict::Failed {
-                failure,
-                not_reverted: NoRevert::BreakerOpen { after: OPEN_AFTER },
-            };
-            let mut out = vec![self.finish(i, verdict, EventKind::Failed, now)];
-            out.push(Effect::Emit(Event {
-                time: now,
-                event: EventKind::BreakerBlocked,
-                commit: Some(self.watches[i].commit.to_string()),
-                app: Some(self.watches[i].app.to_string()),
-                state: Some(State::Fail),
-                message: Message::BreakerBlocked.to_string(),
-                evidence: Evidence::default(),
-                outcome: None,
-                reason: None,
-            }));
-            return out;
+            return RevertGate::BreakerOpen;
         }
-        // The same commit's revert is already proposed (for another app): this watch waits for
-        // the same request.
         let open = self
             .watches
             .iter()
@@ -3052,22 +3174,15 @@ impl Engine {
             })
             .cloned();
         if let Some(p) = open {
-            self.watches[i].revert_requested(failure.clone(), now);
-            let mut out = vec![self.emit(i, EventKind::Failed, Message::Reverting(failure), now)];
-            out.extend(self.proposed(i, p, None, true, now));
-            return out;
+            return RevertGate::Join(Box::new(p));
         }
-        let request = RevertRequest {
+        RevertGate::Request {
             known_tip: self
                 .arrived
                 .back()
                 .map(|a| a.sha.clone())
                 .or_else(|| self.known_tip.clone()),
-            ..revert_request(&self.watches[i], &failure)
-        };
-        self.watches[i].revert_requested(failure.clone(), now);
-        let ev = self.emit(i, EventKind::Failed, Message::Reverting(failure), now);
-        vec![ev, Effect::Revert(request)]
+        }
     }
 
     fn count_revert(&mut self, i: usize, revert: &CommitId, now: Timestamp) -> Vec<Effect> {
@@ -3091,6 +3206,373 @@ impl Engine {
         }
         Vec::new()
     }
+}
+
+/// The tapes (`docs/why.md`): recording one watch's inputs, and replaying them.
+impl Engine {
+    /// Records `step` on watch `i`'s tape, when it has one and the engine is not replaying.
+    fn tape(&mut self, i: usize, step: impl FnOnce() -> Step) {
+        if self.replaying.is_some() {
+            return;
+        }
+        if let Some(r) = self.tapes.get_mut(&self.watches[i].id) {
+            r.push(step());
+        }
+    }
+
+    /// Watch `i` just started (or re-opened): its tape begins with it as built.
+    fn tape_start(&mut self, i: usize, now: Timestamp) {
+        if self.replaying.is_some() {
+            return;
+        }
+        let mut r = Recording::default();
+        r.push(Step::Start {
+            at: now,
+            config: Box::new(self.config.clone()),
+            watch: Box::new(self.watches[i].to_flat()),
+        });
+        self.tapes.insert(self.watches[i].id.clone(), r);
+    }
+
+    /// An observation of watch `i`'s app, with the answers about its commit.
+    fn tape_observed(
+        &mut self,
+        i: usize,
+        snap: Option<&AppSnapshot>,
+        ancestry: &Ancestry,
+        now: Timestamp,
+        gap: bool,
+        ambiguous: &Option<Vec<String>>,
+    ) {
+        if self.replaying.is_some() {
+            return;
+        }
+        let w = &self.watches[i];
+        let Some(r) = self.tapes.get_mut(&w.id) else {
+            return;
+        };
+        // The answers the judge may read for this watch: about its commit, and whether the
+        // revision compared holds the one applied (`fresh_comparison`).
+        let elsewhere = snap.and_then(|s| s.compared_elsewhere.as_ref());
+        let mut answers: Vec<Answer> = ancestry
+            .0
+            .iter()
+            .filter(|((c, r), _)| {
+                w.commit.as_str().eq_ignore_ascii_case(c)
+                    || elsewhere.is_some_and(|e| e.applied == *c && e.compared == *r)
+            })
+            .map(|((c, r), contains)| Answer {
+                commit: c.clone(),
+                revision: r.clone(),
+                contains: *contains,
+            })
+            .collect();
+        answers.sort();
+        let ancestry = (r.last_answers.as_ref() != Some(&answers)).then(|| answers.clone());
+        r.last_answers = Some(answers);
+        let app = match snap {
+            None => {
+                r.last_snapshot = None;
+                Shown::Absent
+            }
+            Some(s) if r.last_snapshot.as_ref() == Some(s) => Shown::Same,
+            Some(s) => {
+                r.last_snapshot = Some(s.clone());
+                Shown::Present(Box::new(s.clone()))
+            }
+        };
+        r.push(Step::Observed {
+            at: now,
+            gap,
+            app,
+            ancestry,
+            ambiguous: ambiguous.clone(),
+        });
+    }
+
+    /// The baseline watch `i` saw, as worked out live — or, replaying, as recorded.
+    fn fact_baseline(&mut self, i: usize, live: BeforeSeen) -> BeforeSeen {
+        match self.fact(|s| matches!(s, Step::Baseline { .. }), "a baseline") {
+            Some(Step::Baseline { before }) => *before,
+            Some(_) => live,
+            None => {
+                self.tape(i, || Step::Baseline {
+                    before: Box::new(live.clone()),
+                });
+                live
+            }
+        }
+    }
+
+    /// What watch `i`'s revert met, as found live — or, replaying, as recorded.
+    fn fact_gate(&mut self, i: usize, live: RevertGate) -> RevertGate {
+        match self.fact(
+            |s| matches!(s, Step::RevertGate { .. }),
+            "the revert's gate",
+        ) {
+            Some(Step::RevertGate { gate }) => gate,
+            Some(_) => live,
+            None => {
+                self.tape(i, || Step::RevertGate { gate: live.clone() });
+                live
+            }
+        }
+    }
+
+    /// Replaying: the next recorded fact, which must be of the kind asked (else the replay
+    /// has parted from the recording, and says so). Recording: `None`.
+    fn fact(&mut self, is: impl Fn(&Step) -> bool, what: &str) -> Option<Step> {
+        let r = self.replaying.as_mut()?;
+        match r.facts.pop_front() {
+            Some(f) if is(&f) => Some(f),
+            other => {
+                if r.diverged.is_none() {
+                    r.diverged = Some(match other {
+                        Some(f) => format!(
+                            "the judge consulted {what} where the recorded one consulted {}",
+                            fact_name(&f)
+                        ),
+                        None => format!("the judge consulted {what}; the recorded one did not"),
+                    });
+                }
+                // Something to go on with; the replay stops at this step anyway.
+                Some(Step::Full { at: self.clock })
+            }
+        }
+    }
+
+    /// The recorded steps the store has not taken, by watch: (id, the first step's sequence
+    /// number, the steps). The tapes of finished watches are let go once taken.
+    pub fn take_tapes(&mut self) -> Vec<(String, usize, Vec<Step>)> {
+        let mut out = Vec::new();
+        for (id, r) in &mut self.tapes {
+            if !r.unsaved.is_empty() {
+                let steps = std::mem::take(&mut r.unsaved);
+                out.push((id.clone(), r.count - steps.len(), steps));
+            }
+        }
+        let finished: BTreeSet<&str> = self
+            .watches
+            .iter()
+            .filter(|w| matches!(w.phase(), Phase::Finished(_)))
+            .map(|w| w.id.as_str())
+            .collect();
+        let held: BTreeSet<&str> = self.watches.iter().map(|w| w.id.as_str()).collect();
+        self.tapes
+            .retain(|id, _| held.contains(id.as_str()) && !finished.contains(id.as_str()));
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// After a restart: where each stored tape of a watch still being judged stands. A watch
+    /// without one (started by a greenlight that kept none) records nothing.
+    pub fn restore_tapes(&mut self, tapes: Vec<(String, Recording)>) {
+        for (id, r) in tapes {
+            if self.watches.iter().any(|w| w.id == id) {
+                self.tapes.insert(id, r);
+            }
+        }
+    }
+
+    /// Replays a watch's tape through a fresh judge (`docs/why.md`): the watch as the judge
+    /// built it, fed every recorded input in order with the facts recorded beside it.
+    pub fn replay(steps: &[Step]) -> Result<Replay, ReplayError> {
+        let Some(Step::Start { at, config, watch }) = steps.first() else {
+            return Err(ReplayError::NoStart);
+        };
+        let watch = Watch::from_flat((**watch).clone()).map_err(ReplayError::Unreadable)?;
+        let id = watch.id.clone();
+        let mut e = Engine::restore((**config).clone(), vec![watch], Breaker::default());
+        e.replaying = Some(Replaying::default());
+        e.clock = *at;
+        let mut replay = Replay {
+            watch: e.watches[0].clone(),
+            events: Vec::new(),
+            diverged: None,
+            full: false,
+            steps: 1,
+        };
+        let mut last_snapshot: Option<AppSnapshot> = None;
+        let mut last_answers: Vec<Answer> = Vec::new();
+        let mut k = 1;
+        while k < steps.len() {
+            let step = &steps[k];
+            let mut next = k + 1;
+            let mut facts = VecDeque::new();
+            while let Some(f) = steps.get(next).filter(|s| s.is_fact()) {
+                facts.push_back(f.clone());
+                next += 1;
+            }
+            if step.is_fact() {
+                replay.diverged = Some(Diverged {
+                    step: k,
+                    why: format!("a recorded {} with no input before it", fact_name(step)),
+                });
+                break;
+            }
+            if let Some(r) = e.replaying.as_mut() {
+                r.facts = facts;
+            }
+            if let Some(at) = step.at() {
+                e.clock = e.clock.max(at);
+            }
+            let out = match step {
+                Step::Start { .. } => {
+                    replay.diverged = Some(Diverged {
+                        step: k,
+                        why: "a second start on one tape".into(),
+                    });
+                    break;
+                }
+                Step::Full { .. } => {
+                    replay.full = true;
+                    break;
+                }
+                Step::Observed {
+                    at,
+                    gap,
+                    app,
+                    ancestry,
+                    ambiguous,
+                } => {
+                    if let Some(a) = ancestry {
+                        last_answers = a.clone();
+                    }
+                    let snap = match app {
+                        Shown::Present(s) => {
+                            last_snapshot = Some((**s).clone());
+                            last_snapshot.as_ref()
+                        }
+                        Shown::Same => match &last_snapshot {
+                            Some(s) => Some(s),
+                            None => {
+                                replay.diverged = Some(Diverged {
+                                    step: k,
+                                    why: "an observation said to repeat the previous one, with none before it".into(),
+                                });
+                                break;
+                            }
+                        },
+                        Shown::Absent => {
+                            last_snapshot = None;
+                            None
+                        }
+                    };
+                    let answers = Ancestry(
+                        last_answers
+                            .iter()
+                            .map(|a| ((a.commit.clone(), a.revision.clone()), a.contains))
+                            .collect(),
+                    );
+                    let snap = snap.cloned();
+                    e.observe_one(0, snap.as_ref(), &answers, *at, *gap, ambiguous.clone())
+                }
+                Step::Time { at } => e.decide(0, *at),
+                Step::Vouched { at } => e.vouch_one(0, *at),
+                Step::Arrived { .. } => e.arrival_one(0, step),
+                Step::Verified { at, answer } => {
+                    let ask = e.verifying.get(&id).and_then(|v| v.outstanding);
+                    match ask {
+                        Some(ask) => e.verified(&id, ask, answer.clone(), *at),
+                        None => {
+                            replay.diverged = Some(Diverged {
+                                step: k,
+                                why: "verify answered, and the judge was not waiting for it".into(),
+                            });
+                            break;
+                        }
+                    }
+                }
+                Step::RevertFinished { at, outcome } => {
+                    e.revert_finished(&id, (**outcome).clone(), *at)
+                }
+                Step::Proposed { at, proposal } => {
+                    e.proposed(0, (**proposal).clone(), None, true, *at)
+                }
+                Step::ProposalEnded { at, outcome } => e.end_proposal(0, (**outcome).clone(), *at),
+                Step::ProposalSuperseded { by, .. } => {
+                    e.watches[0].proposal_superseded(by.clone());
+                    Vec::new()
+                }
+                Step::ProposalWithdrawnFor { why, .. } => {
+                    e.watches[0].proposal_withdrawn_for(why);
+                    Vec::new()
+                }
+                Step::Resumed { at, config } => {
+                    // A restart forgets a verify under way: the resumed watch asks again.
+                    e.verifying.remove(&id);
+                    e.config = (**config).clone();
+                    e.resumed_at = Some(*at);
+                    Vec::new()
+                }
+                Step::Baseline { .. } | Step::RevertGate { .. } => Vec::new(),
+            };
+            replay
+                .events
+                .extend(out.into_iter().filter_map(|o| match o {
+                    Effect::Emit(ev) => Some((k, ev)),
+                    _ => None,
+                }));
+            let r = e.replaying.as_mut().expect("set above");
+            if let Some(why) = r.diverged.take() {
+                replay.diverged = Some(Diverged { step: k, why });
+                break;
+            }
+            if let Some(f) = r.facts.front() {
+                replay.diverged = Some(Diverged {
+                    step: k,
+                    why: format!(
+                        "the recorded judge consulted {} here; this one did not",
+                        fact_name(f)
+                    ),
+                });
+                break;
+            }
+            k = next;
+            replay.steps = k;
+        }
+        replay.watch = e.watches.swap_remove(0);
+        Ok(replay)
+    }
+}
+
+fn fact_name(s: &Step) -> &'static str {
+    match s {
+        Step::Baseline { .. } => "a baseline",
+        Step::RevertGate { .. } => "the revert's gate",
+        _ => "an input",
+    }
+}
+
+/// What a replay came to ([`Engine::replay`]).
+#[derive(Clone, Debug)]
+pub struct Replay {
+    /// The watch as the replay left it.
+    pub watch: Watch,
+    /// What the judge said on the way, with the index of the step that made it say so.
+    pub events: Vec<(usize, Event)>,
+    /// Where the replay parted from the recording, if it did.
+    pub diverged: Option<Diverged>,
+    /// The tape reached its bound: the replay stopped where it stops.
+    pub full: bool,
+    /// How many steps were replayed.
+    pub steps: usize,
+}
+
+/// A replay that parted from the recording at `step`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diverged {
+    pub step: usize,
+    pub why: String,
+}
+
+/// A tape that cannot be replayed at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("the tape does not begin with the watch's start")]
+    NoStart,
+    #[error("the tape's start cannot be read back: {0}")]
+    Unreadable(crate::watch::FlatError),
 }
 
 /// The revert of a failure, with the failure's own words as its reason.

@@ -23,6 +23,7 @@ pub mod secret;
 pub mod snapshot;
 pub mod source;
 pub mod state;
+pub mod tape;
 pub mod time;
 pub mod trailer;
 pub mod watch;

@@ -408,6 +408,8 @@ struct Sim {
     reopened: BTreeSet<String>,
     /// The arrived commits the engine handed over for the state file (`take_arrived`).
     arrived_store: Vec<greenlight_core::judge::Arrived>,
+    /// Each watch's tape as the engine handed it over (`take_tapes`), as a store keeps it.
+    tapes: BTreeMap<String, Vec<greenlight_core::tape::Step>>,
     /// Draws for reverts by pull request only, so that the other draws of a seed are those of
     /// the scenarios before it existed.
     pr_rng: Rng,
@@ -532,6 +534,10 @@ struct Counters {
     inconclusive_not_verified: u64,
     /// Finished watches the engine let go.
     forgotten: u64,
+    /// Verdicts replayed from their tapes, each to the same watch (`docs/why.md`).
+    replayed: u64,
+    /// Tapes that reached their bound (not replayed).
+    tapes_full: u64,
 }
 
 const APPS: [&str; 4] = ["web", "api", "ghost", "odd"];
@@ -652,6 +658,7 @@ impl Sim {
             reverted: BTreeSet::new(),
             reopened: BTreeSet::new(),
             arrived_store: Vec::new(),
+            tapes: BTreeMap::new(),
             pr_rng,
             by_pr,
             proposals: BTreeMap::new(),
@@ -2516,6 +2523,18 @@ impl Sim {
             .with_finished_ids(self.forgotten.clone());
         // The arrived commits, as the state file keeps them.
         self.engine.restore_arrived(self.arrived_store.clone());
+        // Where each stored tape stands.
+        let tapes = self
+            .tapes
+            .iter()
+            .map(|(id, steps)| {
+                let full = matches!(steps.last(), Some(greenlight_core::tape::Step::Full { .. }));
+                let bytes = greenlight_core::tape::snapshot_bytes(steps);
+                let r = greenlight_core::tape::Recording::resumed(steps.len(), bytes, full);
+                (id.clone(), r)
+            })
+            .collect();
+        self.engine.restore_tapes(tapes);
         if self.engine.proposals() != proposals {
             self.fail(&format!(
                 "a restart lost or changed open pull requests: {proposals:#?} became {:#?}",
@@ -3391,6 +3410,16 @@ impl Sim {
         for w in ws {
             self.store.insert(w.id.clone(), w);
         }
+        // The tapes, appended in the same write, each step once and in order.
+        for (id, first, steps) in self.engine.take_tapes() {
+            let held = self.tapes.get(&id).map_or(0, Vec::len);
+            if held != first {
+                self.fail(&format!(
+                    "the tape of {id} handed over from step {first}, the store holds {held}"
+                ));
+            }
+            self.tapes.entry(id).or_default().extend(steps);
+        }
         let _ = b;
         if self.strict.dirty {
             for w in self.engine.watches() {
@@ -4134,6 +4163,47 @@ fn run_with(seed: u64, steps: usize, strict: Strict, by_pr: bool) -> Counters {
         .cloned()
         .chain(sim.forgotten.iter().map(|id| sim.store[id].clone()))
         .collect();
+    // Every watch's tape replays to the very watch the judge left (`docs/why.md`).
+    for w in &every {
+        let Some(tape) = sim.tapes.get(&w.id) else {
+            sim.fail(&format!("watch {} has no tape", w.id));
+        };
+        let replay = match Engine::replay(tape) {
+            Ok(r) => r,
+            Err(e) => sim.fail(&format!("watch {}: its tape cannot be replayed: {e}", w.id)),
+        };
+        if replay.full {
+            sim.counters.tapes_full += 1;
+            continue;
+        }
+        if let Some(d) = &replay.diverged {
+            sim.fail(&format!(
+                "watch {}: the replay parted from the recording at step {} of {} ({:?}): {}",
+                w.id,
+                d.step,
+                tape.len(),
+                tape[d.step],
+                d.why
+            ));
+        }
+        if replay.watch.to_flat() != w.to_flat() {
+            let a = serde_json::to_value(w.to_flat()).unwrap();
+            let b = serde_json::to_value(replay.watch.to_flat()).unwrap();
+            let fields: Vec<String> = b
+                .as_object()
+                .unwrap()
+                .iter()
+                .filter(|(k, v)| a.get(k.as_str()) != Some(v))
+                .map(|(k, v)| format!("{k}: judged {} replayed {v}", a[k.as_str()]))
+                .collect();
+            sim.fail(&format!(
+                "watch {}: the replay of its {} steps judged otherwise: {fields:#?}",
+                w.id,
+                tape.len()
+            ));
+        }
+        sim.counters.replayed += 1;
+    }
     for w in &every {
         *sim.counters.states.entry(w.state().as_str()).or_default() += 1;
         let reason = w.reason().to_string();
@@ -4302,8 +4372,15 @@ fn thousands_of_random_scenarios_keep_the_invariants() {
         total.unwatchable_by_tag += c.unwatchable_by_tag;
         total.inconclusive_not_verified += c.inconclusive_not_verified;
         total.forgotten += c.forgotten;
+        total.replayed += c.replayed;
+        total.tapes_full += c.tapes_full;
     }
     eprintln!("simulation outcome totals: {total:?}");
+    // Every verdict was replayed from its tape (none outgrew its bound here).
+    assert!(
+        total.replayed > 0 && total.tapes_full == 0,
+        "verdicts not replayed: {total:?}"
+    );
     // The scenarios must actually exercise every outcome, or the invariants prove little.
     if seeds().len() > 100 {
         assert!(

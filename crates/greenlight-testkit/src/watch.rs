@@ -152,6 +152,33 @@ impl Watchdog {
     }
 }
 
+/// Every verdict a watchdog of the end-to-end suite recorded is replayed from its tape when the
+/// test is done with it (`greenlight why --all`, `docs/why.md`): the process is stopped first,
+/// so that what is replayed is what it last wrote. A replay that judges otherwise (exit 3)
+/// fails the test. A store `why` cannot read (a cluster store, a file a test corrupted on
+/// purpose) has no verdict to replay.
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        if std::thread::panicking() || !self.state.is_file() {
+            return;
+        }
+        self.proc.kill9();
+        let out = Command::new(&self.bin)
+            .args(["why", "--all", "--state"])
+            .arg(&self.state)
+            .output()
+            .expect("why runs");
+        if out.status.code() == Some(3) {
+            panic!(
+                "a recorded verdict replays otherwise (greenlight why --all --state {}):\n{}{}",
+                self.state.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
 /// `bin status --json --state <state>`, parsed; fails unless it succeeds.
 #[track_caller]
 pub fn status_json(bin: impl AsRef<OsStr>, state: &Path) -> Value {

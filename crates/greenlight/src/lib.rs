@@ -28,6 +28,7 @@ pub mod serve;
 pub mod store;
 pub mod verify;
 pub mod wait;
+pub mod why;
 
 /// The environment variable a git token may be given in instead of `--git-token-file` (read
 /// once at start, never logged; no child but git's credential script is given it).

@@ -63,6 +63,8 @@ enum Command {
     Audit(cmd::audit::AuditArgs),
     /// The shadow track record: each app's verdicts against what people did in git the day after (agreement, fix forward, misses, false alarms), and whether there are enough to arm.
     Record(cmd::record::RecordArgs),
+    /// Why a commit's verdict came out so: each watch's timeline in words, and its recorded judge inputs replayed through this greenlight's judge (exit 0 same verdict; 3 judged otherwise).
+    Why(cmd::why::WhyArgs),
     /// Notifications: `test` a config's sinks with a sample, list a daemon's `dead-letters`.
     Notify(cmd::notify::NotifyArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
@@ -142,6 +144,7 @@ fn main() -> ExitCode {
         Command::Wait(a) => cmd::wait::run(a),
         Command::Audit(a) => cmd::audit::run(a),
         Command::Record(a) => cmd::record::run(a),
+        Command::Why(a) => cmd::why::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Notify(a) => cmd::notify::run(a),
         Command::Completions(a) => cmd::completions::run_completions(a),

@@ -22,6 +22,7 @@ use greenlight_core::breaker::Breaker;
 use greenlight_core::event::Event;
 use greenlight_core::judge::{ARRIVED_KEPT, Arrived, Idle, Watch};
 use greenlight_core::snapshot::AppKey;
+use greenlight_core::tape::{Recording, Step};
 use greenlight_core::time::Timestamp;
 use record::{BreakerRecord, WatchRecord};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
@@ -32,8 +33,8 @@ use std::path::{Path, PathBuf};
 /// columns; version 2 adds them (and indexes for retention), and stamps record formats;
 /// version 3 adds the notifications' cursors and dead letters; version 4 keeps a watch's lists of
 /// commits and paths apart from its body, each list once however many watches hold it
-/// (`docs/state.md#parts`).
-pub const SCHEMA_VERSION: i64 = 4;
+/// (`docs/state.md#parts`); version 5 adds each watch's tape of judge inputs (`docs/why.md`).
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// How often the running daemon prunes, at most.
 const PRUNE_EVERY_MS: i64 = 3_600_000;
@@ -64,6 +65,9 @@ pub trait Store: Send {
     /// Everything `greenlight state export` carries: what [`Store::load`] reads, and the
     /// memory (idle observations, arrived commits). Events are not carried.
     fn export(&mut self) -> Result<Exported>;
+    /// The tape of one watch's judge inputs (`docs/why.md`), in order: empty when none was
+    /// recorded (a watch started by an older greenlight); `None` when this store keeps none.
+    fn tape(&mut self, watch_id: &str) -> Result<Option<Vec<Step>>>;
 }
 
 impl Store for SqliteStore {
@@ -94,6 +98,10 @@ impl Store for SqliteStore {
     fn export(&mut self) -> Result<Exported> {
         let r = self.export_unnamed();
         self.named(r)
+    }
+    fn tape(&mut self, watch_id: &str) -> Result<Option<Vec<Step>>> {
+        let r = self.tape_unnamed(watch_id);
+        self.named(r).map(Some)
     }
 }
 
@@ -155,6 +163,9 @@ pub struct Write<'a> {
     /// The track record's counted summary of pruned watches, replaced whole (`state import`;
     /// the daemon's prune adds to it itself).
     pub record_summary: Option<&'a Summary>,
+    /// Steps of the watches' tapes (`docs/why.md`): (watch id, the first one's sequence
+    /// number, the steps), appended.
+    pub tapes: &'a [(String, usize, Vec<Step>)],
 }
 
 /// The track record's counts of watches retention pruned, by app (`docs/record.md`).
@@ -241,6 +252,9 @@ pub struct Resume {
     /// The arrived commits kept, oldest first. A row that does not read ends the list there
     /// (what came before it is dropped: a batch through it is then unknown, never wrong).
     pub arrived: Vec<Arrived>,
+    /// Where the tape of each loaded watch stands (`docs/why.md`); a watch without one records
+    /// nothing more. A tape with a step that does not read records nothing more either.
+    pub tapes: Vec<(String, Recording)>,
 }
 
 /// What one prune removed.
@@ -352,6 +366,7 @@ mod migrate {
                 1 => to_2(tx)?,
                 2 => to_3(tx)?,
                 3 => to_4(tx)?,
+                4 => to_5(tx)?,
                 _ => unreachable!("no migration from schema version {v}"),
             }
         }
@@ -441,6 +456,17 @@ mod migrate {
                  watch_id TEXT NOT NULL, name TEXT NOT NULL, hash TEXT NOT NULL,
                  PRIMARY KEY (watch_id, name)) WITHOUT ROWID;
              CREATE INDEX watch_parts_hash ON watch_parts (hash);",
+        )?;
+        Ok(())
+    }
+
+    /// Version 5: each watch's tape of judge inputs (`docs/why.md`), one row a step, appended.
+    /// Watches written before have none.
+    fn to_5(tx: &Transaction<'_>) -> Result<()> {
+        tx.execute_batch(
+            "CREATE TABLE watch_inputs (
+                 watch_id TEXT NOT NULL, seq INTEGER NOT NULL, step TEXT NOT NULL,
+                 PRIMARY KEY (watch_id, seq)) WITHOUT ROWID;",
         )?;
         Ok(())
     }
@@ -784,15 +810,69 @@ impl SqliteStore {
             ))?
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
+        let live = self.watches_where(&format!("WHERE live = 1 OR {reopenable}"))?;
+        let mut tapes = Vec::new();
+        for w in live
+            .iter()
+            .filter(|w| w.is_live() || w.reverting().is_some())
+        {
+            let rows = self.tape_rows(&w.id)?;
+            if rows.is_empty() {
+                continue;
+            }
+            let steps: Option<Vec<Step>> = rows
+                .iter()
+                .map(|(_, body)| serde_json::from_str::<Step>(body).ok())
+                .collect();
+            let r = match steps {
+                Some(steps) => Recording::resumed(
+                    steps.len(),
+                    greenlight_core::tape::snapshot_bytes(&steps),
+                    matches!(steps.last(), Some(Step::Full { .. })),
+                ),
+                None => Recording::resumed(rows.len(), 0, true),
+            };
+            tapes.push((w.id.clone(), r));
+        }
         Ok(Resume {
             baseline: self.meta("baseline")?,
             tip: self.meta("tip")?,
             breaker: self.breaker()?,
-            live: self.watches_where(&format!("WHERE live = 1 OR {reopenable}"))?,
+            live,
             finished_ids,
             idle: self.idle()?,
             arrived: self.arrived()?,
+            tapes,
         })
+    }
+
+    /// The stored steps of a watch's tape, (sequence number, JSON) in order.
+    fn tape_rows(&self, watch_id: &str) -> Result<Vec<(i64, String)>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT seq, step FROM watch_inputs WHERE watch_id = ?1 ORDER BY seq")?
+            .query_map([watch_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// A watch's tape: every step read, in order, or an error naming the step that does not
+    /// read or the one missing. A file older than the tapes has none.
+    fn tape_unnamed(&self, watch_id: &str) -> Result<Vec<Step>> {
+        if self.schema < 5 {
+            return Ok(Vec::new());
+        }
+        let rows = self.tape_rows(watch_id)?;
+        let mut steps = Vec::with_capacity(rows.len());
+        for (k, (seq, body)) in rows.into_iter().enumerate() {
+            if seq != k as i64 {
+                bail!("the tape of watch {watch_id} lacks its step {k}");
+            }
+            let step = serde_json::from_str(&body).with_context(|| {
+                format!("step {seq} of the tape of watch {watch_id} cannot be read")
+            })?;
+            steps.push(step);
+        }
+        Ok(steps)
     }
 
     /// The track record's summary of pruned watches (`meta` `record_summary`); none before
@@ -980,6 +1060,18 @@ impl SqliteStore {
         if let Some(summary) = w.record_summary {
             meta("record_summary", &serde_json::to_string(summary)?)?;
         }
+        for (id, first, steps) in w.tapes {
+            for (k, step) in steps.iter().enumerate() {
+                tx.prepare_cached(
+                    "INSERT OR REPLACE INTO watch_inputs (watch_id, seq, step) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![
+                    id,
+                    (first + k) as i64,
+                    serde_json::to_string(step)?
+                ])?;
+            }
+        }
         tx.commit()
             .with_context(|| format!("cannot write the state file {}", self.path.display()))?;
         Ok(())
@@ -1044,6 +1136,7 @@ impl SqliteStore {
         // Their parts, unless another watch holds the same list.
         for (id, _, _) in &gone {
             tx.execute("DELETE FROM watch_parts WHERE watch_id = ?1", [id])?;
+            tx.execute("DELETE FROM watch_inputs WHERE watch_id = ?1", [id])?;
         }
         tx.execute(
             "DELETE FROM parts WHERE NOT EXISTS

@@ -181,7 +181,7 @@ pub enum MergeSide {
 }
 
 /// What an observation of the app before the commit's sync says, for the baseline.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BeforeSeen {
     pub before: Before,
     pub revision: Option<String>,

@@ -384,6 +384,24 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         "record: {APP}: {}",
         t.judgement(greenlight_core::record::DEFAULT_MIN_SAMPLES)
     ));
+    // Why the verdict came out so, replayed from its recorded inputs as `greenlight why`
+    // prints it.
+    let loaded = greenlight::store::Store::load(&mut store)?;
+    let watch = loaded
+        .watches
+        .iter()
+        .find(|w| w.commit.as_str() == bad)
+        .context("the store has no watch of the broken commit")?;
+    let tape = greenlight::store::Store::tape(&mut store, &watch.id).map_err(|e| format!("{e:#}"));
+    let why = greenlight::why::explain(watch, tape);
+    for line in why.lines() {
+        say(&format!("why: {line}"));
+    }
+    ensure!(
+        why.outcome == greenlight::why::Outcome::Same,
+        "the replay of the verdict did not reach it: {:?}",
+        why.outcome
+    );
     say(&format!(
         "whole story in {:.1}s",
         started.elapsed().as_secs_f64()

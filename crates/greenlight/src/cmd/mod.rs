@@ -51,6 +51,7 @@ pub mod trailer;
 pub mod verify;
 pub mod wait;
 pub mod watch;
+pub mod why;
 
 pub use greenlight::{UsageError, usage};
 

@@ -268,6 +268,7 @@ impl Runtime {
             .with_finished_ids(loaded.finished_ids);
         engine.restore_idle(loaded.idle);
         engine.restore_arrived(loaded.arrived);
+        engine.restore_tapes(loaded.tapes);
         let from = match (&loaded.baseline, &loaded.tip) {
             (Some(_), Some(t)) => {
                 if cfg.since.is_some() {
@@ -1018,6 +1019,7 @@ impl Runtime {
         let (watches, breaker) = self.engine.take_dirty();
         let idle = self.engine.take_idle_dirty();
         let arrived = self.engine.take_arrived();
+        let tapes = self.engine.take_tapes();
         let Staged {
             events,
             reverts,
@@ -1033,6 +1035,7 @@ impl Runtime {
             || self.clear_reset_request
             || !idle.is_empty()
             || !arrived.is_empty()
+            || !tapes.is_empty()
         {
             self.store.write(Write {
                 watches: &watches,
@@ -1044,6 +1047,7 @@ impl Runtime {
                 idle: &idle,
                 arrived: &arrived,
                 record_summary: None,
+                tapes: &tapes,
             })?;
             self.clear_reset_request = false;
         }

@@ -717,6 +717,8 @@ impl KubeStore {
             finished_ids,
             idle: idle_of(&data),
             arrived: arrived_of(&data),
+            // The cluster store keeps no tapes (`docs/why.md#stores`).
+            tapes: Vec::new(),
         })
     }
 
@@ -1175,6 +1177,10 @@ impl Store for KubeStore {
     fn export(&mut self) -> Result<Exported> {
         let r = self.export_unnamed();
         self.named(r)
+    }
+    fn tape(&mut self, _watch_id: &str) -> Result<Option<Vec<greenlight_core::tape::Step>>> {
+        // Not kept in the cluster (`docs/why.md#stores`).
+        Ok(None)
     }
 }
 
