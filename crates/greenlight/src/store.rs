@@ -65,9 +65,11 @@ pub trait Store: Send {
     /// Everything `greenlight state export` carries: what [`Store::load`] reads, and the
     /// memory (idle observations, arrived commits). Events are not carried.
     fn export(&mut self) -> Result<Exported>;
-    /// The tape of one watch's judge inputs (`docs/why.md`), in order: empty when none was
-    /// recorded (a watch started by an older greenlight); `None` when this store keeps none.
-    fn tape(&mut self, watch_id: &str) -> Result<Option<Vec<Step>>>;
+    /// One watch as stored and its tape of judge inputs (`docs/why.md`), in order, read
+    /// together (a running daemon's write is seen whole or not at all): the tape is empty when
+    /// none was recorded (a watch started by an older greenlight); the watch is `None` when the
+    /// store no longer holds it.
+    fn tape(&mut self, watch_id: &str) -> Result<(Option<Watch>, Vec<Step>)>;
 }
 
 impl Store for SqliteStore {
@@ -99,9 +101,9 @@ impl Store for SqliteStore {
         let r = self.export_unnamed();
         self.named(r)
     }
-    fn tape(&mut self, watch_id: &str) -> Result<Option<Vec<Step>>> {
+    fn tape(&mut self, watch_id: &str) -> Result<(Option<Watch>, Vec<Step>)> {
         let r = self.tape_unnamed(watch_id);
-        self.named(r).map(Some)
+        self.named(r)
     }
 }
 
@@ -857,7 +859,17 @@ impl SqliteStore {
 
     /// A watch's tape: every step read, in order, or an error naming the step that does not
     /// read or the one missing. A file older than the tapes has none.
-    fn tape_unnamed(&self, watch_id: &str) -> Result<Vec<Step>> {
+    fn tape_unnamed(&self, watch_id: &str) -> Result<(Option<Watch>, Vec<Step>)> {
+        let tx = self.conn.unchecked_transaction()?;
+        let watch = self
+            .watches_where(&format!("WHERE id = '{}'", watch_id.replace('\'', "''")))?
+            .pop();
+        let steps = self.steps_of(watch_id)?;
+        tx.finish()?;
+        Ok((watch, steps))
+    }
+
+    fn steps_of(&self, watch_id: &str) -> Result<Vec<Step>> {
         if self.schema < 5 {
             return Ok(Vec::new());
         }

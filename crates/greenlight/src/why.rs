@@ -20,8 +20,8 @@ pub enum Outcome {
     Parted { step: usize, why: String },
     /// The inputs outgrew the tape's bound: not replayed.
     Full,
-    /// No tape: the store keeps none, or the watch started before tapes were kept, or the
-    /// tape cannot be read (`why` says which).
+    /// No tape: the watch started before tapes were kept, or its tape cannot be read (`why`
+    /// says which).
     NoTape(String),
 }
 
@@ -59,8 +59,8 @@ fn verdict_of(w: &Watch) -> (State, Option<Timestamp>, String) {
     (w.state(), w.finished_at(), w.reason_text())
 }
 
-/// Replays `recorded`'s tape (`None`: the store keeps none).
-pub fn explain(recorded: &Watch, tape: Result<Option<Vec<Step>>, String>) -> Why {
+/// Replays `recorded`'s tape (an error: the tape cannot be read, in words).
+pub fn explain(recorded: &Watch, tape: Result<Vec<Step>, String>) -> Why {
     let mut why = Why {
         recorded: recorded.clone(),
         replayed: None,
@@ -74,19 +74,13 @@ pub fn explain(recorded: &Watch, tape: Result<Option<Vec<Step>>, String>) -> Why
             why.outcome = Outcome::NoTape(format!("its tape cannot be read: {e}"));
             return why;
         }
-        Ok(None) => {
-            why.outcome = Outcome::NoTape(
-                "this store keeps no judge inputs (docs/why.md#stores): nothing to replay".into(),
-            );
-            return why;
-        }
-        Ok(Some(s)) if s.is_empty() => {
+        Ok(s) if s.is_empty() => {
             why.outcome = Outcome::NoTape(
                 "no judge inputs were recorded for it (a greenlight before tapes judged it)".into(),
             );
             return why;
         }
-        Ok(Some(s)) => s,
+        Ok(s) => s,
     };
     why.steps = steps.len();
     why.restarts = steps
@@ -225,8 +219,8 @@ impl Why {
                     at(w.finished_at()),
                     at(r.finished_at())
                 ));
-                out.push(format!("    {:<8} {}", "reason", w.reason_text()));
-                out.push(format!("    {:<8} {}", "", r.reason_text()));
+                out.push(format!("    {:<8} recorded: {}", "reason", w.reason_text()));
+                out.push(format!("    {:<8} replayed: {}", "", r.reason_text()));
             }
             _ => {}
         }

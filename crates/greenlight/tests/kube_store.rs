@@ -726,3 +726,82 @@ fn the_documented_role_is_enough_for_the_leader() {
         .unwrap();
     assert!(pruned.watches > 0 && pruned.events > 0, "{pruned:?}");
 }
+
+/// A watch's tape in its Watch object (`docs/why.md#stores`): written with the watch; a step
+/// that changed nothing in the watch waits for its next write (no request of its own); a
+/// restart resumes the recording where the object's tape ends; read back, replayed to the
+/// watch, and carried by `state export` into a state file.
+#[test]
+fn a_watchs_tape_lives_in_its_object_and_moves_with_an_export() {
+    use greenlight_core::commit::CommitInfo;
+    use greenlight_core::judge::{Ancestry, Engine, JudgeConfig};
+    use greenlight_core::tape::Step;
+    let kube = KubeApiserver::start_with_namespaces(&[NS]);
+    apply_crds(&kube);
+    let mut s = store(&kube);
+    s.bind(REPO, "main").unwrap();
+    let mut config = JudgeConfig::new(REPO, "main", true);
+    config.stable_for_ms = 2_000;
+    let mut engine = Engine::new(config.clone());
+    let commit = CommitInfo {
+        sha: sha(7),
+        parents: vec![sha(6)],
+        subject: "web: 1.1.0".into(),
+        message: "web: 1.1.0\n\nNav-Watchdog: app=web deadline=5 mode=arm\n".into(),
+        changed_paths: vec!["apps/web/deploy.yaml".to_string()].into(),
+        mainline: None,
+    };
+    let flush = |engine: &mut Engine, s: &mut KubeStore| {
+        let (watches, _) = engine.take_dirty();
+        let tapes = engine.take_tapes();
+        s.write(Write {
+            watches: &watches,
+            tapes: &tapes,
+            ..Write::default()
+        })
+        .unwrap();
+    };
+    let tape_in_object = |w: &str| -> Vec<Step> {
+        let o = get_json(&kube, &["watch", w]);
+        serde_json::from_str(o["tape"].as_str().unwrap()).unwrap()
+    };
+    engine.commit_arrived(&commit, &Ancestry::default(), Timestamp(1_000));
+    flush(&mut engine, &mut s);
+    let id = format!("{}:0", sha(7));
+    let name = greenlight::store::kube::object_name(&id);
+    assert_eq!(tape_in_object(&name).len(), 1);
+    // A tick that decides nothing: the step waits for the watch's next write.
+    engine.tick(Timestamp(2_000));
+    flush(&mut engine, &mut s);
+    assert_eq!(tape_in_object(&name).len(), 1, "written without its watch");
+
+    // A restart: the step held in memory is lost (it changed nothing); the recording resumes
+    // after the one step the object holds.
+    drop(s);
+    let mut s = store(&kube);
+    let resume = s.load_resume(None).unwrap();
+    assert_eq!(resume.tapes.len(), 1);
+    assert_eq!(resume.tapes[0].1.count, 1);
+    let mut engine = Engine::restore(config, resume.live, resume.breaker);
+    engine.restore_tapes(resume.tapes);
+    engine.resume(Timestamp(3_000));
+    engine.tick(Timestamp(7_000));
+    flush(&mut engine, &mut s);
+    let tape = Store::tape(&mut s, &id).unwrap().1;
+    assert_eq!(tape, tape_in_object(&name));
+    assert_eq!(tape.len(), 3, "{tape:?}");
+    assert!(matches!(tape[1], Step::Resumed { .. }), "{tape:?}");
+    let replay = Engine::replay(&tape).unwrap();
+    assert!(replay.diverged.is_none(), "{:?}", replay.diverged);
+    assert_eq!(replay.watch.to_flat(), engine.watches()[0].to_flat());
+    assert_eq!(replay.watch.state().as_str(), "INCONCLUSIVE");
+
+    // Exported with its watch, imported into a state file.
+    let doc = greenlight::store::export::export(&mut s).unwrap();
+    assert_eq!(doc.tapes.get(&id), Some(&tape));
+    let dir = tempfile::tempdir().unwrap();
+    let mut file =
+        greenlight::store::SqliteStore::open_or_create(&dir.path().join("s.db")).unwrap();
+    greenlight::store::export::import(&doc, &mut file).unwrap();
+    assert_eq!(Store::tape(&mut file, &id).unwrap().1, tape);
+}

@@ -159,6 +159,24 @@ fn a_confirmed_a_reverted_and_an_inconclusive_verdict_each_replay_to_themselves(
     );
     let o = why(&state, &["--all"]);
     assert_eq!(o.status.code(), Some(3));
+
+    // A step that does not read: named, with its watch, exit 1; nothing is replayed from it.
+    let conn = rusqlite::Connection::open(&state).unwrap();
+    let id = format!("{bad}:0");
+    conn.execute(
+        "UPDATE watch_inputs SET step = '{\"step\": \"nonsense\"}' WHERE watch_id = ?1 AND seq = 1",
+        [&id],
+    )
+    .unwrap();
+    drop(conn);
+    let o = why(&state, &[&bad]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("replay: none — its tape cannot be read")
+            && out.contains(&format!("step 1 of the tape of watch {id} cannot be read")),
+        "{out}"
+    );
 }
 
 #[test]

@@ -392,8 +392,8 @@ async fn story(root: &Path, log_format: LogFormat) -> Result<()> {
         .iter()
         .find(|w| w.commit.as_str() == bad)
         .context("the store has no watch of the broken commit")?;
-    let tape = greenlight::store::Store::tape(&mut store, &watch.id).map_err(|e| format!("{e:#}"));
-    let why = greenlight::why::explain(watch, tape);
+    let (stored, steps) = greenlight::store::Store::tape(&mut store, &watch.id)?;
+    let why = greenlight::why::explain(stored.as_ref().unwrap_or(watch), Ok(steps));
     for line in why.lines() {
         say(&format!("why: {line}"));
     }

@@ -1,7 +1,7 @@
 //! `greenlight why <commit> [--app x]`: each watch of the commit, its timeline in words and a
 //! replay of its recorded judge inputs through this build's judge (docs/why.md). Exit 0 when
 //! every replay reached the recorded verdict (or there was nothing to replay), 3 when one
-//! judged otherwise, 2 usage, 1 an unreadable store or no watch of the commit.
+//! judged otherwise, 2 usage, 1 an unreadable store or tape, or no watch of the commit.
 
 use crate::cmd::state::{Open, StoreArgs};
 use crate::cmd::usage;
@@ -87,10 +87,19 @@ pub fn run(a: WhyArgs) -> Result<ExitCode> {
     }
     watches.sort_by(|x, y| (x.watch_started_at, &x.id).cmp(&(y.watch_started_at, &y.id)));
     let mut disagree = false;
+    let mut unreadable = false;
     let mut docs = Vec::new();
-    for w in &watches {
-        let tape = store.tape(&w.id).map_err(|e| format!("{e:#}"));
-        let why = explain(w, tape);
+    for listed in &watches {
+        // The watch and its tape as one read: what a running daemon wrote meanwhile is in both
+        // or in neither.
+        let why = match store.tape(&listed.id) {
+            Ok((Some(w), steps)) => explain(&w, Ok(steps)),
+            Ok((None, _)) => explain(listed, Err("the watch was pruned meanwhile".into())),
+            Err(e) => {
+                unreadable = true;
+                explain(listed, Err(format!("{e:#}")))
+            }
+        };
         disagree |= why.outcome.disagrees();
         if a.json {
             docs.push(why.to_json());
@@ -106,6 +115,8 @@ pub fn run(a: WhyArgs) -> Result<ExitCode> {
     }
     Ok(if disagree {
         ExitCode::from(3)
+    } else if unreadable {
+        ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })

@@ -7,6 +7,7 @@ use super::{Store, Write, breaker_body, breaker_from_body, watch_body, watch_fro
 use anyhow::{Context, Result, bail};
 use greenlight_core::judge::{Arrived, Idle};
 use greenlight_core::snapshot::AppKey;
+use greenlight_core::tape::Step;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -35,6 +36,10 @@ pub struct Document {
     /// it was kept: none).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub record_summary: super::Summary,
+    /// Each watch's tape of judge inputs, by watch id (docs/why.md; absent in documents
+    /// written before tapes were kept, and for watches without one).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tapes: BTreeMap<String, Vec<Step>>,
 }
 
 /// Everything `store` carries, as a document.
@@ -46,6 +51,13 @@ pub fn export(store: &mut dyn Store) -> Result<Document> {
         .iter()
         .map(|w| Ok(serde_json::from_str(&watch_body(w)?)?))
         .collect::<Result<Vec<Value>>>()?;
+    let mut tapes = BTreeMap::new();
+    for w in &e.loaded.watches {
+        let (_, steps) = store.tape(&w.id)?;
+        if !steps.is_empty() {
+            tapes.insert(w.id.clone(), steps);
+        }
+    }
     Ok(Document {
         format: FORMAT,
         repo: e.loaded.repo,
@@ -61,6 +73,7 @@ pub fn export(store: &mut dyn Store) -> Result<Document> {
             .collect(),
         arrived: e.arrived,
         record_summary: e.record_summary,
+        tapes,
     })
 }
 
@@ -119,6 +132,13 @@ pub fn import(doc: &Document, store: &mut dyn Store) -> Result<Imported> {
             v.clone(),
         ));
     }
+    let mut tapes = Vec::new();
+    for (id, steps) in &doc.tapes {
+        if !watches.iter().any(|w| w.id == *id) {
+            bail!("the tape of watch {id}: the document holds no such watch");
+        }
+        tapes.push((id.clone(), 0, steps.clone()));
+    }
     let present = store.load()?;
     if !present.watches.is_empty() || present.tip.is_some() {
         bail!(
@@ -141,6 +161,7 @@ pub fn import(doc: &Document, store: &mut dyn Store) -> Result<Imported> {
         idle: &idle,
         arrived: &doc.arrived,
         record_summary: (!doc.record_summary.is_empty()).then_some(&doc.record_summary),
+        tapes: &tapes,
         ..Write::default()
     })?;
     Ok(Imported {

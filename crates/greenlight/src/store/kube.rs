@@ -52,6 +52,7 @@ use greenlight_core::breaker::Breaker;
 use greenlight_core::event::Event;
 use greenlight_core::judge::{ARRIVED_KEPT, Arrived, Idle, State, Watch};
 use greenlight_core::snapshot::AppKey;
+use greenlight_core::tape::{Recording, Step};
 use greenlight_core::time::Timestamp;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
@@ -180,6 +181,10 @@ pub struct KubeStore {
     /// The Watch objects this store knows, by object name.
     known: BTreeMap<String, Known>,
     last_pruned_at: Option<Timestamp>,
+    /// Tape steps of watches not written since they were recorded, by id: each goes with its
+    /// watch's next write (a step that changed nothing in the watch is all a crash loses,
+    /// and a replay needs none such: `docs/why.md#stores`).
+    pending_tapes: BTreeMap<String, (usize, Vec<Step>)>,
 }
 
 impl Drop for KubeStore {
@@ -266,6 +271,7 @@ impl KubeStore {
             dog: None,
             known: BTreeMap::new(),
             last_pruned_at: None,
+            pending_tapes: BTreeMap::new(),
         })
     }
 
@@ -523,7 +529,12 @@ impl KubeStore {
     }
 
     /// The Watch object of `w` with `events` appended to its history.
-    fn watch_object_for(&mut self, w: &Watch, events: &[&Event]) -> Result<WatchObject> {
+    fn watch_object_for(
+        &mut self,
+        w: &Watch,
+        events: &[&Event],
+        tape: Option<(usize, Vec<Step>)>,
+    ) -> Result<WatchObject> {
         let name = object_name(&w.id);
         let r = WatchRecord::from(w);
         let mut base = None;
@@ -590,10 +601,47 @@ impl KubeStore {
             ),
         ]
         .into();
+        let mut data = json!({"record": record, "history": history});
+        let held = base.as_ref().and_then(|o| o.data["tape"].as_str());
+        if let Some(t) = held.filter(|t| serde_json::from_str::<Vec<Step>>(t).is_err()) {
+            // A tape that does not read is kept as it is (`why` names it), never overwritten.
+            data["tape"] = json!(t);
+            return Ok(WatchObject {
+                name,
+                base,
+                data,
+                labels,
+                live: r.is_live(),
+            });
+        }
+        let mut steps = base.as_ref().map(tape_of).unwrap_or_default();
+        if let Some((first, new)) = tape {
+            if steps.len() == first {
+                steps.extend(new);
+            } else if !matches!(steps.last(), Some(Step::Full { .. })) {
+                // Steps went missing in between: what follows could not be replayed.
+                let at = new.first().and_then(Step::at).unwrap_or(Timestamp(0));
+                steps.push(Step::Full { at });
+            }
+        }
+        if !steps.is_empty() {
+            let mut text = serde_json::to_string(&steps)?;
+            // The object stays well under etcd's limit whatever the tape's own bound allows:
+            // past this, the tape ends (`docs/why.md#bounds`).
+            if text.len() > KUBE_TAPE_BYTES {
+                let at = steps.last().and_then(Step::at).unwrap_or(Timestamp(0));
+                let mut kept = base.as_ref().map(tape_of).unwrap_or_default();
+                if !matches!(kept.last(), Some(Step::Full { .. })) {
+                    kept.push(Step::Full { at });
+                }
+                text = serde_json::to_string(&kept)?;
+            }
+            data["tape"] = json!(text);
+        }
         Ok(WatchObject {
             name,
             base,
-            data: json!({"record": record, "history": history}),
+            data,
             labels,
             live: r.is_live(),
         })
@@ -606,7 +654,10 @@ impl KubeStore {
             data,
             labels,
             live,
-        } = self.watch_object_for(w, events)?;
+        } = {
+            let tape = self.pending_tapes.remove(&w.id);
+            self.watch_object_for(w, events, tape)?
+        };
         let object = self.watch_object(&name);
         let api = self.watches.clone();
         let written = match base {
@@ -637,6 +688,27 @@ impl KubeStore {
         };
         self.remember(&written, live);
         Ok(())
+    }
+
+    /// A watch's tape as its object holds it (`tape`, a JSON array in a string); an object
+    /// without one has none. One that does not read is an error naming the object.
+    fn tape_unnamed(&mut self, watch_id: &str) -> Result<(Option<Watch>, Vec<Step>)> {
+        let name = object_name(watch_id);
+        let object = self.watch_object(&name);
+        let api = self.watches.clone();
+        let n = name.clone();
+        let o = match self.run(async move { api.get(&n).await })? {
+            Ok(o) => o,
+            Err(e) if is_object_not_found(&e) => return Ok((None, Vec::new())),
+            Err(e) => return Err(self.api_error(e, Verb::Get, WATCHES, &object)),
+        };
+        let watch = self.watch_of(&o)?;
+        let steps = match o.data["tape"].as_str() {
+            None => Vec::new(),
+            Some(t) => serde_json::from_str(t)
+                .with_context(|| format!("the tape of {object} cannot be read"))?,
+        };
+        Ok((Some(watch), steps))
     }
 
     // ------------------------------------------------------------------ the trait's work
@@ -691,7 +763,9 @@ impl KubeStore {
         let since = reopen_since.unwrap_or(i64::MAX);
         let mut live = Vec::new();
         let mut finished_ids = BTreeSet::new();
+        let mut tapes = Vec::new();
         self.known.clear();
+        self.pending_tapes.clear();
         for o in self.list_watches(None)? {
             let rec = &o.data["record"];
             let id = rec["id"].as_str().unwrap_or_default().to_string();
@@ -700,6 +774,15 @@ impl KubeStore {
                 && rec["state"].as_str() == Some(State::NotReached.as_str())
                 && rec["finishedAtMs"].as_i64().is_some_and(|t| t >= since);
             if is_live || reopenable || id.is_empty() {
+                let steps = tape_of(&o);
+                if is_live && !steps.is_empty() {
+                    let r = Recording::resumed(
+                        steps.len(),
+                        greenlight_core::tape::snapshot_bytes(&steps),
+                        matches!(steps.last(), Some(Step::Full { .. })),
+                    );
+                    tapes.push((id.clone(), r));
+                }
                 live.push(self.watch_of(&o)?);
                 self.remember(&o, true);
             } else {
@@ -717,8 +800,7 @@ impl KubeStore {
             finished_ids,
             idle: idle_of(&data),
             arrived: arrived_of(&data),
-            // The cluster store keeps no tapes (`docs/why.md#stores`).
-            tapes: Vec::new(),
+            tapes,
         })
     }
 
@@ -746,6 +828,18 @@ impl KubeStore {
             match at {
                 Some(i) => of_watch[i].push(e),
                 None => of_none.push(e),
+            }
+        }
+
+        for (id, first, steps) in w.tapes {
+            match self.pending_tapes.get_mut(id) {
+                Some((at, held)) if *at + held.len() == *first => {
+                    held.extend(steps.iter().cloned())
+                }
+                _ => {
+                    self.pending_tapes
+                        .insert(id.clone(), (*first, steps.clone()));
+                }
             }
         }
 
@@ -1068,6 +1162,18 @@ fn raw_arrived(data: &Value) -> Vec<Value> {
 
 /// Each app's idle observations; an app whose entry does not read is left out (no baseline,
 /// so no revert).
+/// The most bytes of a Watch object's `tape` (its JSON text).
+const KUBE_TAPE_BYTES: usize = 640 * 1024;
+
+/// The tape a Watch object holds; none when it holds none or one that does not read (its
+/// watch then records nothing more, and `why` names the unreadable one).
+fn tape_of(o: &DynamicObject) -> Vec<Step> {
+    o.data["tape"]
+        .as_str()
+        .and_then(|t| serde_json::from_str(t).ok())
+        .unwrap_or_default()
+}
+
 fn idle_of(data: &Value) -> Vec<(AppKey, Vec<Idle>)> {
     raw_idle(data)
         .into_iter()
@@ -1178,9 +1284,9 @@ impl Store for KubeStore {
         let r = self.export_unnamed();
         self.named(r)
     }
-    fn tape(&mut self, _watch_id: &str) -> Result<Option<Vec<greenlight_core::tape::Step>>> {
-        // Not kept in the cluster (`docs/why.md#stores`).
-        Ok(None)
+    fn tape(&mut self, watch_id: &str) -> Result<(Option<Watch>, Vec<Step>)> {
+        let r = self.tape_unnamed(watch_id);
+        self.named(r)
     }
 }
 

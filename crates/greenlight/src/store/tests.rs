@@ -1244,3 +1244,113 @@ fn an_unreadable_pruned_watch_is_counted_as_other() {
     assert_eq!((summary["web"].verdicts, summary["web"].other), (1, 1));
     assert_eq!(summary["api"].confirmed, 1);
 }
+
+/// A watch's tape (`docs/why.md`): appended step by step with the watch it belongs to, read
+/// back whole and in order, replayed to the very watch; a restart resumes the recording where
+/// the file's tape ends; a step that does not read is named; pruning takes the tape with its
+/// watch.
+#[test]
+fn a_watchs_tape_is_appended_read_back_replayed_resumed_and_pruned() {
+    use greenlight_core::commit::{CommitId, CommitInfo};
+    use greenlight_core::judge::{Ancestry, Engine, JudgeConfig};
+    use greenlight_core::tape::Step;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
+    let mut config = JudgeConfig::new("https://git.example/deploy.git", "main", true);
+    config.stable_for_ms = 2_000;
+    let mut engine = Engine::new(config.clone());
+    let sha = CommitId::parse(&"c".repeat(40)).unwrap();
+    let commit = CommitInfo {
+        sha: sha.clone(),
+        parents: vec![CommitId::parse(&"b".repeat(40)).unwrap()],
+        subject: "web: 1.1.0".into(),
+        message: "web: 1.1.0\n\nNav-Watchdog: app=web deadline=5 mode=arm\n".into(),
+        changed_paths: vec!["apps/web/deploy.yaml".to_string()].into(),
+        mainline: None,
+    };
+    let flush = |engine: &mut Engine, store: &mut SqliteStore| {
+        let (watches, _) = engine.take_dirty();
+        let tapes = engine.take_tapes();
+        store
+            .write(Write {
+                watches: &watches,
+                tapes: &tapes,
+                ..Write::default()
+            })
+            .unwrap();
+    };
+    engine.commit_arrived(&commit, &Ancestry::default(), Timestamp(1_000));
+    flush(&mut engine, &mut store);
+    engine.tick(Timestamp(2_000));
+    engine.tick(Timestamp(3_000));
+    flush(&mut engine, &mut store);
+    let id = format!("{sha}:0");
+    let tape = Store::tape(&mut store, &id).unwrap().1;
+    assert!(matches!(tape[0], Step::Start { .. }), "{tape:?}");
+    assert_eq!(
+        tape[1..],
+        [
+            Step::Time {
+                at: Timestamp(2_000)
+            },
+            Step::Time {
+                at: Timestamp(3_000)
+            }
+        ]
+    );
+    let replay = Engine::replay(&tape).unwrap();
+    assert_eq!(replay.watch.to_flat(), engine.watches()[0].to_flat());
+
+    // A restart: the recording goes on after the three steps the file holds.
+    drop(store);
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
+    let resume = store.load_resume(None).unwrap();
+    assert_eq!(resume.tapes.len(), 1);
+    assert_eq!(
+        (resume.tapes[0].0.as_str(), resume.tapes[0].1.count),
+        (id.as_str(), 3)
+    );
+    let mut engine = Engine::restore(config, resume.live, resume.breaker);
+    engine.restore_tapes(resume.tapes);
+    engine.resume(Timestamp(9_000));
+    engine.tick(Timestamp(9_000));
+    flush(&mut engine, &mut store);
+    let tape = Store::tape(&mut store, &id).unwrap().1;
+    assert_eq!(tape.len(), 5, "{tape:?}");
+    assert!(
+        matches!(
+            tape[3],
+            Step::Resumed {
+                at: Timestamp(9_000),
+                ..
+            }
+        ),
+        "{tape:?}"
+    );
+    let replay = Engine::replay(&tape).unwrap();
+    assert_eq!(replay.watch.to_flat(), engine.watches()[0].to_flat());
+    // Never observed by its deadline: INCONCLUSIVE, replayed as judged.
+    assert_eq!(replay.watch.state().as_str(), "INCONCLUSIVE");
+
+    // A step that does not read is named, with its watch.
+    drop(store);
+    sql(&path)
+        .execute(
+            "UPDATE watch_inputs SET step = 'not json' WHERE seq = 2",
+            [],
+        )
+        .unwrap();
+    let mut store = SqliteStore::open_or_create(&path).unwrap();
+    let err = format!("{:#}", Store::tape(&mut store, &id).unwrap_err());
+    assert!(
+        err.contains(&format!("step 2 of the tape of watch {id} cannot be read")),
+        "{err}"
+    );
+
+    // Pruned with its watch.
+    assert_eq!(count(&path, "SELECT count(*) FROM watch_inputs"), 5);
+    store.prune(Timestamp(i64::MAX)).unwrap();
+    assert_eq!(count(&path, "SELECT count(*) FROM watches"), 0);
+    assert_eq!(count(&path, "SELECT count(*) FROM watch_inputs"), 0);
+}
