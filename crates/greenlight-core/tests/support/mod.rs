@@ -441,6 +441,43 @@ pub struct Harness {
     pub baseline: Option<Health>,
     /// The last commit that arrived: a test's next commit on the branch may take it as its parent.
     pub last_arrived: Option<CommitId>,
+    /// Each watch's tape as the engine handed it over (`take_tapes`), as a store keeps it.
+    pub tapes: std::collections::BTreeMap<String, Vec<greenlight_core::tape::Step>>,
+}
+
+/// Every watch a test's harness saw start is replayed from its tape when the test is done with
+/// the harness (`docs/why.md`): the replayed watch must be the judged one, field for field. (A
+/// watch started before this harness — an engine restored or cloned into it — has no tape here
+/// that begins with its start, and is not replayed.)
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        self.take_tapes();
+        for w in self.engine.watches() {
+            let Some(tape) = self.tapes.get(&w.id) else {
+                continue;
+            };
+            if !matches!(
+                tape.first(),
+                Some(greenlight_core::tape::Step::Start { .. })
+            ) {
+                continue;
+            }
+            let replay = Engine::replay(tape).expect("a tape replays");
+            if replay.full {
+                continue;
+            }
+            assert_eq!(replay.diverged, None, "watch {}: {tape:#?}", w.id);
+            assert_eq!(
+                replay.watch.to_flat(),
+                w.to_flat(),
+                "watch {}: the replay of its tape judged otherwise",
+                w.id
+            );
+        }
+    }
 }
 
 /// The revision an app is at before a root commit arrives (no watched commit is its ancestor).
@@ -459,6 +496,19 @@ impl Harness {
             log: Vec::new(),
             baseline: Some(Health::Healthy),
             last_arrived: None,
+            tapes: Default::default(),
+        }
+    }
+
+    fn take_tapes(&mut self) {
+        for (id, first, steps) in self.engine.take_tapes() {
+            let tape = self.tapes.entry(id).or_default();
+            if tape.len() == first {
+                tape.extend(steps);
+            } else {
+                // Taken by another harness first (an engine cloned into this one).
+                tape.clear();
+            }
         }
     }
 
@@ -480,6 +530,7 @@ impl Harness {
 
     fn record(&mut self, effects: Vec<Effect>) -> Vec<Effect> {
         self.log.extend(effects.iter().cloned());
+        self.take_tapes();
         effects
     }
 
