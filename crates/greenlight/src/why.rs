@@ -52,6 +52,8 @@ pub struct Why {
     /// Restarts on the tape, by time.
     pub restarts: Vec<Timestamp>,
     pub steps: usize,
+    /// How the watch started, in the judge's words (from its tape's first step).
+    pub started: Option<String>,
 }
 
 /// The verdict's words a replay is compared on: state, time and reason.
@@ -68,6 +70,7 @@ pub fn explain(recorded: &Watch, tape: Result<Vec<Step>, String>) -> Why {
         events: Vec::new(),
         restarts: Vec::new(),
         steps: 0,
+        started: None,
     };
     let steps = match tape {
         Err(e) => {
@@ -83,6 +86,19 @@ pub fn explain(recorded: &Watch, tape: Result<Vec<Step>, String>) -> Why {
         Ok(s) => s,
     };
     why.steps = steps.len();
+    if let Some(Step::Start { config, .. }) = steps.first() {
+        let msg = greenlight_core::reason::Message::WatchStarted {
+            mode: recorded.mode,
+            dry_run: recorded.dry_run || config.dry_run,
+            deadline_ms: recorded.deadline_ms,
+            stable_for_ms: config.stable_for_ms,
+        };
+        why.started = Some(if recorded.id.contains('~') {
+            format!("re-opened: {msg}")
+        } else {
+            msg.to_string()
+        });
+    }
     why.restarts = steps
         .iter()
         .filter_map(|s| match s {
@@ -145,12 +161,9 @@ impl Why {
             "  timeline (replayed from {} recorded inputs):",
             self.steps
         ));
-        out.push(format!(
-            "    {}  started: {}",
-            w.watch_started_at.rfc3339(),
-            greenlight_core::time::human_duration(w.deadline_ms)
-                + " to reach the app and then to be healthy"
-        ));
+        if let Some(started) = &self.started {
+            out.push(format!("    {}  {started}", w.watch_started_at.rfc3339()));
+        }
         let mut restarts = self.restarts.iter().peekable();
         for e in &self.events {
             while let Some(r) = restarts.next_if(|r| **r <= e.time) {

@@ -40,6 +40,23 @@ fn the_canary_demo_reverts_the_bad_commit_and_says_so() {
         out.contains("demo: record: nav-canary: 0 shadow verdicts, 0 would-have-reverted; 1 reverted by greenlight, none undone by a human; not enough samples to arm (0 decided of 10 needed)\n"),
         "{out}"
     );
+    // Why, replayed from the watch's recorded inputs: the timeline and the same verdict.
+    let why: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("demo: why: "))
+        .collect();
+    let said = |needle: &str| why.iter().any(|l| l.contains(needle));
+    assert!(
+        said("verdict as recorded: REVERTED")
+            && said("watch started mode=arm deadline=8s")
+            && said("reached: reached app nav-canary")
+            && said("failed: not healthy within 8s after reach")
+            && said("revert pushed")
+            && why
+                .last()
+                .is_some_and(|l| l.starts_with("  replay: same verdict — REVERTED at ")),
+        "{why:#?}"
+    );
 }
 
 #[test]
