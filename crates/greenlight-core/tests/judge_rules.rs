@@ -5889,3 +5889,53 @@ fn a_quiet_day_is_a_false_alarm_only_when_the_whole_day_is_known() {
         "{t6:?}"
     );
 }
+
+/// A watch's tape is bounded (`docs/why.md#bounds`): past 4,096 steps it ends with `full`,
+/// records nothing more, and its replay says it was not replayed — never a verdict replayed
+/// from part of the story. An observation that repeats the previous one records only its time.
+#[test]
+fn a_tape_past_its_bound_ends_full_and_is_not_replayed() {
+    use greenlight_core::tape::{Shown, Step, TAPE_STEPS};
+    let mut h = Harness::new(config());
+    let c = watched(1, "web", "deadline=100000 mode=arm");
+    h.arrive(&c, t(0));
+    let snap = Snap::new("web");
+    h.observe(&snap, t(1));
+    h.observe(&snap, t(2));
+    for s in 0..TAPE_STEPS as i64 {
+        h.tick(t(3 + s));
+    }
+    let id = h.watch(c.sha.as_str()).id.clone();
+    let tape = h.tapes[&id].clone();
+    assert_eq!(tape.len(), TAPE_STEPS);
+    assert!(
+        matches!(tape.last(), Some(Step::Full { .. })),
+        "{:?}",
+        tape.last()
+    );
+    let observed: Vec<&Step> = tape
+        .iter()
+        .filter(|s| matches!(s, Step::Observed { .. }))
+        .collect();
+    assert!(
+        matches!(
+            observed[0],
+            Step::Observed {
+                app: Shown::Present(_),
+                ..
+            }
+        ) && matches!(
+            observed[1],
+            Step::Observed {
+                app: Shown::Same,
+                ancestry: None,
+                ..
+            }
+        ),
+        "{observed:?}"
+    );
+    h.tick(t(100_000));
+    assert_eq!(h.tapes[&id].len(), TAPE_STEPS, "nothing after full");
+    let replay = Engine::replay(&h.tapes[&id]).unwrap();
+    assert!(replay.full && replay.diverged.is_none());
+}

@@ -349,6 +349,30 @@ fn drill(kube: &KubeApiserver, seed: u64, kills: &mut Vec<Kill>) {
         w["revert_commit"].as_str().unwrap(),
         "nothing pushed after the revert (seed {seed})"
     );
+    // Its recorded inputs, across every leader that judged it, replay to the same verdict
+    // (docs/why.md#stores).
+    let out = std::process::Command::new(BIN)
+        .args(["why", &bad, "--store", "kube", "--kubeconfig"])
+        .arg(kube.kubeconfig())
+        .args([
+            "--store-namespace",
+            ARGOCD_NAMESPACE,
+            "--store-name",
+            &store,
+        ])
+        .output()
+        .expect("greenlight why runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "seed {seed}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("replay: same verdict — REVERTED") && text.contains("greenlight restarted"),
+        "seed {seed}: {text}"
+    );
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
