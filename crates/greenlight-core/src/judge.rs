@@ -3410,6 +3410,18 @@ impl Engine {
                 });
                 break;
             }
+            // Only a live watch is given these: a replay that reached its verdict before the
+            // recorded judge did stops here, and the verdicts compared tell the difference.
+            let for_the_live = matches!(
+                step,
+                Step::Observed { .. }
+                    | Step::Time { .. }
+                    | Step::Vouched { .. }
+                    | Step::Arrived { .. }
+            );
+            if for_the_live && !e.watches[0].is_live() {
+                break;
+            }
             if let Some(r) = e.replaying.as_mut() {
                 r.facts = facts;
             }
