@@ -158,7 +158,7 @@ impl Why {
             return out;
         }
         out.push(format!(
-            "  timeline (replayed from {} recorded inputs):",
+            "  timeline (replayed from its {} recorded steps):",
             self.steps
         ));
         if let Some(started) = &self.started {
@@ -213,7 +213,7 @@ impl Why {
                 TAPE_SNAPSHOT_BYTES / 1024
             )),
             (Outcome::Parted { step, why }, _) => out.push(format!(
-                "  replay: parted from the recording at input {step} of {}: {why} — this greenlight judges these inputs otherwise",
+                "  replay: parted from the recording at step {step} of {}: {why} — this greenlight judges these inputs otherwise",
                 self.steps
             )),
             (Outcome::Different, Some(r)) => {
@@ -269,7 +269,7 @@ impl Why {
             "app": w.app.to_string(),
             "mode": w.mode.as_str(),
             "recorded": verdict(w),
-            "inputs": self.steps,
+            "steps": self.steps,
             "replay": replay,
             "timeline": self.events.iter().map(|e| json!({
                 "time": e.time.rfc3339(),
