@@ -1638,6 +1638,8 @@ impl Engine {
                 }
             }
         }
+        // One copy of the snapshot for the tapes of every watch it reaches.
+        let mut shared: Option<std::sync::Arc<AppSnapshot>> = None;
         for i in 0..self.watches.len() {
             let w = &self.watches[i];
             if !w.is_live() {
@@ -1670,7 +1672,7 @@ impl Engine {
                 Observation::Present(snap) => Some(snap),
                 Observation::Absent { .. } => None,
             };
-            self.tape_observed(i, snap, ancestry, now, gap, &ambiguous);
+            self.tape_observed(i, snap, &mut shared, ancestry, now, gap, &ambiguous);
             out.extend(self.observe_one(i, snap, ancestry, now, gap, ambiguous));
         }
         out
@@ -3234,11 +3236,14 @@ impl Engine {
         self.tapes.insert(self.watches[i].id.clone(), r);
     }
 
-    /// An observation of watch `i`'s app, with the answers about its commit.
+    /// An observation of watch `i`'s app, with the answers about its commit. `shared`: the
+    /// snapshot as already kept for another watch of the same observation.
+    #[allow(clippy::too_many_arguments)]
     fn tape_observed(
         &mut self,
         i: usize,
         snap: Option<&AppSnapshot>,
+        shared: &mut Option<std::sync::Arc<AppSnapshot>>,
         ancestry: &Ancestry,
         now: Timestamp,
         gap: bool,
@@ -3275,10 +3280,13 @@ impl Engine {
                 r.last_snapshot = None;
                 Shown::Absent
             }
-            Some(s) if r.last_snapshot.as_ref() == Some(s) => Shown::Same,
+            Some(s) if r.last_snapshot.as_deref() == Some(s) => Shown::Same,
             Some(s) => {
-                r.last_snapshot = Some(s.clone());
-                Shown::Present(Box::new(s.clone()))
+                let kept = shared
+                    .get_or_insert_with(|| std::sync::Arc::new(s.clone()))
+                    .clone();
+                r.last_snapshot = Some(kept.clone());
+                Shown::Present(kept)
             }
         };
         r.push(Step::Observed {

@@ -18,6 +18,7 @@ use crate::snapshot::AppSnapshot;
 use crate::time::Timestamp;
 use crate::watch::{BeforeSeen, FlatWatch, LaterCommit, RevertOutcome, RevertProposal};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// The most steps one watch's tape keeps.
 pub const TAPE_STEPS: usize = 4096;
@@ -132,7 +133,8 @@ impl Step {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Shown {
-    Present(Box<AppSnapshot>),
+    /// Shared by every watch of the app the same observation reached.
+    Present(Arc<AppSnapshot>),
     /// The same snapshot as the previous observation.
     Same,
     Absent,
@@ -171,7 +173,7 @@ pub struct Recording {
     /// Steps the store has not taken.
     pub unsaved: Vec<Step>,
     /// The last snapshot and answers recorded (an observation that repeats them records less).
-    pub(crate) last_snapshot: Option<AppSnapshot>,
+    pub(crate) last_snapshot: Option<Arc<AppSnapshot>>,
     pub(crate) last_answers: Option<Vec<Answer>>,
 }
 
