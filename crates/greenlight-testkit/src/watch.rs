@@ -152,6 +152,26 @@ impl Watchdog {
     }
 }
 
+/// Every verdict a test waits for is replayed from its tape as soon as it is recorded
+/// (`greenlight why <commit>`, `docs/why.md`; a watch and its tape are read together, so a
+/// running daemon is no obstacle): a replay that judges otherwise (exit 3) fails the test.
+#[track_caller]
+pub fn replays_the_same(bin: &OsStr, state_file: &Path, commit: &str) {
+    let out = Command::new(bin)
+        .args(["why", commit, "--state"])
+        .arg(state_file)
+        .output()
+        .expect("why runs");
+    assert_ne!(
+        out.status.code(),
+        Some(3),
+        "the verdict of {commit} replays otherwise (greenlight why {commit} --state {}):\n{}{}",
+        state_file.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Every verdict a watchdog of the end-to-end suite recorded is replayed from its tape when the
 /// test is done with it (`greenlight why --all`, `docs/why.md`): the process is stopped first,
 /// so that what is replayed is what it last wrote. A replay that judges otherwise (exit 3)
@@ -237,6 +257,9 @@ pub fn wait_state(
             if let Some(w) = watch_of_app(&st, commit, app) {
                 let s = w["state"].as_str().unwrap_or("");
                 if s == want {
+                    if TERMINAL_STATES.contains(&s) {
+                        replays_the_same(bin.as_ref(), state_file, commit);
+                    }
                     return w.clone();
                 }
                 let reverting = s == "FAIL"
