@@ -51,11 +51,11 @@ pub enum Step {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ambiguous: Option<Vec<String>>,
     },
-    /// Time passed (a tick, or the moment before a commit's arrival was weighed).
+    /// Time passed (a tick).
     Time { at: Timestamp },
     /// The app's change stream vouched that nothing changed up to `at`.
     Vouched { at: Timestamp },
-    /// A commit arrived on the branch.
+    /// A commit arrived on the branch (what time alone decides by then is decided first).
     Arrived {
         at: Timestamp,
         sha: CommitId,
