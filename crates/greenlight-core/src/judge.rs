@@ -3285,8 +3285,20 @@ impl Engine {
                 let kept = shared
                     .get_or_insert_with(|| std::sync::Arc::new(s.clone()))
                     .clone();
+                // What changed since the previous snapshot, when that says it in fewer words
+                // (an app's revision moving on changes a few fields of it).
+                let changed = r.last_snapshot.as_ref().and_then(|last| {
+                    let from = serde_json::to_value(&**last).ok()?;
+                    let to = serde_json::to_value(s).ok()?;
+                    let patch = crate::tape::merge_diff(&from, &to);
+                    let (p, whole) = (patch.to_string().len(), to.to_string().len());
+                    (p < whole / 2).then_some(patch)
+                });
                 r.last_snapshot = Some(kept.clone());
-                Shown::Present(kept)
+                match changed {
+                    Some(patch) => Shown::Changed(patch),
+                    None => Shown::Present(kept),
+                }
             }
         };
         r.push(Step::Observed {
@@ -3462,6 +3474,28 @@ impl Engine {
                         Shown::Present(s) => {
                             last_snapshot = Some((**s).clone());
                             last_snapshot.as_ref()
+                        }
+                        Shown::Changed(patch) => {
+                            let read = last_snapshot
+                                .as_ref()
+                                .and_then(|s| serde_json::to_value(s).ok())
+                                .and_then(|mut v| {
+                                    crate::tape::merge_apply(&mut v, patch);
+                                    serde_json::from_value::<AppSnapshot>(v).ok()
+                                });
+                            match read {
+                                Some(s) => {
+                                    last_snapshot = Some(s);
+                                    last_snapshot.as_ref()
+                                }
+                                None => {
+                                    replay.diverged = Some(Diverged {
+                                        step: k,
+                                        why: "an observation's changes do not apply to the previous one".into(),
+                                    });
+                                    break;
+                                }
+                            }
                         }
                         Shown::Same => match &last_snapshot {
                             Some(s) => Some(s),

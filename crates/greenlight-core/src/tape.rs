@@ -135,9 +135,63 @@ impl Step {
 pub enum Shown {
     /// Shared by every watch of the app the same observation reached.
     Present(Arc<AppSnapshot>),
+    /// The previous observation's snapshot with these changes, as a JSON merge patch (RFC
+    /// 7386: an object's keys replace or, `null`, remove; anything else replaces whole).
+    Changed(serde_json::Value),
     /// The same snapshot as the previous observation.
     Same,
     Absent,
+}
+
+/// The JSON merge patch that turns `from` into `to` ([`Shown::Changed`]).
+pub fn merge_diff(from: &serde_json::Value, to: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match (from, to) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut patch = serde_json::Map::new();
+            for (k, v) in b {
+                match a.get(k) {
+                    Some(old) if old == v => {}
+                    // (A field that became null is removed: an absent optional field reads
+                    // back as the `None` it was.)
+                    Some(old) if old.is_object() && v.is_object() => {
+                        patch.insert(k.clone(), merge_diff(old, v));
+                    }
+                    _ => {
+                        patch.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            for k in a.keys() {
+                if !b.contains_key(k) {
+                    patch.insert(k.clone(), Value::Null);
+                }
+            }
+            Value::Object(patch)
+        }
+        _ => to.clone(),
+    }
+}
+
+/// `patch` applied to `target` (RFC 7386).
+pub fn merge_apply(target: &mut serde_json::Value, patch: &serde_json::Value) {
+    use serde_json::Value;
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(serde_json::Map::new());
+    }
+    if let Value::Object(t) = target {
+        for (k, v) in p {
+            if v.is_null() {
+                t.remove(k);
+            } else {
+                merge_apply(t.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+    }
 }
 
 /// One ancestry answer: whether `revision` contains `commit`.
@@ -193,13 +247,7 @@ impl Recording {
         if self.full {
             return;
         }
-        let bytes = match &step {
-            Step::Observed {
-                app: Shown::Present(s),
-                ..
-            } => serde_json::to_string(s).map_or(0, |t| t.len()),
-            _ => 0,
-        };
+        let bytes = shown_bytes(&step);
         if self.count + 1 >= TAPE_STEPS || self.snapshot_bytes + bytes > TAPE_SNAPSHOT_BYTES {
             let at = step.at().unwrap_or(Timestamp(0));
             self.unsaved.push(Step::Full { at });
@@ -213,18 +261,24 @@ impl Recording {
     }
 }
 
-/// What a watch's tape says about itself, read from its steps.
+/// The bytes of snapshot JSON a step holds.
+fn shown_bytes(step: &Step) -> usize {
+    match step {
+        Step::Observed {
+            app: Shown::Present(s),
+            ..
+        } => serde_json::to_string(s).map_or(0, |t| t.len()),
+        Step::Observed {
+            app: Shown::Changed(p),
+            ..
+        } => serde_json::to_string(p).map_or(0, |t| t.len()),
+        _ => 0,
+    }
+}
+
+/// The bytes of snapshot JSON a watch's tape holds (where a restart resumes its bound).
 pub fn snapshot_bytes(steps: &[Step]) -> usize {
-    steps
-        .iter()
-        .map(|s| match s {
-            Step::Observed {
-                app: Shown::Present(s),
-                ..
-            } => serde_json::to_string(s).map_or(0, |t| t.len()),
-            _ => 0,
-        })
-        .sum()
+    steps.iter().map(shown_bytes).sum()
 }
 
 /// Who the watch is, for a replay's words.

@@ -5939,3 +5939,36 @@ fn a_tape_past_its_bound_ends_full_and_is_not_replayed() {
     let replay = Engine::replay(&h.tapes[&id]).unwrap();
     assert!(replay.full && replay.diverged.is_none());
 }
+
+/// An observation that changes a few fields of the previous snapshot records only those, as a
+/// JSON merge patch (a field that became `None` removed), and replays to the same snapshots.
+#[test]
+fn a_snapshot_that_changed_a_little_records_only_its_changes() {
+    use greenlight_core::tape::{Shown, Step};
+    let mut h = Harness::new(config());
+    let c = watched(1, "web", "deadline=600 mode=arm");
+    h.arrive(&c, t(0));
+    let before = Snap::new("web").deployed(&sha(98));
+    h.observe(&before, t(1));
+    let after = Snap::new("web").deployed(c.sha.as_str());
+    h.observe(&after, t(2));
+    h.observe(&before, t(3));
+    let id = h.watch(c.sha.as_str()).id.clone();
+    let shown: Vec<&Shown> = h.tapes[&id]
+        .iter()
+        .filter_map(|s| match s {
+            Step::Observed { app, .. } => Some(app),
+            _ => None,
+        })
+        .collect();
+    assert!(matches!(shown[0], Shown::Present(_)), "{shown:?}");
+    let Shown::Changed(patch) = shown[1] else {
+        panic!("{shown:?}");
+    };
+    assert!(
+        patch.to_string().len() < serde_json::to_string(after.snap()).unwrap().len() / 2,
+        "{patch}"
+    );
+    assert!(matches!(shown[2], Shown::Changed(_)), "{shown:?}");
+    // (The harness replays the watch from its tape when it is dropped.)
+}

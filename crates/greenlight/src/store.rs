@@ -462,13 +462,14 @@ mod migrate {
         Ok(())
     }
 
-    /// Version 5: each watch's tape of judge inputs (`docs/why.md`), one row a step, appended.
-    /// Watches written before have none.
+    /// Version 5: each watch's tape of judge inputs (`docs/why.md`), one row a step, appended
+    /// (rows in the order written, so pages fill; the index finds a watch's). Watches written
+    /// before have none.
     fn to_5(tx: &Transaction<'_>) -> Result<()> {
         tx.execute_batch(
             "CREATE TABLE watch_inputs (
-                 watch_id TEXT NOT NULL, seq INTEGER NOT NULL, step TEXT NOT NULL,
-                 PRIMARY KEY (watch_id, seq)) WITHOUT ROWID;",
+                 watch_id TEXT NOT NULL, seq INTEGER NOT NULL, step TEXT NOT NULL);
+             CREATE UNIQUE INDEX watch_inputs_step ON watch_inputs (watch_id, seq);",
         )?;
         Ok(())
     }
