@@ -271,6 +271,7 @@ fn a_new_file_goes_through_every_step_and_matches_a_migrated_one() {
         "notify_dead",
         "parts",
         "watch_parts",
+        "watch_inputs",
     ] {
         assert!(!columns(&fresh, table).is_empty(), "{table}");
         assert_eq!(columns(&fresh, table), columns(&migrated, table), "{table}");
@@ -286,7 +287,7 @@ fn a_new_file_goes_through_every_step_and_matches_a_migrated_one() {
             .collect()
     };
     assert_eq!(indexes(&fresh), indexes(&migrated));
-    assert_eq!(indexes(&fresh).len(), 5);
+    assert_eq!(indexes(&fresh).len(), 6);
 }
 
 #[test]
