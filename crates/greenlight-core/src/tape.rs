@@ -7,7 +7,8 @@
 //! the steps in order decides as the recorded one did — or says where it parts from it.
 //!
 //! The tape is bounded per watch: at most [`TAPE_STEPS`] steps and [`TAPE_SNAPSHOT_BYTES`] of
-//! snapshots; an observation showing what the previous one showed records only its time. A
+//! snapshots; an observation showing what the previous one showed records only its time, one
+//! that changed a few fields only those (a JSON merge patch, [`Shown::Changed`]). A
 //! watch whose inputs outgrow the bound keeps the steps up to there and a last [`Step::Full`]:
 //! its verdict is not replayed (the judge would be fed part of the story).
 
