@@ -3410,7 +3410,6 @@ impl Engine {
             events: Vec::new(),
             diverged: None,
             full: false,
-            steps: 1,
         };
         let mut last_snapshot: Option<AppSnapshot> = None;
         let mut last_answers: Vec<Answer> = Vec::new();
@@ -3583,7 +3582,6 @@ impl Engine {
                 break;
             }
             k = next;
-            replay.steps = k;
         }
         replay.watch = e.watches.swap_remove(0);
         Ok(replay)
@@ -3609,8 +3607,6 @@ pub struct Replay {
     pub diverged: Option<Diverged>,
     /// The tape reached its bound: the replay stopped where it stops.
     pub full: bool,
-    /// How many steps were replayed.
-    pub steps: usize,
 }
 
 /// A replay that parted from the recording at `step`.

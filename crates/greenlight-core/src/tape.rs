@@ -13,7 +13,6 @@
 //! its verdict is not replayed (the judge would be fed part of the story).
 
 use crate::commit::{CommitId, Paths};
-use crate::directive::AppRef;
 use crate::judge::{JudgeConfig, Verification};
 use crate::snapshot::AppSnapshot;
 use crate::time::Timestamp;
@@ -280,12 +279,4 @@ fn shown_bytes(step: &Step) -> usize {
 /// The bytes of snapshot JSON a watch's tape holds (where a restart resumes its bound).
 pub fn snapshot_bytes(steps: &[Step]) -> usize {
     steps.iter().map(shown_bytes).sum()
-}
-
-/// Who the watch is, for a replay's words.
-pub fn app_of(steps: &[Step]) -> Option<&AppRef> {
-    steps.iter().find_map(|s| match s {
-        Step::Start { watch, .. } => Some(&watch.app),
-        _ => None,
-    })
 }

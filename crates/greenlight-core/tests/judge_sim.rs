@@ -3426,15 +3426,7 @@ impl Sim {
                 if let Some(stored) = self.store.get(&w.id)
                     && stored != w
                 {
-                    let a = serde_json::to_value(stored.to_flat()).unwrap();
-                    let b = serde_json::to_value(w.to_flat()).unwrap();
-                    let fields: Vec<String> = b
-                        .as_object()
-                        .unwrap()
-                        .iter()
-                        .filter(|(k, v)| a.get(k.as_str()) != Some(v))
-                        .map(|(k, v)| format!("{k}: {} -> {v}", a[k.as_str()]))
-                        .collect();
+                    let fields = changed_fields(stored, w);
                     self.fail(&format!(
                         "watch {} changed but take_dirty did not hand it over: {fields:?}",
                         w.id
@@ -4187,15 +4179,7 @@ fn run_with(seed: u64, steps: usize, strict: Strict, by_pr: bool) -> Counters {
             ));
         }
         if replay.watch.to_flat() != w.to_flat() {
-            let a = serde_json::to_value(w.to_flat()).unwrap();
-            let b = serde_json::to_value(replay.watch.to_flat()).unwrap();
-            let fields: Vec<String> = b
-                .as_object()
-                .unwrap()
-                .iter()
-                .filter(|(k, v)| a.get(k.as_str()) != Some(v))
-                .map(|(k, v)| format!("{k}: judged {} replayed {v}", a[k.as_str()]))
-                .collect();
+            let fields = changed_fields(w, &replay.watch);
             sim.fail(&format!(
                 "watch {}: the replay of its {} steps judged otherwise: {fields:#?}",
                 w.id,
@@ -4271,6 +4255,18 @@ fn run_with(seed: u64, steps: usize, strict: Strict, by_pr: bool) -> Counters {
         }
     }
     sim.counters.clone()
+}
+
+/// The fields of `b`'s flat record that differ from `a`'s: `field: a -> b`.
+fn changed_fields(a: &Watch, b: &Watch) -> Vec<String> {
+    let a = serde_json::to_value(a.to_flat()).unwrap();
+    let b = serde_json::to_value(b.to_flat()).unwrap();
+    b.as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, v)| a.get(k.as_str()) != Some(v))
+        .map(|(k, v)| format!("{k}: {} -> {v}", a[k.as_str()]))
+        .collect()
 }
 
 fn seeds() -> Vec<u64> {
